@@ -1,0 +1,145 @@
+// Google Benchmark micro-benchmarks of thread_pool, mirroring the seed
+// guide's tables: pool creation, throughput by job size and worker count,
+// and submit->start latency by queue depth. All figures are wall-clock
+// (UseRealTime) from the first submit until the last job has finished.
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <future>
+#include <latch>
+#include <thread>
+#include <vector>
+
+#include "thread_system/pools/thread_pool.hpp"
+#include "workloads.hpp"
+
+namespace ts = thread_system;
+namespace tb = thread_system::bench;
+
+// Seed table "Thread Pool Creation Performance". Here creation means what a
+// user pays: construct, start N OS threads, and stop/join them again.
+static void BM_PoolCreateStartStop(benchmark::State& state) {
+  const auto workers = static_cast<std::size_t>(state.range(0));
+  for (auto _ : state) {
+    ts::thread_pool pool{workers};
+    benchmark::DoNotOptimize(&pool);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_PoolCreateStartStop)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(16)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// Seed table "Throughput by Job Complexity": N jobs of a given duration,
+// from one producer, into W workers; timed until all have run.
+static void BM_EnqueueThroughput(benchmark::State& state) {
+  const auto workers = static_cast<std::size_t>(state.range(0));
+  const auto job_ns = static_cast<std::uint64_t>(state.range(1));
+  const std::size_t jobs = job_ns == 0 ? 200'000 : 20'000;
+  ts::thread_pool pool{workers};
+  pool.wait_idle();
+  std::atomic<std::uint64_t> ran{0};
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < jobs; ++i) {
+      auto r = pool.enqueue([&ran, job_ns] {
+        tb::spin_for_ns(job_ns);
+        ran.fetch_add(1, std::memory_order_relaxed);
+      });
+      if (!r) state.SkipWithError(r.error().to_string().c_str());
+    }
+    pool.wait_idle();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(ran.load()));
+  state.counters["workers"] = static_cast<double>(workers);
+  state.counters["oversubscribed"] = workers > std::thread::hardware_concurrency() ? 1 : 0;
+}
+BENCHMARK(BM_EnqueueThroughput)
+    ->ArgNames({"workers", "job_ns"})
+    ->ArgsProduct({{1, 2, 4, 8}, {0, 1000}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The same with enqueue_batch (one queue lock per 256 jobs).
+static void BM_EnqueueBatchThroughput(benchmark::State& state) {
+  const auto workers = static_cast<std::size_t>(state.range(0));
+  constexpr std::size_t jobs = 200'000;
+  constexpr std::size_t batch_size = 256;
+  ts::thread_pool pool{workers};
+  std::atomic<std::uint64_t> ran{0};
+  auto job = [&ran] { ran.fetch_add(1, std::memory_order_relaxed); };
+  std::vector<decltype(job)> batch(batch_size, job);
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < jobs; i += batch_size) {
+      if (!pool.enqueue_batch(batch)) state.SkipWithError("refused");
+    }
+    pool.wait_idle();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(ran.load()));
+}
+BENCHMARK(BM_EnqueueBatchThroughput)
+    ->ArgName("workers")
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// Seed table "Job Submission Latency": the time from submit() to the job's
+// first instruction, with `depth` empty jobs already queued ahead of it.
+// depth 0 measures an idle pool (parked workers must be woken).
+static void BM_SubmitToStartLatency(benchmark::State& state) {
+  const auto depth = static_cast<std::size_t>(state.range(0));
+  ts::thread_pool pool{2};
+  std::vector<double> samples;
+  for (auto _ : state) {
+    state.PauseTiming();
+    // Fill the queue while both workers are held, so the measured job
+    // really waits behind `depth` jobs.
+    std::latch hold{1};
+    std::latch held{2};
+    for (int w = 0; w < 2; ++w) {
+      (void)pool.enqueue([&] {
+        held.count_down();
+        hold.wait();
+      });
+    }
+    held.wait();
+    for (std::size_t i = 0; i < depth; ++i) (void)pool.enqueue([] {});
+    if (depth == 0) {
+      hold.count_down();
+      pool.wait_idle();
+      std::this_thread::sleep_for(std::chrono::microseconds(200));  // let the workers park
+    }
+    state.ResumeTiming();
+    std::atomic<std::uint64_t> started_at{0};
+    const std::uint64_t submitted_at = tb::now_ns();
+    auto f = pool.submit([&started_at] { started_at.store(tb::now_ns(), std::memory_order_relaxed); });
+    if (depth > 0) hold.count_down();
+    f.get();
+    samples.push_back(static_cast<double>(started_at.load(std::memory_order_relaxed) - submitted_at));
+    state.PauseTiming();
+    pool.wait_idle();
+    state.ResumeTiming();
+  }
+  state.counters["p50_ns"] = tb::percentile(samples, 50);
+  state.counters["p95_ns"] = tb::percentile(samples, 95);
+  state.counters["p99_ns"] = tb::percentile(samples, 99);
+  state.counters["queued_ahead"] = static_cast<double>(depth);
+}
+BENCHMARK(BM_SubmitToStartLatency)
+    ->ArgName("queued")
+    ->Arg(0)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Arg(100000)
+    ->Iterations(200)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,33 @@
+// The README's quick start, compiled and run in CI.
+#include <thread_system/thread_system.hpp>
+
+#include <atomic>
+#include <iostream>
+#include <string>
+
+int main() {
+  using namespace thread_system;
+
+  thread_pool pool{4};  // four workers, started
+
+  // Fire and forget: the result says whether the job was accepted.
+  std::atomic<int> counter{0};
+  for (int i = 0; i < 1000; ++i) {
+    if (auto r = pool.enqueue([&counter] { counter.fetch_add(1); }); !r) {
+      std::cerr << "refused: " << r.error().to_string() << '\n';
+      return 1;
+    }
+  }
+
+  // A value back through a future; exceptions travel the same way.
+  std::future<std::string> greeting = pool.submit([](std::string who) { return "hello, " + who; }, "pool");
+
+  pool.wait_idle();
+  std::cout << greeting.get() << " - ran " << counter.load() << " jobs\n";
+
+  const pool_statistics stats = pool.get_statistics();
+  std::cout << "accepted " << stats.accepted << ", executed " << stats.executed << ", failed " << stats.failed << '\n';
+
+  const stop_report report = pool.stop(stop_mode::drain);  // the destructor would do the same
+  return report.accepted == report.executed ? 0 : 1;
+}

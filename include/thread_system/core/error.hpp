@@ -1,0 +1,203 @@
+// Error model of Thread System.
+//
+// Every refusal in the library is reported as a value, never as undefined
+// behaviour or a silent drop: functions that can fail return `result<T>`,
+// which holds either a `T` or an `error` (a code plus a human-readable
+// message). `result<void>` carries only success or an error.
+//
+// Where a value-based error cannot be returned (a constructor, a future whose
+// job was cancelled) the same `error` travels inside an `error_exception`.
+//
+// Thread-safety: these are plain value types; a `result` may be moved between
+// threads like any other value. None of them is internally synchronised.
+#pragma once
+
+#include <cassert>
+#include <exception>
+#include <new>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+namespace thread_system {
+
+/// Machine-readable reason for a failure. Stable: values are never reused.
+enum class error_code : int {
+  ok = 0,
+  pool_stopped = 1,         ///< The pool (or queue) is stopped/closed; nothing new is accepted.
+  queue_full = 2,           ///< A bounded queue is at capacity.
+  invalid_argument = 3,     ///< Null job, zero workers, malformed option...
+  cancelled = 4,            ///< The job was discarded before it started.
+  job_failed = 5,           ///< A job reported failure (seed-style `do_work()` error).
+  timeout = 6,              ///< A timed operation expired.
+  not_found = 7,            ///< A lookup found nothing.
+  not_supported = 8,        ///< The platform cannot honour the request.
+  already_started = 9,      ///< `start()` on a running pool/thread.
+  resource_exhausted = 10,  ///< The system refused a thread or memory.
+};
+
+/// Short stable name of a code ("pool_stopped", ...).
+[[nodiscard]] constexpr std::string_view to_string(error_code code) noexcept {
+  switch (code) {
+    case error_code::ok:
+      return "ok";
+    case error_code::pool_stopped:
+      return "pool_stopped";
+    case error_code::queue_full:
+      return "queue_full";
+    case error_code::invalid_argument:
+      return "invalid_argument";
+    case error_code::cancelled:
+      return "cancelled";
+    case error_code::job_failed:
+      return "job_failed";
+    case error_code::timeout:
+      return "timeout";
+    case error_code::not_found:
+      return "not_found";
+    case error_code::not_supported:
+      return "not_supported";
+    case error_code::already_started:
+      return "already_started";
+    case error_code::resource_exhausted:
+      return "resource_exhausted";
+  }
+  return "unknown";
+}
+
+/// A failure: what went wrong (`code`) and why, for a human (`message`).
+class error {
+ public:
+  error() = default;
+  error(error_code code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  [[nodiscard]] error_code code() const noexcept { return code_; }
+  [[nodiscard]] const std::string& message() const noexcept { return message_; }
+  /// "code: message", for logs.
+  [[nodiscard]] std::string to_string() const {
+    std::string s{thread_system::to_string(code_)};
+    if (!message_.empty()) {
+      s += ": ";
+      s += message_;
+    }
+    return s;
+  }
+
+  friend bool operator==(const error& a, const error& b) noexcept { return a.code_ == b.code_; }
+
+ private:
+  error_code code_ = error_code::ok;
+  std::string message_;
+};
+
+/// An `error` thrown where no `result` can be returned (constructors, the
+/// `get()` of a future whose job was cancelled).
+class error_exception : public std::exception {
+ public:
+  explicit error_exception(error err) : error_(std::move(err)), what_(error_.to_string()) {}
+  [[nodiscard]] const char* what() const noexcept override { return what_.c_str(); }
+  [[nodiscard]] const error& get_error() const noexcept { return error_; }
+  [[nodiscard]] error_code code() const noexcept { return error_.code(); }
+
+ private:
+  error error_;
+  std::string what_;
+};
+
+/// Wraps an error so that it converts to any `result<T>` (like std::unexpected).
+struct unexpected_error {
+  error value;
+};
+
+/// Builds an error result: `return make_error(error_code::queue_full, "...");`
+[[nodiscard]] inline unexpected_error make_error(error_code code, std::string message) {
+  return unexpected_error{error{code, std::move(message)}};
+}
+
+/// Either a `T` or an `error`. Accessing the wrong alternative is a
+/// precondition violation (asserted in debug builds, throws in `value()`).
+template <typename T>
+class [[nodiscard]] result {
+  static_assert(!std::is_reference_v<T>, "result<T&> is not supported");
+
+ public:
+  using value_type = T;
+
+  template <typename U = T>
+  requires std::is_constructible_v<T, U&&> &&
+      (!std::is_same_v<std::remove_cvref_t<U>, result>)&&(!std::is_same_v<std::remove_cvref_t<U>, unexpected_error>)
+          result(U&& v)
+      : storage_(std::in_place_index<0>, std::forward<U>(v)) {}  // NOLINT(google-explicit-constructor)
+  result(unexpected_error e) : storage_(std::in_place_index<1>, std::move(e.value)) {}  // NOLINT
+  result(thread_system::error e) : storage_(std::in_place_index<1>, std::move(e)) {}    // NOLINT
+
+  [[nodiscard]] bool has_value() const noexcept { return storage_.index() == 0; }
+  explicit operator bool() const noexcept { return has_value(); }
+
+  /// The value; throws `error_exception` holding the error if there is none.
+  T& value() & {
+    if (!has_value()) throw error_exception(std::get<1>(storage_));
+    return std::get<0>(storage_);
+  }
+  const T& value() const& {
+    if (!has_value()) throw error_exception(std::get<1>(storage_));
+    return std::get<0>(storage_);
+  }
+  T&& value() && {
+    if (!has_value()) throw error_exception(std::get<1>(storage_));
+    return std::get<0>(std::move(storage_));
+  }
+  T& operator*() & noexcept { return *std::get_if<0>(&storage_); }
+  const T& operator*() const& noexcept { return *std::get_if<0>(&storage_); }
+  T* operator->() noexcept { return std::get_if<0>(&storage_); }
+  const T* operator->() const noexcept { return std::get_if<0>(&storage_); }
+
+  /// The error. Precondition: `!has_value()`.
+  [[nodiscard]] const thread_system::error& get_error() const& noexcept {
+    assert(!has_value());
+    return *std::get_if<1>(&storage_);
+  }
+  [[nodiscard]] const thread_system::error& error() const& noexcept { return get_error(); }
+
+  template <typename U>
+  [[nodiscard]] T value_or(U&& fallback) const& {
+    return has_value() ? std::get<0>(storage_) : static_cast<T>(std::forward<U>(fallback));
+  }
+
+ private:
+  std::variant<T, thread_system::error> storage_;
+};
+
+/// Success or an error.
+template <>
+class [[nodiscard]] result<void> {
+ public:
+  using value_type = void;
+
+  result() = default;
+  result(unexpected_error e) : error_(std::move(e.value)), failed_(true) {}  // NOLINT
+  result(thread_system::error e) : error_(std::move(e)), failed_(true) {}    // NOLINT
+
+  [[nodiscard]] bool has_value() const noexcept { return !failed_; }
+  explicit operator bool() const noexcept { return has_value(); }
+  /// Throws `error_exception` if this holds an error.
+  void value() const {
+    if (failed_) throw error_exception(error_);
+  }
+  [[nodiscard]] const thread_system::error& get_error() const& noexcept {
+    assert(failed_);
+    return error_;
+  }
+  [[nodiscard]] const thread_system::error& error() const& noexcept { return get_error(); }
+
+ private:
+  thread_system::error error_;
+  bool failed_ = false;
+};
+
+/// Seed-compatible spelling of `result<void>`.
+using result_void = result<void>;
+
+}  // namespace thread_system

@@ -1,0 +1,75 @@
+// Seed-compatible job model: an abstract `job` whose `do_work()` returns a
+// `result<void>`, and `callback_job`, which wraps a lambda.
+//
+//   auto j = std::make_unique<callback_job>([]() -> result_void { return {}; });
+//   pool->enqueue(std::move(j));
+//
+// A job whose `do_work()` returns an error is counted as failed and its error
+// reaches the pool's error handler as an `error_exception` with code
+// `job_failed` (the message keeps the job's own text). An exception thrown by
+// `do_work()` reaches the handler unchanged.
+//
+// Thread-safety: a job is run by exactly one worker, once; it needs no
+// internal synchronisation of its own.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "thread_system/core/error.hpp"
+
+namespace thread_system {
+
+class job {
+ public:
+  explicit job(std::string name = "job") : name_(std::move(name)) {}
+  virtual ~job() = default;
+  job(const job&) = delete;
+  job& operator=(const job&) = delete;
+
+  /// The work. Return `{}` on success or an error to report failure.
+  [[nodiscard]] virtual result<void> do_work() = 0;
+
+  [[nodiscard]] const std::string& get_name() const noexcept { return name_; }
+
+ private:
+  std::string name_;
+};
+
+/// A job that runs a callback. The callback may return `result<void>` (its
+/// error is reported) or `void`.
+class callback_job final : public job {
+ public:
+  template <typename F, typename D = std::decay_t<F>>
+  requires std::is_invocable_v<D&> &&
+      (!std::is_same_v<D, callback_job>)explicit callback_job(F&& callback, std::string name = "callback_job")
+      : job(std::move(name)) {
+    if constexpr (requires { callback == nullptr; }) {
+      if (callback == nullptr) return;  // empty std::function / null pointer: refused at enqueue
+    }
+    if constexpr (std::is_same_v<std::invoke_result_t<D&>, result<void>>) {
+      callback_ = std::forward<F>(callback);
+    } else {
+      callback_ = [cb = D(std::forward<F>(callback))]() mutable -> result<void> {
+        std::invoke(cb);
+        return {};
+      };
+    }
+  }
+
+  [[nodiscard]] result<void> do_work() override {
+    if (!callback_)
+      return make_error(error_code::invalid_argument, "callback_job '" + get_name() + "' has no callback");
+    return callback_();
+  }
+
+  /// False when constructed from an empty callback.
+  [[nodiscard]] bool has_callback() const noexcept { return static_cast<bool>(callback_); }
+
+ private:
+  std::function<result<void>()> callback_;
+};
+
+}  // namespace thread_system

@@ -1,0 +1,198 @@
+// job_function: the move-only, type-erased callable every pool stores.
+//
+// A callable whose size is at most `job_function::inline_capacity` bytes (56),
+// whose alignment is at most 8 and whose move constructor is noexcept is
+// stored *inline*: wrapping it, queueing it and running it performs no heap
+// allocation. Larger callables are stored on the heap (one allocation).
+//
+// Optional hooks a callable may provide (detected at compile time):
+//   * `void cancel() noexcept` - called instead of running when a pool
+//     discards the job (stop_mode::cancel_pending). `submit()` uses it to
+//     complete the job's future with a `cancelled` error.
+//   * `job_outcome run_and_report()` - runs the job and says whether it
+//     failed *after already reporting the failure itself* (e.g. into a future).
+//     Plain callables report failure by throwing; the pool catches it.
+//
+// Thread-safety: none; a job_function is owned by one thread at a time and is
+// handed between threads through a queue, which provides the ordering.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+namespace thread_system {
+
+/// What running a job produced, as seen by the worker that ran it.
+enum class job_outcome : unsigned char {
+  succeeded,
+  failed_reported,  ///< The job failed and already delivered its error (to a future).
+};
+
+namespace detail {
+template <typename F>
+concept has_cancel_hook = requires(F& f) {
+  { f.cancel() }
+  noexcept;
+};
+template <typename F>
+concept has_report_hook = requires(F& f) {
+  { f.run_and_report() } -> std::same_as<job_outcome>;
+};
+}  // namespace detail
+
+class job_function {
+ public:
+  /// Bytes available for a callable stored without allocation.
+  static constexpr std::size_t inline_capacity = 56;
+  static constexpr std::size_t inline_alignment = 8;
+
+  /// True when a callable of type F is stored without heap allocation.
+  template <typename F>
+  static constexpr bool stored_inline = sizeof(F) <= inline_capacity &&
+                                        alignof(F) <= inline_alignment&& std::is_nothrow_move_constructible_v<F>;
+
+  job_function() noexcept = default;
+  job_function(std::nullptr_t) noexcept {}  // NOLINT(google-explicit-constructor)
+
+  /// Wraps `f`. A null function pointer or an empty std::function gives an
+  /// empty job_function (which pools refuse with `invalid_argument`).
+  template <typename F, typename D = std::decay_t<F>>
+  requires(!std::is_same_v<D, job_function>) &&
+      (std::is_invocable_v<D&> || detail::has_report_hook<D>)&&std::is_constructible_v<D, F&&> job_function(
+          F&& f) {  // NOLINT(google-explicit-constructor)
+    if constexpr (std::is_pointer_v<D> || std::is_member_pointer_v<D> || requires { f == nullptr; }) {
+      if (f == nullptr) return;
+    }
+    if constexpr (stored_inline<D>) {
+      ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
+    } else {
+      D* heap = new D(std::forward<F>(f));
+      std::memcpy(storage_, &heap, sizeof(heap));
+    }
+    vtable_ = &vtable_for<D>;
+  }
+
+  job_function(job_function&& other) noexcept : vtable_(other.vtable_) {
+    if (vtable_ != nullptr) {
+      relocate_from(other);
+      other.vtable_ = nullptr;
+    }
+  }
+
+  job_function& operator=(job_function&& other) noexcept {
+    if (this != &other) {
+      reset();
+      vtable_ = other.vtable_;
+      if (vtable_ != nullptr) {
+        relocate_from(other);
+        other.vtable_ = nullptr;
+      }
+    }
+    return *this;
+  }
+
+  job_function(const job_function&) = delete;
+  job_function& operator=(const job_function&) = delete;
+
+  ~job_function() { reset(); }
+
+  /// True when a callable is held.
+  explicit operator bool() const noexcept { return vtable_ != nullptr; }
+
+  /// Runs the callable. Exceptions propagate. Precondition: non-empty.
+  job_outcome run() { return vtable_->invoke(storage_); }
+  void operator()() { (void)run(); }
+
+  /// Tells the callable it will never run (its `cancel()` hook, if any). The
+  /// callable is still held; destroy it with `reset()` or the destructor.
+  void cancel() noexcept {
+    if (vtable_ != nullptr && vtable_->cancel != nullptr) vtable_->cancel(storage_);
+  }
+
+  /// Destroys the held callable, if any.
+  void reset() noexcept {
+    if (vtable_ != nullptr) {
+      if (vtable_->destroy != nullptr) vtable_->destroy(storage_);
+      vtable_ = nullptr;
+    }
+  }
+
+ private:
+  struct vtable_t {
+    job_outcome (*invoke)(void* storage);
+    void (*cancel)(void* storage) noexcept;
+    // nullptr: the bytes may be copied (trivially relocatable or heap pointer).
+    void (*relocate)(void* dst, void* src) noexcept;
+    // nullptr: nothing to do.
+    void (*destroy)(void* storage) noexcept;
+  };
+
+  template <typename D>
+  static D* target(void* storage) noexcept {
+    if constexpr (stored_inline<D>) {
+      return std::launder(static_cast<D*>(storage));
+    } else {
+      D* heap = nullptr;
+      std::memcpy(&heap, storage, sizeof(heap));
+      return heap;
+    }
+  }
+
+  template <typename D>
+  static job_outcome invoke_impl(void* storage) {
+    D& f = *target<D>(storage);
+    if constexpr (detail::has_report_hook<D>) {
+      return f.run_and_report();
+    } else {
+      std::invoke(f);
+      return job_outcome::succeeded;
+    }
+  }
+
+  template <typename D>
+  static constexpr vtable_t make_vtable() noexcept {
+    vtable_t vt{};
+    vt.invoke = &invoke_impl<D>;
+    if constexpr (detail::has_cancel_hook<D>) {
+      vt.cancel = [](void* s) noexcept { target<D>(s)->cancel(); };
+    }
+    if constexpr (stored_inline<D>) {
+      if constexpr (!std::is_trivially_copyable_v<D>) {
+        vt.relocate = [](void* dst, void* src) noexcept {
+          D* from = target<D>(src);
+          ::new (dst) D(std::move(*from));
+          from->~D();
+        };
+      }
+      if constexpr (!std::is_trivially_destructible_v<D>) {
+        vt.destroy = [](void* s) noexcept { target<D>(s)->~D(); };
+      }
+    } else {
+      vt.destroy = [](void* s) noexcept { delete target<D>(s); };
+    }
+    return vt;
+  }
+
+  template <typename D>
+  static constexpr vtable_t vtable_for = make_vtable<D>();
+
+  void relocate_from(job_function& other) noexcept {
+    if (vtable_->relocate == nullptr) {
+      std::memcpy(storage_, other.storage_, inline_capacity);
+    } else {
+      vtable_->relocate(storage_, other.storage_);
+    }
+  }
+
+  alignas(inline_alignment) unsigned char storage_[inline_capacity];
+  const vtable_t* vtable_ = nullptr;
+};
+
+static_assert(sizeof(job_function) == 64, "a job_function should fill exactly one cache line");
+
+}  // namespace thread_system

@@ -1,0 +1,272 @@
+// thread_pool: a fixed set of worker threads running jobs from a shared queue.
+//
+// Two ways to use it.
+//
+// Concise (starts at once):
+//   thread_system::thread_pool pool{4};                 // default: hardware_concurrency()
+//   pool.enqueue([] { work(); });                        // result<void>
+//   std::future<int> f = pool.submit([](int x) { return x * 2; }, 21);
+//   pool.wait_idle();
+//
+// Seed style (configure, then start):
+//   auto pool = std::make_shared<thread_pool>("name");
+//   pool->enqueue_batch(std::move(workers));             // vector<unique_ptr<thread_worker>>
+//   pool->start();
+//   pool->enqueue(std::make_unique<callback_job>([]() -> result_void { return {}; }));
+//
+// Guarantees
+//   * Every job that enqueue/submit accepted runs exactly once, or - only
+//     after stop(stop_mode::cancel_pending) - is cancelled and counted.
+//   * Refusals are errors: a null/empty job is `invalid_argument`; anything
+//     submitted after stop() began is `pool_stopped`. A refused job is not
+//     run and, for submit(), no future is returned (the error is thrown as
+//     `error_exception` because a future cannot carry a refusal otherwise).
+//   * A fire-and-forget job that throws (or a seed job whose do_work()
+//     returns an error) is counted as failed and its exception is passed to
+//     the error handler; the worker carries on. submit() puts the exception
+//     into the future instead (still counted as failed).
+//   * Jobs submitted before start() are kept and run once started.
+//   * Idle workers sleep (no busy spinning once the short spin phase ends).
+//   * The destructor is stop(stop_mode::drain).
+//
+// Threading: all members may be called concurrently from any thread, except
+// that stop(), wait_idle() and the destructor must not be called from one of
+// this pool's own workers (they would wait for themselves; stop() and
+// wait_idle() throw `error_exception{invalid_argument}` if they are).
+//
+// Visibility: everything a job did is visible to a thread after wait_idle()
+// or stop() returns in that thread, and to whoever observes the job's future
+// become ready.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <ranges>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "thread_system/core/error.hpp"
+#include "thread_system/core/job.hpp"
+#include "thread_system/core/job_function.hpp"
+#include "thread_system/pools/stop_mode.hpp"
+#include "thread_system/pools/thread_worker.hpp"
+#include "thread_system/queues/job_queue.hpp"
+#include "thread_system/scheduler/worker_statistics.hpp"
+#include "thread_system/sync/event_count.hpp"
+
+namespace thread_system {
+
+/// Receives the exception of a failed fire-and-forget job. Called on the
+/// worker thread that ran the job; must be thread-safe. Exceptions it throws
+/// are swallowed (and counted in `failed` already).
+using error_handler = std::function<void(std::exception_ptr)>;
+
+struct pool_options {
+  std::string name = "thread_pool";
+  /// Null: print one line per failure to stderr.
+  error_handler on_error;
+  /// Initial ring capacity of the queue (it grows on demand).
+  std::size_t initial_queue_capacity = 1024;
+};
+
+namespace detail {
+
+// The job behind submit(): runs the callable and completes the promise; on
+// cancellation completes it with a `cancelled` error.
+template <typename R, typename Fn>
+struct submitted_job {
+  std::promise<R> promise;
+  Fn fn;
+
+  job_outcome run_and_report() {
+    try {
+      if constexpr (std::is_void_v<R>) {
+        std::invoke(fn);
+        promise.set_value();
+      } else {
+        promise.set_value(std::invoke(fn));
+      }
+      return job_outcome::succeeded;
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+      return job_outcome::failed_reported;
+    }
+  }
+
+  void cancel() noexcept {
+    try {
+      promise.set_exception(std::make_exception_ptr(
+          error_exception(error{error_code::cancelled, "job discarded by stop(stop_mode::cancel_pending)"})));
+    } catch (...) {  // promise already satisfied or allocation failed: nothing more can be reported
+    }
+  }
+};
+
+// The job behind enqueue(std::unique_ptr<job>): turns an error result into
+// an exception for the worker's failure path.
+struct seed_job_adapter {
+  std::unique_ptr<job> owned;
+  void operator()() const {
+    auto r = owned->do_work();
+    if (!r) throw error_exception(error{error_code::job_failed, owned->get_name() + ": " + r.error().to_string()});
+  }
+};
+
+}  // namespace detail
+
+class thread_pool {
+ public:
+  /// Seed style: a named pool with no workers, not started.
+  explicit thread_pool(std::string name);
+
+  /// Concise style: `worker_count` workers, started. Throws
+  /// `error_exception{invalid_argument}` when worker_count is 0.
+  explicit thread_pool(std::size_t worker_count = default_worker_count(), pool_options options = {});
+
+  ~thread_pool();
+  thread_pool(const thread_pool&) = delete;
+  thread_pool& operator=(const thread_pool&) = delete;
+
+  /// hardware_concurrency(), or 1 when unknown.
+  [[nodiscard]] static std::size_t default_worker_count() noexcept;
+
+  // ---- workers (seed style) -------------------------------------------
+
+  /// Adds a worker. Before start() it waits for start(); on a running pool it
+  /// starts at once. Null is `invalid_argument`; after stop, `pool_stopped`.
+  result<void> enqueue(std::unique_ptr<thread_worker> worker);
+  /// Adds all workers or none (a null entry refuses the whole batch).
+  result<void> enqueue_batch(std::vector<std::unique_ptr<thread_worker>> workers);
+  /// Starts the workers. `invalid_argument` with no workers,
+  /// `already_started` when running, `pool_stopped` after stop().
+  result<void> start();
+  /// The workers, in the order added. Valid until the pool is destroyed.
+  [[nodiscard]] std::vector<thread_worker*> get_workers() const;
+
+  // ---- jobs ----------------------------------------------------------------
+
+  /// Seed-style job. Null is `invalid_argument`.
+  result<void> enqueue(std::unique_ptr<job> j);
+  /// Seed-style batch: all accepted or none (a null entry refuses the batch).
+  result<void> enqueue_batch(std::vector<std::unique_ptr<job>> jobs);
+
+  /// Any callable `f()`, run once. An empty std::function or null function
+  /// pointer is `invalid_argument`.
+  template <typename F>
+  requires std::is_invocable_v < std::decay_t<F>
+  & > &&(!std::is_convertible_v<F, std::unique_ptr<job>>)&&(!std::is_convertible_v<F, std::unique_ptr<thread_worker>>)
+          result<void> enqueue(F&& f) {
+    job_function fn(std::forward<F>(f));
+    return push_one(std::move(fn));
+  }
+
+  /// A range of callables, accepted all or none under one queue lock.
+  template <std::ranges::input_range R>
+  requires std::is_invocable_v < std::decay_t<std::ranges::range_reference_t<R>>
+  & > result<void> enqueue_batch(R&& callables) {
+    std::vector<job_function> batch;
+    if constexpr (std::ranges::sized_range<R>) batch.reserve(std::ranges::size(callables));
+    for (auto&& c : callables) {
+      if constexpr (std::is_rvalue_reference_v<R&&>) {
+        batch.emplace_back(std::move(c));
+      } else {
+        batch.emplace_back(c);
+      }
+    }
+    return push_batch(batch);
+  }
+
+  /// Runs `f(args...)` once and returns a future for its result or
+  /// exception. Arguments are decay-copied (moved when rvalues). Throws
+  /// `error_exception` when refused (`pool_stopped`, `invalid_argument`).
+  template <typename F, typename... Args>
+  requires std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>
+  [[nodiscard]] auto submit(F&& f, Args&&... args)
+      -> std::future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
+    using R = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
+    if constexpr (requires { f == nullptr; }) {
+      if (f == nullptr) throw error_exception(error{error_code::invalid_argument, "submit: null callable"});
+    }
+    auto bound = [fn = std::decay_t<F>(std::forward<F>(f)),
+                  ... bound_args = std::decay_t<Args>(std::forward<Args>(args))]() mutable -> R {
+      return std::invoke(std::move(fn), std::move(bound_args)...);
+    };
+    detail::submitted_job<R, decltype(bound)> task{std::promise<R>{}, std::move(bound)};
+    std::future<R> future = task.promise.get_future();
+    if (auto r = push_one(job_function(std::move(task))); !r) throw error_exception(r.error());
+    return future;
+  }
+
+  // ---- lifecycle -----------------------------------------------------------
+
+  /// Blocks until every job accepted before the call has finished (or been
+  /// cancelled). Returns at once on a pool that was never started.
+  void wait_idle();
+
+  /// Stops the pool (see stop_mode) and joins the workers. Idempotent: later
+  /// calls return the same report. On a pool that was never started, drain
+  /// runs the pending jobs on the calling thread.
+  stop_report stop(stop_mode mode = stop_mode::drain);
+
+  [[nodiscard]] bool is_running() const noexcept;
+  [[nodiscard]] bool is_stopped() const noexcept;
+
+  // ---- observation ----------------------------------------------------------
+
+  [[nodiscard]] pool_statistics get_statistics() const;
+  [[nodiscard]] std::size_t worker_count() const;
+  [[nodiscard]] const std::string& get_name() const noexcept { return name_; }
+  /// Replaces the failure handler (null restores the default stderr line).
+  void set_error_handler(error_handler handler);
+
+ private:
+  enum class state : int { created, running, stopping, stopped };
+
+  result<void> push_one(job_function&& fn);
+  result<void> push_batch(std::span<job_function> fns);
+  void start_worker(thread_worker& w);
+  void worker_main(thread_worker& w);
+  void run_batch(thread_worker& w, std::span<job_function> batch);
+  void report_failure(std::exception_ptr e) noexcept;
+  [[nodiscard]] bool idle_now() const noexcept;
+  [[nodiscard]] bool on_own_worker() const noexcept;
+  [[nodiscard]] std::uint64_t cancel_queued() noexcept;
+  [[nodiscard]] stop_report make_report() const;
+
+  std::string name_;
+  job_queue queue_;
+
+  // Lifecycle: state_ changes under lifecycle_mutex_; read lock-free.
+  std::mutex stop_mutex_;  // serialises stop(); never taken by workers
+  mutable std::mutex lifecycle_mutex_;
+  std::atomic<state> state_{state::created};
+  std::vector<std::unique_ptr<thread_worker>> workers_;  // guarded by lifecycle_mutex_
+  std::atomic<std::size_t> worker_count_{0};
+  stop_report final_report_{};  // guarded by lifecycle_mutex_
+  // Accounts for jobs that stop() runs on the calling thread in a pool that
+  // was never started (no OS thread behind it).
+  thread_worker caller_runner_{"caller"};
+
+  mutable std::mutex handler_mutex_;
+  std::shared_ptr<const error_handler> handler_;  // guarded by handler_mutex_
+
+  // Set before workers are told to stop in cancel_pending mode.
+  std::atomic<bool> cancel_requested_{false};
+
+  alignas(64) std::atomic<std::uint64_t> accepted_{0};
+  alignas(64) std::atomic<std::uint64_t> cancelled_by_stop_{0};
+
+  event_count work_available_;  // workers park here
+  event_count became_idle_;     // wait_idle() parks here
+};
+
+}  // namespace thread_system

@@ -1,0 +1,79 @@
+// thread_worker: one worker thread of a thread_pool.
+//
+// Seed-style code creates workers and hands them to a pool:
+//
+//   std::vector<std::unique_ptr<thread_worker>> workers;
+//   for (int i = 0; i < 4; ++i) workers.push_back(std::make_unique<thread_worker>());
+//   pool->enqueue_batch(std::move(workers));
+//   pool->start();
+//
+// The pool owns its workers; pointers from `thread_pool::get_workers()` stay
+// valid until the pool is destroyed. get_statistics() may be called from any
+// thread at any time; each counter is written only by the worker itself.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "thread_system/scheduler/worker_statistics.hpp"
+
+namespace thread_system {
+
+class thread_pool;
+
+class thread_worker {
+ public:
+  /// `name` becomes the OS thread name (truncated to 15 bytes on Linux);
+  /// empty means "<pool name>-<index>".
+  explicit thread_worker(std::string name = {}) : name_(std::move(name)) {}
+  thread_worker(const thread_worker&) = delete;
+  thread_worker& operator=(const thread_worker&) = delete;
+  ~thread_worker() = default;  // the owning pool joins the thread first
+
+  [[nodiscard]] const std::string& get_name() const noexcept { return name_; }
+
+  [[nodiscard]] worker_statistics get_statistics() const noexcept {
+    worker_statistics s;
+    // All loads relaxed: monotonic counters read for reporting; no data is
+    // published through them (wait_idle uses its own acquire load).
+    s.jobs_processed = processed_.load(std::memory_order_relaxed);
+    s.jobs_failed = failed_.load(std::memory_order_relaxed);
+    s.jobs_cancelled = cancelled_.load(std::memory_order_relaxed);
+    s.busy_time = std::chrono::nanoseconds(busy_ns_.load(std::memory_order_relaxed));
+    s.idle_time = std::chrono::nanoseconds(idle_ns_.load(std::memory_order_relaxed));
+    s.parks = parks_.load(std::memory_order_relaxed);
+    s.avg_processing_time_ns =
+        s.jobs_processed == 0 ? 0 : static_cast<std::uint64_t>(s.busy_time.count()) / s.jobs_processed;
+    return s;
+  }
+
+ private:
+  friend class thread_pool;
+
+  // Single writer (the worker thread): `add` is a load and a store, not a
+  // locked read-modify-write.
+  static void add(std::atomic<std::uint64_t>& counter, std::uint64_t n,
+                  std::memory_order order = std::memory_order_relaxed) noexcept {
+    counter.store(counter.load(std::memory_order_relaxed) + n, order);
+  }
+
+  std::string name_;
+  std::thread thread_;
+  std::size_t index_ = 0;
+
+  // Written only by this worker's thread; padded away from other workers'.
+  // processed_ is stored with release: wait_idle() reads it with acquire so
+  // that a finished job's effects are visible when wait_idle() returns.
+  alignas(64) std::atomic<std::uint64_t> processed_{0};
+  std::atomic<std::uint64_t> failed_{0};
+  std::atomic<std::uint64_t> cancelled_{0};
+  std::atomic<std::uint64_t> busy_ns_{0};
+  std::atomic<std::uint64_t> idle_ns_{0};
+  std::atomic<std::uint64_t> parks_{0};
+};
+
+}  // namespace thread_system

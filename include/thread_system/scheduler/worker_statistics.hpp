@@ -1,0 +1,32 @@
+// Statistics of one worker thread and of a whole pool.
+//
+// Snapshots are read without stopping the pool; each counter is exact at some
+// moment during the read, but different counters may be read at slightly
+// different moments.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace thread_system {
+
+struct worker_statistics {
+  std::uint64_t jobs_processed = 0;          ///< Jobs this worker ran (including failed ones).
+  std::uint64_t jobs_failed = 0;             ///< Jobs that threw or reported an error.
+  std::uint64_t jobs_cancelled = 0;          ///< Jobs this worker discarded at stop(cancel_pending).
+  std::chrono::nanoseconds busy_time{0};     ///< Time spent running jobs.
+  std::chrono::nanoseconds idle_time{0};     ///< Time spent parked waiting for work.
+  std::uint64_t avg_processing_time_ns = 0;  ///< busy_time / jobs_processed.
+  std::uint64_t parks = 0;                   ///< Times the worker went to sleep.
+};
+
+struct pool_statistics {
+  std::uint64_t accepted = 0;   ///< Jobs accepted by enqueue/submit.
+  std::uint64_t executed = 0;   ///< Jobs that ran to completion (including failed ones).
+  std::uint64_t failed = 0;     ///< Jobs that threw or reported an error.
+  std::uint64_t cancelled = 0;  ///< Jobs discarded by stop(cancel_pending).
+  std::uint64_t queued = 0;     ///< Jobs waiting now (approximate).
+  std::uint64_t workers = 0;    ///< Worker threads.
+};
+
+}  // namespace thread_system

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The full test suite under ASan+UBSan+LSan, then under TSan.
+# ThreadSanitizer needs a fixed address layout on kernels with high mmap
+# randomisation; setarch -R provides it where allowed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+cmake --workflow --preset asan
+if setarch "$(uname -m)" -R true 2>/dev/null; then
+  setarch "$(uname -m)" -R cmake --workflow --preset tsan
+else
+  cmake --workflow --preset tsan
+fi

@@ -1,0 +1,436 @@
+#include "thread_system/pools/thread_pool.hpp"
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <system_error>
+
+#include "thread_system/detail/thread_naming.hpp"
+
+namespace thread_system {
+
+namespace {
+
+// The pool whose worker is running on this thread (nullptr elsewhere).
+thread_local const thread_pool* tl_current_pool = nullptr;
+
+// Jobs a worker takes from the queue per lock acquisition, at most. The
+// queue hands out only a fair share (queued / workers) so a small backlog is
+// spread over the workers instead of hoarded by one.
+constexpr std::size_t max_batch = 16;
+
+// Polls of the queue before parking. Short: on an oversubscribed machine a
+// spinning worker steals the CPU from the thread that would produce work.
+constexpr int spin_polls = 64;
+
+std::uint64_t now_ns() noexcept {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+}  // namespace
+
+std::size_t thread_pool::default_worker_count() noexcept {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : n;
+}
+
+thread_pool::thread_pool(std::string name) : name_(std::move(name)) {}
+
+thread_pool::thread_pool(std::size_t worker_count, pool_options options)
+    : name_(std::move(options.name)), queue_(options.initial_queue_capacity) {
+  if (worker_count == 0) {
+    throw error_exception(error{error_code::invalid_argument, "thread_pool: worker_count must be at least 1"});
+  }
+  if (options.on_error) handler_ = std::make_shared<const error_handler>(std::move(options.on_error));
+  workers_.reserve(worker_count);
+  for (std::size_t i = 0; i < worker_count; ++i) workers_.push_back(std::make_unique<thread_worker>());
+  if (auto r = start(); !r) throw error_exception(r.error());
+}
+
+thread_pool::~thread_pool() {
+  if (state_.load(std::memory_order_acquire) != state::stopped) (void)stop(stop_mode::drain);
+}
+
+// ---- workers -----------------------------------------------------------------
+
+result<void> thread_pool::enqueue(std::unique_ptr<thread_worker> worker) {
+  if (!worker) return make_error(error_code::invalid_argument, "thread_pool::enqueue: null worker");
+  std::vector<std::unique_ptr<thread_worker>> one;
+  one.push_back(std::move(worker));
+  return enqueue_batch(std::move(one));
+}
+
+result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<thread_worker>> workers) {
+  for (const auto& w : workers) {
+    if (!w) return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: null worker in batch");
+  }
+  std::lock_guard lock(lifecycle_mutex_);
+  const state st = state_.load(std::memory_order_relaxed);  // state_ only changes under this mutex
+  if (st == state::stopping || st == state::stopped) {
+    return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "': cannot add workers after stop()");
+  }
+  for (auto& w : workers) {
+    thread_worker& ref = *w;
+    ref.index_ = workers_.size();
+    workers_.push_back(std::move(w));
+    if (st == state::running) {
+      try {
+        start_worker(ref);
+      } catch (const std::system_error& e) {
+        workers_.pop_back();
+        return make_error(error_code::resource_exhausted,
+                          std::string("thread_pool: cannot create thread: ") + e.what());
+      }
+    }
+  }
+  return {};
+}
+
+result<void> thread_pool::start() {
+  std::lock_guard lock(lifecycle_mutex_);
+  switch (state_.load(std::memory_order_relaxed)) {  // state_ only changes under this mutex
+    case state::running:
+      return make_error(error_code::already_started, "thread_pool '" + name_ + "' is already running");
+    case state::stopping:
+    case state::stopped:
+      return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' was stopped; create a new pool");
+    case state::created:
+      break;
+  }
+  if (workers_.empty()) {
+    return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': start() with zero workers");
+  }
+  state_.store(state::running, std::memory_order_release);  // pairs with acquire loads in is_running()/push paths
+  std::size_t started = 0;
+  try {
+    for (auto& w : workers_) {
+      w->index_ = started;
+      start_worker(*w);
+      ++started;
+    }
+  } catch (const std::system_error& e) {
+    // Keep the threads that did start; the pool runs with fewer workers and says so.
+    workers_.resize(started);
+    if (started == 0) {
+      state_.store(state::created, std::memory_order_release);  // nothing runs; start() may be retried
+    }
+    return make_error(error_code::resource_exhausted,
+                      "thread_pool '" + name_ + "': started only " + std::to_string(started) + " workers: " + e.what());
+  }
+  return {};
+}
+
+void thread_pool::start_worker(thread_worker& w) {
+  w.thread_ = std::thread([this, &w] { worker_main(w); });
+  worker_count_.fetch_add(1, std::memory_order_relaxed);  // fair-share hint only
+}
+
+std::vector<thread_worker*> thread_pool::get_workers() const {
+  std::lock_guard lock(lifecycle_mutex_);
+  std::vector<thread_worker*> out;
+  out.reserve(workers_.size());
+  for (const auto& w : workers_) out.push_back(w.get());
+  return out;
+}
+
+std::size_t thread_pool::worker_count() const {
+  std::lock_guard lock(lifecycle_mutex_);
+  return workers_.size();
+}
+
+// ---- jobs ---------------------------------------------------------------------
+
+result<void> thread_pool::enqueue(std::unique_ptr<job> j) {
+  if (!j) return make_error(error_code::invalid_argument, "thread_pool::enqueue: null job");
+  return push_one(job_function(detail::seed_job_adapter{std::move(j)}));
+}
+
+result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<job>> jobs) {
+  std::vector<job_function> batch;
+  batch.reserve(jobs.size());
+  for (auto& j : jobs) {
+    if (!j) return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: null job in batch");
+  }
+  for (auto& j : jobs) batch.emplace_back(detail::seed_job_adapter{std::move(j)});
+  return push_batch(batch);
+}
+
+result<void> thread_pool::push_one(job_function&& fn) {
+  if (!fn) return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': empty job");
+  // Counted before the push so no worker can finish the job before it is
+  // accepted in the books. Relaxed: the queue's mutex orders this increment
+  // before the worker's pop, and wait_idle() reads it after acquire loads of
+  // the completion counters (see idle_now()).
+  accepted_.fetch_add(1, std::memory_order_relaxed);
+  if (auto r = queue_.try_push(std::move(fn)); !r) {
+    accepted_.fetch_sub(1, std::memory_order_relaxed);
+    became_idle_.notify_all();  // a waiter may have seen the transient count
+    if (r.error().code() == error_code::pool_stopped) {
+      return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
+    }
+    return r;
+  }
+  work_available_.notify_one();
+  return {};
+}
+
+result<void> thread_pool::push_batch(std::span<job_function> fns) {
+  if (fns.empty()) return {};
+  accepted_.fetch_add(fns.size(), std::memory_order_relaxed);  // as in push_one
+  if (auto r = queue_.push_batch(fns); !r) {
+    accepted_.fetch_sub(fns.size(), std::memory_order_relaxed);
+    became_idle_.notify_all();
+    if (r.error().code() == error_code::pool_stopped) {
+      return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
+    }
+    return r;
+  }
+  if (fns.size() == 1) {
+    work_available_.notify_one();
+  } else {
+    work_available_.notify_all();
+  }
+  return {};
+}
+
+// ---- the worker loop ------------------------------------------------------
+
+void thread_pool::worker_main(thread_worker& w) {
+  tl_current_pool = this;
+  (void)detail::set_current_thread_name(w.name_.empty() ? name_ + "-" + std::to_string(w.index_) : w.name_);
+  std::array<job_function, max_batch> local;
+
+  for (;;) {
+    const std::size_t share = worker_count_.load(std::memory_order_relaxed);  // a hint
+    std::size_t n = queue_.pop_fair_share(local, share);
+    if (n > 0) {
+      run_batch(w, std::span(local.data(), n));
+      continue;
+    }
+    if (queue_.is_closed()) {
+      // Closed was observed (acquire): every push that succeeded did so
+      // before the close, so this pop sees it. Empty now means empty forever.
+      n = queue_.pop_fair_share(local, share);
+      if (n > 0) {
+        run_batch(w, std::span(local.data(), n));
+        continue;
+      }
+      break;
+    }
+    // Out of work: the pool may have become idle.
+    became_idle_.notify_all();
+
+    bool work_seen = false;
+    for (int i = 0; i < spin_polls && !work_seen; ++i) {
+      detail::cpu_relax();
+      work_seen = !queue_.empty_approx() || queue_.is_closed();
+    }
+    if (work_seen) continue;
+
+    const auto key = work_available_.prepare_wait();
+    if (!queue_.empty_approx() || queue_.is_closed()) {
+      work_available_.cancel_wait();
+      continue;
+    }
+    thread_worker::add(w.parks_, 1);
+    const std::uint64_t parked_at = now_ns();
+    work_available_.commit_wait(key);
+    thread_worker::add(w.idle_ns_, now_ns() - parked_at);
+  }
+  tl_current_pool = nullptr;
+}
+
+void thread_pool::run_batch(thread_worker& w, std::span<job_function> batch) {
+  const std::uint64_t started = now_ns();
+  std::uint64_t done = 0;
+  std::uint64_t failed = 0;
+  std::uint64_t cancelled = 0;
+  for (auto& fn : batch) {
+    // acquire: pairs with the release store in stop(); a job not yet started
+    // when cancellation is requested is cancelled rather than run.
+    if (cancel_requested_.load(std::memory_order_acquire)) {
+      fn.cancel();
+      fn.reset();
+      ++cancelled;
+      continue;
+    }
+    try {
+      if (fn.run() == job_outcome::failed_reported) ++failed;
+    } catch (...) {
+      ++failed;
+      report_failure(std::current_exception());
+    }
+    fn.reset();  // the job's captures are destroyed before it counts as done
+    ++done;
+  }
+  thread_worker::add(w.busy_ns_, now_ns() - started);
+  thread_worker::add(w.failed_, failed);
+  // release: pairs with the acquire loads in idle_now(); everything the jobs
+  // did is visible to a wait_idle() that sees these counts.
+  thread_worker::add(w.cancelled_, cancelled, std::memory_order_release);
+  thread_worker::add(w.processed_, done, std::memory_order_release);
+}
+
+void thread_pool::report_failure(std::exception_ptr e) noexcept {
+  std::shared_ptr<const error_handler> handler;
+  {
+    std::lock_guard lock(handler_mutex_);
+    handler = handler_;
+  }
+  try {
+    if (handler && *handler) {
+      (*handler)(e);
+      return;
+    }
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      std::fprintf(stderr, "thread_system: a job in pool '%s' failed: %s\n", name_.c_str(), ex.what());
+    } catch (...) {
+      std::fprintf(stderr, "thread_system: a job in pool '%s' failed with a non-standard exception\n", name_.c_str());
+    }
+  } catch (...) {  // the handler itself threw: the failure is already counted
+  }
+}
+
+void thread_pool::set_error_handler(error_handler handler) {
+  auto p = handler ? std::make_shared<const error_handler>(std::move(handler)) : nullptr;
+  std::lock_guard lock(handler_mutex_);
+  handler_ = std::move(p);
+}
+
+// ---- waiting and stopping ------------------------------------------------------
+
+bool thread_pool::on_own_worker() const noexcept { return tl_current_pool == this; }
+
+bool thread_pool::idle_now() const noexcept {
+  // Completion counters first (acquire, pairing with the release stores in
+  // run_batch() and stop()), then accepted_. A job counted as finished was
+  // accepted before its completion was published, so accepted_ read after
+  // includes it; equality therefore means every job accepted before this
+  // call has finished. See docs/ARCHITECTURE.md ("Idle detection").
+  std::uint64_t finished = cancelled_by_stop_.load(std::memory_order_acquire);
+  finished += caller_runner_.processed_.load(std::memory_order_acquire);
+  {
+    std::lock_guard lock(lifecycle_mutex_);
+    for (const auto& w : workers_) {
+      finished += w->processed_.load(std::memory_order_acquire);
+      finished += w->cancelled_.load(std::memory_order_acquire);
+    }
+  }
+  return finished == accepted_.load(std::memory_order_relaxed);  // ordered after the acquire loads above
+}
+
+void thread_pool::wait_idle() {
+  if (on_own_worker()) {
+    throw error_exception(
+        error{error_code::invalid_argument, "thread_pool::wait_idle() called from one of the pool's own workers"});
+  }
+  if (state_.load(std::memory_order_acquire) == state::created) return;  // nothing can run yet
+  for (;;) {
+    if (idle_now()) return;
+    const auto key = became_idle_.prepare_wait();
+    if (idle_now()) {
+      became_idle_.cancel_wait();
+      return;
+    }
+    became_idle_.commit_wait(key);
+  }
+}
+
+std::uint64_t thread_pool::cancel_queued() noexcept {
+  std::array<job_function, max_batch> local;
+  std::uint64_t n = 0;
+  for (;;) {
+    const std::size_t got = queue_.pop_batch(local);
+    if (got == 0) return n;
+    for (std::size_t i = 0; i < got; ++i) {
+      local[i].cancel();
+      local[i].reset();
+    }
+    n += got;
+  }
+}
+
+stop_report thread_pool::stop(stop_mode mode) {
+  if (on_own_worker()) {
+    throw error_exception(
+        error{error_code::invalid_argument, "thread_pool::stop() called from one of the pool's own workers"});
+  }
+  std::lock_guard stop_lock(stop_mutex_);
+  std::vector<thread_worker*> to_join;
+  bool was_running = false;
+  {
+    std::lock_guard lock(lifecycle_mutex_);
+    if (state_.load(std::memory_order_relaxed) == state::stopped) return final_report_;
+    was_running = state_.load(std::memory_order_relaxed) == state::running;
+    state_.store(state::stopping, std::memory_order_release);  // pairs with acquire in is_running()
+    for (auto& w : workers_) to_join.push_back(w.get());
+  }
+  queue_.close();  // from here every push fails with pool_stopped
+  if (mode == stop_mode::cancel_pending) {
+    // release: pairs with the acquire in run_batch(); set before draining so
+    // jobs already taken by workers but not started are cancelled too.
+    cancel_requested_.store(true, std::memory_order_release);
+    // release: pairs with the acquire in idle_now().
+    cancelled_by_stop_.fetch_add(cancel_queued(), std::memory_order_release);
+  }
+  work_available_.notify_all();
+  for (thread_worker* w : to_join) {
+    if (w->thread_.joinable()) w->thread_.join();
+  }
+  if (!was_running) {
+    // No worker ever ran: drain on this thread so "drain" keeps its promise.
+    std::array<job_function, max_batch> local;
+    for (std::size_t n = queue_.pop_batch(local); n > 0; n = queue_.pop_batch(local)) {
+      run_batch(caller_runner_, std::span(local.data(), n));
+    }
+  }
+  std::lock_guard lock(lifecycle_mutex_);
+  final_report_ = make_report();
+  state_.store(state::stopped, std::memory_order_release);  // pairs with acquire in is_stopped()/destructor
+  became_idle_.notify_all();
+  return final_report_;
+}
+
+stop_report thread_pool::make_report() const {
+  // Caller holds lifecycle_mutex_.
+  stop_report r;
+  r.accepted = accepted_.load(std::memory_order_acquire);
+  r.cancelled = cancelled_by_stop_.load(std::memory_order_acquire);
+  auto add_worker = [&r](const thread_worker& w) {
+    const auto s = w.get_statistics();
+    r.executed += s.jobs_processed;
+    r.failed += s.jobs_failed;
+    r.cancelled += s.jobs_cancelled;
+  };
+  add_worker(caller_runner_);
+  for (const auto& w : workers_) add_worker(*w);
+  return r;
+}
+
+bool thread_pool::is_running() const noexcept {
+  return state_.load(std::memory_order_acquire) == state::running;  // pairs with the release in start()
+}
+
+bool thread_pool::is_stopped() const noexcept {
+  return state_.load(std::memory_order_acquire) == state::stopped;  // pairs with the release in stop()
+}
+
+pool_statistics thread_pool::get_statistics() const {
+  pool_statistics s;
+  std::lock_guard lock(lifecycle_mutex_);
+  const stop_report r = make_report();
+  s.accepted = r.accepted;
+  s.executed = r.executed;
+  s.failed = r.failed;
+  s.cancelled = r.cancelled;
+  s.queued = queue_.size_approx();
+  s.workers = workers_.size();
+  return s;
+}
+
+}  // namespace thread_system

@@ -1,0 +1,72 @@
+#include "thread_system/core/error.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace ts = thread_system;
+
+namespace {
+
+ts::result<int> parse_positive(int v) {
+  if (v <= 0) return ts::make_error(ts::error_code::invalid_argument, "not positive: " + std::to_string(v));
+  return v;
+}
+
+}  // namespace
+
+TEST(Result, HoldsValue) {
+  auto r = parse_positive(7);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_TRUE(static_cast<bool>(r));
+  EXPECT_EQ(*r, 7);
+  EXPECT_EQ(r.value(), 7);
+  EXPECT_EQ(r.value_or(3), 7);
+}
+
+TEST(Result, HoldsErrorWithCodeAndMessage) {
+  auto r = parse_positive(-2);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+  EXPECT_EQ(r.error().message(), "not positive: -2");
+  EXPECT_EQ(r.error().to_string(), "invalid_argument: not positive: -2");
+  EXPECT_EQ(r.value_or(3), 3);
+}
+
+TEST(Result, ValueOnErrorThrowsErrorException) {
+  auto r = parse_positive(0);
+  try {
+    (void)r.value();
+    FAIL() << "value() on an error must throw";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("not positive"), std::string::npos);
+  }
+}
+
+TEST(Result, VoidResult) {
+  ts::result<void> ok;
+  EXPECT_TRUE(ok.has_value());
+  EXPECT_NO_THROW(ok.value());
+  ts::result_void bad = ts::make_error(ts::error_code::timeout, "slow");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().code(), ts::error_code::timeout);
+  EXPECT_THROW(bad.value(), ts::error_exception);
+}
+
+TEST(Result, MoveOnlyValue) {
+  ts::result<std::unique_ptr<int>> r = std::make_unique<int>(5);
+  ASSERT_TRUE(r);
+  std::unique_ptr<int> p = std::move(r).value();
+  EXPECT_EQ(*p, 5);
+}
+
+TEST(ErrorCode, EveryCodeHasAName) {
+  for (int c = 0; c <= 10; ++c) {
+    EXPECT_NE(ts::to_string(static_cast<ts::error_code>(c)), "unknown") << c;
+  }
+  EXPECT_EQ(ts::to_string(ts::error_code::pool_stopped), "pool_stopped");
+  EXPECT_EQ(ts::to_string(ts::error_code::queue_full), "queue_full");
+  EXPECT_EQ(ts::to_string(ts::error_code::cancelled), "cancelled");
+  EXPECT_EQ(ts::to_string(ts::error_code::job_failed), "job_failed");
+}

@@ -1,0 +1,119 @@
+#include "thread_system/core/job_function.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "../support/test_support.hpp"
+
+namespace ts = thread_system;
+
+TEST(JobFunction, EmptyByDefault) {
+  ts::job_function f;
+  EXPECT_FALSE(f);
+  ts::job_function g = nullptr;
+  EXPECT_FALSE(g);
+}
+
+TEST(JobFunction, NullCallablesGiveEmptyJobs) {
+  void (*fp)() = nullptr;
+  ts::job_function a(fp);
+  EXPECT_FALSE(a);
+  std::function<void()> empty;
+  ts::job_function b(empty);
+  EXPECT_FALSE(b);
+}
+
+TEST(JobFunction, RunsTheCallable) {
+  int hits = 0;
+  ts::job_function f([&hits] { ++hits; });
+  ASSERT_TRUE(f);
+  f();
+  EXPECT_EQ(hits, 1);
+  EXPECT_EQ(f.run(), ts::job_outcome::succeeded);
+  EXPECT_EQ(hits, 2);
+}
+
+TEST(JobFunction, InlineCapacityIsAtLeast48Bytes) {
+  struct big48 {
+    std::array<char, 48> bytes{};
+    void operator()() const {}
+  };
+  struct big56 {
+    std::array<char, 56> bytes{};
+    void operator()() const {}
+  };
+  struct big64 {
+    std::array<char, 64> bytes{};
+    void operator()() const {}
+  };
+  static_assert(ts::job_function::stored_inline<big48>);
+  static_assert(ts::job_function::stored_inline<big56>);
+  static_assert(!ts::job_function::stored_inline<big64>);
+  EXPECT_GE(ts::job_function::inline_capacity, 48U);
+}
+
+TEST(JobFunction, MoveTransfersOwnershipAndDestroysOnce) {
+  ts::test::lifetime_tracker t;
+  {
+    ts::job_function a{ts::test::counting_functor(t)};
+    ts::job_function b(std::move(a));
+    EXPECT_FALSE(a);  // NOLINT(bugprone-use-after-move): moved-from state is specified
+    ASSERT_TRUE(b);
+    ts::job_function c;
+    c = std::move(b);
+    c();
+    EXPECT_EQ(t.invoked.load(), 1);
+  }
+  EXPECT_EQ(t.alive(), 0);
+}
+
+TEST(JobFunction, LargeCallableLivesOnHeapAndIsDestroyed) {
+  ts::test::lifetime_tracker t;
+  {
+    std::array<char, 200> padding{};
+    padding[0] = 'x';
+    ts::job_function f([c = ts::test::counting_functor(t), padding] {
+      c();
+      EXPECT_EQ(padding[0], 'x');
+    });
+    ts::job_function g(std::move(f));
+    g();
+  }
+  EXPECT_EQ(t.invoked.load(), 1);
+  EXPECT_EQ(t.alive(), 0);
+}
+
+TEST(JobFunction, CancelHookIsCalled) {
+  struct cancellable {
+    int* runs;
+    int* cancels;
+    void operator()() const { ++*runs; }
+    void cancel() noexcept { ++*cancels; }
+  };
+  int runs = 0;
+  int cancels = 0;
+  ts::job_function f(cancellable{&runs, &cancels});
+  f.cancel();
+  f.reset();
+  EXPECT_FALSE(f);
+  EXPECT_EQ(runs, 0);
+  EXPECT_EQ(cancels, 1);
+}
+
+TEST(JobFunction, ExceptionsPropagateFromRun) {
+  ts::job_function f([] { throw std::runtime_error("boom"); });
+  EXPECT_THROW(f(), std::runtime_error);
+}
+
+TEST(JobFunction, MoveOnlyCapture) {
+  auto p = std::make_unique<int>(41);
+  int seen = 0;
+  ts::job_function f([p = std::move(p), &seen] { seen = *p + 1; });
+  ts::job_function g(std::move(f));
+  g();
+  EXPECT_EQ(seen, 42);
+}

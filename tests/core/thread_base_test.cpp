@@ -1,0 +1,125 @@
+#include "thread_system/core/thread_base.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ts = thread_system;
+using namespace std::chrono_literals;
+
+namespace {
+
+class recording_thread : public ts::thread_base {
+ public:
+  explicit recording_thread(bool fail_start = false) : thread_base("recorder"), fail_start_(fail_start) {}
+  ~recording_thread() override { (void)stop(); }
+
+  std::vector<std::string> events() {
+    std::lock_guard lock(m_);
+    return events_;
+  }
+  std::atomic<int> work{0};
+  std::atomic<int> pending{0};
+  std::atomic<int> errors{0};
+  std::atomic<ts::result<void>*> self_stop_result{nullptr};
+
+ protected:
+  ts::result<void> before_start() override {
+    record("before_start");
+    if (fail_start_) return ts::make_error(ts::error_code::invalid_argument, "refusing to start");
+    return {};
+  }
+  bool should_continue_work() const override { return pending.load() > 0; }
+  ts::result<void> do_work() override {
+    if (pending.load() > 0) pending.fetch_sub(1);
+    work.fetch_add(1);
+    return ts::make_error(ts::error_code::job_failed, "each round reports an error");
+  }
+  ts::result<void> after_stop() override {
+    record("after_stop");
+    return {};
+  }
+  void on_error(const ts::error& e) override {
+    if (e.code() == ts::error_code::job_failed) errors.fetch_add(1);
+  }
+
+ private:
+  void record(std::string e) {
+    std::lock_guard lock(m_);
+    events_.push_back(std::move(e));
+  }
+  bool fail_start_;
+  std::mutex m_;
+  std::vector<std::string> events_;
+};
+
+template <typename Pred>
+bool eventually(Pred p, std::chrono::milliseconds limit = 10s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (p()) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return p();
+}
+
+}  // namespace
+
+TEST(ThreadBase, HooksRunInOrder) {
+  recording_thread t;
+  ASSERT_TRUE(t.start());
+  EXPECT_TRUE(t.is_running());
+  ASSERT_TRUE(t.stop());
+  EXPECT_FALSE(t.is_running());
+  EXPECT_EQ(t.events(), (std::vector<std::string>{"before_start", "after_stop"}));
+}
+
+TEST(ThreadBase, StartErrorIsReturned) {
+  recording_thread t(/*fail_start=*/true);
+  auto r = t.start();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+  EXPECT_FALSE(t.is_running());
+}
+
+TEST(ThreadBase, DoubleStartIsRefused) {
+  recording_thread t;
+  ASSERT_TRUE(t.start());
+  auto r = t.start();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::already_started);
+}
+
+TEST(ThreadBase, WakeRunsOneRoundAndErrorsReachOnError) {
+  recording_thread t;
+  ASSERT_TRUE(t.start());
+  t.wake();
+  EXPECT_TRUE(eventually([&] { return t.work.load() >= 1; }));
+  EXPECT_TRUE(eventually([&] { return t.errors.load() >= 1; }));
+  ASSERT_TRUE(t.stop());
+  EXPECT_EQ(t.work.load(), t.errors.load());
+}
+
+TEST(ThreadBase, WakeIntervalRepeatsWork) {
+  recording_thread t;
+  t.set_wake_interval(2ms);
+  ASSERT_EQ(t.get_wake_interval(), std::optional<std::chrono::milliseconds>(2ms));
+  ASSERT_TRUE(t.start());
+  EXPECT_TRUE(eventually([&] { return t.work.load() >= 5; }));
+  ASSERT_TRUE(t.stop());
+  EXPECT_GE(t.work_rounds(), 5U);
+}
+
+TEST(ThreadBase, ShouldContinueWorkDrainsBeforeStopping) {
+  recording_thread t;
+  ASSERT_TRUE(t.start());
+  t.pending.store(50);
+  t.wake();
+  ASSERT_TRUE(t.stop());
+  EXPECT_EQ(t.pending.load(), 0) << "stop() must let the loop finish the work it reports";
+}

@@ -1,0 +1,449 @@
+#include "thread_system/pools/thread_pool.hpp"
+
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <latch>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../support/test_support.hpp"
+#include "thread_system/core/job.hpp"
+
+namespace ts = thread_system;
+using namespace std::chrono_literals;
+
+// ---- concise API ---------------------------------------------------------
+
+TEST(ThreadPool, ConciseEnqueueAndWaitIdle) {
+  ts::thread_pool pool{4};
+  EXPECT_TRUE(pool.is_running());
+  EXPECT_EQ(pool.worker_count(), 4U);
+  std::atomic<int> sum{0};
+  for (int i = 1; i <= 1000; ++i) ASSERT_TRUE(pool.enqueue([&sum, i] { sum.fetch_add(i); }));
+  pool.wait_idle();
+  EXPECT_EQ(sum.load(), 500500);
+  const auto s = pool.get_statistics();
+  EXPECT_EQ(s.accepted, 1000U);
+  EXPECT_EQ(s.executed, 1000U);
+  EXPECT_EQ(s.failed, 0U);
+  EXPECT_EQ(s.queued, 0U);
+}
+
+TEST(ThreadPool, DefaultWorkerCountIsHardwareConcurrency) {
+  ts::thread_pool pool;
+  EXPECT_EQ(pool.worker_count(), ts::thread_pool::default_worker_count());
+  EXPECT_GE(pool.worker_count(), 1U);
+}
+
+TEST(ThreadPool, SubmitReturnsValue) {
+  ts::thread_pool pool{2};
+  auto f = pool.submit([](int a, int b) { return a * b; }, 6, 7);
+  EXPECT_EQ(f.get(), 42);
+  auto s = pool.submit([](std::string x) { return x + "!"; }, std::string("hi"));
+  EXPECT_EQ(s.get(), "hi!");
+  auto v = pool.submit([] {});
+  EXPECT_NO_THROW(v.get());
+}
+
+TEST(ThreadPool, SubmitMoveOnlyArgumentAndResult) {
+  ts::thread_pool pool{1};
+  auto f = pool.submit([](std::unique_ptr<int> p) { return std::make_unique<int>(*p + 1); }, std::make_unique<int>(1));
+  EXPECT_EQ(*f.get(), 2);
+}
+
+TEST(ThreadPool, ExceptionReachesFutureWithItsType) {
+  ts::thread_pool pool{2};
+  auto f = pool.submit([]() -> int { throw std::out_of_range("index 7"); });
+  try {
+    (void)f.get();
+    FAIL() << "expected the job's exception";
+  } catch (const std::out_of_range& e) {
+    EXPECT_STREQ(e.what(), "index 7");
+  }
+  pool.wait_idle();
+  EXPECT_EQ(pool.get_statistics().failed, 1U);
+}
+
+TEST(ThreadPool, FireAndForgetExceptionGoesToHandlerAndWorkerLivesOn) {
+  std::atomic<int> handled{0};
+  ts::pool_options opt;
+  opt.name = "failing";
+  opt.on_error = [&handled](std::exception_ptr e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::runtime_error& ex) {
+      if (std::string(ex.what()) == "boom") handled.fetch_add(1);
+    }
+  };
+  ts::thread_pool pool{1, opt};
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(pool.enqueue([] { throw std::runtime_error("boom"); }));
+  std::atomic<int> after{0};
+  ASSERT_TRUE(pool.enqueue([&after] { after.fetch_add(1); }));
+  pool.wait_idle();
+  EXPECT_EQ(handled.load(), 10);
+  EXPECT_EQ(after.load(), 1) << "the worker must survive throwing jobs";
+  const auto s = pool.get_statistics();
+  EXPECT_EQ(s.failed, 10U);
+  EXPECT_EQ(s.executed, 11U);
+}
+
+TEST(ThreadPool, HandlerCanBeReplacedAtRunTime) {
+  ts::thread_pool pool{1};
+  std::atomic<int> handled{0};
+  pool.set_error_handler([&handled](std::exception_ptr) { handled.fetch_add(1); });
+  ASSERT_TRUE(pool.enqueue([] { throw 5; }));  // non-standard exception type
+  pool.wait_idle();
+  EXPECT_EQ(handled.load(), 1);
+}
+
+TEST(ThreadPool, EnqueueBatchOfCallables) {
+  ts::thread_pool pool{3};
+  std::atomic<int> count{0};
+  std::vector<std::function<void()>> jobs(500, [&count] { count.fetch_add(1); });
+  ASSERT_TRUE(pool.enqueue_batch(jobs));
+  ASSERT_TRUE(pool.enqueue_batch(std::move(jobs)));
+  pool.wait_idle();
+  EXPECT_EQ(count.load(), 1000);
+}
+
+TEST(ThreadPool, BatchWithNullIsRefusedWhole) {
+  ts::thread_pool pool{1};
+  std::atomic<int> count{0};
+  std::vector<std::function<void()>> jobs(3, [&count] { count.fetch_add(1); });
+  jobs[1] = nullptr;
+  auto r = pool.enqueue_batch(jobs);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+  pool.wait_idle();
+  EXPECT_EQ(count.load(), 0);
+  EXPECT_EQ(pool.get_statistics().accepted, 0U);
+}
+
+// ---- refusals ------------------------------------------------------------
+
+TEST(ThreadPool, ZeroWorkersIsInvalidArgument) {
+  try {
+    ts::thread_pool pool{0};
+    FAIL() << "zero workers must be refused";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::invalid_argument);
+  }
+  auto seed = std::make_shared<ts::thread_pool>("empty");
+  auto r = seed->start();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+}
+
+TEST(ThreadPool, NullJobsAreInvalidArgument) {
+  ts::thread_pool pool{1};
+  std::function<void()> empty;
+  auto a = pool.enqueue(empty);
+  ASSERT_FALSE(a);
+  EXPECT_EQ(a.error().code(), ts::error_code::invalid_argument);
+  void (*fp)() = nullptr;
+  auto b = pool.enqueue(fp);
+  ASSERT_FALSE(b);
+  EXPECT_EQ(b.error().code(), ts::error_code::invalid_argument);
+  auto c = pool.enqueue(std::unique_ptr<ts::job>{});
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code(), ts::error_code::invalid_argument);
+  EXPECT_THROW((void)pool.submit(fp), ts::error_exception);
+  auto d = pool.enqueue(std::unique_ptr<ts::thread_worker>{});
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().code(), ts::error_code::invalid_argument);
+}
+
+TEST(ThreadPool, EnqueueAfterStopIsPoolStopped) {
+  ts::thread_pool pool{2};
+  (void)pool.stop();
+  EXPECT_TRUE(pool.is_stopped());
+  auto r = pool.enqueue([] {});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::pool_stopped);
+  try {
+    (void)pool.submit([] { return 1; });
+    FAIL() << "submit after stop must throw";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::pool_stopped);
+  }
+  auto w = pool.enqueue(std::make_unique<ts::thread_worker>());
+  ASSERT_FALSE(w);
+  EXPECT_EQ(w.error().code(), ts::error_code::pool_stopped);
+  auto s = pool.start();
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code(), ts::error_code::pool_stopped);
+  EXPECT_EQ(pool.get_statistics().accepted, 0U);
+}
+
+TEST(ThreadPool, StartTwiceIsAlreadyStarted) {
+  ts::thread_pool pool{1};
+  auto r = pool.start();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::already_started);
+}
+
+TEST(ThreadPool, StopAndWaitFromOwnWorkerAreRefused) {
+  ts::thread_pool pool{1};
+  auto f = pool.submit([&pool] {
+    int refusals = 0;
+    try {
+      (void)pool.stop();
+    } catch (const ts::error_exception& e) {
+      refusals += e.code() == ts::error_code::invalid_argument;
+    }
+    try {
+      pool.wait_idle();
+    } catch (const ts::error_exception& e) {
+      refusals += e.code() == ts::error_code::invalid_argument;
+    }
+    return refusals;
+  });
+  EXPECT_EQ(f.get(), 2);
+}
+
+// ---- stop modes ------------------------------------------------------------
+
+TEST(ThreadPool, StopDrainRunsEverythingAccepted) {
+  ts::test::lifetime_tracker t;
+  ts::stop_report report;
+  {
+    ts::thread_pool pool{2};
+    for (int i = 0; i < 2000; ++i) ASSERT_TRUE(pool.enqueue(ts::test::counting_functor(t)));
+    report = pool.stop(ts::stop_mode::drain);
+    EXPECT_EQ(pool.stop().executed, report.executed) << "stop() is idempotent";
+  }
+  EXPECT_EQ(report.accepted, 2000U);
+  EXPECT_EQ(report.executed, 2000U);
+  EXPECT_EQ(report.cancelled, 0U);
+  EXPECT_EQ(t.invoked.load(), 2000);
+  EXPECT_EQ(t.alive(), 0);
+}
+
+TEST(ThreadPool, StopCancelPendingCancelsQueuedJobsAndTheirFutures) {
+  ts::thread_pool pool{1};
+  std::latch started{1};
+  std::atomic<bool> release{false};
+  auto blocker = pool.submit([&] {
+    started.count_down();
+    while (!release.load()) std::this_thread::sleep_for(100us);
+    return 1;
+  });
+  started.wait();
+  std::vector<std::future<int>> queued;
+  for (int i = 0; i < 100; ++i) queued.push_back(pool.submit([i] { return i; }));
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(20ms);
+    release.store(true);
+  });
+  const auto report = pool.stop(ts::stop_mode::cancel_pending);
+  releaser.join();
+  EXPECT_EQ(blocker.get(), 1) << "the running job finishes";
+  int cancelled = 0;
+  for (auto& f : queued) {
+    try {
+      (void)f.get();
+    } catch (const ts::error_exception& e) {
+      cancelled += e.code() == ts::error_code::cancelled;
+    }
+  }
+  EXPECT_EQ(cancelled, 100);
+  EXPECT_EQ(report.accepted, 101U);
+  EXPECT_EQ(report.executed, 1U);
+  EXPECT_EQ(report.cancelled, 100U);
+  EXPECT_EQ(report.accepted, report.executed + report.cancelled);
+}
+
+TEST(ThreadPool, DestructorDrains) {
+  std::atomic<int> ran{0};
+  {
+    ts::thread_pool pool{2};
+    for (int i = 0; i < 500; ++i) ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1); }));
+  }
+  EXPECT_EQ(ran.load(), 500);
+}
+
+TEST(ThreadPool, JobsEnqueuedByJobsRunBeforeStopAndAreRefusedAfter) {
+  std::atomic<int> children{0};
+  std::atomic<int> refused{0};
+  {
+    ts::thread_pool pool{2};
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_TRUE(pool.enqueue([&] {
+        auto r = pool.enqueue([&children] { children.fetch_add(1); });
+        if (!r) refused.fetch_add(r.error().code() == ts::error_code::pool_stopped);
+      }));
+    }
+    pool.wait_idle();
+    EXPECT_EQ(children.load(), 100);
+  }
+  EXPECT_EQ(refused.load(), 0);
+}
+
+// ---- seed-style API ----------------------------------------------------------
+
+TEST(ThreadPool, SeedStyleWorkersCallbackJobsAndStatistics) {
+  auto pool = std::make_shared<ts::thread_pool>("SeedPool");
+  std::vector<std::unique_ptr<ts::thread_worker>> workers;
+  for (int i = 0; i < 3; ++i) workers.push_back(std::make_unique<ts::thread_worker>());
+  ASSERT_TRUE(pool->enqueue_batch(std::move(workers)));
+  EXPECT_FALSE(pool->is_running());
+
+  std::atomic<int> ran{0};
+  // Accepted before start; runs once started.
+  ASSERT_TRUE(pool->enqueue(std::make_unique<ts::callback_job>([&ran]() -> ts::result_void {
+    ran.fetch_add(1);
+    return {};
+  })));
+  ASSERT_TRUE(pool->start());
+  std::vector<std::unique_ptr<ts::job>> jobs;
+  for (int i = 0; i < 99; ++i) {
+    jobs.push_back(std::make_unique<ts::callback_job>([&ran]() -> ts::result_void {
+      ran.fetch_add(1);
+      return {};
+    }));
+  }
+  ASSERT_TRUE(pool->enqueue_batch(std::move(jobs)));
+  pool->wait_idle();
+  EXPECT_EQ(ran.load(), 100);
+
+  std::uint64_t processed = 0;
+  for (ts::thread_worker* w : pool->get_workers()) {
+    const auto s = w->get_statistics();
+    processed += s.jobs_processed;
+    if (s.jobs_processed > 0) {
+      EXPECT_GT(s.busy_time.count(), 0);
+      EXPECT_EQ(s.avg_processing_time_ns, static_cast<std::uint64_t>(s.busy_time.count()) / s.jobs_processed);
+    }
+  }
+  EXPECT_EQ(processed, 100U);
+  EXPECT_EQ(pool->get_workers().size(), 3U);
+}
+
+TEST(ThreadPool, SeedJobErrorIsReportedAsJobFailed) {
+  std::atomic<int> job_failed{0};
+  ts::pool_options opt;
+  opt.on_error = [&job_failed](std::exception_ptr e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const ts::error_exception& ex) {
+      if (ex.code() == ts::error_code::job_failed && std::string(ex.what()).find("disk full") != std::string::npos) {
+        job_failed.fetch_add(1);
+      }
+    }
+  };
+  ts::thread_pool pool{1, opt};
+  ASSERT_TRUE(pool.enqueue(std::make_unique<ts::callback_job>(
+      []() -> ts::result_void { return ts::make_error(ts::error_code::job_failed, "disk full"); }, "writer")));
+  pool.wait_idle();
+  EXPECT_EQ(job_failed.load(), 1);
+  EXPECT_EQ(pool.get_statistics().failed, 1U);
+}
+
+TEST(ThreadPool, NeverStartedPoolDrainsOnTheCaller) {
+  auto pool = std::make_shared<ts::thread_pool>("unstarted");
+  int ran = 0;  // plain int: runs on this thread
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(pool->enqueue([&ran] { ++ran; }));
+  pool->wait_idle();  // never started: returns at once
+  EXPECT_EQ(ran, 0);
+  const auto report = pool->stop(ts::stop_mode::drain);
+  EXPECT_EQ(ran, 10);
+  EXPECT_EQ(report.executed, 10U);
+}
+
+TEST(ThreadPool, WorkerAddedWhileRunningStartsWorking) {
+  ts::thread_pool pool{1};
+  ASSERT_TRUE(pool.enqueue(std::make_unique<ts::thread_worker>("late-worker")));
+  EXPECT_EQ(pool.worker_count(), 2U);
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1); }));
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(), 200);
+}
+
+namespace {
+std::set<std::string> thread_names_of_this_process() {
+  std::set<std::string> names;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (dirent* e = ::readdir(d)) {
+      std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+      std::string n;
+      if (std::getline(comm, n)) names.insert(n);
+    }
+    ::closedir(d);
+  }
+  return names;
+}
+}  // namespace
+
+TEST(ThreadPool, WorkerThreadsAreNamed) {
+  if (!std::filesystem::exists("/proc/self/task")) GTEST_SKIP() << "no /proc on this platform";
+  ts::pool_options opt;
+  opt.name = "namedpool";
+  ts::thread_pool pool{2, opt};
+  // A worker names itself when its thread starts; give it the time to.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  std::set<std::string> names;
+  do {
+    names = thread_names_of_this_process();
+    if (names.count("namedpool-0") == 1 && names.count("namedpool-1") == 1) break;
+    std::this_thread::sleep_for(1ms);
+  } while (std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(names.count("namedpool-0"), 1U);
+  EXPECT_EQ(names.count("namedpool-1"), 1U);
+}
+
+namespace {
+std::uint64_t total_parks(ts::thread_pool& pool) {
+  std::uint64_t parks = 0;
+  for (auto* w : pool.get_workers()) parks += w->get_statistics().parks;
+  return parks;
+}
+double cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+}  // namespace
+
+TEST(ThreadPool, IdleWorkersSleep) {
+  ts::thread_pool pool{2};
+  pool.wait_idle();
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (total_parks(pool) < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  const std::uint64_t parks_before = total_parks(pool);
+  EXPECT_GE(parks_before, 2U) << "both workers should have parked";
+  // One job wakes a worker, which parks again afterwards.
+  auto f = pool.submit([] { return 3; });
+  EXPECT_EQ(f.get(), 3);
+  pool.wait_idle();
+  std::this_thread::sleep_for(50ms);
+  std::uint64_t parks_after = 0;
+  std::int64_t idle_ns = 0;
+  for (auto* w : pool.get_workers()) {
+    parks_after += w->get_statistics().parks;
+    idle_ns += w->get_statistics().idle_time.count();
+  }
+  EXPECT_GT(parks_after, parks_before);
+  EXPECT_GT(idle_ns, 0);
+}
+
+// An idle pool burns (almost) no CPU: its workers are parked, not spinning.
+TEST(ThreadPool, IdlePoolUsesNoCpu) {
+  ts::thread_pool pool{4};
+  pool.wait_idle();
+  std::this_thread::sleep_for(20ms);
+  const double before = cpu_seconds();
+  std::this_thread::sleep_for(500ms);
+  const double used = cpu_seconds() - before;
+  EXPECT_LT(used, 0.05) << "an idle 4-worker pool used " << used << " s of CPU in 0.5 s";
+}

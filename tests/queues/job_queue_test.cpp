@@ -1,0 +1,127 @@
+#include "thread_system/queues/job_queue.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "../support/test_support.hpp"
+
+namespace ts = thread_system;
+
+namespace {
+ts::job_function recorder(std::vector<int>& out, int v) {
+  return ts::job_function([&out, v] { out.push_back(v); });
+}
+}  // namespace
+
+TEST(JobQueue, FifoOrder) {
+  ts::job_queue q(2);
+  std::vector<int> seen;
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(q.try_push(recorder(seen, i)));  // forces growth from 2
+  EXPECT_EQ(q.size_approx(), 100U);
+  EXPECT_GE(q.capacity(), 100U);
+  ts::job_function j;
+  while (q.try_pop(j)) j();
+  ASSERT_EQ(seen.size(), 100U);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(seen[i], i);
+}
+
+TEST(JobQueue, BatchPushAndPop) {
+  ts::job_queue q(4);
+  std::vector<int> seen;
+  std::vector<ts::job_function> batch;
+  for (int i = 0; i < 37; ++i) batch.push_back(recorder(seen, i));
+  ASSERT_TRUE(q.push_batch(batch));
+  std::array<ts::job_function, 8> out;
+  std::size_t total = 0;
+  for (std::size_t n = q.pop_batch(out); n > 0; n = q.pop_batch(out)) {
+    EXPECT_LE(n, out.size());
+    for (std::size_t i = 0; i < n; ++i) out[i]();
+    total += n;
+  }
+  EXPECT_EQ(total, 37U);
+  for (int i = 0; i < 37; ++i) EXPECT_EQ(seen[i], i);
+}
+
+TEST(JobQueue, BatchWithAnEmptyJobIsRefusedWhole) {
+  ts::job_queue q;
+  std::vector<int> seen;
+  std::vector<ts::job_function> batch;
+  batch.push_back(recorder(seen, 1));
+  batch.emplace_back();  // empty
+  auto r = q.push_batch(batch);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+  EXPECT_EQ(q.size_approx(), 0U);
+  EXPECT_TRUE(batch[0]) << "a refused batch is not moved from";
+}
+
+TEST(JobQueue, CloseRefusesPushesAndKeepsWhatIsQueued) {
+  ts::job_queue q;
+  std::vector<int> seen;
+  ASSERT_TRUE(q.try_push(recorder(seen, 1)));
+  q.close();
+  EXPECT_TRUE(q.is_closed());
+  ts::job_function late = recorder(seen, 2);
+  auto r = q.try_push(std::move(late));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::pool_stopped);
+  EXPECT_TRUE(late) << "a refused job stays with the caller";  // NOLINT(bugprone-use-after-move)
+  ts::job_function j;
+  ASSERT_TRUE(q.try_pop(j));
+  j();
+  EXPECT_FALSE(q.try_pop(j));
+  EXPECT_EQ(seen, std::vector<int>{1});
+}
+
+TEST(JobQueue, FairShareSpreadsSmallBacklogs) {
+  ts::job_queue q;
+  std::vector<int> seen;
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(q.try_push(recorder(seen, i)));
+  std::array<ts::job_function, 16> out;
+  EXPECT_EQ(q.pop_fair_share(out, 4), 2U);   // 8 queued / 4 consumers
+  EXPECT_EQ(q.pop_fair_share(out, 16), 1U);  // always at least one
+  EXPECT_EQ(q.pop_fair_share(out, 1), 5U);   // a lone consumer takes all
+}
+
+TEST(JobQueue, EmptyJobIsRefused) {
+  ts::job_queue q;
+  auto r = q.try_push(ts::job_function{});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+}
+
+// Every value pushed by any producer is popped exactly once.
+TEST(JobQueue, ManyProducersManyConsumersExactlyOnce) {
+  constexpr int producers = 4;
+  constexpr int consumers = 4;
+  const int per_producer = static_cast<int>(ts::test::scaled(50'000));
+  ts::job_queue q(16);
+  std::vector<std::atomic<int>> seen(static_cast<std::size_t>(producers * per_producer));
+  std::atomic<int> done_producers{0};
+  std::vector<std::thread> threads;
+  for (int p = 0; p < producers; ++p) {
+    threads.emplace_back([&, p] {
+      for (int i = 0; i < per_producer; ++i) {
+        const int id = p * per_producer + i;
+        ASSERT_TRUE(q.try_push(ts::job_function([&seen, id] { seen[static_cast<std::size_t>(id)].fetch_add(1); })));
+      }
+      done_producers.fetch_add(1, std::memory_order_release);
+    });
+  }
+  for (int c = 0; c < consumers; ++c) {
+    threads.emplace_back([&] {
+      std::array<ts::job_function, 8> out;
+      for (;;) {
+        const std::size_t n = q.pop_batch(out);
+        for (std::size_t i = 0; i < n; ++i) out[i]();
+        if (n == 0 && done_producers.load(std::memory_order_acquire) == producers && q.size_approx() == 0) break;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (std::size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i].load(), 1) << "id " << i;
+}

@@ -1,0 +1,227 @@
+// Stress tests of thread_pool: exactly-once delivery, shutdown under load,
+// lost wake-ups, self-feeding jobs. Each runs for seconds, not minutes; the
+// per-test watchdog (support/test_main.cpp) turns a deadlock into a failure.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <random>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "../support/test_support.hpp"
+#include "thread_system/pools/thread_pool.hpp"
+
+namespace ts = thread_system;
+using namespace std::chrono_literals;
+
+// ---- exactly once ----------------------------------------------------------
+
+class ExactlyOnce : public testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(ExactlyOnce, EveryIdSeenOnce) {
+  const auto [producers, workers] = GetParam();
+  const std::size_t total = ts::test::scaled(1'000'000);
+  std::vector<std::atomic<std::uint8_t>> seen(total);
+  {
+    ts::thread_pool pool{static_cast<std::size_t>(workers)};
+    std::vector<std::thread> threads;
+    for (int p = 0; p < producers; ++p) {
+      threads.emplace_back([&, p] {
+        // Ids p, p + producers, ... : disjoint across producers, 0..total-1 overall.
+        for (std::size_t id = static_cast<std::size_t>(p); id < total; id += static_cast<std::size_t>(producers)) {
+          auto r = pool.enqueue([&seen, id] { seen[id].fetch_add(1, std::memory_order_relaxed); });
+          ASSERT_TRUE(r) << r.error().to_string();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    pool.wait_idle();
+    const auto stats = pool.get_statistics();
+    EXPECT_EQ(stats.accepted, total);
+    EXPECT_EQ(stats.executed, total);
+  }
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < total; ++i) wrong += seen[i].load(std::memory_order_relaxed) != 1;
+  EXPECT_EQ(wrong, 0U) << "ids not seen exactly once";
+}
+
+INSTANTIATE_TEST_SUITE_P(ProducersWorkers, ExactlyOnce,
+                         testing::Combine(testing::Values(1, 2, 8), testing::Values(1, 2, 8)),
+                         [](const auto& param_info) {
+                           return std::to_string(std::get<0>(param_info.param)) + "p_" +
+                                  std::to_string(std::get<1>(param_info.param)) + "w";
+                         });
+
+// ---- shutdown under load ---------------------------------------------------
+
+class ShutdownUnderLoad : public testing::TestWithParam<ts::stop_mode> {};
+
+TEST_P(ShutdownUnderLoad, AccountsForEveryJob) {
+  const ts::stop_mode mode = GetParam();
+  ts::test::lifetime_tracker tracker;
+  std::atomic<std::uint64_t> accepted_by_producers{0};
+  std::atomic<std::uint64_t> refused{0};
+  ts::stop_report report;
+  {
+    ts::thread_pool pool{3};
+    std::atomic<bool> go{true};
+    std::vector<std::thread> producers;
+    for (int p = 0; p < 3; ++p) {
+      producers.emplace_back([&] {
+        while (go.load(std::memory_order_relaxed)) {
+          auto r = pool.enqueue(ts::test::counting_functor(tracker));
+          if (r) {
+            accepted_by_producers.fetch_add(1, std::memory_order_relaxed);
+          } else {
+            EXPECT_EQ(r.error().code(), ts::error_code::pool_stopped);
+            refused.fetch_add(1, std::memory_order_relaxed);
+            return;
+          }
+        }
+      });
+    }
+    std::this_thread::sleep_for(100ms);
+    report = pool.stop(mode);  // producers are still pushing
+    go.store(false);
+    for (auto& t : producers) t.join();
+  }
+  EXPECT_GT(report.accepted, 0U);
+  EXPECT_EQ(report.accepted, accepted_by_producers.load());
+  EXPECT_EQ(report.accepted, report.executed + report.cancelled);
+  EXPECT_EQ(static_cast<std::uint64_t>(tracker.invoked.load()), report.executed);
+  EXPECT_EQ(tracker.alive(), 0) << "every captured object is destroyed exactly once";
+  if (mode == ts::stop_mode::drain) {
+    EXPECT_EQ(report.cancelled, 0U);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ShutdownUnderLoad, testing::Values(ts::stop_mode::drain, ts::stop_mode::cancel_pending),
+                         [](const auto& param_info) {
+                           return param_info.param == ts::stop_mode::drain ? std::string("drain")
+                                                                           : std::string("cancel_pending");
+                         });
+
+// ---- self-feeding jobs -------------------------------------------------------
+
+namespace {
+struct spawner {
+  ts::thread_pool* pool;
+  std::atomic<std::uint64_t>* runs;
+  void operator()() const {
+    runs->fetch_add(1, std::memory_order_relaxed);
+    // Two children per run: without the stop-time refusal this never ends.
+    for (int i = 0; i < 2; ++i) {
+      if (!pool->enqueue(spawner{pool, runs})) return;
+    }
+  }
+};
+}  // namespace
+
+TEST(PoolStress, DestroyingAPoolWhoseJobsKeepEnqueueingFinishes) {
+  for (auto mode : {ts::stop_mode::drain, ts::stop_mode::cancel_pending}) {
+    std::atomic<std::uint64_t> runs{0};
+    ts::stop_report report;
+    {
+      ts::thread_pool pool{2};
+      ASSERT_TRUE(pool.enqueue(spawner{&pool, &runs}));
+      std::this_thread::sleep_for(50ms);
+      report = pool.stop(mode);
+    }
+    EXPECT_GT(runs.load(), 1U);
+    EXPECT_EQ(report.accepted, report.executed + report.cancelled);
+    EXPECT_EQ(report.executed, runs.load());
+  }
+  // And plain destruction (drain) with no explicit stop():
+  std::atomic<std::uint64_t> runs{0};
+  {
+    ts::thread_pool pool{2};
+    ASSERT_TRUE(pool.enqueue(spawner{&pool, &runs}));
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_GT(runs.load(), 1U);
+}
+
+// ---- lost wake-ups -------------------------------------------------------------
+
+TEST(PoolStress, NoLostWakeUpWhenIdlePoolGetsOneJob) {
+  const std::size_t rounds = ts::test::scaled(100'000);
+  ts::thread_pool pool{2};
+  std::mt19937 rng(12345);
+  std::uniform_int_distribution<int> pause(0, 20);
+  for (std::size_t i = 0; i < rounds; ++i) {
+    // Random short pauses let the workers reach every point of the
+    // spin -> prepare_wait -> commit_wait path when the job arrives.
+    const int p = pause(rng);
+    if (p > 15) {
+      std::this_thread::sleep_for(std::chrono::microseconds(p - 15));
+    } else {
+      for (int k = 0; k < p * 20; ++k) std::atomic_signal_fence(std::memory_order_seq_cst);
+    }
+    auto f = pool.submit([i] { return i; });
+    ASSERT_EQ(f.get(), i);
+  }
+  pool.wait_idle();
+  EXPECT_EQ(pool.get_statistics().executed, rounds);
+}
+
+TEST(PoolStress, WaitIdleNeverReturnsEarly) {
+  const std::size_t rounds = ts::test::scaled(20'000);
+  ts::thread_pool pool{2};
+  std::atomic<std::uint64_t> done{0};
+  for (std::size_t i = 0; i < rounds; ++i) {
+    const std::size_t burst = 1 + i % 7;
+    for (std::size_t k = 0; k < burst; ++k)
+      ASSERT_TRUE(pool.enqueue([&done] { done.fetch_add(1, std::memory_order_relaxed); }));
+    const std::uint64_t expected = done.load(std::memory_order_relaxed);  // lower bound before waiting
+    pool.wait_idle();
+    ASSERT_GE(done.load(std::memory_order_relaxed), expected);
+    ASSERT_EQ(pool.get_statistics().executed, pool.get_statistics().accepted);
+  }
+}
+
+// ---- a few seconds of everything at once ---------------------------------------
+
+TEST(PoolStress, MixedLoadForSeconds) {
+  ts::test::lifetime_tracker tracker;
+  std::atomic<std::uint64_t> submitted_values{0};
+  std::atomic<std::uint64_t> received_values{0};
+  {
+    ts::thread_pool pool{4};
+    const auto end = std::chrono::steady_clock::now() + 2s;
+    std::vector<std::thread> producers;
+    for (int p = 0; p < 3; ++p) {
+      producers.emplace_back([&, p] {
+        std::mt19937 rng(static_cast<unsigned>(p));
+        while (std::chrono::steady_clock::now() < end) {
+          switch (rng() % 4) {
+            case 0:
+              ASSERT_TRUE(pool.enqueue(ts::test::counting_functor(tracker)));
+              break;
+            case 1: {
+              std::vector<ts::test::counting_functor> batch(8, ts::test::counting_functor(tracker));
+              ASSERT_TRUE(pool.enqueue_batch(std::move(batch)));
+              break;
+            }
+            case 2: {
+              const std::uint64_t v = rng() % 1000;
+              submitted_values.fetch_add(v);
+              received_values.fetch_add(pool.submit([v] { return v; }).get());
+              break;
+            }
+            default:
+              pool.wait_idle();
+          }
+        }
+      });
+    }
+    for (auto& t : producers) t.join();
+    const auto report = pool.stop(ts::stop_mode::drain);
+    EXPECT_EQ(report.accepted, report.executed);
+  }
+  EXPECT_EQ(submitted_values.load(), received_values.load());
+  EXPECT_EQ(tracker.alive(), 0);
+}

@@ -1,0 +1,59 @@
+// Helpers shared by the test suites.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace thread_system::test {
+
+/// Divides iteration counts in slow builds (sanitizers), never to zero.
+/// THREAD_SYSTEM_TEST_SCALE_DIVISOR is set by the asan/tsan presets.
+#ifndef THREAD_SYSTEM_TEST_SCALE_DIVISOR
+#define THREAD_SYSTEM_TEST_SCALE_DIVISOR 1
+#endif
+constexpr std::size_t scale_divisor = THREAD_SYSTEM_TEST_SCALE_DIVISOR;
+constexpr std::size_t scaled(std::size_t n) { return n / scale_divisor == 0 ? 1 : n / scale_divisor; }
+
+/// Counts constructions, destructions and invocations of the functors that
+/// share it, to prove each job ran at most once and every capture died once.
+struct lifetime_tracker {
+  std::atomic<std::int64_t> constructed{0};
+  std::atomic<std::int64_t> destroyed{0};
+  std::atomic<std::int64_t> invoked{0};
+
+  [[nodiscard]] std::int64_t alive() const {
+    return constructed.load(std::memory_order_acquire) - destroyed.load(std::memory_order_acquire);
+  }
+};
+
+/// A callable that reports its lifetime to a tracker. Copies and moves count
+/// as constructions, so constructed == destroyed means nothing leaked and
+/// nothing was destroyed twice (a double destroy would make alive() < 0).
+class counting_functor {
+ public:
+  explicit counting_functor(lifetime_tracker& t) : tracker_(&t) {
+    tracker_->constructed.fetch_add(1, std::memory_order_relaxed);  // test bookkeeping
+  }
+  counting_functor(const counting_functor& o) : tracker_(o.tracker_) {
+    tracker_->constructed.fetch_add(1, std::memory_order_relaxed);  // test bookkeeping
+  }
+  counting_functor(counting_functor&& o) noexcept : tracker_(o.tracker_) {
+    tracker_->constructed.fetch_add(1, std::memory_order_relaxed);  // test bookkeeping
+  }
+  counting_functor& operator=(const counting_functor&) = delete;
+  counting_functor& operator=(counting_functor&&) = delete;
+  ~counting_functor() {
+    tracker_->destroyed.fetch_add(1, std::memory_order_release);  // pairs with alive()'s acquire
+  }
+  void operator()() const {
+    tracker_->invoked.fetch_add(1, std::memory_order_relaxed);  // test bookkeeping
+  }
+
+ private:
+  lifetime_tracker* tracker_;
+};
+
+}  // namespace thread_system::test
