@@ -160,40 +160,30 @@ result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<job>> jobs) 
 
 result<void> thread_pool::push_one(job_function&& fn) {
   if (!fn) return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': empty job");
-  // Counted before the push so no worker can finish the job before it is
-  // accepted in the books. Relaxed: the queue's mutex orders this increment
-  // before the worker's pop, and wait_idle() reads it after acquire loads of
-  // the completion counters (see idle_now()).
-  accepted_.fetch_add(1, std::memory_order_relaxed);
-  if (auto r = queue_.try_push(std::move(fn)); !r) {
-    accepted_.fetch_sub(1, std::memory_order_relaxed);
-    became_idle_.notify_all();  // a waiter may have seen the transient count
-    if (r.error().code() == error_code::pool_stopped) {
-      return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
-    }
-    return r;
-  }
+  // The queue counts the job as accepted inside its critical section, so
+  // close() in stop() makes the accepted total exact and no worker can
+  // finish a job before it is counted (see idle_now()).
+  if (auto r = queue_.try_push(std::move(fn)); !r) return refusal(r.error());
   work_available_.notify_one();
   return {};
 }
 
 result<void> thread_pool::push_batch(std::span<job_function> fns) {
   if (fns.empty()) return {};
-  accepted_.fetch_add(fns.size(), std::memory_order_relaxed);  // as in push_one
-  if (auto r = queue_.push_batch(fns); !r) {
-    accepted_.fetch_sub(fns.size(), std::memory_order_relaxed);
-    became_idle_.notify_all();
-    if (r.error().code() == error_code::pool_stopped) {
-      return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
-    }
-    return r;
-  }
+  if (auto r = queue_.push_batch(fns); !r) return refusal(r.error());
   if (fns.size() == 1) {
     work_available_.notify_one();
   } else {
     work_available_.notify_all();
   }
   return {};
+}
+
+unexpected_error thread_pool::refusal(const error& queue_error) const {
+  if (queue_error.code() == error_code::pool_stopped) {
+    return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
+  }
+  return make_error(queue_error.code(), "thread_pool '" + name_ + "': " + queue_error.message());
 }
 
 // ---- the worker loop ------------------------------------------------------
@@ -308,8 +298,8 @@ bool thread_pool::on_own_worker() const noexcept { return tl_current_pool == thi
 
 bool thread_pool::idle_now() const noexcept {
   // Completion counters first (acquire, pairing with the release stores in
-  // run_batch() and stop()), then accepted_. A job counted as finished was
-  // accepted before its completion was published, so accepted_ read after
+  // run_batch() and stop()), then the queue's accepted total. A job counted as finished was
+  // accepted before its completion was published, so the total read after
   // includes it; equality therefore means every job accepted before this
   // call has finished. See docs/ARCHITECTURE.md ("Idle detection").
   std::uint64_t finished = cancelled_by_stop_.load(std::memory_order_acquire);
@@ -321,7 +311,7 @@ bool thread_pool::idle_now() const noexcept {
       finished += w->cancelled_.load(std::memory_order_acquire);
     }
   }
-  return finished == accepted_.load(std::memory_order_relaxed);  // ordered after the acquire loads above
+  return finished == queue_.total_pushed();  // read after the acquire loads above
 }
 
 void thread_pool::wait_idle() {
@@ -399,7 +389,7 @@ stop_report thread_pool::stop(stop_mode mode) {
 stop_report thread_pool::make_report() const {
   // Caller holds lifecycle_mutex_.
   stop_report r;
-  r.accepted = accepted_.load(std::memory_order_acquire);
+  r.accepted = queue_.total_pushed();
   r.cancelled = cancelled_by_stop_.load(std::memory_order_acquire);
   auto add_worker = [&r](const thread_worker& w) {
     const auto s = w.get_statistics();

@@ -233,6 +233,7 @@ class thread_pool {
 
   result<void> push_one(job_function&& fn);
   result<void> push_batch(std::span<job_function> fns);
+  [[nodiscard]] unexpected_error refusal(const error& queue_error) const;
   void start_worker(thread_worker& w);
   void worker_main(thread_worker& w);
   void run_batch(thread_worker& w, std::span<job_function> batch);
@@ -262,7 +263,6 @@ class thread_pool {
   // Set before workers are told to stop in cancel_pending mode.
   std::atomic<bool> cancel_requested_{false};
 
-  alignas(64) std::atomic<std::uint64_t> accepted_{0};
   alignas(64) std::atomic<std::uint64_t> cancelled_by_stop_{0};
 
   event_count work_available_;  // workers park here

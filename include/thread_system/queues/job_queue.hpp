@@ -19,6 +19,7 @@
 #include <atomic>
 #include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <span>
 #include <utility>
@@ -47,6 +48,7 @@ class job_queue {
     buffer_[(head_ + count_) & (buffer_.size() - 1)] = std::move(job);
     ++count_;
     size_.store(count_, std::memory_order_relaxed);  // statistics only; the mutex publishes the job
+    count_pushed(1);
     return {};
   }
 
@@ -66,6 +68,7 @@ class job_queue {
       ++count_;
     }
     size_.store(count_, std::memory_order_relaxed);  // statistics only
+    count_pushed(jobs.size());
     return {};
   }
 
@@ -121,6 +124,14 @@ class job_queue {
   }
   [[nodiscard]] bool empty_approx() const noexcept { return size_approx() == 0; }
 
+  /// Jobs ever accepted by try_push/push_batch. Exact once the queue is
+  /// closed. The count is updated inside the push's critical section, so a
+  /// thread that has seen a popped job's completion (through an acquire that
+  /// pairs with a release made after the pop) reads a total that includes it.
+  [[nodiscard]] std::uint64_t total_pushed() const noexcept {
+    return pushed_total_.load(std::memory_order_acquire);  // pairs with the mutex-ordered stores below
+  }
+
   /// Current ring capacity (grows, never shrinks).
   [[nodiscard]] std::size_t capacity() const {
     std::lock_guard lock(mutex_);
@@ -140,6 +151,12 @@ class job_queue {
     return n;
   }
 
+  void count_pushed(std::size_t n) noexcept {
+    // Writers are serialised by mutex_, so load+store is exact; the store
+    // becomes visible to poppers with the mutex release.
+    pushed_total_.store(pushed_total_.load(std::memory_order_relaxed) + n, std::memory_order_release);
+  }
+
   void grow() {
     std::vector<job_function> bigger(buffer_.size() * 2);
     const std::size_t mask = buffer_.size() - 1;
@@ -155,6 +172,7 @@ class job_queue {
   bool closed_ = false;               // guarded by mutex_
   std::atomic<bool> closed_hint_{false};
   std::atomic<std::size_t> size_{0};
+  std::atomic<std::uint64_t> pushed_total_{0};
 };
 
 }  // namespace thread_system
