@@ -117,7 +117,8 @@ struct unexpected_error {
 }
 
 /// Either a `T` or an `error`. Accessing the wrong alternative is a
-/// precondition violation (asserted in debug builds, throws in `value()`).
+/// precondition violation: `value()` throws `error_exception`, `operator*`
+/// and `error()` throw `std::bad_variant_access` (never undefined behaviour).
 template <typename T>
 class [[nodiscard]] result {
   static_assert(!std::is_reference_v<T>, "result<T&> is not supported");
@@ -149,17 +150,17 @@ class [[nodiscard]] result {
     if (!has_value()) throw error_exception(std::get<1>(storage_));
     return std::get<0>(std::move(storage_));
   }
-  T& operator*() & noexcept { return *std::get_if<0>(&storage_); }
-  const T& operator*() const& noexcept { return *std::get_if<0>(&storage_); }
-  T* operator->() noexcept { return std::get_if<0>(&storage_); }
-  const T* operator->() const noexcept { return std::get_if<0>(&storage_); }
+  T& operator*() & { return std::get<0>(storage_); }
+  const T& operator*() const& { return std::get<0>(storage_); }
+  T* operator->() { return &std::get<0>(storage_); }
+  const T* operator->() const { return &std::get<0>(storage_); }
 
   /// The error. Precondition: `!has_value()`.
-  [[nodiscard]] const thread_system::error& get_error() const& noexcept {
+  [[nodiscard]] const thread_system::error& get_error() const& {
     assert(!has_value());
-    return *std::get_if<1>(&storage_);
+    return std::get<1>(storage_);
   }
-  [[nodiscard]] const thread_system::error& error() const& noexcept { return get_error(); }
+  [[nodiscard]] const thread_system::error& error() const& { return get_error(); }
 
   template <typename U>
   [[nodiscard]] T value_or(U&& fallback) const& {

@@ -1,0 +1,264 @@
+// hazard_domain: safe memory reclamation with hazard pointers
+// (M. M. Michael, "Hazard Pointers: Safe Memory Reclamation for Lock-Free
+// Objects", IEEE Transactions on Parallel and Distributed Systems 15(6),
+// 2004).
+//
+// A thread that is about to dereference a shared node publishes its address
+// in one of its hazard slots and then re-reads the location it got the
+// address from; if the location still holds it, the node was reachable after
+// the hazard became visible, so any thread that retires the node afterwards
+// will see the hazard. Retired nodes wait in a list until a scan finds no
+// hazard slot holding them; only then are they handed to the owner's
+// reclaim function (which may reuse or free them).
+//
+// Structure and limits:
+//   * A domain owns a list of records, each with `slots_per_record` hazard
+//     slots and a list of retired pointers. A record is held by one thread
+//     for the duration of one operation (an RAII `hazard_holder`), then
+//     released for any thread to take. Records are allocated on first need
+//     (when every existing record is held) and freed only when the domain is
+//     destroyed: the number of records is the largest number of operations
+//     that were ever in progress at once, which is bounded by the number of
+//     threads using the domain. Each thread remembers the record it used last
+//     and tries it first, so in steady state acquiring a record is one
+//     uncontended exchange and allocates nothing.
+//   * A record's retired list is scanned when it reaches
+//     `2 * slots_per_record * records + 32` entries, so at most that many
+//     nodes per record wait for reclamation; collect() scans every record
+//     that is free at the time (all of them when the domain is quiescent).
+//   * Reclaimed pointers go to the reclaim function given at construction,
+//     called on the thread that scans. It must not use the domain.
+//   * Memory orders: publishing a hazard, re-reading the source, the
+//     unlinking of a node by its owner and the scan's reads of the slots are
+//     all seq_cst (the StoreLoad pattern of the paper: either the scan sees
+//     the hazard or the re-read sees the node unlinked). No standalone
+//     fences, so ThreadSanitizer models it exactly.
+//
+// Thread-safety: every member may be called concurrently, except that the
+// destructor requires that no holder is alive. The destructor hands every
+// pointer still retired to the reclaim function.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace thread_system::detail {
+
+class hazard_domain {
+ public:
+  /// Hazard slots per record (per operation in progress). Two are enough for
+  /// the Michael & Scott queue: the head and its successor.
+  static constexpr std::size_t slots_per_record = 2;
+
+  using reclaim_function = void (*)(void* context, void* pointer) noexcept;
+
+  hazard_domain(reclaim_function reclaim, void* context) noexcept
+      : reclaim_(reclaim),
+        context_(context),
+        // relaxed: a unique number only; no data hangs on it.
+        id_(next_domain_id().fetch_add(1, std::memory_order_relaxed) + 1) {}
+
+  hazard_domain(const hazard_domain&) = delete;
+  hazard_domain& operator=(const hazard_domain&) = delete;
+
+  ~hazard_domain() {
+    // No holder is alive, so no hazard is set: everything retired can go.
+    // relaxed: the caller guarantees quiescence (its own synchronisation with
+    // the threads that used the domain orders their writes before this).
+    record* current = records_.load(std::memory_order_relaxed);
+    while (current != nullptr) {
+      for (void* pointer : current->retired) reclaim_(context_, pointer);
+      record* next = current->next;
+      delete current;
+      current = next;
+    }
+  }
+
+  /// Scans every record no operation holds right now and reclaims what no
+  /// hazard protects. With no operation in progress, this empties every
+  /// retired list.
+  void collect() {
+    // acquire: pairs with the release CAS that published each record.
+    for (record* current = records_.load(std::memory_order_acquire); current != nullptr; current = current->next) {
+      if (!try_take(*current)) continue;
+      scan(*current);
+      release(*current);
+    }
+  }
+
+  /// Pointers retired and not yet reclaimed, over all records. Approximate
+  /// while operations run; exact when the domain is quiescent.
+  [[nodiscard]] std::size_t retired_count() const noexcept {
+    std::size_t total = 0;
+    // acquire: pairs with the release CAS that published each record.
+    for (record* current = records_.load(std::memory_order_acquire); current != nullptr; current = current->next) {
+      total += current->retired_size.load(std::memory_order_relaxed);  // statistics only
+    }
+    return total;
+  }
+
+  /// Records allocated so far (never shrinks until destruction).
+  [[nodiscard]] std::size_t record_count() const noexcept {
+    return record_count_.load(std::memory_order_relaxed);  // statistics only
+  }
+
+ private:
+  friend class hazard_holder;
+
+  struct record {
+    // The slots other threads scan, on their own cache line so that scans do
+    // not bounce the owner's retired-list bookkeeping.
+    alignas(64) std::atomic<const void*> hazards[slots_per_record] = {};
+    std::atomic<bool> in_use{true};
+    std::atomic<std::size_t> retired_size{0};
+    record* next = nullptr;          // immutable once the record is published
+    std::vector<void*> retired;      // owned by the holder of the record
+    std::vector<const void*> found;  // scratch for scan(), owned likewise
+  };
+
+  static std::atomic<std::uint64_t>& next_domain_id() noexcept {
+    static std::atomic<std::uint64_t> counter{0};
+    return counter;
+  }
+
+  // The record this thread used last, tagged with the id of its domain: ids
+  // are never reused, so a matching id means the domain (being inside one of
+  // its members) and hence the record are alive.
+  struct last_record {
+    std::uint64_t domain_id = 0;
+    record* cached = nullptr;
+  };
+  static last_record& thread_last_record() noexcept {
+    static thread_local last_record last;
+    return last;
+  }
+
+  static bool try_take(record& r) noexcept {
+    // relaxed pre-check avoids writing a line another thread holds; the
+    // exchange is acquire: pairs with release() of the previous holder, so
+    // its retired list and scratch are ours to use.
+    return !r.in_use.load(std::memory_order_relaxed) && !r.in_use.exchange(true, std::memory_order_acquire);
+  }
+
+  static void release(record& r) noexcept {
+    r.in_use.store(false, std::memory_order_release);  // pairs with the acquire in try_take()
+  }
+
+  record& acquire_record() {
+    last_record& last = thread_last_record();
+    if (last.domain_id == id_ && try_take(*last.cached)) return *last.cached;
+    // acquire: pairs with the release CAS that published each record.
+    for (record* current = records_.load(std::memory_order_acquire); current != nullptr; current = current->next) {
+      if (try_take(*current)) {
+        last = {id_, current};
+        return *current;
+      }
+    }
+    auto* fresh = new record;  // in_use starts true: it is ours
+    fresh->retired.reserve(64);
+    // relaxed: a guess for the CAS below.
+    record* head = records_.load(std::memory_order_relaxed);
+    do {
+      fresh->next = head;
+      // release: publishes the record's initial state to scanners and takers
+      // (pairs with their acquire loads of records_).
+    } while (!records_.compare_exchange_weak(head, fresh, std::memory_order_release, std::memory_order_relaxed));
+    record_count_.fetch_add(1, std::memory_order_relaxed);  // statistics and scan threshold only
+    last = {id_, fresh};
+    return *fresh;
+  }
+
+  void retire(record& r, void* pointer) {
+    r.retired.push_back(pointer);
+    r.retired_size.store(r.retired.size(), std::memory_order_relaxed);  // statistics only
+    // relaxed: a threshold; a stale count only changes when we scan.
+    const std::size_t threshold = 2 * slots_per_record * record_count_.load(std::memory_order_relaxed) + 32;
+    if (r.retired.size() >= threshold) scan(r);
+  }
+
+  void scan(record& r) {
+    if (r.retired.empty()) return;
+    r.found.clear();
+    // acquire: pairs with the release CAS that published each record.
+    for (record* current = records_.load(std::memory_order_acquire); current != nullptr; current = current->next) {
+      for (auto& slot : current->hazards) {
+        // seq_cst: pairs with the seq_cst store in hazard_holder::protect();
+        // this load comes after the retiring thread's seq_cst unlink, so if
+        // it misses a hazard, the protector's re-read sees the unlink.
+        if (const void* hazard = slot.load(std::memory_order_seq_cst); hazard != nullptr) r.found.push_back(hazard);
+      }
+    }
+    std::sort(r.found.begin(), r.found.end());
+    std::size_t kept = 0;
+    for (void* pointer : r.retired) {
+      if (std::binary_search(r.found.begin(), r.found.end(), static_cast<const void*>(pointer))) {
+        r.retired[kept++] = pointer;
+      } else {
+        reclaim_(context_, pointer);
+      }
+    }
+    r.retired.resize(kept);
+    r.retired_size.store(kept, std::memory_order_relaxed);  // statistics only
+  }
+
+  reclaim_function reclaim_;
+  void* context_;
+  std::uint64_t id_;
+  std::atomic<record*> records_{nullptr};
+  std::atomic<std::size_t> record_count_{0};
+};
+
+/// One operation's hold on a hazard record: acquire on construction, clear
+/// the slots and release on destruction. Not shared between threads.
+class hazard_holder {
+ public:
+  explicit hazard_holder(hazard_domain& domain) : domain_(domain), record_(domain.acquire_record()) {}
+  hazard_holder(const hazard_holder&) = delete;
+  hazard_holder& operator=(const hazard_holder&) = delete;
+  ~hazard_holder() {
+    for (std::size_t slot = 0; slot < hazard_domain::slots_per_record; ++slot) clear(slot);
+    hazard_domain::release(record_);
+  }
+
+  /// Loads `source` and protects the value in `slot`: on return the pointee
+  /// (if not null) cannot be reclaimed until the slot is cleared or reused,
+  /// and it was still in `source` after the hazard became visible.
+  template <typename T>
+  T* protect(std::size_t slot, const std::atomic<T*>& source) noexcept {
+    T* pointer = source.load(std::memory_order_relaxed);  // a guess validated below
+    for (;;) {
+      // seq_cst store then seq_cst re-read: pairs with the seq_cst unlink and
+      // the seq_cst slot loads in scan() (the StoreLoad pattern of the paper).
+      record_.hazards[slot].store(pointer, std::memory_order_seq_cst);
+      T* again = source.load(std::memory_order_seq_cst);
+      if (again == pointer) return pointer;
+      pointer = again;
+    }
+  }
+
+  /// Publishes `pointer` in `slot` without validation; the caller validates
+  /// (re-reads the source with seq_cst) before dereferencing.
+  void set(std::size_t slot, const void* pointer) noexcept {
+    record_.hazards[slot].store(pointer, std::memory_order_seq_cst);  // same pairing as protect()
+  }
+
+  /// Drops the protection of `slot`.
+  void clear(std::size_t slot) noexcept {
+    // release: our last accesses to the node happen-before a scan that sees
+    // the slot empty (pairs with the seq_cst loads in scan()).
+    record_.hazards[slot].store(nullptr, std::memory_order_release);
+  }
+
+  /// Hands `pointer`, already unlinked (no thread can newly reach it), to
+  /// the domain; it is reclaimed once no hazard slot holds it.
+  void retire(void* pointer) { domain_.retire(record_, pointer); }
+
+ private:
+  hazard_domain& domain_;
+  hazard_domain::record& record_;
+};
+
+}  // namespace thread_system::detail

@@ -1,0 +1,278 @@
+// bounded_queue: a fixed-capacity, lock-free multi-producer multi-consumer
+// FIFO of jobs.
+//
+// Algorithm: Dmitry Vyukov's bounded MPMC queue ("Bounded MPMC queue",
+// 1024cores.net, 2010). The ring has `capacity` cells; each cell carries a
+// sequence number that says whose turn it is:
+//   * sequence == position          the cell is free for the producer that
+//                                   claims ring position `position`;
+//   * sequence == position + 1      the cell holds the job of that position,
+//                                   ready for the consumer that claims it;
+//   * after a pop the consumer sets sequence = position + capacity, which
+//     frees the cell for the producer of the next lap.
+// Producers claim positions by a CAS on `tail_`, consumers by a CAS on
+// `head_`; the job itself is published by the release store of the cell's
+// sequence and received by the consumer's acquire load of it.
+//
+// Capacity: rounded up to a power of two (so a position maps to a cell with a
+// mask), and at least 2 (the sequence scheme cannot tell "full" from "free"
+// with a single cell). capacity() returns the rounded value; exactly that
+// many jobs fit. A capacity of 0 or above 2^62 throws
+// error_exception{invalid_argument}.
+//
+// Contract:
+//   * Any number of threads may call any member concurrently. No member
+//     allocates after construction; none blocks except as noted for close().
+//   * FIFO: jobs pushed by one thread are popped in the order pushed.
+//   * A successful push happens-before the pop that returns its job.
+//   * Full: try_push/push_batch return `queue_full` immediately (never spin
+//     waiting for room). A push can also report `queue_full` while a consumer
+//     is between claiming the oldest cell and releasing it.
+//   * Empty: try_pop returns false. A pop may return false while a producer
+//     that already claimed the oldest position is still writing its job.
+//   * close(): the closed flag lives in the top bit of `tail_`, so setting it
+//     and claiming a position are ordered by the same atomic. A push whose
+//     claim CAS came first completes and succeeds; after close() returns,
+//     every push fails with `pool_stopped` (its job untouched). Once the queue
+//     is closed, a pop that finds the oldest position claimed but not yet
+//     written waits (yielding) for that producer, so a pop that returns false
+//     after close() has returned proves the queue is empty for good: draining
+//     a closed queue loses nothing.
+//   * size_approx() is tail minus head read at slightly different moments:
+//     approximate, clamped to [0, capacity()].
+#pragma once
+
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <thread>
+#include <utility>
+
+#include "thread_system/core/error.hpp"
+#include "thread_system/core/job_function.hpp"
+#include "thread_system/queues/queue_concept.hpp"
+
+namespace thread_system {
+
+class bounded_queue {
+ public:
+  /// Largest capacity accepted: positions keep the top bit of `tail_` free
+  /// for the closed flag, and signed differences of positions must not wrap.
+  static constexpr std::size_t max_capacity = std::size_t{1} << 62;
+
+  explicit bounded_queue(std::size_t capacity) {
+    if (capacity == 0 || capacity > max_capacity) {
+      throw error_exception(error{error_code::invalid_argument, "bounded_queue: capacity must be in [1, 2^62]"});
+    }
+    capacity_ = std::bit_ceil(capacity < 2 ? std::size_t{2} : capacity);
+    mask_ = capacity_ - 1;
+    cells_ = std::make_unique<cell[]>(capacity_);
+    for (std::size_t i = 0; i < capacity_; ++i) {
+      // Before any thread can see the queue: the constructor's completion
+      // publishes these (the queue is shared only after construction).
+      cells_[i].sequence.store(i, std::memory_order_relaxed);
+    }
+  }
+
+  bounded_queue(const bounded_queue&) = delete;
+  bounded_queue& operator=(const bounded_queue&) = delete;
+
+  /// Jobs still queued are destroyed (not run, not cancelled) with the cells.
+  ~bounded_queue() = default;
+
+  /// Appends `job`. Fails with `invalid_argument` (empty job), `pool_stopped`
+  /// (closed) or `queue_full`; on failure `job` is not moved from.
+  [[nodiscard]] result<void> try_push(job_function&& job) {
+    if (!job) return make_error(error_code::invalid_argument, "bounded_queue: empty job");
+    std::size_t position = 0;
+    if (auto claimed = claim_push(1, position); !claimed) return claimed;
+    cell& target = cells_[position & mask_];
+    target.job = std::move(job);
+    // release: publishes the job; pairs with the acquire load in claim_pop().
+    target.sequence.store(position + 1, std::memory_order_release);
+    return {};
+  }
+
+  /// Appends every job of `jobs` in order, all or none: the batch claims
+  /// `jobs.size()` consecutive positions with one CAS, or fails without
+  /// touching any job (`invalid_argument` for an empty job anywhere in the
+  /// batch, `pool_stopped`, or `queue_full` when the free room is smaller
+  /// than the batch, which is always the case for a batch above capacity()).
+  [[nodiscard]] result<void> push_batch(std::span<job_function> jobs) {
+    for (const auto& job : jobs) {
+      if (!job) return make_error(error_code::invalid_argument, "bounded_queue: empty job in batch");
+    }
+    if (jobs.empty()) return {};
+    if (jobs.size() > capacity_) return make_error(error_code::queue_full, "bounded_queue: batch above capacity");
+    std::size_t first = 0;
+    if (auto claimed = claim_push(jobs.size(), first); !claimed) return claimed;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      cell& target = cells_[(first + i) & mask_];
+      target.job = std::move(jobs[i]);
+      // release: publishes the job; pairs with the acquire load in claim_pop().
+      target.sequence.store(first + i + 1, std::memory_order_release);
+    }
+    return {};
+  }
+
+  /// Moves the oldest job into `out`; false when empty (see the contract).
+  [[nodiscard]] bool try_pop(job_function& out) {
+    job_function* destination = &out;
+    return pop_into(std::span<job_function>(destination, 1)) == 1;
+  }
+
+  /// Moves up to `out.size()` of the oldest jobs into `out`, in order, with
+  /// one CAS on `head_`; returns how many.
+  [[nodiscard]] std::size_t pop_batch(std::span<job_function> out) { return pop_into(out); }
+
+  /// Refuses further pushes. Idempotent; jobs already queued stay poppable.
+  void close() noexcept {
+    // acq_rel RMW on the same atomic the producers CAS: every claim is either
+    // before this in tail_'s modification order (and completes) or sees the
+    // flag and fails. Pairs with the acquire in is_closed() and claim_pop().
+    tail_.fetch_or(closed_bit, std::memory_order_acq_rel);
+  }
+
+  [[nodiscard]] bool is_closed() const noexcept {
+    return (tail_.load(std::memory_order_acquire) & closed_bit) != 0;  // pairs with close()
+  }
+
+  /// Number of queued jobs; approximate under concurrency.
+  [[nodiscard]] std::size_t size_approx() const noexcept {
+    // relaxed: snapshots, not synchronisation points. The two loads are not
+    // taken at one instant, so the difference is clamped.
+    const std::size_t head = head_.load(std::memory_order_relaxed);
+    const std::size_t tail = tail_.load(std::memory_order_relaxed) & ~closed_bit;
+    if (tail <= head) return 0;
+    return tail - head > capacity_ ? capacity_ : tail - head;
+  }
+  [[nodiscard]] bool empty_approx() const noexcept { return size_approx() == 0; }
+
+  /// The capacity after rounding up (see the header comment).
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+
+ private:
+  static constexpr std::size_t closed_bit = std::size_t{1} << (sizeof(std::size_t) * 8 - 1);
+
+  struct cell {
+    std::atomic<std::size_t> sequence{0};
+    job_function job;
+  };
+
+  static std::ptrdiff_t difference(std::size_t a, std::size_t b) noexcept {
+    return static_cast<std::ptrdiff_t>(a - b);
+  }
+
+  // Claims `count` consecutive positions for a producer; on success `first`
+  // is the first of them.
+  result<void> claim_push(std::size_t count, std::size_t& first) {
+    // relaxed: the position is only a guess validated by the cell sequences
+    // and by the CAS below; tail_ publishes no data (Vyukov).
+    std::size_t tail = tail_.load(std::memory_order_relaxed);
+    for (;;) {
+      if ((tail & closed_bit) != 0) return make_error(error_code::pool_stopped, "bounded_queue: queue is closed");
+      bool stale = false;
+      for (std::size_t i = 0; i < count; ++i) {
+        // acquire: pairs with the consumer's release store that freed the
+        // cell, so its move-out of the old job happens-before our write.
+        const std::size_t sequence = cells_[(tail + i) & mask_].sequence.load(std::memory_order_acquire);
+        const std::ptrdiff_t lag = difference(sequence, tail + i);
+        if (lag < 0) return make_error(error_code::queue_full, "bounded_queue: queue is full");
+        if (lag > 0) {
+          stale = true;  // another producer claimed this position first
+          break;
+        }
+      }
+      if (stale) {
+        tail = tail_.load(std::memory_order_relaxed);  // a fresh guess; same reasoning as above
+        continue;
+      }
+      // A free cell can only be taken by the producer that moves tail_ past
+      // it, so cells seen free stay free until this CAS succeeds. relaxed on
+      // success: the cell sequences carry the data (Vyukov); relaxed on
+      // failure: `tail` is just reloaded.
+      if (tail_.compare_exchange_weak(tail, tail + count, std::memory_order_relaxed, std::memory_order_relaxed)) {
+        first = tail;
+        return {};
+      }
+    }
+  }
+
+  std::size_t pop_into(std::span<job_function> out) {
+    if (out.empty()) return 0;
+    std::size_t head = head_.load(std::memory_order_relaxed);  // a guess validated below
+    for (;;) {
+      std::size_t ready = 0;
+      bool stale = false;
+      const std::size_t limit = out.size() < capacity_ ? out.size() : capacity_;
+      while (ready < limit) {
+        // acquire: pairs with the producer's release store that published
+        // the job in this cell.
+        const std::size_t sequence =
+            cells_[(head + ready) & mask_].sequence.load(std::memory_order_acquire);
+        const std::ptrdiff_t lag = difference(sequence, head + ready + 1);
+        if (lag < 0) break;  // not written yet (or empty)
+        if (lag > 0) {
+          stale = true;  // another consumer took this position
+          break;
+        }
+        ++ready;
+      }
+      if (stale && ready == 0) {
+        head = head_.load(std::memory_order_relaxed);  // a fresh guess
+        continue;
+      }
+      if (ready == 0) {
+        if (!wait_for_claimed_push(head)) return 0;
+        head = head_.load(std::memory_order_relaxed);  // retry from the current head
+        continue;
+      }
+      // A ready cell can only be emptied by the consumer that moves head_
+      // past it, so the prefix seen ready stays ready until this CAS. relaxed:
+      // the sequences carry the data.
+      if (!head_.compare_exchange_weak(head, head + ready, std::memory_order_relaxed, std::memory_order_relaxed)) {
+        continue;
+      }
+      for (std::size_t i = 0; i < ready; ++i) {
+        cell& source = cells_[(head + i) & mask_];
+        out[i] = std::move(source.job);
+        // release: our move-out happens-before the next lap's producer write;
+        // pairs with the acquire load in claim_push().
+        source.sequence.store(head + i + capacity_, std::memory_order_release);
+      }
+      return ready;
+    }
+  }
+
+  // The cell at `head` holds no job yet. Returns false when the queue is
+  // empty (or open: an open queue reports empty rather than wait for a
+  // producer in the middle of its push); true after yielding once when the
+  // queue is closed and a producer has claimed `head` but not written it.
+  bool wait_for_claimed_push(std::size_t head) {
+    // acquire: pairs with close(); coherence on tail_ also shows every claim
+    // made before close(), since a claim after it is impossible.
+    const std::size_t tail = tail_.load(std::memory_order_acquire);
+    if ((tail & closed_bit) == 0) return false;
+    if (difference(tail & ~closed_bit, head) <= 0) return false;
+    std::this_thread::yield();
+    return true;
+  }
+
+  // Producers and consumers write different indices; on one cache line every
+  // push would invalidate the consumers' copy of head_ and vice versa (false
+  // sharing). 64 bytes is the line size of the x86-64 and common ARM cores
+  // targeted (std::hardware_destructive_interference_size is avoided: GCC
+  // warns that its value may differ between compilations).
+  alignas(64) std::atomic<std::size_t> tail_{0};  // next position to push; top bit = closed
+  alignas(64) std::atomic<std::size_t> head_{0};  // next position to pop
+  alignas(64) std::unique_ptr<cell[]> cells_;
+  std::size_t capacity_ = 0;
+  std::size_t mask_ = 0;
+};
+
+static_assert(job_queue_model<bounded_queue>);
+
+}  // namespace thread_system
