@@ -20,9 +20,11 @@ thread_local const thread_pool* tl_current_pool = nullptr;
 // spread over the workers instead of hoarded by one.
 constexpr std::size_t max_batch = 16;
 
-// Polls of the queue before parking. Short: on an oversubscribed machine a
-// spinning worker steals the CPU from the thread that would produce work.
-constexpr int spin_polls = 64;
+// Polls of the queue before parking (each poll is a pause instruction and a
+// load, a few microseconds in all). Only a bounded number of workers spin at
+// a time (`max_spinners_`), so on an oversubscribed machine spinning workers
+// do not steal the CPU from the threads that produce work.
+constexpr int spin_polls = 256;
 
 std::uint64_t now_ns() noexcept {
   return static_cast<std::uint64_t>(
@@ -37,10 +39,17 @@ std::size_t thread_pool::default_worker_count() noexcept {
   return n == 0 ? 1 : n;
 }
 
-thread_pool::thread_pool(std::string name) : name_(std::move(name)) {}
+namespace {
+std::uint32_t default_max_spinners() noexcept {
+  const std::size_t half = thread_pool::default_worker_count() / 2;
+  return static_cast<std::uint32_t>(half == 0 ? 1 : half);
+}
+}  // namespace
+
+thread_pool::thread_pool(std::string name) : name_(std::move(name)), max_spinners_(default_max_spinners()) {}
 
 thread_pool::thread_pool(std::size_t worker_count, pool_options options)
-    : name_(std::move(options.name)), queue_(options.initial_queue_capacity) {
+    : name_(std::move(options.name)), queue_(options.initial_queue_capacity), max_spinners_(default_max_spinners()) {
   if (worker_count == 0) {
     throw error_exception(error{error_code::invalid_argument, "thread_pool: worker_count must be at least 1"});
   }
@@ -164,18 +173,16 @@ result<void> thread_pool::push_one(job_function&& fn) {
   // close() in stop() makes the accepted total exact and no worker can
   // finish a job before it is counted (see idle_now()).
   if (auto r = queue_.try_push(std::move(fn)); !r) return refusal(r.error());
-  work_available_.notify_one();
+  wake_worker_if_needed();
   return {};
 }
 
 result<void> thread_pool::push_batch(std::span<job_function> fns) {
   if (fns.empty()) return {};
   if (auto r = queue_.push_batch(fns); !r) return refusal(r.error());
-  if (fns.size() == 1) {
-    work_available_.notify_one();
-  } else {
-    work_available_.notify_all();
-  }
+  // One wake-up; the woken worker wakes the next while work remains
+  // (see worker_main), so a burst wakes only as many workers as it keeps busy.
+  wake_worker_if_needed();
   return {};
 }
 
@@ -188,6 +195,16 @@ unexpected_error thread_pool::refusal(const error& queue_error) const {
 
 // ---- the worker loop ------------------------------------------------------
 
+void thread_pool::wake_worker_if_needed() noexcept {
+  // Dekker with a spinning worker: the fence orders our push before reading
+  // spinning_; the worker decrements spinning_ (seq_cst) and then re-checks
+  // the queue after prepare_wait()'s fence before it sleeps. Either we see it
+  // spinning (and it will find the job), or it sees the job.
+  detail::seq_cst_fence();
+  if (spinning_.load(std::memory_order_relaxed) != 0) return;  // ordered by the fence above
+  work_available_.notify_one_after_fence();
+}
+
 void thread_pool::worker_main(thread_worker& w) {
   tl_current_pool = this;
   (void)detail::set_current_thread_name(w.name_.empty() ? name_ + "-" + std::to_string(w.index_) : w.name_);
@@ -197,6 +214,8 @@ void thread_pool::worker_main(thread_worker& w) {
     const std::size_t share = worker_count_.load(std::memory_order_relaxed);  // a hint
     std::size_t n = queue_.pop_fair_share(local, share);
     if (n > 0) {
+      // More work than this worker took: make sure someone else is coming.
+      if (!queue_.empty_approx()) wake_worker_if_needed();
       run_batch(w, std::span(local.data(), n));
       continue;
     }
@@ -213,12 +232,21 @@ void thread_pool::worker_main(thread_worker& w) {
     // Out of work: the pool may have become idle.
     became_idle_.notify_all();
 
-    bool work_seen = false;
-    for (int i = 0; i < spin_polls && !work_seen; ++i) {
-      detail::cpu_relax();
-      work_seen = !queue_.empty_approx() || queue_.is_closed();
+    if (spinning_.load(std::memory_order_relaxed) < max_spinners_) {  // a soft cap; races may exceed it by a few
+      // seq_cst: producers that read spinning_ != 0 skip their wake-up, so
+      // this increment must be ordered against their fence (see
+      // wake_worker_if_needed()).
+      spinning_.fetch_add(1, std::memory_order_seq_cst);
+      bool work_seen = false;
+      for (int i = 0; i < spin_polls && !work_seen; ++i) {
+        detail::cpu_relax();
+        work_seen = !queue_.empty_approx() || queue_.is_closed();
+      }
+      // seq_cst: from here producers wake a sleeper again; the re-check
+      // after prepare_wait() below catches a push that raced with this.
+      spinning_.fetch_sub(1, std::memory_order_seq_cst);
+      if (work_seen) continue;
     }
-    if (work_seen) continue;
 
     const auto key = work_available_.prepare_wait();
     if (!queue_.empty_approx() || queue_.is_closed()) {

@@ -234,6 +234,7 @@ class thread_pool {
   result<void> push_one(job_function&& fn);
   result<void> push_batch(std::span<job_function> fns);
   [[nodiscard]] unexpected_error refusal(const error& queue_error) const;
+  void wake_worker_if_needed() noexcept;
   void start_worker(thread_worker& w);
   void worker_main(thread_worker& w);
   void run_batch(thread_worker& w, std::span<job_function> batch);
@@ -264,6 +265,11 @@ class thread_pool {
   std::atomic<bool> cancel_requested_{false};
 
   alignas(64) std::atomic<std::uint64_t> cancelled_by_stop_{0};
+
+  // Workers polling the queue before they park. Producers skip the wake-up
+  // while one is spinning; at most max_spinners_ spin at a time.
+  alignas(64) std::atomic<std::uint32_t> spinning_{0};
+  std::uint32_t max_spinners_ = 1;
 
   event_count work_available_;  // workers park here
   event_count became_idle_;     // wait_idle() parks here

@@ -27,6 +27,7 @@
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/sync/spin_lock.hpp"
 
 namespace thread_system {
 
@@ -165,7 +166,7 @@ class job_queue {
     head_ = 0;
   }
 
-  mutable std::mutex mutex_;
+  mutable spin_lock mutex_;
   std::vector<job_function> buffer_;  // guarded by mutex_
   std::size_t head_ = 0;              // guarded by mutex_
   std::size_t count_ = 0;             // guarded by mutex_

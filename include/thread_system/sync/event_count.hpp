@@ -27,15 +27,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "thread_system/detail/fence.hpp"
 #include "thread_system/detail/futex.hpp"
-
-#if defined(THREAD_SYSTEM_TSAN)
-#define THREAD_SYSTEM_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define THREAD_SYSTEM_TSAN 1
-#endif
-#endif
 
 namespace thread_system {
 
@@ -56,7 +49,7 @@ class event_count {
     const key_type key = epoch_.load(std::memory_order_seq_cst);
     // The caller's condition check must not be reordered before the
     // increment above; a full fence keeps it after (pairs with notify's fence).
-    full_fence();
+    detail::seq_cst_fence();
     return key;
   }
 
@@ -75,9 +68,19 @@ class event_count {
   }
 
   /// Wakes one waiter (all waiters that have not yet slept also return).
-  void notify_one() noexcept { notify(1); }
+  void notify_one() noexcept {
+    detail::seq_cst_fence();
+    notify_after_fence(1);
+  }
   /// Wakes every waiter.
-  void notify_all() noexcept { notify(detail::futex_wake_all); }
+  void notify_all() noexcept {
+    detail::seq_cst_fence();
+    notify_after_fence(detail::futex_wake_all);
+  }
+  /// notify_one() for a caller that has itself just called
+  /// detail::seq_cst_fence() after making its condition true (saves a second
+  /// fence when the caller needed one anyway to read other state).
+  void notify_one_after_fence() noexcept { notify_after_fence(1); }
 
   /// Number of threads between prepare_wait() and the end of commit/cancel.
   [[nodiscard]] std::uint32_t waiters() const noexcept {
@@ -85,30 +88,16 @@ class event_count {
   }
 
  private:
-  void notify(int count) noexcept {
-    // Orders the caller's condition write before the waiter-count read
-    // (pairs with the fence in prepare_wait()).
-    full_fence();
-    if (waiters_.load(std::memory_order_relaxed) == 0) return;  // ordered by the fence above
+  // Precondition: a detail::seq_cst_fence() executed after the caller made
+  // its condition true. That fence orders the condition write before the
+  // waiter-count read below (pairs with the fence in prepare_wait()).
+  void notify_after_fence(int count) noexcept {
+    if (waiters_.load(std::memory_order_relaxed) == 0) return;  // ordered by the preceding fence
     // release: pairs with the acquire load in commit_wait().
     epoch_.fetch_add(1, std::memory_order_release);
     detail::futex_wake(epoch_, count);
   }
 
-  // A seq_cst fence. ThreadSanitizer does not model fences, so under TSan
-  // the same ordering is obtained with a seq_cst read-modify-write of a
-  // private word (slower, equally correct), which TSan understands.
-  void full_fence() noexcept {
-#if defined(THREAD_SYSTEM_TSAN)
-    (void)fence_word_.fetch_add(0, std::memory_order_seq_cst);
-#else
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-#endif
-  }
-
-#if defined(THREAD_SYSTEM_TSAN)
-  std::atomic<std::uint32_t> fence_word_{0};
-#endif
   alignas(64) std::atomic<std::uint32_t> epoch_{0};
   std::atomic<std::uint32_t> waiters_{0};
 };
