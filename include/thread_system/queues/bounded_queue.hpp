@@ -21,8 +21,9 @@
 // error_exception{invalid_argument}.
 //
 // Contract:
-//   * Any number of threads may call any member concurrently. No member
-//     allocates after construction; none blocks except as noted for close().
+//   * Any number of threads may call any member concurrently. After
+//     construction only the error paths allocate (the error's message);
+//     nothing blocks except as noted for close().
 //   * FIFO: jobs pushed by one thread are popped in the order pushed.
 //   * A successful push happens-before the pop that returns its job.
 //   * Full: try_push/push_batch return `queue_full` immediately (never spin
@@ -162,9 +163,7 @@ class bounded_queue {
     job_function job;
   };
 
-  static std::ptrdiff_t difference(std::size_t a, std::size_t b) noexcept {
-    return static_cast<std::ptrdiff_t>(a - b);
-  }
+  static std::ptrdiff_t difference(std::size_t a, std::size_t b) noexcept { return static_cast<std::ptrdiff_t>(a - b); }
 
   // Claims `count` consecutive positions for a producer; on success `first`
   // is the first of them.
@@ -211,8 +210,7 @@ class bounded_queue {
       while (ready < limit) {
         // acquire: pairs with the producer's release store that published
         // the job in this cell.
-        const std::size_t sequence =
-            cells_[(head + ready) & mask_].sequence.load(std::memory_order_acquire);
+        const std::size_t sequence = cells_[(head + ready) & mask_].sequence.load(std::memory_order_acquire);
         const std::ptrdiff_t lag = difference(sequence, head + ready + 1);
         if (lag < 0) break;  // not written yet (or empty)
         if (lag > 0) {

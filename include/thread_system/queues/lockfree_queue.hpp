@@ -1,0 +1,376 @@
+// lockfree_queue: an unbounded, lock-free multi-producer multi-consumer FIFO
+// of jobs.
+//
+// Algorithm: the two-CAS linked queue of M. M. Michael and M. L. Scott,
+// "Simple, Fast, and Practical Non-Blocking and Blocking Concurrent Queue
+// Algorithms", PODC 1996. `head_` points at a dummy node whose successor is
+// the oldest job; producers link a node after the last one with a CAS on its
+// `next`, then swing `tail_` (any thread that finds `tail_` lagging helps
+// swing it). A consumer swings `head_` to the successor, takes the job out of
+// it (the successor becomes the new dummy) and retires the old dummy.
+//
+// Reclamation: hazard pointers (M. M. Michael, IEEE TPDS 2004; see
+// detail/hazard_pointers.hpp). A node that is retired goes back to the node
+// pool only after a scan found no hazard slot holding it.
+//
+// Why ABA cannot happen: every CAS here compares a pointer the thread has
+// protected with a hazard pointer and re-validated (`head_`, `tail_`, a
+// node's `next`, the pool's top). A node changes role (dequeued → pooled →
+// reused as a new node) only by passing through retire + scan, and a scan
+// never releases a node a hazard slot holds. So while a thread's CAS expects
+// address A, A cannot be recycled and come back under the same address: if
+// the location changed, it holds a different node, and the CAS fails as it
+// should. This also covers the pool's free list (a Treiber stack, itself
+// prone to ABA): nodes enter it only from a scan, never directly, not even a
+// node taken for a push that then failed on a closed queue.
+//
+// Node pool: reclaimed nodes are kept on a lock-free free list and reused by
+// later pushes, so once the pool holds the working set, pushing and popping
+// allocate nothing. The pool keeps at most `max_pooled_nodes` (constructor
+// argument); beyond that reclaimed nodes are freed, so memory returns to
+// `max_pooled_nodes` nodes after a burst. Nodes are 72 bytes (a pointer and a
+// 64-byte job_function).
+//
+// Contract:
+//   * Any number of threads may call any member concurrently. Threads beyond
+//     those already seen may allocate a hazard record (see the domain).
+//   * FIFO: jobs pushed by one thread are popped in the order pushed.
+//   * A successful push happens-before the pop that returns its job.
+//   * try_push fails with `invalid_argument` (empty job), `pool_stopped`
+//     (closed) or `resource_exhausted` (out of memory); on failure the job
+//     still holds its callable (it may have been relocated into a node and
+//     back, which for a job_function is not observable beyond the move).
+//   * push_batch links the whole batch with one CAS: all or none.
+//   * close() links a sentinel after the last node with the same CAS pushes
+//     use, so pushes and close are totally ordered: a push that linked first
+//     completes, every later push fails with `pool_stopped`. Pops keep
+//     returning the jobs before the sentinel; once close() has returned, a
+//     pop that returns false proves the queue is empty for good.
+//   * size_approx() is pushes minus pops from two relaxed counters:
+//     approximate, clamped at zero.
+//   * The destructor destroys queued jobs (not run, not cancelled) exactly
+//     once and frees every node, requiring that no other member is running.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <span>
+#include <utility>
+
+#include "thread_system/core/error.hpp"
+#include "thread_system/core/job_function.hpp"
+#include "thread_system/detail/hazard_pointers.hpp"
+#include "thread_system/queues/queue_concept.hpp"
+
+namespace thread_system {
+
+class lockfree_queue {
+ public:
+  static constexpr std::size_t default_max_pooled_nodes = 8192;
+
+  explicit lockfree_queue(std::size_t max_pooled_nodes = default_max_pooled_nodes)
+      : max_pooled_(max_pooled_nodes), domain_(&reclaim_node, this) {
+    node* dummy = new node;
+    allocated_.store(1, std::memory_order_relaxed);  // before the queue is shared
+    head_.store(dummy, std::memory_order_relaxed);   // published by the constructor's completion
+    tail_.store(dummy, std::memory_order_relaxed);   // likewise
+  }
+
+  lockfree_queue(const lockfree_queue&) = delete;
+  lockfree_queue& operator=(const lockfree_queue&) = delete;
+
+  ~lockfree_queue() {
+    // Quiescent: no hazard is set, so every retired node is reclaimed (into
+    // the pool or freed).
+    domain_.collect();
+    // relaxed below: the caller guarantees no concurrent member call.
+    node* current = head_.load(std::memory_order_relaxed);
+    while (current != nullptr && current != closed_marker()) {
+      node* next = current->next.load(std::memory_order_relaxed);
+      delete current;  // destroys a still-queued job exactly once (the dummy's job is empty)
+      current = next;
+    }
+    current = pool_top_.load(std::memory_order_relaxed);
+    while (current != nullptr) {
+      node* next = current->next.load(std::memory_order_relaxed);
+      delete current;
+      current = next;
+    }
+  }
+
+  /// Appends `job` (see the contract for failures).
+  [[nodiscard]] result<void> try_push(job_function&& job) {
+    if (!job) return make_error(error_code::invalid_argument, "lockfree_queue: empty job");
+    try {
+      detail::hazard_holder holder(domain_);
+      node* fresh = take_node(holder);
+      fresh->job = std::move(job);
+      if (!link(holder, fresh, fresh, 1)) {
+        job = std::move(fresh->job);
+        holder.retire(fresh);  // through a scan, never straight to the pool (see ABA above)
+        return make_error(error_code::pool_stopped, "lockfree_queue: queue is closed");
+      }
+      return {};
+    } catch (const std::bad_alloc&) {
+      return make_error(error_code::resource_exhausted, "lockfree_queue: out of memory");
+    }
+  }
+
+  /// Appends every job of `jobs` in order, all or none: the jobs are put in
+  /// a private chain of nodes that is linked with one CAS.
+  [[nodiscard]] result<void> push_batch(std::span<job_function> jobs) {
+    for (const auto& job : jobs) {
+      if (!job) return make_error(error_code::invalid_argument, "lockfree_queue: empty job in batch");
+    }
+    if (jobs.empty()) return {};
+    node* first = nullptr;
+    node* last = nullptr;
+    try {
+      detail::hazard_holder holder(domain_);
+      try {
+        for (auto& job : jobs) {
+          node* fresh = take_node(holder);
+          // relaxed: the chain is private until link() publishes it.
+          if (last == nullptr) {
+            first = fresh;
+          } else {
+            last->next.store(fresh, std::memory_order_relaxed);
+          }
+          last = fresh;
+          fresh->job = std::move(job);
+        }
+      } catch (const std::bad_alloc&) {
+        give_back_chain(holder, first, jobs);
+        return make_error(error_code::resource_exhausted, "lockfree_queue: out of memory");
+      }
+      if (!link(holder, first, last, jobs.size())) {
+        give_back_chain(holder, first, jobs);
+        return make_error(error_code::pool_stopped, "lockfree_queue: queue is closed");
+      }
+      return {};
+    } catch (const std::bad_alloc&) {  // no hazard record could be allocated
+      return make_error(error_code::resource_exhausted, "lockfree_queue: out of memory");
+    }
+  }
+
+  /// Moves the oldest job into `out`; false when empty.
+  [[nodiscard]] bool try_pop(job_function& out) {
+    detail::hazard_holder holder(domain_);
+    return pop_one(holder, out);
+  }
+
+  /// Moves up to `out.size()` of the oldest jobs into `out`, in order
+  /// (one hazard record for the batch, one CAS per job); returns how many.
+  [[nodiscard]] std::size_t pop_batch(std::span<job_function> out) {
+    if (out.empty()) return 0;
+    detail::hazard_holder holder(domain_);
+    std::size_t count = 0;
+    while (count < out.size() && pop_one(holder, out[count])) ++count;
+    return count;
+  }
+
+  /// Refuses further pushes. Idempotent; jobs already queued stay poppable.
+  void close() {
+    detail::hazard_holder holder(domain_);
+    for (;;) {
+      node* last = holder.protect(0, tail_);
+      // acquire: pairs with the release CAS that linked last's successor.
+      node* next = last->next.load(std::memory_order_acquire);
+      if (next == closed_marker()) break;
+      if (next != nullptr) {
+        advance_tail(last, next);
+        continue;
+      }
+      // seq_cst: the same CAS pushes use, so close and every push are
+      // totally ordered on this `next` (pairs with link()).
+      if (last->next.compare_exchange_strong(next, closed_marker(), std::memory_order_seq_cst,
+                                             std::memory_order_relaxed)) {
+        break;
+      }
+    }
+    closed_.store(true, std::memory_order_release);  // pairs with the acquire in is_closed()
+  }
+
+  [[nodiscard]] bool is_closed() const noexcept {
+    return closed_.load(std::memory_order_acquire);  // pairs with close()
+  }
+
+  /// Number of queued jobs; approximate under concurrency.
+  [[nodiscard]] std::size_t size_approx() const noexcept {
+    // relaxed: statistics only; two counters read at different moments.
+    const std::size_t popped = popped_.load(std::memory_order_relaxed);
+    const std::size_t pushed = pushed_.load(std::memory_order_relaxed);
+    return pushed > popped ? pushed - popped : 0;
+  }
+  [[nodiscard]] bool empty_approx() const noexcept { return size_approx() == 0; }
+
+  /// Nodes currently allocated (queued + dummy + pooled + retired + in use by
+  /// a running operation). For tests and statistics; approximate while
+  /// operations run.
+  [[nodiscard]] std::size_t allocated_count() const noexcept {
+    return allocated_.load(std::memory_order_relaxed);  // statistics only
+  }
+  /// Nodes on the free list.
+  [[nodiscard]] std::size_t pooled_count() const noexcept {
+    return pooled_.load(std::memory_order_relaxed);  // statistics only
+  }
+  /// Nodes retired and waiting for a scan.
+  [[nodiscard]] std::size_t retired_count() const noexcept { return domain_.retired_count(); }
+  /// Hazard records allocated (about the number of threads that used the queue at once).
+  [[nodiscard]] std::size_t hazard_record_count() const noexcept { return domain_.record_count(); }
+
+  /// Scans the retired nodes of every idle hazard record now rather than at
+  /// the next threshold. With no operation running, retired_count() is 0
+  /// afterwards.
+  void collect() { domain_.collect(); }
+
+ private:
+  struct node {
+    // Successor in the queue, or the next free node while on the pool. Both
+    // uses are atomic because a stale thread may read it after the node
+    // changed role (its CAS then fails).
+    std::atomic<node*> next{nullptr};
+    job_function job;
+  };
+
+  // A sentinel address, never dereferenced: `next == closed_marker()` marks
+  // the last node of a closed queue.
+  node* closed_marker() noexcept { return &closed_sentinel_; }
+
+  // Links the private chain first..last after the last node. False when the
+  // queue is closed (nothing linked).
+  bool link(detail::hazard_holder& holder, node* first, node* last, std::size_t count) {
+    // relaxed: the chain is private until the CAS below publishes it.
+    last->next.store(nullptr, std::memory_order_relaxed);
+    for (;;) {
+      node* observed_tail = holder.protect(0, tail_);
+      // acquire: pairs with the release CAS that linked a successor.
+      node* next = observed_tail->next.load(std::memory_order_acquire);
+      if (next == closed_marker()) return false;
+      if (next != nullptr) {
+        advance_tail(observed_tail, next);  // help the producer that linked it
+        continue;
+      }
+      // seq_cst (release part): publishes the chain's jobs; pairs with the
+      // acquire/seq_cst loads of `next` in pop_one() and here; totally
+      // ordered with close().
+      if (observed_tail->next.compare_exchange_weak(next, first, std::memory_order_seq_cst,
+                                                    std::memory_order_relaxed)) {
+        pushed_.fetch_add(count, std::memory_order_relaxed);  // statistics only
+        advance_tail(observed_tail, last);
+        return true;
+      }
+    }
+  }
+
+  void advance_tail(node* expected, node* desired) noexcept {
+    // release: a thread that reads `desired` from tail_ (seq_cst in protect)
+    // sees its initialised `next`. Failure means someone else advanced it.
+    tail_.compare_exchange_strong(expected, desired, std::memory_order_release, std::memory_order_relaxed);
+  }
+
+  bool pop_one(detail::hazard_holder& holder, job_function& out) {
+    for (;;) {
+      node* first = holder.protect(0, head_);
+      // seq_cst loads (acquire part): pair with advance_tail()/link().
+      node* last = tail_.load(std::memory_order_seq_cst);
+      node* next = first->next.load(std::memory_order_seq_cst);
+      holder.set(1, next);
+      // Re-validate after publishing the hazard on `next`: while head_ is
+      // still `first`, `next` is reachable, hence not retired.
+      if (head_.load(std::memory_order_seq_cst) != first) continue;
+      if (next == nullptr || next == closed_marker()) return false;
+      if (first == last) {
+        advance_tail(last, next);  // tail lags behind a linked node; help
+        continue;
+      }
+      // seq_cst: the unlink that scan()'s hazard loads are ordered after (see
+      // hazard_pointers.hpp); acquire part also pairs with other consumers.
+      if (head_.compare_exchange_strong(first, next, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+        // `next` is the new dummy; its job is ours. Hazard 1 keeps it from
+        // being recycled by a consumer that dequeues past it meanwhile.
+        out = std::move(next->job);
+        popped_.fetch_add(1, std::memory_order_relaxed);  // statistics only
+        holder.clear(1);
+        holder.clear(0);
+        holder.retire(first);
+        return true;
+      }
+    }
+  }
+
+  node* take_node(detail::hazard_holder& holder) {
+    for (;;) {
+      node* top = holder.protect(0, pool_top_);
+      if (top == nullptr) break;
+      // acquire: pairs with the release CAS in reclaim_node() that pushed it.
+      node* next = top->next.load(std::memory_order_acquire);
+      // acquire: takes ownership of the node (pairs with reclaim_node()).
+      if (pool_top_.compare_exchange_weak(top, next, std::memory_order_acquire, std::memory_order_relaxed)) {
+        holder.clear(0);
+        pooled_.fetch_sub(1, std::memory_order_relaxed);  // statistics only
+        return top;
+      }
+    }
+    holder.clear(0);
+    node* fresh = new node;                              // may throw std::bad_alloc
+    allocated_.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    return fresh;
+  }
+
+  // Undoes a push that linked nothing: gives the jobs back and retires the
+  // nodes (through a scan, see ABA above).
+  static void give_back_chain(detail::hazard_holder& holder, node* first, std::span<job_function> jobs) {
+    std::size_t index = 0;
+    while (first != nullptr) {
+      node* next = first->next.load(std::memory_order_relaxed);  // private chain
+      jobs[index++] = std::move(first->job);
+      first->next.store(nullptr, std::memory_order_relaxed);  // private chain
+      holder.retire(first);
+      first = next;
+    }
+  }
+
+  // Called by the hazard domain for a node no hazard protects any more.
+  static void reclaim_node(void* context, void* pointer) noexcept {
+    auto* self = static_cast<lockfree_queue*>(context);
+    auto* reclaimed = static_cast<node*>(pointer);
+    reclaimed->job.reset();  // normally already empty (moved out by a pop)
+    // relaxed: a soft limit; counted before the push so the count never
+    // drops below the true size.
+    if (self->pooled_.fetch_add(1, std::memory_order_relaxed) >= self->max_pooled_) {
+      self->pooled_.fetch_sub(1, std::memory_order_relaxed);
+      delete reclaimed;
+      self->allocated_.fetch_sub(1, std::memory_order_relaxed);  // statistics only
+      return;
+    }
+    node* top = self->pool_top_.load(std::memory_order_relaxed);  // a guess for the CAS
+    do {
+      reclaimed->next.store(top, std::memory_order_relaxed);  // published by the release CAS below
+      // release: publishes the node (and everything done to it before the
+      // scan) to the thread that takes it; pairs with take_node().
+    } while (
+        !self->pool_top_.compare_exchange_weak(top, reclaimed, std::memory_order_release, std::memory_order_relaxed));
+  }
+
+  // Producers (tail_, pushed_) and consumers (head_, popped_) on separate
+  // cache lines so that one side's writes do not invalidate the other's
+  // (false sharing); the pool is written by both, so it gets its own line.
+  alignas(64) std::atomic<node*> tail_{nullptr};
+  std::atomic<std::size_t> pushed_{0};
+  alignas(64) std::atomic<node*> head_{nullptr};
+  std::atomic<std::size_t> popped_{0};
+  alignas(64) std::atomic<node*> pool_top_{nullptr};
+  std::atomic<std::size_t> pooled_{0};
+  std::atomic<std::size_t> allocated_{0};
+  alignas(64) std::atomic<bool> closed_{false};
+  std::size_t max_pooled_;
+  node closed_sentinel_;
+  detail::hazard_domain domain_;
+};
+
+static_assert(job_queue_model<lockfree_queue>);
+
+}  // namespace thread_system

@@ -1,0 +1,309 @@
+// Behaviour every job_queue_model must show, run over each queue.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "../support/test_support.hpp"
+#include "thread_system/queues/bounded_queue.hpp"
+#include "thread_system/queues/job_queue.hpp"
+#include "thread_system/queues/lockfree_queue.hpp"
+#include "thread_system/queues/queue_concept.hpp"
+
+namespace ts = thread_system;
+
+static_assert(ts::job_queue_model<ts::job_queue>);
+static_assert(ts::job_queue_model<ts::bounded_queue>);
+static_assert(ts::job_queue_model<ts::lockfree_queue>);
+
+namespace {
+
+template <typename Q>
+std::unique_ptr<Q> make_queue();
+template <>
+std::unique_ptr<ts::job_queue> make_queue<ts::job_queue>() {
+  return std::make_unique<ts::job_queue>();
+}
+template <>
+std::unique_ptr<ts::bounded_queue> make_queue<ts::bounded_queue>() {
+  return std::make_unique<ts::bounded_queue>(std::size_t{1} << 16);
+}
+template <>
+std::unique_ptr<ts::lockfree_queue> make_queue<ts::lockfree_queue>() {
+  return std::make_unique<ts::lockfree_queue>();
+}
+
+ts::job_function recorder(std::vector<int>& out, int value) {
+  return ts::job_function([&out, value] { out.push_back(value); });
+}
+
+// Pushes, retrying while a bounded queue is momentarily full.
+template <typename Q>
+void push_retrying(Q& queue, ts::job_function&& job) {
+  for (;;) {
+    auto pushed = queue.try_push(std::move(job));
+    if (pushed) return;
+    ASSERT_EQ(pushed.error().code(), ts::error_code::queue_full) << pushed.error().to_string();
+    ASSERT_TRUE(job);  // not moved from on failure
+    std::this_thread::yield();
+  }
+}
+
+template <typename Q>
+class QueueModel : public ::testing::Test {};
+
+using queue_types = ::testing::Types<ts::job_queue, ts::bounded_queue, ts::lockfree_queue>;
+
+class queue_names {
+ public:
+  template <typename T>
+  static std::string GetName(int) {
+    if constexpr (std::is_same_v<T, ts::job_queue>) return "job_queue";
+    if constexpr (std::is_same_v<T, ts::bounded_queue>) return "bounded_queue";
+    if constexpr (std::is_same_v<T, ts::lockfree_queue>) return "lockfree_queue";
+    return "unknown";
+  }
+};
+
+}  // namespace
+
+TYPED_TEST_SUITE(QueueModel, queue_types, queue_names);
+
+TYPED_TEST(QueueModel, FifoSingleThread) {
+  auto queue = make_queue<TypeParam>();
+  std::vector<int> seen;
+  for (int i = 0; i < 500; ++i) ASSERT_TRUE(queue->try_push(recorder(seen, i)));
+  EXPECT_EQ(queue->size_approx(), 500U);
+  ts::job_function job;
+  while (queue->try_pop(job)) job();
+  ASSERT_EQ(seen.size(), 500U);
+  for (int i = 0; i < 500; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], i);
+  EXPECT_EQ(queue->size_approx(), 0U);
+}
+
+TYPED_TEST(QueueModel, FifoPerProducer) {
+  auto queue = make_queue<TypeParam>();
+  constexpr int producers = 4;
+  const int per_producer = static_cast<int>(ts::test::scaled(20000));
+  std::vector<std::pair<int, int>> seen;  // written only by the single consumer, which runs the jobs
+  seen.reserve(static_cast<std::size_t>(producers * per_producer));
+  std::vector<std::thread> threads;
+  for (int p = 0; p < producers; ++p) {
+    threads.emplace_back([&, p] {
+      for (int i = 0; i < per_producer; ++i) {
+        push_retrying(*queue, ts::job_function([&seen, p, i] { seen.emplace_back(p, i); }));
+      }
+    });
+  }
+  std::array<ts::job_function, 7> batch;
+  while (seen.size() < static_cast<std::size_t>(producers * per_producer)) {
+    const std::size_t n = queue->pop_batch(batch);
+    for (std::size_t i = 0; i < n; ++i) batch[i]();
+    if (n == 0) std::this_thread::yield();
+  }
+  for (auto& t : threads) t.join();
+  std::array<int, producers> next{};
+  for (const auto& [p, i] : seen) {
+    ASSERT_EQ(i, next[static_cast<std::size_t>(p)]) << "producer " << p;
+    ++next[static_cast<std::size_t>(p)];
+  }
+}
+
+TYPED_TEST(QueueModel, BatchIsAllOrNone) {
+  auto queue = make_queue<TypeParam>();
+  std::vector<int> seen;
+  std::vector<ts::job_function> batch;
+  for (int i = 0; i < 10; ++i) batch.push_back(recorder(seen, i));
+  batch[5] = ts::job_function{};
+  auto refused = queue->push_batch(batch);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), ts::error_code::invalid_argument);
+  for (std::size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(static_cast<bool>(batch[i]), i != 5) << i;
+  ts::job_function job;
+  EXPECT_FALSE(queue->try_pop(job));
+
+  batch[5] = recorder(seen, 5);
+  ASSERT_TRUE(queue->push_batch(batch));
+  for (const auto& j : batch) EXPECT_FALSE(j);                    // all moved from
+  ASSERT_TRUE(queue->push_batch(std::span<ts::job_function>{}));  // empty batch: trivially all
+
+  std::array<ts::job_function, 4> out;
+  std::size_t total = 0;
+  for (std::size_t n = queue->pop_batch(out); n > 0; n = queue->pop_batch(out)) {
+    for (std::size_t i = 0; i < n; ++i) out[i]();
+    total += n;
+  }
+  EXPECT_EQ(total, 10U);
+  ASSERT_EQ(seen.size(), 10U);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], i);
+
+  queue->close();
+  for (int i = 0; i < 3; ++i) batch[static_cast<std::size_t>(i)] = recorder(seen, 100 + i);
+  auto closed = queue->push_batch(std::span<ts::job_function>(batch.data(), 3));
+  ASSERT_FALSE(closed);
+  EXPECT_EQ(closed.error().code(), ts::error_code::pool_stopped);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(batch[static_cast<std::size_t>(i)]);
+}
+
+TYPED_TEST(QueueModel, CloseRefusesPushesAndDrains) {
+  auto queue = make_queue<TypeParam>();
+  std::vector<int> seen;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(queue->try_push(recorder(seen, i)));
+  EXPECT_FALSE(queue->is_closed());
+  queue->close();
+  queue->close();  // idempotent
+  EXPECT_TRUE(queue->is_closed());
+  ts::job_function late = recorder(seen, 99);
+  auto refused = queue->try_push(std::move(late));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), ts::error_code::pool_stopped);
+  ASSERT_TRUE(late);  // not consumed: still runnable
+  late();
+  ts::job_function job;
+  while (queue->try_pop(job)) job();
+  EXPECT_FALSE(queue->try_pop(job));
+  EXPECT_EQ(seen, (std::vector<int>{99, 0, 1, 2}));
+}
+
+TYPED_TEST(QueueModel, EmptyJobRefused) {
+  auto queue = make_queue<TypeParam>();
+  auto refused = queue->try_push(ts::job_function{});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), ts::error_code::invalid_argument);
+  EXPECT_EQ(queue->size_approx(), 0U);
+}
+
+// Every job runs exactly once, whatever the mix of producers and consumers.
+TYPED_TEST(QueueModel, SumAndUniqueness) {
+  const std::array<std::pair<int, int>, 6> mixes{{{1, 1}, {2, 2}, {3, 3}, {8, 8}, {1, 8}, {8, 1}}};
+  for (const auto& [producers, consumers] : mixes) {
+    SCOPED_TRACE(::testing::Message() << producers << " producers, " << consumers << " consumers");
+    auto queue = make_queue<TypeParam>();
+    const std::size_t per_producer = ts::test::scaled(80000) / static_cast<std::size_t>(producers);
+    const std::size_t total = per_producer * static_cast<std::size_t>(producers);
+    std::vector<std::atomic<std::uint8_t>> runs(total);
+    std::atomic<std::uint64_t> sum{0};
+    std::atomic<std::size_t> executed{0};
+    auto job_for = [&](std::size_t value) {
+      return ts::job_function([&runs, &sum, value] {
+        runs[value].fetch_add(1, std::memory_order_relaxed);  // checked after join
+        sum.fetch_add(value, std::memory_order_relaxed);      // checked after join
+      });
+    };
+    std::vector<std::thread> threads;
+    for (int p = 0; p < producers; ++p) {
+      threads.emplace_back([&, p] {
+        const std::size_t base = static_cast<std::size_t>(p) * per_producer;
+        std::array<ts::job_function, 5> batch;
+        std::size_t i = 0;
+        while (i < per_producer) {
+          if (i % 3 == 0 && i + batch.size() <= per_producer) {  // every third round a batch
+            for (std::size_t k = 0; k < batch.size(); ++k) batch[k] = job_for(base + i + k);
+            while (!queue->push_batch(batch)) std::this_thread::yield();  // full: retry
+            i += batch.size();
+          } else {
+            push_retrying(*queue, job_for(base + i));
+            ++i;
+          }
+        }
+      });
+    }
+    for (int c = 0; c < consumers; ++c) {
+      threads.emplace_back([&, c] {
+        std::array<ts::job_function, 6> out;
+        while (executed.load(std::memory_order_acquire) < total) {  // progress check only
+          std::size_t n = 0;
+          if (c % 2 == 0) {
+            n = queue->pop_batch(out);
+          } else if (queue->try_pop(out[0])) {
+            n = 1;
+          }
+          for (std::size_t k = 0; k < n; ++k) out[k]();
+          if (n == 0) {
+            std::this_thread::yield();
+          } else {
+            executed.fetch_add(n, std::memory_order_acq_rel);  // pairs with the loop's acquire
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(executed.load(), total);
+    EXPECT_EQ(sum.load(), total * (total - 1) / 2);
+    for (std::size_t v = 0; v < total; ++v) ASSERT_EQ(runs[v].load(), 1) << "value " << v;
+    ts::job_function leftover;
+    EXPECT_FALSE(queue->try_pop(leftover));
+  }
+}
+
+// A consumer polling an empty queue while the last job is pushed gets it,
+// and sees what the producer wrote before pushing.
+TYPED_TEST(QueueModel, PopRacingLastPush) {
+  auto queue = make_queue<TypeParam>();
+  const std::size_t rounds = ts::test::scaled(2000);
+  for (std::size_t round = 0; round < rounds; ++round) {
+    int payload = 0;
+    int observed = -1;
+    std::thread consumer([&] {
+      ts::job_function job;
+      while (!queue->try_pop(job)) {
+      }
+      job();
+    });
+    payload = static_cast<int>(round);  // plain write, published by the push
+    ASSERT_TRUE(queue->try_push(ts::job_function([&payload, &observed] { observed = payload; })));
+    consumer.join();
+    EXPECT_EQ(observed, static_cast<int>(round));
+  }
+}
+
+// Pushes racing close(): every push that succeeded is popped by consumers
+// that stop only when they saw the queue closed and then found it empty.
+TYPED_TEST(QueueModel, CloseRacingPushesLosesNothing) {
+  const std::size_t rounds = ts::test::scaled(60);
+  for (std::size_t round = 0; round < rounds; ++round) {
+    auto queue = make_queue<TypeParam>();
+    std::atomic<std::size_t> accepted{0};
+    std::atomic<std::size_t> executed{0};
+    std::vector<std::thread> threads;
+    for (int p = 0; p < 3; ++p) {
+      threads.emplace_back([&] {
+        for (;;) {
+          auto pushed = queue->try_push(
+              ts::job_function([&executed] { executed.fetch_add(1, std::memory_order_relaxed); }));  // read after join
+          if (pushed) {
+            accepted.fetch_add(1, std::memory_order_relaxed);  // read after join
+          } else if (pushed.error().code() == ts::error_code::pool_stopped) {
+            return;
+          } else {
+            std::this_thread::yield();  // full
+          }
+        }
+      });
+    }
+    for (int c = 0; c < 2; ++c) {
+      threads.emplace_back([&] {
+        ts::job_function job;
+        for (;;) {
+          if (!queue->try_pop(job)) {
+            // Closed, then found empty: nothing can arrive any more.
+            if (queue->is_closed() && !queue->try_pop(job)) return;
+            if (!job) continue;
+          }
+          job();
+          job.reset();
+        }
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200 + 50 * (round % 7)));
+    queue->close();
+    for (auto& t : threads) t.join();
+    ASSERT_EQ(executed.load(), accepted.load()) << "round " << round;
+  }
+}
