@@ -20,7 +20,7 @@ int main() {
   }
 
   // A value back through a future; exceptions travel the same way.
-  std::future<std::string> greeting = pool.submit([](std::string who) { return "hello, " + who; }, "pool");
+  future<std::string> greeting = pool.submit([](std::string who) { return "hello, " + who; }, "pool");
 
   pool.wait_idle();
   std::cout << greeting.get() << " - ran " << counter.load() << " jobs\n";

@@ -12,8 +12,17 @@ namespace thread_system {
 
 namespace {
 
-// The pool whose worker is running on this thread (nullptr elsewhere).
-thread_local const thread_pool* tl_current_pool = nullptr;
+// The pool and worker running on this thread (nullptrs elsewhere).
+struct worker_context {
+  thread_pool* pool = nullptr;
+  thread_worker* worker = nullptr;
+};
+thread_local worker_context tl_context;
+
+// Every this many jobs a worker looks at the injector before its own deque,
+// so external submissions are never starved by a worker that keeps
+// spawning locally (a prime, so it does not resonate with spawn patterns).
+constexpr unsigned injector_check_interval = 61;
 
 // Jobs a worker takes from the queue per lock acquisition, at most. The
 // queue hands out only a fair share (queued / workers) so a small backlog is
@@ -133,6 +142,16 @@ result<void> thread_pool::start() {
 }
 
 void thread_pool::start_worker(thread_worker& w) {
+  // Caller holds lifecycle_mutex_.
+  const std::size_t slot = published_.load(std::memory_order_relaxed);  // only written under lifecycle_mutex_
+  if (slot >= max_workers) {
+    throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                            "thread_pool: more than " + std::to_string(max_workers) + " workers");
+  }
+  w.node_cache_.attach(&node_pool_);
+  w.rng_state_ = static_cast<std::uint32_t>(slot * 2654435761U + 1U);
+  steal_table_[slot].store(&w, std::memory_order_relaxed);  // published by the release below
+  published_.store(slot + 1, std::memory_order_release);    // pairs with the acquire in try_steal()/work_visible()
   w.thread_ = std::thread([this, &w] { worker_main(w); });
   worker_count_.fetch_add(1, std::memory_order_relaxed);  // fair-share hint only
 }
@@ -167,8 +186,30 @@ result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<job>> jobs) 
   return push_batch(batch);
 }
 
+thread_worker* thread_pool::own_worker() const noexcept {
+  return tl_context.pool == this ? tl_context.worker : nullptr;
+}
+
+result<void> thread_pool::push_local(thread_worker& w, job_function&& fn) {
+  // Only this worker's thread pushes to its deque, so the check below and
+  // the push cannot interleave with this worker's own exit decision.
+  const state st = state_.load(std::memory_order_acquire);  // pairs with the release in stop()
+  if (st == state::stopping || st == state::stopped) {
+    return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
+  }
+  detail::job_node* node = w.node_cache_.allocate();
+  node->fn = std::move(fn);
+  // release: the accepted count is published before the job can be stolen
+  // and finished (see idle_now()).
+  thread_worker::add(w.spawned_, 1, std::memory_order_release);
+  w.deque_.push(node);
+  wake_worker_if_needed();
+  return {};
+}
+
 result<void> thread_pool::push_one(job_function&& fn) {
   if (!fn) return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': empty job");
+  if (thread_worker* w = own_worker()) return push_local(*w, std::move(fn));
   // The queue counts the job as accepted inside its critical section, so
   // close() in stop() makes the accepted total exact and no worker can
   // finish a job before it is counted (see idle_now()).
@@ -206,25 +247,21 @@ void thread_pool::wake_worker_if_needed() noexcept {
 }
 
 void thread_pool::worker_main(thread_worker& w) {
-  tl_current_pool = this;
+  tl_context = worker_context{this, &w};
   (void)detail::set_current_thread_name(w.name_.empty() ? name_ + "-" + std::to_string(w.index_) : w.name_);
   std::array<job_function, max_batch> local;
+  std::uint64_t busy_since = now_ns();
 
   for (;;) {
-    const std::size_t share = worker_count_.load(std::memory_order_relaxed);  // a hint
-    std::size_t n = queue_.pop_fair_share(local, share);
-    if (n > 0) {
-      // More work than this worker took: make sure someone else is coming.
-      if (!queue_.empty_approx()) wake_worker_if_needed();
-      run_batch(w, std::span(local.data(), n));
-      continue;
-    }
+    if (find_and_run(w, local, /*helping=*/false)) continue;
+
+    thread_worker::add(w.busy_ns_, now_ns() - busy_since);
     if (queue_.is_closed()) {
-      // Closed was observed (acquire): every push that succeeded did so
-      // before the close, so this pop sees it. Empty now means empty forever.
-      n = queue_.pop_fair_share(local, share);
-      if (n > 0) {
-        run_batch(w, std::span(local.data(), n));
+      // Closed was observed (acquire): every injector push that succeeded
+      // did so before the close, and nothing is pushed to this worker's deque
+      // after stop() (push_local refuses), so one more look decides.
+      if (find_and_run(w, local, false)) {
+        busy_since = now_ns();
         continue;
       }
       break;
@@ -240,56 +277,128 @@ void thread_pool::worker_main(thread_worker& w) {
       bool work_seen = false;
       for (int i = 0; i < spin_polls && !work_seen; ++i) {
         detail::cpu_relax();
-        work_seen = !queue_.empty_approx() || queue_.is_closed();
+        work_seen = work_visible();
       }
       // seq_cst: from here producers wake a sleeper again; the re-check
       // after prepare_wait() below catches a push that raced with this.
       spinning_.fetch_sub(1, std::memory_order_seq_cst);
-      if (work_seen) continue;
+      if (work_seen) {
+        busy_since = now_ns();
+        continue;
+      }
     }
 
     const auto key = work_available_.prepare_wait();
-    if (!queue_.empty_approx() || queue_.is_closed()) {
+    if (work_visible()) {
       work_available_.cancel_wait();
+      busy_since = now_ns();
       continue;
     }
     thread_worker::add(w.parks_, 1);
     const std::uint64_t parked_at = now_ns();
     work_available_.commit_wait(key);
-    thread_worker::add(w.idle_ns_, now_ns() - parked_at);
+    busy_since = now_ns();
+    thread_worker::add(w.idle_ns_, busy_since - parked_at);
   }
-  tl_current_pool = nullptr;
+  tl_context = worker_context{};
+}
+
+bool thread_pool::work_visible() const noexcept {
+  if (!queue_.empty_approx() || queue_.is_closed()) return true;
+  const std::size_t n = published_.load(std::memory_order_acquire);  // pairs with start_worker()
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!steal_table_[i].load(std::memory_order_relaxed)->deque_.empty_approx())
+      return true;  // slot fixed once published
+  }
+  return false;
+}
+
+bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, bool helping) {
+  // Helping waits take one job at a time so the awaited result is not
+  // delayed behind a batch.
+  const std::size_t batch_limit = helping ? 1 : local.size();
+  auto run_from_injector = [&]() -> bool {
+    const std::size_t share = worker_count_.load(std::memory_order_relaxed);  // a hint
+    const std::size_t n = queue_.pop_fair_share(local.first(batch_limit), share);
+    if (n == 0) return false;
+    // More work than this worker took: make sure someone else is coming.
+    if (!queue_.empty_approx()) wake_worker_if_needed();
+    run_batch(w, local.first(n));
+    return true;
+  };
+
+  if (++w.tick_ % injector_check_interval == 0 && run_from_injector()) return true;
+  detail::job_node* node = nullptr;
+  if (w.deque_.pop(node)) {
+    run_node(w, node);
+    return true;
+  }
+  if (run_from_injector()) return true;
+  if (try_steal(w, node)) {
+    run_node(w, node);
+    return true;
+  }
+  return false;
+}
+
+bool thread_pool::try_steal(thread_worker& w, detail::job_node*& out) {
+  const std::size_t n = published_.load(std::memory_order_acquire);  // pairs with start_worker()
+  if (n <= 1) return false;
+  // xorshift32: a cheap random start so thieves spread over victims.
+  std::uint32_t x = w.rng_state_;
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  w.rng_state_ = x;
+  const std::size_t start = x % n;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    bool lost_any = false;
+    for (std::size_t k = 0; k < n; ++k) {
+      thread_worker* victim = steal_table_[(start + k) % n].load(std::memory_order_relaxed);  // fixed once published
+      if (victim == &w) continue;
+      auto r = victim->deque_.steal();
+      if (r) {
+        out = r.value;
+        thread_worker::add(w.steals_, 1);
+        return true;
+      }
+      lost_any |= r.status == steal_status::lost_race;
+    }
+    if (!lost_any) return false;  // every deque was empty: do not spin on it
+  }
+  return false;
+}
+
+void thread_pool::run_node(thread_worker& w, detail::job_node* node) {
+  execute(w, node->fn);
+  w.node_cache_.release(node);
+}
+
+void thread_pool::execute(thread_worker& w, job_function& fn) {
+  // acquire: pairs with the release store in stop(); a job not yet started
+  // when cancellation is requested is cancelled rather than run.
+  if (cancel_requested_.load(std::memory_order_acquire)) {
+    fn.cancel();
+    fn.reset();
+    thread_worker::add(w.cancelled_, 1, std::memory_order_release);  // pairs with idle_now()
+    return;
+  }
+  bool failed = false;
+  try {
+    failed = fn.run() == job_outcome::failed_reported;
+  } catch (...) {
+    failed = true;
+    report_failure(std::current_exception());
+  }
+  fn.reset();  // the job's captures are destroyed before it counts as done
+  if (failed) thread_worker::add(w.failed_, 1);
+  // release: pairs with the acquire loads in idle_now(); everything the job
+  // did is visible to a wait_idle() that sees this count.
+  thread_worker::add(w.processed_, 1, std::memory_order_release);
 }
 
 void thread_pool::run_batch(thread_worker& w, std::span<job_function> batch) {
-  const std::uint64_t started = now_ns();
-  std::uint64_t done = 0;
-  std::uint64_t failed = 0;
-  std::uint64_t cancelled = 0;
-  for (auto& fn : batch) {
-    // acquire: pairs with the release store in stop(); a job not yet started
-    // when cancellation is requested is cancelled rather than run.
-    if (cancel_requested_.load(std::memory_order_acquire)) {
-      fn.cancel();
-      fn.reset();
-      ++cancelled;
-      continue;
-    }
-    try {
-      if (fn.run() == job_outcome::failed_reported) ++failed;
-    } catch (...) {
-      ++failed;
-      report_failure(std::current_exception());
-    }
-    fn.reset();  // the job's captures are destroyed before it counts as done
-    ++done;
-  }
-  thread_worker::add(w.busy_ns_, now_ns() - started);
-  thread_worker::add(w.failed_, failed);
-  // release: pairs with the acquire loads in idle_now(); everything the jobs
-  // did is visible to a wait_idle() that sees these counts.
-  thread_worker::add(w.cancelled_, cancelled, std::memory_order_release);
-  thread_worker::add(w.processed_, done, std::memory_order_release);
+  for (auto& fn : batch) execute(w, fn);
 }
 
 void thread_pool::report_failure(std::exception_ptr e) noexcept {
@@ -322,7 +431,7 @@ void thread_pool::set_error_handler(error_handler handler) {
 
 // ---- waiting and stopping ------------------------------------------------------
 
-bool thread_pool::on_own_worker() const noexcept { return tl_current_pool == this; }
+bool thread_pool::on_own_worker() const noexcept { return tl_context.pool == this; }
 
 bool thread_pool::idle_now() const noexcept {
   // Completion counters first (acquire, pairing with the release stores in
@@ -332,14 +441,16 @@ bool thread_pool::idle_now() const noexcept {
   // call has finished. See docs/ARCHITECTURE.md ("Idle detection").
   std::uint64_t finished = cancelled_by_stop_.load(std::memory_order_acquire);
   finished += caller_runner_.processed_.load(std::memory_order_acquire);
-  {
-    std::lock_guard lock(lifecycle_mutex_);
-    for (const auto& w : workers_) {
-      finished += w->processed_.load(std::memory_order_acquire);
-      finished += w->cancelled_.load(std::memory_order_acquire);
-    }
+  std::lock_guard lock(lifecycle_mutex_);
+  for (const auto& w : workers_) {
+    finished += w->processed_.load(std::memory_order_acquire);
+    finished += w->cancelled_.load(std::memory_order_acquire);
   }
-  return finished == queue_.total_pushed();  // read after the acquire loads above
+  // Accepted = injector pushes + jobs spawned onto workers' deques, read
+  // after all completion counters (acquire loads above keep them first).
+  std::uint64_t accepted = queue_.total_pushed();
+  for (const auto& w : workers_) accepted += w->spawned_.load(std::memory_order_acquire);  // pairs with push_local()
+  return finished == accepted;
 }
 
 void thread_pool::wait_idle() {
@@ -418,6 +529,7 @@ stop_report thread_pool::make_report() const {
   // Caller holds lifecycle_mutex_.
   stop_report r;
   r.accepted = queue_.total_pushed();
+  for (const auto& w : workers_) r.accepted += w->spawned_.load(std::memory_order_acquire);  // pairs with push_local()
   r.cancelled = cancelled_by_stop_.load(std::memory_order_acquire);
   auto add_worker = [&r](const thread_worker& w) {
     const auto s = w.get_statistics();
@@ -448,7 +560,26 @@ pool_statistics thread_pool::get_statistics() const {
   s.cancelled = r.cancelled;
   s.queued = queue_.size_approx();
   s.workers = workers_.size();
+  for (const auto& w : workers_) {
+    const auto ws = w->get_statistics();
+    s.steals += ws.steals;
+    s.parks += ws.parks;
+    s.queued += w->deque_.size_approx();
+  }
   return s;
 }
+
+namespace detail {
+
+bool on_pool_worker() noexcept { return tl_context.pool != nullptr; }
+
+bool help_current_pool_once() {
+  worker_context ctx = tl_context;
+  if (ctx.pool == nullptr) return false;
+  std::array<job_function, 1> one;
+  return ctx.pool->find_and_run(*ctx.worker, one, /*helping=*/true);
+}
+
+}  // namespace detail
 
 }  // namespace thread_system

@@ -238,7 +238,7 @@ TEST(ThreadPool, StopCancelPendingCancelsQueuedJobsAndTheirFutures) {
     return 1;
   });
   started.wait();
-  std::vector<std::future<int>> queued;
+  std::vector<ts::future<int>> queued;
   for (int i = 0; i < 100; ++i) queued.push_back(pool.submit([i] { return i; }));
   std::thread releaser([&] {
     std::this_thread::sleep_for(20ms);

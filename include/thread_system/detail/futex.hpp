@@ -6,6 +6,11 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <ctime>
+#if !defined(__linux__)
+#include <chrono>
+#include <thread>
+#endif
 
 #if defined(__linux__)
 #include <linux/futex.h>
@@ -41,5 +46,22 @@ inline void futex_wake(std::atomic<std::uint32_t>& word, int count) noexcept {
 }
 
 inline constexpr int futex_wake_all = INT_MAX;
+
+/// Blocks while `word == expected`, for at most `timeout_ns` (may return
+/// early or spuriously; the caller re-checks its condition and the clock).
+inline void futex_wait_for(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::int64_t timeout_ns) noexcept {
+  if (timeout_ns <= 0) return;
+#if defined(__linux__)
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(timeout_ns / 1'000'000'000);
+  ts.tv_nsec = static_cast<long>(timeout_ns % 1'000'000'000);
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, &ts, nullptr, 0);
+#else
+  // No portable timed atomic wait in C++20: poll with short sleeps.
+  (void)word;
+  (void)expected;
+  std::this_thread::sleep_for(std::chrono::nanoseconds(timeout_ns < 100'000 ? timeout_ns : 100'000));
+#endif
+}
 
 }  // namespace thread_system::detail

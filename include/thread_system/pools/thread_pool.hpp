@@ -5,7 +5,7 @@
 // Concise (starts at once):
 //   thread_system::thread_pool pool{4};                 // default: hardware_concurrency()
 //   pool.enqueue([] { work(); });                        // result<void>
-//   std::future<int> f = pool.submit([](int x) { return x * 2; }, 21);
+//   future<int> f = pool.submit([](int x) { return x * 2; }, 21);
 //   pool.wait_idle();
 //
 // Seed style (configure, then start):
@@ -44,7 +44,6 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <ranges>
@@ -60,6 +59,7 @@
 #include "thread_system/pools/stop_mode.hpp"
 #include "thread_system/pools/thread_worker.hpp"
 #include "thread_system/queues/job_queue.hpp"
+#include "thread_system/scheduler/future.hpp"
 #include "thread_system/scheduler/worker_statistics.hpp"
 #include "thread_system/sync/event_count.hpp"
 
@@ -80,33 +80,34 @@ struct pool_options {
 
 namespace detail {
 
-// The job behind submit(): runs the callable and completes the promise; on
+// The job behind submit(): runs the callable and completes the future; on
 // cancellation completes it with a `cancelled` error.
 template <typename R, typename Fn>
 struct submitted_job {
-  std::promise<R> promise;
+  std::shared_ptr<future_state<R>> state;
   Fn fn;
 
   job_outcome run_and_report() {
     try {
       if constexpr (std::is_void_v<R>) {
         std::invoke(fn);
-        promise.set_value();
+        state->set_value();
       } else {
-        promise.set_value(std::invoke(fn));
+        state->set_value(std::invoke(fn));
       }
       return job_outcome::succeeded;
     } catch (...) {
-      promise.set_exception(std::current_exception());
+      state->set_exception(std::current_exception());
       return job_outcome::failed_reported;
     }
   }
 
   void cancel() noexcept {
     try {
-      promise.set_exception(std::make_exception_ptr(
+      state->set_exception(std::make_exception_ptr(
           error_exception(error{error_code::cancelled, "job discarded by stop(stop_mode::cancel_pending)"})));
-    } catch (...) {  // promise already satisfied or allocation failed: nothing more can be reported
+    } catch (...) {  // allocation of the exception failed: complete with what we can
+      state->set_exception(std::make_exception_ptr(std::bad_alloc()));
     }
   }
 };
@@ -159,6 +160,10 @@ class thread_pool {
   /// Seed-style batch: all accepted or none (a null entry refuses the batch).
   result<void> enqueue_batch(std::vector<std::unique_ptr<job>> jobs);
 
+  /// A job_function. On refusal `fn` is left untouched, so the caller may
+  /// run or keep it (nothing is lost silently).
+  result<void> enqueue(job_function&& fn) { return push_one(std::move(fn)); }
+
   /// Any callable `f()`, run once. An empty std::function or null function
   /// pointer is `invalid_argument`.
   template <typename F>
@@ -188,10 +193,12 @@ class thread_pool {
   /// Runs `f(args...)` once and returns a future for its result or
   /// exception. Arguments are decay-copied (moved when rvalues). Throws
   /// `error_exception` when refused (`pool_stopped`, `invalid_argument`).
+  /// Waiting on the future from one of this pool's workers helps run other
+  /// jobs (see future.hpp), so a job may wait for a child it submitted.
   template <typename F, typename... Args>
   requires std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>
   [[nodiscard]] auto submit(F&& f, Args&&... args)
-      -> std::future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
+      -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
     using R = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
     if constexpr (requires { f == nullptr; }) {
       if (f == nullptr) throw error_exception(error{error_code::invalid_argument, "submit: null callable"});
@@ -200,10 +207,14 @@ class thread_pool {
                   ... bound_args = std::decay_t<Args>(std::forward<Args>(args))]() mutable -> R {
       return std::invoke(std::move(fn), std::move(bound_args)...);
     };
-    detail::submitted_job<R, decltype(bound)> task{std::promise<R>{}, std::move(bound)};
-    std::future<R> future = task.promise.get_future();
-    if (auto r = push_one(job_function(std::move(task))); !r) throw error_exception(r.error());
-    return future;
+    auto shared_state = std::make_shared<detail::future_state<R>>();
+    future<R> result_future(shared_state);
+    if (auto r = push_one(
+            job_function(detail::submitted_job<R, decltype(bound)>{std::move(shared_state), std::move(bound)}));
+        !r) {
+      throw error_exception(r.error());
+    }
+    return result_future;
   }
 
   // ---- lifecycle -----------------------------------------------------------
@@ -231,13 +242,25 @@ class thread_pool {
  private:
   enum class state : int { created, running, stopping, stopped };
 
+  friend bool detail::help_current_pool_once();
+
+  /// Hard limit on workers per pool (the steal table is fixed-size).
+  static constexpr std::size_t max_workers = 256;
+
   result<void> push_one(job_function&& fn);
+  result<void> push_local(thread_worker& w, job_function&& fn);
+  bool find_and_run(thread_worker& w, std::span<job_function> local, bool helping);
+  bool try_steal(thread_worker& w, detail::job_node*& out);
+  void run_node(thread_worker& w, detail::job_node* node);
+  void execute(thread_worker& w, job_function& fn);
+  [[nodiscard]] bool work_visible() const noexcept;
   result<void> push_batch(std::span<job_function> fns);
   [[nodiscard]] unexpected_error refusal(const error& queue_error) const;
   void wake_worker_if_needed() noexcept;
   void start_worker(thread_worker& w);
   void worker_main(thread_worker& w);
   void run_batch(thread_worker& w, std::span<job_function> batch);
+  [[nodiscard]] thread_worker* own_worker() const noexcept;
   void report_failure(std::exception_ptr e) noexcept;
   [[nodiscard]] bool idle_now() const noexcept;
   [[nodiscard]] bool on_own_worker() const noexcept;
@@ -253,6 +276,11 @@ class thread_pool {
   std::atomic<state> state_{state::created};
   std::vector<std::unique_ptr<thread_worker>> workers_;  // guarded by lifecycle_mutex_
   std::atomic<std::size_t> worker_count_{0};
+  // Started workers, for thieves (lock-free reads): slots [0, published_)
+  // are set and never change. Written under lifecycle_mutex_.
+  std::unique_ptr<std::atomic<thread_worker*>[]> steal_table_ { new std::atomic<thread_worker*>[ max_workers ] };
+  std::atomic<std::size_t> published_{0};
+  detail::job_node_pool node_pool_;
   stop_report final_report_{};  // guarded by lifecycle_mutex_
   // Accounts for jobs that stop() runs on the calling thread in a pool that
   // was never started (no OS thread behind it).

@@ -19,6 +19,8 @@
 #include <thread>
 #include <utility>
 
+#include "thread_system/detail/job_node.hpp"
+#include "thread_system/queues/work_stealing_deque.hpp"
 #include "thread_system/scheduler/worker_statistics.hpp"
 
 namespace thread_system {
@@ -46,6 +48,8 @@ class thread_worker {
     s.busy_time = std::chrono::nanoseconds(busy_ns_.load(std::memory_order_relaxed));
     s.idle_time = std::chrono::nanoseconds(idle_ns_.load(std::memory_order_relaxed));
     s.parks = parks_.load(std::memory_order_relaxed);
+    s.steals = steals_.load(std::memory_order_relaxed);
+    s.local_spawns = spawned_.load(std::memory_order_relaxed);
     s.avg_processing_time_ns =
         s.jobs_processed == 0 ? 0 : static_cast<std::uint64_t>(s.busy_time.count()) / s.jobs_processed;
     return s;
@@ -74,6 +78,17 @@ class thread_worker {
   std::atomic<std::uint64_t> busy_ns_{0};
   std::atomic<std::uint64_t> idle_ns_{0};
   std::atomic<std::uint64_t> parks_{0};
+  std::atomic<std::uint64_t> steals_{0};
+  // Jobs this worker pushed onto its own deque (accepted there, not through
+  // the injector). Stored with release before the push; idle detection adds
+  // it to the accepted total.
+  std::atomic<std::uint64_t> spawned_{0};
+
+  // Jobs spawned by jobs running on this worker; thieves steal from the top.
+  work_stealing_deque<detail::job_node*> deque_;
+  detail::job_node_pool::cache node_cache_;  // owner thread only
+  std::uint32_t rng_state_ = 0;              // owner thread only: victim selection
+  std::uint32_t tick_ = 0;                   // owner thread only: injector fairness
 };
 
 }  // namespace thread_system

@@ -14,10 +14,12 @@ struct worker_statistics {
   std::uint64_t jobs_processed = 0;          ///< Jobs this worker ran (including failed ones).
   std::uint64_t jobs_failed = 0;             ///< Jobs that threw or reported an error.
   std::uint64_t jobs_cancelled = 0;          ///< Jobs this worker discarded at stop(cancel_pending).
-  std::chrono::nanoseconds busy_time{0};     ///< Time spent running jobs.
+  std::chrono::nanoseconds busy_time{0};     ///< Time spent running or looking for jobs (not parked).
   std::chrono::nanoseconds idle_time{0};     ///< Time spent parked waiting for work.
   std::uint64_t avg_processing_time_ns = 0;  ///< busy_time / jobs_processed.
   std::uint64_t parks = 0;                   ///< Times the worker went to sleep.
+  std::uint64_t steals = 0;                  ///< Jobs taken from other workers' deques.
+  std::uint64_t local_spawns = 0;            ///< Jobs its jobs submitted onto its own deque.
 };
 
 struct pool_statistics {
@@ -27,6 +29,8 @@ struct pool_statistics {
   std::uint64_t cancelled = 0;  ///< Jobs discarded by stop(cancel_pending).
   std::uint64_t queued = 0;     ///< Jobs waiting now (approximate).
   std::uint64_t workers = 0;    ///< Worker threads.
+  std::uint64_t steals = 0;     ///< Jobs moved between workers by stealing.
+  std::uint64_t parks = 0;      ///< Times a worker went to sleep for lack of work.
 };
 
 }  // namespace thread_system

@@ -1,0 +1,245 @@
+// The scheduler against its peers, side by side in one binary: nested
+// fork-join (fib), external submission of empty jobs, parallel_for, and
+// submit->start latency on an idle pool. Every library gets the same number
+// of threads doing the work (THREADS below, default hardware_concurrency):
+// oneTBB is capped with global_control and an arena of that size (its
+// external thread counts as one of them where it participates), Boost.Asio's
+// thread_pool gets that many threads.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "thread_system/pools/parallel_for.hpp"
+#include "thread_system/pools/task_group.hpp"
+#include "thread_system/pools/thread_pool.hpp"
+#include "workloads.hpp"
+
+#if defined(THREAD_SYSTEM_HAVE_TBB)
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+#include <tbb/task_group.h>
+#endif
+#if defined(THREAD_SYSTEM_HAVE_BOOST_ASIO)
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#endif
+
+namespace ts = thread_system;
+namespace tb = thread_system::bench;
+
+namespace {
+
+std::size_t bench_threads() {
+  static const std::size_t n = std::max<std::size_t>(2, std::thread::hardware_concurrency());
+  return n;
+}
+
+std::uint64_t fib_calls(int n) { return n < 2 ? 1 : 1 + fib_calls(n - 1) + fib_calls(n - 2); }
+
+// Waits until `counter` reaches `target` (yielding), the same way for every library.
+void wait_for_count(const std::atomic<std::uint64_t>& counter, std::uint64_t target) {
+  while (counter.load(std::memory_order_acquire) < target) std::this_thread::yield();
+}
+
+constexpr int fib_n = 27;
+
+// ---- nested fork-join: fib with a task per call -----------------------------
+
+std::uint64_t fib_ts(ts::thread_pool& pool, int n) {
+  if (n < 2) return static_cast<std::uint64_t>(n);
+  std::uint64_t a = 0;
+  ts::task_group g(pool);
+  g.run([&pool, &a, n] { a = fib_ts(pool, n - 1); });
+  const std::uint64_t b = fib_ts(pool, n - 2);
+  g.wait();
+  return a + b;
+}
+
+void report_fib(benchmark::State& state, std::size_t threads) {
+  const auto tasks = static_cast<double>(fib_calls(fib_n) / 2);  // one spawned task per internal call
+  state.SetItemsProcessed(static_cast<std::int64_t>(tasks) * state.iterations());
+  // Inverted rate of tasks/(threads * 1e9) per second = threads * wall ns / tasks.
+  state.counters["thread_ns_per_task"] =
+      benchmark::Counter(tasks / (static_cast<double>(threads) * 1e9),
+                         benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["threads"] = static_cast<double>(threads);
+}
+
+void BM_NestedFib_ThreadSystem(benchmark::State& state) {
+  ts::thread_pool pool{bench_threads()};
+  for (auto _ : state) {
+    auto root = pool.submit([&pool] { return fib_ts(pool, fib_n); });
+    benchmark::DoNotOptimize(root.get());
+  }
+  report_fib(state, bench_threads());
+}
+BENCHMARK(BM_NestedFib_ThreadSystem)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+#if defined(THREAD_SYSTEM_HAVE_TBB)
+std::uint64_t fib_tbb(int n) {
+  if (n < 2) return static_cast<std::uint64_t>(n);
+  std::uint64_t a = 0;
+  tbb::task_group g;
+  g.run([&a, n] { a = fib_tbb(n - 1); });
+  const std::uint64_t b = fib_tbb(n - 2);
+  g.wait();
+  return a + b;
+}
+
+void BM_NestedFib_oneTBB(benchmark::State& state) {
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, bench_threads());
+  tbb::task_arena arena(static_cast<int>(bench_threads()));
+  for (auto _ : state) {
+    std::uint64_t r = 0;
+    arena.execute([&r] { r = fib_tbb(fib_n); });
+    benchmark::DoNotOptimize(r);
+  }
+  report_fib(state, bench_threads());
+}
+BENCHMARK(BM_NestedFib_oneTBB)->UseRealTime()->Unit(benchmark::kMillisecond);
+#endif
+
+// ---- external submission of empty jobs ---------------------------------------
+
+constexpr std::uint64_t external_jobs = 1'000'000;
+
+template <typename Submit>
+void external_submit(benchmark::State& state, Submit submit) {
+  const auto producers = static_cast<std::uint64_t>(state.range(0));
+  std::atomic<std::uint64_t> done{0};
+  std::uint64_t target = 0;
+  for (auto _ : state) {
+    target += external_jobs;
+    std::vector<std::thread> threads;
+    for (std::uint64_t p = 0; p < producers; ++p) {
+      threads.emplace_back([&] {
+        for (std::uint64_t i = 0; i < external_jobs / producers; ++i) submit(done);
+      });
+    }
+    for (auto& t : threads) t.join();
+    wait_for_count(done, target);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(target));
+  // Inverted rate of jobs/1e9 per second = wall ns per job.
+  state.counters["ns_per_job"] =
+      benchmark::Counter(static_cast<double>(external_jobs) / 1e9,
+                         benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+void BM_ExternalSubmit_ThreadSystem(benchmark::State& state) {
+  ts::thread_pool pool{bench_threads()};
+  external_submit(state, [&pool](std::atomic<std::uint64_t>& done) {
+    (void)pool.enqueue([&done] { done.fetch_add(1, std::memory_order_release); });
+  });
+}
+BENCHMARK(BM_ExternalSubmit_ThreadSystem)
+    ->ArgName("producers")
+    ->Arg(1)
+    ->Arg(2)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+#if defined(THREAD_SYSTEM_HAVE_TBB)
+void BM_ExternalSubmit_oneTBB(benchmark::State& state) {
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, bench_threads() + 1);
+  tbb::task_arena arena(static_cast<int>(bench_threads()), /*reserved_for_masters=*/0);
+  external_submit(state, [&arena](std::atomic<std::uint64_t>& done) {
+    arena.enqueue([&done] { done.fetch_add(1, std::memory_order_release); });
+  });
+}
+BENCHMARK(BM_ExternalSubmit_oneTBB)->ArgName("producers")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+#endif
+
+#if defined(THREAD_SYSTEM_HAVE_BOOST_ASIO)
+void BM_ExternalSubmit_BoostAsio(benchmark::State& state) {
+  boost::asio::thread_pool pool(bench_threads());
+  external_submit(state, [&pool](std::atomic<std::uint64_t>& done) {
+    boost::asio::post(pool, [&done] { done.fetch_add(1, std::memory_order_release); });
+  });
+  pool.join();
+}
+BENCHMARK(BM_ExternalSubmit_BoostAsio)
+    ->ArgName("producers")
+    ->Arg(1)
+    ->Arg(2)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+#endif
+
+// ---- parallel_for over 1e7 cheap elements ----------------------------------------
+
+constexpr std::size_t pf_elements = 10'000'000;
+
+void BM_ParallelFor_ThreadSystem(benchmark::State& state) {
+  ts::thread_pool pool{bench_threads()};
+  std::vector<float> v(pf_elements, 1.0F);
+  for (auto _ : state) {
+    auto f = pool.submit([&] {
+      ts::parallel_for(pool, std::size_t{0}, pf_elements, [&v](std::size_t i) { v[i] = v[i] * 0.5F + 1.0F; });
+    });
+    f.get();
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(pf_elements) * state.iterations());
+}
+BENCHMARK(BM_ParallelFor_ThreadSystem)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+#if defined(THREAD_SYSTEM_HAVE_TBB)
+void BM_ParallelFor_oneTBB(benchmark::State& state) {
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, bench_threads());
+  tbb::task_arena arena(static_cast<int>(bench_threads()));
+  std::vector<float> v(pf_elements, 1.0F);
+  for (auto _ : state) {
+    arena.execute(
+        [&] { tbb::parallel_for(std::size_t{0}, pf_elements, [&v](std::size_t i) { v[i] = v[i] * 0.5F + 1.0F; }); });
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(pf_elements) * state.iterations());
+}
+BENCHMARK(BM_ParallelFor_oneTBB)->UseRealTime()->Unit(benchmark::kMillisecond);
+#endif
+
+// ---- submit->start latency on an idle pool ------------------------------------------
+
+template <typename Submit>
+void idle_latency(benchmark::State& state, Submit submit) {
+  std::vector<double> samples;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::this_thread::sleep_for(std::chrono::microseconds(500));  // workers go to sleep
+    state.ResumeTiming();
+    std::atomic<std::uint64_t> started_at{0};
+    const std::uint64_t submitted_at = tb::now_ns();
+    submit(started_at);
+    while (started_at.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+    samples.push_back(static_cast<double>(started_at.load(std::memory_order_relaxed) - submitted_at));
+  }
+  state.counters["p50_ns"] = tb::percentile(samples, 50);
+  state.counters["p99_ns"] = tb::percentile(samples, 99);
+}
+
+void BM_IdleLatency_ThreadSystem(benchmark::State& state) {
+  ts::thread_pool pool{bench_threads()};
+  idle_latency(state, [&pool](std::atomic<std::uint64_t>& started) {
+    (void)pool.enqueue([&started] { started.store(tb::now_ns(), std::memory_order_release); });
+  });
+}
+BENCHMARK(BM_IdleLatency_ThreadSystem)->Iterations(2000)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+#if defined(THREAD_SYSTEM_HAVE_TBB)
+void BM_IdleLatency_oneTBB(benchmark::State& state) {
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, bench_threads() + 1);
+  tbb::task_arena arena(static_cast<int>(bench_threads()), 0);
+  idle_latency(state, [&arena](std::atomic<std::uint64_t>& started) {
+    arena.enqueue([&started] { started.store(tb::now_ns(), std::memory_order_release); });
+  });
+}
+BENCHMARK(BM_IdleLatency_oneTBB)->Iterations(2000)->UseRealTime()->Unit(benchmark::kMicrosecond);
+#endif
+
+}  // namespace

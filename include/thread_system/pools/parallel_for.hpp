@@ -1,0 +1,160 @@
+// parallel_for and parallel_reduce over an index range, on a thread_pool.
+//
+//   parallel_for(pool, 0, n, [&](std::size_t i) { out[i] = f(in[i]); });
+//   double sum = parallel_reduce(pool, 0, n, 0.0,
+//       [&](std::size_t lo, std::size_t hi, double acc) { for (; lo < hi; ++lo) acc += v[lo]; return acc; },
+//       std::plus<>{});
+//
+// The range is split recursively in halves down to `grain` indices; each
+// split hands one half to the pool (onto the calling worker's own deque when
+// called from a worker, so idle workers steal it) and keeps the other. Work
+// therefore balances by stealing, and nested calls (a parallel_for inside a
+// parallel_for body) work: the inner call's waits help run other jobs.
+//
+// Blocking: the calling thread takes part in the work; the call returns when
+// every index has been processed. Everything the body did is visible to the
+// caller on return. The first exception thrown by a body is rethrown to the
+// caller after all other pieces have finished (later exceptions are dropped).
+// If the pool is stopping, pieces it refuses run on the calling thread, so the
+// call still processes every index.
+//
+// parallel_reduce applies `reduce_range(lo, hi, identity)` to leaf ranges and
+// `combine(left, right)` up a fixed binary tree that depends only on the
+// range and the grain, so the result is deterministic for a given input even
+// when `combine` is not associative over floating point.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <type_traits>
+#include <utility>
+
+#include "thread_system/core/error.hpp"
+#include "thread_system/pools/thread_pool.hpp"
+
+namespace thread_system {
+
+namespace detail {
+
+template <typename I>
+std::size_t default_grain(const thread_pool& pool, I first, I last) {
+  const auto n = static_cast<std::size_t>(last - first);
+  const std::size_t pieces = std::max<std::size_t>(1, pool.worker_count()) * 8;
+  return std::max<std::size_t>(1, n / pieces);
+}
+
+// Shared by all pieces of one parallel_for; kept alive by every piece (a
+// piece may still be inside `done.set()` when the caller returns).
+template <typename I, typename F>
+struct parallel_for_state {
+  parallel_for_state(thread_pool& p, F& body, std::size_t g) : pool(p), f(body), grain(g) {}
+  thread_pool& pool;
+  F& f;
+  std::size_t grain;
+  std::atomic<std::size_t> pending{1};  // the root piece
+  std::atomic<bool> failed{false};
+  std::exception_ptr first_error;  // written once, by the thread that set `failed`
+  completion done;
+
+  void record(std::exception_ptr e) noexcept {
+    bool expected = false;
+    // acq_rel: one writer wins; its write of first_error is published by
+    // the release in `done.set()` that the caller acquires before reading.
+    if (failed.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) first_error = std::move(e);
+  }
+
+  void finish_piece() noexcept {
+    // acq_rel: each piece's writes happen-before the last decrement, which
+    // then publishes them through done.set() (release).
+    if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) done.set();
+  }
+};
+
+template <typename I, typename F>
+void run_piece(const std::shared_ptr<parallel_for_state<I, F>>& st, I lo, I hi) {
+  try {
+    while (static_cast<std::size_t>(hi - lo) > st->grain) {
+      const I mid = lo + (hi - lo) / 2;
+      st->pending.fetch_add(1, std::memory_order_relaxed);  // ordered before the piece's own decrement by the push
+      auto r = st->pool.enqueue([st, mid, hi] { run_piece<I, F>(st, mid, hi); });
+      if (!r) {
+        // Refused (pool stopping): do that half here.
+        st->pending.fetch_sub(1, std::memory_order_relaxed);  // our own increment; no one else saw it
+        run_piece<I, F>(st, mid, hi);
+      }
+      hi = mid;
+    }
+    if (!st->failed.load(std::memory_order_relaxed)) {  // a hint: skip work after a failure
+      for (I i = lo; i < hi; ++i) st->f(i);
+    }
+  } catch (...) {
+    st->record(std::current_exception());
+  }
+  st->finish_piece();
+}
+
+}  // namespace detail
+
+/// Calls `f(i)` for every `i` in [first, last), in parallel on `pool`.
+/// `grain` (0 = automatic) is the largest piece run without splitting.
+template <std::integral I, typename F>
+requires std::invocable<F&, I>
+void parallel_for(thread_pool& pool, I first, I last, F&& f, std::size_t grain = 0) {
+  if (!(first < last)) return;
+  if (grain == 0) grain = detail::default_grain(pool, first, last);
+  auto st = std::make_shared<detail::parallel_for_state<I, std::remove_reference_t<F>>>(pool, f, grain);
+  detail::run_piece<I, std::remove_reference_t<F>>(st, first, last);
+  st->done.wait(0);  // helps when called on a worker
+  if (st->first_error) std::rethrow_exception(st->first_error);
+}
+
+/// Reduces [first, last): leaves compute `reduce_range(lo, hi, identity)`,
+/// pairs are merged with `combine(left, right)`.
+template <std::integral I, typename T, typename RangeReduce, typename Combine>
+requires std::invocable<RangeReduce&, I, I, T> && std::invocable<Combine&, T, T> T parallel_reduce(
+    thread_pool& pool, I first, I last, T identity, RangeReduce reduce_range, Combine combine, std::size_t grain = 0) {
+  if (!(first < last)) return identity;
+  if (grain == 0) grain = detail::default_grain(pool, first, last);
+
+  struct node {
+    thread_pool& pool;
+    const T& identity;
+    RangeReduce& reduce_range;
+    Combine& combine;
+    std::size_t grain;
+
+    T operator()(I lo, I hi) const {
+      if (static_cast<std::size_t>(hi - lo) <= grain) return reduce_range(lo, hi, identity);
+      const I mid = lo + (hi - lo) / 2;
+      future<T> right;
+      bool spawned = false;
+      try {
+        right = pool.submit([this, mid, hi] { return (*this)(mid, hi); });
+        spawned = true;
+      } catch (const error_exception& e) {
+        if (e.code() != error_code::pool_stopped) throw;
+      }
+      // If the left half throws, the right half must still finish before
+      // this frame (which it references) goes away.
+      T left = [&] {
+        try {
+          return (*this)(lo, mid);
+        } catch (...) {
+          if (spawned) right.wait();
+          throw;
+        }
+      }();
+      T r = spawned ? right.get() : (*this)(mid, hi);
+      return combine(std::move(left), std::move(r));
+    }
+  };
+  const node root{pool, identity, reduce_range, combine, grain};
+  return root(first, last);
+}
+
+}  // namespace thread_system

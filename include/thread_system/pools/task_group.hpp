@@ -1,0 +1,126 @@
+// task_group: spawn jobs on a pool and wait for all of them, without a
+// future (and without an allocation) per job — the primitive for fork-join
+// code such as recursive divide and conquer.
+//
+//   std::uint64_t fib(thread_pool& pool, int n) {
+//     if (n < 2) return n;
+//     std::uint64_t a = 0;
+//     task_group g(pool);
+//     g.run([&] { a = fib(pool, n - 1); });
+//     const std::uint64_t b = fib(pool, n - 2);
+//     g.wait();
+//     return a + b;
+//   }
+//
+// Contract:
+//   * run() may be called from any thread, including from jobs of the group.
+//     From one of the pool's workers the job goes onto that worker's deque
+//     (idle workers steal it). If the pool refuses it (stopping), run()
+//     executes it on the calling thread, so a group never loses a job.
+//   * wait() returns when every job run() so far has finished; on a worker
+//     it helps run other jobs meanwhile. Everything the jobs did is visible
+//     after wait() returns. The first exception thrown by a job is rethrown
+//     by wait() (later ones are dropped).
+//   * The destructor waits too (and swallows the exception if wait() was not
+//     called). The group must outlive its jobs, which the waiting ensures.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <type_traits>
+#include <utility>
+
+#include "thread_system/detail/futex.hpp"
+#include "thread_system/detail/thread_naming.hpp"
+#include "thread_system/pools/thread_pool.hpp"
+
+namespace thread_system {
+
+class task_group {
+ public:
+  explicit task_group(thread_pool& pool) noexcept : pool_(pool) {}
+  task_group(const task_group&) = delete;
+  task_group& operator=(const task_group&) = delete;
+  ~task_group() {
+    try {
+      wait();
+    } catch (...) {  // the caller did not ask for it: nowhere to report it
+    }
+  }
+
+  template <typename F>
+  requires std::is_invocable_v < std::decay_t<F>
+  & > void run(F&& f) {
+    // relaxed: the enqueue below publishes the job, and its finish() RMW is
+    // ordered after this increment through it.
+    pending_.fetch_add(1, std::memory_order_relaxed);
+    auto job = [this, fn = std::decay_t<F>(std::forward<F>(f))]() mutable {
+      try {
+        fn();
+      } catch (...) {
+        record(std::current_exception());
+      }
+      finish();
+    };
+    job_function wrapped(std::move(job));
+    // A refused job_function is left untouched (see thread_pool::enqueue),
+    // so the group can run it here instead of losing it.
+    if (auto r = pool_.enqueue(std::move(wrapped)); !r) wrapped();
+  }
+
+  /// Waits for every job run() so far; rethrows the first exception.
+  void wait() {
+    for (;;) {
+      std::uint32_t v = pending_.load(std::memory_order_acquire);  // pairs with finish()'s release part
+      if ((v & count_mask) == 0) break;
+      if (detail::on_pool_worker()) {
+        if (!detail::help_current_pool_once()) {
+          for (int i = 0; i < 32; ++i) detail::cpu_relax();  // the last jobs run elsewhere: poll gently
+        }
+        continue;
+      }
+      // Announce a sleeper in the top bit, then sleep while nothing changes.
+      // acquire on failure: re-read and re-check.
+      if ((v & sleeper_bit) == 0 &&
+          !pending_.compare_exchange_weak(v, v | sleeper_bit, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        continue;
+      }
+      detail::futex_wait(pending_, v | sleeper_bit);
+    }
+    pending_.fetch_and(count_mask, std::memory_order_relaxed);  // clear a stale sleeper bit; no data published
+    if (failed_.load(std::memory_order_acquire)) {              // pairs with record()
+      std::exception_ptr e = std::move(error_);
+      failed_.store(false, std::memory_order_relaxed);  // only the waiter touches it now
+      std::rethrow_exception(e);
+    }
+  }
+
+ private:
+  static constexpr std::uint32_t sleeper_bit = 0x8000'0000U;
+  static constexpr std::uint32_t count_mask = 0x7fff'ffffU;
+
+  void finish() noexcept {
+    // acq_rel: the job's writes happen-before the waiter's acquire load that
+    // sees the count reach zero. This RMW is the last access to *this: the
+    // futex wake below only names the address (a private futex wake does
+    // not touch the memory), so the waiter may already have destroyed the
+    // group.
+    const std::uint32_t old = pending_.fetch_sub(1, std::memory_order_acq_rel);
+    if ((old & count_mask) == 1 && (old & sleeper_bit) != 0) detail::futex_wake(pending_, detail::futex_wake_all);
+  }
+
+  void record(std::exception_ptr e) noexcept {
+    bool expected = false;
+    // acq_rel: exactly one job stores error_; the waiter reads it after the
+    // acquire in wait() (through finish()'s release on pending_).
+    if (failed_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) error_ = std::move(e);
+  }
+
+  thread_pool& pool_;
+  std::atomic<std::uint32_t> pending_{0};
+  std::atomic<bool> failed_{false};
+  std::exception_ptr error_;
+};
+
+}  // namespace thread_system

@@ -1,0 +1,181 @@
+// future<T>: the result of thread_pool::submit().
+//
+// It has std::future's interface (get, wait, wait_for, wait_until, valid;
+// get() rethrows the job's exception) with one difference that matters in a
+// thread pool: a wait called on one of a pool's worker threads *helps* — it
+// runs other jobs of that pool until the awaited result is ready, instead of
+// blocking the worker. So a job may submit a child and wait for it even in a
+// pool with a single worker.
+//
+// A job discarded by stop(stop_mode::cancel_pending) completes its future
+// with an `error_exception` whose code is `cancelled`.
+//
+// Threading: one future is used by one thread at a time (like std::future);
+// the producing job runs on another. Everything the job did happens-before
+// the return of a wait that observes the result ready.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <future>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "thread_system/core/error.hpp"
+#include "thread_system/detail/futex.hpp"
+
+namespace thread_system {
+
+namespace detail {
+
+// Implemented by the scheduler (src/thread_pool.cpp): when the calling thread
+// is a pool worker, run one job of its pool and return true; otherwise, or
+// when no job was found, return false.
+bool help_current_pool_once();
+[[nodiscard]] bool on_pool_worker() noexcept;
+
+// Completion flag with a futex-friendly word: 0 = pending, 1 = ready,
+// 2 = pending and a thread sleeps on it.
+class completion {
+ public:
+  [[nodiscard]] bool ready() const noexcept {
+    return word_.load(std::memory_order_acquire) == 1;  // pairs with the release exchange in set()
+  }
+
+  void set() noexcept {
+    // release: publishes the stored value/exception to the acquire in ready().
+    if (word_.exchange(1, std::memory_order_acq_rel) == 2) futex_wake(word_, futex_wake_all);
+  }
+
+  /// Waits until ready or `deadline_ns` (steady clock, 0 = none) passes.
+  /// Helps the current pool when on a worker. Returns ready().
+  bool wait(std::int64_t deadline_ns) noexcept {
+    unsigned idle_rounds = 0;
+    while (!ready()) {
+      if (deadline_ns != 0 && now_ns() >= deadline_ns) return ready();
+      if (on_pool_worker()) {
+        if (help_current_pool_once()) {
+          idle_rounds = 0;
+          continue;
+        }
+        // Nothing to help with: the awaited job runs elsewhere. Sleep briefly
+        // on the flag (new work may appear, so not indefinitely).
+        ++idle_rounds;
+        sleep_on_flag(idle_rounds < 8 ? 20'000 : 200'000, deadline_ns);
+      } else {
+        sleep_on_flag(-1, deadline_ns);
+      }
+    }
+    return true;
+  }
+
+  static std::int64_t now_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+ private:
+  // Sleeps until set() or for `max_ns` (-1: unbounded) or the deadline.
+  void sleep_on_flag(std::int64_t max_ns, std::int64_t deadline_ns) noexcept {
+    std::uint32_t expected = 0;
+    // acquire on failure: we may have seen `1`, and then read the value.
+    if (!word_.compare_exchange_strong(expected, 2, std::memory_order_acq_rel, std::memory_order_acquire) &&
+        expected == 1) {
+      return;
+    }
+    std::int64_t limit = max_ns;
+    if (deadline_ns != 0) {
+      const std::int64_t left = deadline_ns - now_ns();
+      if (left <= 0) return;
+      if (limit < 0 || left < limit) limit = left;
+    }
+    if (limit < 0) {
+      futex_wait(word_, 2);
+    } else {
+      futex_wait_for(word_, 2, limit);
+    }
+  }
+
+  std::atomic<std::uint32_t> word_{0};
+};
+
+template <typename T>
+struct future_state {
+  completion done;
+  std::optional<std::conditional_t<std::is_void_v<T>, char, T>> value;
+  std::exception_ptr exception;
+
+  template <typename... V>
+  void set_value(V&&... v) {
+    if constexpr (std::is_void_v<T>) {
+      value.emplace('\0');
+    } else {
+      value.emplace(std::forward<V>(v)...);
+    }
+    done.set();
+  }
+  void set_exception(std::exception_ptr e) noexcept {
+    exception = std::move(e);
+    done.set();
+  }
+};
+
+}  // namespace detail
+
+template <typename T>
+class future {
+ public:
+  future() noexcept = default;
+  explicit future(std::shared_ptr<detail::future_state<T>> state) noexcept : state_(std::move(state)) {}
+  future(future&&) noexcept = default;
+  future& operator=(future&&) noexcept = default;
+  future(const future&) = delete;
+  future& operator=(const future&) = delete;
+
+  /// True until get() has been called (or for a default-constructed future, never).
+  [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
+
+  /// True when the result is available (does not wait).
+  [[nodiscard]] bool is_ready() const noexcept { return state_ && state_->done.ready(); }
+
+  /// Waits (helping, on a worker) until the result is ready.
+  void wait() const {
+    check_valid();
+    state_->done.wait(0);
+  }
+
+  template <typename Rep, typename Period>
+  std::future_status wait_for(const std::chrono::duration<Rep, Period>& d) const {
+    check_valid();
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+    const std::int64_t deadline = detail::completion::now_ns() + (ns > 0 ? ns : 0);
+    return state_->done.wait(deadline == 0 ? 1 : deadline) ? std::future_status::ready : std::future_status::timeout;
+  }
+
+  template <typename Clock, typename Duration>
+  std::future_status wait_until(const std::chrono::time_point<Clock, Duration>& t) const {
+    return wait_for(t - Clock::now());
+  }
+
+  /// Waits, then returns the value (or rethrows the job's exception). The
+  /// future is invalid afterwards.
+  T get() {
+    check_valid();
+    state_->done.wait(0);
+    auto state = std::move(state_);
+    if (state->exception) std::rethrow_exception(state->exception);
+    if constexpr (!std::is_void_v<T>) return std::move(*state->value);
+  }
+
+ private:
+  void check_valid() const {
+    if (!state_) throw std::future_error(std::future_errc::no_state);
+  }
+  std::shared_ptr<detail::future_state<T>> state_;
+};
+
+}  // namespace thread_system

@@ -1,0 +1,116 @@
+#include "thread_system/pools/parallel_for.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "../support/test_support.hpp"
+
+namespace ts = thread_system;
+
+TEST(ParallelFor, VisitsEveryIndexOnce) {
+  ts::thread_pool pool{3};
+  const std::size_t n = ts::test::scaled(1'000'003);
+  std::vector<std::uint8_t> hits(n, 0);
+  ts::parallel_for(pool, std::size_t{0}, n, [&](std::size_t i) { ++hits[i]; });  // disjoint indices: no race
+  std::size_t wrong = 0;
+  for (auto h : hits) wrong += h != 1;
+  EXPECT_EQ(wrong, 0U);
+}
+
+TEST(ParallelFor, EmptyAndTinyRanges) {
+  ts::thread_pool pool{2};
+  int calls = 0;
+  ts::parallel_for(pool, 5, 5, [&](int) { ++calls; });
+  ts::parallel_for(pool, 7, 3, [&](int) { ++calls; });
+  EXPECT_EQ(calls, 0);
+  std::atomic<int> one{0};
+  ts::parallel_for(pool, -1, 0, [&](int i) { one.fetch_add(i + 2); });
+  EXPECT_EQ(one.load(), 1);
+}
+
+TEST(ParallelFor, NestedParallelism) {
+  ts::thread_pool pool{2};
+  constexpr int outer = 16;
+  constexpr int inner = 1000;
+  std::vector<std::atomic<int>> rows(outer);
+  ts::parallel_for(
+      pool, 0, outer,
+      [&](int r) {
+        ts::parallel_for(
+            pool, 0, inner, [&](int) { rows[static_cast<std::size_t>(r)].fetch_add(1); }, 10);
+      },
+      1);
+  for (auto& r : rows) EXPECT_EQ(r.load(), inner);
+}
+
+TEST(ParallelFor, FirstExceptionReachesTheCallerAfterAllPiecesFinish) {
+  ts::thread_pool pool{2};
+  std::atomic<int> visited{0};
+  EXPECT_THROW(ts::parallel_for(
+                   pool, 0, 10'000,
+                   [&](int i) {
+                     visited.fetch_add(1);
+                     if (i == 5000) throw std::runtime_error("bad index");
+                   },
+                   100),
+               std::runtime_error);
+  pool.wait_idle();  // nothing left running that references the body
+  EXPECT_GT(visited.load(), 0);
+}
+
+TEST(ParallelFor, WorksFromInsideAWorker) {
+  ts::thread_pool pool{1};
+  auto f = pool.submit([&pool] {
+    std::atomic<long> sum{0};
+    ts::parallel_for(
+        pool, 0L, 10'000L, [&](long i) { sum.fetch_add(i); }, 64);
+    return sum.load();
+  });
+  EXPECT_EQ(f.get(), 10'000L * 9'999L / 2);
+}
+
+TEST(ParallelReduce, SumMatchesSerial) {
+  ts::thread_pool pool{4};
+  const std::size_t n = ts::test::scaled(2'000'000);
+  std::vector<std::uint64_t> v(n);
+  std::iota(v.begin(), v.end(), 1);
+  const std::uint64_t expected = std::accumulate(v.begin(), v.end(), std::uint64_t{0});
+  const std::uint64_t got = ts::parallel_reduce(
+      pool, std::size_t{0}, n, std::uint64_t{0},
+      [&](std::size_t lo, std::size_t hi, std::uint64_t acc) {
+        for (; lo < hi; ++lo) acc += v[lo];
+        return acc;
+      },
+      std::plus<>{});
+  EXPECT_EQ(got, expected);
+}
+
+TEST(ParallelReduce, FloatingPointResultIsDeterministic) {
+  ts::thread_pool pool{4};
+  std::vector<double> v(100'000);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 1.0 / static_cast<double>(i + 1);
+  auto run = [&] {
+    return ts::parallel_reduce(
+        pool, std::size_t{0}, v.size(), 0.0,
+        [&](std::size_t lo, std::size_t hi, double acc) {
+          for (; lo < hi; ++lo) acc += v[lo];
+          return acc;
+        },
+        std::plus<>{}, 1000);
+  };
+  const double first = run();
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(run(), first);  // bitwise equal: fixed combination tree
+}
+
+TEST(ParallelReduce, EmptyRangeGivesIdentity) {
+  ts::thread_pool pool{1};
+  EXPECT_EQ(ts::parallel_reduce(
+                pool, 3, 3, 42, [](int, int, int acc) { return acc; }, std::plus<>{}),
+            42);
+}

@@ -1,0 +1,227 @@
+// The work-stealing scheduler behind thread_pool: nested spawns, helping
+// waits, stealing, idle behaviour.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
+#include "../support/test_support.hpp"
+#include "thread_system/pools/thread_pool.hpp"
+
+namespace ts = thread_system;
+using namespace std::chrono_literals;
+
+namespace {
+
+// fib with one task per call: fib(n) submits fib(n-1), computes fib(n-2)
+// itself, then waits (helping) for the child.
+std::uint64_t fib_tasks(ts::thread_pool& pool, int n, std::atomic<std::uint64_t>& calls) {
+  calls.fetch_add(1, std::memory_order_relaxed);
+  if (n < 2) return static_cast<std::uint64_t>(n);
+  auto child = pool.submit([&pool, n, &calls] { return fib_tasks(pool, n - 1, calls); });
+  const std::uint64_t b = fib_tasks(pool, n - 2, calls);
+  return child.get() + b;
+}
+
+std::uint64_t fib_calls(int n) {  // calls made by fib_tasks(n)
+  return n < 2 ? 1 : 1 + fib_calls(n - 1) + fib_calls(n - 2);
+}
+
+void spawn_tree(ts::thread_pool& pool, int depth, int fanout, std::atomic<std::uint64_t>& nodes) {
+  nodes.fetch_add(1, std::memory_order_relaxed);
+  if (depth == 0) return;
+  for (int i = 0; i < fanout; ++i) {
+    ASSERT_TRUE(pool.enqueue([&pool, depth, fanout, &nodes] { spawn_tree(pool, depth - 1, fanout, nodes); }));
+  }
+}
+
+}  // namespace
+
+TEST(Scheduler, RecursiveFibCountsAreExact) {
+  for (std::size_t workers : {1U, 2U, 4U}) {
+    ts::thread_pool pool{workers};
+    std::atomic<std::uint64_t> calls{0};
+    const int n = ts::test::scale_divisor > 1 ? 14 : 20;
+    auto root = pool.submit([&pool, &calls, n] { return fib_tasks(pool, n, calls); });
+    EXPECT_EQ(root.get(), n == 20 ? 6765U : 377U) << workers << " workers";
+    EXPECT_EQ(calls.load(), fib_calls(n));
+    pool.wait_idle();
+    const auto s = pool.get_statistics();
+    EXPECT_EQ(s.accepted, s.executed);
+    EXPECT_EQ(s.executed, fib_calls(n) / 2 + 1) << "one task per internal call, plus the root";
+  }
+}
+
+TEST(Scheduler, TreeSpawnCountIsExact) {
+  ts::thread_pool pool{3};
+  std::atomic<std::uint64_t> nodes{0};
+  const int depth = ts::test::scale_divisor > 1 ? 6 : 9;
+  ASSERT_TRUE(pool.enqueue([&pool, &nodes, depth] { spawn_tree(pool, depth, 3, nodes); }));
+  pool.wait_idle();
+  std::uint64_t expected = 0;
+  for (int d = 0, level = 1; d <= depth; ++d, level *= 3) expected += static_cast<std::uint64_t>(level);
+  EXPECT_EQ(nodes.load(), expected);
+  EXPECT_EQ(pool.get_statistics().executed, expected);
+}
+
+TEST(Scheduler, SubmitAndWaitInsideASingleWorkerPool) {
+  ts::thread_pool pool{1};
+  auto outer = pool.submit([&pool] {
+    auto inner = pool.submit([] { return 20; });
+    return inner.get() + 1;  // must help, not block the only worker
+  });
+  EXPECT_EQ(outer.get(), 21);
+}
+
+TEST(Scheduler, ChainOfWaitsInsideASingleWorkerPool) {
+  ts::thread_pool pool{1};
+  std::function<int(int)> chain = [&](int depth) -> int {
+    if (depth == 0) return 0;
+    return pool.submit([&chain, depth] { return chain(depth - 1); }).get() + 1;
+  };
+  auto f = pool.submit([&chain] { return chain(50); });
+  EXPECT_EQ(f.get(), 50);
+}
+
+TEST(Scheduler, IdleWorkersStealSpawnedWork) {
+  ts::thread_pool pool{2};
+  std::atomic<int> ran{0};
+  // One job spawns many slow children onto its own deque; the other worker
+  // must steal some of them.
+  ASSERT_TRUE(pool.enqueue([&pool, &ran] {
+    for (int i = 0; i < 200; ++i) {
+      (void)pool.enqueue([&ran] {
+        std::this_thread::sleep_for(100us);
+        ran.fetch_add(1);
+      });
+    }
+  }));
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(), 200);
+  EXPECT_GT(pool.get_statistics().steals, 0U);
+}
+
+TEST(Scheduler, FutureWaitForTimesOutThenSucceeds) {
+  ts::thread_pool pool{1};
+  std::atomic<bool> release{false};
+  auto f = pool.submit([&release] {
+    while (!release.load()) std::this_thread::sleep_for(100us);
+    return 7;
+  });
+  EXPECT_EQ(f.wait_for(5ms), std::future_status::timeout);
+  EXPECT_FALSE(f.is_ready());
+  release.store(true);
+  EXPECT_EQ(f.wait_for(30s), std::future_status::ready);
+  EXPECT_TRUE(f.valid());
+  EXPECT_EQ(f.get(), 7);
+  EXPECT_FALSE(f.valid());
+  EXPECT_THROW(f.wait(), std::future_error);
+}
+
+TEST(Scheduler, HelpingWaitRethrowsChildException) {
+  ts::thread_pool pool{1};
+  auto f = pool.submit([&pool] {
+    auto child = pool.submit([]() -> int { throw std::invalid_argument("child"); });
+    try {
+      return child.get();
+    } catch (const std::invalid_argument&) {
+      return -1;
+    }
+  });
+  EXPECT_EQ(f.get(), -1);
+}
+
+TEST(Scheduler, ShutdownWhileJobsSpawnJobsInBothModes) {
+  for (auto mode : {ts::stop_mode::drain, ts::stop_mode::cancel_pending}) {
+    ts::test::lifetime_tracker tracker;
+    ts::stop_report report;
+    {
+      ts::thread_pool pool{2};
+      std::atomic<bool> go{true};
+      std::function<void()> spawner = [&] {
+        if (!go.load()) return;
+        for (int i = 0; i < 2; ++i) {
+          (void)pool.enqueue(ts::test::counting_functor(tracker));
+          (void)pool.enqueue([&spawner] { spawner(); });
+        }
+      };
+      ASSERT_TRUE(pool.enqueue([&spawner] { spawner(); }));
+      std::this_thread::sleep_for(20ms);
+      report = pool.stop(mode);
+      go.store(false);
+    }
+    EXPECT_EQ(report.accepted, report.executed + report.cancelled);
+    EXPECT_EQ(tracker.alive(), 0);
+  }
+}
+
+// ---- task_group -------------------------------------------------------------
+
+#include "thread_system/pools/task_group.hpp"
+
+namespace {
+std::uint64_t fib_group(ts::thread_pool& pool, int n) {
+  if (n < 2) return static_cast<std::uint64_t>(n);
+  std::uint64_t a = 0;
+  ts::task_group g(pool);
+  g.run([&pool, &a, n] { a = fib_group(pool, n - 1); });
+  const std::uint64_t b = fib_group(pool, n - 2);
+  g.wait();
+  return a + b;
+}
+}  // namespace
+
+TEST(TaskGroup, FibFromOutsideAndInside) {
+  for (std::size_t workers : {1U, 2U, 3U}) {
+    ts::thread_pool pool{workers};
+    const int n = ts::test::scale_divisor > 1 ? 15 : 22;
+    const std::uint64_t expected = n == 22 ? 17711U : 610U;
+    EXPECT_EQ(fib_group(pool, n), expected) << "called from outside, " << workers << " workers";
+    auto f = pool.submit([&pool, n] { return fib_group(pool, n); });
+    EXPECT_EQ(f.get(), expected) << "called from a worker";
+    pool.wait_idle();
+    const auto s = pool.get_statistics();
+    EXPECT_EQ(s.accepted, s.executed);
+  }
+}
+
+TEST(TaskGroup, WaitRethrowsFirstExceptionAfterAllJobsFinish) {
+  ts::thread_pool pool{2};
+  std::atomic<int> finished{0};
+  ts::task_group g(pool);
+  for (int i = 0; i < 100; ++i) {
+    g.run([i, &finished] {
+      finished.fetch_add(1);
+      if (i % 10 == 3) throw std::runtime_error("job " + std::to_string(i));
+    });
+  }
+  EXPECT_THROW(g.wait(), std::runtime_error);
+  EXPECT_EQ(finished.load(), 100);
+  g.run([&finished] { finished.fetch_add(1); });  // reusable after wait()
+  EXPECT_NO_THROW(g.wait());
+  EXPECT_EQ(finished.load(), 101);
+}
+
+TEST(TaskGroup, RunOnAStoppedPoolRunsInline) {
+  ts::thread_pool pool{1};
+  (void)pool.stop();
+  int ran = 0;
+  ts::task_group g(pool);
+  g.run([&ran] { ++ran; });
+  g.wait();
+  EXPECT_EQ(ran, 1) << "a refused job runs on the caller instead of being lost";
+}
+
+TEST(TaskGroup, BlockedExternalWaiterIsWoken) {
+  ts::thread_pool pool{2};
+  const std::size_t rounds = ts::test::scaled(20'000);
+  for (std::size_t i = 0; i < rounds; ++i) {
+    std::atomic<int> v{0};
+    ts::task_group g(pool);
+    g.run([&v] { v.store(1); });
+    g.wait();
+    ASSERT_EQ(v.load(), 1);
+  }
+}

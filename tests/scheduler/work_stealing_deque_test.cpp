@@ -1,0 +1,126 @@
+#include "thread_system/queues/work_stealing_deque.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "../support/test_support.hpp"
+
+namespace ts = thread_system;
+
+TEST(WorkStealingDeque, OwnerPopsNewestFirst) {
+  ts::work_stealing_deque<int> d(4);
+  for (int i = 1; i <= 10; ++i) d.push(i);  // grows from 4
+  EXPECT_EQ(d.size_approx(), 10U);
+  EXPECT_GE(d.capacity(), 10U);
+  int v = 0;
+  for (int i = 10; i >= 1; --i) {
+    ASSERT_TRUE(d.pop(v));
+    EXPECT_EQ(v, i);
+  }
+  EXPECT_FALSE(d.pop(v));
+}
+
+TEST(WorkStealingDeque, ThiefTakesOldestFirst) {
+  ts::work_stealing_deque<int> d;
+  for (int i = 1; i <= 5; ++i) d.push(i);
+  for (int i = 1; i <= 5; ++i) {
+    auto r = d.steal();
+    ASSERT_EQ(r.status, ts::steal_status::success);
+    EXPECT_EQ(r.value, i);
+  }
+  EXPECT_EQ(d.steal().status, ts::steal_status::empty);
+}
+
+// Owner pushes N items (popping some itself) while T thieves steal: every
+// item is taken exactly once, by the owner or by a thief. Small initial
+// capacity forces growth while thieves are active.
+class DequeThieves : public testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(DequeThieves, EveryItemTakenExactlyOnce) {
+  const auto [thieves, raw_items] = GetParam();
+  const auto items = static_cast<std::int64_t>(ts::test::scaled(static_cast<std::size_t>(raw_items)) | 1U);  // odd
+  ts::work_stealing_deque<std::int64_t> d(2);
+  std::vector<std::atomic<int>> taken(static_cast<std::size_t>(items));
+  std::atomic<bool> done_pushing{false};
+  std::atomic<std::int64_t> stolen{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < thieves; ++t) {
+    pool.emplace_back([&] {
+      for (;;) {
+        auto r = d.steal();
+        if (r) {
+          taken[static_cast<std::size_t>(r.value)].fetch_add(1, std::memory_order_relaxed);
+          stolen.fetch_add(1, std::memory_order_relaxed);
+        } else if (r.status == ts::steal_status::empty && done_pushing.load(std::memory_order_acquire) &&
+                   d.empty_approx()) {
+          return;
+        }
+      }
+    });
+  }
+  std::int64_t popped = 0;
+  std::int64_t v = 0;
+  for (std::int64_t i = 0; i < items; ++i) {
+    d.push(i);
+    if (i % 3 == 0 && d.pop(v)) {
+      taken[static_cast<std::size_t>(v)].fetch_add(1, std::memory_order_relaxed);
+      ++popped;
+    }
+  }
+  while (d.pop(v)) {
+    taken[static_cast<std::size_t>(v)].fetch_add(1, std::memory_order_relaxed);
+    ++popped;
+  }
+  done_pushing.store(true, std::memory_order_release);
+  for (auto& t : pool) t.join();
+  EXPECT_EQ(popped + stolen.load(), items);
+  std::int64_t wrong = 0;
+  for (auto& t : taken) wrong += t.load() != 1;
+  EXPECT_EQ(wrong, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(ThievesAndSizes, DequeThieves,
+                         testing::Combine(testing::Values(1, 2, 3, 8), testing::Values(1, 7, 1001, 99'999)),
+                         [](const auto& param_info) {
+                           return std::to_string(std::get<0>(param_info.param)) + "thieves_" +
+                                  std::to_string(std::get<1>(param_info.param)) + "items";
+                         });
+
+// The owner's pop and a thief's steal race for a single remaining item:
+// exactly one of them gets it, every time.
+TEST(WorkStealingDeque, OwnerAndThiefRaceForTheLastItem) {
+  const std::size_t rounds = ts::test::scaled(50'000);
+  ts::work_stealing_deque<std::size_t> d;
+  std::atomic<std::size_t> round{0};
+  std::atomic<std::size_t> thief_wins{0};
+  std::atomic<bool> quit{false};
+  std::thread thief([&] {
+    std::size_t seen = 0;
+    while (!quit.load(std::memory_order_acquire)) {
+      const std::size_t r = round.load(std::memory_order_acquire);
+      if (r == seen) continue;
+      seen = r;
+      if (d.steal()) thief_wins.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  std::size_t owner_wins = 0;
+  for (std::size_t i = 1; i <= rounds; ++i) {
+    d.push(i);
+    round.store(i, std::memory_order_release);
+    std::size_t v = 0;
+    if (d.pop(v)) {
+      EXPECT_EQ(v, i);
+      ++owner_wins;
+    }
+    // Wait until the item is gone (taken by one side) before the next round.
+    while (!d.empty_approx()) {
+    }
+  }
+  quit.store(true, std::memory_order_release);
+  thief.join();
+  EXPECT_EQ(owner_wins + thief_wins.load(), rounds);
+}
