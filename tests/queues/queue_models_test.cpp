@@ -11,18 +11,37 @@
 #include <vector>
 
 #include "../support/test_support.hpp"
+#include "thread_system/queues/adaptive_job_queue.hpp"
 #include "thread_system/queues/bounded_queue.hpp"
 #include "thread_system/queues/job_queue.hpp"
 #include "thread_system/queues/lockfree_queue.hpp"
 #include "thread_system/queues/queue_concept.hpp"
+#include "thread_system/queues/sharded_queue.hpp"
 
 namespace ts = thread_system;
 
 static_assert(ts::job_queue_model<ts::job_queue>);
 static_assert(ts::job_queue_model<ts::bounded_queue>);
 static_assert(ts::job_queue_model<ts::lockfree_queue>);
+static_assert(ts::job_queue_model<ts::sharded_queue>);
+static_assert(ts::job_queue_model<ts::adaptive_job_queue>);
 
 namespace {
+
+// sharded_queue in bounded mode (a total capacity large enough for the tests).
+class bounded_sharded_queue : public ts::sharded_queue {
+ public:
+  bounded_sharded_queue() : ts::sharded_queue(ts::sharded_queue_options{4, std::size_t{1} << 16, 256}) {}
+};
+
+// adaptive_job_queue whose policy switches at every window of 32 operations
+// (whenever the switch protocol allows), so that every behaviour below is
+// also checked across many switches.
+class switching_adaptive_queue : public ts::adaptive_job_queue {
+ public:
+  switching_adaptive_queue()
+      : ts::adaptive_job_queue(ts::queue_strategy::ADAPTIVE, ts::adaptive_policy{32, 0.0, 1.0}) {}
+};
 
 template <typename Q>
 std::unique_ptr<Q> make_queue();
@@ -37,6 +56,22 @@ std::unique_ptr<ts::bounded_queue> make_queue<ts::bounded_queue>() {
 template <>
 std::unique_ptr<ts::lockfree_queue> make_queue<ts::lockfree_queue>() {
   return std::make_unique<ts::lockfree_queue>();
+}
+template <>
+std::unique_ptr<ts::sharded_queue> make_queue<ts::sharded_queue>() {
+  return std::make_unique<ts::sharded_queue>(ts::sharded_queue_options{4, 0, 256});
+}
+template <>
+std::unique_ptr<bounded_sharded_queue> make_queue<bounded_sharded_queue>() {
+  return std::make_unique<bounded_sharded_queue>();
+}
+template <>
+std::unique_ptr<ts::adaptive_job_queue> make_queue<ts::adaptive_job_queue>() {
+  return std::make_unique<ts::adaptive_job_queue>();
+}
+template <>
+std::unique_ptr<switching_adaptive_queue> make_queue<switching_adaptive_queue>() {
+  return std::make_unique<switching_adaptive_queue>();
 }
 
 ts::job_function recorder(std::vector<int>& out, int value) {
@@ -58,7 +93,8 @@ void push_retrying(Q& queue, ts::job_function&& job) {
 template <typename Q>
 class QueueModel : public ::testing::Test {};
 
-using queue_types = ::testing::Types<ts::job_queue, ts::bounded_queue, ts::lockfree_queue>;
+using queue_types = ::testing::Types<ts::job_queue, ts::bounded_queue, ts::lockfree_queue, ts::sharded_queue,
+                                     bounded_sharded_queue, ts::adaptive_job_queue, switching_adaptive_queue>;
 
 class queue_names {
  public:
@@ -67,6 +103,10 @@ class queue_names {
     if constexpr (std::is_same_v<T, ts::job_queue>) return "job_queue";
     if constexpr (std::is_same_v<T, ts::bounded_queue>) return "bounded_queue";
     if constexpr (std::is_same_v<T, ts::lockfree_queue>) return "lockfree_queue";
+    if constexpr (std::is_same_v<T, ts::sharded_queue>) return "sharded_queue";
+    if constexpr (std::is_same_v<T, bounded_sharded_queue>) return "bounded_sharded_queue";
+    if constexpr (std::is_same_v<T, ts::adaptive_job_queue>) return "adaptive_job_queue";
+    if constexpr (std::is_same_v<T, switching_adaptive_queue>) return "switching_adaptive_queue";
     return "unknown";
   }
 };
