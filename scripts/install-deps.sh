@@ -3,12 +3,12 @@
 # benchmark. Idempotent: packages already present are not reinstalled.
 # Usage: scripts/install-deps.sh [--with-peers]
 #   --with-peers  also the comparison peers of the benchmark report
-#                 (oneTBB, Boost.Asio, moodycamel::ConcurrentQueue, gnuplot).
+#                 (oneTBB, Boost.Asio, moodycamel::ConcurrentQueue).
 set -euo pipefail
 
 packages=(g++ cmake ninja-build libgtest-dev libgmock-dev libbenchmark-dev)
 if [[ "${1:-}" == "--with-peers" ]]; then
-  packages+=(libtbb-dev libboost-dev libconcurrentqueue-dev gnuplot-nox)
+  packages+=(libtbb-dev libboost-dev libconcurrentqueue-dev)
 fi
 
 missing=()

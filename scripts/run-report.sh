@@ -5,7 +5,7 @@
 # Usage: scripts/run-report.sh [--full]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --with-peers
 cmake --workflow --preset bench
 
 out=report
