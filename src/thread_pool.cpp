@@ -55,10 +55,16 @@ std::uint32_t default_max_spinners() noexcept {
 }
 }  // namespace
 
-thread_pool::thread_pool(std::string name) : name_(std::move(name)), max_spinners_(default_max_spinners()) {}
+thread_pool::thread_pool(std::string name)
+    : name_(std::move(name)),
+      queue_(detail::make_injector(pool_queue::mutex, 1024)),
+      max_spinners_(default_max_spinners()) {}
 
 thread_pool::thread_pool(std::size_t worker_count, pool_options options)
-    : name_(std::move(options.name)), queue_(options.initial_queue_capacity), max_spinners_(default_max_spinners()) {
+    : name_(std::move(options.name)),
+      queue_(detail::make_injector(options.queue, options.initial_queue_capacity)),
+      queue_kind_(options.queue),
+      max_spinners_(default_max_spinners()) {
   if (worker_count == 0) {
     throw error_exception(error{error_code::invalid_argument, "thread_pool: worker_count must be at least 1"});
   }
@@ -213,14 +219,20 @@ result<void> thread_pool::push_one(job_function&& fn) {
   // The queue counts the job as accepted inside its critical section, so
   // close() in stop() makes the accepted total exact and no worker can
   // finish a job before it is counted (see idle_now()).
-  if (auto r = queue_.try_push(std::move(fn)); !r) return refusal(r.error());
+  if (auto r = queue_->push(std::move(fn)); !r) {
+    became_idle_.notify_all();  // a waiter may have seen a count the refusal rolled back
+    return refusal(r.error());
+  }
   wake_worker_if_needed();
   return {};
 }
 
 result<void> thread_pool::push_batch(std::span<job_function> fns) {
   if (fns.empty()) return {};
-  if (auto r = queue_.push_batch(fns); !r) return refusal(r.error());
+  if (auto r = queue_->push_batch(fns); !r) {
+    became_idle_.notify_all();  // as in push_one()
+    return refusal(r.error());
+  }
   // One wake-up; the woken worker wakes the next while work remains
   // (see worker_main), so a burst wakes only as many workers as it keeps busy.
   wake_worker_if_needed();
@@ -256,7 +268,7 @@ void thread_pool::worker_main(thread_worker& w) {
     if (find_and_run(w, local, /*helping=*/false)) continue;
 
     thread_worker::add(w.busy_ns_, now_ns() - busy_since);
-    if (queue_.is_closed()) {
+    if (queue_->is_closed()) {
       // Closed was observed (acquire): every injector push that succeeded
       // did so before the close, and nothing is pushed to this worker's deque
       // after stop() (push_local refuses), so one more look decides.
@@ -304,7 +316,7 @@ void thread_pool::worker_main(thread_worker& w) {
 }
 
 bool thread_pool::work_visible() const noexcept {
-  if (!queue_.empty_approx() || queue_.is_closed()) return true;
+  if (!queue_->empty_approx() || queue_->is_closed()) return true;
   const std::size_t n = published_.load(std::memory_order_acquire);  // pairs with start_worker()
   for (std::size_t i = 0; i < n; ++i) {
     if (!steal_table_[i].load(std::memory_order_relaxed)->deque_.empty_approx())
@@ -319,10 +331,10 @@ bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, 
   const std::size_t batch_limit = helping ? 1 : local.size();
   auto run_from_injector = [&]() -> bool {
     const std::size_t share = worker_count_.load(std::memory_order_relaxed);  // a hint
-    const std::size_t n = queue_.pop_fair_share(local.first(batch_limit), share);
+    const std::size_t n = queue_->pop_share(local.first(batch_limit), share);
     if (n == 0) return false;
     // More work than this worker took: make sure someone else is coming.
-    if (!queue_.empty_approx()) wake_worker_if_needed();
+    if (!queue_->empty_approx()) wake_worker_if_needed();
     run_batch(w, local.first(n));
     return true;
   };
@@ -448,7 +460,7 @@ bool thread_pool::idle_now() const noexcept {
   }
   // Accepted = injector pushes + jobs spawned onto workers' deques, read
   // after all completion counters (acquire loads above keep them first).
-  std::uint64_t accepted = queue_.total_pushed();
+  std::uint64_t accepted = queue_->accepted();
   for (const auto& w : workers_) accepted += w->spawned_.load(std::memory_order_acquire);  // pairs with push_local()
   return finished == accepted;
 }
@@ -474,7 +486,7 @@ std::uint64_t thread_pool::cancel_queued() noexcept {
   std::array<job_function, max_batch> local;
   std::uint64_t n = 0;
   for (;;) {
-    const std::size_t got = queue_.pop_batch(local);
+    const std::size_t got = queue_->pop_share(local, 1);
     if (got == 0) return n;
     for (std::size_t i = 0; i < got; ++i) {
       local[i].cancel();
@@ -499,7 +511,8 @@ stop_report thread_pool::stop(stop_mode mode) {
     state_.store(state::stopping, std::memory_order_release);  // pairs with acquire in is_running()
     for (auto& w : workers_) to_join.push_back(w.get());
   }
-  queue_.close();  // from here every push fails with pool_stopped
+  queue_->close();            // from here every push fails with pool_stopped
+  queue_->wait_for_pushes();  // pushes that raced with close() have settled: accepted() is final
   if (mode == stop_mode::cancel_pending) {
     // release: pairs with the acquire in run_batch(); set before draining so
     // jobs already taken by workers but not started are cancelled too.
@@ -514,7 +527,7 @@ stop_report thread_pool::stop(stop_mode mode) {
   if (!was_running) {
     // No worker ever ran: drain on this thread so "drain" keeps its promise.
     std::array<job_function, max_batch> local;
-    for (std::size_t n = queue_.pop_batch(local); n > 0; n = queue_.pop_batch(local)) {
+    for (std::size_t n = queue_->pop_share(local, 1); n > 0; n = queue_->pop_share(local, 1)) {
       run_batch(caller_runner_, std::span(local.data(), n));
     }
   }
@@ -528,7 +541,7 @@ stop_report thread_pool::stop(stop_mode mode) {
 stop_report thread_pool::make_report() const {
   // Caller holds lifecycle_mutex_.
   stop_report r;
-  r.accepted = queue_.total_pushed();
+  r.accepted = queue_->accepted();
   for (const auto& w : workers_) r.accepted += w->spawned_.load(std::memory_order_acquire);  // pairs with push_local()
   r.cancelled = cancelled_by_stop_.load(std::memory_order_acquire);
   auto add_worker = [&r](const thread_worker& w) {
@@ -558,7 +571,7 @@ pool_statistics thread_pool::get_statistics() const {
   s.executed = r.executed;
   s.failed = r.failed;
   s.cancelled = r.cancelled;
-  s.queued = queue_.size_approx();
+  s.queued = queue_->size_approx();
   s.workers = workers_.size();
   for (const auto& w : workers_) {
     const auto ws = w->get_statistics();

@@ -14,7 +14,7 @@
 namespace ts = thread_system;
 
 TEST(ParallelFor, VisitsEveryIndexOnce) {
-  ts::thread_pool pool{3};
+  ts::thread_pool pool{3, ts::test::pool_opts()};
   const std::size_t n = ts::test::scaled(1'000'003);
   std::vector<std::uint8_t> hits(n, 0);
   ts::parallel_for(pool, std::size_t{0}, n, [&](std::size_t i) { ++hits[i]; });  // disjoint indices: no race
@@ -24,7 +24,7 @@ TEST(ParallelFor, VisitsEveryIndexOnce) {
 }
 
 TEST(ParallelFor, EmptyAndTinyRanges) {
-  ts::thread_pool pool{2};
+  ts::thread_pool pool{2, ts::test::pool_opts()};
   int calls = 0;
   ts::parallel_for(pool, 5, 5, [&](int) { ++calls; });
   ts::parallel_for(pool, 7, 3, [&](int) { ++calls; });
@@ -35,7 +35,7 @@ TEST(ParallelFor, EmptyAndTinyRanges) {
 }
 
 TEST(ParallelFor, NestedParallelism) {
-  ts::thread_pool pool{2};
+  ts::thread_pool pool{2, ts::test::pool_opts()};
   constexpr int outer = 16;
   constexpr int inner = 1000;
   std::vector<std::atomic<int>> rows(outer);
@@ -50,7 +50,7 @@ TEST(ParallelFor, NestedParallelism) {
 }
 
 TEST(ParallelFor, FirstExceptionReachesTheCallerAfterAllPiecesFinish) {
-  ts::thread_pool pool{2};
+  ts::thread_pool pool{2, ts::test::pool_opts()};
   std::atomic<int> visited{0};
   EXPECT_THROW(ts::parallel_for(
                    pool, 0, 10'000,
@@ -65,7 +65,7 @@ TEST(ParallelFor, FirstExceptionReachesTheCallerAfterAllPiecesFinish) {
 }
 
 TEST(ParallelFor, WorksFromInsideAWorker) {
-  ts::thread_pool pool{1};
+  ts::thread_pool pool{1, ts::test::pool_opts()};
   auto f = pool.submit([&pool] {
     std::atomic<long> sum{0};
     ts::parallel_for(
@@ -76,7 +76,7 @@ TEST(ParallelFor, WorksFromInsideAWorker) {
 }
 
 TEST(ParallelReduce, SumMatchesSerial) {
-  ts::thread_pool pool{4};
+  ts::thread_pool pool{4, ts::test::pool_opts()};
   const std::size_t n = ts::test::scaled(2'000'000);
   std::vector<std::uint64_t> v(n);
   std::iota(v.begin(), v.end(), 1);
@@ -92,7 +92,7 @@ TEST(ParallelReduce, SumMatchesSerial) {
 }
 
 TEST(ParallelReduce, FloatingPointResultIsDeterministic) {
-  ts::thread_pool pool{4};
+  ts::thread_pool pool{4, ts::test::pool_opts()};
   std::vector<double> v(100'000);
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = 1.0 / static_cast<double>(i + 1);
   auto run = [&] {
@@ -109,7 +109,7 @@ TEST(ParallelReduce, FloatingPointResultIsDeterministic) {
 }
 
 TEST(ParallelReduce, EmptyRangeGivesIdentity) {
-  ts::thread_pool pool{1};
+  ts::thread_pool pool{1, ts::test::pool_opts()};
   EXPECT_EQ(ts::parallel_reduce(
                 pool, 3, 3, 42, [](int, int, int acc) { return acc; }, std::plus<>{}),
             42);

@@ -24,9 +24,10 @@ using namespace std::chrono_literals;
 // ---- concise API ---------------------------------------------------------
 
 TEST(ThreadPool, ConciseEnqueueAndWaitIdle) {
-  ts::thread_pool pool{4};
+  ts::thread_pool pool{4, ts::test::pool_opts()};
   EXPECT_TRUE(pool.is_running());
   EXPECT_EQ(pool.worker_count(), 4U);
+  EXPECT_EQ(pool.queue_kind(), ts::test::pool_queue_under_test());
   std::atomic<int> sum{0};
   for (int i = 1; i <= 1000; ++i) ASSERT_TRUE(pool.enqueue([&sum, i] { sum.fetch_add(i); }));
   pool.wait_idle();
@@ -45,7 +46,7 @@ TEST(ThreadPool, DefaultWorkerCountIsHardwareConcurrency) {
 }
 
 TEST(ThreadPool, SubmitReturnsValue) {
-  ts::thread_pool pool{2};
+  ts::thread_pool pool{2, ts::test::pool_opts()};
   auto f = pool.submit([](int a, int b) { return a * b; }, 6, 7);
   EXPECT_EQ(f.get(), 42);
   auto s = pool.submit([](std::string x) { return x + "!"; }, std::string("hi"));
@@ -55,13 +56,13 @@ TEST(ThreadPool, SubmitReturnsValue) {
 }
 
 TEST(ThreadPool, SubmitMoveOnlyArgumentAndResult) {
-  ts::thread_pool pool{1};
+  ts::thread_pool pool{1, ts::test::pool_opts()};
   auto f = pool.submit([](std::unique_ptr<int> p) { return std::make_unique<int>(*p + 1); }, std::make_unique<int>(1));
   EXPECT_EQ(*f.get(), 2);
 }
 
 TEST(ThreadPool, ExceptionReachesFutureWithItsType) {
-  ts::thread_pool pool{2};
+  ts::thread_pool pool{2, ts::test::pool_opts()};
   auto f = pool.submit([]() -> int { throw std::out_of_range("index 7"); });
   try {
     (void)f.get();
@@ -75,7 +76,7 @@ TEST(ThreadPool, ExceptionReachesFutureWithItsType) {
 
 TEST(ThreadPool, FireAndForgetExceptionGoesToHandlerAndWorkerLivesOn) {
   std::atomic<int> handled{0};
-  ts::pool_options opt;
+  ts::pool_options opt = ts::test::pool_opts();
   opt.name = "failing";
   opt.on_error = [&handled](std::exception_ptr e) {
     try {
@@ -97,7 +98,7 @@ TEST(ThreadPool, FireAndForgetExceptionGoesToHandlerAndWorkerLivesOn) {
 }
 
 TEST(ThreadPool, HandlerCanBeReplacedAtRunTime) {
-  ts::thread_pool pool{1};
+  ts::thread_pool pool{1, ts::test::pool_opts()};
   std::atomic<int> handled{0};
   pool.set_error_handler([&handled](std::exception_ptr) { handled.fetch_add(1); });
   ASSERT_TRUE(pool.enqueue([] { throw 5; }));  // non-standard exception type
@@ -106,7 +107,7 @@ TEST(ThreadPool, HandlerCanBeReplacedAtRunTime) {
 }
 
 TEST(ThreadPool, EnqueueBatchOfCallables) {
-  ts::thread_pool pool{3};
+  ts::thread_pool pool{3, ts::test::pool_opts()};
   std::atomic<int> count{0};
   std::vector<std::function<void()>> jobs(500, [&count] { count.fetch_add(1); });
   ASSERT_TRUE(pool.enqueue_batch(jobs));
@@ -116,7 +117,7 @@ TEST(ThreadPool, EnqueueBatchOfCallables) {
 }
 
 TEST(ThreadPool, BatchWithNullIsRefusedWhole) {
-  ts::thread_pool pool{1};
+  ts::thread_pool pool{1, ts::test::pool_opts()};
   std::atomic<int> count{0};
   std::vector<std::function<void()>> jobs(3, [&count] { count.fetch_add(1); });
   jobs[1] = nullptr;
@@ -132,7 +133,7 @@ TEST(ThreadPool, BatchWithNullIsRefusedWhole) {
 
 TEST(ThreadPool, ZeroWorkersIsInvalidArgument) {
   try {
-    ts::thread_pool pool{0};
+    ts::thread_pool pool{0, ts::test::pool_opts()};
     FAIL() << "zero workers must be refused";
   } catch (const ts::error_exception& e) {
     EXPECT_EQ(e.code(), ts::error_code::invalid_argument);
@@ -144,7 +145,7 @@ TEST(ThreadPool, ZeroWorkersIsInvalidArgument) {
 }
 
 TEST(ThreadPool, NullJobsAreInvalidArgument) {
-  ts::thread_pool pool{1};
+  ts::thread_pool pool{1, ts::test::pool_opts()};
   std::function<void()> empty;
   auto a = pool.enqueue(empty);
   ASSERT_FALSE(a);
@@ -163,7 +164,7 @@ TEST(ThreadPool, NullJobsAreInvalidArgument) {
 }
 
 TEST(ThreadPool, EnqueueAfterStopIsPoolStopped) {
-  ts::thread_pool pool{2};
+  ts::thread_pool pool{2, ts::test::pool_opts()};
   (void)pool.stop();
   EXPECT_TRUE(pool.is_stopped());
   auto r = pool.enqueue([] {});
@@ -185,14 +186,14 @@ TEST(ThreadPool, EnqueueAfterStopIsPoolStopped) {
 }
 
 TEST(ThreadPool, StartTwiceIsAlreadyStarted) {
-  ts::thread_pool pool{1};
+  ts::thread_pool pool{1, ts::test::pool_opts()};
   auto r = pool.start();
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), ts::error_code::already_started);
 }
 
 TEST(ThreadPool, StopAndWaitFromOwnWorkerAreRefused) {
-  ts::thread_pool pool{1};
+  ts::thread_pool pool{1, ts::test::pool_opts()};
   auto f = pool.submit([&pool] {
     int refusals = 0;
     try {
@@ -216,7 +217,7 @@ TEST(ThreadPool, StopDrainRunsEverythingAccepted) {
   ts::test::lifetime_tracker t;
   ts::stop_report report;
   {
-    ts::thread_pool pool{2};
+    ts::thread_pool pool{2, ts::test::pool_opts()};
     for (int i = 0; i < 2000; ++i) ASSERT_TRUE(pool.enqueue(ts::test::counting_functor(t)));
     report = pool.stop(ts::stop_mode::drain);
     EXPECT_EQ(pool.stop().executed, report.executed) << "stop() is idempotent";
@@ -229,7 +230,7 @@ TEST(ThreadPool, StopDrainRunsEverythingAccepted) {
 }
 
 TEST(ThreadPool, StopCancelPendingCancelsQueuedJobsAndTheirFutures) {
-  ts::thread_pool pool{1};
+  ts::thread_pool pool{1, ts::test::pool_opts()};
   std::latch started{1};
   std::atomic<bool> release{false};
   auto blocker = pool.submit([&] {
@@ -265,7 +266,7 @@ TEST(ThreadPool, StopCancelPendingCancelsQueuedJobsAndTheirFutures) {
 TEST(ThreadPool, DestructorDrains) {
   std::atomic<int> ran{0};
   {
-    ts::thread_pool pool{2};
+    ts::thread_pool pool{2, ts::test::pool_opts()};
     for (int i = 0; i < 500; ++i) ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1); }));
   }
   EXPECT_EQ(ran.load(), 500);
@@ -275,7 +276,7 @@ TEST(ThreadPool, JobsEnqueuedByJobsRunBeforeStopAndAreRefusedAfter) {
   std::atomic<int> children{0};
   std::atomic<int> refused{0};
   {
-    ts::thread_pool pool{2};
+    ts::thread_pool pool{2, ts::test::pool_opts()};
     for (int i = 0; i < 100; ++i) {
       ASSERT_TRUE(pool.enqueue([&] {
         auto r = pool.enqueue([&children] { children.fetch_add(1); });
@@ -330,7 +331,7 @@ TEST(ThreadPool, SeedStyleWorkersCallbackJobsAndStatistics) {
 
 TEST(ThreadPool, SeedJobErrorIsReportedAsJobFailed) {
   std::atomic<int> job_failed{0};
-  ts::pool_options opt;
+  ts::pool_options opt = ts::test::pool_opts();
   opt.on_error = [&job_failed](std::exception_ptr e) {
     try {
       std::rethrow_exception(e);
@@ -360,7 +361,7 @@ TEST(ThreadPool, NeverStartedPoolDrainsOnTheCaller) {
 }
 
 TEST(ThreadPool, WorkerAddedWhileRunningStartsWorking) {
-  ts::thread_pool pool{1};
+  ts::thread_pool pool{1, ts::test::pool_opts()};
   ASSERT_TRUE(pool.enqueue(std::make_unique<ts::thread_worker>("late-worker")));
   EXPECT_EQ(pool.worker_count(), 2U);
   std::atomic<int> ran{0};
@@ -386,7 +387,7 @@ std::set<std::string> thread_names_of_this_process() {
 
 TEST(ThreadPool, WorkerThreadsAreNamed) {
   if (!std::filesystem::exists("/proc/self/task")) GTEST_SKIP() << "no /proc on this platform";
-  ts::pool_options opt;
+  ts::pool_options opt = ts::test::pool_opts();
   opt.name = "namedpool";
   ts::thread_pool pool{2, opt};
   // A worker names itself when its thread starts; give it the time to.
@@ -416,7 +417,7 @@ double cpu_seconds() {
 }  // namespace
 
 TEST(ThreadPool, IdleWorkersSleep) {
-  ts::thread_pool pool{2};
+  ts::thread_pool pool{2, ts::test::pool_opts()};
   pool.wait_idle();
   const auto deadline = std::chrono::steady_clock::now() + 10s;
   while (total_parks(pool) < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
@@ -439,7 +440,7 @@ TEST(ThreadPool, IdleWorkersSleep) {
 
 // An idle pool burns (almost) no CPU: its workers are parked, not spinning.
 TEST(ThreadPool, IdlePoolUsesNoCpu) {
-  ts::thread_pool pool{4};
+  ts::thread_pool pool{4, ts::test::pool_opts()};
   pool.wait_idle();
   std::this_thread::sleep_for(20ms);
   const double before = cpu_seconds();

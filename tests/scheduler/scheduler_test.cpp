@@ -41,7 +41,7 @@ void spawn_tree(ts::thread_pool& pool, int depth, int fanout, std::atomic<std::u
 
 TEST(Scheduler, RecursiveFibCountsAreExact) {
   for (std::size_t workers : {1U, 2U, 4U}) {
-    ts::thread_pool pool{workers};
+    ts::thread_pool pool{workers, ts::test::pool_opts()};
     std::atomic<std::uint64_t> calls{0};
     const int n = ts::test::scale_divisor > 1 ? 14 : 20;
     auto root = pool.submit([&pool, &calls, n] { return fib_tasks(pool, n, calls); });
@@ -55,7 +55,7 @@ TEST(Scheduler, RecursiveFibCountsAreExact) {
 }
 
 TEST(Scheduler, TreeSpawnCountIsExact) {
-  ts::thread_pool pool{3};
+  ts::thread_pool pool{3, ts::test::pool_opts()};
   std::atomic<std::uint64_t> nodes{0};
   const int depth = ts::test::scale_divisor > 1 ? 6 : 9;
   ASSERT_TRUE(pool.enqueue([&pool, &nodes, depth] { spawn_tree(pool, depth, 3, nodes); }));
@@ -67,7 +67,7 @@ TEST(Scheduler, TreeSpawnCountIsExact) {
 }
 
 TEST(Scheduler, SubmitAndWaitInsideASingleWorkerPool) {
-  ts::thread_pool pool{1};
+  ts::thread_pool pool{1, ts::test::pool_opts()};
   auto outer = pool.submit([&pool] {
     auto inner = pool.submit([] { return 20; });
     return inner.get() + 1;  // must help, not block the only worker
@@ -76,7 +76,7 @@ TEST(Scheduler, SubmitAndWaitInsideASingleWorkerPool) {
 }
 
 TEST(Scheduler, ChainOfWaitsInsideASingleWorkerPool) {
-  ts::thread_pool pool{1};
+  ts::thread_pool pool{1, ts::test::pool_opts()};
   std::function<int(int)> chain = [&](int depth) -> int {
     if (depth == 0) return 0;
     return pool.submit([&chain, depth] { return chain(depth - 1); }).get() + 1;
@@ -86,7 +86,7 @@ TEST(Scheduler, ChainOfWaitsInsideASingleWorkerPool) {
 }
 
 TEST(Scheduler, IdleWorkersStealSpawnedWork) {
-  ts::thread_pool pool{2};
+  ts::thread_pool pool{2, ts::test::pool_opts()};
   std::atomic<int> ran{0};
   // One job spawns many slow children onto its own deque; the other worker
   // must steal some of them.
@@ -104,7 +104,7 @@ TEST(Scheduler, IdleWorkersStealSpawnedWork) {
 }
 
 TEST(Scheduler, FutureWaitForTimesOutThenSucceeds) {
-  ts::thread_pool pool{1};
+  ts::thread_pool pool{1, ts::test::pool_opts()};
   std::atomic<bool> release{false};
   auto f = pool.submit([&release] {
     while (!release.load()) std::this_thread::sleep_for(100us);
@@ -121,7 +121,7 @@ TEST(Scheduler, FutureWaitForTimesOutThenSucceeds) {
 }
 
 TEST(Scheduler, HelpingWaitRethrowsChildException) {
-  ts::thread_pool pool{1};
+  ts::thread_pool pool{1, ts::test::pool_opts()};
   auto f = pool.submit([&pool] {
     auto child = pool.submit([]() -> int { throw std::invalid_argument("child"); });
     try {
@@ -138,7 +138,7 @@ TEST(Scheduler, ShutdownWhileJobsSpawnJobsInBothModes) {
     ts::test::lifetime_tracker tracker;
     ts::stop_report report;
     {
-      ts::thread_pool pool{2};
+      ts::thread_pool pool{2, ts::test::pool_opts()};
       std::atomic<bool> go{true};
       std::function<void()> spawner = [&] {
         if (!go.load()) return;
@@ -175,7 +175,7 @@ std::uint64_t fib_group(ts::thread_pool& pool, int n) {
 
 TEST(TaskGroup, FibFromOutsideAndInside) {
   for (std::size_t workers : {1U, 2U, 3U}) {
-    ts::thread_pool pool{workers};
+    ts::thread_pool pool{workers, ts::test::pool_opts()};
     const int n = ts::test::scale_divisor > 1 ? 15 : 22;
     const std::uint64_t expected = n == 22 ? 17711U : 610U;
     EXPECT_EQ(fib_group(pool, n), expected) << "called from outside, " << workers << " workers";
@@ -188,7 +188,7 @@ TEST(TaskGroup, FibFromOutsideAndInside) {
 }
 
 TEST(TaskGroup, WaitRethrowsFirstExceptionAfterAllJobsFinish) {
-  ts::thread_pool pool{2};
+  ts::thread_pool pool{2, ts::test::pool_opts()};
   std::atomic<int> finished{0};
   ts::task_group g(pool);
   for (int i = 0; i < 100; ++i) {
@@ -205,7 +205,7 @@ TEST(TaskGroup, WaitRethrowsFirstExceptionAfterAllJobsFinish) {
 }
 
 TEST(TaskGroup, RunOnAStoppedPoolRunsInline) {
-  ts::thread_pool pool{1};
+  ts::thread_pool pool{1, ts::test::pool_opts()};
   (void)pool.stop();
   int ran = 0;
   ts::task_group g(pool);
@@ -215,7 +215,7 @@ TEST(TaskGroup, RunOnAStoppedPoolRunsInline) {
 }
 
 TEST(TaskGroup, BlockedExternalWaiterIsWoken) {
-  ts::thread_pool pool{2};
+  ts::thread_pool pool{2, ts::test::pool_opts()};
   const std::size_t rounds = ts::test::scaled(20'000);
   for (std::size_t i = 0; i < rounds; ++i) {
     std::atomic<int> v{0};

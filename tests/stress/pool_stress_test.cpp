@@ -27,7 +27,7 @@ TEST_P(ExactlyOnce, EveryIdSeenOnce) {
   const std::size_t total = ts::test::scaled(1'000'000);
   std::vector<std::atomic<std::uint8_t>> seen(total);
   {
-    ts::thread_pool pool{static_cast<std::size_t>(workers)};
+    ts::thread_pool pool{static_cast<std::size_t>(workers), ts::test::pool_opts()};
     std::vector<std::thread> threads;
     for (int p = 0; p < producers; ++p) {
       threads.emplace_back([&, p] {
@@ -67,7 +67,7 @@ TEST_P(ShutdownUnderLoad, AccountsForEveryJob) {
   std::atomic<std::uint64_t> refused{0};
   ts::stop_report report;
   {
-    ts::thread_pool pool{3};
+    ts::thread_pool pool{3, ts::test::pool_opts()};
     std::atomic<bool> go{true};
     std::vector<std::thread> producers;
     for (int p = 0; p < 3; ++p) {
@@ -126,7 +126,7 @@ TEST(PoolStress, DestroyingAPoolWhoseJobsKeepEnqueueingFinishes) {
     std::atomic<std::uint64_t> runs{0};
     ts::stop_report report;
     {
-      ts::thread_pool pool{2};
+      ts::thread_pool pool{2, ts::test::pool_opts()};
       ASSERT_TRUE(pool.enqueue(spawner{&pool, &runs}));
       std::this_thread::sleep_for(50ms);
       report = pool.stop(mode);
@@ -138,7 +138,7 @@ TEST(PoolStress, DestroyingAPoolWhoseJobsKeepEnqueueingFinishes) {
   // And plain destruction (drain) with no explicit stop():
   std::atomic<std::uint64_t> runs{0};
   {
-    ts::thread_pool pool{2};
+    ts::thread_pool pool{2, ts::test::pool_opts()};
     ASSERT_TRUE(pool.enqueue(spawner{&pool, &runs}));
     std::this_thread::sleep_for(20ms);
   }
@@ -149,7 +149,7 @@ TEST(PoolStress, DestroyingAPoolWhoseJobsKeepEnqueueingFinishes) {
 
 TEST(PoolStress, NoLostWakeUpWhenIdlePoolGetsOneJob) {
   const std::size_t rounds = ts::test::scaled(100'000);
-  ts::thread_pool pool{2};
+  ts::thread_pool pool{2, ts::test::pool_opts()};
   std::mt19937 rng(12345);
   std::uniform_int_distribution<int> pause(0, 20);
   for (std::size_t i = 0; i < rounds; ++i) {
@@ -170,7 +170,7 @@ TEST(PoolStress, NoLostWakeUpWhenIdlePoolGetsOneJob) {
 
 TEST(PoolStress, WaitIdleNeverReturnsEarly) {
   const std::size_t rounds = ts::test::scaled(20'000);
-  ts::thread_pool pool{2};
+  ts::thread_pool pool{2, ts::test::pool_opts()};
   std::atomic<std::uint64_t> done{0};
   for (std::size_t i = 0; i < rounds; ++i) {
     const std::size_t burst = 1 + i % 7;
@@ -190,7 +190,7 @@ TEST(PoolStress, MixedLoadForSeconds) {
   std::atomic<std::uint64_t> submitted_values{0};
   std::atomic<std::uint64_t> received_values{0};
   {
-    ts::thread_pool pool{4};
+    ts::thread_pool pool{4, ts::test::pool_opts()};
     const auto end = std::chrono::steady_clock::now() + 2s;
     std::vector<std::thread> producers;
     for (int p = 0; p < 3; ++p) {

@@ -1,5 +1,6 @@
 // GoogleTest main with a per-test deadlock watchdog: a test that runs longer
-// than THREAD_SYSTEM_TEST_TIMEOUT seconds (default 120) prints its name and
+// than THREAD_SYSTEM_TEST_TIMEOUT_SECONDS (set by the build; the environment
+// variable THREAD_SYSTEM_TEST_TIMEOUT overrides it) prints its name and
 // aborts the process, so a deadlock fails fast instead of hanging CI.
 #include <gtest/gtest.h>
 
@@ -74,9 +75,12 @@ class watchdog_listener : public testing::EmptyTestEventListener {
 
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
-  long seconds = 120;
+#ifndef THREAD_SYSTEM_TEST_TIMEOUT_SECONDS
+#define THREAD_SYSTEM_TEST_TIMEOUT_SECONDS 120
+#endif
+  long seconds = THREAD_SYSTEM_TEST_TIMEOUT_SECONDS;
   if (const char* env = std::getenv("THREAD_SYSTEM_TEST_TIMEOUT")) seconds = std::strtol(env, nullptr, 10);
-  if (seconds <= 0) seconds = 120;
+  if (seconds <= 0) seconds = THREAD_SYSTEM_TEST_TIMEOUT_SECONDS;
   testing::UnitTest::GetInstance()->listeners().Append(new watchdog_listener(std::chrono::seconds(seconds)));
   return RUN_ALL_TESTS();
 }

@@ -5,7 +5,12 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <string>
+
+#include "thread_system/pools/thread_pool.hpp"
 
 namespace thread_system::test {
 
@@ -16,6 +21,26 @@ namespace thread_system::test {
 #endif
 constexpr std::size_t scale_divisor = THREAD_SYSTEM_TEST_SCALE_DIVISOR;
 constexpr std::size_t scaled(std::size_t n) { return n / scale_divisor == 0 ? 1 : n / scale_divisor; }
+
+/// The injector queue the pool tests run with: THREAD_SYSTEM_TEST_POOL_QUEUE
+/// (mutex, lockfree, adaptive, sharded; default mutex). CTest registers the
+/// pool suites once per kind, so every guarantee is checked for every queue.
+inline pool_queue pool_queue_under_test() {
+  const char* env = std::getenv("THREAD_SYSTEM_TEST_POOL_QUEUE");
+  if (env == nullptr) return pool_queue::mutex;
+  for (auto q : {pool_queue::mutex, pool_queue::lockfree, pool_queue::adaptive, pool_queue::sharded}) {
+    if (std::strcmp(env, to_string(q)) == 0) return q;
+  }
+  std::abort();  // a typo in the test configuration must not silently test the default
+}
+
+/// pool_options for a pool under test.
+inline pool_options pool_opts(std::string name = "thread_pool") {
+  pool_options o;
+  o.name = std::move(name);
+  o.queue = pool_queue_under_test();
+  return o;
+}
 
 /// Counts constructions, destructions and invocations of the functors that
 /// share it, to prove each job ran at most once and every capture died once.

@@ -58,8 +58,8 @@
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/pools/stop_mode.hpp"
 #include "thread_system/pools/thread_worker.hpp"
-#include "thread_system/queues/job_queue.hpp"
 #include "thread_system/scheduler/future.hpp"
+#include "thread_system/scheduler/injector.hpp"
 #include "thread_system/scheduler/worker_statistics.hpp"
 #include "thread_system/sync/event_count.hpp"
 
@@ -74,7 +74,9 @@ struct pool_options {
   std::string name = "thread_pool";
   /// Null: print one line per failure to stderr.
   error_handler on_error;
-  /// Initial ring capacity of the queue (it grows on demand).
+  /// The queue for jobs submitted from outside the pool's workers.
+  pool_queue queue = pool_queue::mutex;
+  /// Initial ring capacity of the mutex queue (it grows on demand).
   std::size_t initial_queue_capacity = 1024;
 };
 
@@ -236,6 +238,8 @@ class thread_pool {
   [[nodiscard]] pool_statistics get_statistics() const;
   [[nodiscard]] std::size_t worker_count() const;
   [[nodiscard]] const std::string& get_name() const noexcept { return name_; }
+  /// The injector queue this pool was built with.
+  [[nodiscard]] pool_queue queue_kind() const noexcept { return queue_kind_; }
   /// Replaces the failure handler (null restores the default stderr line).
   void set_error_handler(error_handler handler);
 
@@ -268,7 +272,8 @@ class thread_pool {
   [[nodiscard]] stop_report make_report() const;
 
   std::string name_;
-  job_queue queue_;
+  std::unique_ptr<detail::injector> queue_;  // never null
+  pool_queue queue_kind_ = pool_queue::mutex;
 
   // Lifecycle: state_ changes under lifecycle_mutex_; read lock-free.
   std::mutex stop_mutex_;  // serialises stop(); never taken by workers
