@@ -1,0 +1,773 @@
+// The report's peer benchmarks: one set of workloads, run over Thread System
+// and its peers in the same process, each given the same number of worker
+// threads (see /work/shared/BENCHMARKING.md):
+//
+//   thread_system  thread_system::thread_pool (enqueue)
+//   onetbb         tbb::task_arena(n, 0).enqueue, global_control(n + 1) so
+//                  oneTBB does not cap itself below n workers
+//   boost_asio     boost::asio::thread_pool(n) + post
+//   openmp         #pragma omp parallel num_threads(n) / single / task: the
+//                  thread creating the tasks is one of the n (so producers:1
+//                  only, and the fork of the team is part of every figure)
+//   std_async      std::async(std::launch::async): one thread per job, no
+//                  pool; small job counts; registered with workers:n only
+//   naive          a std::mutex + std::condition_variable + std::deque of
+//                  std::function pool written below (the seed's "Custom (naive)")
+//
+// Benchmark names: <workload>/<library>/<param>:<value>/...
+//   throughput/<lib>/job_ns:J/workers:W/producers:P  jobs/s, wall clock from
+//       the first submit until the last job finished (a counter the jobs
+//       increment; the submitting thread waits on it by yielding, the same
+//       for every library). Extra producers are threads parked on a barrier
+//       (their wake-up is inside the timed region).
+//   latency/<lib>/workers:W          submit->start on an idle pool (p50/p95/p99/max ns)
+//   create/<lib>/workers:W           construct + start + stop/join (own-thread pools only)
+//   memory_per_worker/<lib>/workers:W  VmRSS delta / W with all W threads alive (stacks included)
+//   idle_cpu/<lib>/workers:W         CPU% of the whole process over 0.5 s with an idle pool
+//   queued_bytes/<lib>/jobs:N        VmRSS delta / N with N jobs queued behind a blocked worker
+//
+// Which configurations are registered depends on THREAD_SYSTEM_REPORT_MODE
+// (smoke | quick | full, default quick); scripts/report.py sets it. Memory,
+// idle CPU and queued bytes are meant to run one benchmark per process (the
+// driver does that), so threads and heap left by earlier runs do not count.
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <deque>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "../workloads.hpp"
+#include "thread_system/pools/thread_pool.hpp"
+
+#if defined(THREAD_SYSTEM_HAVE_TBB)
+#include <tbb/global_control.h>
+#include <tbb/task_arena.h>
+#endif
+#if defined(THREAD_SYSTEM_HAVE_BOOST_ASIO)
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#endif
+#if defined(THREAD_SYSTEM_HAVE_OPENMP)
+#include <omp.h>
+#endif
+
+namespace ts = thread_system;
+namespace tb = thread_system::bench;
+
+namespace {
+
+// ---- helpers ------------------------------------------------------------------
+
+using counter_t = std::atomic<std::uint64_t>;
+
+void wait_for_count(const counter_t& counter, std::uint64_t target) {
+  while (counter.load(std::memory_order_acquire) < target) std::this_thread::yield();
+}
+
+bool wait_for_count_for(const counter_t& counter, std::uint64_t target, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (counter.load(std::memory_order_acquire) < target) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+/// VmRSS of this process in bytes (0 when /proc is unavailable).
+double rss_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmRSS:") {
+      double kib = 0;
+      status >> kib;
+      return kib * 1024.0;
+    }
+    status.ignore(4096, '\n');
+  }
+  return 0;
+}
+
+void trim_heap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
+double process_cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto secs = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6; };
+  return secs(ru.ru_utime) + secs(ru.ru_stime);
+}
+
+std::size_t hardware_threads() { return std::max<std::size_t>(2, std::thread::hardware_concurrency()); }
+
+/// A gate that jobs block on (used to hold workers busy while measuring).
+struct gate {
+  std::mutex m;
+  std::condition_variable cv;
+  bool open = false;
+  void wait() {
+    std::unique_lock lock(m);
+    cv.wait(lock, [this] { return open; });
+  }
+  void release() {
+    {
+      std::lock_guard lock(m);
+      open = true;
+    }
+    cv.notify_all();
+  }
+};
+
+// ---- the pools: one interface ---------------------------------------------------
+//   explicit P(std::size_t workers);
+//   template <class F> bool submit(F&& f);  // false: refused
+//   static constexpr const char* name;
+//   static constexpr bool owns_threads;     // threads created/joined by this object
+
+struct thread_system_pool {
+  static constexpr const char* name = "thread_system";
+  static constexpr bool owns_threads = true;
+  explicit thread_system_pool(std::size_t n) : pool{n} {}
+  template <typename F>
+  bool submit(F&& f) {
+    return static_cast<bool>(pool.enqueue(std::forward<F>(f)));
+  }
+  ts::thread_pool pool;
+};
+
+#if defined(THREAD_SYSTEM_HAVE_TBB)
+struct onetbb_pool {
+  static constexpr const char* name = "onetbb";
+  static constexpr bool owns_threads = false;  // workers live in oneTBB's global market
+  explicit onetbb_pool(std::size_t n)
+      : limit{tbb::global_control::max_allowed_parallelism, n + 1}, arena{static_cast<int>(n), 0} {
+    arena.initialize();
+  }
+  template <typename F>
+  bool submit(F&& f) {
+    arena.enqueue(std::forward<F>(f));
+    return true;
+  }
+  tbb::global_control limit;
+  tbb::task_arena arena;
+};
+#endif
+
+#if defined(THREAD_SYSTEM_HAVE_BOOST_ASIO)
+struct boost_asio_pool {
+  static constexpr const char* name = "boost_asio";
+  static constexpr bool owns_threads = true;
+  explicit boost_asio_pool(std::size_t n) : pool{n} {}
+  ~boost_asio_pool() { pool.join(); }
+  boost_asio_pool(const boost_asio_pool&) = delete;
+  boost_asio_pool& operator=(const boost_asio_pool&) = delete;
+  template <typename F>
+  bool submit(F&& f) {
+    boost::asio::post(pool, std::forward<F>(f));
+    return true;
+  }
+  boost::asio::thread_pool pool;
+};
+#endif
+
+/// The seed's "Custom (naive)": one mutex, one condition variable, a deque of
+/// std::function; notify_one per job.
+class naive_pool {
+ public:
+  static constexpr const char* name = "naive";
+  static constexpr bool owns_threads = true;
+  explicit naive_pool(std::size_t n) {
+    threads_.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) threads_.emplace_back([this] { run(); });
+  }
+  ~naive_pool() {
+    {
+      std::lock_guard lock(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  naive_pool(const naive_pool&) = delete;
+  naive_pool& operator=(const naive_pool&) = delete;
+  template <typename F>
+  bool submit(F&& f) {
+    {
+      std::lock_guard lock(m_);
+      jobs_.emplace_back(std::forward<F>(f));
+    }
+    cv_.notify_one();
+    return true;
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock lock(m_);
+        cv_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;  // stop_ and nothing left
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+/// std::async: a thread per job. The futures are kept until clear() (their
+/// destructors join), which the benchmark calls after the last job ran.
+class std_async_pool {
+ public:
+  static constexpr const char* name = "std_async";
+  static constexpr bool owns_threads = false;
+  explicit std_async_pool(std::size_t /*n*/) {}
+  template <typename F>
+  bool submit(F&& f) {
+    auto fut = std::async(std::launch::async, std::forward<F>(f));
+    std::lock_guard lock(m_);
+    futures_.push_back(std::move(fut));
+    return true;
+  }
+  void clear() {
+    std::lock_guard lock(m_);
+    futures_.clear();
+  }
+
+ private:
+  std::mutex m_;
+  std::vector<std::future<void>> futures_;
+};
+
+template <typename P>
+void settle(P& pool) {
+  if constexpr (std::is_same_v<P, std_async_pool>) pool.clear();
+}
+
+/// Makes every worker of `pool` start (all `n` run a job at once), so the
+/// threads exist and their stacks are touched before anything is measured.
+template <typename P>
+bool start_all_workers(P& pool, std::size_t n) {
+  gate g;
+  counter_t started{0};
+  counter_t finished{0};
+  for (std::size_t i = 0; i < n; ++i) {
+    pool.submit([&] {
+      started.fetch_add(1, std::memory_order_acq_rel);
+      g.wait();
+      finished.fetch_add(1, std::memory_order_acq_rel);
+    });
+  }
+  const bool all = wait_for_count_for(started, n, std::chrono::seconds(5));
+  g.release();
+  wait_for_count(finished, n);
+  return all;
+}
+
+// ---- producers ---------------------------------------------------------------------
+
+/// `count - 1` extra producer threads parked on a barrier; run() releases
+/// them and runs share 0 on the calling thread.
+class producer_team {
+ public:
+  producer_team(std::size_t count, std::function<void(std::size_t)> body)
+      : body_(std::move(body)), barrier_(static_cast<std::ptrdiff_t>(count)) {
+    for (std::size_t p = 1; p < count; ++p) {
+      threads_.emplace_back([this, p] {
+        for (;;) {
+          barrier_.arrive_and_wait();
+          if (stop_.load(std::memory_order_acquire)) return;
+          body_(p);
+        }
+      });
+    }
+  }
+  ~producer_team() {
+    stop_.store(true, std::memory_order_release);
+    if (!threads_.empty()) barrier_.arrive_and_wait();
+    for (auto& t : threads_) t.join();
+  }
+  producer_team(const producer_team&) = delete;
+  producer_team& operator=(const producer_team&) = delete;
+  void run() {
+    if (!threads_.empty()) barrier_.arrive_and_wait();
+    body_(0);
+  }
+
+ private:
+  std::function<void(std::size_t)> body_;
+  std::barrier<> barrier_;
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+// ---- workloads ------------------------------------------------------------------------
+
+void throughput_counters(benchmark::State& state, std::uint64_t ran, std::size_t workers, std::size_t producers,
+                         std::uint64_t job_ns) {
+  state.SetItemsProcessed(static_cast<std::int64_t>(ran));
+  state.counters["workers"] = static_cast<double>(workers);
+  state.counters["producers"] = static_cast<double>(producers);
+  state.counters["job_ns"] = static_cast<double>(job_ns);
+  state.counters["oversubscribed"] = workers + (producers > 1 ? producers : 0) > hardware_threads() ? 1 : 0;
+}
+
+template <typename P>
+void bm_throughput(benchmark::State& state, std::size_t workers, std::uint64_t job_ns, std::size_t producers,
+                   std::uint64_t jobs) {
+  P pool(workers);
+  start_all_workers(pool, workers);  // warm-up: threads started, not timed
+  settle(pool);
+  counter_t done{0};
+  std::atomic<bool> refused{false};
+  const std::uint64_t per_producer = jobs / producers;
+  const std::uint64_t per_iteration = per_producer * producers;
+  producer_team team(producers, [&](std::size_t) {
+    for (std::uint64_t i = 0; i < per_producer; ++i) {
+      if (!pool.submit([&done, job_ns] {
+            tb::spin_for_ns(job_ns);
+            done.fetch_add(1, std::memory_order_release);
+          })) {
+        refused.store(true);
+        done.fetch_add(1, std::memory_order_release);
+      }
+    }
+  });
+  std::uint64_t target = 0;
+  for (auto _ : state) {
+    target += per_iteration;
+    team.run();
+    wait_for_count(done, target);
+    settle(pool);
+  }
+  if (refused.load()) state.SkipWithError("a job was refused");
+  throughput_counters(state, done.load(), workers, producers, job_ns);
+}
+
+template <typename P>
+void bm_latency(benchmark::State& state, std::size_t workers) {
+  P pool(workers);
+  start_all_workers(pool, workers);
+  settle(pool);
+  std::vector<double> samples;
+  for (auto _ : state) {
+    state.PauseTiming();
+    settle(pool);
+    std::this_thread::sleep_for(std::chrono::microseconds(500));  // the workers park
+    state.ResumeTiming();
+    counter_t started_at{0};
+    const std::uint64_t submitted_at = tb::now_ns();
+    pool.submit([&started_at] { started_at.store(tb::now_ns(), std::memory_order_release); });
+    while (started_at.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+    samples.push_back(static_cast<double>(started_at.load(std::memory_order_relaxed) - submitted_at));
+  }
+  settle(pool);
+  state.counters["p50_ns"] = tb::percentile(samples, 50);
+  state.counters["p95_ns"] = tb::percentile(samples, 95);
+  state.counters["p99_ns"] = tb::percentile(samples, 99);
+  state.counters["max_ns"] = tb::percentile(samples, 100);
+  state.counters["workers"] = static_cast<double>(workers);
+}
+
+template <typename P>
+void bm_create(benchmark::State& state, std::size_t workers) {
+  for (auto _ : state) {
+    P pool(workers);
+    benchmark::DoNotOptimize(&pool);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["workers"] = static_cast<double>(workers);
+}
+
+template <typename P>
+void bm_memory_per_worker(benchmark::State& state, std::size_t workers) {
+  double per_worker = 0;
+  bool all_started = true;
+  for (auto _ : state) {
+    trim_heap();
+    const double before = rss_bytes();
+    auto pool = std::make_unique<P>(workers);
+    gate g;
+    counter_t started{0};
+    counter_t finished{0};
+    for (std::size_t i = 0; i < workers; ++i) {
+      pool->submit([&] {
+        started.fetch_add(1, std::memory_order_acq_rel);
+        g.wait();
+        finished.fetch_add(1, std::memory_order_acq_rel);
+      });
+    }
+    all_started = wait_for_count_for(started, workers, std::chrono::seconds(5));
+    const double after = rss_bytes();
+    g.release();
+    wait_for_count(finished, started.load());
+    pool.reset();
+    per_worker = (after - before) / static_cast<double>(workers);
+  }
+  if (!all_started) state.SkipWithError("not every worker started within 5 s");
+  state.counters["rss_per_worker_bytes"] = per_worker;
+  state.counters["workers"] = static_cast<double>(workers);
+}
+
+template <typename P>
+void bm_idle_cpu(benchmark::State& state, std::size_t workers) {
+  double percent = 0;
+  for (auto _ : state) {
+    P pool(workers);
+    start_all_workers(pool, workers);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const double before = process_cpu_seconds();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    percent = (process_cpu_seconds() - before) / 0.5 * 100.0;
+  }
+  state.counters["cpu_percent"] = percent;
+  state.counters["workers"] = static_cast<double>(workers);
+}
+
+template <typename P>
+void bm_queued_bytes(benchmark::State& state, std::uint64_t jobs) {
+  double per_job = 0;
+  for (auto _ : state) {
+    P pool(1);
+    gate g;
+    counter_t started{0};
+    counter_t done{0};
+    pool.submit([&] {
+      started.fetch_add(1);
+      g.wait();
+    });
+    wait_for_count(started, 1);
+    trim_heap();
+    const double before = rss_bytes();
+    for (std::uint64_t i = 0; i < jobs; ++i) pool.submit([&done] { done.fetch_add(1, std::memory_order_release); });
+    const double after = rss_bytes();
+    g.release();
+    wait_for_count(done, jobs);
+    per_job = (after - before) / static_cast<double>(jobs);
+  }
+  state.counters["bytes_per_job"] = per_job;
+  state.counters["jobs"] = static_cast<double>(jobs);
+}
+
+// ---- OpenMP: the same workloads with a team of n ----------------------------------------
+
+#if defined(THREAD_SYSTEM_HAVE_OPENMP)
+void omp_throughput(benchmark::State& state, std::size_t workers, std::uint64_t job_ns, std::uint64_t jobs) {
+  omp_set_dynamic(0);
+  const int n = static_cast<int>(workers);
+  counter_t done{0};
+  std::uint64_t target = 0;
+#pragma omp parallel num_threads(n)
+  {}  // warm-up: the team exists
+  for (auto _ : state) {
+    target += jobs;
+#pragma omp parallel num_threads(n)
+#pragma omp single
+    {
+      for (std::uint64_t i = 0; i < jobs; ++i) {
+#pragma omp task shared(done) firstprivate(job_ns)
+        {
+          tb::spin_for_ns(job_ns);
+          done.fetch_add(1, std::memory_order_release);
+        }
+      }
+    }
+    wait_for_count(done, target);
+  }
+  throughput_counters(state, done.load(), workers, 1, job_ns);
+}
+
+void omp_latency(benchmark::State& state, std::size_t workers) {
+  omp_set_dynamic(0);
+  const int n = static_cast<int>(workers);
+  std::vector<double> samples;
+#pragma omp parallel num_threads(n)
+  {}
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+    state.ResumeTiming();
+    counter_t started_at{0};
+    const std::uint64_t submitted_at = tb::now_ns();
+#pragma omp parallel num_threads(n)
+#pragma omp single
+    {
+#pragma omp task shared(started_at)
+      started_at.store(tb::now_ns(), std::memory_order_release);
+    }
+    samples.push_back(static_cast<double>(started_at.load(std::memory_order_relaxed) - submitted_at));
+  }
+  state.counters["p50_ns"] = tb::percentile(samples, 50);
+  state.counters["p95_ns"] = tb::percentile(samples, 95);
+  state.counters["p99_ns"] = tb::percentile(samples, 99);
+  state.counters["max_ns"] = tb::percentile(samples, 100);
+  state.counters["workers"] = static_cast<double>(workers);
+}
+
+void omp_memory_per_worker(benchmark::State& state, std::size_t workers) {
+  omp_set_dynamic(0);
+  double per_worker = 0;
+  for (auto _ : state) {
+    trim_heap();
+    const double before = rss_bytes();
+    double after = 0;
+#pragma omp parallel num_threads(static_cast <int>(workers))
+    {
+#pragma omp barrier
+#pragma omp master
+      after = rss_bytes();
+#pragma omp barrier
+    }
+    per_worker = (after - before) / static_cast<double>(workers);
+  }
+  state.counters["rss_per_worker_bytes"] = per_worker;
+  state.counters["workers"] = static_cast<double>(workers);
+}
+
+void omp_idle_cpu(benchmark::State& state, std::size_t workers) {
+  omp_set_dynamic(0);
+  double percent = 0;
+  for (auto _ : state) {
+#pragma omp parallel num_threads(static_cast <int>(workers))
+    {}
+    const double before = process_cpu_seconds();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    percent = (process_cpu_seconds() - before) / 0.5 * 100.0;
+  }
+  state.counters["cpu_percent"] = percent;
+  state.counters["workers"] = static_cast<double>(workers);
+}
+#endif
+
+// ---- registration -------------------------------------------------------------------------
+
+enum class mode { smoke, quick, full };
+
+mode report_mode() {
+  const char* m = std::getenv("THREAD_SYSTEM_REPORT_MODE");
+  if (m == nullptr) return mode::quick;
+  const std::string s(m);
+  if (s == "smoke") return mode::smoke;
+  if (s == "full") return mode::full;
+  return mode::quick;
+}
+
+struct plan {
+  std::vector<std::uint64_t> job_ns;
+  std::vector<std::size_t> workers;
+  std::vector<std::size_t> producers;         // matrix with empty jobs (seed 004)
+  bool producers_for_every_job_size = false;  // full: the whole job x workers x producers cube
+  std::uint64_t scale = 1;                    // job counts are divided by this
+  int latency_iterations = 1000;
+  std::vector<std::size_t> memory_workers;
+  std::vector<std::size_t> idle_workers;
+};
+
+plan make_plan(mode m) {
+  const std::size_t hw = hardware_threads();
+  switch (m) {
+    case mode::smoke:
+      return plan{{0, 1000}, {1, 2}, {1, 2}, false, 10, 100, {hw}, {hw}};
+    case mode::full:
+      return plan{{0, 1000, 10000, 100000}, {1, 2, 4, 8}, {1, 2, 4, 8}, true, 1, 2000, {1, 4, 8, 16}, {hw, 8}};
+    case mode::quick:
+      break;
+  }
+  return plan{{0, 1000, 10000, 100000}, {1, 2, 4, 8}, {1, 2, 4, 8}, false, 2, 1000, {1, 4, 8, 16}, {8}};
+}
+
+/// Jobs per timed iteration: about 20 ms of work for one worker.
+std::uint64_t jobs_for(std::uint64_t job_ns, std::uint64_t scale, bool one_thread_per_job) {
+  std::uint64_t jobs = job_ns == 0 ? 100'000 : std::max<std::uint64_t>(200, 20'000'000 / job_ns);
+  if (one_thread_per_job) jobs = std::min<std::uint64_t>(jobs, 1'000);
+  return std::max<std::uint64_t>(jobs / scale, 8);
+}
+
+std::string arg(const char* key, std::uint64_t v) { return std::string("/") + key + ":" + std::to_string(v); }
+
+template <typename... P>
+struct pool_list {};
+
+using queue_pools = pool_list<thread_system_pool,
+#if defined(THREAD_SYSTEM_HAVE_TBB)
+                              onetbb_pool,
+#endif
+#if defined(THREAD_SYSTEM_HAVE_BOOST_ASIO)
+                              boost_asio_pool,
+#endif
+                              naive_pool>;
+
+template <typename F, typename... P>
+void for_each_pool(pool_list<P...>, F f) {
+  (f(static_cast<P*>(nullptr)), ...);
+}
+
+void register_throughput(const plan& p, std::uint64_t job_ns, std::size_t workers, std::size_t producers) {
+  const std::string tail = arg("job_ns", job_ns) + arg("workers", workers) + arg("producers", producers);
+  for_each_pool(queue_pools{}, [&](auto* tag) {
+    using P = std::remove_pointer_t<decltype(tag)>;
+    const std::uint64_t jobs = jobs_for(job_ns, p.scale, false);
+    benchmark::RegisterBenchmark((std::string("throughput/") + P::name + tail).c_str(),
+                                 [=](benchmark::State& s) { bm_throughput<P>(s, workers, job_ns, producers, jobs); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  });
+#if defined(THREAD_SYSTEM_HAVE_OPENMP)
+  if (producers == 1) {
+    const std::uint64_t jobs = jobs_for(job_ns, p.scale, false);
+    benchmark::RegisterBenchmark((std::string("throughput/openmp") + tail).c_str(),
+                                 [=](benchmark::State& s) { omp_throughput(s, workers, job_ns, jobs); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+#endif
+  if (workers == hardware_threads()) {
+    const std::uint64_t jobs = jobs_for(job_ns, p.scale, true);
+    benchmark::RegisterBenchmark(
+        (std::string("throughput/std_async") + tail).c_str(),
+        [=](benchmark::State& s) { bm_throughput<std_async_pool>(s, workers, job_ns, producers, jobs); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+}
+
+void register_all() {
+  const plan p = make_plan(report_mode());
+  const std::size_t hw = hardware_threads();
+
+  // Throughput: job size x workers with one producer, then the producer x
+  // worker matrix (empty jobs; every job size in full mode).
+  for (const auto job_ns : p.job_ns) {
+    for (const auto workers : p.workers) {
+      for (const auto producers : p.producers) {
+        if (producers != 1 && job_ns != 0 && !p.producers_for_every_job_size) continue;
+        register_throughput(p, job_ns, workers, producers);
+      }
+    }
+  }
+
+  // Latency on an idle pool of hw workers.
+  for_each_pool(queue_pools{}, [&](auto* tag) {
+    using P = std::remove_pointer_t<decltype(tag)>;
+    benchmark::RegisterBenchmark((std::string("latency/") + P::name + arg("workers", hw)).c_str(),
+                                 [=](benchmark::State& s) { bm_latency<P>(s, hw); })
+        ->Iterations(p.latency_iterations)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+  });
+#if defined(THREAD_SYSTEM_HAVE_OPENMP)
+  benchmark::RegisterBenchmark((std::string("latency/openmp") + arg("workers", hw)).c_str(),
+                               [=](benchmark::State& s) { omp_latency(s, hw); })
+      ->Iterations(p.latency_iterations)
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
+#endif
+  benchmark::RegisterBenchmark((std::string("latency/std_async") + arg("workers", hw)).c_str(),
+                               [=](benchmark::State& s) { bm_latency<std_async_pool>(s, hw); })
+      ->Iterations(std::max(10, p.latency_iterations / 4))
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
+
+  // Creation (pools that own their threads).
+  for (const std::size_t workers : {1, 2, 4, 8, 16}) {
+    for_each_pool(queue_pools{}, [&](auto* tag) {
+      using P = std::remove_pointer_t<decltype(tag)>;
+      if constexpr (P::owns_threads) {
+        benchmark::RegisterBenchmark((std::string("create/") + P::name + arg("workers", workers)).c_str(),
+                                     [=](benchmark::State& s) { bm_create<P>(s, workers); })
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
+    });
+  }
+
+  // Memory per worker, idle CPU, bytes per queued job: one iteration each.
+  for (const auto workers : p.memory_workers) {
+    for_each_pool(queue_pools{}, [&](auto* tag) {
+      using P = std::remove_pointer_t<decltype(tag)>;
+      benchmark::RegisterBenchmark((std::string("memory_per_worker/") + P::name + arg("workers", workers)).c_str(),
+                                   [=](benchmark::State& s) { bm_memory_per_worker<P>(s, workers); })
+          ->Iterations(1)
+          ->UseRealTime();
+    });
+#if defined(THREAD_SYSTEM_HAVE_OPENMP)
+    benchmark::RegisterBenchmark((std::string("memory_per_worker/openmp") + arg("workers", workers)).c_str(),
+                                 [=](benchmark::State& s) { omp_memory_per_worker(s, workers); })
+        ->Iterations(1)
+        ->UseRealTime();
+#endif
+  }
+  for (const auto workers : p.idle_workers) {
+    for_each_pool(queue_pools{}, [&](auto* tag) {
+      using P = std::remove_pointer_t<decltype(tag)>;
+      benchmark::RegisterBenchmark((std::string("idle_cpu/") + P::name + arg("workers", workers)).c_str(),
+                                   [=](benchmark::State& s) { bm_idle_cpu<P>(s, workers); })
+          ->Iterations(1)
+          ->UseRealTime();
+    });
+#if defined(THREAD_SYSTEM_HAVE_OPENMP)
+    benchmark::RegisterBenchmark((std::string("idle_cpu/openmp") + arg("workers", workers)).c_str(),
+                                 [=](benchmark::State& s) { omp_idle_cpu(s, workers); })
+        ->Iterations(1)
+        ->UseRealTime();
+#endif
+  }
+  const std::uint64_t queued = 100'000;
+  for_each_pool(queue_pools{}, [&](auto* tag) {
+    using P = std::remove_pointer_t<decltype(tag)>;
+    benchmark::RegisterBenchmark((std::string("queued_bytes/") + P::name + arg("jobs", queued)).c_str(),
+                                 [=](benchmark::State& s) { bm_queued_bytes<P>(s, queued); })
+        ->Iterations(1)
+        ->UseRealTime();
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::AddCustomContext("report_mode", std::getenv("THREAD_SYSTEM_REPORT_MODE") != nullptr
+                                                 ? std::getenv("THREAD_SYSTEM_REPORT_MODE")
+                                                 : "quick");
+#if defined(THREAD_SYSTEM_HAVE_TBB)
+  benchmark::AddCustomContext("have_onetbb", "1");
+#endif
+#if defined(THREAD_SYSTEM_HAVE_BOOST_ASIO)
+  benchmark::AddCustomContext("have_boost_asio", "1");
+#endif
+#if defined(THREAD_SYSTEM_HAVE_OPENMP)
+  benchmark::AddCustomContext("have_openmp", "1");
+#endif
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,993 @@
+#!/usr/bin/env python3
+"""Benchmark report driver: runs the already-built benchmark binaries of the
+`bench` preset and writes OUTDIR/REPORT.md plus PNG plots (gnuplot).
+
+    python3 scripts/report.py            # quick (default): < 5 min on 2 cores
+    python3 scripts/report.py --full     # 5 repetitions, longer min_time, whole matrix
+    python3 scripts/report.py --smoke    # 1 repetition, tiny min_time, small filter (CI)
+
+Options: --build-dir DIR (default build/bench), --out DIR (default report).
+
+It builds nothing: run `cmake --workflow --preset bench` first (scripts/run-report.sh
+does both). Every figure in the report is the median over the repetitions
+with min-max, and a ratio against Thread System measured in the same run.
+Ratios are oriented so that > 1 means "the peer is better" (more jobs/s, fewer
+ns, fewer bytes). Standard library only.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+LIBS = ["thread_system", "onetbb", "boost_asio", "openmp", "std_async", "naive"]
+LIB_LABEL = {
+    "thread_system": "Thread System",
+    "onetbb": "oneTBB",
+    "boost_asio": "Boost.Asio",
+    "openmp": "OpenMP (libgomp)",
+    "std_async": "std::async",
+    "naive": "naive mutex+condvar",
+}
+LIB_PACKAGE = {"onetbb": "libtbb-dev", "boost_asio": "libboost-dev", "openmp": "g++ (libgomp)"}
+LIB_CONTEXT = {"onetbb": "have_onetbb", "boost_asio": "have_boost_asio", "openmp": "have_openmp"}
+
+MODES = {
+    # repetitions, min_time (s), per-binary filters (None = everything)
+    "smoke": dict(
+        reps=1,
+        min_time=0.01,
+        core=r"^BM_(PoolCreateStartStop/(1|2)/|SubmitToStartLatency/queued:(0|1000)/|IdleLatency)",
+        queue=r"^(latency_pair/|pc/[^/]+/P:(1|2)/C:[0-9]+/ops:10000/|memory/[^/]+/jobs:10000/)",
+        report=r"^(throughput|latency|create/[^/]+/workers:(1|2)/)",
+    ),
+    "quick": dict(
+        reps=5,
+        min_time=0.02,
+        core=r"^BM_(PoolCreateStartStop|SubmitToStartLatency|NestedFib|ParallelFor|IdleLatency|ExternalSubmit)",
+        queue=r"^(latency_(enqueue|dequeue|pair)/|batch/[^/]+/batch:128/|pc/[^/]+/P:[0-9]+/C:[0-9]+/ops:10000/|"
+        r"contention/[^/]+/real_time/threads:(1|2|4)$|memory/[^/]+/jobs:100000/)",
+        report=r"^(throughput|latency|create)/",
+    ),
+    "full": dict(
+        reps=5,
+        min_time=0.2,
+        core=None,
+        queue=None,
+        report=r"^(throughput|latency|create)/",
+    ),
+}
+ISOLATED = r"^(memory_per_worker|idle_cpu|queued_bytes)/"  # one process per benchmark
+
+NOISE = re.compile(r"^(manual_time|real_time|iterations:\d+|repeats:\d+)$")
+
+
+# ---------------------------------------------------------------------------
+# running
+# ---------------------------------------------------------------------------
+
+
+class Progress:
+    def __init__(self, total):
+        self.total = max(total, 1)
+        self.done = 0
+        self.start = time.monotonic()
+
+    def tick(self, what):
+        self.done += 1
+        elapsed = time.monotonic() - self.start
+        eta = elapsed / self.done * (self.total - self.done)
+        line = f"[{self.done:4d}/{self.total}] {elapsed:6.1f}s elapsed, ETA {eta:5.0f}s  {what[:70]}"
+        if sys.stdout.isatty():
+            print(f"\r{line:<110}", end="", flush=True)
+        elif self.done % 10 == 0 or self.done == self.total:
+            print(line, flush=True)
+
+    def finish(self):
+        print(f"\nall benchmarks done in {time.monotonic() - self.start:.1f}s", flush=True)
+
+
+def list_tests(binary, flt, env):
+    cmd = [binary, "--benchmark_list_tests"]
+    if flt:
+        cmd.append(f"--benchmark_filter={flt}")
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()]
+
+
+def run_binary(binary, flt, reps, min_time, json_out, log, env, progress, interleave=True):
+    cmd = [
+        binary,
+        f"--benchmark_repetitions={reps}",
+        f"--benchmark_min_time={min_time}",
+        f"--benchmark_out={json_out}",
+        "--benchmark_out_format=json",
+        "--benchmark_counters_tabular=false",
+    ]
+    if flt:
+        cmd.append(f"--benchmark_filter={flt}")
+    if interleave and reps > 1:
+        cmd.append("--benchmark_enable_random_interleaving=true")
+    log.write("$ " + " ".join(cmd) + "\n")
+    log.flush()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    for line in proc.stdout:
+        log.write(line)
+        name = line.split(" ", 1)[0]
+        if "/" in name or name.startswith("BM_"):
+            if not re.search(r"_(mean|median|stddev|cv)$", name):
+                progress.tick(name)
+    proc.wait()
+    if proc.returncode != 0:
+        print(f"\nwarning: {os.path.basename(binary)} exited with {proc.returncode} (see the log)", flush=True)
+    return proc.returncode
+
+
+def load_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------------------
+# data
+# ---------------------------------------------------------------------------
+
+
+class Runs:
+    """Individual repetitions, keyed by the normalised benchmark name."""
+
+    def __init__(self):
+        self.reps = {}  # key -> [entry, ...]
+        self.errors = {}
+        self.context = {}
+
+    def add(self, data):
+        if not data:
+            return
+        self.context.update(data.get("context", {}))
+        for e in data.get("benchmarks", []):
+            if e.get("run_type") == "aggregate":
+                continue
+            key = normalise(e.get("run_name", e["name"]))
+            if e.get("error_occurred"):
+                self.errors[key] = e.get("error_message", "error")
+                continue
+            self.reps.setdefault(key, []).append(e)
+
+    def stat(self, key, field):
+        """(median, min, max, n) of `field` over the repetitions, or None."""
+        entries = self.reps.get(key)
+        if not entries:
+            return None
+        values = []
+        for e in entries:
+            v = value_of(e, field)
+            if v is not None:
+                values.append(v)
+        if not values:
+            return None
+        return (statistics.median(values), min(values), max(values), len(values))
+
+
+def normalise(name):
+    return "/".join(p for p in name.split("/") if not NOISE.match(p))
+
+
+def value_of(entry, field):
+    if field == "real_ns":
+        scale = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}[entry.get("time_unit", "ns")]
+        return float(entry["real_time"]) * scale
+    v = entry.get(field)
+    return None if v is None else float(v)
+
+
+def fmt(v, unit=""):
+    if v is None:
+        return "n/a"
+    a = abs(v)
+    if unit == "rate":
+        if a >= 1e6:
+            return f"{v / 1e6:.2f} M/s"
+        if a >= 1e3:
+            return f"{v / 1e3:.1f} K/s"
+        return f"{v:.0f} /s"
+    if unit == "ns":
+        if a >= 1e6:
+            return f"{v / 1e6:.2f} ms"
+        if a >= 1e3:
+            return f"{v / 1e3:.2f} µs"
+        return f"{v:.0f} ns"
+    if unit == "bytes":
+        if a >= 1024 * 1024:
+            return f"{v / 1048576:.2f} MiB"
+        if a >= 1024:
+            return f"{v / 1024:.1f} KiB"
+        return f"{v:.0f} B"
+    if a >= 100:
+        return f"{v:.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def cell(s, unit):
+    if s is None:
+        return "n/a"
+    med, lo, hi, n = s
+    if n > 1:
+        return f"{fmt(med, unit)} ({fmt(lo, unit)}–{fmt(hi, unit)})"
+    return fmt(med, unit)
+
+
+def ratio(peer, ours, higher_better):
+    """> 1: the peer is better."""
+    if peer is None or ours is None or peer[0] == 0 or ours[0] == 0:
+        return None
+    return peer[0] / ours[0] if higher_better else ours[0] / peer[0]
+
+
+def fmt_ratio(r):
+    return "n/a" if r is None else f"{r:.2f}×"
+
+
+# Every peer-vs-us comparison made in a table is recorded here; "Where Thread
+# System loses" lists those where the peer is better.
+COMPARISONS = []
+
+
+def compare(table, config, lib, metric, peer, ours, higher_better):
+    r = ratio(peer, ours, higher_better)
+    if r is not None:
+        # clear: the peer's whole range is better than ours
+        if peer[3] < 2 or ours[3] < 2:
+            clear = None  # one repetition: no spread to compare
+        elif higher_better:
+            clear = peer[1] > ours[2]
+        else:
+            clear = peer[2] < ours[1]
+        COMPARISONS.append(dict(table=table, config=config, lib=lib, metric=metric, peer=peer, ours=ours, r=r, clear=clear))
+    return r
+
+
+# ---------------------------------------------------------------------------
+# machine
+# ---------------------------------------------------------------------------
+
+
+def machine_section(build_dir):
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    cache = {}
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt"), encoding="utf-8") as f:
+            for line in f:
+                m = re.match(r"^(CMAKE_CXX_COMPILER|CMAKE_CXX_FLAGS|CMAKE_BUILD_TYPE|CMAKE_CXX_FLAGS_RELEASE):[A-Z]+=(.*)$", line)
+                if m:
+                    cache[m.group(1)] = m.group(2)
+    except OSError:
+        pass
+    compiler = cache.get("CMAKE_CXX_COMPILER", "c++")
+    try:
+        version = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=False).stdout.splitlines()[0]
+    except (OSError, IndexError):
+        version = "?"
+    try:
+        load = os.getloadavg()
+        load_s = f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+    except OSError:
+        load_s = "?"
+    build_type = cache.get("CMAKE_BUILD_TYPE", "?")
+    flags = (cache.get("CMAKE_CXX_FLAGS", "") + " " + (cache.get("CMAKE_CXX_FLAGS_RELEASE", "") if build_type == "Release" else "")).strip()
+    lines = [
+        "| | |",
+        "|---|---|",
+        f"| CPU | {cpu} |",
+        f"| cores (logical, `os.cpu_count`) | {os.cpu_count()} |",
+        f"| kernel | {platform.system()} {platform.release()} |",
+        f"| compiler | `{compiler}`: {version} |",
+        f"| build type, flags | {build_type}, `{flags or '(none)'}` |",
+        f"| date | {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} |",
+        f"| load average at the end of the run | {load_s} (the machine may be shared: other processes add noise) |",
+    ]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# tables
+# ---------------------------------------------------------------------------
+
+
+def parse_key(key):
+    parts = key.split("/")
+    params = {}
+    for p in parts[2:]:
+        if ":" in p:
+            k, v = p.split(":", 1)
+            params[k] = v
+    return parts[0], (parts[1] if len(parts) > 1 else ""), params
+
+
+def keys_of(runs, family):
+    out = []
+    for key in runs.reps:
+        fam, lib, params = parse_key(key)
+        if fam == family:
+            out.append((lib, params, key))
+    return out
+
+
+def values(runs, family, param):
+    vs = set()
+    for _, params, _ in keys_of(runs, family):
+        if param in params:
+            vs.add(int(params[param]))
+    return sorted(vs)
+
+
+def present_libs(runs, family):
+    libs = {lib for lib, _, _ in keys_of(runs, family)}
+    return [lib for lib in LIBS if lib in libs]
+
+
+def tkey(job_ns, workers, producers, lib):
+    return f"throughput/{lib}/job_ns:{job_ns}/workers:{workers}/producers:{producers}"
+
+
+def job_label(job_ns):
+    return "empty job" if job_ns == 0 else f"~{fmt(job_ns, 'ns')} busy spin"
+
+
+def oversub(workers, cores):
+    return " (oversubscribed)" if workers > cores else ""
+
+
+def table_creation(runs, out):
+    out.append("## Thread pool creation\n")
+    out.append("Mirrors the seed's *Thread Pool Creation Performance*. One iteration = construct the pool, start its N "
+               "threads, stop and join them (wall clock). Only pools that own their threads: oneTBB and OpenMP keep a "
+               "process-wide thread pool, std::async has none.\n")
+    libs = present_libs(runs, "create")
+    ws = values(runs, "create", "workers")
+    if not ws:
+        out.append("_No data (create/ benchmarks not run in this mode)._\n")
+        return
+    out.append("| workers | " + " | ".join(f"{LIB_LABEL[l]}" + ("" if l == "thread_system" else " (ratio)") for l in libs) + " |")
+    out.append("|---:|" + "---:|" * len(libs))
+    for w in ws:
+        ours = runs.stat(f"create/thread_system/workers:{w}", "real_ns")
+        row = [str(w)]
+        for lib in libs:
+            s = runs.stat(f"create/{lib}/workers:{w}", "real_ns")
+            if lib == "thread_system":
+                row.append(cell(s, "ns"))
+            else:
+                r = compare("creation", f"workers:{w}", lib, "create+join time", s, ours, False)
+                row.append(f"{cell(s, 'ns')} {fmt_ratio(r)}")
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+
+
+def table_queue_depth_latency(runs, out):
+    out.append("## Job submission latency by queue depth (Thread System)\n")
+    out.append("Mirrors the seed's *Job Submission Latency*: submit→start of one job with N empty jobs queued ahead of "
+               "it (2 workers held while the queue is filled; 0 = idle pool, parked workers). From "
+               "`thread_system_benchmarks` `BM_SubmitToStartLatency`; Thread System only (peers: see the idle-pool "
+               "latency table).\n")
+    rows = []
+    for key in sorted(runs.reps):
+        m = re.match(r"^BM_SubmitToStartLatency/queued:(\d+)$", key)
+        if m:
+            rows.append((int(m.group(1)), key))
+    if not rows:
+        out.append("_No data (BM_SubmitToStartLatency not run)._\n")
+        return
+    out.append("| queued ahead | p50 | p95 | p99 |")
+    out.append("|---:|---:|---:|---:|")
+    for depth, key in sorted(rows):
+        out.append(f"| {depth} | " + " | ".join(cell(runs.stat(key, f), "ns") for f in ("p50_ns", "p95_ns", "p99_ns")) + " |")
+    out.append("")
+
+
+def table_idle_latency(runs, out, plots):
+    out.append("## Submit→start latency on an idle pool, per library\n")
+    out.append("Mirrors the seed's *Job Submission Latency* (empty-queue row), for every library: the pool has "
+               "`workers` threads, parked (500 µs sleep before each sample); the job stores a steady_clock stamp. "
+               "Percentiles are over the samples of one repetition; the table shows their median over repetitions "
+               "(min–max). OpenMP's figure includes forking the team (`parallel`/`single`/`task`); std::async's "
+               "includes creating a thread. Ratio on p50: > 1 means the peer starts jobs sooner.\n")
+    libs = present_libs(runs, "latency")
+    if not libs:
+        out.append("_No data._\n")
+        return
+    w = values(runs, "latency", "workers")
+    w = w[0] if w else 2
+    out.append(f"| library (workers: {w}) | p50 | p95 | p99 | max | p50 ratio |")
+    out.append("|---|---:|---:|---:|---:|---:|")
+    ours = runs.stat(f"latency/thread_system/workers:{w}", "p50_ns")
+    dat = []
+    for lib in libs:
+        key = f"latency/{lib}/workers:{w}"
+        stats = [runs.stat(key, f) for f in ("p50_ns", "p95_ns", "p99_ns", "max_ns")]
+        r = None if lib == "thread_system" else compare("idle latency", f"workers:{w}", lib, "p50 submit→start", stats[0], ours, False)
+        out.append(f"| {LIB_LABEL[lib]} | " + " | ".join(cell(s, "ns") for s in stats) + f" | {fmt_ratio(r) if lib != 'thread_system' else '1.00×'} |")
+        if all(s is not None for s in stats[:3]):
+            dat.append((lib, [s[0] / 1e3 for s in stats[:3]]))
+    out.append("")
+    if dat:
+        plots.append(("latency", dat))
+        out.append("![submit→start latency percentiles per library](latency.png)\n")
+
+
+def table_throughput(runs, out, plots, cores):
+    out.append("## Throughput by job complexity × workers\n")
+    out.append("Mirrors the seed's *Throughput by Job Complexity* and *Real-World Measurements*. One producer (the "
+               "benchmark thread) submits the jobs; wall clock from the first submit until the last job finished "
+               "(a counter the jobs increment, the producer yields until it is reached — the same for every "
+               "library); jobs/s counts jobs that ran. OpenMP with a team of 1 runs each task inline in the creating thread (no hand-off at all), so its 1-worker figures are not a queue measurement; with more threads libgomp also runs a new task inline once many are pending (task throttling), so for empty jobs much of OpenMP's figure is the creating thread calling the jobs directly. Cells: median jobs/s (min–max) and ratio vs Thread System "
+               f"(> 1: the peer is faster). This machine has {cores} cores: more workers than that is "
+               "oversubscribed. OpenMP: the producing thread is one of the team. std::async: a thread per job "
+               "(1000 jobs at most per iteration), shown in the column of the core count.\n")
+    job_sizes = values(runs, "throughput", "job_ns")
+    ws = values(runs, "throughput", "workers")
+    if not job_sizes:
+        out.append("_No data._\n")
+        return
+    libs = present_libs(runs, "throughput")
+    series = {}
+    for j in job_sizes:
+        out.append(f"### {job_label(j)}\n")
+        out.append("| library | " + " | ".join(f"{w} worker{'s' if w > 1 else ''}{oversub(w, cores)}" for w in ws) + " |")
+        out.append("|---|" + "---:|" * len(ws))
+        for lib in libs:
+            row = [LIB_LABEL[lib]]
+            for w in ws:
+                s = runs.stat(tkey(j, w, 1, lib), "items_per_second")
+                ours = runs.stat(tkey(j, w, 1, "thread_system"), "items_per_second")
+                if s is None:
+                    row.append("–")
+                    continue
+                if lib == "thread_system":
+                    row.append(cell(s, "rate"))
+                else:
+                    r = compare("throughput", f"{job_label(j)}, {w} workers{oversub(w, cores)}, 1 producer", lib, "jobs/s", s, ours, True)
+                    row.append(f"{cell(s, 'rate')} **{fmt_ratio(r)}**")
+                series.setdefault((j, lib), []).append((w, s))
+            out.append("| " + " | ".join(row) + " |")
+        out.append("")
+    plots.append(("throughput", (job_sizes, series)))
+    out.append("![throughput vs workers, one panel per job size](throughput.png)\n")
+
+
+def table_scaling(runs, out, plots, cores):
+    out.append("## Worker scaling efficiency\n")
+    out.append("Mirrors the seed's *Worker Thread Scaling Efficiency*, from the throughput runs above with the largest "
+               "job size measured (one producer): speedup = jobs/s(N workers) / jobs/s(1 worker); efficiency = "
+               f"speedup / N, and speedup / min(N, {cores} cores) (the most this machine can give).\n")
+    job_sizes = values(runs, "throughput", "job_ns")
+    ws = values(runs, "throughput", "workers")
+    if not job_sizes or len(ws) < 2:
+        out.append("_Not enough data._\n")
+        return
+    j = max(job_sizes)
+    libs = [l for l in present_libs(runs, "throughput") if runs.stat(tkey(j, 1, 1, l), "items_per_second")]
+    out.append(f"Job: {job_label(j)}.\n")
+    out.append("| library | " + " | ".join(f"{w} workers{oversub(w, cores)}: speedup / eff. / eff. vs cores" for w in ws) + " |")
+    out.append("|---|" + "---:|" * len(ws))
+    dat = []
+    for lib in libs:
+        base = runs.stat(tkey(j, 1, 1, lib), "items_per_second")[0]
+        row = [LIB_LABEL[lib]]
+        pts = []
+        for w in ws:
+            s = runs.stat(tkey(j, w, 1, lib), "items_per_second")
+            if s is None:
+                row.append("–")
+                continue
+            sp = s[0] / base
+            row.append(f"{sp:.2f}× / {100 * sp / w:.0f}% / {100 * sp / min(w, cores):.0f}%")
+            pts.append((w, 100 * sp / min(w, cores)))
+        dat.append((lib, pts))
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+    plots.append(("scaling", (j, dat)))
+    out.append("![scaling efficiency vs workers](scaling.png)\n")
+
+
+def table_producer_matrix(runs, out, plots, cores):
+    out.append("## Producers × workers (seed 004)\n")
+    out.append("Mirrors seed 004's producer × worker table: empty jobs, P producer threads (parked on a barrier "
+               "between iterations) each submitting 1/P of the jobs into a pool of W workers; median jobs/s (min–max) "
+               "and, for peers, the ratio vs Thread System in the same cell. OpenMP has no external producers (not "
+               f"measured); std::async is left out (a thread per job, one worker count). {cores} cores: P + W > {cores} is oversubscribed.\n")
+    ps = values(runs, "throughput", "producers")
+    ws = values(runs, "throughput", "workers")
+    if len(ps) < 2:
+        out.append("_Only one producer count measured in this mode._\n")
+        return
+    libs = [l for l in present_libs(runs, "throughput") if l != "std_async" and any(runs.stat(tkey(0, w, p, l), "items_per_second") for w in ws for p in ps if p > 1)]
+    heat = {}
+    for lib in libs:
+        out.append(f"### {LIB_LABEL[lib]}\n")
+        out.append("| producers \\ workers | " + " | ".join(str(w) for w in ws) + " |")
+        out.append("|---:|" + "---:|" * len(ws))
+        for p in ps:
+            row = [str(p)]
+            for w in ws:
+                s = runs.stat(tkey(0, w, p, lib), "items_per_second")
+                if s is None:
+                    row.append("–")
+                    continue
+                heat[(lib, p, w)] = s[0]
+                if lib == "thread_system":
+                    row.append(cell(s, "rate"))
+                else:
+                    ours = runs.stat(tkey(0, w, p, "thread_system"), "items_per_second")
+                    if p > 1:  # p == 1 is already in the throughput table
+                        r = compare("producers × workers", f"empty job, {p} producers, {w} workers", lib, "jobs/s", s, ours, True)
+                    else:
+                        r = ratio(s, ours, True)
+                    row.append(f"{cell(s, 'rate')} **{fmt_ratio(r)}**")
+            out.append("| " + " | ".join(row) + " |")
+        out.append("")
+    plots.append(("heatmap", (libs, ps, ws, heat)))
+    out.append("![producers × workers heat map, M jobs/s](heatmap.png)\n")
+
+
+def table_injector(runs, out):
+    out.append("## Injector queues under producer/consumer load (seed 004, first table)\n")
+    out.append("Seed 004 compares a mutex queue, a bounded DVyukov MPMC ring and a sharded ring as the pool's "
+               "injector. Here: `thread_system_queue_benchmarks` `pc/` (P producers, C consumers, P = C = the "
+               "thread count), mutex+deque vs bounded_queue (Vyukov) vs sharded_queue (and job_queue, the pool's "
+               "injector). Median M jobs/s consumed (min–max); ratio vs mutex+deque.\n")
+    rows = {}
+    for key in runs.reps:
+        m = re.match(r"^pc/([^/]+)/P:(\d+)/C:(\d+)/ops:(\d+)$", key)
+        if m:
+            rows.setdefault((int(m.group(4)), int(m.group(2))), {})[m.group(1)] = key
+    if not rows:
+        out.append("_No data (queue benchmarks not run or `pc/` filtered out)._\n")
+        return
+    queues = [q for q in ("mutex_deque", "job_queue", "bounded_queue", "sharded_queue") if any(q in r for r in rows.values())]
+    if "sharded_queue" not in queues:
+        out.append("_sharded_queue not in this build's queue benchmarks._\n")
+    out.append("| threads (P = C) | tasks | " + " | ".join(queues) + " |")
+    out.append("|---:|---:|" + "---:|" * len(queues))
+    for (ops, threads) in sorted(rows, key=lambda t: (t[1], t[0])):
+        r = rows[(ops, threads)]
+        base = runs.stat(r.get("mutex_deque", ""), "items_per_second")
+        row = [str(threads), f"{ops:,}"]
+        for q in queues:
+            s = runs.stat(r.get(q, ""), "items_per_second")
+            row.append(cell(s, "rate") + ("" if q == "mutex_deque" else f" {fmt_ratio(ratio(s, base, True))}"))
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+
+
+def table_memory(runs, out):
+    out.append("## Memory usage\n")
+    out.append("Mirrors the seed's *Memory Usage by Configuration* and *Memory Allocation Impact*. Each figure comes "
+               "from its own process (threads and heap left by other benchmarks do not count). **RSS per worker**: "
+               "VmRSS after creating a pool of N threads with all N running a job (malloc_trim first) minus VmRSS "
+               "before, divided by N — thread stacks (the touched pages) and per-thread malloc arenas are included. "
+               "oneTBB's arena and OpenMP's team come from a process-wide pool created on first use, so their "
+               "figure is the first use. Ratio: > 1 means the peer uses less.\n")
+    libs = present_libs(runs, "memory_per_worker")
+    ws = values(runs, "memory_per_worker", "workers")
+    if not libs:
+        out.append("_No data._\n")
+    else:
+        out.append("| workers | " + " | ".join(LIB_LABEL[l] for l in libs) + " |")
+        out.append("|---:|" + "---:|" * len(libs))
+        for w in ws:
+            ours = runs.stat(f"memory_per_worker/thread_system/workers:{w}", "rss_per_worker_bytes")
+            row = [str(w)]
+            for lib in libs:
+                s = runs.stat(f"memory_per_worker/{lib}/workers:{w}", "rss_per_worker_bytes")
+                if lib == "thread_system":
+                    row.append(cell(s, "bytes"))
+                else:
+                    r = compare("memory", f"{w} workers", lib, "RSS per worker", s, ours, False)
+                    row.append(f"{cell(s, 'bytes')} {fmt_ratio(r)}")
+            out.append("| " + " | ".join(row) + " |")
+        out.append("")
+
+    out.append("### Bytes per queued job\n")
+    out.append("100 000 empty jobs (an 8-byte capture) queued behind the only worker, which is blocked; VmRSS delta / "
+               "100 000 (includes the queue's own growth). Thread System stores jobs inline (56-byte job_function "
+               "in a node); the naive pool stores std::function in a std::deque.\n")
+    libs = present_libs(runs, "queued_bytes")
+    if not libs:
+        out.append("_No data._\n")
+    else:
+        ours = runs.stat("queued_bytes/thread_system/jobs:100000", "bytes_per_job")
+        out.append("| library | bytes/job | ratio |")
+        out.append("|---|---:|---:|")
+        for lib in libs:
+            s = runs.stat(f"queued_bytes/{lib}/jobs:100000", "bytes_per_job")
+            r = "1.00×" if lib == "thread_system" else fmt_ratio(compare("memory", "100K queued jobs", lib, "bytes per queued job", s, ours, False))
+            out.append(f"| {LIB_LABEL[lib]} | {cell(s, 'bytes')} | {r} |")
+        out.append("")
+
+    out.append("### Idle CPU\n")
+    out.append("CPU time of the whole process (getrusage) over 0.5 s with an idle pool of N workers, after every "
+               "worker ran a job; in percent of one core. OpenMP runs with the environment's OMP_WAIT_POLICY "
+               "(unset: libgomp's default, spin then sleep).\n")
+    libs = present_libs(runs, "idle_cpu")
+    ws = values(runs, "idle_cpu", "workers")
+    if not libs:
+        out.append("_No data._\n")
+    else:
+        out.append("| workers | " + " | ".join(LIB_LABEL[l] for l in libs) + " |")
+        out.append("|---:|" + "---:|" * len(libs))
+        for w in ws:
+            row = [str(w)]
+            for lib in libs:
+                s = runs.stat(f"idle_cpu/{lib}/workers:{w}", "cpu_percent")
+                row.append("n/a" if s is None else f"{s[0]:.2f}% ({s[1]:.2f}–{s[2]:.2f})")
+            out.append("| " + " | ".join(row) + " |")
+        out.append("")
+
+
+def table_comparison(runs, out, cores):
+    out.append("## Comparison with other libraries\n")
+    out.append(f"Mirrors the seed's *Comparison with Other Libraries* (whose figures were not measured side by side). "
+               f"Here every library runs in this run on this machine with {cores} workers and one producer; ratios vs "
+               "Thread System (> 1: the peer is faster).\n")
+    job_sizes = [j for j in (0, 1000, 10000) if runs.stat(tkey(j, cores, 1, "thread_system"), "items_per_second")]
+    if not job_sizes:
+        out.append("_No data._\n")
+        return
+    out.append("| library | " + " | ".join(f"{job_label(j)}: jobs/s | ratio" for j in job_sizes) + " |")
+    out.append("|---|" + "---:|---:|" * len(job_sizes))
+    for lib in present_libs(runs, "throughput"):
+        row = [LIB_LABEL[lib]]
+        for j in job_sizes:
+            s = runs.stat(tkey(j, cores, 1, lib), "items_per_second")
+            ours = runs.stat(tkey(j, cores, 1, "thread_system"), "items_per_second")
+            row += [cell(s, "rate"), fmt_ratio(ratio(s, ours, True))]
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+
+
+def table_scheduler(runs, out):
+    out.append("## Nested fork-join, parallel_for, external submission (scheduler benchmarks)\n")
+    out.append("From `thread_system_benchmarks` (scheduler_benchmarks.cpp): every library with hardware_concurrency "
+               "threads. *fib(27), a task per call*: thread-ns per task = threads × wall time / tasks (lower is "
+               "better). *parallel_for* over 10⁷ floats: elements/s. *External submit*: 10⁶ empty jobs from 1 or 2 "
+               "producer threads: jobs/s.\n")
+    specs = [
+        ("nested fib: thread-ns per task", "BM_NestedFib_{}", "thread_ns_per_task", False, ""),
+        ("parallel_for: elements/s", "BM_ParallelFor_{}", "items_per_second", True, "rate"),
+        ("external submit, 1 producer: jobs/s", "BM_ExternalSubmit_{}/producers:1", "items_per_second", True, "rate"),
+        ("external submit, 2 producers: jobs/s", "BM_ExternalSubmit_{}/producers:2", "items_per_second", True, "rate"),
+        ("idle submit→start p50", "BM_IdleLatency_{}", "p50_ns", False, "ns"),
+    ]
+    names = [("ThreadSystem", "thread_system"), ("oneTBB", "onetbb"), ("BoostAsio", "boost_asio")]
+    any_row = False
+    lines = ["| workload | " + " | ".join(LIB_LABEL[l] for _, l in names) + " |", "|---|" + "---:|" * len(names)]
+    for label, pattern, field, higher, unit in specs:
+        ours = runs.stat(pattern.format("ThreadSystem"), field)
+        if ours is None:
+            continue
+        any_row = True
+        row = [label]
+        for bm, lib in names:
+            s = runs.stat(pattern.format(bm), field)
+            if lib == "thread_system":
+                row.append(cell(s, unit))
+            elif s is None:
+                row.append("–")
+            else:
+                r = compare("scheduler", label.split(":")[0], lib, label, s, ours, higher)
+                row.append(f"{cell(s, unit)} **{fmt_ratio(r)}**")
+        lines.append("| " + " | ".join(row) + " |")
+    if not any_row:
+        out.append("_No data (these benchmarks are not run in this mode)._\n")
+        return
+    out.extend(lines)
+    out.append("")
+
+
+def table_queues(queue_json, out):
+    out.append("## Queue-level operations and contention\n")
+    out.append("Mirrors the seed's *Queue Level Benchmarks* (basic operations, batch, contention, memory). Produced by "
+               "`scripts/queue-ratios.py` from the `thread_system_queue_benchmarks` run of this report; ratios > 1: "
+               "the row's queue is better than the reference.\n")
+    if not queue_json or not os.path.exists(queue_json):
+        out.append("_No data (queue benchmarks not built or not run)._\n")
+        return
+    res = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "queue-ratios.py"), queue_json],
+                         capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        out.append(f"_queue-ratios.py failed: {res.stderr.strip()[:300]}_\n")
+        return
+    table = [l for l in res.stdout.splitlines() if l.startswith("|")]
+    out.extend(table)
+    out.append("")
+
+
+def section_losses(out):
+    out.append("## Where Thread System loses\n")
+    out.append("Computed from the tables above: every comparison where a peer's median beats Thread System's. "
+               "*clear* = the peer's whole min–max range is better than ours; otherwise the ranges overlap and "
+               "the difference may be noise. Clear losses first, then by size.\n")
+    losses = [c for c in COMPARISONS if c["r"] > 1.0]
+    losses.sort(key=lambda c: (c["clear"] is not True, -c["r"]))
+    if not losses:
+        out.append(f"_None: Thread System's median is the best in all {len(COMPARISONS)} comparisons._\n")
+        return
+    units = {"jobs/s": "rate", "RSS per worker": "bytes", "bytes per queued job": "bytes", "create+join time": "ns",
+             "p50 submit→start": "ns"}
+    out.append(f"{len(losses)} of {len(COMPARISONS)} comparisons, worst first.\n")
+    out.append("| table | configuration | peer | metric | peer | Thread System | peer better by | clear? |")
+    out.append("|---|---|---|---|---:|---:|---:|---|")
+    for c in losses:
+        unit = units.get(c["metric"], "rate" if "/s" in c["metric"] else ("ns" if "p50" in c["metric"] else ""))
+        out.append(f"| {c['table']} | {c['config']} | {LIB_LABEL[c['lib']]} | {c['metric']} | {fmt(c['peer'][0], unit)} | "
+                   f"{fmt(c['ours'][0], unit)} | {c['r']:.2f}× | { {True: 'clear', False: 'overlapping', None: 'n=1'}[c['clear']] } |")
+    out.append("")
+
+
+# ---------------------------------------------------------------------------
+# plots
+# ---------------------------------------------------------------------------
+
+GP_HEAD = "set terminal pngcairo size {w},{h} font 'DejaVu Sans,10'\nset output '{png}'\nset grid\nset key below\n"
+
+
+def gp_escape(s):
+    # '~' is gnuplot's enhanced-text overprint operator.
+    return s.replace("'", "''").replace("~", "about ")
+
+
+def make_plots(plots, outdir, cores):
+    gnuplot = shutil.which("gnuplot")
+    if not gnuplot:
+        return "gnuplot not found (apt-get install gnuplot-nox): plots skipped."
+    # pngcairo is in gnuplot-nox; fall back to the plain png terminal.
+    terms = subprocess.run([gnuplot, "-e", "set terminal"], capture_output=True, text=True, check=False)
+    head = GP_HEAD if "pngcairo" in (terms.stdout + terms.stderr) else GP_HEAD.replace("pngcairo", "png").replace(" font 'DejaVu Sans,10'", "")
+    made, failed = [], []
+    for kind, data in plots:
+        dat = os.path.join(outdir, f"{kind}.dat")
+        gp = os.path.join(outdir, f"{kind}.gp")
+        png = f"{kind}.png"
+        script = []
+        with open(dat, "w", encoding="utf-8") as f:
+            if kind == "throughput":
+                job_sizes, series = data
+                script.append(head.format(w=1200, h=900, png=png))
+                script.append(f"set multiplot layout {(len(job_sizes) + 1) // 2},2 title 'Jobs/s vs workers (median, bars: min-max; {cores} cores)'")
+                script.append("set logscale x 2\nset logscale y\nset xlabel 'workers'\nset ylabel 'jobs/s'\nset xrange [0.8:10]")
+                idx = 0
+                for j in job_sizes:
+                    plotcmds = []
+                    for lib in LIBS:
+                        pts = series.get((j, lib))
+                        if not pts:
+                            continue
+                        f.write(f"# {j} {lib}\n")
+                        for w, s in pts:
+                            f.write(f"{w} {s[0]} {s[1]} {s[2]}\n")
+                        f.write("\n\n")
+                        plotcmds.append(f"'{kind}.dat' index {idx} using 1:2:3:4 with yerrorlines title '{gp_escape(LIB_LABEL[lib])}'")
+                        idx += 1
+                    script.append(f"set title '{gp_escape(job_label(j))}'")
+                    script.append("plot " + ", ".join(plotcmds) if plotcmds else "")
+                script.append("unset multiplot")
+            elif kind == "latency":
+                script.append(head.format(w=1000, h=600, png=png))
+                script.append("set title 'Submit-to-start latency on an idle pool (median of repetitions)'")
+                script.append("set style data histogram\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1")
+                script.append("set logscale y\nset ylabel 'microseconds (log)'\nset xtics rotate by -20")
+                for lib, (p50, p95, p99) in data:
+                    f.write(f"\"{LIB_LABEL[lib]}\" {p50} {p95} {p99}\n")
+                script.append(f"plot '{kind}.dat' using 2:xtic(1) title 'p50', '' using 3 title 'p95', '' using 4 title 'p99'")
+            elif kind == "scaling":
+                j, series = data
+                script.append(head.format(w=1000, h=600, png=png))
+                script.append(f"set title 'Scaling efficiency, {gp_escape(job_label(j))}: speedup / min(workers, {cores} cores)'")
+                script.append("set logscale x 2\nset xlabel 'workers'\nset ylabel 'efficiency %'\nset yrange [0:*]\nset xrange [0.8:10]")
+                plotcmds = []
+                for idx, (lib, pts) in enumerate(series):
+                    for w, e in pts:
+                        f.write(f"{w} {e}\n")
+                    f.write("\n\n")
+                    plotcmds.append(f"'{kind}.dat' index {idx} using 1:2 with linespoints title '{gp_escape(LIB_LABEL[lib])}'")
+                script.append("plot " + ", ".join(plotcmds))
+            elif kind == "heatmap":
+                libs, ps, ws, heat = data
+                cols = 2 if len(libs) > 1 else 1
+                rows = (len(libs) + cols - 1) // cols
+                script.append(head.format(w=1100, h=450 * rows, png=png))
+                script.append(f"set multiplot layout {rows},{cols} title 'Empty jobs: M jobs/s by producers x workers'")
+                script.append("unset grid\nset view map\nset palette rgbformulae 22,13,-31\nset xlabel 'workers'\nset ylabel 'producers'")
+                script.append("set xtics (" + ", ".join(f"'{w}' {i}" for i, w in enumerate(ws)) + ")")
+                script.append("set ytics (" + ", ".join(f"'{p}' {i}" for i, p in enumerate(ps)) + ")")
+                script.append(f"set xrange [-0.5:{len(ws) - 0.5}]\nset yrange [-0.5:{len(ps) - 0.5}]")
+                vmax = max(heat.values()) / 1e6 if heat else 1
+                script.append(f"set cbrange [0:{vmax}]")
+                for idx, lib in enumerate(libs):
+                    for pi, p in enumerate(ps):
+                        for wi, w in enumerate(ws):
+                            v = heat.get((lib, p, w))
+                            f.write(f"{wi} {pi} {'NaN' if v is None else v / 1e6}\n")
+                    f.write("\n\n")
+                    script.append(f"set title '{gp_escape(LIB_LABEL[lib])}'")
+                    script.append(f"plot '{kind}.dat' index {idx} using 1:2:3 with image notitle, "
+                                  f"'' index {idx} using 1:2:(sprintf('%.2f', $3)) with labels notitle")
+                script.append("unset multiplot")
+        with open(gp, "w", encoding="utf-8") as g:
+            g.write("\n".join(script) + "\n")
+        res = subprocess.run([gnuplot, os.path.basename(gp)], cwd=outdir, capture_output=True, text=True, check=False)
+        if res.returncode == 0 and os.path.exists(os.path.join(outdir, png)):
+            made.append(png)
+        else:
+            failed.append(f"{png}: {res.stderr.strip()[:200]}")
+    msg = f"Plots made with {gnuplot}: {', '.join(made) or 'none'}."
+    if failed:
+        msg += " Failed: " + "; ".join(failed)
+    return msg
+
+
+# ---------------------------------------------------------------------------
+# main
+# ---------------------------------------------------------------------------
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--smoke", action="store_const", dest="mode", const="smoke", help="seconds; for CI")
+    g.add_argument("--quick", action="store_const", dest="mode", const="quick", help="default; < 5 min on 2 cores")
+    g.add_argument("--full", action="store_const", dest="mode", const="full", help="the whole matrix, longer runs")
+    ap.add_argument("--build-dir", default="build/bench", help="the bench preset's build directory (default build/bench)")
+    ap.add_argument("--out", default="report", help="output directory (default report/)")
+    args = ap.parse_args()
+    mode = args.mode or "quick"
+    cfg = MODES[mode]
+    build = os.path.join(ROOT, args.build_dir) if not os.path.isabs(args.build_dir) else args.build_dir
+    outdir = os.path.join(ROOT, args.out) if not os.path.isabs(args.out) else args.out
+    os.makedirs(outdir, exist_ok=True)
+    raw = os.path.join(outdir, "raw")
+    os.makedirs(raw, exist_ok=True)
+
+    binaries = {
+        "core": os.path.join(build, "benchmarks", "thread_system_benchmarks"),
+        "queue": os.path.join(build, "benchmarks", "queues", "thread_system_queue_benchmarks"),
+        "report": os.path.join(build, "benchmarks", "report", "thread_system_report_benchmarks"),
+    }
+    missing = [k for k, b in binaries.items() if not os.access(b, os.X_OK)]
+    for k in missing:
+        print(f"warning: {binaries[k]} not built; its tables will say so", file=sys.stderr)
+
+    env = dict(os.environ)
+    env["THREAD_SYSTEM_REPORT_MODE"] = mode
+    # In the shared runs libgomp's idle spinning would steal cores from the
+    # library measured next; the isolated idle-CPU runs keep the caller's setting.
+    env_shared = dict(env)
+    env_shared.setdefault("OMP_WAIT_POLICY", "passive")
+
+    # Plan: (label, binary, filter, reps, json, interleave, env)
+    steps = []
+    if "core" not in missing:
+        steps.append(("thread_system_benchmarks", binaries["core"], cfg["core"], cfg["reps"], "core.json", True, env_shared))
+    if "queue" not in missing:
+        steps.append(("thread_system_queue_benchmarks", binaries["queue"], cfg["queue"], cfg["reps"], "queue.json", True, env_shared))
+    if "report" not in missing:
+        steps.append(("thread_system_report_benchmarks", binaries["report"], cfg["report"], cfg["reps"], "peers.json", True, env_shared))
+        isolated = list_tests(binaries["report"], ISOLATED, env)
+        for i, name in enumerate(isolated):
+            flt = "^" + re.escape(name) + "$"
+            steps.append((name, binaries["report"], flt, cfg["reps"], f"isolated_{i:03d}.json", False, env))
+
+    total = 0
+    counts = []
+    for label, binary, flt, reps, _, _, e in steps:
+        n = len(list_tests(binary, flt, e)) * reps
+        counts.append(n)
+        total += n
+    print(f"mode {mode}: {len(steps)} runs, {total} benchmark repetitions; raw output in {raw}/", flush=True)
+    progress = Progress(total)
+    runs = Runs()
+    queue_json = None
+    started = time.monotonic()
+    with open(os.path.join(raw, "benchmarks.log"), "w", encoding="utf-8") as log:
+        for (label, binary, flt, reps, json_name, interleave, e), n in zip(steps, counts):
+            if n == 0:
+                continue
+            path = os.path.join(raw, json_name)
+            if os.path.exists(path):
+                os.remove(path)
+            run_binary(binary, flt, reps, cfg["min_time"], path, log, e, progress, interleave)
+            data = load_json(path)
+            runs.add(data)
+            if json_name == "queue.json" and data:
+                queue_json = path
+    progress.finish()
+    wall = time.monotonic() - started
+
+    cores = os.cpu_count() or 2
+    out = []
+    plots = []
+    out.append("# Thread System benchmark report\n")
+    out.append(f"Generated by `scripts/report.py --{mode}` in {wall:.0f} s. Repetitions: {cfg['reps']}, "
+               f"min_time {cfg['min_time']} s, repetitions randomly interleaved within each binary. "
+               "Every figure: median over repetitions (min–max); ratios are against Thread System in the same run "
+               "and oriented so that **> 1 means the peer is better**. Raw JSON and the console log: `raw/`.\n")
+    out.append("## Machine\n")
+    out.append(machine_section(build))
+    out.append("")
+    out.append("## Libraries\n")
+    ctx = runs.context
+    out.append("| library | status |")
+    out.append("|---|---|")
+    for lib in LIBS:
+        if lib in LIB_CONTEXT and "report" not in missing and ctx.get(LIB_CONTEXT[lib]) != "1":
+            out.append(f"| {LIB_LABEL[lib]} | skipped: install {LIB_PACKAGE[lib]} |")
+        elif "report" in missing:
+            out.append(f"| {LIB_LABEL[lib]} | not measured: thread_system_report_benchmarks not built |")
+        else:
+            out.append(f"| {LIB_LABEL[lib]} | measured |")
+    out.append("")
+    out.append("Same number of worker threads for every library. oneTBB: `task_arena(n, 0).enqueue` with "
+               "`global_control(max_allowed_parallelism, n + 1)`; Boost.Asio: `thread_pool(n)` + `post`; OpenMP: "
+               "`parallel num_threads(n)` / `single` / `task` (shared runs with OMP_WAIT_POLICY="
+               f"{env_shared.get('OMP_WAIT_POLICY')}); std::async: `std::launch::async`, a thread per job; naive: "
+               "std::mutex + std::condition_variable + std::deque<std::function>, notify_one per job.\n")
+    if missing:
+        out.append("Binaries not built (tables that need them say so): " + ", ".join(binaries[k] for k in missing) + "\n")
+
+    table_comparison(runs, out, cores)
+    table_throughput(runs, out, plots, cores)
+    table_scaling(runs, out, plots, cores)
+    table_producer_matrix(runs, out, plots, cores)
+    table_idle_latency(runs, out, plots)
+    table_queue_depth_latency(runs, out)
+    table_creation(runs, out)
+    table_memory(runs, out)
+    table_scheduler(runs, out)
+    table_injector(runs, out)
+    table_queues(queue_json, out)
+    if runs.errors:
+        out.append("## Benchmarks that reported errors\n")
+        for k, v in sorted(runs.errors.items()):
+            out.append(f"- `{k}`: {v}")
+        out.append("")
+    # "Where Thread System loses" goes near the top, after the machine.
+    losses = []
+    section_losses(losses)
+    plot_msg = make_plots(plots, outdir, cores)
+    head_end = out.index("## Libraries\n")
+    out[head_end:head_end] = losses
+    out.append("## Plots\n")
+    out.append(plot_msg + " The .dat and .gp files next to the PNGs regenerate them (`cd report && gnuplot latency.gp`).\n")
+
+    path = os.path.join(outdir, "REPORT.md")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(out) + "\n")
+    print(f"wrote {path} ({plot_msg})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
