@@ -1,4 +1,5 @@
 #include "thread_system/pools/thread_pool.hpp"
+#include "thread_system/detail/chaos.hpp"
 
 #include <array>
 #include <chrono>
@@ -208,6 +209,7 @@ result<void> thread_pool::push_local(thread_worker& w, job_function&& fn) {
   // release: the accepted count is published before the job can be stolen
   // and finished (see idle_now()).
   thread_worker::add(w.spawned_, 1, std::memory_order_release);
+  THREAD_SYSTEM_CHAOS_POINT();
   w.deque_.push(node);
   wake_worker_if_needed();
   return {};
@@ -254,6 +256,7 @@ void thread_pool::wake_worker_if_needed() noexcept {
   // the queue after prepare_wait()'s fence before it sleeps. Either we see it
   // spinning (and it will find the job), or it sees the job.
   detail::seq_cst_fence();
+  THREAD_SYSTEM_CHAOS_POINT();
   if (spinning_.load(std::memory_order_relaxed) != 0) return;  // ordered by the fence above
   work_available_.notify_one_after_fence();
 }
@@ -262,18 +265,26 @@ void thread_pool::worker_main(thread_worker& w) {
   tl_context = worker_context{this, &w};
   (void)detail::set_current_thread_name(w.name_.empty() ? name_ + "-" + std::to_string(w.index_) : w.name_);
   std::array<job_function, max_batch> local;
-  std::uint64_t busy_since = now_ns();
+  std::uint64_t busy_since = 0;
+  // A busy stretch runs from waking up until no work is found; its start is
+  // published so statistics include a stretch in progress.
+  auto start_stretch = [&w, &busy_since] {
+    busy_since = now_ns();
+    w.busy_since_ns_.store(busy_since, std::memory_order_relaxed);  // statistics only
+  };
+  start_stretch();
 
   for (;;) {
     if (find_and_run(w, local, /*helping=*/false)) continue;
 
     thread_worker::add(w.busy_ns_, now_ns() - busy_since);
+    w.busy_since_ns_.store(0, std::memory_order_relaxed);  // statistics only
     if (queue_->is_closed()) {
       // Closed was observed (acquire): every injector push that succeeded
       // did so before the close, and nothing is pushed to this worker's deque
       // after stop() (push_local refuses), so one more look decides.
       if (find_and_run(w, local, false)) {
-        busy_since = now_ns();
+        start_stretch();
         continue;
       }
       break;
@@ -295,21 +306,23 @@ void thread_pool::worker_main(thread_worker& w) {
       // after prepare_wait() below catches a push that raced with this.
       spinning_.fetch_sub(1, std::memory_order_seq_cst);
       if (work_seen) {
-        busy_since = now_ns();
+        start_stretch();
         continue;
       }
     }
 
+    THREAD_SYSTEM_CHAOS_POINT();
     const auto key = work_available_.prepare_wait();
+    THREAD_SYSTEM_CHAOS_POINT();
     if (work_visible()) {
       work_available_.cancel_wait();
-      busy_since = now_ns();
+      start_stretch();
       continue;
     }
     thread_worker::add(w.parks_, 1);
     const std::uint64_t parked_at = now_ns();
     work_available_.commit_wait(key);
-    busy_since = now_ns();
+    start_stretch();
     thread_worker::add(w.idle_ns_, busy_since - parked_at);
   }
   tl_context = worker_context{};

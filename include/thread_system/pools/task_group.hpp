@@ -30,6 +30,7 @@
 #include <exception>
 #include <type_traits>
 #include <utility>
+#include "thread_system/detail/chaos.hpp"
 
 #include "thread_system/detail/futex.hpp"
 #include "thread_system/detail/thread_naming.hpp"
@@ -106,6 +107,7 @@ class task_group {
     // futex wake below only names the address (a private futex wake does
     // not touch the memory), so the waiter may already have destroyed the
     // group.
+    THREAD_SYSTEM_CHAOS_POINT();
     const std::uint32_t old = pending_.fetch_sub(1, std::memory_order_acq_rel);
     if ((old & count_mask) == 1 && (old & sleeper_bit) != 0) detail::futex_wake(pending_, detail::futex_wake_all);
   }

@@ -12,6 +12,7 @@
 // thread at any time; each counter is written only by the worker itself.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -45,7 +46,7 @@ class thread_worker {
     s.jobs_processed = processed_.load(std::memory_order_relaxed);
     s.jobs_failed = failed_.load(std::memory_order_relaxed);
     s.jobs_cancelled = cancelled_.load(std::memory_order_relaxed);
-    s.busy_time = std::chrono::nanoseconds(busy_ns_.load(std::memory_order_relaxed));
+    s.busy_time = std::chrono::nanoseconds(busy_time_ns());
     s.idle_time = std::chrono::nanoseconds(idle_ns_.load(std::memory_order_relaxed));
     s.parks = parks_.load(std::memory_order_relaxed);
     s.steals = steals_.load(std::memory_order_relaxed);
@@ -57,6 +58,22 @@ class thread_worker {
 
  private:
   friend class thread_pool;
+
+  // Closed busy stretches plus the one in progress, if any. Approximate
+  // while the worker runs (the two words are read separately).
+  [[nodiscard]] std::uint64_t busy_time_ns() const noexcept {
+    // relaxed: statistics only.
+    const std::uint64_t closed = busy_ns_.load(std::memory_order_relaxed);
+    const std::uint64_t since = busy_since_ns_.load(std::memory_order_relaxed);
+    if (since == 0) {
+      // The stretch may have closed between the two loads: re-read the total.
+      return std::max(closed, busy_ns_.load(std::memory_order_relaxed));
+    }
+    const auto now = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+    return closed + (now > since ? now - since : 0);
+  }
 
   // Single writer (the worker thread): `add` is a load and a store, not a
   // locked read-modify-write.
@@ -76,6 +93,7 @@ class thread_worker {
   std::atomic<std::uint64_t> failed_{0};
   std::atomic<std::uint64_t> cancelled_{0};
   std::atomic<std::uint64_t> busy_ns_{0};
+  std::atomic<std::uint64_t> busy_since_ns_{0};  // start of the current busy stretch, 0 when parked or stopped
   std::atomic<std::uint64_t> idle_ns_{0};
   std::atomic<std::uint64_t> parks_{0};
   std::atomic<std::uint64_t> steals_{0};

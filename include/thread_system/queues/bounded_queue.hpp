@@ -51,6 +51,7 @@
 #include <span>
 #include <thread>
 #include <utility>
+#include "thread_system/detail/chaos.hpp"
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
@@ -193,6 +194,7 @@ class bounded_queue {
       // it, so cells seen free stay free until this CAS succeeds. relaxed on
       // success: the cell sequences carry the data (Vyukov); relaxed on
       // failure: `tail` is just reloaded.
+      THREAD_SYSTEM_CHAOS_POINT();
       if (tail_.compare_exchange_weak(tail, tail + count, std::memory_order_relaxed, std::memory_order_relaxed)) {
         first = tail;
         return {};
@@ -231,6 +233,7 @@ class bounded_queue {
       // A ready cell can only be emptied by the consumer that moves head_
       // past it, so the prefix seen ready stays ready until this CAS. relaxed:
       // the sequences carry the data.
+      THREAD_SYSTEM_CHAOS_POINT();
       if (!head_.compare_exchange_weak(head, head + ready, std::memory_order_relaxed, std::memory_order_relaxed)) {
         continue;
       }

@@ -58,6 +58,7 @@
 #include <new>
 #include <span>
 #include <utility>
+#include "thread_system/detail/chaos.hpp"
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
@@ -185,6 +186,7 @@ class lockfree_queue {
       }
       // seq_cst: the same CAS pushes use, so close and every push are
       // totally ordered on this `next` (pairs with link()).
+      THREAD_SYSTEM_CHAOS_POINT();
       if (last->next.compare_exchange_strong(next, closed_marker(), std::memory_order_seq_cst,
                                              std::memory_order_relaxed)) {
         break;
@@ -256,6 +258,7 @@ class lockfree_queue {
       // seq_cst (release part): publishes the chain's jobs; pairs with the
       // acquire/seq_cst loads of `next` in pop_one() and here; totally
       // ordered with close().
+      THREAD_SYSTEM_CHAOS_POINT();
       if (observed_tail->next.compare_exchange_weak(next, first, std::memory_order_seq_cst,
                                                     std::memory_order_relaxed)) {
         pushed_.fetch_add(count, std::memory_order_relaxed);  // statistics only
@@ -268,6 +271,7 @@ class lockfree_queue {
   void advance_tail(node* expected, node* desired) noexcept {
     // release: a thread that reads `desired` from tail_ (seq_cst in protect)
     // sees its initialised `next`. Failure means someone else advanced it.
+    THREAD_SYSTEM_CHAOS_POINT();
     tail_.compare_exchange_strong(expected, desired, std::memory_order_release, std::memory_order_relaxed);
   }
 
@@ -288,6 +292,7 @@ class lockfree_queue {
       }
       // seq_cst: the unlink that scan()'s hazard loads are ordered after (see
       // hazard_pointers.hpp); acquire part also pairs with other consumers.
+      THREAD_SYSTEM_CHAOS_POINT();
       if (head_.compare_exchange_strong(first, next, std::memory_order_seq_cst, std::memory_order_relaxed)) {
         // `next` is the new dummy; its job is ours. Hazard 1 keeps it from
         // being recycled by a consumer that dequeues past it meanwhile.
@@ -308,6 +313,7 @@ class lockfree_queue {
       // acquire: pairs with the release CAS in reclaim_node() that pushed it.
       node* next = top->next.load(std::memory_order_acquire);
       // acquire: takes ownership of the node (pairs with reclaim_node()).
+      THREAD_SYSTEM_CHAOS_POINT();
       if (pool_top_.compare_exchange_weak(top, next, std::memory_order_acquire, std::memory_order_relaxed)) {
         holder.clear(0);
         pooled_.fetch_sub(1, std::memory_order_relaxed);  // statistics only

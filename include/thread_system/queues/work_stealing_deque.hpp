@@ -29,6 +29,7 @@
 #include <memory>
 #include <type_traits>
 #include <vector>
+#include "thread_system/detail/chaos.hpp"
 
 namespace thread_system {
 
@@ -65,6 +66,7 @@ class work_stealing_deque {
     r->put(b, value);
     // release: publishes the slot (and everything the owner wrote before
     // push) to a thief that reads bottom_ with acquire.
+    THREAD_SYSTEM_CHAOS_POINT();
     bottom_.store(b + 1, std::memory_order_release);
   }
 
@@ -75,6 +77,7 @@ class work_stealing_deque {
     // seq_cst store then seq_cst load of top_: the store must be visible to
     // thieves before we read top_ (the fence of Le et al.'s take()).
     bottom_.store(b, std::memory_order_seq_cst);
+    THREAD_SYSTEM_CHAOS_POINT();
     std::int64_t t = top_.load(std::memory_order_seq_cst);
     if (t > b) {                                        // empty: restore
       bottom_.store(b + 1, std::memory_order_relaxed);  // only the owner writes bottom_; thieves saw t > b
@@ -83,6 +86,7 @@ class work_stealing_deque {
     out = r->get(b);
     if (t == b) {
       // Last element: race the thieves for it with a CAS on top_.
+      THREAD_SYSTEM_CHAOS_POINT();
       const bool won = top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
                                                     std::memory_order_relaxed);  // pairs with steal()'s CAS
       bottom_.store(b + 1, std::memory_order_relaxed);                           // deque is empty either way
@@ -94,11 +98,14 @@ class work_stealing_deque {
   /// Any thread. The oldest element, `empty`, or `lost_race` when another
   /// thread took it first (worth retrying).
   [[nodiscard]] steal_result<T> steal() {
-    std::int64_t t = top_.load(std::memory_order_seq_cst);           // seq_cst: ordered with pop()'s store of bottom_
+    THREAD_SYSTEM_CHAOS_POINT();
+    std::int64_t t = top_.load(std::memory_order_seq_cst);  // seq_cst: ordered with pop()'s store of bottom_
+    THREAD_SYSTEM_CHAOS_POINT();
     const std::int64_t b = bottom_.load(std::memory_order_seq_cst);  // acquire part pairs with push()'s release
     if (t >= b) return {steal_status::empty, T{}};
     ring* r = ring_.load(std::memory_order_acquire);  // pairs with the release in grow()
     const T value = r->get(t);
+    THREAD_SYSTEM_CHAOS_POINT();
     if (!top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
                                       std::memory_order_relaxed)) {  // pairs with pop()'s and other thieves' CAS
       return {steal_status::lost_race, T{}};

@@ -21,6 +21,7 @@
 #include <span>
 #include <thread>
 #include <utility>
+#include "thread_system/detail/chaos.hpp"
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
@@ -134,12 +135,14 @@ class counting_injector final : public injector {
     // seq_cst RMW then seq_cst load of closed_: either close() sees us in
     // flight (and waits), or we see closed_ and refuse without counting.
     pushes_in_flight_.fetch_add(1, std::memory_order_seq_cst);
+    THREAD_SYSTEM_CHAOS_POINT();
     if (closed_.load(std::memory_order_seq_cst)) {
       pushes_in_flight_.fetch_sub(1, std::memory_order_release);  // pairs with wait_for_pushes()
       return make_error(error_code::pool_stopped, "queue is closed");
     }
     // release: counted before the job becomes poppable (see idle_now()).
     accepted_.fetch_add(n, std::memory_order_release);
+    THREAD_SYSTEM_CHAOS_POINT();
     auto r = push();
     if (!r) accepted_.fetch_sub(n, std::memory_order_release);  // refused after all: not accepted
     pushes_in_flight_.fetch_sub(1, std::memory_order_release);  // pairs with wait_for_pushes()

@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include "thread_system/detail/chaos.hpp"
 
 #include "thread_system/detail/fence.hpp"
 #include "thread_system/detail/futex.hpp"
@@ -46,6 +47,7 @@ class event_count {
     // either the notifier sees this waiter or our later condition check sees
     // the notifier's write (the Dekker pattern).
     waiters_.fetch_add(1, std::memory_order_seq_cst);
+    THREAD_SYSTEM_CHAOS_POINT();
     const key_type key = epoch_.load(std::memory_order_seq_cst);
     // The caller's condition check must not be reordered before the
     // increment above; a full fence keeps it after (pairs with notify's fence).
@@ -61,6 +63,7 @@ class event_count {
   /// Sleeps until a notification newer than `key` (or spuriously).
   void commit_wait(key_type key) noexcept {
     // acquire: pairs with the release increment in notify_*().
+    THREAD_SYSTEM_CHAOS_POINT();
     while (epoch_.load(std::memory_order_acquire) == key) {
       detail::futex_wait(epoch_, key);
     }
@@ -92,6 +95,7 @@ class event_count {
   // its condition true. That fence orders the condition write before the
   // waiter-count read below (pairs with the fence in prepare_wait()).
   void notify_after_fence(int count) noexcept {
+    THREAD_SYSTEM_CHAOS_POINT();
     if (waiters_.load(std::memory_order_relaxed) == 0) return;  // ordered by the preceding fence
     // release: pairs with the acquire load in commit_wait().
     epoch_.fetch_add(1, std::memory_order_release);

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <thread>
+#include "thread_system/detail/chaos.hpp"
 
 #include "thread_system/detail/thread_naming.hpp"
 
@@ -56,6 +57,7 @@ class spin_lock {
           std::this_thread::yield();  // the holder may be preempted: let it run
         }
       }
+      THREAD_SYSTEM_CHAOS_POINT();
       if (!locked_.exchange(true, std::memory_order_acquire)) return;  // pairs with unlock()
     }
   }
