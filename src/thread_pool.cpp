@@ -324,6 +324,7 @@ void thread_pool::worker_main(thread_worker& w) {
     work_available_.commit_wait(key);
     start_stretch();
     thread_worker::add(w.idle_ns_, busy_since - parked_at);
+    thread_worker::add(w.wakeups_, 1);
   }
   tl_context = worker_context{};
 }
@@ -590,6 +591,7 @@ pool_statistics thread_pool::get_statistics() const {
     const auto ws = w->get_statistics();
     s.steals += ws.steals;
     s.parks += ws.parks;
+    s.wakeups += ws.wakeups;
     s.queued += w->deque_.size_approx();
   }
   return s;

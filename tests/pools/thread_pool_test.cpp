@@ -436,6 +436,9 @@ TEST(ThreadPool, IdleWorkersSleep) {
   }
   EXPECT_GT(parks_after, parks_before);
   EXPECT_GT(idle_ns, 0);
+  // The job above had to wake a sleeping worker.
+  EXPECT_GE(pool.get_statistics().wakeups, 1U);
+  EXPECT_LE(pool.get_statistics().wakeups, pool.get_statistics().parks);
 }
 
 // An idle pool burns (almost) no CPU: its workers are parked, not spinning.

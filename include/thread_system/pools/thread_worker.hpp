@@ -50,6 +50,7 @@ class thread_worker {
     s.idle_time = std::chrono::nanoseconds(idle_ns_.load(std::memory_order_relaxed));
     s.parks = parks_.load(std::memory_order_relaxed);
     s.steals = steals_.load(std::memory_order_relaxed);
+    s.wakeups = wakeups_.load(std::memory_order_relaxed);
     s.local_spawns = spawned_.load(std::memory_order_relaxed);
     s.avg_processing_time_ns =
         s.jobs_processed == 0 ? 0 : static_cast<std::uint64_t>(s.busy_time.count()) / s.jobs_processed;
@@ -97,6 +98,7 @@ class thread_worker {
   std::atomic<std::uint64_t> idle_ns_{0};
   std::atomic<std::uint64_t> parks_{0};
   std::atomic<std::uint64_t> steals_{0};
+  std::atomic<std::uint64_t> wakeups_{0};
   // Jobs this worker pushed onto its own deque (accepted there, not through
   // the injector). Stored with release before the push; idle detection adds
   // it to the accepted total.

@@ -18,6 +18,7 @@ struct worker_statistics {
   std::chrono::nanoseconds idle_time{0};     ///< Time spent parked waiting for work.
   std::uint64_t avg_processing_time_ns = 0;  ///< busy_time / jobs_processed.
   std::uint64_t parks = 0;                   ///< Times the worker went to sleep.
+  std::uint64_t wakeups = 0;                 ///< Times it woke from sleep (parks minus a sleep in progress).
   std::uint64_t steals = 0;                  ///< Jobs taken from other workers' deques.
   std::uint64_t local_spawns = 0;            ///< Jobs its jobs submitted onto its own deque.
 };
@@ -31,6 +32,7 @@ struct pool_statistics {
   std::uint64_t workers = 0;    ///< Worker threads.
   std::uint64_t steals = 0;     ///< Jobs moved between workers by stealing.
   std::uint64_t parks = 0;      ///< Times a worker went to sleep for lack of work.
+  std::uint64_t wakeups = 0;    ///< Times a worker woke from sleep.
 };
 
 }  // namespace thread_system
