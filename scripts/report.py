@@ -242,6 +242,26 @@ def fmt_ratio(r):
     return "n/a" if r is None else f"{r:.2f}×"
 
 
+def per_workers_table(out, runs, libs, ws, prefix, counter, unit, table, config_fmt, metric, header_ratio=False):
+    """One row per worker count, one column per library; lower is better.
+    Peers' cells carry their ratio vs Thread System (recorded for the losses list)."""
+    out.append("| workers | " + " | ".join(
+        LIB_LABEL[l] + (" (ratio)" if header_ratio and l != "thread_system" else "") for l in libs) + " |")
+    out.append("|---:|" + "---:|" * len(libs))
+    for w in ws:
+        ours = runs.stat(f"{prefix}/thread_system/workers:{w}", counter)
+        row = [str(w)]
+        for lib in libs:
+            st = runs.stat(f"{prefix}/{lib}/workers:{w}", counter)
+            if lib == "thread_system":
+                row.append(cell(st, unit))
+            else:
+                r = compare(table, config_fmt.format(w=w), lib, metric, st, ours, False)
+                row.append(f"{cell(st, unit)} {fmt_ratio(r)}")
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+
+
 # Every peer-vs-us comparison made in a table is recorded here; "Where Thread
 # System loses" lists those where the peer is better.
 COMPARISONS = []
@@ -370,20 +390,8 @@ def table_creation(runs, out):
     if not ws:
         out.append("_No data (create/ benchmarks not run in this mode)._\n")
         return
-    out.append("| workers | " + " | ".join(f"{LIB_LABEL[l]}" + ("" if l == "thread_system" else " (ratio)") for l in libs) + " |")
-    out.append("|---:|" + "---:|" * len(libs))
-    for w in ws:
-        ours = runs.stat(f"create/thread_system/workers:{w}", "real_ns")
-        row = [str(w)]
-        for lib in libs:
-            s = runs.stat(f"create/{lib}/workers:{w}", "real_ns")
-            if lib == "thread_system":
-                row.append(cell(s, "ns"))
-            else:
-                r = compare("creation", f"workers:{w}", lib, "create+join time", s, ours, False)
-                row.append(f"{cell(s, 'ns')} {fmt_ratio(r)}")
-        out.append("| " + " | ".join(row) + " |")
-    out.append("")
+    per_workers_table(out, runs, libs, ws, "create", "real_ns", "ns", "creation", "workers:{w}", "create+join time",
+                      header_ratio=True)
 
 
 def table_queue_depth_latency(runs, out):
@@ -595,20 +603,8 @@ def table_memory(runs, out):
     if not libs:
         out.append("_No data._\n")
     else:
-        out.append("| workers | " + " | ".join(LIB_LABEL[l] for l in libs) + " |")
-        out.append("|---:|" + "---:|" * len(libs))
-        for w in ws:
-            ours = runs.stat(f"memory_per_worker/thread_system/workers:{w}", "rss_per_worker_bytes")
-            row = [str(w)]
-            for lib in libs:
-                s = runs.stat(f"memory_per_worker/{lib}/workers:{w}", "rss_per_worker_bytes")
-                if lib == "thread_system":
-                    row.append(cell(s, "bytes"))
-                else:
-                    r = compare("memory", f"{w} workers", lib, "RSS per worker", s, ours, False)
-                    row.append(f"{cell(s, 'bytes')} {fmt_ratio(r)}")
-            out.append("| " + " | ".join(row) + " |")
-        out.append("")
+        per_workers_table(out, runs, libs, ws, "memory_per_worker", "rss_per_worker_bytes", "bytes", "memory",
+                          "{w} workers", "RSS per worker")
 
     out.append("### Bytes per queued job\n")
     out.append("100 000 empty jobs (an 8-byte capture) queued behind the only worker, which is blocked; VmRSS delta / "
