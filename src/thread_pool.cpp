@@ -72,7 +72,12 @@ thread_pool::thread_pool(std::size_t worker_count, pool_options options)
   if (options.on_error) handler_ = std::make_shared<const error_handler>(std::move(options.on_error));
   workers_.reserve(worker_count);
   for (std::size_t i = 0; i < worker_count; ++i) workers_.push_back(std::make_unique<thread_worker>());
-  if (auto r = start(); !r) throw error_exception(r.error());
+  if (auto r = start(); !r) {
+    // Some threads may be running (a partial start): join them before the
+    // members they use are destroyed by the throw.
+    (void)stop(stop_mode::cancel_pending);
+    throw error_exception(r.error());
+  }
 }
 
 thread_pool::~thread_pool() {
@@ -157,10 +162,13 @@ void thread_pool::start_worker(thread_worker& w) {
   }
   w.node_cache_.attach(&node_pool_);
   w.rng_state_ = static_cast<std::uint32_t>(slot * 2654435761U + 1U);
+  // The thread first: if it cannot be created nothing has been published,
+  // so no thief can ever see a worker that the caller then discards. Until
+  // the release below the new worker's deque is simply not stolen from.
+  w.thread_ = std::thread([this, &w] { worker_main(w); });
   steal_table_[slot].store(&w, std::memory_order_relaxed);  // published by the release below
   published_.store(slot + 1, std::memory_order_release);    // pairs with the acquire in try_steal()/work_visible()
-  w.thread_ = std::thread([this, &w] { worker_main(w); });
-  worker_count_.fetch_add(1, std::memory_order_relaxed);  // fair-share hint only
+  worker_count_.fetch_add(1, std::memory_order_relaxed);    // fair-share hint only
 }
 
 std::vector<thread_worker*> thread_pool::get_workers() const {
@@ -347,9 +355,19 @@ bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, 
     const std::size_t share = worker_count_.load(std::memory_order_relaxed);  // a hint
     const std::size_t n = queue_->pop_share(local.first(batch_limit), share);
     if (n == 0) return false;
-    // More work than this worker took: make sure someone else is coming.
-    if (!queue_->empty_approx()) wake_worker_if_needed();
-    run_batch(w, local.first(n));
+    // All but the first job go onto this worker's deque (newest-first, so
+    // the owner still takes them in FIFO order): there they can be stolen,
+    // and a helping wait in the first job can reach them. Held in a private
+    // array instead, a job could wait forever on one queued behind it.
+    // They were counted by the injector already, so spawned_ stays as is.
+    for (std::size_t i = n; i-- > 1;) {
+      detail::job_node* moved = w.node_cache_.allocate();
+      moved->fn = std::move(local[i]);
+      w.deque_.push(moved);
+    }
+    // More work than this worker will run now: make sure someone else is coming.
+    if (n > 1 || !queue_->empty_approx()) wake_worker_if_needed();
+    execute(w, local[0]);
     return true;
   };
 

@@ -225,3 +225,60 @@ TEST(TaskGroup, BlockedExternalWaiterIsWoken) {
     ASSERT_EQ(v.load(), 1);
   }
 }
+
+// ---- regressions from review --------------------------------------------------
+
+// A job that waits on a job queued right behind it in the same injector batch
+// must not deadlock: the rest of a batch goes onto the worker's deque, where
+// the helping wait (and thieves) can reach it.
+TEST(Scheduler, WaitOnAJobBehindItInTheSameBatch) {
+  auto pool = std::make_shared<ts::thread_pool>("batch");
+  ASSERT_TRUE(pool->enqueue(std::make_unique<ts::thread_worker>()));
+  std::atomic<int> child_ran{0};
+  ts::task_group group(*pool);
+  // Before start(): both land in the injector and are popped as one batch.
+  ASSERT_TRUE(pool->enqueue([&group] { group.wait(); }));
+  group.run([&child_ran] { child_ran.fetch_add(1); });
+  ASSERT_TRUE(pool->start());
+  pool->wait_idle();
+  EXPECT_EQ(child_ran.load(), 1);
+}
+
+// The body of a task_group job (and its captures) is destroyed before the
+// job counts as finished, so nothing it owns outlives wait().
+TEST(TaskGroup, CapturesAreDestroyedBeforeWaitReturns) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  for (int round = 0; round < 200; ++round) {
+    ts::test::lifetime_tracker tracker;
+    {
+      ts::task_group g(pool);
+      for (int i = 0; i < 8; ++i) g.run(ts::test::counting_functor(tracker));
+      g.wait();
+      ASSERT_EQ(tracker.alive(), 0) << "a capture outlived wait()";
+    }
+    ASSERT_EQ(tracker.invoked.load(), 8);
+  }
+}
+
+TEST(Scheduler, SubmittedCallableIsDestroyedBeforeTheFutureIsReady) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  for (int round = 0; round < 200; ++round) {
+    ts::test::lifetime_tracker tracker;
+    auto f = pool.submit([c = ts::test::counting_functor(tracker)] {
+      c();
+      return 1;
+    });
+    ASSERT_EQ(f.get(), 1);
+    ASSERT_EQ(tracker.alive(), 0) << "the bound callable outlived the result";
+  }
+}
+
+TEST(Scheduler, FutureWaitsSaturateHugeDurations) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  auto f = pool.submit([] { return 5; });
+  EXPECT_EQ(f.wait_for(std::chrono::nanoseconds::max()), std::future_status::ready);
+  EXPECT_EQ(f.wait_for(std::chrono::hours::max()), std::future_status::ready);
+  EXPECT_EQ(f.wait_until(std::chrono::steady_clock::time_point::max()), std::future_status::ready);
+  EXPECT_EQ(f.wait_for(std::chrono::nanoseconds(-1)), std::future_status::ready);
+  EXPECT_EQ(f.get(), 5);
+}

@@ -81,7 +81,13 @@ void run_piece(const std::shared_ptr<parallel_for_state<I, F>>& st, I lo, I hi) 
     while (static_cast<std::size_t>(hi - lo) > st->grain) {
       const I mid = lo + (hi - lo) / 2;
       st->pending.fetch_add(1, std::memory_order_relaxed);  // ordered before the piece's own decrement by the push
-      auto r = st->pool.enqueue([st, mid, hi] { run_piece<I, F>(st, mid, hi); });
+      result<void> r;
+      try {
+        r = st->pool.enqueue([st, mid, hi] { run_piece<I, F>(st, mid, hi); });
+      } catch (...) {
+        st->pending.fetch_sub(1, std::memory_order_relaxed);  // out of memory: that piece never existed
+        throw;
+      }
       if (!r) {
         // Refused (pool stopping): do that half here.
         st->pending.fetch_sub(1, std::memory_order_relaxed);  // our own increment; no one else saw it

@@ -28,6 +28,7 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include "thread_system/detail/chaos.hpp"
@@ -56,29 +57,42 @@ class task_group {
     // relaxed: the enqueue below publishes the job, and its finish() RMW is
     // ordered after this increment through it.
     pending_.fetch_add(1, std::memory_order_relaxed);
-    auto job = [this, fn = std::decay_t<F>(std::forward<F>(f))]() mutable {
-      try {
-        fn();
-      } catch (...) {
-        record(std::current_exception());
-      }
-      finish();
-    };
-    job_function wrapped(std::move(job));
-    // A refused job_function is left untouched (see thread_pool::enqueue),
-    // so the group can run it here instead of losing it.
-    if (auto r = pool_.enqueue(std::move(wrapped)); !r) wrapped();
+    try {
+      job_function wrapped(group_job<std::decay_t<F>>{this, std::decay_t<F>(std::forward<F>(f))});
+      // A refused job_function is left untouched (see thread_pool::enqueue),
+      // so the group can run it here instead of losing it.
+      if (auto r = pool_.enqueue(std::move(wrapped)); !r) wrapped();
+    } catch (...) {
+      // Out of memory before the job existed: it will never finish, so take
+      // its count back (no waiter can be sleeping on this count yet: the
+      // group's own thread is here).
+      pending_.fetch_sub(1, std::memory_order_relaxed);
+      throw;
+    }
   }
 
   /// Waits for every job run() so far; rethrows the first exception.
   void wait() {
+    unsigned idle_rounds = 0;
     for (;;) {
       std::uint32_t v = pending_.load(std::memory_order_acquire);  // pairs with finish()'s release part
       if ((v & count_mask) == 0) break;
       if (detail::on_pool_worker()) {
-        if (!detail::help_current_pool_once()) {
-          for (int i = 0; i < 32; ++i) detail::cpu_relax();  // the last jobs run elsewhere: poll gently
+        if (detail::help_current_pool_once()) {
+          idle_rounds = 0;
+          continue;
         }
+        // The last jobs run elsewhere: poll gently, then sleep in short
+        // slices (new work for this worker may still appear).
+        if (++idle_rounds < 64) {
+          for (int i = 0; i < 32; ++i) detail::cpu_relax();
+          continue;
+        }
+        if ((v & sleeper_bit) == 0 &&
+            !pending_.compare_exchange_weak(v, v | sleeper_bit, std::memory_order_acq_rel, std::memory_order_acquire)) {
+          continue;
+        }
+        detail::futex_wait_for(pending_, v | sleeper_bit, 100'000);
         continue;
       }
       // Announce a sleeper in the top bit, then sleep while nothing changes.
@@ -100,6 +114,23 @@ class task_group {
  private:
   static constexpr std::uint32_t sleeper_bit = 0x8000'0000U;
   static constexpr std::uint32_t count_mask = 0x7fff'ffffU;
+
+  // The pool job: runs the body, destroys it, and only then counts it as
+  // finished, so the body's captures never outlive wait().
+  template <typename D>
+  struct group_job {
+    task_group* group;
+    std::optional<D> body;
+    void operator()() {
+      try {
+        (*body)();
+      } catch (...) {
+        group->record(std::current_exception());
+      }
+      body.reset();
+      group->finish();  // last access to the group
+    }
+  };
 
   void finish() noexcept {
     // acq_rel: the job's writes happen-before the waiter's acquire load that

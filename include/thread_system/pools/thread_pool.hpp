@@ -46,6 +46,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <ranges>
 #include <string>
 #include <thread>
@@ -87,24 +88,31 @@ namespace detail {
 template <typename R, typename Fn>
 struct submitted_job {
   std::shared_ptr<future_state<R>> state;
-  Fn fn;
+  // Destroyed before the future is completed, so a thread that sees the
+  // result ready also knows the callable and its bound arguments are gone.
+  std::optional<Fn> fn;
 
   job_outcome run_and_report() {
     try {
       if constexpr (std::is_void_v<R>) {
-        std::invoke(fn);
+        std::invoke(*fn);
+        fn.reset();
         state->set_value();
       } else {
-        state->set_value(std::invoke(fn));
+        R value = std::invoke(*fn);
+        fn.reset();
+        state->set_value(std::move(value));
       }
       return job_outcome::succeeded;
     } catch (...) {
+      fn.reset();
       state->set_exception(std::current_exception());
       return job_outcome::failed_reported;
     }
   }
 
   void cancel() noexcept {
+    fn.reset();
     try {
       state->set_exception(std::make_exception_ptr(
           error_exception(error{error_code::cancelled, "job discarded by stop(stop_mode::cancel_pending)"})));

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <exception>
 #include <future>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -151,14 +152,30 @@ class future {
   template <typename Rep, typename Period>
   std::future_status wait_for(const std::chrono::duration<Rep, Period>& d) const {
     check_valid();
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
-    const std::int64_t deadline = detail::completion::now_ns() + (ns > 0 ? ns : 0);
-    return state_->done.wait(deadline == 0 ? 1 : deadline) ? std::future_status::ready : std::future_status::timeout;
+    // Saturating: a duration too long to represent waits without a deadline.
+    using std::chrono::nanoseconds;
+    const std::int64_t now = detail::completion::now_ns();
+    std::int64_t deadline = 0;  // 0: no deadline
+    if (d <= std::chrono::duration<Rep, Period>::zero()) {
+      deadline = now;  // already expired: only report readiness
+    } else if (std::chrono::duration<long double, std::nano>(d).count() <
+               static_cast<long double>(std::numeric_limits<std::int64_t>::max() - now)) {
+      deadline = now + std::chrono::duration_cast<nanoseconds>(d).count();
+    }
+    return state_->done.wait(deadline) ? std::future_status::ready : std::future_status::timeout;
   }
 
   template <typename Clock, typename Duration>
   std::future_status wait_until(const std::chrono::time_point<Clock, Duration>& t) const {
-    return wait_for(t - Clock::now());
+    const auto now = Clock::now();
+    if (t <= now) return wait_for(std::chrono::nanoseconds(0));
+    // Saturate rather than overflow for far-away time points.
+    if (t.time_since_epoch() - now.time_since_epoch() >
+        std::chrono::duration_cast<typename Clock::duration>(std::chrono::hours(24 * 365 * 100))) {
+      wait();
+      return std::future_status::ready;
+    }
+    return wait_for(t - now);
   }
 
   /// Waits, then returns the value (or rethrows the job's exception). The
