@@ -31,7 +31,12 @@ class job_node_pool {
   class cache {
    public:
     explicit cache(job_node_pool* pool = nullptr) : pool_(pool) {}
-    void attach(job_node_pool* pool) { pool_ = pool; }
+    void attach(job_node_pool* pool) {
+      pool_ = pool;
+      // The list never holds more than this (release() spills above 4
+      // batches; refill() adds at most a chunk), so it never reallocates.
+      free_.reserve(4 * batch_size + chunk_size);
+    }
 
     job_node* allocate() {
       if (free_.empty()) pool_->refill(free_);
