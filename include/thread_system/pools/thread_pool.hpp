@@ -155,7 +155,9 @@ class thread_pool {
   /// Adds a worker. Before start() it waits for start(); on a running pool it
   /// starts at once. Null is `invalid_argument`; after stop, `pool_stopped`.
   result<void> enqueue(std::unique_ptr<thread_worker> worker);
-  /// Adds all workers or none (a null entry refuses the whole batch).
+  /// Adds all workers or none when refused up front (a null entry, or after
+  /// stop). On a running pool, if the OS refuses a thread part-way
+  /// (`resource_exhausted`), the workers before it stay added and running.
   result<void> enqueue_batch(std::vector<std::unique_ptr<thread_worker>> workers);
   /// Starts the workers. `invalid_argument` with no workers,
   /// `already_started` when running, `pool_stopped` after stop().
