@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../support/test_support.hpp"
+#include "capacity_check.hpp"
 
 namespace ts = thread_system;
 
@@ -121,17 +122,8 @@ TEST(ShardedQueue, BoundedExactCapacitySingleThread) {
   ASSERT_TRUE(queue.is_bounded());
   EXPECT_EQ(queue.capacity(), capacity);
   std::atomic<std::size_t> ran{0};
-  for (std::size_t i = 0; i < capacity; ++i) ASSERT_TRUE(queue.try_push(counting_job(ran))) << i;
-  ts::job_function extra = counting_job(ran);
-  auto full = queue.try_push(std::move(extra));
-  ASSERT_FALSE(full);
-  EXPECT_EQ(full.error().code(), ts::error_code::queue_full);
-  EXPECT_TRUE(extra);  // not moved from
-
+  ts::test::expect_full_exactly_at(queue, capacity, [&ran] { return counting_job(ran); });
   ts::job_function job;
-  ASSERT_TRUE(queue.try_pop(job));
-  job();
-  ASSERT_TRUE(queue.try_push(std::move(extra)));
   ts::job_function another = counting_job(ran);
   auto full_again = queue.try_push(std::move(another));
   ASSERT_FALSE(full_again);
