@@ -351,9 +351,9 @@ bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, 
   // Helping waits take one job at a time so the awaited result is not
   // delayed behind a batch.
   const std::size_t batch_limit = helping ? 1 : local.size();
-  auto run_from_injector = [&]() -> bool {
+  auto run_from_injector = [&](std::size_t limit) -> bool {
     const std::size_t share = worker_count_.load(std::memory_order_relaxed);  // a hint
-    const std::size_t n = queue_->pop_share(local.first(batch_limit), share);
+    const std::size_t n = queue_->pop_share(local.first(limit), share);
     if (n == 0) return false;
     // All but the first job go onto this worker's deque (newest-first, so
     // the owner still takes them in FIFO order): there they can be stolen,
@@ -371,13 +371,15 @@ bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, 
     return true;
   };
 
-  if (++w.tick_ % injector_check_interval == 0 && run_from_injector()) return true;
+  // The periodic look takes a single job: a batch would go onto a deque
+  // that is not empty, and repeated looks could grow it without bound.
+  if (++w.tick_ % injector_check_interval == 0 && run_from_injector(1)) return true;
   detail::job_node* node = nullptr;
   if (w.deque_.pop(node)) {
     run_node(w, node);
     return true;
   }
-  if (run_from_injector()) return true;
+  if (run_from_injector(batch_limit)) return true;
   if (try_steal(w, node)) {
     run_node(w, node);
     return true;

@@ -65,6 +65,9 @@ class job_node_pool {
       return;
     }
     chunks_.push_back(std::make_unique<job_node[]>(chunk_size));
+    // The spill list can hold at most every node: size it with each chunk
+    // so that spilling never allocates.
+    spilled_.reserve(chunks_.size() * chunk_size);
     job_node* chunk = chunks_.back().get();
     for (std::size_t i = 0; i < chunk_size; ++i) out.push_back(&chunk[i]);
   }
