@@ -355,7 +355,7 @@ void bm_throughput(benchmark::State& state, std::size_t workers, std::uint64_t j
             tb::spin_for_ns(job_ns);
             done.fetch_add(1, std::memory_order_release);
           })) {
-        refused.store(true);
+        refused.store(true, std::memory_order_relaxed);  // read after the producers are joined
         done.fetch_add(1, std::memory_order_release);
       }
     }
@@ -367,8 +367,9 @@ void bm_throughput(benchmark::State& state, std::size_t workers, std::uint64_t j
     wait_for_count(done, target);
     settle(pool);
   }
-  if (refused.load()) state.SkipWithError("a job was refused");
-  throughput_counters(state, done.load(), workers, producers, job_ns);
+  if (refused.load(std::memory_order_relaxed)) state.SkipWithError("a job was refused");  // producers joined
+  throughput_counters(state, done.load(std::memory_order_acquire), workers, producers,
+                      job_ns);  // pairs with the jobs' release increments
 }
 
 template <typename P>
@@ -501,7 +502,8 @@ void omp_throughput(benchmark::State& state, std::size_t workers, std::uint64_t 
     }
     wait_for_count(done, target);
   }
-  throughput_counters(state, done.load(), workers, 1, job_ns);
+  throughput_counters(state, done.load(std::memory_order_acquire), workers, 1,
+                      job_ns);  // pairs with the jobs' release increments
 }
 
 void omp_latency(benchmark::State& state, std::size_t workers) {
