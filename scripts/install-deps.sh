@@ -3,13 +3,13 @@
 # benchmark. Idempotent: packages already present are not reinstalled.
 # Usage: scripts/install-deps.sh [--with-peers]
 #   --with-peers  also the comparison peers of the benchmark report
-#                 (oneTBB, Boost.Asio, moodycamel::ConcurrentQueue; OpenMP is
+#                 (oneTBB, Boost.Asio, moodycamel::ConcurrentQueue, spdlog; OpenMP is
 #                 GCC's libgomp, installed with g++) and gnuplot for its plots.
 set -euo pipefail
 
-packages=(g++ cmake ninja-build libgtest-dev libgmock-dev libbenchmark-dev python3)
+packages=(g++ cmake ninja-build libgtest-dev libgmock-dev libbenchmark-dev python3 libfmt-dev)
 if [[ "${1:-}" == "--with-peers" ]]; then
-  packages+=(libtbb-dev libboost-dev libconcurrentqueue-dev gnuplot-nox)
+  packages+=(libtbb-dev libboost-dev libconcurrentqueue-dev libspdlog-dev gnuplot-nox)
 fi
 
 missing=()
