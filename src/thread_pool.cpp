@@ -42,6 +42,10 @@ std::uint64_t now_ns() noexcept {
           .count());
 }
 
+// Per submitting thread: jobs left until the next one is stamped for the
+// latency histograms (shared by all pools; sampling is statistical anyway).
+thread_local std::uint32_t tl_sample_countdown = 1;
+
 }  // namespace
 
 std::size_t thread_pool::default_worker_count() noexcept {
@@ -61,10 +65,22 @@ thread_pool::thread_pool(std::string name)
       queue_(detail::make_injector(pool_queue::mutex, 1024)),
       max_spinners_(default_max_spinners()) {}
 
+thread_pool::thread_pool(detail::custom_injector_t, std::string name, std::unique_ptr<detail::injector> queue,
+                         std::uint32_t latency_sample_every, error_handler on_error)
+    : name_(std::move(name)),
+      queue_(std::move(queue)),
+      local_deques_(false),
+      injector_batch_(1),
+      latency_sample_every_(latency_sample_every),
+      max_spinners_(default_max_spinners()) {
+  if (on_error) handler_ = std::make_shared<const error_handler>(std::move(on_error));
+}
+
 thread_pool::thread_pool(std::size_t worker_count, pool_options options)
     : name_(std::move(options.name)),
       queue_(detail::make_injector(options.queue, options.initial_queue_capacity)),
       queue_kind_(options.queue),
+      latency_sample_every_(options.latency_sample_every),
       max_spinners_(default_max_spinners()) {
   if (worker_count == 0) {
     throw error_exception(error{error_code::invalid_argument, "thread_pool: worker_count must be at least 1"});
@@ -162,6 +178,10 @@ void thread_pool::start_worker(thread_worker& w) {
   }
   w.node_cache_.attach(&node_pool_);
   w.rng_state_ = static_cast<std::uint32_t>(slot * 2654435761U + 1U);
+  w.group_ = &group_for(w.responsibility_mask_);
+  if (!local_deques_ && !w.kind_counts_) {
+    w.kind_counts_.reset(new std::atomic<std::uint64_t>[2 * 256] {});  // executed, failed per tag
+  }
   // The thread first: if it cannot be created nothing has been published,
   // so no thief can ever see a worker that the caller then discards. Until
   // the release below the new worker's deque is simply not stolen from.
@@ -169,6 +189,23 @@ void thread_pool::start_worker(thread_worker& w) {
   steal_table_[slot].store(&w, std::memory_order_relaxed);  // published by the release below
   published_.store(slot + 1, std::memory_order_release);    // pairs with the acquire in try_steal()/work_visible()
   worker_count_.fetch_add(1, std::memory_order_relaxed);    // fair-share hint only
+}
+
+detail::wake_group& thread_pool::group_for(std::uint64_t mask) {
+  // Caller holds lifecycle_mutex_.
+  const std::size_t n = group_count_.load(std::memory_order_relaxed);  // only written under lifecycle_mutex_
+  for (std::size_t i = 0; i < n; ++i) {
+    detail::wake_group* g = groups_[i].load(std::memory_order_relaxed);  // fixed once published
+    if (g->mask == mask) return *g;
+  }
+  if (n == max_groups) {
+    throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                            "thread_pool: more than " + std::to_string(max_groups) + " distinct responsibility sets");
+  }
+  owned_groups_.push_back(std::make_unique<detail::wake_group>(mask, max_spinners_));
+  groups_[n].store(owned_groups_.back().get(), std::memory_order_relaxed);  // published by the release below
+  group_count_.store(n + 1, std::memory_order_release);  // pairs with the acquire in wake_worker_if_needed()
+  return *owned_groups_.back();
 }
 
 std::vector<thread_worker*> thread_pool::get_workers() const {
@@ -212,6 +249,7 @@ result<void> thread_pool::push_local(thread_worker& w, job_function&& fn) {
   if (st == state::stopping || st == state::stopped) {
     return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
   }
+  stamp_if_sampled(fn);
   detail::job_node* node = w.node_cache_.allocate();
   node->fn = std::move(fn);
   // release: the accepted count is published before the job can be stolen
@@ -225,7 +263,10 @@ result<void> thread_pool::push_local(thread_worker& w, job_function&& fn) {
 
 result<void> thread_pool::push_one(job_function&& fn) {
   if (!fn) return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': empty job");
-  if (thread_worker* w = own_worker()) return push_local(*w, std::move(fn));
+  if (local_deques_) {
+    if (thread_worker* w = own_worker()) return push_local(*w, std::move(fn));
+  }
+  stamp_if_sampled(fn);
   // The queue counts the job as accepted inside its critical section, so
   // close() in stop() makes the accepted total exact and no worker can
   // finish a job before it is counted (see idle_now()).
@@ -239,6 +280,7 @@ result<void> thread_pool::push_one(job_function&& fn) {
 
 result<void> thread_pool::push_batch(std::span<job_function> fns) {
   if (fns.empty()) return {};
+  for (auto& fn : fns) stamp_if_sampled(fn);
   if (auto r = queue_->push_batch(fns); !r) {
     became_idle_.notify_all();  // as in push_one()
     return refusal(r.error());
@@ -247,6 +289,13 @@ result<void> thread_pool::push_batch(std::span<job_function> fns) {
   // (see worker_main), so a burst wakes only as many workers as it keeps busy.
   wake_worker_if_needed();
   return {};
+}
+
+void thread_pool::stamp_if_sampled(job_function& fn) const noexcept {
+  if (latency_sample_every_ == 0) return;
+  if (--tl_sample_countdown != 0) return;
+  tl_sample_countdown = latency_sample_every_;
+  fn.set_enqueue_stamp(now_ns());
 }
 
 unexpected_error thread_pool::refusal(const error& queue_error) const {
@@ -258,15 +307,27 @@ unexpected_error thread_pool::refusal(const error& queue_error) const {
 
 // ---- the worker loop ------------------------------------------------------
 
-void thread_pool::wake_worker_if_needed() noexcept {
+void thread_pool::wake_worker_if_needed(std::uint64_t kind_mask) noexcept {
   // Dekker with a spinning worker: the fence orders our push before reading
-  // spinning_; the worker decrements spinning_ (seq_cst) and then re-checks
-  // the queue after prepare_wait()'s fence before it sleeps. Either we see it
-  // spinning (and it will find the job), or it sees the job.
+  // a group's spinning count; the worker decrements it (seq_cst) and then
+  // re-checks the queue after prepare_wait()'s fence before it sleeps.
+  // Either we see it spinning (and it will find the job), or it sees the job.
   detail::seq_cst_fence();
   THREAD_SYSTEM_CHAOS_POINT();
-  if (spinning_.load(std::memory_order_relaxed) != 0) return;  // ordered by the fence above
-  work_available_.notify_one_after_fence();
+  const std::size_t n = group_count_.load(std::memory_order_acquire);  // pairs with group_for()
+  for (std::size_t i = 0; i < n; ++i) {
+    detail::wake_group* g = groups_[i].load(std::memory_order_relaxed);  // fixed once published
+    if ((g->mask & kind_mask) == 0) continue;
+    if (g->spinning.load(std::memory_order_relaxed) != 0) continue;  // ordered by the fence above
+    g->work_available.notify_one_after_fence();
+  }
+}
+
+void thread_pool::wake_all_groups() noexcept {
+  const std::size_t n = group_count_.load(std::memory_order_acquire);  // pairs with group_for()
+  for (std::size_t i = 0; i < n; ++i) {
+    groups_[i].load(std::memory_order_relaxed)->work_available.notify_all();  // fixed once published
+  }
 }
 
 void thread_pool::worker_main(thread_worker& w) {
@@ -300,19 +361,21 @@ void thread_pool::worker_main(thread_worker& w) {
     // Out of work: the pool may have become idle.
     became_idle_.notify_all();
 
-    if (spinning_.load(std::memory_order_relaxed) < max_spinners_) {  // a soft cap; races may exceed it by a few
-      // seq_cst: producers that read spinning_ != 0 skip their wake-up, so
+    detail::wake_group& group = *w.group_;
+    // relaxed: a soft cap; races may exceed it by a few.
+    if (group.spinning.load(std::memory_order_relaxed) < group.max_spinners) {
+      // seq_cst: producers that read spinning != 0 skip their wake-up, so
       // this increment must be ordered against their fence (see
       // wake_worker_if_needed()).
-      spinning_.fetch_add(1, std::memory_order_seq_cst);
+      group.spinning.fetch_add(1, std::memory_order_seq_cst);
       bool work_seen = false;
       for (int i = 0; i < spin_polls && !work_seen; ++i) {
         detail::cpu_relax();
-        work_seen = work_visible();
+        work_seen = work_visible(w);
       }
       // seq_cst: from here producers wake a sleeper again; the re-check
       // after prepare_wait() below catches a push that raced with this.
-      spinning_.fetch_sub(1, std::memory_order_seq_cst);
+      group.spinning.fetch_sub(1, std::memory_order_seq_cst);
       if (work_seen) {
         start_stretch();
         continue;
@@ -320,16 +383,16 @@ void thread_pool::worker_main(thread_worker& w) {
     }
 
     THREAD_SYSTEM_CHAOS_POINT();
-    const auto key = work_available_.prepare_wait();
+    const auto key = group.work_available.prepare_wait();
     THREAD_SYSTEM_CHAOS_POINT();
-    if (work_visible()) {
-      work_available_.cancel_wait();
+    if (work_visible(w)) {
+      group.work_available.cancel_wait();
       start_stretch();
       continue;
     }
     thread_worker::add(w.parks_, 1);
     const std::uint64_t parked_at = now_ns();
-    work_available_.commit_wait(key);
+    group.work_available.commit_wait(key);
     start_stretch();
     thread_worker::add(w.idle_ns_, busy_since - parked_at);
     thread_worker::add(w.wakeups_, 1);
@@ -337,8 +400,9 @@ void thread_pool::worker_main(thread_worker& w) {
   tl_context = worker_context{};
 }
 
-bool thread_pool::work_visible() const noexcept {
-  if (!queue_->empty_approx() || queue_->is_closed()) return true;
+bool thread_pool::work_visible(const thread_worker& w) const noexcept {
+  if (queue_->has_work_for(w.responsibility_mask_) || queue_->is_closed()) return true;
+  if (!local_deques_) return false;
   const std::size_t n = published_.load(std::memory_order_acquire);  // pairs with start_worker()
   for (std::size_t i = 0; i < n; ++i) {
     if (!steal_table_[i].load(std::memory_order_relaxed)->deque_.empty_approx())
@@ -350,10 +414,10 @@ bool thread_pool::work_visible() const noexcept {
 bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, bool helping) {
   // Helping waits take one job at a time so the awaited result is not
   // delayed behind a batch.
-  const std::size_t batch_limit = helping ? 1 : local.size();
+  const std::size_t batch_limit = helping ? 1 : std::min(local.size(), injector_batch_);
   auto run_from_injector = [&](std::size_t limit) -> bool {
     const std::size_t share = worker_count_.load(std::memory_order_relaxed);  // a hint
-    const std::size_t n = queue_->pop_share(local.first(limit), share);
+    const std::size_t n = queue_->pop_for(w.responsibility_mask_, local.first(limit), share);
     if (n == 0) return false;
     // All but the first job go onto this worker's deque (newest-first, so
     // the owner still takes them in FIFO order): there they can be stolen,
@@ -366,13 +430,18 @@ bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, 
       w.deque_.push(moved);
     }
     // More work than this worker will run now: make sure someone else is coming.
-    if (n > 1 || !queue_->empty_approx()) wake_worker_if_needed();
+    if (n > 1) {
+      wake_worker_if_needed();
+    } else if (const std::uint64_t pending = queue_->pending_mask(); pending != 0) {
+      wake_worker_if_needed(pending);
+    }
     execute(w, local[0]);
     return true;
   };
 
   // The periodic look takes a single job: a batch would go onto a deque
   // that is not empty, and repeated looks could grow it without bound.
+  if (!local_deques_) return run_from_injector(1);
   if (++w.tick_ % injector_check_interval == 0 && run_from_injector(1)) return true;
   detail::job_node* node = nullptr;
   if (w.deque_.pop(node)) {
@@ -423,21 +492,44 @@ void thread_pool::run_node(thread_worker& w, detail::job_node* node) {
 void thread_pool::execute(thread_worker& w, job_function& fn) {
   // acquire: pairs with the release store in stop(); a job not yet started
   // when cancellation is requested is cancelled rather than run.
+  const std::uint8_t tag = fn.tag();
   if (cancel_requested_.load(std::memory_order_acquire)) {
     fn.cancel();
     fn.reset();
+    queue_->note_cancelled(tag);
     thread_worker::add(w.cancelled_, 1, std::memory_order_release);  // pairs with idle_now()
     return;
   }
-  bool failed = false;
+  // A sampled job: record how long it waited and how long it runs.
+  const std::uint64_t stamp = fn.enqueue_stamp();
+  std::uint64_t started = 0;
+  if (stamp != 0) {
+    started = now_ns();
+    const std::uint64_t wait = started > stamp ? started - stamp : 0;
+    w.wait_histogram_.record(wait);
+    if (tag != 0) queue_->note_wait(tag, wait);
+  }
+  job_outcome outcome = job_outcome::succeeded;
   try {
-    failed = fn.run() == job_outcome::failed_reported;
+    outcome = fn.run();
   } catch (...) {
-    failed = true;
+    outcome = job_outcome::failed_reported;
     report_failure(std::current_exception());
   }
   fn.reset();  // the job's captures are destroyed before it counts as done
+  if (stamp != 0) w.run_histogram_.record(now_ns() - started);
+  if (outcome == job_outcome::cancelled) {
+    // The job saw its token cancelled and completed its own future.
+    queue_->note_cancelled(tag);
+    thread_worker::add(w.cancelled_, 1, std::memory_order_release);  // pairs with idle_now()
+    return;
+  }
+  const bool failed = outcome == job_outcome::failed_reported;
   if (failed) thread_worker::add(w.failed_, 1);
+  if (w.kind_counts_) {
+    thread_worker::add(w.kind_counts_[tag], 1);                    // statistics only
+    if (failed) thread_worker::add(w.kind_counts_[256 + tag], 1);  // statistics only
+  }
   // release: pairs with the acquire loads in idle_now(); everything the job
   // did is visible to a wait_idle() that sees this count.
   thread_worker::add(w.processed_, 1, std::memory_order_release);
@@ -523,8 +615,10 @@ std::uint64_t thread_pool::cancel_queued() noexcept {
     const std::size_t got = queue_->pop_share(local, 1);
     if (got == 0) return n;
     for (std::size_t i = 0; i < got; ++i) {
+      const std::uint8_t tag = local[i].tag();
       local[i].cancel();
       local[i].reset();
+      queue_->note_cancelled(tag);
     }
     n += got;
   }
@@ -554,7 +648,7 @@ stop_report thread_pool::stop(stop_mode mode) {
     // release: pairs with the acquire in idle_now().
     cancelled_by_stop_.fetch_add(cancel_queued(), std::memory_order_release);
   }
-  work_available_.notify_all();
+  wake_all_groups();
   for (thread_worker* w : to_join) {
     if (w->thread_.joinable()) w->thread_.join();
   }
@@ -615,6 +709,17 @@ pool_statistics thread_pool::get_statistics() const {
     s.queued += w->deque_.size_approx();
   }
   return s;
+}
+
+worker_latency thread_pool::latency() const {
+  worker_latency total;
+  std::lock_guard lock(lifecycle_mutex_);
+  for (const auto& w : workers_) {
+    const worker_latency one = w->latency();
+    total.wait.merge(one.wait);
+    total.run.merge(one.run);
+  }
+  return total;
 }
 
 namespace detail {

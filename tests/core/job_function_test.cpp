@@ -51,9 +51,40 @@ TEST(JobFunction, InlineCapacityIsAtLeast48Bytes) {
     void operator()() const {}
   };
   static_assert(ts::job_function::stored_inline<big48>);
-  static_assert(ts::job_function::stored_inline<big56>);
+  static_assert(!ts::job_function::stored_inline<big56>);  // the last word holds the metadata
   static_assert(!ts::job_function::stored_inline<big64>);
-  EXPECT_GE(ts::job_function::inline_capacity, 48U);
+  EXPECT_EQ(ts::job_function::inline_capacity, 48U);
+}
+
+TEST(JobFunction, MetadataTravelsWithTheCallableAndResetClearsIt) {
+  int hits = 0;
+  ts::job_function f([&hits] { ++hits; });
+  EXPECT_EQ(f.enqueue_stamp(), 0U);
+  EXPECT_EQ(f.tag(), 0U);
+  f.set_enqueue_stamp(123456789);
+  f.set_tag(7);
+  EXPECT_EQ(f.enqueue_stamp(), 123456789U);
+  EXPECT_EQ(f.tag(), 7U);
+  f.set_enqueue_stamp(ts::job_function::max_stamp + 10);  // clamped, tag untouched
+  EXPECT_EQ(f.enqueue_stamp(), ts::job_function::max_stamp);
+  EXPECT_EQ(f.tag(), 7U);
+  f.set_enqueue_stamp(42);
+
+  ts::job_function g(std::move(f));
+  EXPECT_EQ(g.enqueue_stamp(), 42U);
+  EXPECT_EQ(g.tag(), 7U);
+  EXPECT_EQ(f.enqueue_stamp(), 0U);  // NOLINT(bugprone-use-after-move): moved-from state is specified
+  EXPECT_EQ(f.tag(), 0U);            // NOLINT(bugprone-use-after-move)
+
+  ts::job_function h;
+  h = std::move(g);
+  EXPECT_EQ(h.enqueue_stamp(), 42U);
+  EXPECT_EQ(h.tag(), 7U);
+  h();
+  EXPECT_EQ(hits, 1);
+  h.reset();
+  EXPECT_EQ(h.enqueue_stamp(), 0U);
+  EXPECT_EQ(h.tag(), 0U);
 }
 
 TEST(JobFunction, MoveTransfersOwnershipAndDestroysOnce) {

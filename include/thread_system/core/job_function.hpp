@@ -1,6 +1,6 @@
 // job_function: the move-only, type-erased callable every pool stores.
 //
-// A callable whose size is at most `job_function::inline_capacity` bytes (56),
+// A callable whose size is at most `job_function::inline_capacity` bytes (48),
 // whose alignment is at most 8 and whose move constructor is noexcept is
 // stored *inline*: wrapping it, queueing it and running it performs no heap
 // allocation. Larger callables are stored on the heap (one allocation).
@@ -13,11 +13,17 @@
 //     failed *after already reporting the failure itself* (e.g. into a future).
 //     Plain callables report failure by throwing; the pool catches it.
 //
+// Metadata: besides the callable a job_function carries one word that pools
+// use on the way through their queues - the enqueue time of a job sampled for
+// the wait-time histogram (`enqueue_stamp`, 0 when not sampled) and a small
+// tag (a typed pool's job-type rank). It moves with the callable.
+//
 // Thread-safety: none; a job_function is owned by one thread at a time and is
 // handed between threads through a queue, which provides the ordering.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -31,6 +37,7 @@ namespace thread_system {
 enum class job_outcome : unsigned char {
   succeeded,
   failed_reported,  ///< The job failed and already delivered its error (to a future).
+  cancelled,        ///< The job saw its cancellation token set before it started and did not run.
 };
 
 namespace detail {
@@ -48,7 +55,7 @@ concept has_report_hook = requires(F& f) {
 class job_function {
  public:
   /// Bytes available for a callable stored without allocation.
-  static constexpr std::size_t inline_capacity = 56;
+  static constexpr std::size_t inline_capacity = 48;
   static constexpr std::size_t inline_alignment = 8;
 
   /// True when a callable of type F is stored without heap allocation.
@@ -77,7 +84,8 @@ class job_function {
     vtable_ = &vtable_for<D>;
   }
 
-  job_function(job_function&& other) noexcept : vtable_(other.vtable_) {
+  job_function(job_function&& other) noexcept : vtable_(other.vtable_), meta_(other.meta_) {
+    other.meta_ = 0;
     if (vtable_ != nullptr) {
       relocate_from(other);
       other.vtable_ = nullptr;
@@ -88,6 +96,8 @@ class job_function {
     if (this != &other) {
       reset();
       vtable_ = other.vtable_;
+      meta_ = other.meta_;
+      other.meta_ = 0;
       if (vtable_ != nullptr) {
         relocate_from(other);
         other.vtable_ = nullptr;
@@ -114,13 +124,30 @@ class job_function {
     if (vtable_ != nullptr && vtable_->cancel != nullptr) vtable_->cancel(storage_);
   }
 
-  /// Destroys the held callable, if any.
+  /// Destroys the held callable, if any, and clears the metadata.
   void reset() noexcept {
+    meta_ = 0;
     if (vtable_ != nullptr) {
       if (vtable_->destroy != nullptr) vtable_->destroy(storage_);
       vtable_ = nullptr;
     }
   }
+
+  // ---- metadata (set by pools; see the header comment) --------------------
+
+  /// Largest enqueue stamp that can be stored (56 bits of nanoseconds).
+  static constexpr std::uint64_t max_stamp = (std::uint64_t{1} << 56) - 1;
+
+  /// When the job was queued (pool clock, nanoseconds), or 0 when the job
+  /// was not sampled.
+  [[nodiscard]] std::uint64_t enqueue_stamp() const noexcept { return meta_ & max_stamp; }
+  /// Stores `ns` (clamped to max_stamp).
+  void set_enqueue_stamp(std::uint64_t ns) noexcept {
+    meta_ = (meta_ & ~max_stamp) | (ns < max_stamp ? ns : max_stamp);
+  }
+  /// A small number a pool attaches to the job (a typed pool: the type's rank + 1).
+  [[nodiscard]] std::uint8_t tag() const noexcept { return static_cast<std::uint8_t>(meta_ >> 56); }
+  void set_tag(std::uint8_t t) noexcept { meta_ = (meta_ & max_stamp) | (std::uint64_t{t} << 56); }
 
  private:
   struct vtable_t {
@@ -191,6 +218,7 @@ class job_function {
 
   alignas(inline_alignment) unsigned char storage_[inline_capacity];
   const vtable_t* vtable_ = nullptr;
+  std::uint64_t meta_ = 0;  // tag in the top 8 bits, enqueue stamp below
 };
 
 static_assert(sizeof(job_function) == 64, "a job_function should fill exactly one cache line");

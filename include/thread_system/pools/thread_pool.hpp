@@ -79,9 +79,32 @@ struct pool_options {
   pool_queue queue = pool_queue::mutex;
   /// Initial ring capacity of the mutex queue (it grows on demand).
   std::size_t initial_queue_capacity = 1024;
+  /// Latency sampling: every Nth job a thread submits is stamped, and the
+  /// worker that runs it records its enqueue->start wait and its run time
+  /// (see latency()). 0 turns sampling off; 1 times every job.
+  std::uint32_t latency_sample_every = 16;
 };
 
+template <typename T>
+class typed_thread_pool_t;
+
 namespace detail {
+
+// Workers with the same responsibilities park on one event count; a push
+// wakes a worker of every group that serves the job's kind. An untyped pool
+// has a single group.
+struct wake_group {
+  explicit wake_group(std::uint64_t m, std::uint32_t spinners) : mask(m), max_spinners(spinners) {}
+  // Workers polling the queue before they park. Producers skip the wake-up
+  // while one is spinning; at most max_spinners spin at a time.
+  alignas(64) std::atomic<std::uint32_t> spinning{0};
+  const std::uint64_t mask;
+  const std::uint32_t max_spinners;
+  event_count work_available;  // the group's workers park here
+};
+
+/// Tag for the constructor typed pools use.
+struct custom_injector_t {};
 
 // The job behind submit(): runs the callable and completes the future; on
 // cancellation completes it with a `cancelled` error.
@@ -246,6 +269,9 @@ class thread_pool {
   // ---- observation ----------------------------------------------------------
 
   [[nodiscard]] pool_statistics get_statistics() const;
+  /// Wait and run times of sampled jobs, merged over all workers (see
+  /// pool_options::latency_sample_every).
+  [[nodiscard]] worker_latency latency() const;
   [[nodiscard]] std::size_t worker_count() const;
   [[nodiscard]] const std::string& get_name() const noexcept { return name_; }
   /// The injector queue this pool was built with.
@@ -257,6 +283,30 @@ class thread_pool {
   enum class state : int { created, running, stopping, stopped };
 
   friend bool detail::help_current_pool_once();
+  template <typename T>
+  friend class typed_thread_pool_t;
+
+  // Typed pools: a pool around their own injector. Jobs are never pushed to
+  // workers' deques (every job goes through the injector, where its kind and
+  // priority are known) and workers take one job at a time (so priority is
+  // decided per job). Not started.
+  thread_pool(detail::custom_injector_t, std::string name, std::unique_ptr<detail::injector> queue,
+              std::uint32_t latency_sample_every, error_handler on_error);
+
+  // Pushes through the injector with `push()` (which returns result<void>),
+  // then wakes a worker for the kinds in `kind_mask`.
+  template <typename Push>
+  result<void> push_external(std::uint64_t kind_mask, Push&& push) {
+    if (auto r = push(); !r) {
+      became_idle_.notify_all();  // as in push_one()
+      return refusal(r.error());
+    }
+    wake_worker_if_needed(kind_mask);
+    return {};
+  }
+  // Stamps `fn` with the enqueue time when this thread's sampling countdown
+  // says so.
+  void stamp_if_sampled(job_function& fn) const noexcept;
 
   /// Hard limit on workers per pool (the steal table is fixed-size).
   static constexpr std::size_t max_workers = 256;
@@ -267,10 +317,12 @@ class thread_pool {
   bool try_steal(thread_worker& w, detail::job_node*& out);
   void run_node(thread_worker& w, detail::job_node* node);
   void execute(thread_worker& w, job_function& fn);
-  [[nodiscard]] bool work_visible() const noexcept;
+  [[nodiscard]] bool work_visible(const thread_worker& w) const noexcept;
   result<void> push_batch(std::span<job_function> fns);
   [[nodiscard]] unexpected_error refusal(const error& queue_error) const;
-  void wake_worker_if_needed() noexcept;
+  void wake_worker_if_needed(std::uint64_t kind_mask = ~std::uint64_t{0}) noexcept;
+  void wake_all_groups() noexcept;
+  detail::wake_group& group_for(std::uint64_t mask);
   void start_worker(thread_worker& w);
   void worker_main(thread_worker& w);
   void run_batch(thread_worker& w, std::span<job_function> batch);
@@ -309,13 +361,20 @@ class thread_pool {
 
   alignas(64) std::atomic<std::uint64_t> cancelled_by_stop_{0};
 
-  // Workers polling the queue before they park. Producers skip the wake-up
-  // while one is spinning; at most max_spinners_ spin at a time.
-  alignas(64) std::atomic<std::uint32_t> spinning_{0};
+  // false in typed pools: see the custom-injector constructor.
+  bool local_deques_ = true;
+  std::size_t injector_batch_ = 16;
+  std::uint32_t latency_sample_every_ = 16;
   std::uint32_t max_spinners_ = 1;
 
-  event_count work_available_;  // workers park here
-  event_count became_idle_;     // wait_idle() parks here
+  // Wake groups (see detail::wake_group): slots [0, group_count_) are set
+  // and never change; written under lifecycle_mutex_.
+  static constexpr std::size_t max_groups = 64;
+  std::vector<std::unique_ptr<detail::wake_group>> owned_groups_;  // guarded by lifecycle_mutex_
+  std::unique_ptr<std::atomic<detail::wake_group*>[]> groups_ { new std::atomic<detail::wake_group*>[ max_groups ] };
+  std::atomic<std::size_t> group_count_{0};
+
+  event_count became_idle_;  // wait_idle() parks here
 };
 
 }  // namespace thread_system

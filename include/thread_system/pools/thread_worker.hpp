@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -27,6 +28,9 @@
 namespace thread_system {
 
 class thread_pool;
+namespace detail {
+struct wake_group;
+}
 
 class thread_worker {
  public:
@@ -35,7 +39,7 @@ class thread_worker {
   explicit thread_worker(std::string name = {}) : name_(std::move(name)) {}
   thread_worker(const thread_worker&) = delete;
   thread_worker& operator=(const thread_worker&) = delete;
-  ~thread_worker() = default;  // the owning pool joins the thread first
+  virtual ~thread_worker() = default;  // the owning pool joins the thread first
 
   [[nodiscard]] const std::string& get_name() const noexcept { return name_; }
 
@@ -54,7 +58,13 @@ class thread_worker {
     s.local_spawns = spawned_.load(std::memory_order_relaxed);
     s.avg_processing_time_ns =
         s.jobs_processed == 0 ? 0 : static_cast<std::uint64_t>(s.busy_time.count()) / s.jobs_processed;
+    s.busy_since_ns = busy_since_ns_.load(std::memory_order_relaxed);  // statistics only
     return s;
+  }
+
+  /// Wait and run times of the jobs this worker ran that were sampled.
+  [[nodiscard]] worker_latency latency() const noexcept {
+    return {wait_histogram_.snapshot(), run_histogram_.snapshot()};
   }
 
  private:
@@ -104,11 +114,28 @@ class thread_worker {
   // it to the accepted total.
   std::atomic<std::uint64_t> spawned_{0};
 
+  // Sampled jobs' enqueue->start and run times; written by this worker only.
+  latency_histogram wait_histogram_;
+  latency_histogram run_histogram_;
+
   // Jobs spawned by jobs running on this worker; thieves steal from the top.
   work_stealing_deque<detail::job_node*> deque_;
   detail::job_node_pool::cache node_cache_;  // owner thread only
   std::uint32_t rng_state_ = 0;              // owner thread only: victim selection
   std::uint32_t tick_ = 0;                   // owner thread only: injector fairness
+
+ protected:
+  // Job kinds this worker serves (bit r = rank r; typed pools). Set before
+  // the worker is started and constant afterwards.
+  std::uint64_t responsibility_mask_ = ~std::uint64_t{0};
+
+ private:
+  // The workers sharing this worker's responsibilities park together; set
+  // by the pool before the thread starts.
+  detail::wake_group* group_ = nullptr;
+  // Typed pools: per-kind executed and failed counts (index = tag), written
+  // by this worker only. Null in an untyped pool.
+  std::unique_ptr<std::atomic<std::uint64_t>[]> kind_counts_;
 };
 
 }  // namespace thread_system

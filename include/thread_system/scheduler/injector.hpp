@@ -71,6 +71,31 @@ class injector {
   [[nodiscard]] virtual std::uint64_t accepted() const noexcept = 0;
   /// After close(): returns once no push that could still succeed is running.
   virtual void wait_for_pushes() const noexcept {}
+
+  // ---- worker-aware access (typed pools) ----------------------------------
+  // A worker serves the job kinds in its responsibility mask (bit r = the
+  // kind of rank r; all bits = everything). Plain injectors hold one kind and
+  // ignore the mask.
+
+  /// pop_share() restricted to the kinds in `mask`.
+  [[nodiscard]] virtual std::size_t pop_for(std::uint64_t mask, std::span<job_function> out, std::size_t consumers) {
+    (void)mask;
+    return pop_share(out, consumers);
+  }
+  /// True when a job of a kind in `mask` may be waiting (approximate, like empty_approx()).
+  [[nodiscard]] virtual bool has_work_for(std::uint64_t mask) const noexcept {
+    (void)mask;
+    return !empty_approx();
+  }
+  /// The kinds that may have jobs waiting (bit per rank; all bits for a plain injector).
+  [[nodiscard]] virtual std::uint64_t pending_mask() const noexcept { return empty_approx() ? 0 : ~std::uint64_t{0}; }
+  /// Called for a job carrying `tag` that a stop discarded (typed pools count it per kind).
+  virtual void note_cancelled(std::uint8_t tag) noexcept { (void)tag; }
+  /// Called for a sampled job of `tag` that waited `wait_ns` before it started.
+  virtual void note_wait(std::uint8_t tag, std::uint64_t wait_ns) noexcept {
+    (void)tag;
+    (void)wait_ns;
+  }
 };
 
 // job_queue counts acceptance inside its own critical section: exact, free.

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdint>
 
+#include "thread_system/diagnostics/latency_histogram.hpp"
+
 namespace thread_system {
 
 struct worker_statistics {
@@ -21,6 +23,17 @@ struct worker_statistics {
   std::uint64_t wakeups = 0;                 ///< Times it woke from sleep (parks minus a sleep in progress).
   std::uint64_t steals = 0;                  ///< Jobs taken from other workers' deques.
   std::uint64_t local_spawns = 0;            ///< Jobs its jobs submitted onto its own deque.
+  /// steady_clock time (ns since its epoch) at which the current busy
+  /// stretch began; 0 while the worker is parked, spinning idle or stopped.
+  /// A stretch that stays open while jobs_processed does not move means the
+  /// worker is inside one long job.
+  std::uint64_t busy_since_ns = 0;
+};
+
+/// Latency of sampled jobs (pool_options::latency_sample_every).
+struct worker_latency {
+  histogram_snapshot wait;  ///< enqueue -> start, nanoseconds
+  histogram_snapshot run;   ///< start -> finish, nanoseconds
 };
 
 struct pool_statistics {
