@@ -293,6 +293,9 @@ result<void> thread_pool::push_batch(std::span<job_function> fns) {
 
 void thread_pool::stamp_if_sampled(job_function& fn) const noexcept {
   if (latency_sample_every_ == 0) return;
+  // The countdown is per thread, shared by all pools: never wait longer
+  // than this pool's own rate.
+  if (tl_sample_countdown > latency_sample_every_) tl_sample_countdown = latency_sample_every_;
   if (--tl_sample_countdown != 0) return;
   tl_sample_countdown = latency_sample_every_;
   fn.set_enqueue_stamp(now_ns());
@@ -709,6 +712,18 @@ pool_statistics thread_pool::get_statistics() const {
     s.queued += w->deque_.size_approx();
   }
   return s;
+}
+
+std::pair<std::uint64_t, std::uint64_t> thread_pool::kind_totals(std::uint8_t tag) const {
+  std::uint64_t executed = 0;
+  std::uint64_t failed = 0;
+  std::lock_guard lock(lifecycle_mutex_);
+  for (const auto& w : workers_) {
+    if (!w->kind_counts_) continue;
+    executed += w->kind_counts_[tag].load(std::memory_order_relaxed);      // statistics only
+    failed += w->kind_counts_[256 + tag].load(std::memory_order_relaxed);  // statistics only
+  }
+  return {executed, failed};
 }
 
 worker_latency thread_pool::latency() const {

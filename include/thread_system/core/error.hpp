@@ -36,6 +36,7 @@ enum class error_code : int {
   not_supported = 8,        ///< The platform cannot honour the request.
   already_started = 9,      ///< `start()` on a running pool/thread.
   resource_exhausted = 10,  ///< The system refused a thread or memory.
+  no_worker = 11,           ///< No worker of a typed pool serves the job's type.
 };
 
 /// Short stable name of a code ("pool_stopped", ...).
@@ -63,6 +64,8 @@ enum class error_code : int {
       return "already_started";
     case error_code::resource_exhausted:
       return "resource_exhausted";
+    case error_code::no_worker:
+      return "no_worker";
   }
   return "unknown";
 }

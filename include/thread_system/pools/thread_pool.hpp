@@ -145,6 +145,24 @@ struct submitted_job {
   }
 };
 
+// A submitted call: the future and the job that completes it. Throws
+// error_exception{invalid_argument} for a null callable.
+template <typename F, typename... Args>
+auto make_submission(F&& f, Args&&... args) {
+  using R = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
+  if constexpr (requires { f == nullptr; }) {
+    if (f == nullptr) throw error_exception(error{error_code::invalid_argument, "submit: null callable"});
+  }
+  auto bound = [fn = std::decay_t<F>(std::forward<F>(f)),
+                ... bound_args = std::decay_t<Args>(std::forward<Args>(args))]() mutable -> R {
+    return std::invoke(std::move(fn), std::move(bound_args)...);
+  };
+  auto shared_state = std::make_shared<future_state<R>>();
+  future<R> result_future(shared_state);
+  job_function job(submitted_job<R, decltype(bound)>{std::move(shared_state), std::move(bound)});
+  return std::pair<future<R>, job_function>(std::move(result_future), std::move(job));
+}
+
 // The job behind enqueue(std::unique_ptr<job>): turns an error result into
 // an exception for the worker's failure path.
 struct seed_job_adapter {
@@ -234,22 +252,9 @@ class thread_pool {
   requires std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>
   [[nodiscard]] auto submit(F&& f, Args&&... args)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
-    using R = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
-    if constexpr (requires { f == nullptr; }) {
-      if (f == nullptr) throw error_exception(error{error_code::invalid_argument, "submit: null callable"});
-    }
-    auto bound = [fn = std::decay_t<F>(std::forward<F>(f)),
-                  ... bound_args = std::decay_t<Args>(std::forward<Args>(args))]() mutable -> R {
-      return std::invoke(std::move(fn), std::move(bound_args)...);
-    };
-    auto shared_state = std::make_shared<detail::future_state<R>>();
-    future<R> result_future(shared_state);
-    if (auto r = push_one(
-            job_function(detail::submitted_job<R, decltype(bound)>{std::move(shared_state), std::move(bound)}));
-        !r) {
-      throw error_exception(r.error());
-    }
-    return result_future;
+    auto [result_future, fn] = detail::make_submission(std::forward<F>(f), std::forward<Args>(args)...);
+    if (auto r = push_one(std::move(fn)); !r) throw error_exception(r.error());
+    return std::move(result_future);
   }
 
   // ---- lifecycle -----------------------------------------------------------
@@ -307,6 +312,9 @@ class thread_pool {
   // Stamps `fn` with the enqueue time when this thread's sampling countdown
   // says so.
   void stamp_if_sampled(job_function& fn) const noexcept;
+  // Typed pools: jobs executed and failed with `tag`, over all workers.
+  [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> kind_totals(std::uint8_t tag) const;
+  [[nodiscard]] detail::injector& injector_ref() const noexcept { return *queue_; }
 
   /// Hard limit on workers per pool (the steal table is fixed-size).
   static constexpr std::size_t max_workers = 256;

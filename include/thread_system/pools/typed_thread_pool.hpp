@@ -1,0 +1,494 @@
+// typed_thread_pool_t<T>: a pool whose jobs have a type (a priority class)
+// and whose workers serve the types they are responsible for, highest
+// priority first.
+//
+//   using namespace thread_system;
+//   auto pool = std::make_shared<typed_thread_pool_t<job_types>>("PriorityPool");
+//   for (auto t : {job_types::RealTime, job_types::Batch, job_types::Background}) {
+//     auto w = std::make_unique<typed_thread_worker_t<job_types>>();
+//     w->set_responsibilities({t});                        // a specialist
+//     pool->add_worker(std::move(w));
+//   }
+//   pool->add_worker(std::make_unique<typed_thread_worker_t<job_types>>());  // universal
+//   pool->start();
+//   pool->enqueue(job_types::RealTime, [] { handle_tick(); });
+//   future<int> f = pool->submit(job_types::Batch, [](int x) { return x * 2; }, 21);
+//
+// Or concisely: `typed_thread_pool_t<job_types> pool{4};` - four universal
+// workers, started.
+//
+// Types and priority
+//   * T is any enum (or integer) type. Priority order: `priority_order` in the
+//     options, highest first; types not listed there are refused with
+//     `invalid_argument`. Without a list a type's rank is its underlying
+//     value (0 is the highest priority; for an enum without explicit values
+//     that is declaration order), and it must be in [0, 63].
+//   * Each type has its own queue, created on first use, of the kind given by
+//     `queue` / set_queue_strategy() (adaptive by default).
+//
+// Scheduling (one worker loop for the whole library: this pool runs on the
+// same core as thread_pool)
+//   * A worker serves only the types in its responsibilities (a worker with
+//     none set is universal: it serves every type). It always takes the
+//     highest-priority job it serves that is queued - one job at a time, so
+//     the choice is made again for every job. Jobs do not migrate between
+//     workers (no stealing), so a specialist never runs another type.
+//   * Strict priority by default: a lower type starts on a worker only when
+//     no job of a higher type that worker serves is queued. With one worker
+//     this is an exact order. With several workers it holds per worker: a
+//     specialist for Background runs Background jobs while RealTime jobs wait
+//     for the RealTime workers; that is what responsibilities are for.
+//   * Aging (opt-in, `aging_bound` > 0): a type whose jobs have been queued
+//     for `aging_bound` without one of them starting is served next by the
+//     first worker serving it that looks for work, ahead of higher types. So
+//     under a flood of high-priority work a Background type is still served
+//     at least once per bound (plus the duration of the jobs that are running
+//     when the bound expires).
+//   * Waking: workers with identical responsibilities park together; a push
+//     wakes one worker of each such group that serves the job's type.
+//
+// Guarantees (as for thread_pool)
+//   * Every accepted job runs exactly once, or - only after
+//     stop(stop_mode::cancel_pending) - is cancelled and counted.
+//   * Refusals are errors: an empty job is `invalid_argument`; a type outside
+//     the priority order or beyond rank 63 is `invalid_argument`; a type that
+//     no added worker serves is `no_worker` (checked at enqueue time, so a job
+//     is never accepted to wait forever; add the worker first); after stop,
+//     `pool_stopped`. submit() throws the error as `error_exception`.
+//   * Failures of fire-and-forget jobs go to the error handler and are counted
+//     (per type too); submit() puts them into the future.
+//   * The destructor is stop(stop_mode::drain).
+//
+// Threading: every member may be called from any thread, except that stop(),
+// wait_idle() and the destructor must not be called from one of this pool's
+// workers. Visibility as for thread_pool.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <ranges>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "thread_system/core/error.hpp"
+#include "thread_system/core/job.hpp"
+#include "thread_system/core/job_function.hpp"
+#include "thread_system/pools/job_types.hpp"
+#include "thread_system/pools/thread_pool.hpp"
+#include "thread_system/pools/thread_worker.hpp"
+#include "thread_system/queues/adaptive_job_queue.hpp"
+#include "thread_system/scheduler/typed_injector.hpp"
+
+namespace thread_system {
+
+/// Types a typed pool can be keyed by.
+template <typename T>
+concept job_type = std::is_enum_v<T> || std::is_integral_v<T>;
+
+template <typename T>
+class typed_thread_pool_t;
+
+namespace detail {
+template <typename T>
+using job_type_value_t =
+    typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type;
+}  // namespace detail
+
+/// A worker of a typed pool. Its responsibilities are the job types it
+/// serves; none means every type (a universal worker).
+template <job_type T>
+class typed_thread_worker_t : public thread_worker {
+ public:
+  explicit typed_thread_worker_t(std::vector<T> responsibilities = {}, std::string name = {})
+      : thread_worker(std::move(name)), responsibilities_(std::move(responsibilities)) {}
+  explicit typed_thread_worker_t(std::string name) : thread_worker(std::move(name)) {}
+
+  /// Sets the types this worker serves (empty: all). Only before the worker
+  /// is added to a pool; afterwards `already_started`.
+  result<void> set_responsibilities(std::vector<T> types) {
+    if (attached_.load(std::memory_order_acquire)) {  // pairs with the release in the pool's add_worker
+      return make_error(error_code::already_started,
+                        "typed_thread_worker: responsibilities are fixed once the worker is added to a pool");
+    }
+    responsibilities_ = std::move(types);
+    return {};
+  }
+  result<void> set_responsibilities(std::initializer_list<T> types) {
+    return set_responsibilities(std::vector<T>(types));
+  }
+
+  /// The types this worker serves (empty: all).
+  [[nodiscard]] const std::vector<T>& get_responsibilities() const noexcept { return responsibilities_; }
+  [[nodiscard]] bool is_universal() const noexcept { return responsibilities_.empty(); }
+
+ private:
+  template <typename U>
+  friend class typed_thread_pool_t;
+
+  std::vector<T> responsibilities_;
+  std::atomic<bool> attached_{false};
+};
+
+/// Seed-style job with a type: `do_work()` as for `job`.
+template <job_type T>
+class typed_job_t : public job {
+ public:
+  explicit typed_job_t(T type, std::string name = "typed_job") : job(std::move(name)), type_(type) {}
+  [[nodiscard]] T type() const noexcept { return type_; }
+
+ private:
+  T type_;
+};
+
+/// A typed job that runs a callback returning `result<void>` or `void`.
+template <job_type T>
+class callback_typed_job_t final : public typed_job_t<T> {
+ public:
+  template <typename F, typename D = std::decay_t<F>>
+  requires std::is_invocable_v<D&> &&
+      (!std::is_same_v<D, callback_typed_job_t>)callback_typed_job_t(F&& callback, T type,
+                                                                     std::string name = "callback_typed_job")
+      : typed_job_t<T>(type, name), inner_(std::forward<F>(callback), std::move(name)) {}
+
+  [[nodiscard]] result<void> do_work() override { return inner_.do_work(); }
+  [[nodiscard]] bool has_callback() const noexcept { return inner_.has_callback(); }
+
+ private:
+  callback_job inner_;
+};
+
+template <job_type T>
+struct typed_pool_options {
+  std::string name = "typed_thread_pool";
+  /// Highest priority first; empty: by underlying value (see the header).
+  std::vector<T> priority_order;
+  /// The queue each type gets (adaptive by default).
+  pool_queue queue = pool_queue::adaptive;
+  /// 0: strict priority. Otherwise the aging bound (see the header).
+  std::chrono::nanoseconds aging_bound{0};
+  /// As pool_options::latency_sample_every.
+  std::uint32_t latency_sample_every = 16;
+  /// Null: one stderr line per failed fire-and-forget job.
+  error_handler on_error;
+};
+
+/// Per-type statistics of a typed pool (only types that have been used).
+struct job_type_statistics {
+  std::string type_name;
+  std::size_t rank = 0;         ///< 0 = highest priority.
+  std::uint64_t enqueued = 0;   ///< Jobs accepted.
+  std::uint64_t executed = 0;   ///< Jobs run (including failed ones).
+  std::uint64_t failed = 0;     ///< Jobs that threw or reported an error.
+  std::uint64_t cancelled = 0;  ///< Jobs discarded by stop(cancel_pending) or their token.
+  std::uint64_t waiting = 0;    ///< Jobs queued now (approximate).
+  histogram_snapshot wait;      ///< Sampled enqueue -> start times, ns.
+};
+
+template <typename T>
+class typed_thread_pool_t {
+  static_assert(job_type<T>, "typed_thread_pool_t<T>: T must be an enum or integer type");
+
+ public:
+  using worker_type = typed_thread_worker_t<T>;
+  static constexpr std::size_t max_types = detail::typed_injector::max_kinds;
+
+  /// Seed style: no workers, not started.
+  explicit typed_thread_pool_t(std::string name = "typed_thread_pool", typed_pool_options<T> options = {})
+      : typed_thread_pool_t(with_name(std::move(options), std::move(name))) {}
+
+  /// Concise: `universal_workers` universal workers, started. Throws
+  /// error_exception (invalid_argument for 0 workers, or the start error).
+  typed_thread_pool_t(std::size_t universal_workers, typed_pool_options<T> options)
+      : typed_thread_pool_t(std::move(options)) {
+    if (universal_workers == 0) {
+      throw error_exception(error{error_code::invalid_argument, "typed_thread_pool: worker count must be at least 1"});
+    }
+    for (std::size_t i = 0; i < universal_workers; ++i) {
+      if (auto r = add_worker(std::make_unique<worker_type>()); !r) throw error_exception(r.error());
+    }
+    if (auto r = start(); !r) {
+      (void)stop(stop_mode::cancel_pending);
+      throw error_exception(r.error());
+    }
+  }
+  explicit typed_thread_pool_t(std::size_t universal_workers)
+      : typed_thread_pool_t(universal_workers, typed_pool_options<T>{}) {}
+
+  typed_thread_pool_t(const typed_thread_pool_t&) = delete;
+  typed_thread_pool_t& operator=(const typed_thread_pool_t&) = delete;
+  ~typed_thread_pool_t() = default;  // core_'s destructor drains
+
+  // ---- configuration and workers --------------------------------------------
+
+  /// The queue kind for types used from now on (seed API). Before the first
+  /// job only: afterwards `already_started`.
+  result<void> set_queue_strategy(queue_strategy strategy) {
+    pool_queue kind = pool_queue::adaptive;
+    if (strategy == queue_strategy::FORCE_MUTEX) kind = pool_queue::mutex;
+    if (strategy == queue_strategy::FORCE_LOCKFREE) kind = pool_queue::lockfree;
+    return set_queue(kind);
+  }
+  result<void> set_queue(pool_queue kind) {
+    if (!injector().set_queue_kind(kind)) {
+      return make_error(error_code::already_started,
+                        "typed_thread_pool '" + core_.get_name() + "': the queue kind is fixed once a job was queued");
+    }
+    return {};
+  }
+
+  /// Adds a worker (seed: add_worker / enqueue). Its responsibilities must
+  /// name types this pool knows (`invalid_argument`). Null: `invalid_argument`;
+  /// after stop: `pool_stopped`. On a running pool it starts at once.
+  result<void> add_worker(std::unique_ptr<worker_type> worker) {
+    if (!worker) return make_error(error_code::invalid_argument, "typed_thread_pool::add_worker: null worker");
+    std::vector<std::unique_ptr<worker_type>> one;
+    one.push_back(std::move(worker));
+    return enqueue_batch(std::move(one));
+  }
+  result<void> enqueue(std::unique_ptr<worker_type> worker) { return add_worker(std::move(worker)); }
+
+  /// Adds all workers, or none when one is refused up front (see add_worker).
+  result<void> enqueue_batch(std::vector<std::unique_ptr<worker_type>> workers) {
+    std::lock_guard lock(config_mutex_);
+    std::vector<std::uint64_t> masks;
+    masks.reserve(workers.size());
+    for (const auto& w : workers) {
+      if (!w) return make_error(error_code::invalid_argument, "typed_thread_pool::enqueue_batch: null worker in batch");
+      if (w->attached_.load(std::memory_order_acquire)) {  // pairs with the release below
+        return make_error(error_code::invalid_argument, "typed_thread_pool: the worker already belongs to a pool");
+      }
+      std::uint64_t mask = 0;
+      if (w->responsibilities_.empty()) {
+        mask = ~std::uint64_t{0};
+      } else {
+        for (T t : w->responsibilities_) {
+          auto rank = rank_of(t);
+          if (!rank) return unexpected_error(rank.error());
+          mask |= std::uint64_t{1} << *rank;
+        }
+      }
+      masks.push_back(mask);
+    }
+    std::vector<std::unique_ptr<thread_worker>> base;
+    base.reserve(workers.size());
+    std::uint64_t added = 0;
+    for (std::size_t i = 0; i < workers.size(); ++i) {
+      workers[i]->responsibility_mask_ = masks[i];
+      // release: a later set_responsibilities() that sees it refuses.
+      workers[i]->attached_.store(true, std::memory_order_release);
+      added |= masks[i];
+      base.push_back(std::move(workers[i]));
+    }
+    auto r = core_.enqueue_batch(std::move(base));
+    // Workers that were added serve their types even when a later one failed
+    // to start; an over-approximation here only matters for that rare error.
+    // release: pairs with the acquire in check_served().
+    served_.fetch_or(added, std::memory_order_release);
+    return r;
+  }
+
+  /// Starts the workers (as thread_pool::start()).
+  result<void> start() { return core_.start(); }
+
+  /// The workers in the order added.
+  [[nodiscard]] std::vector<worker_type*> get_workers() const {
+    std::vector<worker_type*> out;
+    for (thread_worker* w : core_.get_workers()) out.push_back(static_cast<worker_type*>(w));
+    return out;
+  }
+
+  // ---- jobs --------------------------------------------------------------------
+
+  /// Any callable `f()` as a job of `type`. On refusal the callable is not run.
+  template <typename F>
+  requires std::is_invocable_v < std::decay_t<F>
+  & > result<void> enqueue(T type, F&& f) {
+    job_function fn(std::forward<F>(f));
+    return enqueue(type, std::move(fn));
+  }
+
+  /// A job_function of `type`. On refusal `fn` is left untouched.
+  result<void> enqueue(T type, job_function&& fn) {
+    if (!fn) return make_error(error_code::invalid_argument, "typed_thread_pool '" + core_.get_name() + "': empty job");
+    auto rank = routable_rank(type);
+    if (!rank) return unexpected_error(rank.error());
+    core_.stamp_if_sampled(fn);
+    return core_.push_external(std::uint64_t{1} << *rank, [&] { return injector().push_kind(*rank, std::move(fn)); });
+  }
+
+  /// Seed-style typed job; its type() routes it. Null: `invalid_argument`.
+  result<void> enqueue(std::unique_ptr<typed_job_t<T>> j) {
+    if (!j) return make_error(error_code::invalid_argument, "typed_thread_pool::enqueue: null job");
+    const T type = j->type();
+    return enqueue(type, job_function(detail::seed_job_adapter{std::move(j)}));
+  }
+
+  /// A range of callables of one type, accepted all or none.
+  template <std::ranges::input_range R>
+  requires std::is_invocable_v < std::decay_t<std::ranges::range_reference_t<R>>
+  & > result<void> enqueue_batch(T type, R&& callables) {
+    auto rank = routable_rank(type);
+    if (!rank) return unexpected_error(rank.error());
+    std::vector<job_function> batch;
+    if constexpr (std::ranges::sized_range<R>) batch.reserve(std::ranges::size(callables));
+    for (auto&& c : callables) {
+      if constexpr (std::is_rvalue_reference_v<R&&>) {
+        batch.emplace_back(std::move(c));
+      } else {
+        batch.emplace_back(c);
+      }
+      if (!batch.back()) {
+        return make_error(error_code::invalid_argument, "typed_thread_pool::enqueue_batch: empty job in batch");
+      }
+    }
+    if (batch.empty()) return {};
+    for (auto& fn : batch) core_.stamp_if_sampled(fn);
+    return core_.push_external(std::uint64_t{1} << *rank, [&] { return injector().push_kind_batch(*rank, batch); });
+  }
+
+  /// Runs `f(args...)` as a job of `type`; the future carries its result or
+  /// exception, and waiting on it from one of this pool's workers helps run
+  /// other jobs that worker serves. Throws error_exception when refused.
+  template <typename F, typename... Args>
+  requires std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>
+  [[nodiscard]] auto submit(T type, F&& f, Args&&... args)
+      -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
+    auto rank = routable_rank(type);
+    if (!rank) throw error_exception(rank.error());
+    auto [result_future, fn] = detail::make_submission(std::forward<F>(f), std::forward<Args>(args)...);
+    if (auto r = enqueue(type, std::move(fn)); !r) throw error_exception(r.error());
+    return std::move(result_future);
+  }
+
+  // ---- lifecycle ---------------------------------------------------------------
+
+  /// Blocks until every job accepted before the call has finished.
+  void wait_idle() { core_.wait_idle(); }
+  /// As thread_pool::stop().
+  stop_report stop(stop_mode mode = stop_mode::drain) { return core_.stop(mode); }
+  [[nodiscard]] bool is_running() const noexcept { return core_.is_running(); }
+  [[nodiscard]] bool is_stopped() const noexcept { return core_.is_stopped(); }
+
+  // ---- observation ----------------------------------------------------------
+
+  [[nodiscard]] const std::string& get_name() const noexcept { return core_.get_name(); }
+  [[nodiscard]] std::size_t worker_count() const { return core_.worker_count(); }
+  [[nodiscard]] pool_statistics get_statistics() const { return core_.get_statistics(); }
+  [[nodiscard]] worker_latency latency() const { return core_.latency(); }
+  void set_error_handler(error_handler handler) { core_.set_error_handler(std::move(handler)); }
+
+  /// One entry per type that has been used, highest priority first.
+  [[nodiscard]] std::vector<job_type_statistics> get_type_statistics() const {
+    std::vector<job_type_statistics> out;
+    const detail::typed_injector& inj = injector();
+    for (std::uint64_t m = inj.created_mask(); m != 0; m &= m - 1) {
+      const auto rank = static_cast<std::size_t>(std::countr_zero(m));
+      const auto view = inj.view(rank);
+      const auto [executed, failed] = core_.kind_totals(static_cast<std::uint8_t>(rank + 1));
+      job_type_statistics s;
+      s.type_name = name_of_rank(rank);
+      s.rank = rank;
+      s.enqueued = view.accepted;
+      s.executed = executed;
+      s.failed = failed;
+      s.cancelled = view.cancelled;
+      s.waiting = view.waiting;
+      s.wait = view.wait;
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+  /// The priority rank of `type` (0 = highest), or `invalid_argument`.
+  [[nodiscard]] result<std::size_t> rank_of(T type) const {
+    if (!options_.priority_order.empty()) {
+      for (std::size_t i = 0; i < options_.priority_order.size(); ++i) {
+        if (options_.priority_order[i] == type) return i;
+      }
+      return make_error(error_code::invalid_argument, "typed_thread_pool '" + core_.get_name() + "': job type " +
+                                                          type_name(type) + " is not in the pool's priority order");
+    }
+    using U = detail::job_type_value_t<T>;
+    const auto v = static_cast<U>(type);
+    if constexpr (std::is_signed_v<U>) {
+      if (v < 0) return out_of_range(type);
+    }
+    if (static_cast<std::uint64_t>(v) >= max_types) return out_of_range(type);
+    return static_cast<std::size_t>(v);
+  }
+
+  /// "RealTime", or "type <n>" for a type without to_string().
+  [[nodiscard]] static std::string type_name(T type) {
+    if constexpr (requires { to_string(type); }) {
+      return std::string(to_string(type));
+    } else {
+      return "type " + std::to_string(static_cast<long long>(static_cast<detail::job_type_value_t<T>>(type)));
+    }
+  }
+
+ private:
+  explicit typed_thread_pool_t(typed_pool_options<T>&& options)
+      : options_(std::move(options)),
+        core_(detail::custom_injector_t{}, options_.name,
+              std::make_unique<detail::typed_injector>(options_.queue, options_.aging_bound),
+              options_.latency_sample_every, options_.on_error) {
+    injector_ = static_cast<detail::typed_injector*>(&core_.injector_ref());
+    if (options_.priority_order.size() > max_types) {
+      throw error_exception(error{error_code::invalid_argument, "typed_thread_pool: at most 64 job types"});
+    }
+  }
+
+  static typed_pool_options<T> with_name(typed_pool_options<T> o, std::string name) {
+    o.name = std::move(name);
+    return o;
+  }
+
+  unexpected_error out_of_range(T type) const {
+    return make_error(error_code::invalid_argument, "typed_thread_pool '" + core_.get_name() + "': job type " +
+                                                        type_name(type) +
+                                                        " has no rank in [0, 63]; give a priority_order");
+  }
+
+  std::string name_of_rank(std::size_t rank) const {
+    if (!options_.priority_order.empty()) return type_name(options_.priority_order[rank]);
+    return type_name(static_cast<T>(rank));
+  }
+
+  // The rank of `type` if some added worker serves it.
+  result<std::size_t> routable_rank(T type) const {
+    auto rank = rank_of(type);
+    if (!rank) return rank;
+    // acquire: pairs with the release in enqueue_batch(workers).
+    if ((served_.load(std::memory_order_acquire) & (std::uint64_t{1} << *rank)) == 0) {
+      return make_error(error_code::no_worker, "typed_thread_pool '" + core_.get_name() +
+                                                   "': no worker serves job type " + type_name(type) +
+                                                   "; add one before queueing such jobs");
+    }
+    return rank;
+  }
+
+  detail::typed_injector& injector() const noexcept { return *injector_; }
+
+  typed_pool_options<T> options_;
+  mutable std::mutex config_mutex_;  // serialises worker additions
+  thread_pool core_;
+  detail::typed_injector* injector_ = nullptr;  // == core_.queue_, owned there
+  std::atomic<std::uint64_t> served_{0};        // types some added worker serves (bit per rank)
+};
+
+/// The seed's names for the default job types.
+using typed_thread_pool = typed_thread_pool_t<job_types>;
+using typed_thread_worker = typed_thread_worker_t<job_types>;
+using typed_job = typed_job_t<job_types>;
+using callback_typed_job = callback_typed_job_t<job_types>;
+
+}  // namespace thread_system

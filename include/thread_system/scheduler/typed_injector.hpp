@@ -1,0 +1,283 @@
+// typed_injector: the injector of a typed pool - one queue per job kind,
+// taken in priority order.
+//
+// Kinds are identified by their rank, 0 (highest priority) to 63. A kind's
+// queue is created on first use, of the kind the pool was configured with
+// (pool_queue), and lives until the injector is destroyed. Jobs carry their
+// kind as the job_function tag (rank + 1), so the worker that runs a job can
+// count it for its kind without looking anything up.
+//
+// Choosing a job (pop_for), for a worker serving the kinds in `mask`:
+//   * strict priority (aging off): the highest-priority kind in `mask` whose
+//     queue has a job. A job of a lower kind never starts on this worker
+//     while a job of a higher kind it serves is queued.
+//   * aging (bound B > 0): a kind in `mask` that has had jobs queued without
+//     any of them being started for at least B is served first (the longest
+//     waiting such kind wins); otherwise as strict priority. So a queued kind
+//     is served at least once every B (plus the run time of the job that
+//     is running when B expires), however busy the higher kinds are.
+//   One job per call: priority is decided again for every job.
+//
+// Accounting (the injector contract in injector.hpp): accepted() is the sum
+// of the kinds' counts; close() closes every queue, and a queue created
+// after close() is refused, so the contract carries over kind by kind.
+//
+// Threading: every member may be called from any thread concurrently.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "thread_system/core/error.hpp"
+#include "thread_system/core/job_function.hpp"
+#include "thread_system/diagnostics/latency_histogram.hpp"
+#include "thread_system/scheduler/injector.hpp"
+
+namespace thread_system::detail {
+
+class typed_injector final : public injector {
+ public:
+  static constexpr std::size_t max_kinds = 64;
+
+  /// `aging_bound` 0 means strict priority.
+  typed_injector(pool_queue queue_kind, std::chrono::nanoseconds aging_bound)
+      : queue_kind_(queue_kind),
+        aging_ns_(aging_bound.count() > 0 ? static_cast<std::uint64_t>(aging_bound.count()) : 0) {}
+
+  /// Changes the queue kind; false once any kind's queue exists.
+  bool set_queue_kind(pool_queue kind) {
+    std::lock_guard lock(create_mutex_);
+    if (created_.load(std::memory_order_relaxed) != 0) return false;  // written only under create_mutex_
+    queue_kind_ = kind;
+    return true;
+  }
+
+  /// Queues `fn` as a job of kind `rank` (< max_kinds). On refusal `fn` is
+  /// left untouched.
+  [[nodiscard]] result<void> push_kind(std::size_t rank, job_function&& fn) {
+    kind_slot* slot = slot_for(rank);
+    if (slot == nullptr) return closed_error();
+    fn.set_tag(static_cast<std::uint8_t>(rank + 1));
+    if (aging_ns_ != 0) note_push(*slot);
+    return slot->queue->push(std::move(fn));
+  }
+
+  /// Queues all of `fns` as jobs of kind `rank`, all or none.
+  [[nodiscard]] result<void> push_kind_batch(std::size_t rank, std::span<job_function> fns) {
+    kind_slot* slot = slot_for(rank);
+    if (slot == nullptr) return closed_error();
+    for (auto& fn : fns) fn.set_tag(static_cast<std::uint8_t>(rank + 1));
+    if (aging_ns_ != 0) note_push(*slot);
+    return slot->queue->push_batch(fns);
+  }
+
+  // ---- injector --------------------------------------------------------
+
+  // Untyped pushes do not exist for a typed pool (its API always names a kind).
+  result<void> push(job_function&&) override {
+    return make_error(error_code::invalid_argument, "a typed pool needs a job type for every job");
+  }
+  result<void> push_batch(std::span<job_function>) override {
+    return make_error(error_code::invalid_argument, "a typed pool needs a job type for every job");
+  }
+
+  std::size_t pop_share(std::span<job_function> out, std::size_t) override {
+    return pop_for(~std::uint64_t{0}, out, 1);
+  }
+
+  std::size_t pop_for(std::uint64_t mask, std::span<job_function> out, std::size_t) override {
+    if (out.empty()) return 0;
+    mask &= created_.load(std::memory_order_acquire);  // pairs with the release in slot_for()
+    if (mask == 0) return 0;
+    if (aging_ns_ != 0) {
+      const std::uint64_t now = clock_ns();
+      // The kind that has waited longest beyond the bound goes first.
+      for (;;) {
+        kind_slot* oldest = nullptr;
+        std::uint64_t oldest_since = 0;
+        for (std::uint64_t m = mask; m != 0; m &= m - 1) {
+          kind_slot* s = slots_[static_cast<std::size_t>(std::countr_zero(m))].load(std::memory_order_acquire);
+          // relaxed: a timing hint; the queue itself orders the jobs.
+          const std::uint64_t since = s->stalled_since.load(std::memory_order_relaxed);
+          if (since == 0 || now - std::min(now, since) < aging_ns_ || s->queue->empty_approx()) continue;
+          if (oldest == nullptr || since < oldest_since) {
+            oldest = s;
+            oldest_since = since;
+          }
+        }
+        if (oldest == nullptr) break;
+        if (take_one(*oldest, out, now)) return 1;
+        mask &= ~(std::uint64_t{1} << oldest->rank);  // emptied meanwhile: look again without it
+      }
+      for (std::uint64_t m = mask; m != 0; m &= m - 1) {
+        kind_slot* s = slots_[static_cast<std::size_t>(std::countr_zero(m))].load(std::memory_order_acquire);
+        if (take_one(*s, out, now)) return 1;
+      }
+      return 0;
+    }
+    for (std::uint64_t m = mask; m != 0; m &= m - 1) {
+      kind_slot* s = slots_[static_cast<std::size_t>(std::countr_zero(m))].load(std::memory_order_acquire);
+      if (s->queue->pop_share(out.first(1), 1) == 1) return 1;
+    }
+    return 0;
+  }
+
+  bool has_work_for(std::uint64_t mask) const noexcept override { return (pending_mask() & mask) != 0; }
+
+  std::uint64_t pending_mask() const noexcept override {
+    std::uint64_t pending = 0;
+    for (std::uint64_t m = created_.load(std::memory_order_acquire); m != 0; m &= m - 1) {  // pairs with slot_for()
+      const auto r = static_cast<std::size_t>(std::countr_zero(m));
+      if (!slots_[r].load(std::memory_order_acquire)->queue->empty_approx()) pending |= std::uint64_t{1} << r;
+    }
+    return pending;
+  }
+
+  bool empty_approx() const noexcept override { return pending_mask() == 0; }
+
+  std::size_t size_approx() const noexcept override {
+    std::size_t n = 0;
+    for_each_slot([&n](const kind_slot& s) { n += s.queue->size_approx(); });
+    return n;
+  }
+
+  void close() override {
+    std::lock_guard lock(create_mutex_);
+    closed_.store(true, std::memory_order_release);  // pairs with is_closed(); creation checks it under the lock
+    for_each_slot([](const kind_slot& s) { s.queue->close(); });
+  }
+
+  bool is_closed() const noexcept override {
+    // acquire: pairs with the release in close(), which comes after every
+    // queue that existed was closed; later queues are never created.
+    return closed_.load(std::memory_order_acquire);
+  }
+
+  std::uint64_t accepted() const noexcept override {
+    std::uint64_t n = 0;
+    for_each_slot([&n](const kind_slot& s) { n += s.queue->accepted(); });
+    return n;
+  }
+
+  void wait_for_pushes() const noexcept override {
+    for_each_slot([](const kind_slot& s) { s.queue->wait_for_pushes(); });
+  }
+
+  void note_cancelled(std::uint8_t tag) noexcept override {
+    if (kind_slot* s = slot_of_tag(tag)) s->cancelled.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  }
+
+  void note_wait(std::uint8_t tag, std::uint64_t wait_ns) noexcept override {
+    if (kind_slot* s = slot_of_tag(tag)) s->wait.record_concurrent(wait_ns);
+  }
+
+  // ---- statistics --------------------------------------------------------
+
+  struct kind_view {
+    bool exists = false;
+    std::uint64_t accepted = 0;
+    std::uint64_t cancelled = 0;
+    std::size_t waiting = 0;
+    histogram_snapshot wait;
+  };
+
+  [[nodiscard]] kind_view view(std::size_t rank) const noexcept {
+    kind_view v;
+    if (rank >= max_kinds) return v;
+    const kind_slot* s = slots_[rank].load(std::memory_order_acquire);  // pairs with slot_for()
+    if (s == nullptr) return v;
+    v.exists = true;
+    v.accepted = s->queue->accepted();
+    v.cancelled = s->cancelled.load(std::memory_order_relaxed);  // statistics only
+    v.waiting = s->queue->size_approx();
+    v.wait = s->wait.snapshot();
+    return v;
+  }
+
+  /// Bit r set when kind r's queue exists.
+  [[nodiscard]] std::uint64_t created_mask() const noexcept {
+    return created_.load(std::memory_order_acquire);  // pairs with slot_for()
+  }
+
+ private:
+  struct kind_slot {
+    kind_slot(std::size_t r, std::unique_ptr<injector> q) : rank(r), queue(std::move(q)) {}
+    const std::size_t rank;
+    const std::unique_ptr<injector> queue;
+    // Aging: since when this kind has had jobs waiting without one being
+    // started (clock_ns), 0 before its first push.
+    alignas(64) std::atomic<std::uint64_t> stalled_since{0};
+    std::atomic<std::uint64_t> cancelled{0};
+    latency_histogram wait;  // sampled enqueue->start times, any worker records
+  };
+
+  static std::uint64_t clock_ns() noexcept {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+  }
+
+  static unexpected_error closed_error() { return make_error(error_code::pool_stopped, "queue is closed"); }
+
+  // The slot of kind `rank`, created on first use; null once closed.
+  kind_slot* slot_for(std::size_t rank) {
+    kind_slot* s = slots_[rank].load(std::memory_order_acquire);  // pairs with the release below
+    if (s != nullptr) return s;
+    std::lock_guard lock(create_mutex_);
+    s = slots_[rank].load(std::memory_order_relaxed);  // written only under create_mutex_
+    if (s != nullptr) return s;
+    if (closed_.load(std::memory_order_relaxed)) return nullptr;  // written only under create_mutex_
+    owned_[rank] = std::make_unique<kind_slot>(rank, make_injector(queue_kind_, 256));
+    s = owned_[rank].get();
+    // release: the slot is fully built before a reader can see it.
+    slots_[rank].store(s, std::memory_order_release);
+    created_.fetch_or(std::uint64_t{1} << rank, std::memory_order_release);  // pairs with acquire loads of created_
+    return s;
+  }
+
+  kind_slot* slot_of_tag(std::uint8_t tag) const noexcept {
+    if (tag == 0 || tag > max_kinds) return nullptr;
+    return slots_[tag - 1u].load(std::memory_order_acquire);  // pairs with slot_for()
+  }
+
+  template <typename F>
+  void for_each_slot(F&& f) const {
+    for (std::uint64_t m = created_.load(std::memory_order_acquire); m != 0; m &= m - 1) {  // pairs with slot_for()
+      f(*slots_[static_cast<std::size_t>(std::countr_zero(m))].load(std::memory_order_acquire));
+    }
+  }
+
+  void note_push(kind_slot& s) noexcept {
+    // A push into an empty queue starts the kind's waiting time (pops restart
+    // it, see take_one()). relaxed: a timing hint only.
+    if (s.queue->empty_approx() || s.stalled_since.load(std::memory_order_relaxed) == 0) {
+      s.stalled_since.store(clock_ns(), std::memory_order_relaxed);
+    }
+  }
+
+  bool take_one(kind_slot& s, std::span<job_function> out, std::uint64_t now) {
+    if (s.queue->pop_share(out.first(1), 1) != 1) return false;
+    // The kind was just served: whatever waits behind starts its wait now.
+    s.stalled_since.store(now, std::memory_order_relaxed);  // timing hint only
+    return true;
+  }
+
+  pool_queue queue_kind_;  // guarded by create_mutex_
+  const std::uint64_t aging_ns_;
+  std::array<std::atomic<kind_slot*>, max_kinds> slots_{};
+  std::atomic<std::uint64_t> created_{0};
+  std::atomic<bool> closed_{false};
+  std::mutex create_mutex_;
+  std::array<std::unique_ptr<kind_slot>, max_kinds> owned_{};  // guarded by create_mutex_
+};
+
+}  // namespace thread_system::detail

@@ -1,0 +1,496 @@
+#include "thread_system/pools/typed_thread_pool.hpp"
+
+#include <gtest/gtest.h>
+
+#include <pthread.h>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <latch>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../support/test_support.hpp"
+
+namespace ts = thread_system;
+using ts::job_types;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The queue each type gets: the pool suites run once per queue kind (see
+// tests/typed/CMakeLists.txt); the default run uses the typed pool's default.
+ts::typed_pool_options<job_types> typed_opts(std::string name = "typed") {
+  ts::typed_pool_options<job_types> o;
+  o.name = std::move(name);
+  if (std::getenv("THREAD_SYSTEM_TEST_POOL_QUEUE") != nullptr) o.queue = ts::test::pool_queue_under_test();
+  return o;
+}
+
+std::string current_thread_name() {
+  char buf[32] = {};
+  pthread_getname_np(pthread_self(), buf, sizeof buf);
+  return buf;
+}
+
+// Occupies the only worker until release() so jobs pile up behind it.
+struct blocker {
+  std::latch started{1};
+  std::latch release_latch{1};
+  void block_on(ts::typed_thread_pool_t<job_types>& pool, job_types type) {
+    ASSERT_TRUE(pool.enqueue(type, [this] {
+      started.count_down();
+      release_latch.wait();
+    }));
+    started.wait();
+  }
+  void release() { release_latch.count_down(); }
+};
+
+}  // namespace
+
+// ---- priority ----------------------------------------------------------------
+
+TEST(TypedThreadPool, SingleWorkerRunsHigherTypesFirstEveryTime) {
+  const int rounds = static_cast<int>(ts::test::scaled(50));
+  for (int round = 0; round < rounds; ++round) {
+    ts::typed_thread_pool_t<job_types> pool{1, typed_opts()};
+    blocker b;
+    b.block_on(pool, job_types::Background);
+    std::mutex m;
+    std::vector<job_types> order;
+    constexpr int per_type = 20;
+    // Lowest priority first, interleaved, so FIFO order would be wrong.
+    for (int i = 0; i < per_type; ++i) {
+      for (job_types t : {job_types::Background, job_types::Batch, job_types::RealTime}) {
+        ASSERT_TRUE(pool.enqueue(t, [&m, &order, t] {
+          std::lock_guard lock(m);
+          order.push_back(t);
+        }));
+      }
+    }
+    b.release();
+    pool.wait_idle();
+    ASSERT_EQ(order.size(), 3U * per_type);
+    EXPECT_TRUE(std::is_sorted(order.begin(), order.end())) << "round " << round;
+    EXPECT_EQ(std::count(order.begin(), order.begin() + per_type, job_types::RealTime), per_type);
+  }
+}
+
+TEST(TypedThreadPool, FifoWithinOneType) {
+  ts::typed_thread_pool_t<job_types> pool{1, typed_opts()};
+  blocker b;
+  b.block_on(pool, job_types::Batch);
+  std::vector<int> order;  // written by the only worker; read after wait_idle()
+  for (int i = 0; i < 500; ++i) ASSERT_TRUE(pool.enqueue(job_types::Batch, [&order, i] { order.push_back(i); }));
+  b.release();
+  pool.wait_idle();
+  ASSERT_EQ(order.size(), 500U);
+  for (int i = 0; i < 500; ++i) ASSERT_EQ(order[static_cast<std::size_t>(i)], i);
+}
+
+TEST(TypedThreadPool, StrictPriorityStarvesLowerTypeWhileHigherWorkIsQueued) {
+  ts::typed_thread_pool_t<job_types> pool{1, typed_opts()};
+  std::atomic<bool> flood{true};
+  std::atomic<int> realtime_runs{0};
+  std::atomic<bool> background_ran{false};
+  // Each RealTime job queues its successor before it ends, so a RealTime job
+  // is always queued when the worker chooses.
+  std::function<void()> tick = [&] {
+    realtime_runs.fetch_add(1, std::memory_order_relaxed);  // test bookkeeping
+    if (flood.load(std::memory_order_acquire)) {            // pairs with the release below
+      ASSERT_TRUE(pool.enqueue(job_types::RealTime, tick));
+    }
+  };
+  ASSERT_TRUE(pool.enqueue(job_types::RealTime, tick));
+  ASSERT_TRUE(pool.enqueue(job_types::Background, [&] {
+    background_ran.store(true, std::memory_order_release);  // pairs with the acquire below
+  }));
+  while (realtime_runs.load(std::memory_order_relaxed) < 2000) std::this_thread::yield();  // test bookkeeping
+  EXPECT_FALSE(background_ran.load(std::memory_order_acquire));
+  flood.store(false, std::memory_order_release);  // pairs with the acquire in tick
+  pool.wait_idle();
+  EXPECT_TRUE(background_ran.load(std::memory_order_acquire));
+}
+
+TEST(TypedThreadPool, AgingServesAStarvedTypeWithinTheBound) {
+  auto opts = typed_opts();
+  opts.aging_bound = 20ms;
+  ts::typed_thread_pool_t<job_types> pool{1, opts};
+  std::atomic<bool> flood{true};
+  std::atomic<int> realtime_runs{0};
+  std::function<void()> tick = [&] {
+    realtime_runs.fetch_add(1, std::memory_order_relaxed);  // test bookkeeping
+    std::this_thread::sleep_for(100us);
+    if (flood.load(std::memory_order_acquire)) {  // pairs with the release below
+      ASSERT_TRUE(pool.enqueue(job_types::RealTime, tick));
+    }
+  };
+  ASSERT_TRUE(pool.enqueue(job_types::RealTime, tick));
+  const auto queued_at = std::chrono::steady_clock::now();
+  std::atomic<std::int64_t> waited_ns{-1};
+  std::atomic<int> runs_before{0};
+  ASSERT_TRUE(pool.enqueue(job_types::Background, [&] {
+    runs_before.store(realtime_runs.load(std::memory_order_relaxed), std::memory_order_relaxed);  // bookkeeping
+    // release: pairs with the acquire in the wait loop below.
+    waited_ns.store(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - queued_at).count(),
+        std::memory_order_release);
+  }));
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (waited_ns.load(std::memory_order_acquire) < 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  flood.store(false, std::memory_order_release);  // pairs with the acquire in tick
+  pool.wait_idle();
+  ASSERT_GE(waited_ns.load(std::memory_order_acquire), 0) << "the Background job never ran during the flood";
+  // It ran while RealTime work was still queued (the flood was on) ...
+  EXPECT_GT(runs_before.load(std::memory_order_relaxed), 0);
+  // ... after about the bound: not before it (it is not promoted early) and
+  // long before the 30 s deadline (the exact lateness depends on the machine).
+  EXPECT_GE(waited_ns.load(std::memory_order_acquire), std::chrono::nanoseconds(20ms).count());
+  EXPECT_LT(waited_ns.load(std::memory_order_acquire), std::chrono::nanoseconds(10s).count());
+}
+
+// ---- responsibilities ----------------------------------------------------------
+
+TEST(TypedThreadPool, SeedConfigurationRespectsResponsibilitiesUnderLoad) {
+  // The seed's create_optimal_pool(), as written there, under our namespace.
+  // The seed ignores the results of set_responsibilities()/add_worker(); they
+  // are [[nodiscard]] here, so that verbatim code only compiles with a warning.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-result"
+  auto pool = std::make_shared<ts::typed_thread_pool_t<job_types>>("PriorityPool");
+  ASSERT_TRUE(pool->set_queue_strategy(ts::queue_strategy::ADAPTIVE));
+  auto realtime_worker = std::make_unique<ts::typed_thread_worker_t<job_types>>("rt");
+  realtime_worker->set_responsibilities({job_types::RealTime});
+  pool->add_worker(std::move(realtime_worker));
+  auto batch_worker = std::make_unique<ts::typed_thread_worker_t<job_types>>("batch");
+  batch_worker->set_responsibilities({job_types::Batch});
+  pool->add_worker(std::move(batch_worker));
+  auto background_worker = std::make_unique<ts::typed_thread_worker_t<job_types>>("bg");
+  background_worker->set_responsibilities({job_types::Background});
+  pool->add_worker(std::move(background_worker));
+  auto universal_worker = std::make_unique<ts::typed_thread_worker_t<job_types>>("uni");
+  universal_worker->set_responsibilities({job_types::RealTime, job_types::Batch, job_types::Background});
+  pool->add_worker(std::move(universal_worker));
+#pragma GCC diagnostic pop
+  ASSERT_TRUE(pool->start());
+  ASSERT_EQ(pool->worker_count(), 4U);
+
+  const std::string allowed[3][2] = {{"rt", "uni"}, {"batch", "uni"}, {"bg", "uni"}};
+  std::atomic<int> violations{0};
+  std::atomic<int> ran{0};
+  const int per_producer = static_cast<int>(ts::test::scaled(20000));
+  std::vector<std::thread> producers;
+  for (int p = 0; p < 3; ++p) {
+    producers.emplace_back([&, p] {
+      for (int i = 0; i < per_producer; ++i) {
+        const auto t = static_cast<job_types>((i + p) % 3);
+        ASSERT_TRUE(pool->enqueue(t, [&, t] {
+          const std::string me = current_thread_name();
+          const auto& ok = allowed[static_cast<int>(t)];
+          if (me != ok[0] && me != ok[1]) violations.fetch_add(1, std::memory_order_relaxed);  // test bookkeeping
+          ran.fetch_add(1, std::memory_order_relaxed);                                         // test bookkeeping
+        }));
+      }
+    });
+  }
+  for (auto& t : producers) t.join();
+  pool->wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 3 * per_producer);
+  EXPECT_EQ(violations.load(std::memory_order_relaxed), 0);
+  std::uint64_t executed = 0;
+  for (const auto& s : pool->get_type_statistics()) executed += s.executed;
+  EXPECT_EQ(executed, static_cast<std::uint64_t>(3 * per_producer));
+}
+
+TEST(TypedThreadPool, SpecialistOnlyPoolWakesTheRightWorker) {
+  // Three specialists and no universal worker: every push must reach the one
+  // worker that can run it, even when the others are the ones awake.
+  ts::typed_thread_pool_t<job_types> pool{"specialists", typed_opts()};
+  for (job_types t : {job_types::RealTime, job_types::Batch, job_types::Background}) {
+    auto w = std::make_unique<ts::typed_thread_worker_t<job_types>>(std::vector<job_types>{t});
+    ASSERT_TRUE(pool.add_worker(std::move(w)));
+  }
+  ASSERT_TRUE(pool.start());
+  std::atomic<int> ran{0};
+  const int rounds = static_cast<int>(ts::test::scaled(3000));
+  for (int i = 0; i < rounds; ++i) {
+    const auto t = static_cast<job_types>(i % 3);
+    ASSERT_TRUE(pool.enqueue(t, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));  // bookkeeping
+    if (i % 64 == 0) std::this_thread::sleep_for(200us);  // let workers park between bursts
+  }
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), rounds);
+}
+
+TEST(TypedThreadPool, RefusesTypesNoWorkerServes) {
+  ts::typed_thread_pool_t<job_types> pool{"partial", typed_opts()};
+  ASSERT_TRUE(pool.add_worker(
+      std::make_unique<ts::typed_thread_worker_t<job_types>>(std::vector<job_types>{job_types::RealTime})));
+  ASSERT_TRUE(pool.start());
+  auto r = pool.enqueue(job_types::Background, [] {});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::no_worker);
+  EXPECT_NE(r.error().message().find("Background"), std::string::npos);
+  EXPECT_THROW((void)pool.submit(job_types::Batch, [] { return 1; }), ts::error_exception);
+  // A worker added later makes the type routable.
+  ASSERT_TRUE(pool.add_worker(
+      std::make_unique<ts::typed_thread_worker_t<job_types>>(std::vector<job_types>{job_types::Background})));
+  std::atomic<bool> ran{false};
+  ASSERT_TRUE(pool.enqueue(job_types::Background, [&ran] { ran.store(true, std::memory_order_release); }));
+  pool.wait_idle();
+  EXPECT_TRUE(ran.load(std::memory_order_acquire));  // pairs with the release in the job
+}
+
+TEST(TypedThreadPool, ResponsibilitiesAreFixedOnceAdded) {
+  ts::typed_thread_pool_t<job_types> pool{"fixed", typed_opts()};
+  auto w = std::make_unique<ts::typed_thread_worker_t<job_types>>();
+  auto* raw = w.get();
+  ASSERT_TRUE(w->set_responsibilities({job_types::Batch}));
+  ASSERT_TRUE(pool.add_worker(std::move(w)));
+  auto r = raw->set_responsibilities({job_types::RealTime});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::already_started);
+  EXPECT_EQ(raw->get_responsibilities(), std::vector<job_types>{job_types::Batch});
+  auto null_worker = pool.add_worker(nullptr);
+  ASSERT_FALSE(null_worker);
+  EXPECT_EQ(null_worker.error().code(), ts::error_code::invalid_argument);
+}
+
+TEST(TypedThreadPool, QueueStrategyIsFixedOnceAJobWasQueued) {
+  ts::typed_thread_pool_t<job_types> pool{"strategy", typed_opts()};
+  ASSERT_TRUE(pool.set_queue_strategy(ts::queue_strategy::FORCE_LOCKFREE));
+  ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<job_types>>()));
+  ASSERT_TRUE(pool.enqueue(job_types::Batch, [] {}));  // before start: kept
+  auto r = pool.set_queue_strategy(ts::queue_strategy::FORCE_MUTEX);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::already_started);
+  ASSERT_TRUE(pool.start());
+  pool.wait_idle();
+  EXPECT_EQ(pool.get_statistics().executed, 1U);
+}
+
+TEST(TypedThreadPool, RefusesEmptyJobsAndReportsStopped) {
+  ts::typed_thread_pool_t<job_types> pool{2, typed_opts()};
+  std::function<void()> empty;
+  auto r = pool.enqueue(job_types::Batch, empty);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+  auto null_job = pool.enqueue(std::unique_ptr<ts::typed_job_t<job_types>>{});
+  ASSERT_FALSE(null_job);
+  EXPECT_EQ(null_job.error().code(), ts::error_code::invalid_argument);
+  (void)pool.stop();
+  auto after = pool.enqueue(job_types::RealTime, [] {});
+  ASSERT_FALSE(after);
+  EXPECT_EQ(after.error().code(), ts::error_code::pool_stopped);
+}
+
+// ---- jobs, futures, statistics -----------------------------------------------------
+
+TEST(TypedThreadPool, SubmitReturnsValuesAndHelpsWhenWaitingOnAWorker) {
+  ts::typed_thread_pool_t<job_types> pool{1, typed_opts()};
+  auto f = pool.submit(
+      job_types::Batch,
+      [&pool](int x) {
+        // Waiting on a child from the only worker: the wait runs the child.
+        auto child = pool.submit(
+            job_types::RealTime, [](int y) { return y + 1; }, x);
+        return child.get() * 2;
+      },
+      20);
+  EXPECT_EQ(f.get(), 42);
+  auto thrower = pool.submit(job_types::Background, []() -> int { throw std::runtime_error("boom"); });
+  EXPECT_THROW((void)thrower.get(), std::runtime_error);
+}
+
+TEST(TypedThreadPool, TypedCallbackJobsAndPerTypeCounts) {
+  std::atomic<int> handled{0};
+  auto opts = typed_opts();
+  opts.latency_sample_every = 1;
+  opts.on_error = [&handled](std::exception_ptr) { handled.fetch_add(1, std::memory_order_relaxed); };  // bookkeeping
+  ts::typed_thread_pool_t<job_types> pool{2, opts};
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE(pool.enqueue(std::make_unique<ts::callback_typed_job>(
+        [&ok]() -> ts::result_void {
+          ok.fetch_add(1, std::memory_order_relaxed);  // bookkeeping
+          return {};
+        },
+        job_types::Batch)));
+  }
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(pool.enqueue(std::make_unique<ts::callback_typed_job>(
+        []() -> ts::result_void { return ts::make_error(ts::error_code::job_failed, "no"); }, job_types::Background)));
+  }
+  std::vector<int> values(40);
+  ASSERT_TRUE(pool.enqueue_batch(job_types::RealTime, std::vector<std::function<void()>>(40, [] {})));
+  pool.wait_idle();
+  EXPECT_EQ(ok.load(std::memory_order_relaxed), 30);
+  EXPECT_EQ(handled.load(std::memory_order_relaxed), 5);
+  const auto stats = pool.get_type_statistics();
+  ASSERT_EQ(stats.size(), 3U);
+  EXPECT_EQ(stats[0].type_name, "RealTime");
+  EXPECT_EQ(stats[0].enqueued, 40U);
+  EXPECT_EQ(stats[0].executed, 40U);
+  EXPECT_EQ(stats[1].type_name, "Batch");
+  EXPECT_EQ(stats[1].executed, 30U);
+  EXPECT_EQ(stats[1].failed, 0U);
+  EXPECT_EQ(stats[2].type_name, "Background");
+  EXPECT_EQ(stats[2].executed, 5U);
+  EXPECT_EQ(stats[2].failed, 5U);
+  for (const auto& s : stats) {
+    EXPECT_EQ(s.waiting, 0U);
+    EXPECT_EQ(s.cancelled, 0U);
+    // Every job was sampled: every one recorded its wait.
+    EXPECT_EQ(s.wait.count, s.executed) << s.type_name;
+  }
+  EXPECT_EQ(pool.get_statistics().failed, 5U);
+}
+
+TEST(TypedThreadPool, ExactlyOnceAcrossTypesAndCancelAccounting) {
+  ts::typed_thread_pool_t<job_types> pool{1, typed_opts()};
+  blocker b;
+  b.block_on(pool, job_types::RealTime);
+  ts::test::lifetime_tracker tracker;
+  constexpr int per_type = 300;
+  for (int i = 0; i < per_type; ++i) {
+    for (job_types t : {job_types::RealTime, job_types::Batch, job_types::Background}) {
+      ASSERT_TRUE(pool.enqueue(t, ts::test::counting_functor(tracker)));
+    }
+  }
+  std::thread releaser([&b] {
+    std::this_thread::sleep_for(20ms);
+    b.release();
+  });
+  const auto report = pool.stop(ts::stop_mode::cancel_pending);
+  releaser.join();
+  EXPECT_EQ(report.accepted, 3U * per_type + 1);
+  EXPECT_EQ(report.executed + report.cancelled, report.accepted);
+  EXPECT_EQ(static_cast<std::uint64_t>(tracker.invoked.load(std::memory_order_relaxed)), report.executed - 1);
+  EXPECT_EQ(tracker.alive(), 0);  // every capture destroyed exactly once
+  std::uint64_t enqueued = 0;
+  std::uint64_t done = 0;
+  for (const auto& s : pool.get_type_statistics()) {
+    EXPECT_EQ(s.executed + s.cancelled, s.enqueued) << s.type_name;
+    enqueued += s.enqueued;
+    done += s.executed + s.cancelled;
+  }
+  EXPECT_EQ(enqueued, report.accepted);
+  EXPECT_EQ(done, report.accepted);
+}
+
+TEST(TypedThreadPool, DrainRunsEverythingAcrossTypes) {
+  ts::test::lifetime_tracker tracker;
+  constexpr int per_type = 1000;
+  {
+    ts::typed_thread_pool_t<job_types> pool{2, typed_opts()};
+    for (int i = 0; i < per_type; ++i) {
+      for (job_types t : {job_types::Background, job_types::Batch, job_types::RealTime}) {
+        ASSERT_TRUE(pool.enqueue(t, ts::test::counting_functor(tracker)));
+      }
+    }
+    const auto report = pool.stop(ts::stop_mode::drain);
+    EXPECT_EQ(report.executed, 3U * per_type);
+    EXPECT_EQ(report.cancelled, 0U);
+  }
+  EXPECT_EQ(tracker.invoked.load(std::memory_order_relaxed), 3 * per_type);
+  EXPECT_EQ(tracker.alive(), 0);
+}
+
+TEST(TypedThreadPool, JobsQueuedBeforeStartRunAfterStart) {
+  ts::typed_thread_pool_t<job_types> pool{"late", typed_opts()};
+  ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<job_types>>()));
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(pool.enqueue(job_types::Batch, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));
+  }
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 0);
+  ASSERT_TRUE(pool.start());
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 10);
+}
+
+// ---- user-defined types ------------------------------------------------------------
+
+namespace custom {
+enum class lane : int { bulk = 7, interactive = 3, audit = 40 };
+std::string_view to_string(lane l) {
+  switch (l) {
+    case lane::bulk:
+      return "bulk";
+    case lane::interactive:
+      return "interactive";
+    case lane::audit:
+      return "audit";
+  }
+  return "?";
+}
+enum class unnamed : unsigned { a, b, c };
+}  // namespace custom
+
+TEST(TypedThreadPool, CustomEnumWithExplicitPriorityOrder) {
+  ts::typed_pool_options<custom::lane> o;
+  o.priority_order = {custom::lane::interactive, custom::lane::audit, custom::lane::bulk};
+  ts::typed_thread_pool_t<custom::lane> pool{1, o};
+  EXPECT_EQ(*pool.rank_of(custom::lane::interactive), 0U);
+  EXPECT_EQ(*pool.rank_of(custom::lane::bulk), 2U);
+  std::latch started{1};
+  std::latch release{1};
+  ASSERT_TRUE(pool.enqueue(custom::lane::bulk, [&] {
+    started.count_down();
+    release.wait();
+  }));
+  started.wait();
+  std::vector<custom::lane> order;  // written by the only worker
+  for (int i = 0; i < 10; ++i) {
+    for (auto l : {custom::lane::bulk, custom::lane::audit, custom::lane::interactive}) {
+      ASSERT_TRUE(pool.enqueue(l, [&order, l] { order.push_back(l); }));
+    }
+  }
+  release.count_down();
+  pool.wait_idle();
+  ASSERT_EQ(order.size(), 30U);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(order[static_cast<std::size_t>(i)], custom::lane::interactive);
+  for (int i = 10; i < 20; ++i) EXPECT_EQ(order[static_cast<std::size_t>(i)], custom::lane::audit);
+  for (int i = 20; i < 30; ++i) EXPECT_EQ(order[static_cast<std::size_t>(i)], custom::lane::bulk);
+  const auto stats = pool.get_type_statistics();
+  ASSERT_EQ(stats.size(), 3U);
+  EXPECT_EQ(stats[0].type_name, "interactive");
+  EXPECT_EQ(stats[2].type_name, "bulk");
+}
+
+TEST(TypedThreadPool, CustomEnumByValueAndRefusals) {
+  ts::typed_thread_pool_t<custom::unnamed> pool{1};
+  EXPECT_EQ(*pool.rank_of(custom::unnamed::c), 2U);
+  EXPECT_EQ(ts::typed_thread_pool_t<custom::unnamed>::type_name(custom::unnamed::b), "type 1");
+  auto out_of_range = pool.enqueue(static_cast<custom::unnamed>(64), [] {});
+  ASSERT_FALSE(out_of_range);
+  EXPECT_EQ(out_of_range.error().code(), ts::error_code::invalid_argument);
+
+  ts::typed_pool_options<custom::lane> o;
+  o.priority_order = {custom::lane::interactive};
+  ts::typed_thread_pool_t<custom::lane> listed{1, o};
+  auto unlisted = listed.enqueue(custom::lane::bulk, [] {});
+  ASSERT_FALSE(unlisted);
+  EXPECT_EQ(unlisted.error().code(), ts::error_code::invalid_argument);
+  EXPECT_NE(unlisted.error().message().find("bulk"), std::string::npos);
+  auto bad_worker = listed.add_worker(
+      std::make_unique<ts::typed_thread_worker_t<custom::lane>>(std::vector<custom::lane>{custom::lane::audit}));
+  ASSERT_FALSE(bad_worker);
+  EXPECT_EQ(bad_worker.error().code(), ts::error_code::invalid_argument);
+  // Integer types work too.
+  ts::typed_thread_pool_t<int> ints{1};
+  std::atomic<int> ran{0};
+  ASSERT_TRUE(ints.enqueue(5, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));  // bookkeeping
+  ints.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 1);
+  EXPECT_EQ(ints.get_type_statistics().at(0).type_name, "type 5");
+}
