@@ -65,14 +65,24 @@ thread_pool::thread_pool(std::string name)
       queue_(detail::make_injector(pool_queue::mutex, 1024)),
       max_spinners_(default_max_spinners()) {}
 
+namespace {
+void validate(const backpressure& b) {
+  if (b.capacity != 0 && b.on_full == backpressure::policy::block_for && b.timeout.count() < 0) {
+    throw error_exception(error{error_code::invalid_argument, "backpressure::block_for: negative timeout"});
+  }
+}
+}  // namespace
+
 thread_pool::thread_pool(detail::custom_injector_t, std::string name, std::unique_ptr<detail::injector> queue,
-                         std::uint32_t latency_sample_every, error_handler on_error)
+                         std::uint32_t latency_sample_every, error_handler on_error, backpressure bounds)
     : name_(std::move(name)),
       queue_(std::move(queue)),
+      bounds_(bounds),
       local_deques_(false),
       injector_batch_(1),
       latency_sample_every_(latency_sample_every),
       max_spinners_(default_max_spinners()) {
+  validate(bounds_);
   if (on_error) handler_ = std::make_shared<const error_handler>(std::move(on_error));
 }
 
@@ -80,8 +90,10 @@ thread_pool::thread_pool(std::size_t worker_count, pool_options options)
     : name_(std::move(options.name)),
       queue_(detail::make_injector(options.queue, options.initial_queue_capacity)),
       queue_kind_(options.queue),
+      bounds_(options.backpressure),
       latency_sample_every_(options.latency_sample_every),
       max_spinners_(default_max_spinners()) {
+  validate(bounds_);
   if (worker_count == 0) {
     throw error_exception(error{error_code::invalid_argument, "thread_pool: worker_count must be at least 1"});
   }
@@ -270,25 +282,128 @@ result<void> thread_pool::push_one(job_function&& fn) {
   // The queue counts the job as accepted inside its critical section, so
   // close() in stop() makes the accepted total exact and no worker can
   // finish a job before it is counted (see idle_now()).
-  if (auto r = queue_->push(std::move(fn)); !r) {
-    became_idle_.notify_all();  // a waiter may have seen a count the refusal rolled back
-    return refusal(r.error());
-  }
-  wake_worker_if_needed();
-  return {};
+  return push_external(~std::uint64_t{0}, std::span<job_function>(&fn, 1), [&] { return queue_->push(std::move(fn)); });
 }
 
 result<void> thread_pool::push_batch(std::span<job_function> fns) {
   if (fns.empty()) return {};
   for (auto& fn : fns) stamp_if_sampled(fn);
-  if (auto r = queue_->push_batch(fns); !r) {
-    became_idle_.notify_all();  // as in push_one()
-    return refusal(r.error());
-  }
   // One wake-up; the woken worker wakes the next while work remains
   // (see worker_main), so a burst wakes only as many workers as it keeps busy.
-  wake_worker_if_needed();
-  return {};
+  return push_external(~std::uint64_t{0}, fns, [&] { return queue_->push_batch(fns); });
+}
+
+// ---- backpressure -------------------------------------------------------------
+
+bool thread_pool::try_reserve(std::size_t n) noexcept {
+  // relaxed: the count orders nothing else; room is a number, not a hand-over.
+  std::size_t cur = queued_external_.load(std::memory_order_relaxed);
+  do {
+    if (cur + n > bounds_.capacity) return false;
+  } while (!queued_external_.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed));
+  return true;
+}
+
+void thread_pool::release_room(std::size_t n) noexcept {
+  // seq_cst: Dekker with a blocked producer, whose prepare_wait() fence is
+  // followed by its own try_reserve(): either it sees the room, or the
+  // notify below sees it waiting.
+  queued_external_.fetch_sub(n, std::memory_order_seq_cst);
+  const auto p = bounds_.on_full;
+  if (p == backpressure::policy::block || p == backpressure::policy::block_for) {
+    if (n == 1) {
+      room_available_.notify_one();
+    } else {
+      room_available_.notify_all();
+    }
+  }
+}
+
+bool thread_pool::drop_oldest_queued() {
+  std::array<job_function, 1> oldest;
+  if (queue_->pop_share(oldest, 1) == 0) return false;
+  const std::uint8_t tag = oldest[0].tag();
+  oldest[0].cancel("job dropped by backpressure::drop_oldest to make room");
+  oldest[0].reset();
+  queue_->note_cancelled(tag);
+  if ((tag & bounded_tag) != 0) release_room(1);
+  // release: pairs with the acquire in idle_now(); the victim counts as finished.
+  dropped_.fetch_add(1, std::memory_order_release);
+  return true;
+}
+
+void thread_pool::run_on_caller(job_function& fn) {
+  job_outcome outcome = job_outcome::succeeded;
+  try {
+    outcome = fn.run();
+  } catch (...) {
+    outcome = job_outcome::failed_reported;
+    report_failure(std::current_exception());
+  }
+  fn.reset();
+  if (outcome == job_outcome::cancelled) {
+    caller_cancelled_.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    return;
+  }
+  if (outcome == job_outcome::failed_reported) caller_failed_.fetch_add(1, std::memory_order_relaxed);  // statistics
+  caller_ran_.fetch_add(1, std::memory_order_relaxed);  // statistics only
+}
+
+result<void> thread_pool::acquire_room(std::span<job_function> fns, bool& ran_inline) {
+  const std::size_t n = fns.size();
+  if (n > bounds_.capacity) {
+    return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': a batch of " + std::to_string(n) +
+                                                        " jobs can never fit the capacity of " +
+                                                        std::to_string(bounds_.capacity));
+  }
+  auto policy = bounds_.on_full;
+  // A worker of this pool (typed pools route its submissions through here)
+  // must not block on its own pool: it runs the job itself instead.
+  if (on_own_worker() && (policy == backpressure::policy::block || policy == backpressure::policy::block_for)) {
+    policy = backpressure::policy::caller_runs;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + bounds_.timeout;
+  auto stopped = [this] {
+    const state st = state_.load(std::memory_order_acquire);  // pairs with the release in stop()
+    return st == state::stopping || st == state::stopped;
+  };
+  for (;;) {
+    if (try_reserve(n)) return {};
+    if (stopped()) return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
+    switch (policy) {
+      case backpressure::policy::reject:
+        return make_error(error_code::queue_full, "thread_pool '" + name_ + "': queue is full (capacity " +
+                                                      std::to_string(bounds_.capacity) + ")");
+      case backpressure::policy::caller_runs:
+        for (auto& fn : fns) run_on_caller(fn);
+        ran_inline = true;
+        return {};
+      case backpressure::policy::drop_oldest:
+        // The oldest may already be on a worker's way to running (taken from
+        // the queue, not yet started): then its room frees in a moment.
+        if (!drop_oldest_queued()) std::this_thread::yield();
+        continue;
+      case backpressure::policy::block:
+      case backpressure::policy::block_for: {
+        const auto key = room_available_.prepare_wait();
+        if (try_reserve(n)) {
+          room_available_.cancel_wait();
+          return {};
+        }
+        if (stopped()) {
+          room_available_.cancel_wait();
+          return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
+        }
+        if (policy == backpressure::policy::block) {
+          room_available_.commit_wait(key);
+        } else if (!room_available_.commit_wait_until(key, deadline)) {
+          if (try_reserve(n)) return {};
+          return make_error(error_code::timeout, "thread_pool '" + name_ + "': no room within the block_for timeout");
+        }
+        break;
+      }
+    }
+  }
 }
 
 void thread_pool::stamp_if_sampled(job_function& fn) const noexcept {
@@ -404,7 +519,9 @@ void thread_pool::worker_main(thread_worker& w) {
 }
 
 bool thread_pool::work_visible(const thread_worker& w) const noexcept {
-  if (queue_->has_work_for(w.responsibility_mask_) || queue_->is_closed()) return true;
+  if (queue_->is_closed()) return true;
+  if (paused_.load(std::memory_order_seq_cst)) return false;  // Dekker with resume(); see there
+  if (queue_->has_work_for(w.responsibility_mask_)) return true;
   if (!local_deques_) return false;
   const std::size_t n = published_.load(std::memory_order_acquire);  // pairs with start_worker()
   for (std::size_t i = 0; i < n; ++i) {
@@ -417,6 +534,8 @@ bool thread_pool::work_visible(const thread_worker& w) const noexcept {
 bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, bool helping) {
   // Helping waits take one job at a time so the awaited result is not
   // delayed behind a batch.
+  // A paused pool starts nothing (acquire: pairs with the store in pause()).
+  if (paused_.load(std::memory_order_acquire)) return false;
   const std::size_t batch_limit = helping ? 1 : std::min(local.size(), injector_batch_);
   auto run_from_injector = [&](std::size_t limit) -> bool {
     const std::size_t share = worker_count_.load(std::memory_order_relaxed);  // a hint
@@ -495,7 +614,9 @@ void thread_pool::run_node(thread_worker& w, detail::job_node* node) {
 void thread_pool::execute(thread_worker& w, job_function& fn) {
   // acquire: pairs with the release store in stop(); a job not yet started
   // when cancellation is requested is cancelled rather than run.
-  const std::uint8_t tag = fn.tag();
+  const std::uint8_t raw_tag = fn.tag();
+  if ((raw_tag & bounded_tag) != 0) release_room(1);  // the job leaves the queue now
+  const auto tag = static_cast<std::uint8_t>(raw_tag & ~bounded_tag);
   if (cancel_requested_.load(std::memory_order_acquire)) {
     fn.cancel();
     fn.reset();
@@ -581,6 +702,7 @@ bool thread_pool::idle_now() const noexcept {
   // includes it; equality therefore means every job accepted before this
   // call has finished. See docs/ARCHITECTURE.md ("Idle detection").
   std::uint64_t finished = cancelled_by_stop_.load(std::memory_order_acquire);
+  finished += dropped_.load(std::memory_order_acquire);  // pairs with drop_oldest_queued()
   finished += caller_runner_.processed_.load(std::memory_order_acquire);
   std::lock_guard lock(lifecycle_mutex_);
   for (const auto& w : workers_) {
@@ -622,6 +744,7 @@ std::uint64_t thread_pool::cancel_queued() noexcept {
       local[i].cancel();
       local[i].reset();
       queue_->note_cancelled(tag);
+      if ((tag & bounded_tag) != 0) release_room(1);
     }
     n += got;
   }
@@ -642,8 +765,13 @@ stop_report thread_pool::stop(stop_mode mode) {
     state_.store(state::stopping, std::memory_order_release);  // pairs with acquire in is_running()
     for (auto& w : workers_) to_join.push_back(w.get());
   }
-  queue_->close();            // from here every push fails with pool_stopped
-  queue_->wait_for_pushes();  // pushes that raced with close() have settled: accepted() is final
+  // Producers blocked by backpressure give up with pool_stopped (the state
+  // store above is ordered before this notify's fence).
+  room_available_.notify_all();
+  // A paused pool still runs what it accepted (drain) or cancels it.
+  paused_.store(false, std::memory_order_seq_cst);  // see resume()
+  queue_->close();                                  // from here every push fails with pool_stopped
+  queue_->wait_for_pushes();                        // pushes that raced with close() have settled: accepted() is final
   if (mode == stop_mode::cancel_pending) {
     // release: pairs with the acquire in run_batch(); set before draining so
     // jobs already taken by workers but not started are cancelled too.
@@ -675,6 +803,14 @@ stop_report thread_pool::make_report() const {
   r.accepted = queue_->accepted();
   for (const auto& w : workers_) r.accepted += w->spawned_.load(std::memory_order_acquire);  // pairs with push_local()
   r.cancelled = cancelled_by_stop_.load(std::memory_order_acquire);
+  r.cancelled += dropped_.load(std::memory_order_acquire);  // pairs with drop_oldest_queued()
+  // Jobs caller_runs ran on the submitting thread: accepted and finished at once.
+  const std::uint64_t by_caller = caller_ran_.load(std::memory_order_relaxed);                  // statistics only
+  const std::uint64_t cancelled_by_caller = caller_cancelled_.load(std::memory_order_relaxed);  // statistics only
+  r.accepted += by_caller + cancelled_by_caller;
+  r.executed += by_caller;
+  r.failed += caller_failed_.load(std::memory_order_relaxed);  // statistics only
+  r.cancelled += cancelled_by_caller;
   auto add_worker = [&r](const thread_worker& w) {
     const auto s = w.get_statistics();
     r.executed += s.jobs_processed;
@@ -684,6 +820,21 @@ stop_report thread_pool::make_report() const {
   add_worker(caller_runner_);
   for (const auto& w : workers_) add_worker(*w);
   return r;
+}
+
+void thread_pool::pause() noexcept {
+  paused_.store(true, std::memory_order_seq_cst);  // workers see it before taking their next job
+}
+
+void thread_pool::resume() noexcept {
+  // seq_cst store, then wake every group: a worker that read paused_ == true
+  // after its prepare_wait() fence is woken by the notify that follows.
+  paused_.store(false, std::memory_order_seq_cst);
+  wake_all_groups();
+}
+
+bool thread_pool::is_paused() const noexcept {
+  return paused_.load(std::memory_order_acquire);  // pairs with pause()/resume()
 }
 
 bool thread_pool::is_running() const noexcept {
@@ -704,6 +855,9 @@ pool_statistics thread_pool::get_statistics() const {
   s.cancelled = r.cancelled;
   s.queued = queue_->size_approx();
   s.workers = workers_.size();
+  s.dropped = dropped_.load(std::memory_order_relaxed);        // statistics only
+  s.caller_ran = caller_ran_.load(std::memory_order_relaxed);  // statistics only
+  s.paused = paused_.load(std::memory_order_relaxed);          // statistics only
   for (const auto& w : workers_) {
     const auto ws = w->get_statistics();
     s.steals += ws.steals;

@@ -47,6 +47,11 @@ concept has_cancel_hook = requires(F& f) {
   noexcept;
 };
 template <typename F>
+concept has_cancel_reason_hook = requires(F& f, const char* why) {
+  { f.cancel_because(why) }
+  noexcept;
+};
+template <typename F>
 concept has_report_hook = requires(F& f) {
   { f.run_and_report() } -> std::same_as<job_outcome>;
 };
@@ -123,6 +128,17 @@ class job_function {
   void cancel() noexcept {
     if (vtable_ != nullptr && vtable_->cancel != nullptr) vtable_->cancel(storage_);
   }
+  /// cancel(), passing the reason to a callable with a
+  /// `void cancel_because(const char*) noexcept` hook (a submit() job puts
+  /// it into the future's `cancelled` error).
+  void cancel(const char* why) noexcept {
+    if (vtable_ == nullptr) return;
+    if (vtable_->cancel_because != nullptr) {
+      vtable_->cancel_because(storage_, why);
+    } else if (vtable_->cancel != nullptr) {
+      vtable_->cancel(storage_);
+    }
+  }
 
   /// Destroys the held callable, if any, and clears the metadata.
   void reset() noexcept {
@@ -153,6 +169,7 @@ class job_function {
   struct vtable_t {
     job_outcome (*invoke)(void* storage);
     void (*cancel)(void* storage) noexcept;
+    void (*cancel_because)(void* storage, const char* why) noexcept;
     // nullptr: the bytes may be copied (trivially relocatable or heap pointer).
     void (*relocate)(void* dst, void* src) noexcept;
     // nullptr: nothing to do.
@@ -187,6 +204,9 @@ class job_function {
     vt.invoke = &invoke_impl<D>;
     if constexpr (detail::has_cancel_hook<D>) {
       vt.cancel = [](void* s) noexcept { target<D>(s)->cancel(); };
+    }
+    if constexpr (detail::has_cancel_reason_hook<D>) {
+      vt.cancel_because = [](void* s, const char* why) noexcept { target<D>(s)->cancel_because(why); };
     }
     if constexpr (stored_inline<D>) {
       if constexpr (!std::is_trivially_copyable_v<D>) {

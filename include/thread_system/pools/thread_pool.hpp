@@ -57,11 +57,13 @@
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/pools/backpressure.hpp"
 #include "thread_system/pools/stop_mode.hpp"
 #include "thread_system/pools/thread_worker.hpp"
 #include "thread_system/scheduler/future.hpp"
 #include "thread_system/scheduler/injector.hpp"
 #include "thread_system/scheduler/worker_statistics.hpp"
+#include "thread_system/sync/cancellation.hpp"
 #include "thread_system/sync/event_count.hpp"
 
 namespace thread_system {
@@ -83,7 +85,29 @@ struct pool_options {
   /// worker that runs it records its enqueue->start wait and its run time
   /// (see latency()). 0 turns sampling off; 1 times every job.
   std::uint32_t latency_sample_every = 16;
+  /// A bound on queued jobs and the policy when it is reached (see
+  /// backpressure.hpp). Default: unbounded.
+  thread_system::backpressure backpressure{};
 };
+
+/// The job that is running on this thread, as seen from inside it.
+namespace this_job {
+namespace detail {
+inline thread_local const cancellation_token* current_token = nullptr;
+}
+/// The cancellation token the running job was submitted with (a token that
+/// is never cancelled when it has none, or outside a job).
+[[nodiscard]] inline cancellation_token token() {
+  const cancellation_token* t = detail::current_token;
+  return t != nullptr ? *t : cancellation_token::none();
+}
+/// True when the running job's token has been cancelled: a long job polls
+/// this and returns early.
+[[nodiscard]] inline bool is_cancelled() noexcept {
+  const cancellation_token* t = detail::current_token;
+  return t != nullptr && t->is_cancelled();
+}
+}  // namespace this_job
 
 template <typename T>
 class typed_thread_pool_t;
@@ -134,21 +158,74 @@ struct submitted_job {
     }
   }
 
-  void cancel() noexcept {
+  void cancel() noexcept { cancel_because("job discarded by stop(stop_mode::cancel_pending)"); }
+
+  // Completes the future with a `cancelled` error saying why.
+  void cancel_because(const char* why) noexcept {
     fn.reset();
     try {
-      state->set_exception(std::make_exception_ptr(
-          error_exception(error{error_code::cancelled, "job discarded by stop(stop_mode::cancel_pending)"})));
+      state->set_exception(std::make_exception_ptr(error_exception(error{error_code::cancelled, why})));
     } catch (...) {  // allocation of the exception failed: complete with what we can
       state->set_exception(std::make_exception_ptr(std::bad_alloc()));
     }
   }
 };
 
-// A submitted call: the future and the job that completes it. Throws
-// error_exception{invalid_argument} for a null callable.
+template <typename F>
+concept has_cancel_because = requires(F& f) {
+  f.cancel_because("");
+};
+
+// A job with a cancellation token: if the token is cancelled before the job
+// starts it does not run (a submit() future completes with `cancelled`) and
+// the pool counts it as cancelled. While it runs, this_job::token() is its
+// token.
+template <typename Fn>
+struct token_job {
+  cancellation_token token;
+  Fn fn;
+
+  job_outcome run_and_report() {
+    if (token.is_cancelled()) {
+      discard("job cancelled by its token before it started");
+      return job_outcome::cancelled;
+    }
+    struct scope {
+      const cancellation_token* saved;
+      explicit scope(const cancellation_token* t) : saved(this_job::detail::current_token) {
+        this_job::detail::current_token = t;
+      }
+      ~scope() { this_job::detail::current_token = saved; }
+      scope(const scope&) = delete;
+      scope& operator=(const scope&) = delete;
+    } current(&token);
+    if constexpr (has_report_hook<Fn>) {
+      return fn.run_and_report();
+    } else {
+      std::invoke(fn);
+      return job_outcome::succeeded;
+    }
+  }
+  void cancel() noexcept { discard("job discarded by stop(stop_mode::cancel_pending)"); }
+  void cancel_because(const char* why) noexcept { discard(why); }
+
+ private:
+  void discard(const char* why) noexcept {
+    if constexpr (has_cancel_because<Fn>) {
+      fn.cancel_because(why);
+    } else if constexpr (has_cancel_hook<Fn>) {
+      (void)why;
+      fn.cancel();
+    } else {
+      (void)why;
+    }
+  }
+};
+
+// A submitted call: the future and the (typed) job that completes it.
+// Throws error_exception{invalid_argument} for a null callable.
 template <typename F, typename... Args>
-auto make_submission(F&& f, Args&&... args) {
+auto make_submitted_job(F&& f, Args&&... args) {
   using R = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
   if constexpr (requires { f == nullptr; }) {
     if (f == nullptr) throw error_exception(error{error_code::invalid_argument, "submit: null callable"});
@@ -159,8 +236,33 @@ auto make_submission(F&& f, Args&&... args) {
   };
   auto shared_state = std::make_shared<future_state<R>>();
   future<R> result_future(shared_state);
-  job_function job(submitted_job<R, decltype(bound)>{std::move(shared_state), std::move(bound)});
-  return std::pair<future<R>, job_function>(std::move(result_future), std::move(job));
+  using job_type = submitted_job<R, decltype(bound)>;
+  return std::pair<future<R>, job_type>(std::move(result_future), job_type{std::move(shared_state), std::move(bound)});
+}
+
+// The future and the job_function of a submitted call.
+template <typename F, typename... Args>
+auto make_submission(F&& f, Args&&... args) {
+  auto [result_future, job] = make_submitted_job(std::forward<F>(f), std::forward<Args>(args)...);
+  return std::pair(std::move(result_future), job_function(std::move(job)));
+}
+
+// make_submission() whose job carries `token`.
+template <typename F, typename... Args>
+auto make_cancellable_submission(cancellation_token token, F&& f, Args&&... args) {
+  auto [result_future, job] = make_submitted_job(std::forward<F>(f), std::forward<Args>(args)...);
+  using job_type = decltype(job);
+  return std::pair(std::move(result_future), job_function(token_job<job_type>{std::move(token), std::move(job)}));
+}
+
+// A callable as a job that carries `token`.
+template <typename F>
+job_function make_cancellable_job(cancellation_token token, F&& f) {
+  using D = std::decay_t<F>;
+  if constexpr (requires { f == nullptr; }) {
+    if (f == nullptr) return job_function{};
+  }
+  return job_function(token_job<D>{std::move(token), D(std::forward<F>(f))});
 }
 
 // The job behind enqueue(std::unique_ptr<job>): turns an error result into
@@ -257,7 +359,37 @@ class thread_pool {
     return std::move(result_future);
   }
 
+  /// `f()` as a job carrying `token`: if the token is cancelled before the
+  /// job starts, it never runs and is counted as cancelled; while it runs,
+  /// this_job::token() / this_job::is_cancelled() let it poll the token.
+  template <typename F>
+  requires std::is_invocable_v < std::decay_t<F>
+  & > result<void> enqueue(cancellation_token token, F&& f) {
+    job_function fn = detail::make_cancellable_job(std::move(token), std::forward<F>(f));
+    return push_one(std::move(fn));
+  }
+
+  /// submit() with a token: cancelled before it starts, the job does not run
+  /// and the future completes with error_exception{cancelled}.
+  template <typename F, typename... Args>
+  requires std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>
+  [[nodiscard]] auto submit(cancellation_token token, F&& f, Args&&... args)
+      -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
+    auto [result_future, fn] =
+        detail::make_cancellable_submission(std::move(token), std::forward<F>(f), std::forward<Args>(args)...);
+    if (auto r = push_one(std::move(fn)); !r) throw error_exception(r.error());
+    return std::move(result_future);
+  }
+
   // ---- lifecycle -----------------------------------------------------------
+
+  /// Pauses the pool: jobs are still accepted, but none starts until
+  /// resume(); jobs already running finish. Idle workers park (≈0% CPU).
+  /// stop(drain) on a paused pool resumes it and runs everything queued;
+  /// wait_idle() on a paused pool with queued jobs waits for resume().
+  void pause() noexcept;
+  void resume() noexcept;
+  [[nodiscard]] bool is_paused() const noexcept;
 
   /// Blocks until every job accepted before the call has finished (or been
   /// cancelled). Returns at once on a pool that was never started.
@@ -296,19 +428,43 @@ class thread_pool {
   // priority are known) and workers take one job at a time (so priority is
   // decided per job). Not started.
   thread_pool(detail::custom_injector_t, std::string name, std::unique_ptr<detail::injector> queue,
-              std::uint32_t latency_sample_every, error_handler on_error);
+              std::uint32_t latency_sample_every, error_handler on_error, thread_system::backpressure bounds);
 
   // Pushes through the injector with `push()` (which returns result<void>),
   // then wakes a worker for the kinds in `kind_mask`.
   template <typename Push>
-  result<void> push_external(std::uint64_t kind_mask, Push&& push) {
-    if (auto r = push(); !r) {
+  result<void> push_external(std::uint64_t kind_mask, std::span<job_function> fns, Push&& push) {
+    result<void> r = bounds_.capacity != 0 ? push_bounded(fns, push) : push();
+    if (!r) {
       became_idle_.notify_all();  // as in push_one()
       return refusal(r.error());
     }
     wake_worker_if_needed(kind_mask);
     return {};
   }
+  // Bounded pools (see backpressure.hpp): reserve room for `fns` per the
+  // policy, tag them, push them with `push()`, give the room back on refusal.
+  // When the policy ran them on this thread, `ran_inline` is set and nothing
+  // was pushed.
+  template <typename Push>
+  result<void> push_bounded(std::span<job_function> fns, Push&& push) {
+    bool ran_inline = false;
+    if (auto r = acquire_room(fns, ran_inline); !r) return r;
+    if (ran_inline) return {};
+    for (auto& fn : fns) fn.set_tag(static_cast<std::uint8_t>(fn.tag() | bounded_tag));
+    auto r = push();
+    if (!r) {
+      for (auto& fn : fns) fn.set_tag(static_cast<std::uint8_t>(fn.tag() & ~bounded_tag));
+      release_room(fns.size());
+    }
+    return r;
+  }
+  result<void> acquire_room(std::span<job_function> fns, bool& ran_inline);
+  [[nodiscard]] bool try_reserve(std::size_t n) noexcept;
+  void release_room(std::size_t n) noexcept;
+  [[nodiscard]] bool drop_oldest_queued();
+  void run_on_caller(job_function& fn);
+
   // Stamps `fn` with the enqueue time when this thread's sampling countdown
   // says so.
   void stamp_if_sampled(job_function& fn) const noexcept;
@@ -368,6 +524,18 @@ class thread_pool {
   std::atomic<bool> cancel_requested_{false};
 
   alignas(64) std::atomic<std::uint64_t> cancelled_by_stop_{0};
+
+  // The job_function tag bit of jobs that hold room in a bounded pool (the
+  // low bits are a typed pool's kind).
+  static constexpr std::uint8_t bounded_tag = 0x80;
+  thread_system::backpressure bounds_{};
+  alignas(64) std::atomic<std::size_t> queued_external_{0};  // bounded pools: jobs holding room
+  event_count room_available_;                               // producers blocked by backpressure
+  alignas(64) std::atomic<std::uint64_t> dropped_{0};        // drop_oldest victims (count as finished)
+  std::atomic<std::uint64_t> caller_ran_{0};                 // jobs run by caller_runs
+  std::atomic<std::uint64_t> caller_failed_{0};
+  std::atomic<std::uint64_t> caller_cancelled_{0};
+  alignas(64) std::atomic<bool> paused_{false};
 
   // false in typed pools: see the custom-injector constructor.
   bool local_deques_ = true;

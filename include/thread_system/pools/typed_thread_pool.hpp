@@ -177,6 +177,8 @@ struct typed_pool_options {
   std::chrono::nanoseconds aging_bound{0};
   /// As pool_options::latency_sample_every.
   std::uint32_t latency_sample_every = 16;
+  /// As pool_options::backpressure: the bound covers all types together.
+  thread_system::backpressure backpressure{};
   /// Null: one stderr line per failed fire-and-forget job.
   error_handler on_error;
 };
@@ -322,7 +324,8 @@ class typed_thread_pool_t {
     auto rank = routable_rank(type);
     if (!rank) return unexpected_error(rank.error());
     core_.stamp_if_sampled(fn);
-    return core_.push_external(std::uint64_t{1} << *rank, [&] { return injector().push_kind(*rank, std::move(fn)); });
+    return core_.push_external(std::uint64_t{1} << *rank, std::span<job_function>(&fn, 1),
+                               [&] { return injector().push_kind(*rank, std::move(fn)); });
   }
 
   /// Seed-style typed job; its type() routes it. Null: `invalid_argument`.
@@ -352,7 +355,8 @@ class typed_thread_pool_t {
     }
     if (batch.empty()) return {};
     for (auto& fn : batch) core_.stamp_if_sampled(fn);
-    return core_.push_external(std::uint64_t{1} << *rank, [&] { return injector().push_kind_batch(*rank, batch); });
+    return core_.push_external(std::uint64_t{1} << *rank, std::span<job_function>(batch),
+                               [&] { return injector().push_kind_batch(*rank, batch); });
   }
 
   /// Runs `f(args...)` as a job of `type`; the future carries its result or
@@ -384,6 +388,10 @@ class typed_thread_pool_t {
   [[nodiscard]] std::size_t worker_count() const { return core_.worker_count(); }
   [[nodiscard]] pool_statistics get_statistics() const { return core_.get_statistics(); }
   [[nodiscard]] worker_latency latency() const { return core_.latency(); }
+  /// As thread_pool::pause() / resume().
+  void pause() noexcept { core_.pause(); }
+  void resume() noexcept { core_.resume(); }
+  [[nodiscard]] bool is_paused() const noexcept { return core_.is_paused(); }
   void set_error_handler(error_handler handler) { core_.set_error_handler(std::move(handler)); }
 
   /// One entry per type that has been used, highest priority first.
@@ -440,7 +448,7 @@ class typed_thread_pool_t {
       : options_(std::move(options)),
         core_(detail::custom_injector_t{}, options_.name,
               std::make_unique<detail::typed_injector>(options_.queue, options_.aging_bound),
-              options_.latency_sample_every, options_.on_error) {
+              options_.latency_sample_every, options_.on_error, options_.backpressure) {
     injector_ = static_cast<detail::typed_injector*>(&core_.injector_ref());
     if (options_.priority_order.size() > max_types) {
       throw error_exception(error{error_code::invalid_argument, "typed_thread_pool: at most 64 job types"});

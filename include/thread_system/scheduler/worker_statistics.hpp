@@ -37,15 +37,18 @@ struct worker_latency {
 };
 
 struct pool_statistics {
-  std::uint64_t accepted = 0;   ///< Jobs accepted by enqueue/submit.
-  std::uint64_t executed = 0;   ///< Jobs that ran to completion (including failed ones).
-  std::uint64_t failed = 0;     ///< Jobs that threw or reported an error.
-  std::uint64_t cancelled = 0;  ///< Jobs discarded by stop(cancel_pending).
-  std::uint64_t queued = 0;     ///< Jobs waiting now (approximate).
-  std::uint64_t workers = 0;    ///< Worker threads.
-  std::uint64_t steals = 0;     ///< Jobs moved between workers by stealing.
-  std::uint64_t parks = 0;      ///< Times a worker went to sleep for lack of work.
-  std::uint64_t wakeups = 0;    ///< Times a worker woke from sleep.
+  std::uint64_t accepted = 0;    ///< Jobs accepted by enqueue/submit.
+  std::uint64_t executed = 0;    ///< Jobs that ran to completion (including failed ones).
+  std::uint64_t failed = 0;      ///< Jobs that threw or reported an error.
+  std::uint64_t cancelled = 0;   ///< Jobs discarded by stop(cancel_pending).
+  std::uint64_t queued = 0;      ///< Jobs waiting now (approximate).
+  std::uint64_t workers = 0;     ///< Worker threads.
+  std::uint64_t steals = 0;      ///< Jobs moved between workers by stealing.
+  std::uint64_t parks = 0;       ///< Times a worker went to sleep for lack of work.
+  std::uint64_t wakeups = 0;     ///< Times a worker woke from sleep.
+  std::uint64_t dropped = 0;     ///< Jobs cancelled by backpressure::drop_oldest (also in `cancelled`).
+  std::uint64_t caller_ran = 0;  ///< Jobs backpressure::caller_runs ran on the submitting thread (also in `executed`).
+  bool paused = false;           ///< pause() is in effect.
 };
 
 }  // namespace thread_system

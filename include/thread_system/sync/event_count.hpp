@@ -25,6 +25,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include "thread_system/detail/chaos.hpp"
 
@@ -68,6 +69,24 @@ class event_count {
       detail::futex_wait(epoch_, key);
     }
     waiters_.fetch_sub(1, std::memory_order_relaxed);  // only a hint for notifiers
+  }
+
+  /// commit_wait() that gives up at `deadline` (steady_clock). Returns false
+  /// when the deadline passed without a notification newer than `key`.
+  bool commit_wait_until(key_type key, std::chrono::steady_clock::time_point deadline) noexcept {
+    THREAD_SYSTEM_CHAOS_POINT();
+    bool notified = true;
+    // acquire: pairs with the release increment in notify_*().
+    while (epoch_.load(std::memory_order_acquire) == key) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= left.zero()) {
+        notified = false;
+        break;
+      }
+      detail::futex_wait_for(epoch_, key, std::chrono::duration_cast<std::chrono::nanoseconds>(left).count());
+    }
+    waiters_.fetch_sub(1, std::memory_order_relaxed);  // only a hint for notifiers
+    return notified;
   }
 
   /// Wakes one waiter (all waiters that have not yet slept also return).

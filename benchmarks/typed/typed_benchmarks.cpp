@@ -1,0 +1,182 @@
+// The typed pool against the standard pool, mirroring the seed guide's
+// tables "Type Thread Pool Performance" (throughput by number of job types),
+// "Priority Scheduling Performance" (jobs per type; processing time,
+// accuracy, RealTime-first share) and "Job Type Routing" (cost per job by
+// share of high-priority jobs).
+//
+// Side by side in one binary: compare the typed rows with BM_StandardPool
+// from the same run, as ratios of medians (--benchmark_repetitions=5).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <latch>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "../workloads.hpp"
+#include "thread_system/pools/thread_pool.hpp"
+#include "thread_system/pools/typed_thread_pool.hpp"
+
+namespace ts = thread_system;
+namespace tb = thread_system::bench;
+
+namespace {
+
+constexpr std::size_t jobs_per_run = 100'000;
+constexpr std::uint64_t job_ns = 1'000;  // the seed's "simple job", ~1 us of work
+
+std::size_t workers() { return std::max<std::size_t>(2, std::thread::hardware_concurrency()); }
+
+void spin_job(std::atomic<std::uint64_t>* ran) {
+  tb::spin_for_ns(job_ns);
+  ran->fetch_add(1, std::memory_order_relaxed);  // benchmark bookkeeping
+}
+
+}  // namespace
+
+// Baseline: the standard pool, same workers, same jobs, one producer.
+static void BM_StandardPool(benchmark::State& state) {
+  ts::thread_pool pool{workers()};
+  std::atomic<std::uint64_t> ran{0};
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < jobs_per_run; ++i) {
+      if (!pool.enqueue([&ran] { spin_job(&ran); })) state.SkipWithError("refused");
+    }
+    pool.wait_idle();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_relaxed)));
+  state.counters["workers"] = static_cast<double>(workers());
+}
+BENCHMARK(BM_StandardPool)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Seed "Type Thread Pool Performance": the typed pool with universal workers
+// and jobs spread round-robin over `types` job types (1, 2, 3, 5, 10).
+static void BM_TypedPoolTypeMix(benchmark::State& state) {
+  const auto types = static_cast<int>(state.range(0));
+  ts::typed_pool_options<int> options;
+  options.queue = static_cast<ts::pool_queue>(state.range(1));
+  ts::typed_thread_pool_t<int> pool{workers(), options};
+  state.SetLabel(ts::to_string(options.queue));
+  std::atomic<std::uint64_t> ran{0};
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < jobs_per_run; ++i) {
+      if (!pool.enqueue(static_cast<int>(i % static_cast<std::size_t>(types)), [&ran] { spin_job(&ran); })) {
+        state.SkipWithError("refused");
+      }
+    }
+    pool.wait_idle();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_relaxed)));
+  state.counters["types"] = types;
+  state.counters["workers"] = static_cast<double>(workers());
+}
+// Second argument: the per-type queue (pool_queue: 0 mutex, 2 adaptive - the default).
+BENCHMARK(BM_TypedPoolTypeMix)
+    ->ArgsProduct({{1, 2, 3, 5, 10}, {static_cast<int>(ts::pool_queue::adaptive)}})
+    ->Args({1, static_cast<int>(ts::pool_queue::mutex)})
+    ->Args({3, static_cast<int>(ts::pool_queue::mutex)})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// Seed "Priority Scheduling Performance": `per_type` jobs of each of the
+// three types queued (lowest priority first) while the one worker is held,
+// then released. accuracy = share of jobs that started in priority order
+// (no job started while a higher-priority job was queued);
+// realtime_first = share of RealTime jobs among the first `per_type` started.
+static void BM_PriorityScheduling(benchmark::State& state) {
+  const auto per_type = static_cast<std::size_t>(state.range(0));
+  double in_order = 0;
+  double realtime_first = 0;
+  double total = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    ts::typed_thread_pool_t<ts::job_types> pool{1};
+    std::latch hold{1};
+    std::latch held{1};
+    if (!pool.enqueue(ts::job_types::Background, [&] {
+          held.count_down();
+          hold.wait();
+        })) {
+      state.SkipWithError("refused");
+    }
+    held.wait();
+    std::vector<ts::job_types> order;  // written by the only worker
+    order.reserve(3 * per_type);
+    for (std::size_t i = 0; i < per_type; ++i) {
+      for (auto t : {ts::job_types::Background, ts::job_types::Batch, ts::job_types::RealTime}) {
+        if (!pool.enqueue(t, [&order, t] {
+              tb::spin_for_ns(job_ns);
+              order.push_back(t);
+            })) {
+          state.SkipWithError("refused");
+        }
+      }
+    }
+    state.ResumeTiming();
+    hold.count_down();
+    pool.wait_idle();
+    state.PauseTiming();
+    // In order: each job's type is not higher than the previous one's.
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (i == 0 || order[i] >= order[i - 1]) in_order += 1;
+    }
+    realtime_first +=
+        static_cast<double>(std::count(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(per_type),
+                                       ts::job_types::RealTime));
+    total += static_cast<double>(order.size());
+    state.ResumeTiming();
+  }
+  state.counters["accuracy_pct"] = total == 0 ? 0 : 100.0 * in_order / total;
+  state.counters["realtime_first_pct"] =
+      total == 0 ? 0 : 100.0 * realtime_first / (total / 3.0);
+  state.counters["jobs_per_type"] = static_cast<double>(per_type);
+  state.SetItemsProcessed(static_cast<std::int64_t>(total));
+}
+BENCHMARK(BM_PriorityScheduling)->Arg(100)->Arg(500)->Arg(1000)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Seed "Job Type Routing": empty jobs, `high_pct` percent RealTime and the
+// rest split between Batch and Background, into a pool with one specialist
+// per type and one universal worker (the seed's configuration). Time per job
+// is the routing and scheduling cost; compare with BM_RoutingStandardPool.
+static void BM_TypedRouting(benchmark::State& state) {
+  const auto high_pct = static_cast<std::size_t>(state.range(0));
+  ts::typed_thread_pool_t<ts::job_types> pool{"routing"};
+  for (auto t : {ts::job_types::RealTime, ts::job_types::Batch, ts::job_types::Background}) {
+    (void)pool.add_worker(std::make_unique<ts::typed_thread_worker_t<ts::job_types>>(std::vector<ts::job_types>{t}));
+  }
+  (void)pool.add_worker(std::make_unique<ts::typed_thread_worker_t<ts::job_types>>());
+  if (!pool.start()) state.SkipWithError("start failed");
+  std::atomic<std::uint64_t> ran{0};
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < jobs_per_run; ++i) {
+      const std::size_t slot = i % 100;
+      const auto t = slot < high_pct ? ts::job_types::RealTime
+                                     : (slot % 2 == 0 ? ts::job_types::Batch : ts::job_types::Background);
+      if (!pool.enqueue(t, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); })) state.SkipWithError("refused");
+    }
+    pool.wait_idle();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_relaxed)));
+  state.counters["high_pct"] = static_cast<double>(high_pct);
+}
+BENCHMARK(BM_TypedRouting)->Arg(33)->Arg(50)->Arg(80)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The same empty jobs through the standard pool with as many workers (4).
+static void BM_RoutingStandardPool(benchmark::State& state) {
+  ts::thread_pool pool{4};
+  std::atomic<std::uint64_t> ran{0};
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < jobs_per_run; ++i) {
+      if (!pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); })) state.SkipWithError("refused");
+    }
+    pool.wait_idle();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_relaxed)));
+}
+BENCHMARK(BM_RoutingStandardPool)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,75 @@
+// backpressure: a bound on the jobs waiting in a pool, and what a submission
+// does when the bound is reached.
+//
+//   thread_system::pool_options o;
+//   o.backpressure = thread_system::backpressure::block_for(1000, 50ms);
+//   thread_system::thread_pool pool{4, o};
+//   auto r = pool.enqueue(job);   // waits up to 50 ms for room, then `timeout`
+//
+// What is bounded: jobs submitted from outside the pool's workers that have
+// been accepted and have not started yet ("queued"). The bound is exact: at
+// no moment are more than `capacity` such jobs queued. Jobs that a running
+// job submits from one of the pool's own workers go to that worker's deque
+// and are not bounded (blocking a worker on its own pool could deadlock it).
+//
+// Policies when the pool is full:
+//   * block          wait until a job starts (room frees) or the pool stops
+//                    (`pool_stopped`).
+//   * block_for(t)   as block, but give up after t with `timeout`.
+//   * reject         fail at once with `queue_full`.
+//   * caller_runs    run the job on the submitting thread, now, before the
+//                    call returns (counted in pool_statistics::caller_ran;
+//                    a failure goes to the error handler / the future).
+//   * drop_oldest    cancel the oldest queued job - its future completes
+//                    with `cancelled`, and it is counted in
+//                    pool_statistics::dropped - and queue the new one.
+// A batch larger than the capacity is refused with `invalid_argument` (it
+// could never fit). Producers blocked by block/block_for wake as soon as a
+// job starts, and with `pool_stopped` when the pool stops.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+namespace thread_system {
+
+struct backpressure {
+  enum class policy { block, block_for, reject, caller_runs, drop_oldest };
+
+  /// 0: unbounded (no backpressure; the default).
+  std::size_t capacity = 0;
+  policy on_full = policy::block;
+  /// For block_for.
+  std::chrono::nanoseconds timeout{0};
+
+  [[nodiscard]] static backpressure unbounded() noexcept { return {}; }
+  [[nodiscard]] static backpressure block(std::size_t capacity) noexcept { return {capacity, policy::block, {}}; }
+  [[nodiscard]] static backpressure block_for(std::size_t capacity, std::chrono::nanoseconds timeout) noexcept {
+    return {capacity, policy::block_for, timeout};
+  }
+  [[nodiscard]] static backpressure reject(std::size_t capacity) noexcept { return {capacity, policy::reject, {}}; }
+  [[nodiscard]] static backpressure caller_runs(std::size_t capacity) noexcept {
+    return {capacity, policy::caller_runs, {}};
+  }
+  [[nodiscard]] static backpressure drop_oldest(std::size_t capacity) noexcept {
+    return {capacity, policy::drop_oldest, {}};
+  }
+};
+
+[[nodiscard]] constexpr const char* to_string(backpressure::policy p) noexcept {
+  switch (p) {
+    case backpressure::policy::block:
+      return "block";
+    case backpressure::policy::block_for:
+      return "block_for";
+    case backpressure::policy::reject:
+      return "reject";
+    case backpressure::policy::caller_runs:
+      return "caller_runs";
+    case backpressure::policy::drop_oldest:
+      return "drop_oldest";
+  }
+  return "unknown";
+}
+
+}  // namespace thread_system
