@@ -230,7 +230,85 @@ std::vector<thread_worker*> thread_pool::get_workers() const {
 
 std::size_t thread_pool::worker_count() const {
   std::lock_guard lock(lifecycle_mutex_);
-  return workers_.size();
+  return active_workers_locked();
+}
+
+std::size_t thread_pool::active_workers_locked() const noexcept {
+  std::size_t n = 0;
+  for (const auto& w : workers_) {
+    // relaxed: membership only changes under lifecycle_mutex_, except
+    // retiring -> exited, which does not change this count.
+    if (w->membership_.load(std::memory_order_relaxed) == thread_worker::active) ++n;
+  }
+  return n;
+}
+
+void thread_pool::restart_worker(thread_worker& w) {
+  // Caller holds lifecycle_mutex_; w left its loop (exited) and keeps its
+  // published steal slot, group and node cache.
+  if (w.thread_.joinable()) w.thread_.join();
+  w.membership_.store(thread_worker::active, std::memory_order_relaxed);  // the thread start below publishes it
+  w.thread_ = std::thread([this, &w] { worker_main(w); });
+}
+
+result<void> thread_pool::resize(std::size_t n) {
+  if (n == 0 || n > max_workers) {
+    return make_error(error_code::invalid_argument,
+                      "thread_pool::resize: the worker count must be in [1, " + std::to_string(max_workers) + "]");
+  }
+  std::lock_guard lock(lifecycle_mutex_);
+  const state st = state_.load(std::memory_order_relaxed);  // state_ only changes under this mutex
+  if (st == state::stopping || st == state::stopped) {
+    return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "': cannot resize after stop()");
+  }
+  if (st == state::created) {
+    while (workers_.size() < n) workers_.push_back(std::make_unique<thread_worker>());
+    workers_.resize(n);
+    return {};
+  }
+  std::size_t active = active_workers_locked();
+  try {
+    // Grow: first take back workers that were leaving or have left.
+    for (auto& w : workers_) {
+      if (active >= n) break;
+      int m = thread_worker::retiring;
+      // acq_rel: pairs with the worker's CAS retiring -> exited; whoever wins decides.
+      if (w->membership_.compare_exchange_strong(m, thread_worker::active, std::memory_order_acq_rel)) {
+        ++active;
+      } else if (m == thread_worker::exited) {
+        restart_worker(*w);
+        ++active;
+      }
+    }
+    while (active < n) {
+      auto w = std::make_unique<thread_worker>();
+      thread_worker& ref = *w;
+      ref.index_ = workers_.size();
+      workers_.push_back(std::move(w));
+      try {
+        start_worker(ref);
+      } catch (...) {
+        workers_.pop_back();
+        throw;
+      }
+      ++active;
+    }
+  } catch (const std::system_error& e) {
+    return make_error(error_code::resource_exhausted, "thread_pool '" + name_ + "': resize stopped at " +
+                                                          std::to_string(active) + " workers: " + e.what());
+  }
+  // Shrink: the newest active workers leave.
+  for (auto it = workers_.rbegin(); it != workers_.rend() && active > n; ++it) {
+    int m = thread_worker::active;
+    // release: pairs with the acquire load at the top of the worker loop.
+    if ((*it)->membership_.compare_exchange_strong(m, thread_worker::retiring, std::memory_order_release,
+                                                   std::memory_order_relaxed)) {
+      --active;
+    }
+  }
+  worker_count_.store(active, std::memory_order_relaxed);  // fair-share hint only
+  wake_all_groups();                                       // parked leavers notice (work_visible() is true for them)
+  return {};
 }
 
 // ---- jobs ---------------------------------------------------------------------
@@ -462,6 +540,22 @@ void thread_pool::worker_main(thread_worker& w) {
   start_stretch();
 
   for (;;) {
+    // acquire: pairs with the release CAS in resize().
+    if (w.membership_.load(std::memory_order_acquire) == thread_worker::retiring) {
+      // Leaving: run what is on this worker's own deque (only this thread
+      // pushes there), then go - unless resize() took the worker back first.
+      detail::job_node* node = nullptr;
+      while (w.deque_.pop(node)) run_node(w, node);
+      int m = thread_worker::retiring;
+      // acq_rel: pairs with the CAS retiring -> active in resize().
+      if (w.membership_.compare_exchange_strong(m, thread_worker::exited, std::memory_order_acq_rel)) {
+        thread_worker::add(w.busy_ns_, now_ns() - busy_since);
+        w.busy_since_ns_.store(0, std::memory_order_relaxed);  // statistics only
+        became_idle_.notify_all();                             // its last jobs may have made the pool idle
+        break;
+      }
+      continue;
+    }
     if (find_and_run(w, local, /*helping=*/false)) continue;
 
     thread_worker::add(w.busy_ns_, now_ns() - busy_since);
@@ -520,6 +614,9 @@ void thread_pool::worker_main(thread_worker& w) {
 
 bool thread_pool::work_visible(const thread_worker& w) const noexcept {
   if (queue_->is_closed()) return true;
+  // A worker asked to leave must wake up to do so (seq_cst: ordered like the
+  // queue checks, against resize()'s wake-up).
+  if (w.membership_.load(std::memory_order_seq_cst) == thread_worker::retiring) return true;
   if (paused_.load(std::memory_order_seq_cst)) return false;  // Dekker with resume(); see there
   if (queue_->has_work_for(w.responsibility_mask_)) return true;
   if (!local_deques_) return false;
@@ -854,7 +951,7 @@ pool_statistics thread_pool::get_statistics() const {
   s.failed = r.failed;
   s.cancelled = r.cancelled;
   s.queued = queue_->size_approx();
-  s.workers = workers_.size();
+  s.workers = active_workers_locked();
   s.dropped = dropped_.load(std::memory_order_relaxed);        // statistics only
   s.caller_ran = caller_ran_.load(std::memory_order_relaxed);  // statistics only
   s.paused = paused_.load(std::memory_order_relaxed);          // statistics only

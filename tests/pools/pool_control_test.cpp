@@ -398,3 +398,92 @@ TEST(PoolTokens, CancelRacingWithStartIsRunOrCancelledNeverBoth) {
   EXPECT_EQ(s.cancelled, static_cast<std::uint64_t>(cancelled));
   EXPECT_EQ(s.executed, static_cast<std::uint64_t>(completed));
 }
+
+// ---- resize ------------------------------------------------------------------------
+
+TEST(PoolResize, GrowAndShrinkUnderLoadRunEveryJobOnce) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  ts::test::lifetime_tracker tracker;
+  const int jobs = static_cast<int>(ts::test::scaled(10000));
+  pool.pause();  // 10K jobs queued before the pool changes shape
+  for (int i = 0; i < jobs; ++i) {
+    ASSERT_TRUE(pool.enqueue([c = ts::test::counting_functor(tracker)] {
+      c();
+      std::this_thread::yield();
+    }));
+  }
+  ASSERT_TRUE(pool.resize(8));
+  EXPECT_EQ(pool.worker_count(), 8U);
+  pool.resume();
+  std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(pool.resize(1));
+  EXPECT_EQ(pool.worker_count(), 1U);
+  ASSERT_TRUE(pool.resize(3));  // takes back leaving or left workers
+  EXPECT_EQ(pool.worker_count(), 3U);
+  ASSERT_TRUE(pool.resize(1));
+  pool.wait_idle();
+  EXPECT_EQ(tracker.invoked.load(std::memory_order_relaxed), jobs);
+  const auto report = pool.stop();
+  EXPECT_EQ(report.executed, static_cast<std::uint64_t>(jobs));
+  EXPECT_EQ(tracker.alive(), 0);
+  EXPECT_EQ(pool.get_statistics().workers, 1U);
+}
+
+TEST(PoolResize, ShrinkingNeverInterruptsARunningJob) {
+  ts::thread_pool pool{4, ts::test::pool_opts()};
+  std::latch all_running{4};
+  std::latch gate{1};
+  std::atomic<int> finished{0};
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(pool.enqueue([&] {
+      all_running.count_down();
+      gate.wait();
+      finished.fetch_add(1, std::memory_order_relaxed);  // bookkeeping
+    }));
+  }
+  all_running.wait();
+  ASSERT_TRUE(pool.resize(1));
+  gate.count_down();
+  pool.wait_idle();
+  EXPECT_EQ(finished.load(std::memory_order_relaxed), 4);
+  // The pool still works with its one worker, including jobs that spawn jobs.
+  auto f = pool.submit([&pool] { return pool.submit([] { return 5; }).get() + 1; });
+  EXPECT_EQ(f.get(), 6);
+}
+
+TEST(PoolResize, RepeatedResizeWhileJobsSpawnJobs) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  std::atomic<int> leaves{0};
+  std::function<void(int)> tree = [&](int depth) {
+    if (depth == 0) {
+      leaves.fetch_add(1, std::memory_order_relaxed);  // bookkeeping
+      return;
+    }
+    ASSERT_TRUE(pool.enqueue([&tree, depth] { tree(depth - 1); }));
+    ASSERT_TRUE(pool.enqueue([&tree, depth] { tree(depth - 1); }));
+  };
+  ASSERT_TRUE(pool.enqueue([&tree] { tree(12); }));
+  for (int round = 0; round < 20; ++round) ASSERT_TRUE(pool.resize(static_cast<std::size_t>(1 + round % 5)));
+  pool.wait_idle();
+  EXPECT_EQ(leaves.load(std::memory_order_relaxed), 1 << 12);
+}
+
+TEST(PoolResize, RefusesBadCountsAndStoppedPools) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  auto zero = pool.resize(0);
+  ASSERT_FALSE(zero);
+  EXPECT_EQ(zero.error().code(), ts::error_code::invalid_argument);
+  auto huge = pool.resize(100000);
+  ASSERT_FALSE(huge);
+  EXPECT_EQ(huge.error().code(), ts::error_code::invalid_argument);
+  (void)pool.stop();
+  auto stopped = pool.resize(4);
+  ASSERT_FALSE(stopped);
+  EXPECT_EQ(stopped.error().code(), ts::error_code::pool_stopped);
+
+  ts::thread_pool seed{"seed"};
+  ASSERT_TRUE(seed.resize(3));  // before start: how many start() starts
+  EXPECT_EQ(seed.worker_count(), 3U);
+  ASSERT_TRUE(seed.start());
+  EXPECT_EQ(seed.submit([] { return 1; }).get(), 1);
+}

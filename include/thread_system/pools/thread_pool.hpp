@@ -403,6 +403,16 @@ class thread_pool {
   [[nodiscard]] bool is_running() const noexcept;
   [[nodiscard]] bool is_stopped() const noexcept;
 
+  /// Changes the number of workers to `n` (1..256), under load. Growing
+  /// starts workers at once (reusing ones that left earlier). Shrinking
+  /// asks the newest workers to leave: each finishes the job it is running
+  /// and the jobs on its own deque first, so nothing is lost and no worker
+  /// exits mid-job; resize() does not wait for that. Before start() it sets
+  /// how many workers start() starts. `invalid_argument` for 0 or more than
+  /// 256; `pool_stopped` after stop(); `resource_exhausted` when the OS
+  /// refuses a thread (the workers started so far stay).
+  result<void> resize(std::size_t n);
+
   // ---- observation ----------------------------------------------------------
 
   [[nodiscard]] pool_statistics get_statistics() const;
@@ -488,6 +498,8 @@ class thread_pool {
   void wake_all_groups() noexcept;
   detail::wake_group& group_for(std::uint64_t mask);
   void start_worker(thread_worker& w);
+  void restart_worker(thread_worker& w);
+  [[nodiscard]] std::size_t active_workers_locked() const noexcept;
   void worker_main(thread_worker& w);
   void run_batch(thread_worker& w, std::span<job_function> batch);
   [[nodiscard]] thread_worker* own_worker() const noexcept;

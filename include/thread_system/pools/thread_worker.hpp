@@ -130,6 +130,12 @@ class thread_worker {
   std::uint64_t responsibility_mask_ = ~std::uint64_t{0};
 
  private:
+  // resize(): active -> retiring (set by the pool) -> exited (set by the
+  // worker when it leaves its loop), or retiring -> active again when the
+  // pool grows before the worker left.
+  enum : int { active = 0, retiring = 1, exited = 2 };
+  std::atomic<int> membership_{active};
+
   // The workers sharing this worker's responsibilities park together; set
   // by the pool before the thread starts.
   detail::wake_group* group_ = nullptr;

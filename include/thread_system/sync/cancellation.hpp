@@ -253,7 +253,11 @@ class cancellation_state {
     // readers (acquire). Under the lock, so a registration that takes the
     // lock afterwards sees it and runs its callback inline.
     cancelled_.store(true, std::memory_order_release);
-    std::optional<std::stop_source> bridge = stop_bridge_;
+    // A plain stop_source (nostopstate when there is no bridge) rather than a
+    // copy of the optional: GCC 12 misreports the optional's copy as
+    // maybe-uninitialized at -O2.
+    std::stop_source bridge{std::nostopstate};
+    if (stop_bridge_) bridge = *stop_bridge_;
     while (head_ != nullptr) {
       cancellation_node* n = head_;
       unlink(n);
@@ -264,7 +268,7 @@ class cancellation_state {
       lock_.lock();
     }
     lock_.unlock();
-    if (bridge) bridge->request_stop();
+    if (bridge.stop_possible()) bridge.request_stop();
     return true;
   }
 
