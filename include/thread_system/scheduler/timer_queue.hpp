@@ -1,0 +1,314 @@
+// timer_queue: delayed and periodic jobs, dispatched to a target (usually a
+// thread_pool) by one timer thread.
+//
+//   thread_pool pool{4};
+//   timer_queue timers{[&pool](job_function&& f) { return pool.enqueue(std::move(f)); }};
+//   auto once = timers.schedule_after(std::chrono::milliseconds(50), [] { flush(); });
+//   auto tick = timers.schedule_every(std::chrono::seconds(1), [](const timer_tick& t) { sample(t.scheduled_time); });
+//   ...
+//   tick->cancel();
+//
+// Model: one timer thread per timer_queue keeps a binary min-heap of timers
+// keyed by due time (steady_clock; equal due times in scheduling order). It
+// sleeps on a condition variable until the earliest due time or until a
+// timer that is due earlier is added, so an idle queue uses no CPU. When a
+// timer is due the thread hands a small job to the dispatch target; the
+// user's function runs wherever the target runs it. A target that blocks
+// (a pool with a blocking backpressure policy) delays later timers.
+//
+// Contract:
+//   * schedule_*(), statistics(), stop() and every timer_handle member may be
+//     called from any thread, including from inside a timer's own function.
+//     stop() and the destructor must not be called from the timer thread
+//     (a target that runs jobs inline runs them there): stop() throws
+//     error_exception{invalid_argument} then.
+//   * A run never starts before its due time. Runs are handed to the target
+//     in due-time order (ties: scheduling order).
+//   * Everything the scheduling thread did before schedule_*() is visible to
+//     the timer's function (the heap's mutex, then the target's hand-off).
+//   * Periodic timers keep to their grid: run k is due at
+//     first_due + k * period however long runs take (no drift); the
+//     function may take a `const timer_tick&` to learn its scheduled time and
+//     k. A periodic timer never overlaps itself: a due time that arrives
+//     while the previous run is still queued or running is skipped (counted
+//     in skipped_periods), as are due times the timer thread reaches late
+//     (one run, not a burst of catch-up runs).
+//   * timer_handle::cancel() returns true when it prevented at least one run
+//     that had not started: after it returns no new run of that timer starts
+//     (a run already started finishes; cancel() does not wait for it, so a
+//     function may cancel its own timer). The function object is destroyed
+//     by cancel() when no run is in progress, else when that run ends.
+//   * Target refusals: a one-shot timer whose run is refused is cancelled;
+//     a periodic one skips that period when the refusal is queue_full and
+//     is cancelled for any other error (pool_stopped). A run the target
+//     accepted but discards unrun (stop(cancel_pending) on the pool) counts
+//     as cancelled for a one-shot timer.
+//   * stop(stop_mode::drain): one-shot timers already due at the moment of
+//     the call are dispatched; every other timer (not yet due, and every
+//     periodic timer) is cancelled and counted. stop(cancel_pending) cancels
+//     all. After stop() begins, schedule_*() returns pool_stopped. stop() is
+//     idempotent and returns the final statistics.
+//   * Bad input — an empty function, a negative delay, a zero or negative
+//     period — is refused with invalid_argument. schedule_at() with a time in
+//     the past runs as soon as possible.
+//   * Destruction: the destructor is stop(stop_mode::drain). Runs already
+//     handed to the target keep the timer's state alive, so the timer_queue
+//     may be destroyed before they run; handles may outlive it (cancel()
+//     then only prevents runs not yet started).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <utility>
+
+#include "thread_system/core/error.hpp"
+#include "thread_system/core/job_function.hpp"
+#include "thread_system/pools/stop_mode.hpp"
+
+namespace thread_system {
+
+/// What a timer's function may receive: the due time of this run and its
+/// index k on the timer's grid (0 for one-shot timers).
+struct timer_tick {
+  std::chrono::steady_clock::time_point scheduled_time{};
+  std::uint64_t index = 0;
+};
+
+/// Counters of a timer_queue (each one monotonic).
+struct timer_statistics {
+  std::uint64_t scheduled = 0;        ///< Timers accepted by schedule_*().
+  std::uint64_t fired = 0;            ///< Runs handed to the target and accepted.
+  std::uint64_t cancelled = 0;        ///< Timers ended before all their runs: cancel(), stop, refusal, discard.
+  std::uint64_t skipped_periods = 0;  ///< Periodic due times passed over (overlap, lateness, queue_full).
+  std::uint64_t refused = 0;          ///< Runs the target refused.
+  std::uint64_t pending = 0;          ///< Timers waiting in the heap now.
+};
+
+struct timer_queue_options {
+  std::string name = "ts-timer";  ///< The timer thread's name (OS-visible, 15 bytes kept on Linux).
+};
+
+/// Where due runs go: returns success when it took the job, an error (the
+/// job_function left untouched) when it refused it.
+using timer_dispatch = std::function<result<void>(job_function&&)>;
+
+namespace detail {
+
+struct timer_core;
+
+// Shared statistics; runs and handles keep it alive after the queue is gone.
+struct timer_counters {
+  // All relaxed: statistics only, no data is published through them.
+  std::atomic<std::uint64_t> scheduled{0};
+  std::atomic<std::uint64_t> fired{0};
+  std::atomic<std::uint64_t> cancelled{0};
+  std::atomic<std::uint64_t> skipped_periods{0};
+  std::atomic<std::uint64_t> refused{0};
+};
+
+// One timer. The schedule fields are guarded by the core's mutex; status
+// and in_flight are atomics shared with the runs and the handles.
+class timer_entry {
+ public:
+  using clock = std::chrono::steady_clock;
+  static constexpr std::size_t not_in_heap = static_cast<std::size_t>(-1);
+
+  // status: who owns the function object.
+  static constexpr std::uint32_t pending = 0;    // waiting; the next run (or cancel) takes it
+  static constexpr std::uint32_t running = 1;    // a run is executing it
+  static constexpr std::uint32_t done = 2;       // a one-shot ran; destroyed
+  static constexpr std::uint32_t cancelled = 3;  // no run will start again
+
+  timer_entry(clock::time_point first_due, clock::duration every) noexcept : due(first_due), period(every) {}
+  timer_entry(const timer_entry&) = delete;
+  timer_entry& operator=(const timer_entry&) = delete;
+  virtual ~timer_entry() = default;
+
+  virtual void invoke(const timer_tick& tick) = 0;
+  virtual void destroy_callable() noexcept = 0;
+
+  [[nodiscard]] bool periodic() const noexcept { return period.count() > 0; }
+
+  // Takes the timer to `cancelled` if a run can still start; destroys the
+  // function when no run holds it. True when this call cancelled it (the
+  // caller counts it and removes it from the heap).
+  bool try_cancel() noexcept {
+    std::uint32_t s = status.load(std::memory_order_acquire);  // pairs with the release CASes of runs
+    for (;;) {
+      if (s == pending) {
+        // acq_rel: we take ownership of the function from the last run
+        // (acquire) and publish the cancellation to the next one (release).
+        if (status.compare_exchange_weak(s, cancelled, std::memory_order_acq_rel, std::memory_order_acquire)) {
+          destroy_callable();
+          return true;
+        }
+      } else if (s == running && periodic()) {
+        // The running run keeps the function and destroys it when it ends.
+        if (status.compare_exchange_weak(s, cancelled, std::memory_order_acq_rel, std::memory_order_acquire)) {
+          return true;
+        }
+      } else {
+        return false;  // done, cancelled, or a one-shot already running
+      }
+    }
+  }
+
+  clock::time_point due;                 // guarded by the core's mutex
+  const clock::duration period;          // zero: one-shot
+  std::uint64_t index = 0;               // guarded by the core's mutex
+  std::uint64_t seq = 0;                 // guarded by the core's mutex
+  std::size_t heap_index = not_in_heap;  // guarded by the core's mutex
+  std::atomic<std::uint32_t> status{pending};
+  std::atomic<bool> in_flight{false};        // a run is queued or running (no-overlap rule)
+  std::shared_ptr<timer_counters> counters;  // set before the entry is shared
+};
+
+template <typename F>
+class timer_entry_impl final : public timer_entry {
+ public:
+  template <typename G>
+  timer_entry_impl(G&& g, clock::time_point first_due, clock::duration every)
+      : timer_entry(first_due, every), fn_(std::in_place, std::forward<G>(g)) {}
+
+  void invoke(const timer_tick& tick) override {
+    if constexpr (std::is_invocable_v<F&, const timer_tick&>) {
+      (*fn_)(tick);
+    } else {
+      (*fn_)();
+    }
+  }
+  void destroy_callable() noexcept override { fn_.reset(); }
+
+ private:
+  std::optional<F> fn_;
+};
+
+}  // namespace detail
+
+/// Cancels one timer; copyable (copies refer to the same timer). An empty
+/// (default-constructed) handle refers to none.
+class timer_handle {
+ public:
+  timer_handle() noexcept = default;
+
+  /// Prevents every run that has not started. True when that prevented at
+  /// least one (see the header). False when already cancelled, a one-shot
+  /// timer already started, or the handle is empty.
+  bool cancel() noexcept;
+
+  /// True while a run of this timer can still start.
+  [[nodiscard]] bool is_active() const noexcept;
+
+  explicit operator bool() const noexcept { return entry_ != nullptr; }
+
+ private:
+  friend class timer_queue;
+  timer_handle(std::shared_ptr<detail::timer_entry> e, std::weak_ptr<detail::timer_core> c) noexcept
+      : entry_(std::move(e)), core_(std::move(c)) {}
+
+  std::shared_ptr<detail::timer_entry> entry_;
+  std::weak_ptr<detail::timer_core> core_;
+};
+
+class timer_queue {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  /// Starts the timer thread. Throws error_exception{invalid_argument} for
+  /// an empty target, {resource_exhausted} when the thread cannot start.
+  explicit timer_queue(timer_dispatch target, timer_queue_options options = {});
+  timer_queue(const timer_queue&) = delete;
+  timer_queue& operator=(const timer_queue&) = delete;
+  /// stop(stop_mode::drain).
+  ~timer_queue();
+
+  /// Runs `f` once, `delay` from now.
+  template <typename Rep, typename Period, typename F>
+  result<timer_handle> schedule_after(std::chrono::duration<Rep, Period> delay, F&& f) {
+    if (delay < delay.zero()) return make_error(error_code::invalid_argument, "timer_queue: negative delay");
+    return schedule_impl(after_now(delay), clock::duration::zero(), std::forward<F>(f));
+  }
+
+  /// Runs `f` once at `when` (at once if that has passed).
+  template <typename Duration, typename F>
+  result<timer_handle> schedule_at(std::chrono::time_point<clock, Duration> when, F&& f) {
+    return schedule_impl(std::chrono::time_point_cast<clock::duration>(when), clock::duration::zero(),
+                         std::forward<F>(f));
+  }
+
+  /// Runs `f` every `period`, first one period from now.
+  template <typename Rep, typename Period, typename F>
+  result<timer_handle> schedule_every(std::chrono::duration<Rep, Period> period, F&& f) {
+    return schedule_every(period, period, std::forward<F>(f));
+  }
+
+  /// Runs `f` first after `initial_delay`, then every `period`.
+  template <typename Rep1, typename Period1, typename Rep2, typename Period2, typename F>
+  result<timer_handle> schedule_every(std::chrono::duration<Rep1, Period1> initial_delay,
+                                      std::chrono::duration<Rep2, Period2> period, F&& f) {
+    if (initial_delay < initial_delay.zero()) {
+      return make_error(error_code::invalid_argument, "timer_queue: negative initial delay");
+    }
+    if (period <= period.zero()) {
+      return make_error(error_code::invalid_argument, "timer_queue: the period must be positive");
+    }
+    const clock::duration p = to_clock_duration(period);
+    if (p <= clock::duration::zero()) {
+      return make_error(error_code::invalid_argument, "timer_queue: the period rounds to zero");
+    }
+    return schedule_impl(after_now(initial_delay), p, std::forward<F>(f));
+  }
+
+  /// Stops the timer thread (see the header for what happens to timers).
+  /// Idempotent; returns the final statistics.
+  timer_statistics stop(stop_mode mode = stop_mode::drain);
+
+  [[nodiscard]] timer_statistics statistics() const;
+
+  /// False once stop() has begun.
+  [[nodiscard]] bool is_running() const noexcept;
+
+ private:
+  template <typename Rep, typename Period>
+  static clock::duration to_clock_duration(std::chrono::duration<Rep, Period> d) noexcept {
+    // Saturate instead of overflowing; round up so a run is never early.
+    if (std::chrono::duration<double>(d) >= std::chrono::duration<double>(clock::duration::max())) {
+      return clock::duration::max();
+    }
+    return std::chrono::ceil<clock::duration>(d);
+  }
+  template <typename Rep, typename Period>
+  static clock::time_point after_now(std::chrono::duration<Rep, Period> d) noexcept {
+    const clock::time_point now = clock::now();
+    const clock::duration dd = to_clock_duration(d);
+    return dd >= clock::time_point::max() - now ? clock::time_point::max() : now + dd;
+  }
+
+  template <typename F>
+  result<timer_handle> schedule_impl(clock::time_point due, clock::duration period, F&& f) {
+    using D = std::decay_t<F>;
+    static_assert(std::is_invocable_v<D&, const timer_tick&> || std::is_invocable_v<D&>,
+                  "a timer function is invocable as f() or f(const timer_tick&)");
+    if constexpr (std::is_pointer_v<D> || std::is_member_pointer_v<D> || requires(const D& d) { d == nullptr; }) {
+      if (f == nullptr) return make_error(error_code::invalid_argument, "timer_queue: empty function");
+    }
+    return add(std::make_shared<detail::timer_entry_impl<D>>(std::forward<F>(f), due, period));
+  }
+
+  result<timer_handle> add(std::shared_ptr<detail::timer_entry> e);
+
+  std::shared_ptr<detail::timer_core> core_;
+  std::mutex stop_mutex_;  // serialises stop()
+  std::thread thread_;
+};
+
+}  // namespace thread_system

@@ -1,0 +1,179 @@
+// wait_group: wait for a dynamic number of pieces of work (Go's
+// sync.WaitGroup): add(n) before starting work, done() when a piece ends,
+// wait() until the count is zero.
+//
+//   wait_group wg;
+//   for (auto& item : items) {
+//     (void)wg.add(1);
+//     (void)pool.enqueue([&wg, &item] { process(item); (void)wg.done(); });
+//   }
+//   wg.wait();  // on a pool worker this runs other jobs meanwhile
+//
+// Contract:
+//   * add(), done(), count() may be called from any thread. wait(),
+//     wait_for() and wait_until() may be called by any number of threads.
+//   * Everything a thread did before its done() is visible to a thread after
+//     its wait() returns (done() is a release, wait() an acquire on the count).
+//   * An add() that raises the count from zero must happen-before the wait()
+//     meant to cover it (call add() before handing out the work, not inside
+//     it); otherwise wait() may return before that work begins.
+//   * done() more often than add(): the count never goes negative; done()
+//     returns invalid_argument and changes nothing. add() beyond 2^31 - 1
+//     pending pieces returns invalid_argument.
+//   * On one of a thread_pool's workers, wait() helps: it runs other jobs of
+//     that pool until the count is zero, so a job may enqueue children and
+//     wait for them even in a pool with one worker. Elsewhere it sleeps on
+//     a futex (no spinning).
+//   * The group may be reused once the count is zero. It may be destroyed
+//     as soon as wait() returns in every waiter, even if the last done() has
+//     not returned yet: done()'s last access to the object is its atomic
+//     decrement (the futex wake only names the address).
+//
+// Standard primitives that already serve, re-exported here so that
+// `thread_system::latch` etc. name them: std::latch (a one-shot count known
+// up front), std::barrier (phases of a fixed set of threads),
+// std::counting_semaphore / std::binary_semaphore (bounded resources).
+// Their waits block the calling thread: on a pool worker prefer wait_group
+// or task_group, whose waits help.
+#pragma once
+
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstdint>
+#include <latch>
+#include <limits>
+#include <semaphore>
+
+#include "thread_system/core/error.hpp"
+#include "thread_system/detail/futex.hpp"
+#include "thread_system/detail/thread_naming.hpp"
+#include "thread_system/scheduler/future.hpp"
+
+namespace thread_system {
+
+using std::barrier;
+using std::binary_semaphore;
+using std::counting_semaphore;
+using std::latch;
+
+class wait_group {
+ public:
+  /// Largest count the group can hold.
+  static constexpr std::uint32_t max_count = 0x7fff'ffffU;
+
+  wait_group() = default;
+  /// Starts with `initial` pending pieces (clamped to max_count).
+  explicit wait_group(std::uint32_t initial) noexcept : word_(initial < max_count ? initial : max_count) {}
+  wait_group(const wait_group&) = delete;
+  wait_group& operator=(const wait_group&) = delete;
+
+  /// Adds `n` pending pieces. invalid_argument when the count would exceed
+  /// max_count (nothing is added then).
+  result<void> add(std::uint32_t n = 1) noexcept {
+    // relaxed: add() publishes nothing; the work it announces is handed over
+    // (and ordered) by whatever starts it.
+    std::uint32_t v = word_.load(std::memory_order_relaxed);
+    for (;;) {
+      if (n > max_count - (v & count_mask)) {
+        return make_error(error_code::invalid_argument, "wait_group::add: count would exceed max_count");
+      }
+      if (word_.compare_exchange_weak(v, v + n, std::memory_order_relaxed, std::memory_order_relaxed)) return {};
+    }
+  }
+
+  /// Marks one piece finished. invalid_argument (and no change) when the
+  /// count is already zero.
+  result<void> done() noexcept {
+    std::uint32_t v = word_.load(std::memory_order_relaxed);
+    for (;;) {
+      const std::uint32_t c = v & count_mask;
+      if (c == 0) {
+        return make_error(error_code::invalid_argument, "wait_group::done: called more often than add()");
+      }
+      // Reaching zero also clears the sleeper bit: the sleepers are woken below.
+      const std::uint32_t next = c == 1 ? 0 : v - 1;
+      // release: this thread's work happens-before a waiter's acquire load
+      // that sees the lower count (acq_rel so that chains of done() carry
+      // every earlier piece's writes to the waiter through the RMW order).
+      if (word_.compare_exchange_weak(v, next, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+        if (c == 1 && (v & sleeper_bit) != 0) detail::futex_wake(word_, detail::futex_wake_all);
+        return {};
+      }
+    }
+  }
+
+  /// Pending pieces now (a snapshot).
+  [[nodiscard]] std::uint32_t count() const noexcept {
+    return word_.load(std::memory_order_acquire) & count_mask;  // pairs with done()
+  }
+
+  /// Blocks (or helps, on a pool worker) until the count is zero.
+  void wait() noexcept { (void)wait_impl(0); }
+
+  /// Like wait(), for at most `timeout`. Returns true when the count reached
+  /// zero, false on timeout.
+  template <typename Rep, typename Period>
+  [[nodiscard]] bool wait_for(std::chrono::duration<Rep, Period> timeout) noexcept {
+    return wait_until(std::chrono::steady_clock::now() + timeout);
+  }
+
+  template <typename Clock, typename Duration>
+  [[nodiscard]] bool wait_until(std::chrono::time_point<Clock, Duration> deadline) noexcept {
+    const auto remaining = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now()).count();
+    if (remaining <= 0) return count() == 0;
+    const std::int64_t now = detail::completion::now_ns();
+    // Saturate: a far deadline must not overflow into the past.
+    const std::int64_t limit = std::numeric_limits<std::int64_t>::max() - now;
+    return wait_impl(now + (remaining < limit ? remaining : limit));
+  }
+
+ private:
+  static constexpr std::uint32_t sleeper_bit = 0x8000'0000U;
+  static constexpr std::uint32_t count_mask = max_count;
+
+  // deadline_ns: steady clock in nanoseconds, 0 = none.
+  bool wait_impl(std::int64_t deadline_ns) noexcept {
+    unsigned idle_rounds = 0;
+    for (;;) {
+      std::uint32_t v = word_.load(std::memory_order_acquire);  // pairs with done()'s release
+      if ((v & count_mask) == 0) return true;
+      std::int64_t slice_ns = -1;  // -1: until woken
+      if (deadline_ns != 0) {
+        const std::int64_t left = deadline_ns - detail::completion::now_ns();
+        if (left <= 0) return false;
+        slice_ns = left;
+      }
+      if (detail::on_pool_worker()) {
+        // The pool catches a helped job's exception on its failure path.
+        if (detail::help_current_pool_once()) {
+          idle_rounds = 0;
+          continue;
+        }
+        // The remaining pieces run elsewhere: poll gently, then sleep in
+        // short slices (new jobs for this worker to help with may appear).
+        if (++idle_rounds < 64) {
+          for (int i = 0; i < 32; ++i) detail::cpu_relax();
+          continue;
+        }
+        const std::int64_t cap = idle_rounds < 128 ? 20'000 : 200'000;
+        slice_ns = slice_ns < 0 || slice_ns > cap ? cap : slice_ns;
+      }
+      // Announce a sleeper, then sleep while the word is unchanged.
+      // acquire on failure: re-read and re-check.
+      if ((v & sleeper_bit) == 0 &&
+          !word_.compare_exchange_weak(v, v | sleeper_bit, std::memory_order_acquire, std::memory_order_acquire)) {
+        continue;
+      }
+      if (slice_ns < 0) {
+        detail::futex_wait(word_, v | sleeper_bit);
+      } else {
+        detail::futex_wait_for(word_, v | sleeper_bit, slice_ns);
+      }
+    }
+  }
+
+  std::atomic<std::uint32_t> word_{0};  // low 31 bits: count; top bit: a thread sleeps on it
+};
+
+}  // namespace thread_system

@@ -1,0 +1,466 @@
+#include "thread_system/sync/cancellation.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <thread>
+#include <vector>
+
+#include "../support/test_support.hpp"
+
+namespace ts = thread_system;
+
+namespace {
+
+// Two persistent threads that run one step each per round, started together.
+class round_runner {
+ public:
+  template <typename A, typename B, typename Check>
+  static void run(std::size_t rounds, A&& a, B&& b, Check&& check) {
+    std::barrier start(2);
+    std::barrier end(2);
+    std::thread other([&] {
+      for (std::size_t i = 0; i < rounds; ++i) {
+        start.arrive_and_wait();
+        b(i);
+        end.arrive_and_wait();
+        end.arrive_and_wait();  // wait for the check before the next setup
+      }
+    });
+    for (std::size_t i = 0; i < rounds; ++i) {
+      start.arrive_and_wait();
+      a(i);
+      end.arrive_and_wait();
+      check(i);
+      end.arrive_and_wait();
+    }
+    other.join();
+  }
+};
+
+}  // namespace
+
+TEST(Cancellation, SourceCancelsOnceAndTokensSeeIt) {
+  ts::cancellation_source src;
+  ts::cancellation_token tok = src.token();
+  ts::cancellation_token copy = tok;
+  EXPECT_FALSE(src.is_cancelled());
+  EXPECT_FALSE(copy.is_cancelled());
+  EXPECT_TRUE(copy.can_be_cancelled());
+  EXPECT_TRUE(src.cancel());
+  EXPECT_FALSE(src.cancel());
+  EXPECT_FALSE(tok.cancel());
+  EXPECT_TRUE(tok.is_cancelled());
+  EXPECT_TRUE(copy.is_cancelled());
+  EXPECT_EQ(tok, copy);
+}
+
+TEST(Cancellation, CallbacksRunOnceInRegistrationOrderOnTheCancellingThread) {
+  ts::cancellation_source src;
+  std::vector<int> order;
+  std::thread::id ran_on;
+  auto r1 = src.token().register_callback([&] { order.push_back(1); });
+  auto r2 = src.token().register_callback([&] {
+    order.push_back(2);
+    ran_on = std::this_thread::get_id();
+  });
+  auto r3 = src.token().register_callback([&] { order.push_back(3); });
+  EXPECT_TRUE(r2.active());
+  std::thread t([&] { EXPECT_TRUE(src.cancel()); });
+  const std::thread::id canceller = t.get_id();
+  t.join();
+  EXPECT_FALSE(src.cancel());
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(ran_on, canceller);
+  EXPECT_FALSE(r1.unregister());  // already ran
+}
+
+TEST(Cancellation, RegisterAfterCancelRunsInlineOnTheRegisteringThread) {
+  ts::cancellation_source src;
+  src.cancel();
+  int ran = 0;
+  std::thread::id ran_on;
+  auto reg = src.token().register_callback([&] {
+    ++ran;
+    ran_on = std::this_thread::get_id();
+  });
+  EXPECT_EQ(ran, 1);
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  EXPECT_FALSE(reg.active());
+  EXPECT_FALSE(reg.unregister());
+  EXPECT_EQ(ran, 1);
+}
+
+TEST(Cancellation, UnregisteredCallbackNeverRuns) {
+  ts::cancellation_source src;
+  int ran = 0;
+  {
+    auto reg = src.token().register_callback([&] { ++ran; });
+    EXPECT_TRUE(reg.unregister());
+    EXPECT_FALSE(reg.active());
+  }
+  {
+    auto reg = src.token().register_callback([&] { ++ran; });
+  }  // destructor unregisters
+  src.cancel();
+  EXPECT_EQ(ran, 0);
+}
+
+TEST(Cancellation, MovedRegistrationKeepsTheCallback) {
+  ts::cancellation_source src;
+  int ran = 0;
+  ts::cancellation_registration outer;
+  {
+    auto reg = src.token().register_callback([&] { ++ran; });
+    outer = std::move(reg);
+    EXPECT_FALSE(reg.active());  // NOLINT(bugprone-use-after-move): checking the moved-from state
+  }
+  EXPECT_TRUE(outer.active());
+  src.cancel();
+  EXPECT_EQ(ran, 1);
+}
+
+// The race the issue names: a callback registered for the life of a piece of
+// work, the work completing (unregister) while another thread cancels.
+// Either unregister removed it (then it never runs) or it ran exactly once
+// and had finished when unregister returned.
+TEST(Cancellation, CancelVersusCompleteRaceHasExactCallbackCounts) {
+  const std::size_t rounds = ts::test::scaled(100'000);
+  std::optional<ts::cancellation_source> src;
+  std::optional<ts::cancellation_registration> reg;
+  std::atomic<int> ran{0};
+  std::atomic<bool> finished{false};
+  bool removed = false;
+  bool finished_at_return = false;
+  std::size_t removed_rounds = 0;
+  std::size_t ran_total = 0;
+
+  auto setup = [&] {
+    src.emplace();
+    ran.store(0, std::memory_order_relaxed);
+    finished.store(false, std::memory_order_relaxed);
+    reg.emplace(src->token().register_callback([&] {
+      ran.fetch_add(1, std::memory_order_relaxed);
+      for (int i = 0; i < 50; ++i) ts::detail::cpu_relax();  // widen the window
+      finished.store(true, std::memory_order_release);
+    }));
+  };
+  setup();
+  round_runner::run(
+      rounds,
+      [&](std::size_t) {
+        removed = reg->unregister();
+        finished_at_return = finished.load(std::memory_order_acquire);
+      },
+      [&](std::size_t) { src->cancel(); },
+      [&](std::size_t) {
+        const int r = ran.load(std::memory_order_relaxed);
+        if (removed) {
+          ASSERT_EQ(r, 0);
+          ++removed_rounds;
+        } else {
+          ASSERT_EQ(r, 1);
+          ASSERT_TRUE(finished_at_return) << "unregister returned while the callback was still running";
+        }
+        ran_total += static_cast<std::size_t>(r);
+        reg.reset();
+        setup();
+      });
+  EXPECT_EQ(removed_rounds + ran_total, rounds);
+}
+
+// Registration racing with cancel: the callback runs exactly once, either
+// inline in register_callback or on the cancelling thread.
+TEST(Cancellation, RegisterVersusCancelRaceRunsEachCallbackOnce) {
+  const std::size_t rounds = ts::test::scaled(100'000);
+  std::optional<ts::cancellation_source> src{std::in_place};
+  std::atomic<int> ran{0};
+  std::optional<ts::cancellation_registration> reg;
+  round_runner::run(
+      rounds, [&](std::size_t) { reg.emplace(src->token().register_callback([&] { ran.fetch_add(1); })); },
+      [&](std::size_t) { src->cancel(); },
+      [&](std::size_t) {
+        ASSERT_EQ(ran.load(), 1);
+        reg.reset();
+        src.emplace();
+        ran.store(0);
+      });
+}
+
+// After unregister returns, the callback never runs and does not touch the
+// object it captured, which is freed at once (ASan reports a use after free).
+TEST(Cancellation, UnregisterVersusConcurrentCancelNeverRunsAfterReturn) {
+  const std::size_t rounds = ts::test::scaled(50'000);
+  std::atomic<int> violations{0};
+  for (std::size_t i = 0; i < rounds; i += 64) {
+    ts::cancellation_source src;
+    struct slot {
+      std::unique_ptr<int> payload = std::make_unique<int>(0);
+      std::atomic<bool> unregistered{false};
+      std::optional<ts::cancellation_registration> reg;
+    };
+    std::vector<slot> slots(64);
+    for (auto& s : slots) {
+      slot* sp = &s;
+      s.reg.emplace(src.token().register_callback([sp, &violations] {
+        if (sp->unregistered.load(std::memory_order_acquire)) violations.fetch_add(1);
+        *sp->payload += 1;
+      }));
+    }
+    std::thread canceller([&] { src.cancel(); });
+    for (auto& s : slots) {
+      (void)s.reg->unregister();
+      s.unregistered.store(true, std::memory_order_release);
+      s.payload.reset();  // the callback must be done with it
+    }
+    canceller.join();
+  }
+  EXPECT_EQ(violations.load(), 0);
+}
+
+TEST(Cancellation, UnregisterFromInsideTheCallbackDoesNotDeadlock) {
+  ts::cancellation_source src;
+  std::optional<ts::cancellation_registration> reg;
+  bool unregister_result = true;
+  int ran = 0;
+  reg.emplace(src.token().register_callback([&] {
+    ++ran;
+    unregister_result = reg->unregister();  // we are the running callback
+  }));
+  // Also: a callback that destroys another's registration that already ran,
+  // and one that destroys its own registration object.
+  std::optional<ts::cancellation_registration> self_destroying;
+  self_destroying.emplace(src.token().register_callback([&] {
+    ++ran;
+    self_destroying.reset();
+  }));
+  std::thread t([&] { src.cancel(); });
+  t.join();
+  EXPECT_EQ(ran, 2);
+  EXPECT_FALSE(unregister_result);
+  EXPECT_FALSE(self_destroying.has_value());
+}
+
+TEST(Cancellation, DestroyingTheLastReferenceInsideACallbackIsSafe) {
+  auto src = std::make_unique<ts::cancellation_source>();
+  std::optional<ts::cancellation_registration> reg;
+  int ran = 0;
+  ts::cancellation_source* raw = src.get();
+  reg.emplace(raw->token().register_callback([&] {
+    ++ran;
+    reg.reset();  // drops the registration's state reference
+    src.reset();  // and the source's: cancel() keeps its own until it returns
+  }));
+  raw->cancel();
+  EXPECT_EQ(ran, 1);
+  EXPECT_EQ(src, nullptr);
+}
+
+TEST(Cancellation, UnregisterWaitsForACallbackRunningOnAnotherThread) {
+  ts::cancellation_source src;
+  std::atomic<bool> entered{false};
+  std::atomic<bool> release{false};
+  std::atomic<bool> finished{false};
+  auto reg = src.token().register_callback([&] {
+    entered.store(true, std::memory_order_release);
+    while (!release.load(std::memory_order_acquire)) std::this_thread::yield();
+    finished.store(true, std::memory_order_release);
+  });
+  std::thread canceller([&] { src.cancel(); });
+  while (!entered.load(std::memory_order_acquire)) std::this_thread::yield();
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    release.store(true, std::memory_order_release);
+  });
+  EXPECT_FALSE(reg.unregister());
+  EXPECT_TRUE(finished.load(std::memory_order_acquire));
+  canceller.join();
+  releaser.join();
+}
+
+TEST(Cancellation, LinkedSourceCancelsWhenAnyParentDoes) {
+  ts::cancellation_source a;
+  ts::cancellation_source b;
+  auto child = ts::cancellation_source::linked(a.token(), b.token());
+  int ran = 0;
+  auto reg = child.token().register_callback([&] { ++ran; });
+  EXPECT_FALSE(child.is_cancelled());
+  b.cancel();
+  EXPECT_TRUE(child.is_cancelled());
+  EXPECT_EQ(ran, 1);
+  a.cancel();
+  EXPECT_EQ(ran, 1);
+
+  // Cancelling the child does not cancel the parents.
+  ts::cancellation_source p;
+  auto c2 = ts::cancellation_source::linked({p.token()});
+  c2.cancel();
+  EXPECT_FALSE(p.is_cancelled());
+
+  // A parent already cancelled: the child starts cancelled.
+  auto c3 = ts::cancellation_source::linked(a.token(), ts::cancellation_token::none());
+  EXPECT_TRUE(c3.is_cancelled());
+
+  // Seed spelling.
+  ts::cancellation_token s1 = ts::cancellation_token::create();
+  ts::cancellation_token s2;
+  ts::cancellation_token linked = ts::cancellation_token::create_linked({s1, s2});
+  s2.cancel();
+  EXPECT_TRUE(linked.is_cancelled());
+  EXPECT_FALSE(s1.is_cancelled());
+}
+
+TEST(Cancellation, LinkedChildUnregistersFromParentsWhenDestroyed) {
+  ts::cancellation_source parent;
+  std::weak_ptr<int> probe;
+  {
+    auto child = ts::cancellation_source::linked(parent.token());
+    auto marker = std::make_shared<int>(7);
+    probe = marker;
+    child.token().register_callback([marker] {}).detach();  // lives with the child's state
+  }
+  // The child's state (and the detached callback's capture) are gone: the
+  // parent did not keep it alive.
+  EXPECT_TRUE(probe.expired());
+  EXPECT_TRUE(parent.cancel());  // the removed link is not called (ASan would see a stale one)
+}
+
+// Children dying while their parent is being cancelled on another thread.
+TEST(Cancellation, LinkedChildDestructionRacesWithParentCancel) {
+  const std::size_t rounds = ts::test::scaled(20'000);
+  std::optional<ts::cancellation_source> parent{std::in_place};
+  std::optional<ts::cancellation_source> child;
+  std::atomic<int> ran{0};
+  auto setup = [&] {
+    parent.emplace();
+    child.emplace(ts::cancellation_source::linked(parent->token()));
+    child->token().register_callback([&] { ran.fetch_add(1, std::memory_order_relaxed); }).detach();
+  };
+  setup();
+  int total = 0;
+  round_runner::run(
+      rounds, [&](std::size_t) { child.reset(); }, [&](std::size_t) { parent->cancel(); },
+      [&](std::size_t) {
+        const int r = ran.exchange(0);
+        ASSERT_LE(r, 1);
+        total += r;
+        setup();
+      });
+  EXPECT_LE(total, static_cast<int>(rounds));
+}
+
+TEST(Cancellation, FromStdStopToken) {
+  std::stop_source ss;
+  ts::cancellation_token tok = ts::cancellation_token::from_stop_token(ss.get_token());
+  int ran = 0;
+  auto reg = tok.register_callback([&] { ++ran; });
+  EXPECT_FALSE(tok.is_cancelled());
+  ss.request_stop();
+  EXPECT_TRUE(tok.is_cancelled());
+  EXPECT_EQ(ran, 1);
+
+  std::stop_source already;
+  already.request_stop();
+  EXPECT_TRUE(ts::cancellation_source::from_stop_token(already.get_token()).is_cancelled());
+
+  // A jthread's stop token drives a cancellation token.
+  std::atomic<bool> seen{false};
+  {
+    std::jthread worker([&seen](std::stop_token st) {
+      auto t = ts::cancellation_token::from_stop_token(st);
+      while (!t.is_cancelled()) std::this_thread::yield();
+      seen.store(true);
+    });
+  }  // ~jthread requests stop and joins
+  EXPECT_TRUE(seen.load());
+}
+
+TEST(Cancellation, ToStdStopToken) {
+  ts::cancellation_source src;
+  std::stop_token st = src.token().get_stop_token();
+  EXPECT_TRUE(st.stop_possible());
+  EXPECT_FALSE(st.stop_requested());
+  int ran = 0;
+  std::stop_callback cb(st, [&] { ++ran; });
+  src.cancel();
+  EXPECT_TRUE(st.stop_requested());
+  EXPECT_EQ(ran, 1);
+  // Asked for after the cancel: already requested.
+  EXPECT_TRUE(src.token().get_stop_token().stop_requested());
+  EXPECT_FALSE(ts::cancellation_token::none().get_stop_token().stop_possible());
+}
+
+TEST(Cancellation, ToStdStopTokenRacingWithCancelNeverLosesTheStop) {
+  const std::size_t rounds = ts::test::scaled(20'000);
+  std::optional<ts::cancellation_source> src{std::in_place};
+  std::stop_token st;
+  round_runner::run(
+      rounds, [&](std::size_t) { st = src->token().get_stop_token(); }, [&](std::size_t) { src->cancel(); },
+      [&](std::size_t) {
+        ASSERT_TRUE(st.stop_requested());
+        src.emplace();
+      });
+}
+
+TEST(Cancellation, ThrowIfCancelledAndCheckCancelled) {
+  ts::cancellation_source src;
+  ts::cancellation_token tok = src.token();
+  EXPECT_NO_THROW(tok.throw_if_cancelled());
+  EXPECT_TRUE(tok.check_cancelled().has_value());
+  src.cancel();
+  try {
+    tok.throw_if_cancelled();
+    FAIL() << "expected error_exception";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::cancelled);
+  }
+  auto r = tok.check_cancelled();
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), ts::error_code::cancelled);
+}
+
+TEST(Cancellation, NoneTokenIsNeverCancelled) {
+  ts::cancellation_token none = ts::cancellation_token::none();
+  EXPECT_FALSE(none.can_be_cancelled());
+  EXPECT_FALSE(none.cancel());
+  EXPECT_FALSE(none.is_cancelled());
+  int ran = 0;
+  auto reg = none.register_callback([&] { ++ran; });
+  EXPECT_FALSE(reg.active());
+  EXPECT_EQ(ran, 0);
+}
+
+TEST(Cancellation, SeedStyleTokenCancelsAndRunsDetachedCallbacks) {
+  ts::cancellation_token token;  // seed: default-constructed token owns a state
+  std::atomic<int> ran{0};
+  token.register_callback([&] { ran.fetch_add(1); }).detach();
+  ts::cancellation_token copy = token;
+  std::thread t([copy] { copy.cancel(); });
+  t.join();
+  EXPECT_TRUE(token.is_cancelled());
+  EXPECT_EQ(ran.load(), 1);
+}
+
+TEST(Cancellation, ManyThreadsRegisteringWhileOneCancels) {
+  const std::size_t rounds = ts::test::scaled(2'000);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    ts::cancellation_source src;
+    std::atomic<int> ran{0};
+    constexpr int per_thread = 8;
+    std::vector<std::thread> threads;
+    std::vector<std::vector<ts::cancellation_registration>> regs(3);
+    for (int t = 0; t < 3; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < per_thread; ++i)
+          regs[t].push_back(src.token().register_callback([&] { ran.fetch_add(1); }));
+      });
+    }
+    src.cancel();
+    for (auto& th : threads) th.join();
+    ASSERT_EQ(ran.load(), 3 * per_thread);
+  }
+}

@@ -1,0 +1,230 @@
+#include "thread_system/services/service_registry.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "../support/test_support.hpp"
+
+namespace ts = thread_system;
+
+namespace {
+
+struct greeter {
+  greeter() = default;
+  greeter(const greeter&) = delete;
+  greeter& operator=(const greeter&) = delete;
+  virtual ~greeter() = default;
+  [[nodiscard]] virtual int id() const = 0;
+};
+
+struct fixed_greeter final : greeter {
+  explicit fixed_greeter(int v) : value(v) {}
+  [[nodiscard]] int id() const override { return value; }
+  int value;
+};
+
+struct other_service {
+  int x = 5;
+};
+
+}  // namespace
+
+TEST(ServiceRegistry, RegisterAndResolveAnInstance) {
+  ts::service_registry reg;
+  auto g = std::make_shared<fixed_greeter>(1);
+  ASSERT_TRUE(reg.register_instance<greeter>(g).has_value());
+  auto r = reg.resolve<greeter>();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ((*r)->id(), 1);
+  EXPECT_EQ(r->get(), g.get());
+  EXPECT_TRUE(reg.contains<greeter>());
+  EXPECT_EQ(reg.size(), 1U);
+}
+
+TEST(ServiceRegistry, AbsentServiceIsNotFound) {
+  ts::service_registry reg;
+  auto r = reg.resolve<other_service>();
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), ts::error_code::not_found);
+  EXPECT_FALSE(reg.contains<other_service>());
+  auto u = reg.unregister<other_service>();
+  ASSERT_FALSE(u.has_value());
+  EXPECT_EQ(u.error().code(), ts::error_code::not_found);
+}
+
+TEST(ServiceRegistry, DuplicateIsRefusedAndReplaceIsExplicit) {
+  ts::service_registry reg;
+  ASSERT_TRUE(reg.register_instance<greeter>(std::make_shared<fixed_greeter>(1)).has_value());
+  auto dup = reg.register_instance<greeter>(std::make_shared<fixed_greeter>(2));
+  ASSERT_FALSE(dup.has_value());
+  EXPECT_EQ(dup.error().code(), ts::error_code::invalid_argument);
+  auto dup_factory = reg.register_factory<greeter>([] { return std::make_shared<fixed_greeter>(3); });
+  EXPECT_FALSE(dup_factory.has_value());
+  EXPECT_EQ(reg.resolve<greeter>().value()->id(), 1);
+
+  auto held = reg.resolve<greeter>().value();
+  ASSERT_TRUE(reg.replace_instance<greeter>(std::make_shared<fixed_greeter>(4)).has_value());
+  EXPECT_EQ(reg.resolve<greeter>().value()->id(), 4);
+  EXPECT_EQ(held->id(), 1);  // a resolved pointer outlives the replacement
+
+  ASSERT_TRUE(reg.unregister<greeter>().has_value());
+  EXPECT_EQ(reg.resolve<greeter>().error().code(), ts::error_code::not_found);
+  EXPECT_EQ(held->id(), 1);
+}
+
+TEST(ServiceRegistry, NullInstanceAndEmptyFactoryAreRefused) {
+  ts::service_registry reg;
+  EXPECT_EQ(reg.register_instance<greeter>(nullptr).error().code(), ts::error_code::invalid_argument);
+  std::function<std::shared_ptr<greeter>()> empty;
+  EXPECT_EQ(reg.register_factory<greeter>(empty).error().code(), ts::error_code::invalid_argument);
+  std::shared_ptr<greeter> (*null_fn)() = nullptr;
+  EXPECT_EQ(reg.register_factory<greeter>(null_fn).error().code(), ts::error_code::invalid_argument);
+  EXPECT_EQ(reg.size(), 0U);
+}
+
+TEST(ServiceRegistry, ConcurrentFirstResolvesCallASingletonFactoryOnce) {
+  const std::size_t rounds = ts::test::scaled(200);
+  constexpr int threads = 8;
+  for (std::size_t round = 0; round < rounds; ++round) {
+    ts::service_registry reg;
+    std::atomic<int> calls{0};
+    ASSERT_TRUE(reg.register_factory<greeter>([&calls] {
+                     calls.fetch_add(1);
+                     std::this_thread::sleep_for(std::chrono::microseconds(200));  // widen the window
+                     return std::make_shared<fixed_greeter>(9);
+                   })
+                    .has_value());
+    EXPECT_EQ(calls.load(), 0);  // lazy
+    std::barrier start(threads);
+    std::vector<const greeter*> seen(threads, nullptr);
+    std::vector<std::thread> ts_;
+    for (int t = 0; t < threads; ++t) {
+      ts_.emplace_back([&, t] {
+        start.arrive_and_wait();
+        auto r = reg.resolve<greeter>();
+        if (r) seen[static_cast<std::size_t>(t)] = r->get();
+      });
+    }
+    for (auto& th : ts_) th.join();
+    ASSERT_EQ(calls.load(), 1);
+    for (const greeter* p : seen) ASSERT_EQ(p, seen[0]);
+    ASSERT_NE(seen[0], nullptr);
+  }
+}
+
+TEST(ServiceRegistry, TransientFactoryRunsOnEveryResolve) {
+  ts::service_registry reg;
+  int calls = 0;
+  ASSERT_TRUE(reg.register_factory<greeter>([&calls] { return std::make_shared<fixed_greeter>(++calls); },
+                                            ts::service_lifetime::transient)
+                  .has_value());
+  EXPECT_EQ(reg.resolve<greeter>().value()->id(), 1);
+  EXPECT_EQ(reg.resolve<greeter>().value()->id(), 2);
+  EXPECT_EQ(calls, 2);
+}
+
+TEST(ServiceRegistry, FactoryReturningNullIsNotFoundAndAThrowingFactoryRetries) {
+  ts::service_registry reg;
+  ASSERT_TRUE(reg.register_factory<other_service>([] { return std::shared_ptr<other_service>(); }).has_value());
+  EXPECT_EQ(reg.resolve<other_service>().error().code(), ts::error_code::not_found);
+
+  int attempts = 0;
+  ASSERT_TRUE(reg.register_factory<greeter>([&attempts]() -> std::shared_ptr<greeter> {
+                   if (++attempts == 1) throw std::runtime_error("first attempt fails");
+                   return std::make_shared<fixed_greeter>(2);
+                 })
+                  .has_value());
+  EXPECT_THROW((void)reg.resolve<greeter>(), std::runtime_error);
+  EXPECT_EQ(reg.resolve<greeter>().value()->id(), 2);
+  EXPECT_EQ(reg.resolve<greeter>().value()->id(), 2);
+  EXPECT_EQ(attempts, 2);
+}
+
+TEST(ServiceRegistry, FactoryMayResolveOtherServices) {
+  ts::service_registry reg;
+  ASSERT_TRUE(reg.register_instance<other_service>(std::make_shared<other_service>()).has_value());
+  ASSERT_TRUE(reg.register_factory<greeter>(
+                     [&reg] { return std::make_shared<fixed_greeter>(reg.resolve<other_service>().value()->x); })
+                  .has_value());
+  EXPECT_EQ(reg.resolve<greeter>().value()->id(), 5);
+}
+
+TEST(ServiceRegistry, ChildFallsBackToItsParentAndShadowsIt) {
+  ts::service_registry parent;
+  ASSERT_TRUE(parent.register_instance<greeter>(std::make_shared<fixed_greeter>(1)).has_value());
+  ts::service_registry child{&parent};
+  EXPECT_EQ(child.resolve<greeter>().value()->id(), 1);
+  EXPECT_TRUE(child.contains<greeter>());
+  EXPECT_EQ(child.size(), 0U);
+  ASSERT_TRUE(child.register_instance<greeter>(std::make_shared<fixed_greeter>(2)).has_value());
+  EXPECT_EQ(child.resolve<greeter>().value()->id(), 2);
+  EXPECT_EQ(parent.resolve<greeter>().value()->id(), 1);
+  ASSERT_TRUE(child.unregister<greeter>().has_value());
+  EXPECT_EQ(child.resolve<greeter>().value()->id(), 1);
+  EXPECT_EQ(child.resolve<other_service>().error().code(), ts::error_code::not_found);
+}
+
+TEST(ServiceRegistry, ScopedOverrideRestoresThePreviousRegistration) {
+  ts::service_registry reg;
+  ASSERT_TRUE(reg.register_instance<greeter>(std::make_shared<fixed_greeter>(1)).has_value());
+  {
+    ts::scoped_override<greeter> o1(reg, std::make_shared<fixed_greeter>(2));
+    EXPECT_EQ(reg.resolve<greeter>().value()->id(), 2);
+    {
+      ts::scoped_override<greeter> o2(reg, [] { return std::make_shared<fixed_greeter>(3); });
+      EXPECT_EQ(reg.resolve<greeter>().value()->id(), 3);
+    }
+    EXPECT_EQ(reg.resolve<greeter>().value()->id(), 2);
+  }
+  EXPECT_EQ(reg.resolve<greeter>().value()->id(), 1);
+
+  // Overriding an absent service removes it again afterwards.
+  {
+    ts::scoped_override<other_service> o(reg, std::make_shared<other_service>());
+    EXPECT_TRUE(reg.contains<other_service>());
+  }
+  EXPECT_FALSE(reg.contains<other_service>());
+  EXPECT_THROW((ts::scoped_override<greeter>{reg, std::shared_ptr<greeter>()}), ts::error_exception);
+}
+
+TEST(ServiceRegistry, SeedStyleGlobalRegistry) {
+  ts::service_registry::register_service<other_service>(std::make_shared<other_service>());
+  auto s = ts::service_registry::get_service<other_service>();
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->x, 5);
+  ts::service_registry::register_service<other_service>(nullptr);  // removes
+  EXPECT_EQ(ts::service_registry::get_service<other_service>(), nullptr);
+  EXPECT_EQ(&ts::service_registry::global(), &ts::service_registry::global());
+}
+
+TEST(ServiceRegistry, ConcurrentRegisterResolveUnregister) {
+  const std::size_t iterations = ts::test::scaled(20'000);
+  ts::service_registry reg;
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> found{0};
+  std::thread reader([&] {
+    while (!stop.load(std::memory_order_acquire)) {
+      auto r = reg.resolve<greeter>();
+      if (r) {
+        EXPECT_EQ((*r)->id(), 7);
+        found.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        EXPECT_EQ(r.error().code(), ts::error_code::not_found);
+      }
+    }
+  });
+  for (std::size_t i = 0; i < iterations; ++i) {
+    ASSERT_TRUE(reg.register_factory<greeter>([] { return std::make_shared<fixed_greeter>(7); }).has_value());
+    ASSERT_TRUE(reg.unregister<greeter>().has_value());
+  }
+  stop.store(true, std::memory_order_release);
+  reader.join();
+  EXPECT_FALSE(reg.contains<greeter>());
+}

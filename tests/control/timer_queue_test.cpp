@@ -1,0 +1,548 @@
+#include "thread_system/scheduler/timer_queue.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "../support/test_support.hpp"
+#include "thread_system/pools/thread_pool.hpp"
+
+namespace ts = thread_system;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+// Runs each job on the timer thread itself: run order == dispatch order.
+ts::timer_dispatch inline_target() {
+  return [](ts::job_function&& f) -> ts::result<void> {
+    f();
+    return {};
+  };
+}
+
+ts::timer_dispatch pool_target(ts::thread_pool& pool) {
+  return [&pool](ts::job_function&& f) { return pool.enqueue(std::move(f)); };
+}
+
+// Polls `pred` until true or a generous deadline (a failure, not a hang).
+template <typename Pred>
+bool eventually(Pred pred, std::chrono::seconds limit = 30s) {
+  const auto end = clock_type::now() + limit;
+  while (!pred()) {
+    if (clock_type::now() > end) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST(TimerQueue, ThousandRandomTimersFireInDueOrderAndNeverEarly) {
+  ts::timer_queue timers{inline_target()};
+  constexpr int n = 1000;
+  std::mt19937 rng(12345);
+  std::uniform_int_distribution<int> delay_us(0, 50'000);
+  std::mutex m;
+  std::vector<clock_type::time_point> fired_due;  // in run order
+  std::atomic<int> early{0};
+  for (int i = 0; i < n; ++i) {
+    const auto before = clock_type::now();
+    const auto delay = std::chrono::microseconds(delay_us(rng));
+    auto h = timers.schedule_after(delay, [&, before, delay](const ts::timer_tick& t) {
+      const auto now = clock_type::now();
+      if (now < t.scheduled_time || t.scheduled_time < before + delay) early.fetch_add(1);
+      std::lock_guard lock(m);
+      fired_due.push_back(t.scheduled_time);
+    });
+    ASSERT_TRUE(h.has_value());
+  }
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(m);
+    return fired_due.size() == n;
+  }));
+  EXPECT_EQ(early.load(), 0);
+  std::lock_guard lock(m);
+  EXPECT_TRUE(std::is_sorted(fired_due.begin(), fired_due.end()));
+  const auto s = timers.statistics();
+  EXPECT_EQ(s.scheduled, static_cast<std::uint64_t>(n));
+  EXPECT_EQ(s.fired, static_cast<std::uint64_t>(n));
+  EXPECT_EQ(s.cancelled, 0U);
+  EXPECT_EQ(s.pending, 0U);
+}
+
+TEST(TimerQueue, EqualDueTimesRunInSchedulingOrder) {
+  ts::timer_queue timers{inline_target()};
+  const auto when = clock_type::now() + 20ms;
+  std::mutex m;
+  std::vector<int> order;
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(timers
+                    .schedule_at(when,
+                                 [&, i] {
+                                   std::lock_guard lock(m);
+                                   order.push_back(i);
+                                 })
+                    .has_value());
+  }
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(m);
+    return order.size() == 50;
+  }));
+  std::lock_guard lock(m);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(order[static_cast<std::size_t>(i)], i);
+}
+
+TEST(TimerQueue, RunsOnAPoolAndNeverBeforeDue) {
+  ts::thread_pool pool{2};
+  ts::timer_queue timers{pool_target(pool)};
+  constexpr int n = 200;
+  std::atomic<int> ran{0};
+  std::atomic<int> early{0};
+  for (int i = 0; i < n; ++i) {
+    ASSERT_TRUE(timers
+                    .schedule_after(std::chrono::microseconds(i * 50),
+                                    [&](const ts::timer_tick& t) {
+                                      if (clock_type::now() < t.scheduled_time) early.fetch_add(1);
+                                      ran.fetch_add(1);
+                                    })
+                    .has_value());
+  }
+  ASSERT_TRUE(eventually([&] { return ran.load() == n; }));
+  EXPECT_EQ(early.load(), 0);
+}
+
+TEST(TimerQueue, SchedulingAnEarlierTimerWakesTheSleepingThread) {
+  ts::timer_queue timers{inline_target()};
+  std::atomic<bool> late_ran{false};
+  std::atomic<bool> soon_ran{false};
+  auto late = timers.schedule_after(1h, [&] { late_ran = true; });
+  ASSERT_TRUE(late.has_value());
+  std::this_thread::sleep_for(5ms);  // let the thread sleep until the hour
+  ASSERT_TRUE(timers.schedule_after(1ms, [&] { soon_ran = true; }).has_value());
+  EXPECT_TRUE(eventually([&] { return soon_ran.load(); }));
+  EXPECT_FALSE(late_ran.load());
+  EXPECT_TRUE(late->is_active());
+}
+
+TEST(TimerQueue, CancelPendingOneShot) {
+  ts::timer_queue timers{inline_target()};
+  std::atomic<int> ran{0};
+  auto h = timers.schedule_after(1h, [&] { ran.fetch_add(1); });
+  ASSERT_TRUE(h.has_value());
+  EXPECT_TRUE(h->is_active());
+  EXPECT_EQ(timers.statistics().pending, 1U);
+  EXPECT_TRUE(h->cancel());
+  EXPECT_FALSE(h->cancel());
+  EXPECT_FALSE(h->is_active());
+  const auto s = timers.statistics();
+  EXPECT_EQ(s.cancelled, 1U);
+  EXPECT_EQ(s.pending, 0U);  // removed from the heap at once
+
+  // Cancelling one that already ran prevents nothing.
+  auto done = timers.schedule_after(0ms, [&] { ran.fetch_add(1); });
+  ASSERT_TRUE(done.has_value());
+  ASSERT_TRUE(eventually([&] { return ran.load() == 1; }));
+  ASSERT_TRUE(eventually([&] { return !done->is_active(); }));
+  EXPECT_FALSE(done->cancel());
+  EXPECT_EQ(timers.statistics().cancelled, 1U);
+  EXPECT_FALSE(ts::timer_handle{}.cancel());
+}
+
+TEST(TimerQueue, CancelledOneShotDestroysItsFunction) {
+  ts::timer_queue timers{inline_target()};
+  auto marker = std::make_shared<int>(1);
+  std::weak_ptr<int> probe = marker;
+  auto h = timers.schedule_after(1h, [m = std::move(marker)] { (void)m; });
+  ASSERT_TRUE(h.has_value());
+  EXPECT_FALSE(probe.expired());
+  EXPECT_TRUE(h->cancel());
+  EXPECT_TRUE(probe.expired());  // even though the handle is still alive
+}
+
+TEST(TimerQueue, CancelPeriodicStopsFurtherRuns) {
+  ts::thread_pool pool{2};
+  ts::timer_queue timers{pool_target(pool)};
+  std::atomic<int> starts{0};
+  auto h = timers.schedule_every(1ms, [&] { starts.fetch_add(1); });
+  ASSERT_TRUE(h.has_value());
+  ASSERT_TRUE(eventually([&] { return starts.load() >= 3; }));
+  EXPECT_TRUE(h->is_active());
+  EXPECT_TRUE(h->cancel());
+  const int at_cancel = starts.load();
+  EXPECT_FALSE(h->is_active());
+  std::this_thread::sleep_for(30ms);
+  // A run that had begun before cancel() may still count itself; no new run starts.
+  EXPECT_LE(starts.load(), at_cancel + 1);
+  EXPECT_FALSE(h->cancel());
+  EXPECT_EQ(timers.statistics().cancelled, 1U);
+  pool.wait_idle();
+}
+
+TEST(TimerQueue, PeriodicCancellingItselfStopsAtOnce) {
+  ts::timer_queue timers{inline_target()};
+  std::atomic<int> runs{0};
+  std::atomic<int> runs_at_cancel{-1};
+  std::optional<ts::timer_handle> self;
+  std::mutex m;
+  std::unique_lock lock(m);  // keeps the first run from reading `self` before it is set
+  auto h = timers.schedule_every(1ms, [&](const ts::timer_tick& t) {
+    std::lock_guard inner(m);
+    const int r = runs.fetch_add(1) + 1;
+    if (t.index >= 3 && runs_at_cancel.load() < 0) {
+      EXPECT_TRUE(self->cancel());  // from inside its own run: no deadlock
+      runs_at_cancel.store(r);
+    }
+  });
+  ASSERT_TRUE(h.has_value());
+  self = *h;
+  lock.unlock();
+  ASSERT_TRUE(eventually([&] { return !h->is_active(); }));
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(runs.load(), runs_at_cancel.load());
+  EXPECT_EQ(timers.statistics().cancelled, 1U);
+}
+
+// A slow periodic job on a pool with spare workers: the next run is never
+// dispatched while the previous one runs; the missed due times are skipped.
+TEST(TimerQueue, SlowPeriodicJobNeverOverlapsItself) {
+  ts::thread_pool pool{4};
+  ts::timer_queue timers{pool_target(pool)};
+  std::atomic<int> concurrent{0};
+  std::atomic<int> max_concurrent{0};
+  std::atomic<int> runs{0};
+  std::mutex m;
+  std::vector<std::uint64_t> indices;
+  auto h = timers.schedule_every(1ms, [&](const ts::timer_tick& t) {
+    const int now = concurrent.fetch_add(1) + 1;
+    int prev = max_concurrent.load();
+    while (now > prev && !max_concurrent.compare_exchange_weak(prev, now)) {
+    }
+    {
+      std::lock_guard lock(m);
+      indices.push_back(t.index);
+    }
+    std::this_thread::sleep_for(5ms);
+    concurrent.fetch_sub(1);
+    runs.fetch_add(1);
+  });
+  ASSERT_TRUE(h.has_value());
+  ASSERT_TRUE(eventually([&] { return runs.load() >= 8; }));
+  EXPECT_TRUE(h->cancel());
+  pool.wait_idle();
+  EXPECT_EQ(max_concurrent.load(), 1);
+  EXPECT_GT(timers.statistics().skipped_periods, 0U);
+  std::lock_guard lock(m);
+  EXPECT_TRUE(std::is_sorted(indices.begin(), indices.end()));
+  EXPECT_TRUE(std::adjacent_find(indices.begin(), indices.end()) == indices.end());  // strictly increasing
+}
+
+// Run k is scheduled at first + k * period however long the runs take.
+TEST(TimerQueue, PeriodicScheduleDoesNotDrift) {
+  ts::timer_queue timers{inline_target()};
+  constexpr auto period = 3ms;
+  std::mutex m;
+  std::vector<ts::timer_tick> ticks;
+  std::atomic<int> early{0};
+  const auto before = clock_type::now();
+  auto h = timers.schedule_every(period, [&](const ts::timer_tick& t) {
+    if (clock_type::now() < t.scheduled_time) early.fetch_add(1);
+    std::this_thread::sleep_for(std::chrono::microseconds(700 + 500 * static_cast<int>(t.index % 3)));
+    std::lock_guard lock(m);
+    ticks.push_back(t);
+  });
+  ASSERT_TRUE(h.has_value());
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(m);
+    return ticks.size() >= 20;
+  }));
+  EXPECT_TRUE(h->cancel());
+  EXPECT_EQ(early.load(), 0);
+  std::lock_guard lock(m);
+  const auto first = ticks.front().scheduled_time - period * static_cast<int>(ticks.front().index);
+  EXPECT_GE(first, before + period);
+  for (const auto& t : ticks) {
+    EXPECT_EQ(t.scheduled_time - first, period * static_cast<int>(t.index)) << "run " << t.index;
+  }
+  for (std::size_t i = 1; i < ticks.size(); ++i) EXPECT_GT(ticks[i].index, ticks[i - 1].index);
+}
+
+TEST(TimerQueue, InitialDelayThenPeriod) {
+  ts::timer_queue timers{inline_target()};
+  std::mutex m;
+  std::vector<ts::timer_tick> ticks;
+  const auto before = clock_type::now();
+  auto h = timers.schedule_every(10ms, 2ms, [&](const ts::timer_tick& t) {
+    std::lock_guard lock(m);
+    ticks.push_back(t);
+  });
+  ASSERT_TRUE(h.has_value());
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(m);
+    return ticks.size() >= 3;
+  }));
+  h->cancel();
+  std::lock_guard lock(m);
+  EXPECT_EQ(ticks[0].index, 0U);
+  EXPECT_GE(ticks[0].scheduled_time, before + 10ms);
+  EXPECT_EQ(ticks[1].scheduled_time - ticks[0].scheduled_time, 2ms * static_cast<int>(ticks[1].index));
+}
+
+TEST(TimerQueue, StopCancelsPendingTimersAndCountsThem) {
+  ts::timer_queue timers{inline_target()};
+  std::atomic<int> ran{0};
+  std::vector<ts::timer_handle> handles;
+  for (int i = 0; i < 10; ++i) handles.push_back(timers.schedule_after(1h, [&] { ran.fetch_add(1); }).value());
+  handles.push_back(timers.schedule_every(1h, [&] { ran.fetch_add(1); }).value());
+  handles.push_back(timers.schedule_every(1h, [&] { ran.fetch_add(1); }).value());
+  const auto s = timers.stop(ts::stop_mode::drain);
+  EXPECT_EQ(s.scheduled, 12U);
+  EXPECT_EQ(s.cancelled, 12U);
+  EXPECT_EQ(s.fired, 0U);
+  EXPECT_EQ(s.pending, 0U);
+  EXPECT_EQ(ran.load(), 0);
+  for (auto& h : handles) EXPECT_FALSE(h.is_active());
+  EXPECT_FALSE(timers.is_running());
+  auto late = timers.schedule_after(0ms, [] {});
+  ASSERT_FALSE(late.has_value());
+  EXPECT_EQ(late.error().code(), ts::error_code::pool_stopped);
+  EXPECT_EQ(timers.stop().cancelled, 12U);  // idempotent
+}
+
+// stop(drain) dispatches one-shot timers that were due when stop() was
+// called but not yet dispatched (the timer thread is held in the target).
+TEST(TimerQueue, StopDrainDispatchesDueTimersOnly) {
+  for (ts::stop_mode mode : {ts::stop_mode::drain, ts::stop_mode::cancel_pending}) {
+    std::mutex gate_m;
+    std::condition_variable gate_cv;
+    bool open = false;
+    std::atomic<bool> in_target{false};
+    ts::timer_queue timers{[&](ts::job_function&& f) -> ts::result<void> {
+      in_target.store(true);
+      {
+        std::unique_lock lock(gate_m);
+        gate_cv.wait(lock, [&] { return open; });
+      }
+      f();
+      return {};
+    }};
+    std::atomic<int> a{0}, b{0}, c{0}, d{0};
+    ASSERT_TRUE(timers.schedule_after(0ms, [&] { a = 1; }).has_value());
+    ASSERT_TRUE(eventually([&] { return in_target.load(); }));
+    ASSERT_TRUE(timers.schedule_after(0ms, [&] { b = 1; }).has_value());
+    ASSERT_TRUE(timers.schedule_after(0ms, [&] { c = 1; }).has_value());
+    ASSERT_TRUE(timers.schedule_after(1h, [&] { d = 1; }).has_value());
+    std::thread stopper([&] { (void)timers.stop(mode); });
+    ASSERT_TRUE(eventually([&] { return !timers.is_running(); }));
+    {
+      std::lock_guard lock(gate_m);
+      open = true;
+    }
+    gate_cv.notify_all();
+    stopper.join();
+    const auto s = timers.statistics();
+    EXPECT_EQ(a.load(), 1);
+    EXPECT_EQ(d.load(), 0);
+    if (mode == ts::stop_mode::drain) {
+      EXPECT_EQ(b.load() + c.load(), 2);
+      EXPECT_EQ(s.fired, 3U);
+      EXPECT_EQ(s.cancelled, 1U);
+    } else {
+      EXPECT_EQ(b.load() + c.load(), 0);
+      EXPECT_EQ(s.fired, 1U);
+      EXPECT_EQ(s.cancelled, 3U);
+    }
+  }
+}
+
+TEST(TimerQueue, RefusalByAStoppedPoolCountsAsCancelled) {
+  ts::thread_pool pool{1};
+  (void)pool.stop();
+  ts::timer_queue timers{pool_target(pool)};
+  std::atomic<int> ran{0};
+  auto once = timers.schedule_after(0ms, [&] { ran.fetch_add(1); });
+  auto every = timers.schedule_every(1ms, [&] { ran.fetch_add(1); });
+  ASSERT_TRUE(once.has_value());
+  ASSERT_TRUE(every.has_value());
+  ASSERT_TRUE(eventually([&] { return !once->is_active() && !every->is_active(); }));
+  const auto s = timers.statistics();
+  EXPECT_EQ(ran.load(), 0);
+  EXPECT_EQ(s.refused, 2U);
+  EXPECT_EQ(s.cancelled, 2U);
+  EXPECT_EQ(s.fired, 0U);
+  EXPECT_EQ(s.pending, 0U);
+}
+
+TEST(TimerQueue, QueueFullRefusalSkipsAPeriodButKeepsTheTimer) {
+  std::atomic<int> calls{0};
+  ts::timer_queue timers{[&](ts::job_function&& f) -> ts::result<void> {
+    if (calls.fetch_add(1) % 2 == 0) return ts::make_error(ts::error_code::queue_full, "test: full");
+    f();
+    return {};
+  }};
+  std::atomic<int> ran{0};
+  auto h = timers.schedule_every(1ms, [&] { ran.fetch_add(1); });
+  ASSERT_TRUE(h.has_value());
+  ASSERT_TRUE(eventually([&] { return ran.load() >= 3; }));
+  EXPECT_TRUE(h->is_active());
+  EXPECT_TRUE(h->cancel());
+  const auto s = timers.statistics();
+  EXPECT_GE(s.refused, 3U);
+  EXPECT_GE(s.skipped_periods, 3U);
+  EXPECT_EQ(s.cancelled, 1U);
+}
+
+TEST(TimerQueue, PoolDiscardingAnAcceptedRunCancelsTheOneShot) {
+  std::vector<ts::job_function> held;
+  std::mutex m;
+  ts::timer_queue timers{[&](ts::job_function&& f) -> ts::result<void> {
+    std::lock_guard lock(m);
+    held.push_back(std::move(f));
+    return {};
+  }};
+  std::atomic<int> ran{0};
+  auto h = timers.schedule_after(0ms, [&] { ran.fetch_add(1); });
+  ASSERT_TRUE(h.has_value());
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(m);
+    return held.size() == 1;
+  }));
+  EXPECT_TRUE(h->is_active());  // accepted, not started
+  {
+    std::lock_guard lock(m);
+    held[0].cancel();  // what thread_pool's stop(cancel_pending) does
+    held.clear();
+  }
+  EXPECT_FALSE(h->is_active());
+  EXPECT_EQ(ran.load(), 0);
+  EXPECT_EQ(timers.statistics().cancelled, 1U);
+}
+
+TEST(TimerQueue, CancelAfterDispatchBeforeStartPreventsTheRun) {
+  std::vector<ts::job_function> held;
+  std::mutex m;
+  ts::timer_queue timers{[&](ts::job_function&& f) -> ts::result<void> {
+    std::lock_guard lock(m);
+    held.push_back(std::move(f));
+    return {};
+  }};
+  std::atomic<int> ran{0};
+  auto h = timers.schedule_after(0ms, [&] { ran.fetch_add(1); });
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(m);
+    return held.size() == 1;
+  }));
+  EXPECT_TRUE(h->cancel());
+  std::lock_guard lock(m);
+  held[0]();  // the target runs it late: it must do nothing
+  EXPECT_EQ(ran.load(), 0);
+  EXPECT_EQ(timers.statistics().cancelled, 1U);
+}
+
+TEST(TimerQueue, BadInputIsRefused) {
+  ts::timer_queue timers{inline_target()};
+  auto code = [](const auto& r) { return r.error().code(); };
+  EXPECT_EQ(code(timers.schedule_after(-1ms, [] {})), ts::error_code::invalid_argument);
+  EXPECT_EQ(code(timers.schedule_every(0ms, [] {})), ts::error_code::invalid_argument);
+  EXPECT_EQ(code(timers.schedule_every(-5ms, [] {})), ts::error_code::invalid_argument);
+  EXPECT_EQ(code(timers.schedule_every(-1ms, 5ms, [] {})), ts::error_code::invalid_argument);
+  std::function<void()> empty;
+  EXPECT_EQ(code(timers.schedule_after(1ms, empty)), ts::error_code::invalid_argument);
+  void (*null_fn)() = nullptr;
+  EXPECT_EQ(code(timers.schedule_at(clock_type::now(), null_fn)), ts::error_code::invalid_argument);
+  EXPECT_EQ(timers.statistics().scheduled, 0U);
+  EXPECT_THROW(ts::timer_queue{ts::timer_dispatch{}}, ts::error_exception);
+}
+
+TEST(TimerQueue, PastDueTimeRunsAtOnce) {
+  ts::timer_queue timers{inline_target()};
+  std::atomic<bool> ran{false};
+  ASSERT_TRUE(timers.schedule_at(clock_type::now() - 1h, [&] { ran = true; }).has_value());
+  EXPECT_TRUE(eventually([&] { return ran.load(); }));
+}
+
+TEST(TimerQueue, StopFromTheTimerThreadIsRefused) {
+  ts::timer_queue timers{inline_target()};
+  std::atomic<int> code{-1};
+  ASSERT_TRUE(timers
+                  .schedule_after(0ms,
+                                  [&] {
+                                    try {
+                                      (void)timers.stop();
+                                      code = 0;
+                                    } catch (const ts::error_exception& e) {
+                                      code = static_cast<int>(e.code());
+                                    }
+                                  })
+                  .has_value());
+  ASSERT_TRUE(eventually([&] { return code.load() != -1; }));
+  EXPECT_EQ(code.load(), static_cast<int>(ts::error_code::invalid_argument));
+}
+
+// Runs handed to a pool keep the timer state alive after the queue is gone.
+TEST(TimerQueue, QueueMayBeDestroyedBeforeItsRunsExecute) {
+  ts::thread_pool pool{1};
+  std::atomic<bool> gate{false};
+  std::atomic<int> ran{0};
+  ASSERT_TRUE(pool.enqueue([&] {
+                    while (!gate.load()) std::this_thread::yield();
+                  })
+                  .has_value());
+  std::optional<ts::timer_handle> h;
+  {
+    ts::timer_queue timers{pool_target(pool)};
+    h = timers.schedule_after(0ms, [&] { ran.fetch_add(1); }).value();
+    ASSERT_TRUE(eventually([&] { return timers.statistics().fired == 1; }));
+  }
+  EXPECT_TRUE(h->is_active());
+  gate = true;
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(), 1);
+  EXPECT_FALSE(h->is_active());
+  EXPECT_FALSE(h->cancel());
+}
+
+TEST(TimerQueue, ManyTimersWithConcurrentCancels) {
+  const std::size_t n = ts::test::scaled(20'000);
+  ts::thread_pool pool{2};
+  ts::timer_queue timers{pool_target(pool)};
+  std::atomic<std::size_t> ran{0};
+  std::vector<ts::timer_handle> handles;
+  handles.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    handles.push_back(timers.schedule_after(std::chrono::microseconds(i % 2000), [&] { ran.fetch_add(1); }).value());
+  }
+  std::size_t cancelled = 0;
+  for (std::size_t i = 0; i < n; i += 2) cancelled += handles[i].cancel() ? 1 : 0;
+  ASSERT_TRUE(eventually([&] { return timers.statistics().pending == 0; }));
+  pool.wait_idle();
+  const auto s = timers.statistics();
+  EXPECT_EQ(s.cancelled, cancelled);
+  EXPECT_EQ(ran.load() + cancelled, n);
+}
+
+// The idle timer thread sleeps: a queue holding only a far timer uses
+// (almost) no CPU. Loose bound; the process's own CPU over 300 ms.
+TEST(TimerQueue, IdleQueueUsesNoCpu) {
+  ts::timer_queue timers{inline_target()};
+  ASSERT_TRUE(timers.schedule_after(1h, [] {}).has_value());
+  auto cpu = [] {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return std::chrono::seconds(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           std::chrono::microseconds(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  };
+  const auto c0 = cpu();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_LT(cpu() - c0, 60ms);
+}

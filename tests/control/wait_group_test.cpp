@@ -1,0 +1,147 @@
+#include "thread_system/sync/wait_group.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "../support/test_support.hpp"
+#include "thread_system/pools/thread_pool.hpp"
+
+namespace ts = thread_system;
+
+TEST(WaitGroup, WaitReturnsAfterEveryDoneAndSeesTheirWrites) {
+  ts::wait_group wg;
+  std::vector<int> slots(4, 0);
+  ASSERT_TRUE(wg.add(4).has_value());
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      slots[static_cast<std::size_t>(i)] = i + 1;  // plain write, published by done()
+      ASSERT_TRUE(wg.done().has_value());
+    });
+  }
+  wg.wait();
+  EXPECT_EQ(wg.count(), 0U);
+  EXPECT_EQ(slots, (std::vector<int>{1, 2, 3, 4}));
+  for (auto& t : threads) t.join();
+}
+
+TEST(WaitGroup, DoneBelowZeroIsRefused) {
+  ts::wait_group wg;
+  auto r = wg.done();
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+  EXPECT_EQ(wg.count(), 0U);
+  ASSERT_TRUE(wg.add().has_value());
+  ASSERT_TRUE(wg.done().has_value());
+  EXPECT_FALSE(wg.done().has_value());
+  EXPECT_EQ(wg.count(), 0U);
+  wg.wait();  // zero: returns at once
+}
+
+TEST(WaitGroup, AddBeyondTheMaximumIsRefused) {
+  ts::wait_group wg;
+  ASSERT_TRUE(wg.add(ts::wait_group::max_count).has_value());
+  auto r = wg.add(1);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+  EXPECT_EQ(wg.count(), ts::wait_group::max_count);
+}
+
+TEST(WaitGroup, WaitForTimesOutWhilePendingAndSucceedsAfter) {
+  ts::wait_group wg{1};
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(wg.wait_for(std::chrono::milliseconds(20)));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(20));
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    (void)wg.done();
+  });
+  EXPECT_TRUE(wg.wait_for(std::chrono::seconds(30)));
+  t.join();
+  EXPECT_TRUE(wg.wait_for(std::chrono::milliseconds(0)));
+}
+
+TEST(WaitGroup, ReusableAndManyWaiters) {
+  const std::size_t rounds = ts::test::scaled(500);
+  ts::wait_group wg;
+  for (std::size_t r = 0; r < rounds; ++r) {
+    ASSERT_TRUE(wg.add(3).has_value());
+    std::atomic<int> woke{0};
+    std::vector<std::thread> waiters;
+    for (int i = 0; i < 2; ++i) {
+      waiters.emplace_back([&] {
+        wg.wait();
+        woke.fetch_add(1);
+      });
+    }
+    std::vector<std::thread> workers;
+    for (int i = 0; i < 3; ++i) workers.emplace_back([&] { (void)wg.done(); });
+    for (auto& t : workers) t.join();
+    for (auto& t : waiters) t.join();
+    ASSERT_EQ(woke.load(), 2);
+    ASSERT_EQ(wg.count(), 0U);
+  }
+}
+
+// A job on a one-worker pool enqueues children and waits for them: without
+// helping, the only worker would block and the children could never run.
+TEST(WaitGroup, WaitOnTheOnlyWorkerHelpsInsteadOfDeadlocking) {
+  ts::thread_pool pool{1};
+  std::atomic<int> children_ran{0};
+  ts::wait_group outer{1};
+  bool inner_done_before_return = false;
+  ASSERT_TRUE(pool.enqueue([&] {
+                    ts::wait_group inner;
+                    for (int i = 0; i < 100; ++i) {
+                      ASSERT_TRUE(inner.add().has_value());
+                      ASSERT_TRUE(pool.enqueue([&] {
+                                        children_ran.fetch_add(1, std::memory_order_relaxed);
+                                        (void)inner.done();
+                                      })
+                                      .has_value());
+                    }
+                    inner.wait();
+                    inner_done_before_return = children_ran.load() == 100;
+                    (void)outer.done();
+                  })
+                  .has_value());
+  outer.wait();
+  EXPECT_TRUE(inner_done_before_return);
+  EXPECT_EQ(children_ran.load(), 100);
+}
+
+TEST(WaitGroup, ExternalWaitWithPoolWorkers) {
+  const std::size_t jobs = ts::test::scaled(100'000);
+  ts::thread_pool pool{2};
+  ts::wait_group wg;
+  std::atomic<std::size_t> ran{0};
+  for (std::size_t i = 0; i < jobs; ++i) {
+    ASSERT_TRUE(wg.add().has_value());
+    ASSERT_TRUE(pool.enqueue([&] {
+                      ran.fetch_add(1, std::memory_order_relaxed);
+                      (void)wg.done();
+                    })
+                    .has_value());
+  }
+  wg.wait();
+  EXPECT_EQ(ran.load(), jobs);
+}
+
+TEST(WaitGroup, StandardPrimitivesAreReExported) {
+  ts::latch l{2};
+  l.count_down(2);
+  EXPECT_TRUE(l.try_wait());
+  ts::counting_semaphore<4> sem{1};
+  EXPECT_TRUE(sem.try_acquire());
+  EXPECT_FALSE(sem.try_acquire());
+  sem.release();
+  ts::binary_semaphore bin{0};
+  bin.release();
+  bin.acquire();
+  ts::barrier<> bar{1};
+  bar.arrive_and_wait();
+}
