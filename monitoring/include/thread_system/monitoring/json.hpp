@@ -1,0 +1,71 @@
+// JSON export of monitor reports, and the small writer behind it.
+//
+// Output is RFC 8259 JSON: strings are escaped (quote, backslash, control
+// characters as \uXXXX or their short forms) and invalid UTF-8 in names is
+// replaced by U+FFFD, so the text always parses; non-finite numbers become
+// null. The writer appends to a caller's std::string and allocates only as
+// that string grows.
+//
+// Threading: plain functions and a value-type writer; use one writer from
+// one thread at a time. The reports are read, never modified.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "thread_system/monitoring/pool_monitor.hpp"
+
+namespace thread_system::monitoring {
+
+/// Appends `s` to `out` as a quoted JSON string.
+void append_json_string(std::string& out, std::string_view s);
+
+/// A streaming writer: begin/end objects and arrays, key() before each
+/// member value; commas are placed automatically. Misuse (a value without a
+/// key inside an object) is not diagnosed; the caller owns the structure.
+class json_writer {
+ public:
+  explicit json_writer(std::string& out) : out_(&out) {}
+
+  json_writer& begin_object();
+  json_writer& end_object();
+  json_writer& begin_array();
+  json_writer& end_array();
+  json_writer& key(std::string_view k);
+
+  json_writer& value(std::string_view s);
+  json_writer& value(const char* s) { return value(std::string_view(s)); }
+  json_writer& value(bool b);
+  json_writer& value(double d);  ///< shortest round-trip form; NaN/inf become null
+  json_writer& null();
+  template <std::integral T>
+  requires(!std::same_as<T, bool>) json_writer& value(T v) {
+    separate();
+    out_->append(std::to_string(v));
+    return *this;
+  }
+
+ private:
+  void separate();
+
+  std::string* out_;
+  std::vector<bool> first_;  // one entry per open container: no member written yet
+  bool after_key_ = false;
+};
+
+/// The report as one JSON object (pool, counters, queue, rates, latency,
+/// workers, job_types, health; see docs/MONITORING.md).
+void append_json(json_writer& w, const monitor_report& r);
+[[nodiscard]] std::string to_json(const monitor_report& r);
+/// Several pools: {"pools":[...]}.
+[[nodiscard]] std::string to_json(const std::vector<monitor_report>& reports);
+void write_json(std::ostream& os, const monitor_report& r);
+
+/// Just the health part: {"status":..., "checks":[...]}.
+[[nodiscard]] std::string to_json(const health_report& h);
+
+}  // namespace thread_system::monitoring

@@ -1,0 +1,191 @@
+// pool_monitor: samples a pool, keeps a short history, and derives rates,
+// peaks, stuck workers and health from it.
+//
+//   thread_system::thread_pool pool{4};
+//   thread_system::monitoring::pool_monitor monitor{pool, {.interval = 1s}};
+//   (void)monitor.start();                  // optional background sampler
+//   ...
+//   monitoring::monitor_report r = monitor.sample();   // or monitor.latest()
+//   std::string text = monitoring::to_prometheus(r);
+//
+// Sampling. Each sample() reads the pool's public statistics (collect.hpp;
+// the job path pays nothing for it) and pushes a small record into a ring of
+// `window_samples` entries allocated once at construction. Throughput, error
+// rate and "backlog sustained" are taken between the oldest and the newest
+// record of the ring, so with interval I and window W they cover the last
+// (W - 1) * I. Peak queue depth is the largest depth any sample saw since
+// the monitor was created (a peak between two samples is not seen).
+//
+// Stuck workers (no cost on the job path). A worker publishes when its
+// current busy stretch began (busy_since_ns, 0 while parked) and how many
+// jobs it finished. A worker whose busy_since_ns is non-zero and unchanged
+// and whose finished count has not moved across samples spanning at least
+// `thresholds.stuck_after` is reported stuck; it clears at the first sample
+// where the count moves or the worker parks. The span is measured between
+// samples, so detection needs samples at least that far apart in total
+// (with the background sampler: within stuck_after + interval). Requires a
+// core that publishes busy_since_ns (worker_metrics::busy_since_known).
+//
+// Threading. All members may be called from any thread, concurrently:
+// sample() calls are serialised by an internal mutex; latest() and health()
+// return copies. Everything sample() recorded is visible to a later
+// latest()/health() in any thread (the mutex). The monitored pool must
+// outlive the monitor, or the monitor must be stopped (stop(), or
+// destroyed) before the pool is destroyed. The destructor stops and joins
+// the background sampler; it must not be called from the sampler itself.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "thread_system/core/error.hpp"
+#include "thread_system/monitoring/collect.hpp"
+#include "thread_system/monitoring/health.hpp"
+#include "thread_system/monitoring/metrics.hpp"
+
+namespace thread_system::monitoring {
+
+struct monitor_options {
+  /// Period of the background sampler (start()); must be positive.
+  std::chrono::nanoseconds interval = std::chrono::seconds{1};
+  /// Ring size: rates cover the last window_samples - 1 intervals (>= 2).
+  std::size_t window_samples = 60;
+  health_thresholds thresholds;
+  /// steady-clock nanoseconds; null means std::chrono::steady_clock. Tests
+  /// inject a manual clock to make windows and stuck spans exact.
+  std::function<std::uint64_t()> clock;
+  /// Replaces the pool's name in reports and labels when not empty.
+  std::string pool_label;
+};
+
+/// Per-worker figures that need more than one sample.
+struct worker_report {
+  double recent_utilisation = 0.0;  ///< busy time / elapsed since the previous sample
+  bool stuck = false;
+  /// How long the current job has been observed unfinished (0 unless a
+  /// busy stretch without progress is being tracked).
+  std::chrono::nanoseconds no_progress_for{0};
+};
+
+struct monitor_report {
+  pool_metrics metrics;                ///< the raw sample (steady_ns is the monitor's clock)
+  std::vector<worker_report> workers;  ///< parallel to metrics.workers
+  std::uint64_t sample_number = 0;     ///< 1 for the first sample
+
+  std::chrono::nanoseconds window{0};  ///< span of the rates below (0 with one sample)
+  double throughput_per_s = 0.0;       ///< jobs finished (executed + cancelled) per second
+  double submit_rate_per_s = 0.0;      ///< jobs accepted per second
+  std::uint64_t window_executed = 0;
+  std::uint64_t window_failed = 0;
+  double error_rate = 0.0;  ///< window_failed / window_executed (0 without jobs)
+  std::uint64_t peak_queue_depth = 0;
+  std::uint64_t window_min_queue_depth = 0;
+  double recent_utilisation = 0.0;  ///< mean of workers[i].recent_utilisation
+  std::size_t stuck_workers = 0;
+
+  latency_summary wait;  ///< pool-wide enqueue->start wait (when has_latency)
+  latency_summary run;   ///< pool-wide run time
+  health_report health;
+};
+
+/// Anything collect_into() can read: a pool with statistics, workers or
+/// per-type statistics.
+template <typename P>
+concept monitorable_pool = requires(const P& p) {
+  p.get_statistics();
+}
+|| requires(const P& p) { p.get_workers(); }
+|| requires(const P& p) { p.get_type_statistics(); };
+
+class pool_monitor {
+ public:
+  /// Fills a pool_metrics from whatever is monitored.
+  using collector = std::function<void(pool_metrics&)>;
+
+  /// Monitors `pool` through collect_into(pool, ...). The pool must outlive
+  /// the monitor (see the file comment).
+  template <monitorable_pool Pool>
+  explicit pool_monitor(const Pool& pool, monitor_options options = {})
+      : pool_monitor(collector{[&pool](pool_metrics& out) { collect_into(pool, out); }}, std::move(options)) {}
+
+  /// Monitors whatever `source` reports. Throws
+  /// error_exception{invalid_argument} for a null collector, a zero
+  /// interval or window_samples < 2.
+  pool_monitor(collector source, monitor_options options);
+
+  ~pool_monitor();
+  pool_monitor(const pool_monitor&) = delete;
+  pool_monitor& operator=(const pool_monitor&) = delete;
+
+  /// Starts the background sampler (one thread, one sample per interval).
+  /// `already_started` when it runs; `resource_exhausted` when the OS
+  /// refuses the thread.
+  result<void> start();
+  /// Stops and joins the sampler; idempotent; samples taken stay.
+  void stop() noexcept;
+  [[nodiscard]] bool is_running() const noexcept;
+
+  /// Takes a sample now and returns the resulting report.
+  monitor_report sample();
+  /// The report of the latest sample; std::nullopt before the first.
+  [[nodiscard]] std::optional<monitor_report> latest() const;
+  /// Health of the latest sample (takes one first if there is none).
+  [[nodiscard]] health_report health();
+
+  [[nodiscard]] const monitor_options& options() const noexcept { return options_; }
+
+ private:
+  struct ring_entry {
+    std::uint64_t t = 0;
+    std::uint64_t submitted = 0;
+    std::uint64_t executed = 0;
+    std::uint64_t cancelled = 0;
+    std::uint64_t failed = 0;
+    std::uint64_t queue_depth = 0;
+  };
+  struct worker_track {
+    std::uint64_t prev_busy_ns = 0;
+    std::uint64_t prev_t = 0;
+    bool have_prev = false;
+    // stuck detection: the state first seen at first_seen
+    std::uint64_t busy_since = 0;
+    std::uint64_t completed = 0;
+    std::uint64_t first_seen = 0;
+    bool tracking = false;
+  };
+
+  [[nodiscard]] std::uint64_t now() const;
+  void sampler_main();
+  void derive(monitor_report& r, std::uint64_t t);
+
+  collector source_;
+  monitor_options options_;
+
+  mutable std::mutex mutex_;  // guards everything below except the sampler's control
+  std::vector<ring_entry> ring_;
+  std::size_t ring_next_ = 0;
+  std::size_t ring_size_ = 0;
+  std::vector<worker_track> tracks_;
+  std::uint64_t samples_ = 0;
+  std::uint64_t peak_queue_depth_ = 0;
+  monitor_report latest_;
+
+  std::mutex control_mutex_;  // guards stop_requested_ and the sampler thread
+  std::condition_variable control_cv_;
+  bool stop_requested_ = false;
+  std::thread sampler_;
+  // Written under control_mutex_; read by is_running() from any thread.
+  std::atomic<bool> running_{false};
+};
+
+}  // namespace thread_system::monitoring

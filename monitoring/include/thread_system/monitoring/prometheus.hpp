@@ -1,0 +1,77 @@
+// Prometheus text exposition format, version 0.0.4.
+//
+// Every family is written once with its HELP and TYPE lines, followed by
+// all of its samples (so several pools share one family and the output is
+// valid for any number of pools). Counters end in `_total`; times are in
+// seconds; label values are escaped (backslash, double quote, newline).
+//
+// Latency histograms are exported as Prometheus histograms with fixed
+// bucket bounds of (4^k - 1) ns for k = 4..18, i.e. 255 ns ... 68.7 s, plus
+// +Inf. Each bound is the inclusive upper end of a histogram bucket (see
+// latency_histogram.hpp), so every cumulative count is exact. The
+// percentiles are exported separately as gauges with a `quantile` label.
+//
+// Serve the text with content type `prometheus_content_type`.
+//
+// Threading: plain functions and a value-type writer; use one writer from
+// one thread at a time. The reports are read, never modified.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "thread_system/monitoring/pool_monitor.hpp"
+
+namespace thread_system::monitoring {
+
+inline constexpr std::string_view prometheus_content_type = "text/plain; version=0.0.4; charset=utf-8";
+
+using prometheus_labels = std::vector<std::pair<std::string, std::string>>;
+
+/// Collects samples per family and writes them grouped.
+class prometheus_writer {
+ public:
+  void counter(std::string_view name, std::string_view help, const prometheus_labels& labels, std::uint64_t value);
+  void counter(std::string_view name, std::string_view help, const prometheus_labels& labels, double value);
+  void gauge(std::string_view name, std::string_view help, const prometheus_labels& labels, double value);
+  /// `h` in nanoseconds, exported in seconds with the fixed bounds above.
+  void histogram(std::string_view name, std::string_view help, const prometheus_labels& labels,
+                 const histogram_snapshot& h);
+
+  void write(std::ostream& os) const;
+  [[nodiscard]] std::string str() const;
+
+  /// Bucket bounds used by histogram(), in ns (ascending, without +Inf).
+  [[nodiscard]] static const std::vector<std::uint64_t>& histogram_bounds_ns();
+
+ private:
+  struct family {
+    std::string name;
+    std::string help;
+    std::string type;
+    std::string samples;  // complete lines
+  };
+  family& family_for(std::string_view name, std::string_view help, std::string_view type);
+  static void append_sample(std::string& out, std::string_view name, const prometheus_labels& labels,
+                            std::string_view extra_label_name, std::string_view extra_label_value,
+                            std::string_view value);
+
+  std::vector<family> families_;
+};
+
+/// Appends a label value with Prometheus escaping.
+void append_prometheus_label_value(std::string& out, std::string_view v);
+/// A sample value: integers exactly, doubles in shortest round-trip form,
+/// NaN / +Inf / -Inf spelled as the format wants.
+[[nodiscard]] std::string format_prometheus_value(double v);
+
+void append_prometheus(prometheus_writer& w, const monitor_report& r);
+[[nodiscard]] std::string to_prometheus(const monitor_report& r);
+[[nodiscard]] std::string to_prometheus(const std::vector<monitor_report>& reports);
+void write_prometheus(std::ostream& os, const monitor_report& r);
+
+}  // namespace thread_system::monitoring

@@ -1,0 +1,188 @@
+#include "thread_system/monitoring/pool_monitor.hpp"
+
+#include <algorithm>
+#include <system_error>
+#include <utility>
+
+namespace thread_system::monitoring {
+
+pool_monitor::pool_monitor(collector source, monitor_options options)
+    : source_(std::move(source)), options_(std::move(options)) {
+  if (!source_) throw error_exception(error{error_code::invalid_argument, "pool_monitor: null collector"});
+  if (options_.interval.count() <= 0) {
+    throw error_exception(error{error_code::invalid_argument, "pool_monitor: interval must be positive"});
+  }
+  if (options_.window_samples < 2) {
+    throw error_exception(error{error_code::invalid_argument, "pool_monitor: window_samples must be at least 2"});
+  }
+  ring_.resize(options_.window_samples);  // the only allocation of the history
+}
+
+pool_monitor::~pool_monitor() { stop(); }
+
+std::uint64_t pool_monitor::now() const { return options_.clock ? options_.clock() : detail::steady_now_ns(); }
+
+result<void> pool_monitor::start() {
+  std::lock_guard lock(control_mutex_);
+  if (sampler_.joinable()) return make_error(error_code::already_started, "pool_monitor: sampler already running");
+  stop_requested_ = false;
+  try {
+    sampler_ = std::thread([this] { sampler_main(); });
+  } catch (const std::system_error& e) {
+    return make_error(error_code::resource_exhausted, std::string("pool_monitor: cannot start sampler: ") + e.what());
+  }
+  running_.store(true, std::memory_order_release);  // pairs with is_running()'s acquire
+  return {};
+}
+
+void pool_monitor::stop() noexcept {
+  std::thread t;
+  {
+    std::lock_guard lock(control_mutex_);
+    if (!sampler_.joinable()) return;
+    stop_requested_ = true;
+    t = std::move(sampler_);
+    running_.store(false, std::memory_order_release);  // pairs with is_running()'s acquire
+  }
+  control_cv_.notify_all();
+  t.join();
+}
+
+bool pool_monitor::is_running() const noexcept {
+  return running_.load(std::memory_order_acquire);  // pairs with the stores in start()/stop()
+}
+
+void pool_monitor::sampler_main() {
+  std::unique_lock lock(control_mutex_);
+  while (!stop_requested_) {
+    lock.unlock();
+    try {
+      (void)sample();
+    } catch (...) {
+      // A collector that throws (e.g. out of memory) loses this sample only.
+    }
+    lock.lock();
+    control_cv_.wait_for(lock, options_.interval, [this] { return stop_requested_; });
+  }
+}
+
+monitor_report pool_monitor::sample() {
+  std::lock_guard lock(mutex_);
+  monitor_report& r = latest_;
+  source_(r.metrics);  // reuses the vectors and histograms of the previous report
+  const std::uint64_t t = now();
+  r.metrics.steady_ns = t;
+  if (!options_.pool_label.empty()) r.metrics.pool_name = options_.pool_label;
+  derive(r, t);
+  return r;
+}
+
+void pool_monitor::derive(monitor_report& r, std::uint64_t t) {
+  const pool_metrics& m = r.metrics;
+  r.sample_number = ++samples_;
+
+  // History ring: overwrite the oldest entry.
+  ring_[ring_next_] = ring_entry{t, m.submitted, m.executed, m.cancelled, m.failed, m.queue_depth};
+  ring_next_ = (ring_next_ + 1) % ring_.size();
+  ring_size_ = std::min(ring_size_ + 1, ring_.size());
+  const ring_entry& newest = ring_[(ring_next_ + ring_.size() - 1) % ring_.size()];
+  const ring_entry& oldest = ring_[(ring_next_ + ring_.size() - ring_size_) % ring_.size()];
+
+  std::uint64_t min_depth = newest.queue_depth;
+  for (std::size_t i = 0; i < ring_size_; ++i) {
+    min_depth = std::min(min_depth, ring_[(ring_next_ + ring_.size() - 1 - i) % ring_.size()].queue_depth);
+  }
+  r.window_min_queue_depth = min_depth;
+  peak_queue_depth_ = std::max(peak_queue_depth_, m.queue_depth);
+  r.peak_queue_depth = peak_queue_depth_;
+
+  const auto delta = [](std::uint64_t later, std::uint64_t earlier) { return later >= earlier ? later - earlier : 0; };
+  const std::uint64_t span = ring_size_ >= 2 ? delta(newest.t, oldest.t) : 0;
+  r.window = std::chrono::nanoseconds(static_cast<std::chrono::nanoseconds::rep>(span));
+  r.window_executed = ring_size_ >= 2 ? delta(newest.executed, oldest.executed) : 0;
+  r.window_failed = ring_size_ >= 2 ? delta(newest.failed, oldest.failed) : 0;
+  const std::uint64_t finished =
+      ring_size_ >= 2 ? delta(newest.executed + newest.cancelled, oldest.executed + oldest.cancelled) : 0;
+  const double seconds = static_cast<double>(span) / 1e9;
+  r.throughput_per_s = seconds > 0 ? static_cast<double>(finished) / seconds : 0.0;
+  r.submit_rate_per_s = seconds > 0 ? static_cast<double>(delta(newest.submitted, oldest.submitted)) / seconds : 0.0;
+  r.error_rate =
+      r.window_executed > 0 ? static_cast<double>(r.window_failed) / static_cast<double>(r.window_executed) : 0.0;
+
+  // Per-worker: utilisation since the previous sample, and stuck detection.
+  const auto stuck_after =
+      static_cast<std::uint64_t>(std::max<std::int64_t>(0, options_.thresholds.stuck_after.count()));
+  tracks_.resize(m.workers.size());
+  r.workers.resize(m.workers.size());
+  r.stuck_workers = 0;
+  double utilisation_sum = 0.0;
+  for (std::size_t i = 0; i < m.workers.size(); ++i) {
+    const worker_metrics& w = m.workers[i];
+    worker_track& k = tracks_[i];
+    worker_report& out = r.workers[i];
+
+    const auto busy = static_cast<std::uint64_t>(w.busy_time.count());
+    out.recent_utilisation = 0.0;
+    if (k.have_prev && t > k.prev_t) {
+      out.recent_utilisation =
+          std::clamp(static_cast<double>(delta(busy, k.prev_busy_ns)) / static_cast<double>(t - k.prev_t), 0.0, 1.0);
+    }
+    k.prev_busy_ns = busy;
+    k.prev_t = t;
+    k.have_prev = true;
+    utilisation_sum += out.recent_utilisation;
+
+    out.stuck = false;
+    out.no_progress_for = std::chrono::nanoseconds{0};
+    if (!w.busy_since_known || w.busy_since_ns == 0) {
+      k.tracking = false;  // parked (or unknown): not stuck
+      continue;
+    }
+    if (k.tracking && k.busy_since == w.busy_since_ns && k.completed == w.completed()) {
+      const std::uint64_t observed = delta(t, k.first_seen);
+      out.no_progress_for = std::chrono::nanoseconds(static_cast<std::chrono::nanoseconds::rep>(observed));
+      out.stuck = stuck_after > 0 && observed >= stuck_after;
+    } else {
+      // A new state (another stretch, or progress): start observing it now.
+      k.busy_since = w.busy_since_ns;
+      k.completed = w.completed();
+      k.first_seen = t;
+      k.tracking = true;
+    }
+    if (out.stuck) ++r.stuck_workers;
+  }
+  r.recent_utilisation = m.workers.empty() ? 0.0 : utilisation_sum / static_cast<double>(m.workers.size());
+
+  r.wait = m.has_latency ? summarise(m.wait) : latency_summary{};
+  r.run = m.has_latency ? summarise(m.run) : latency_summary{};
+
+  health_inputs in;
+  in.have_window = ring_size_ >= 2 && span > 0;
+  in.throughput_per_s = r.throughput_per_s;
+  in.backlog_sustained = min_depth > 0;
+  in.queue_depth = m.queue_depth;
+  in.window_executed = r.window_executed;
+  in.window_failed = r.window_failed;
+  in.utilisation = r.recent_utilisation;
+  in.have_wait_latency = m.has_latency && m.wait.count > 0;
+  in.wait_p99_ns = r.wait.p99_ns;
+  in.workers = m.workers.size();
+  in.stuck_workers = r.stuck_workers;
+  r.health = evaluate_health(in, options_.thresholds);
+}
+
+std::optional<monitor_report> pool_monitor::latest() const {
+  std::lock_guard lock(mutex_);
+  if (samples_ == 0) return std::nullopt;
+  return latest_;
+}
+
+health_report pool_monitor::health() {
+  {
+    std::lock_guard lock(mutex_);
+    if (samples_ != 0) return latest_.health;
+  }
+  return sample().health;
+}
+
+}  // namespace thread_system::monitoring
