@@ -37,6 +37,9 @@ LIB_LABEL = {
     "openmp": "OpenMP (libgomp)",
     "std_async": "std::async",
     "naive": "naive mutex+condvar",
+    # logger section (thread_system_logger_benchmarks)
+    "spdlog_async": "spdlog async",
+    "spdlog_sync": "spdlog sync",
 }
 LIB_PACKAGE = {"onetbb": "libtbb-dev", "boost_asio": "libboost-dev", "openmp": "g++ (libgomp)"}
 LIB_CONTEXT = {"onetbb": "have_onetbb", "boost_asio": "have_boost_asio", "openmp": "have_openmp"}
@@ -49,6 +52,7 @@ MODES = {
         core=r"^BM_(PoolCreateStartStop/(1|2)/|SubmitToStartLatency/queued:(0|1000)/|IdleLatency)",
         queue=r"^(latency_pair/|pc/[^/]+/P:(1|2)/C:[0-9]+/ops:10000/|memory/[^/]+/jobs:10000/)",
         report=r"^(throughput|latency|create/[^/]+/workers:(1|2)/)",
+        logger=r"^logger_(single/[^/]+/chars:123|threads/[^/]+/threads:4|latency)/",
     ),
     "quick": dict(
         reps=5,
@@ -57,6 +61,7 @@ MODES = {
         queue=r"^(latency_(enqueue|dequeue|pair)/|batch/[^/]+/batch:128/|pc/[^/]+/P:[0-9]+/C:[0-9]+/ops:10000/|"
         r"contention/[^/]+/real_time/threads:(1|2|4)$|memory/[^/]+/jobs:100000/)",
         report=r"^(throughput|latency|create)/",
+        logger=r"^logger_",
     ),
     "full": dict(
         reps=5,
@@ -64,6 +69,7 @@ MODES = {
         core=None,
         queue=None,
         report=r"^(throughput|latency|create)/",
+        logger=r"^logger_",
     ),
 }
 ISOLATED = r"^(memory_per_worker|idle_cpu|queued_bytes)/"  # one process per benchmark
@@ -721,6 +727,87 @@ def table_queues(queue_json, out):
     out.append("")
 
 
+LOGGER_PEERS = ["spdlog_async", "spdlog_sync"]
+
+
+def table_logger(runs, out, not_built, cores):
+    """The async logger (thread_system::logger) against spdlog, from thread_system_logger_benchmarks."""
+    out.append("## Async logger vs spdlog\n")
+    out.append("Mirrors the seed's logger tables (*Single-Threaded Performance*, *Multi-Threaded Scalability*, "
+               "*Formatted Logging*, *Burst Logging*, *Latency Characteristics*). `thread_system::logger` "
+               "(block policy) against spdlog 1.10's `async_logger` (block policy, one worker) and its synchronous "
+               "`logger`. Same buffer on both async sides (8192 entries; ours: 128-byte slots, a 123-char message "
+               "takes two); counting sinks that neither format nor write, so neither disk nor line formatting "
+               "dominates (the /dev/null row adds a real file sink on both sides). Wall clock from the first call "
+               "until the sink has counted every message; 20000 messages per iteration (bursts: one burst, then "
+               "wait). Cells: median messages/s (min–max) and ratio vs Thread System (> 1: the peer is faster). "
+               "Source and method: `logger/benchmarks/logger_benchmarks.cpp`, docs/LOGGER.md.\n")
+    if not_built:
+        out.append("_thread_system_logger_benchmarks not built ({fmt} missing?): no data._\n")
+        return
+    if not keys_of(runs, "logger_single"):
+        out.append("_No data (logger benchmarks not run in this mode)._\n")
+        return
+    if runs.context.get("have_spdlog") != "1":
+        out.append("spdlog was not found when building (apt-get install libspdlog-dev): Thread System only.\n")
+    measured = {lib for fam in ("logger_single", "logger_threads", "logger_latency") for lib, _, _ in keys_of(runs, fam)}
+    libs = ["thread_system"] + [l for l in LOGGER_PEERS if l in measured]
+
+    def rate_row(label, family, suffix, config):
+        ours = runs.stat(f"{family}/thread_system{suffix}", "items_per_second")
+        if ours is None:
+            return None
+        row = [label, cell(ours, "rate")]
+        for lib in libs[1:]:
+            st = runs.stat(f"{family}/{lib}{suffix}", "items_per_second")
+            r = compare("logger", config, lib, "msgs/s", st, ours, True)
+            row.append("–" if st is None else f"{cell(st, 'rate')} **{fmt_ratio(r)}**")
+        return "| " + " | ".join(row) + " |"
+
+    header = "| workload | Thread System | " + " | ".join(LIB_LABEL[l] for l in libs[1:]) + " |"
+    rule = "|---|---:|" + "---:|" * (len(libs) - 1)
+    rows = []
+    for chars in values(runs, "logger_single", "chars"):
+        rows.append(rate_row(f"1 thread, {chars}-char messages", "logger_single", f"/chars:{chars}", f"1 thread, {chars} chars"))
+    for chars in values(runs, "logger_devnull", "chars"):
+        rows.append(rate_row(f"1 thread, {chars} chars, + file sink on /dev/null", "logger_devnull", f"/chars:{chars}",
+                             f"1 thread, {chars} chars, /dev/null file"))
+    if runs.stat("logger_formatted/thread_system", "items_per_second"):
+        rows.append(rate_row("1 thread, formatted (int, string, int, double)", "logger_formatted", "", "formatted"))
+    for t in values(runs, "logger_threads", "threads"):
+        rows.append(rate_row(f"{t} producer thread{'s' if t > 1 else ''}{oversub(t + 1, cores)}, 123 chars",
+                             "logger_threads", f"/threads:{t}", f"{t} producers"))
+    for b in values(runs, "logger_burst", "burst"):
+        rows.append(rate_row(f"bursts of {b}, then wait until written", "logger_burst", f"/burst:{b}", f"burst {b}"))
+    rows = [r for r in rows if r]
+    if rows:
+        out.append("### Throughput (messages/s)\n")
+        out.append("Producer threads + the writer share the machine's cores (oversubscribed when producers + writer > "
+                   f"{cores}). spdlog sync does the sink call on the calling thread (nothing queued).\n")
+        out.extend([header, rule] + rows)
+        out.append("")
+    ours_mean = runs.stat("logger_latency/thread_system", "mean_ns")
+    if ours_mean:
+        out.append("### Per-call latency (123 chars, buffer never full)\n")
+        out.append("Each call timed with steady_clock on the producer (1000 calls per iteration, then the writer "
+                   "drains untimed); percentiles over all calls of a repetition, median over repetitions.\n")
+        out.append("| library | mean | p50 | p99 | mean ratio | p99 ratio |")
+        out.append("|---|---:|---:|---:|---:|---:|")
+        ours_p99 = runs.stat("logger_latency/thread_system", "p99_ns")
+        for lib in libs:
+            key = f"logger_latency/{lib}"
+            st = [runs.stat(key, f) for f in ("mean_ns", "p50_ns", "p99_ns")]
+            if st[0] is None:
+                continue
+            if lib == "thread_system":
+                ratios = ["1.00×", "1.00×"]
+            else:
+                ratios = [fmt_ratio(compare("logger latency", "per call", lib, "mean call latency", st[0], ours_mean, False)),
+                          fmt_ratio(compare("logger latency", "per call", lib, "p99 call latency", st[2], ours_p99, False))]
+            out.append(f"| {LIB_LABEL[lib]} | " + " | ".join(cell(x, "ns") for x in st) + " | " + " | ".join(ratios) + " |")
+        out.append("")
+
+
 def section_losses(out):
     out.append("## Where Thread System loses\n")
     out.append("Computed from the tables above: every comparison where a peer's median beats Thread System's. "
@@ -732,7 +819,7 @@ def section_losses(out):
         out.append(f"_None: Thread System's median is the best in all {len(COMPARISONS)} comparisons._\n")
         return
     units = {"jobs/s": "rate", "RSS per worker": "bytes", "bytes per queued job": "bytes", "create+join time": "ns",
-             "p50 submit→start": "ns"}
+             "p50 submit→start": "ns", "mean call latency": "ns", "p99 call latency": "ns"}
     out.append(f"{len(losses)} of {len(COMPARISONS)} comparisons, worst first.\n")
     out.append("| table | configuration | peer | metric | peer | Thread System | peer better by | clear? |")
     out.append("|---|---|---|---|---:|---:|---:|---|")
@@ -871,6 +958,7 @@ def main():
         "core": os.path.join(build, "benchmarks", "thread_system_benchmarks"),
         "queue": os.path.join(build, "benchmarks", "queues", "thread_system_queue_benchmarks"),
         "report": os.path.join(build, "benchmarks", "report", "thread_system_report_benchmarks"),
+        "logger": os.path.join(build, "logger", "benchmarks", "thread_system_logger_benchmarks"),
     }
     missing = [k for k, b in binaries.items() if not os.access(b, os.X_OK)]
     for k in missing:
@@ -895,6 +983,9 @@ def main():
         for i, name in enumerate(isolated):
             flt = "^" + re.escape(name) + "$"
             steps.append((name, binaries["report"], flt, cfg["reps"], f"isolated_{i:03d}.json", False, env))
+
+    if "logger" not in missing:
+        steps.append(("thread_system_logger_benchmarks", binaries["logger"], cfg["logger"], cfg["reps"], "logger.json", True, env_shared))
 
     total = 0
     counts = []
@@ -964,6 +1055,7 @@ def main():
     table_scheduler(runs, out)
     table_injector(runs, out)
     table_queues(queue_json, out)
+    table_logger(runs, out, "logger" in missing, cores)
     if runs.errors:
         out.append("## Benchmarks that reported errors\n")
         for k, v in sorted(runs.errors.items()):

@@ -1,0 +1,46 @@
+// log_sink: where the async logger's records go. Implement it to send
+// records anywhere; the library ships console, file, rotating-file, callback
+// and null sinks (thread_system/logger/sinks/).
+//
+// Contract for implementers:
+//   * A logger calls write() and flush() only from its single writer thread,
+//     never concurrently with each other, in the order the records were read
+//     from the buffer (per producer thread: the order of its calls).
+//   * A sink instance should belong to one logger. Sharing one between
+//     loggers means concurrent calls from several writer threads; only sinks
+//     documented as internally synchronised allow that.
+//   * write() receives views valid for the call only (see log_record.hpp).
+//   * Report failures as `result` errors (or exceptions): the logger counts
+//     each failed write/flush in `logger_statistics::sink_errors` and passes
+//     the error to its error handler. A failure never stops the writer, and
+//     the record still goes to the other sinks.
+//   * flush(): push everything written so far to its destination (fflush, a
+//     network send...). The logger calls it for `logger::flush()`, at stop,
+//     when its buffer runs empty (if `flush_when_idle`), and after records at
+//     or above `flush_level`.
+//   * The logger keeps its sinks (shared_ptr) alive until its writer thread
+//     has exited; a sink is destroyed when the last owner lets go.
+#pragma once
+
+#include "thread_system/core/error.hpp"
+#include "thread_system/logger/log_record.hpp"
+
+namespace thread_system {
+
+class log_sink {
+ public:
+  virtual ~log_sink() = default;
+
+  /// Writes one record. Called on the writer thread only.
+  virtual result<void> write(const log_entry& entry) = 0;
+
+  /// Pushes buffered output to its destination. Called on the writer thread only.
+  virtual result<void> flush() = 0;
+
+ protected:
+  log_sink() = default;
+  log_sink(const log_sink&) = default;
+  log_sink& operator=(const log_sink&) = default;
+};
+
+}  // namespace thread_system

@@ -1,0 +1,40 @@
+// callback_sink: hands each record to a user function.
+//
+// The function runs on the logger's writer thread, once per record, in the
+// order the logger writes them; its argument (and the views in the record)
+// is valid only during the call. An exception it throws is caught by the
+// logger and counted as a sink error. It may log to the same logger (such
+// calls never block: if the buffer is full they are dropped and counted) but
+// must not call that logger's flush() (it returns invalid_argument).
+#pragma once
+
+#include <functional>
+#include <utility>
+
+#include "thread_system/logger/sink.hpp"
+
+namespace thread_system {
+
+class callback_sink final : public log_sink {
+ public:
+  using callback = std::function<void(const log_entry&)>;
+  using flush_callback = std::function<void()>;
+
+  explicit callback_sink(callback on_write, flush_callback on_flush = {})
+      : on_write_(std::move(on_write)), on_flush_(std::move(on_flush)) {}
+
+  result<void> write(const log_entry& entry) override {
+    if (on_write_) on_write_(entry);
+    return {};
+  }
+  result<void> flush() override {
+    if (on_flush_) on_flush_();
+    return {};
+  }
+
+ private:
+  callback on_write_;
+  flush_callback on_flush_;
+};
+
+}  // namespace thread_system
