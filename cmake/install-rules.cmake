@@ -24,3 +24,20 @@ install(FILES
   "${PROJECT_BINARY_DIR}/thread_system-config.cmake"
   "${PROJECT_BINARY_DIR}/thread_system-config-version.cmake"
   DESTINATION ${THREAD_SYSTEM_CMAKE_DIR})
+
+# Optional components (thread_system::monitoring, thread_system::logger):
+# each its own export set, so the core package never depends on {fmt}. The
+# package config includes a component's targets when they were installed.
+function(thread_system_install_component target component)
+  install(TARGETS ${target}
+    EXPORT thread_system-${component}-targets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(DIRECTORY include/thread_system DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(EXPORT thread_system-${component}-targets
+    FILE thread_system-${component}-targets.cmake
+    NAMESPACE thread_system::
+    DESTINATION ${THREAD_SYSTEM_CMAKE_DIR})
+endfunction()

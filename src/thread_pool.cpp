@@ -233,6 +233,57 @@ std::size_t thread_pool::worker_count() const {
   return active_workers_locked();
 }
 
+result<int> thread_pool::worker_os_tid(std::size_t worker) const {
+  thread_worker* w = nullptr;
+  {
+    std::lock_guard lock(lifecycle_mutex_);
+    if (worker >= workers_.size()) {
+      return make_error(error_code::invalid_argument,
+                        "thread_pool '" + name_ + "': no worker " + std::to_string(worker));
+    }
+    w = workers_[worker].get();
+    // relaxed: membership only read for this check.
+    if (!w->thread_.joinable() || w->membership_.load(std::memory_order_relaxed) == thread_worker::exited) {
+      return make_error(error_code::invalid_argument,
+                        "thread_pool '" + name_ + "': worker " + std::to_string(worker) + " is not running");
+    }
+  }
+  // The thread may be starting: its id appears in a moment.
+  for (;;) {
+    const int tid = w->os_tid_.load(std::memory_order_acquire);  // pairs with the store in worker_main()
+    if (tid != 0) return tid;
+    std::this_thread::yield();
+  }
+}
+
+result<void> thread_pool::set_affinity(std::size_t worker, std::span<const int> cpus) {
+  auto tid = worker_os_tid(worker);
+  if (!tid) return unexpected_error(tid.error());
+  return detail::set_thread_affinity(*tid, cpus);
+}
+
+result<void> thread_pool::set_nice(std::size_t worker, int nice) {
+  auto tid = worker_os_tid(worker);
+  if (!tid) return unexpected_error(tid.error());
+  return detail::set_thread_nice(*tid, nice);
+}
+
+timer_queue* thread_pool::timers() {
+  std::lock_guard lock(timers_mutex_);
+  if (timers_closed_) return nullptr;
+  if (!timers_) {
+    timer_queue_options o;
+    o.name = name_.substr(0, 9) + "-timer";
+    timers_ = std::make_unique<timer_queue>([this](job_function&& f) { return push_one(std::move(f)); }, o);
+  }
+  return timers_.get();
+}
+
+timer_statistics thread_pool::get_timer_statistics() const {
+  std::lock_guard lock(timers_mutex_);
+  return timers_ ? timers_->statistics() : timer_statistics{};
+}
+
 std::size_t thread_pool::active_workers_locked() const noexcept {
   std::size_t n = 0;
   for (const auto& w : workers_) {
@@ -528,6 +579,8 @@ void thread_pool::wake_all_groups() noexcept {
 
 void thread_pool::worker_main(thread_worker& w) {
   tl_context = worker_context{this, &w};
+  // release: pairs with the acquire load in worker_os_tid().
+  w.os_tid_.store(detail::current_os_thread_id(), std::memory_order_release);
   (void)detail::set_current_thread_name(w.name_.empty() ? name_ + "-" + std::to_string(w.index_) : w.name_);
   std::array<job_function, max_batch> local;
   std::uint64_t busy_since = 0;
@@ -852,6 +905,15 @@ stop_report thread_pool::stop(stop_mode mode) {
     throw error_exception(
         error{error_code::invalid_argument, "thread_pool::stop() called from one of the pool's own workers"});
   }
+  // Timers first, while the pool still accepts their due runs (see
+  // timer_queue.hpp: drain dispatches due one-shot timers, cancels the rest).
+  timer_queue* timer_queue_to_stop = nullptr;
+  {
+    std::lock_guard lock(timers_mutex_);
+    timers_closed_ = true;
+    timer_queue_to_stop = timers_.get();
+  }
+  if (timer_queue_to_stop != nullptr) (void)timer_queue_to_stop->stop(mode);
   std::lock_guard stop_lock(stop_mutex_);
   std::vector<thread_worker*> to_join;
   bool was_running = false;

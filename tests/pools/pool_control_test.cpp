@@ -2,11 +2,16 @@
 // backpressure policies, pause/resume, and jobs that carry cancellation tokens.
 #include <gtest/gtest.h>
 
+#include <sched.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <latch>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -486,4 +491,121 @@ TEST(PoolResize, RefusesBadCountsAndStoppedPools) {
   EXPECT_EQ(seed.worker_count(), 3U);
   ASSERT_TRUE(seed.start());
   EXPECT_EQ(seed.submit([] { return 1; }).get(), 1);
+}
+
+// ---- timers on the pool ----------------------------------------------------------
+
+TEST(PoolTimers, DelayedJobsRunOnTheWorkersInDueOrder) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  std::mutex m;
+  std::vector<int> order;
+  const auto start = std::chrono::steady_clock::now();
+  std::atomic<std::int64_t> earliest_ns{0};
+  for (int i : {3, 1, 2}) {
+    ASSERT_TRUE(pool.schedule_after(std::chrono::milliseconds(10 * i), [&, i] {
+      std::lock_guard lock(m);
+      order.push_back(i);
+      if (i == 1) {
+        earliest_ns.store(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
+            std::memory_order_relaxed);  // read after wait below
+      }
+    }));
+  }
+  auto at = pool.schedule_at(start + 40ms, [&] {
+    std::lock_guard lock(m);
+    order.push_back(4);
+  });
+  ASSERT_TRUE(at);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    {
+      std::lock_guard lock(m);
+      if (order.size() == 4 || std::chrono::steady_clock::now() > deadline) break;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  std::lock_guard lock(m);
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_GE(earliest_ns.load(std::memory_order_relaxed), std::chrono::nanoseconds(10ms).count());  // never early
+  EXPECT_EQ(pool.get_timer_statistics().fired, 4U);
+}
+
+TEST(PoolTimers, StopCancelsPendingTimersAndCountsThem) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  std::atomic<int> ran{0};
+  auto h1 = pool.schedule_after(1h, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); });     // bookkeeping
+  auto h2 = pool.schedule_every(50ms, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); });   // bookkeeping
+  auto h3 = pool.schedule_after(1ms, [&ran] { ran.fetch_add(100, std::memory_order_relaxed); });  // bookkeeping
+  ASSERT_TRUE(h1 && h2 && h3);
+  std::this_thread::sleep_for(20ms);  // h3 is due
+  (void)pool.stop(ts::stop_mode::drain);
+  const auto t = pool.get_timer_statistics();
+  EXPECT_EQ(t.scheduled, 3U);
+  EXPECT_GE(t.cancelled, 2U);  // the hour-long timer and the periodic one
+  EXPECT_EQ(ran.load(std::memory_order_relaxed) % 100, 0) << "the periodic timer (period 50 ms) must not have run";
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 100);
+  EXPECT_FALSE((*h1).is_active());
+  auto late = pool.schedule_after(1ms, [] {});
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error().code(), ts::error_code::pool_stopped);
+}
+
+TEST(PoolTimers, PeriodicJobNeverOverlapsItself) {
+  ts::thread_pool pool{4, ts::test::pool_opts()};
+  std::atomic<int> inside{0};
+  std::atomic<int> max_inside{0};
+  std::atomic<int> runs{0};
+  auto h = pool.schedule_every(1ms, [&] {
+    const int now = inside.fetch_add(1, std::memory_order_acq_rel) + 1;  // pairs with the decrement below
+    int seen = max_inside.load(std::memory_order_relaxed);
+    while (now > seen && !max_inside.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
+    }
+    std::this_thread::sleep_for(5ms);              // longer than the period
+    runs.fetch_add(1, std::memory_order_relaxed);  // bookkeeping
+    inside.fetch_sub(1, std::memory_order_acq_rel);
+  });
+  ASSERT_TRUE(h);
+  while (runs.load(std::memory_order_relaxed) < 5) std::this_thread::sleep_for(1ms);
+  EXPECT_TRUE((*h).cancel());
+  pool.wait_idle();
+  EXPECT_EQ(max_inside.load(std::memory_order_relaxed), 1);
+  EXPECT_GT(pool.get_timer_statistics().skipped_periods, 0U);
+}
+
+// ---- worker threads ----------------------------------------------------------------
+
+TEST(PoolThreads, AffinityAndNiceApplyToTheWorkerThread) {
+  ts::thread_pool pool{1, ts::test::pool_opts("pinned")};
+  const int cpu0[] = {0};
+  auto pinned = pool.set_affinity(0, cpu0);
+#if defined(__linux__)
+  ASSERT_TRUE(pinned) << pinned.error().to_string();
+  auto where = pool.submit([] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    EXPECT_EQ(::sched_getaffinity(0, sizeof set, &set), 0);
+    return CPU_COUNT(&set) == 1 && CPU_ISSET(0, &set);
+  });
+  EXPECT_TRUE(where.get());
+  ASSERT_TRUE(pool.set_nice(0, 19));  // lowering priority needs no privilege
+  auto nice_seen = pool.submit([] {
+    errno = 0;
+    return ::getpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)));
+  });
+  EXPECT_EQ(nice_seen.get(), 19);
+  const int no_such_cpu[] = {1 << 20};
+  auto bad_cpu = pool.set_affinity(0, no_such_cpu);
+  ASSERT_FALSE(bad_cpu);
+  EXPECT_EQ(bad_cpu.error().code(), ts::error_code::invalid_argument);
+  auto bad_nice = pool.set_nice(0, 40);
+  ASSERT_FALSE(bad_nice);
+  EXPECT_EQ(bad_nice.error().code(), ts::error_code::invalid_argument);
+#else
+  ASSERT_FALSE(pinned);
+  EXPECT_EQ(pinned.error().code(), ts::error_code::not_supported);
+#endif
+  auto no_worker = pool.set_nice(7, 1);
+  ASSERT_FALSE(no_worker);
+  EXPECT_EQ(no_worker.error().code(), ts::error_code::invalid_argument);
 }

@@ -1,6 +1,7 @@
 // Platform helpers for worker threads (implemented in src/platform.cpp).
 #pragma once
 
+#include <span>
 #include <string_view>
 
 #include "thread_system/core/error.hpp"
@@ -10,6 +11,19 @@ namespace thread_system::detail {
 /// Names the calling thread for the OS (visible in top, gdb, perf). Linux
 /// keeps at most 15 bytes; longer names are truncated, not refused.
 result<void> set_current_thread_name(std::string_view name) noexcept;
+
+/// The calling thread's OS thread id (Linux: gettid()), 0 where there is none.
+[[nodiscard]] int current_os_thread_id() noexcept;
+
+/// Pins the thread with OS id `os_tid` to `cpus` (Linux). Empty, negative or
+/// offline CPUs: invalid_argument; other platforms: not_supported; a refusal
+/// by the OS: the errno text.
+result<void> set_thread_affinity(int os_tid, std::span<const int> cpus) noexcept;
+
+/// Sets the nice level (-20..19) of the thread with OS id `os_tid` (Linux:
+/// nice is per thread). Out of range: invalid_argument; raising priority
+/// without the privilege: not_supported with the errno text.
+result<void> set_thread_nice(int os_tid, int nice) noexcept;
 
 /// Pause instruction for spin loops.
 inline void cpu_relax() noexcept {

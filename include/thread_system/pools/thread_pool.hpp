@@ -62,6 +62,7 @@
 #include "thread_system/pools/thread_worker.hpp"
 #include "thread_system/scheduler/future.hpp"
 #include "thread_system/scheduler/injector.hpp"
+#include "thread_system/scheduler/timer_queue.hpp"
 #include "thread_system/scheduler/worker_statistics.hpp"
 #include "thread_system/sync/cancellation.hpp"
 #include "thread_system/sync/event_count.hpp"
@@ -381,6 +382,61 @@ class thread_pool {
     return std::move(result_future);
   }
 
+  // ---- timers --------------------------------------------------------------
+  // Delayed and periodic jobs run on this pool. One timer thread per pool,
+  // created on first use and parked while nothing is due. The contract is
+  // timer_queue's (timer_queue.hpp): a run never starts early; periodic runs
+  // keep to their grid (no drift) and never overlap; timer_handle::cancel()
+  // prevents runs not yet started. stop() stops the timers first: drain
+  // dispatches one-shot timers already due and cancels (and counts, see
+  // get_timer_statistics()) every other timer; afterwards schedule_*()
+  // returns `pool_stopped`.
+
+  /// Runs `f` once, `delay` from now.
+  template <typename Rep, typename Period, typename F>
+  result<timer_handle> schedule_after(std::chrono::duration<Rep, Period> delay, F&& f) {
+    timer_queue* t = timers();
+    if (t == nullptr) return stopped_error();
+    return t->schedule_after(delay, std::forward<F>(f));
+  }
+  /// Runs `f` once at `when` (steady_clock; at once if that has passed).
+  template <typename Duration, typename F>
+  result<timer_handle> schedule_at(std::chrono::time_point<std::chrono::steady_clock, Duration> when, F&& f) {
+    timer_queue* t = timers();
+    if (t == nullptr) return stopped_error();
+    return t->schedule_at(when, std::forward<F>(f));
+  }
+  /// Runs `f` every `period`, first after one period. `f` may take a
+  /// `const timer_tick&` (its scheduled time and index).
+  template <typename Rep, typename Period, typename F>
+  result<timer_handle> schedule_every(std::chrono::duration<Rep, Period> period, F&& f) {
+    timer_queue* t = timers();
+    if (t == nullptr) return stopped_error();
+    return t->schedule_every(period, std::forward<F>(f));
+  }
+  /// Runs `f` every `period`, first after `initial_delay`.
+  template <typename Rep1, typename Period1, typename Rep2, typename Period2, typename F>
+  result<timer_handle> schedule_every(std::chrono::duration<Rep1, Period1> initial_delay,
+                                      std::chrono::duration<Rep2, Period2> period, F&& f) {
+    timer_queue* t = timers();
+    if (t == nullptr) return stopped_error();
+    return t->schedule_every(initial_delay, period, std::forward<F>(f));
+  }
+  /// Timers scheduled, fired, cancelled (including by stop()), skipped.
+  [[nodiscard]] timer_statistics get_timer_statistics() const;
+
+  // ---- threads ----------------------------------------------------------------
+
+  /// Pins worker `worker` (index in get_workers()) to `cpus` (Linux).
+  /// `invalid_argument` for a worker that is not running or a CPU that does
+  /// not exist; `not_supported` where the platform cannot do it or the OS
+  /// refuses. Worker threads are named "<pool name>-<index>" (or the worker's
+  /// own name) for the OS.
+  result<void> set_affinity(std::size_t worker, std::span<const int> cpus);
+  /// Sets worker `worker`'s nice level (-20..19; Linux, per thread). Raising
+  /// priority needs privileges: `not_supported` with the OS's reason.
+  result<void> set_nice(std::size_t worker, int nice);
+
   // ---- lifecycle -----------------------------------------------------------
 
   /// Pauses the pool: jobs are still accepted, but none starts until
@@ -470,6 +526,11 @@ class thread_pool {
     return r;
   }
   result<void> acquire_room(std::span<job_function> fns, bool& ran_inline);
+  timer_queue* timers();
+  unexpected_error stopped_error() const {
+    return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
+  }
+  [[nodiscard]] result<int> worker_os_tid(std::size_t worker) const;
   [[nodiscard]] bool try_reserve(std::size_t n) noexcept;
   void release_room(std::size_t n) noexcept;
   [[nodiscard]] bool drop_oldest_queued();
@@ -563,6 +624,12 @@ class thread_pool {
   std::atomic<std::size_t> group_count_{0};
 
   event_count became_idle_;  // wait_idle() parks here
+
+  // Declared last: destroyed first, so its thread is gone before the queue
+  // and workers it dispatches into.
+  mutable std::mutex timers_mutex_;
+  std::unique_ptr<timer_queue> timers_;  // created under timers_mutex_, never replaced
+  bool timers_closed_ = false;           // guarded by timers_mutex_
 };
 
 }  // namespace thread_system

@@ -130,6 +130,10 @@ class thread_worker {
   std::uint64_t responsibility_mask_ = ~std::uint64_t{0};
 
  private:
+  // The OS thread id of the running thread (0 before it started); set by
+  // the worker itself, read by set_affinity()/set_nice().
+  std::atomic<int> os_tid_{0};
+
   // resize(): active -> retiring (set by the pool) -> exited (set by the
   // worker when it leaves its loop), or retiring -> active again when the
   // pool grows before the worker left.
