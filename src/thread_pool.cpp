@@ -461,7 +461,7 @@ bool thread_pool::drop_oldest_queued() {
   return true;
 }
 
-void thread_pool::run_on_caller(job_function& fn) {
+job_outcome thread_pool::run_guarded(job_function& fn) noexcept {
   job_outcome outcome = job_outcome::succeeded;
   try {
     outcome = fn.run();
@@ -469,7 +469,12 @@ void thread_pool::run_on_caller(job_function& fn) {
     outcome = job_outcome::failed_reported;
     report_failure(std::current_exception());
   }
-  fn.reset();
+  fn.reset();  // the job's captures are destroyed before it counts as done
+  return outcome;
+}
+
+void thread_pool::run_on_caller(job_function& fn) {
+  const job_outcome outcome = run_guarded(fn);
   if (outcome == job_outcome::cancelled) {
     caller_cancelled_.fetch_add(1, std::memory_order_relaxed);  // statistics only
     return;
@@ -783,14 +788,7 @@ void thread_pool::execute(thread_worker& w, job_function& fn) {
     w.wait_histogram_.record(wait);
     if (tag != 0) queue_->note_wait(tag, wait);
   }
-  job_outcome outcome = job_outcome::succeeded;
-  try {
-    outcome = fn.run();
-  } catch (...) {
-    outcome = job_outcome::failed_reported;
-    report_failure(std::current_exception());
-  }
-  fn.reset();  // the job's captures are destroyed before it counts as done
+  const job_outcome outcome = run_guarded(fn);
   if (stamp != 0) w.run_histogram_.record(now_ns() - started);
   if (outcome == job_outcome::cancelled) {
     // The job saw its token cancelled and completed its own future.

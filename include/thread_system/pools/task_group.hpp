@@ -78,21 +78,15 @@ class task_group {
       std::uint32_t v = pending_.load(std::memory_order_acquire);  // pairs with finish()'s release part
       if ((v & count_mask) == 0) break;
       if (detail::on_pool_worker()) {
-        if (detail::help_current_pool_once()) {
-          idle_rounds = 0;
-          continue;
-        }
-        // The last jobs run elsewhere: poll gently, then sleep in short
+        // The last jobs may run elsewhere: help, poll, then sleep in short
         // slices (new work for this worker may still appear).
-        if (++idle_rounds < 64) {
-          for (int i = 0; i < 32; ++i) detail::cpu_relax();
-          continue;
-        }
+        std::int64_t slice_ns = 0;
+        if (detail::help_or_back_off(idle_rounds, slice_ns) != detail::helping_round::sleep) continue;
         if ((v & sleeper_bit) == 0 &&
             !pending_.compare_exchange_weak(v, v | sleeper_bit, std::memory_order_acq_rel, std::memory_order_acquire)) {
           continue;
         }
-        detail::futex_wait_for(pending_, v | sleeper_bit, 100'000);
+        detail::futex_wait_for(pending_, v | sleeper_bit, slice_ns);
         continue;
       }
       // Announce a sleeper in the top bit, then sleep while nothing changes.

@@ -535,6 +535,8 @@ class thread_pool {
   void release_room(std::size_t n) noexcept;
   [[nodiscard]] bool drop_oldest_queued();
   void run_on_caller(job_function& fn);
+  // Runs `fn`, reports an escaping exception, destroys the callable.
+  job_outcome run_guarded(job_function& fn) noexcept;
 
   // Stamps `fn` with the enqueue time when this thread's sampling countdown
   // says so.

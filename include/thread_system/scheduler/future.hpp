@@ -26,6 +26,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "thread_system/detail/thread_naming.hpp"
 #include "thread_system/core/error.hpp"
 #include "thread_system/detail/futex.hpp"
 
@@ -38,6 +39,27 @@ namespace detail {
 // when no job was found, return false.
 bool help_current_pool_once();
 [[nodiscard]] bool on_pool_worker() noexcept;
+
+// One round of a helping wait, for a waiter on a pool worker whose condition
+// is still false: runs one job of the current pool (`helped`), or - when
+// there is none, the awaited work running elsewhere - polls gently for the
+// first rounds (`polled`), then tells the caller to sleep for at most
+// `max_sleep_ns` before looking again (`sleep`): new jobs to help with may
+// appear, so a worker never sleeps indefinitely. `idle_rounds` belongs to
+// the caller's wait and starts at 0.
+enum class helping_round { helped, polled, sleep };
+inline helping_round help_or_back_off(unsigned& idle_rounds, std::int64_t& max_sleep_ns) {
+  if (help_current_pool_once()) {
+    idle_rounds = 0;
+    return helping_round::helped;
+  }
+  if (++idle_rounds < 64) {
+    for (int i = 0; i < 32; ++i) cpu_relax();
+    return helping_round::polled;
+  }
+  max_sleep_ns = idle_rounds < 128 ? 20'000 : 200'000;
+  return helping_round::sleep;
+}
 
 // Completion flag with a futex-friendly word: 0 = pending, 1 = ready,
 // 2 = pending and a thread sleeps on it.

@@ -146,17 +146,8 @@ class wait_group {
       }
       if (detail::on_pool_worker()) {
         // The pool catches a helped job's exception on its failure path.
-        if (detail::help_current_pool_once()) {
-          idle_rounds = 0;
-          continue;
-        }
-        // The remaining pieces run elsewhere: poll gently, then sleep in
-        // short slices (new jobs for this worker to help with may appear).
-        if (++idle_rounds < 64) {
-          for (int i = 0; i < 32; ++i) detail::cpu_relax();
-          continue;
-        }
-        const std::int64_t cap = idle_rounds < 128 ? 20'000 : 200'000;
+        std::int64_t cap = 0;
+        if (detail::help_or_back_off(idle_rounds, cap) != detail::helping_round::sleep) continue;
         slice_ns = slice_ns < 0 || slice_ns > cap ? cap : slice_ns;
       }
       // Announce a sleeper, then sleep while the word is unchanged.
