@@ -140,7 +140,7 @@ result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<thread_worke
       } catch (const std::system_error& e) {
         workers_.pop_back();
         return make_error(error_code::resource_exhausted,
-                          std::string("thread_pool: cannot create thread: ") + e.what());
+                          std::string("thread_pool: cannot start the worker: ") + e.what());
       }
     }
   }
@@ -299,7 +299,12 @@ void thread_pool::restart_worker(thread_worker& w) {
   // published steal slot, group and node cache.
   if (w.thread_.joinable()) w.thread_.join();
   w.membership_.store(thread_worker::active, std::memory_order_relaxed);  // the thread start below publishes it
-  w.thread_ = std::thread([this, &w] { worker_main(w); });
+  try {
+    w.thread_ = std::thread([this, &w] { worker_main(w); });
+  } catch (...) {
+    w.membership_.store(thread_worker::exited, std::memory_order_relaxed);  // no thread: not a worker
+    throw;
+  }
 }
 
 result<void> thread_pool::resize(std::size_t n) {
@@ -391,6 +396,7 @@ result<void> thread_pool::push_local(thread_worker& w, job_function&& fn) {
     return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
   }
   stamp_if_sampled(fn);
+  fn.set_tag(static_cast<std::uint8_t>(fn.tag() & ~bounded_tag));  // local jobs hold no room
   detail::job_node* node = w.node_cache_.allocate();
   node->fn = std::move(fn);
   // release: the accepted count is published before the job can be stolen
@@ -450,7 +456,7 @@ void thread_pool::release_room(std::size_t n) noexcept {
 
 bool thread_pool::drop_oldest_queued() {
   std::array<job_function, 1> oldest;
-  if (queue_->pop_share(oldest, 1) == 0) return false;
+  if (queue_->pop_victim(oldest) == 0) return false;
   const std::uint8_t tag = oldest[0].tag();
   oldest[0].cancel("job dropped by backpressure::drop_oldest to make room");
   oldest[0].reset();
@@ -462,6 +468,10 @@ bool thread_pool::drop_oldest_queued() {
 }
 
 job_outcome thread_pool::run_guarded(job_function& fn) noexcept {
+  // A job without a token must not see the token of a job it runs inside
+  // (a helping wait, caller_runs): token_job sets its own.
+  const cancellation_token* outer_token = this_job::detail::current_token;
+  this_job::detail::current_token = nullptr;
   job_outcome outcome = job_outcome::succeeded;
   try {
     outcome = fn.run();
@@ -470,6 +480,7 @@ job_outcome thread_pool::run_guarded(job_function& fn) noexcept {
     report_failure(std::current_exception());
   }
   fn.reset();  // the job's captures are destroyed before it counts as done
+  this_job::detail::current_token = outer_token;
   return outcome;
 }
 
@@ -607,9 +618,12 @@ void thread_pool::worker_main(thread_worker& w) {
       int m = thread_worker::retiring;
       // acq_rel: pairs with the CAS retiring -> active in resize().
       if (w.membership_.compare_exchange_strong(m, thread_worker::exited, std::memory_order_acq_rel)) {
-        thread_worker::add(w.busy_ns_, now_ns() - busy_since);
-        w.busy_since_ns_.store(0, std::memory_order_relaxed);  // statistics only
-        became_idle_.notify_all();                             // its last jobs may have made the pool idle
+        thread_worker::add(w.busy_ns_, now_ns() - busy_since);  // statistics only
+        w.busy_since_ns_.store(0, std::memory_order_relaxed);   // statistics only
+        became_idle_.notify_all();                              // its last jobs may have made the pool idle
+        // A producer may have skipped its wake-up because this worker was
+        // spinning when it was told to leave: pass the wake-up on.
+        wake_worker_if_needed();
         break;
       }
       continue;
@@ -689,8 +703,10 @@ bool thread_pool::work_visible(const thread_worker& w) const noexcept {
 bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, bool helping) {
   // Helping waits take one job at a time so the awaited result is not
   // delayed behind a batch.
-  // A paused pool starts nothing (acquire: pairs with the store in pause()).
-  if (paused_.load(std::memory_order_acquire)) return false;
+  // A paused pool starts nothing (acquire: pairs with the store in pause()) -
+  // until it is closed: stop() runs or cancels everything even if a job
+  // calls pause() while the pool drains.
+  if (paused_.load(std::memory_order_acquire) && !queue_->is_closed()) return false;
   const std::size_t batch_limit = helping ? 1 : std::min(local.size(), injector_batch_);
   auto run_from_injector = [&](std::size_t limit) -> bool {
     const std::size_t share = worker_count_.load(std::memory_order_relaxed);  // a hint
@@ -845,13 +861,14 @@ bool thread_pool::on_own_worker() const noexcept { return tl_context.pool == thi
 
 bool thread_pool::idle_now() const noexcept {
   // Completion counters first (acquire, pairing with the release stores in
-  // run_batch() and stop()), then the queue's accepted total. A job counted as finished was
+  // execute() and stop()), then the queue's accepted total. A job counted as finished was
   // accepted before its completion was published, so the total read after
   // includes it; equality therefore means every job accepted before this
   // call has finished. See docs/ARCHITECTURE.md ("Idle detection").
   std::uint64_t finished = cancelled_by_stop_.load(std::memory_order_acquire);
-  finished += dropped_.load(std::memory_order_acquire);  // pairs with drop_oldest_queued()
-  finished += caller_runner_.processed_.load(std::memory_order_acquire);
+  finished += dropped_.load(std::memory_order_acquire);                   // pairs with drop_oldest_queued()
+  finished += caller_runner_.processed_.load(std::memory_order_acquire);  // pairs with execute()
+  finished += caller_runner_.cancelled_.load(std::memory_order_acquire);  // pairs with execute()
   std::lock_guard lock(lifecycle_mutex_);
   for (const auto& w : workers_) {
     finished += w->processed_.load(std::memory_order_acquire);
@@ -930,7 +947,7 @@ stop_report thread_pool::stop(stop_mode mode) {
   queue_->close();                                  // from here every push fails with pool_stopped
   queue_->wait_for_pushes();                        // pushes that raced with close() have settled: accepted() is final
   if (mode == stop_mode::cancel_pending) {
-    // release: pairs with the acquire in run_batch(); set before draining so
+    // release: pairs with the acquire in execute(); set before draining so
     // jobs already taken by workers but not started are cancelled too.
     cancel_requested_.store(true, std::memory_order_release);
     // release: pairs with the acquire in idle_now().

@@ -609,3 +609,73 @@ TEST(PoolThreads, AffinityAndNiceApplyToTheWorkerThread) {
   ASSERT_FALSE(no_worker);
   EXPECT_EQ(no_worker.error().code(), ts::error_code::invalid_argument);
 }
+
+// ---- regressions ---------------------------------------------------------------------
+
+TEST(PoolControlRegression, PauseCalledWhileStopDrainsDoesNotLoseJobs) {
+  for (int round = 0; round < static_cast<int>(ts::test::scaled(50)); ++round) {
+    ts::thread_pool pool{1, ts::test::pool_opts()};
+    std::atomic<int> ran{0};
+    std::latch first_started{1};
+    ASSERT_TRUE(pool.enqueue([&] {
+      first_started.count_down();
+      std::this_thread::sleep_for(1ms);
+      pool.pause();                                 // while stop() below drains
+      ran.fetch_add(1, std::memory_order_relaxed);  // bookkeeping
+    }));
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));  // bookkeeping
+    }
+    first_started.wait();
+    const auto report = pool.stop(ts::stop_mode::drain);
+    EXPECT_EQ(report.executed, 101U);
+    EXPECT_EQ(ran.load(std::memory_order_relaxed), 101);
+  }
+}
+
+TEST(PoolControlRegression, AJobWithoutATokenDoesNotSeeTheTokenOfTheJobItRunsInside) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  ts::cancellation_source source;
+  auto outer = pool.submit(source.token(), [&pool, &source] {
+    source.cancel();  // the outer job is running: it keeps running
+    // The child runs inside this job's helping wait, on this worker.
+    auto child = pool.submit([] { return ts::this_job::is_cancelled(); });
+    return std::pair(child.get(), ts::this_job::is_cancelled());
+  });
+  const auto [child_saw, outer_saw] = outer.get();
+  EXPECT_FALSE(child_saw);
+  EXPECT_TRUE(outer_saw);
+}
+
+TEST(PoolControlRegression, WaitIdleAfterStoppingANeverStartedPoolWithACancelledTokenJob) {
+  ts::thread_pool pool{"never-started"};
+  ts::cancellation_source source;
+  ASSERT_TRUE(pool.enqueue(source.token(), [] {}));
+  source.cancel();
+  const auto report = pool.stop(ts::stop_mode::drain);
+  EXPECT_EQ(report.accepted, 1U);
+  EXPECT_EQ(report.cancelled, 1U);
+  pool.wait_idle();  // returns: the cancelled job counts as finished
+}
+
+TEST(PoolControlRegression, TypedDropOldestDropsTheLowestPriorityJob) {
+  ts::typed_pool_options<ts::job_types> o;
+  o.backpressure = ts::backpressure::drop_oldest(2);
+  ts::typed_thread_pool_t<ts::job_types> pool{1, o};
+  std::latch started{1};
+  std::latch gate{1};
+  ASSERT_TRUE(pool.enqueue(ts::job_types::Batch, [&] {
+    started.count_down();
+    gate.wait();
+  }));
+  started.wait();
+  auto low = pool.submit(ts::job_types::Background, [] { return 1; });
+  auto high = pool.submit(ts::job_types::RealTime, [] { return 2; });
+  auto another = pool.submit(ts::job_types::Batch, [] { return 3; });  // full: drops `low`
+  EXPECT_EQ(code_of(low), ts::error_code::cancelled);
+  gate.count_down();
+  EXPECT_EQ(high.get(), 2);
+  EXPECT_EQ(another.get(), 3);
+  pool.wait_idle();
+  EXPECT_EQ(pool.get_statistics().dropped, 1U);
+}

@@ -494,3 +494,28 @@ TEST(TypedThreadPool, CustomEnumByValueAndRefusals) {
   EXPECT_EQ(ran.load(std::memory_order_relaxed), 1);
   EXPECT_EQ(ints.get_type_statistics().at(0).type_name, "type 5");
 }
+
+TEST(TypedThreadPool, StopDrainWhileProducersPushLosesNothing) {
+  for (int round = 0; round < static_cast<int>(ts::test::scaled(200)); ++round) {
+    ts::typed_thread_pool_t<job_types> pool{1, typed_opts()};
+    std::atomic<bool> go{true};
+    std::atomic<std::uint64_t> accepted{0};
+    std::atomic<std::uint64_t> ran{0};
+    std::thread producer([&] {
+      int i = 0;
+      while (go.load(std::memory_order_acquire)) {  // pairs with the release below
+        const auto t = static_cast<job_types>(i++ % 3);
+        if (pool.enqueue(t, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); })) {  // bookkeeping
+          accepted.fetch_add(1, std::memory_order_relaxed);                              // bookkeeping
+        }
+      }
+    });
+    std::this_thread::sleep_for(200us);
+    const auto report = pool.stop(ts::stop_mode::drain);
+    go.store(false, std::memory_order_release);
+    producer.join();
+    EXPECT_EQ(report.accepted, accepted.load(std::memory_order_relaxed)) << "round " << round;
+    EXPECT_EQ(report.executed, report.accepted) << "round " << round;
+    EXPECT_EQ(ran.load(std::memory_order_relaxed), report.executed) << "round " << round;
+  }
+}

@@ -22,7 +22,11 @@
 //                    a failure goes to the error handler / the future).
 //   * drop_oldest    cancel the oldest queued job - its future completes
 //                    with `cancelled`, and it is counted in
-//                    pool_statistics::dropped - and queue the new one.
+//                    pool_statistics::dropped - and queue the new one. In
+//                    a typed pool the victim is the oldest job of the
+//                    lowest-priority type that has queued jobs. Jobs a
+//                    worker has already taken off the queue (to start next)
+//                    are not dropped; their room frees when they start.
 // A batch larger than the capacity is refused with `invalid_argument` (it
 // could never fit). Producers blocked by block/block_for wake as soon as a
 // job starts, and with `pool_stopped` when the pool stops.

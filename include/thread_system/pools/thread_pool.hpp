@@ -15,8 +15,10 @@
 //   pool->enqueue(std::make_unique<callback_job>([]() -> result_void { return {}; }));
 //
 // Guarantees
-//   * Every job that enqueue/submit accepted runs exactly once, or - only
-//     after stop(stop_mode::cancel_pending) - is cancelled and counted.
+//   * Every job that enqueue/submit accepted runs exactly once, or is
+//     cancelled and counted: by stop(stop_mode::cancel_pending), by its
+//     cancellation token (cancelled before it started), or by
+//     backpressure::drop_oldest. Nothing else discards a job.
 //   * Refusals are errors: a null/empty job is `invalid_argument`; anything
 //     submitted after stop() began is `pool_stopped`. A refused job is not
 //     run and, for submit(), no future is returned (the error is thrown as
@@ -443,6 +445,9 @@ class thread_pool {
   /// resume(); jobs already running finish. Idle workers park (≈0% CPU).
   /// stop(drain) on a paused pool resumes it and runs everything queued;
   /// wait_idle() on a paused pool with queued jobs waits for resume().
+  /// Exceptions: a job a worker had already taken when pause() was called
+  /// may still start; backpressure::caller_runs runs jobs on the submitting
+  /// thread; a worker leaving after resize() runs the jobs on its own deque.
   void pause() noexcept;
   void resume() noexcept;
   [[nodiscard]] bool is_paused() const noexcept;
@@ -500,10 +505,18 @@ class thread_pool {
   // then wakes a worker for the kinds in `kind_mask`.
   template <typename Push>
   result<void> push_external(std::uint64_t kind_mask, std::span<job_function> fns, Push&& push) {
-    result<void> r = bounds_.capacity != 0 ? push_bounded(fns, push) : push();
+    // The top tag bit is the pool's: a job never arrives holding room.
+    for (auto& fn : fns) fn.set_tag(static_cast<std::uint8_t>(fn.tag() & ~bounded_tag));
+    auto queue_push = [&]() -> result<void> {
+      if (auto q = push(); !q) return refusal(q.error());
+      return {};
+    };
+    result<void> r = bounds_.capacity != 0 ? push_bounded(fns, queue_push) : queue_push();
     if (!r) {
-      became_idle_.notify_all();  // as in push_one()
-      return refusal(r.error());
+      // A wait_idle() waiter may have seen an accepted count the refusal
+      // rolled back: let it look again.
+      became_idle_.notify_all();
+      return r;
     }
     wake_worker_if_needed(kind_mask);
     return {};
@@ -518,11 +531,18 @@ class thread_pool {
     if (auto r = acquire_room(fns, ran_inline); !r) return r;
     if (ran_inline) return {};
     for (auto& fn : fns) fn.set_tag(static_cast<std::uint8_t>(fn.tag() | bounded_tag));
-    auto r = push();
-    if (!r) {
+    auto give_back = [&] {
       for (auto& fn : fns) fn.set_tag(static_cast<std::uint8_t>(fn.tag() & ~bounded_tag));
       release_room(fns.size());
+    };
+    result<void> r;
+    try {
+      r = push();
+    } catch (...) {  // e.g. bad_alloc: the jobs were not queued
+      give_back();
+      throw;
     }
+    if (!r) give_back();
     return r;
   }
   result<void> acquire_room(std::span<job_function> fns, bool& ran_inline);

@@ -48,8 +48,10 @@
 //     wakes one worker of each such group that serves the job's type.
 //
 // Guarantees (as for thread_pool)
-//   * Every accepted job runs exactly once, or - only after
-//     stop(stop_mode::cancel_pending) - is cancelled and counted.
+//   * Every accepted job runs exactly once, or is cancelled and counted:
+//     by stop(stop_mode::cancel_pending), by its cancellation token, or by
+//     backpressure::drop_oldest (which picks the oldest job of the
+//     lowest-priority type that has one).
 //   * Refusals are errors: an empty job is `invalid_argument`; a type outside
 //     the priority order or beyond rank 63 is `invalid_argument`; a type that
 //     no added worker serves is `no_worker` (checked at enqueue time, so a job
@@ -227,7 +229,8 @@ class typed_thread_pool_t {
 
   typed_thread_pool_t(const typed_thread_pool_t&) = delete;
   typed_thread_pool_t& operator=(const typed_thread_pool_t&) = delete;
-  ~typed_thread_pool_t() = default;  // core_'s destructor drains
+  /// stop(stop_mode::drain), while every member jobs may still use exists.
+  ~typed_thread_pool_t() { (void)core_.stop(stop_mode::drain); }
 
   // ---- configuration and workers --------------------------------------------
 
@@ -282,24 +285,24 @@ class typed_thread_pool_t {
     }
     std::vector<std::unique_ptr<thread_worker>> base;
     base.reserve(workers.size());
-    std::uint64_t added = 0;
     for (std::size_t i = 0; i < workers.size(); ++i) {
       workers[i]->responsibility_mask_ = masks[i];
       // release: a later set_responsibilities() that sees it refuses.
       workers[i]->attached_.store(true, std::memory_order_release);
-      added |= masks[i];
       base.push_back(std::move(workers[i]));
     }
     auto r = core_.enqueue_batch(std::move(base));
-    // Workers that were added serve their types even when a later one failed
-    // to start; an over-approximation here only matters for that rare error.
-    // release: pairs with the acquire in check_served().
-    served_.fetch_or(added, std::memory_order_release);
+    refresh_served();  // exactly the workers the pool kept (a start may fail part-way)
     return r;
   }
 
   /// Starts the workers (as thread_pool::start()).
-  result<void> start() { return core_.start(); }
+  result<void> start() {
+    std::lock_guard lock(config_mutex_);
+    auto r = core_.start();
+    refresh_served();  // a partial start drops the workers whose thread failed
+    return r;
+  }
 
   /// The workers in the order added.
   [[nodiscard]] std::vector<worker_type*> get_workers() const {
@@ -475,7 +478,7 @@ class typed_thread_pool_t {
   result<std::size_t> routable_rank(T type) const {
     auto rank = rank_of(type);
     if (!rank) return rank;
-    // acquire: pairs with the release in enqueue_batch(workers).
+    // acquire: pairs with the release in refresh_served().
     if ((served_.load(std::memory_order_acquire) & (std::uint64_t{1} << *rank)) == 0) {
       return make_error(error_code::no_worker, "typed_thread_pool '" + core_.get_name() +
                                                    "': no worker serves job type " + type_name(type) +
@@ -485,6 +488,14 @@ class typed_thread_pool_t {
   }
 
   detail::typed_injector& injector() const noexcept { return *injector_; }
+
+  // served_ = the types the pool's workers serve. Caller holds config_mutex_.
+  void refresh_served() {
+    std::uint64_t mask = 0;
+    for (thread_worker* w : core_.get_workers()) mask |= static_cast<worker_type*>(w)->responsibility_mask_;
+    // release: pairs with the acquire in routable_rank().
+    served_.store(mask, std::memory_order_release);
+  }
 
   typed_pool_options<T> options_;
   mutable std::mutex config_mutex_;  // serialises worker additions

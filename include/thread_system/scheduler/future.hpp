@@ -26,9 +26,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "thread_system/detail/thread_naming.hpp"
 #include "thread_system/core/error.hpp"
 #include "thread_system/detail/futex.hpp"
+#include "thread_system/detail/thread_naming.hpp"
 
 namespace thread_system {
 

@@ -89,6 +89,9 @@ class injector {
   }
   /// The kinds that may have jobs waiting (bit per rank; all bits for a plain injector).
   [[nodiscard]] virtual std::uint64_t pending_mask() const noexcept { return empty_approx() ? 0 : ~std::uint64_t{0}; }
+  /// Pops the job backpressure::drop_oldest discards to make room (the
+  /// oldest queued job; a typed injector picks its lowest-priority kind).
+  [[nodiscard]] virtual std::size_t pop_victim(std::span<job_function> out) { return pop_share(out.first(1), 1); }
   /// Called for a job carrying `tag` that a stop discarded (typed pools count it per kind).
   virtual void note_cancelled(std::uint8_t tag) noexcept { (void)tag; }
   /// Called for a sampled job of `tag` that waited `wait_ns` before it started.
@@ -168,7 +171,14 @@ class counting_injector final : public injector {
     // release: counted before the job becomes poppable (see idle_now()).
     accepted_.fetch_add(n, std::memory_order_release);
     THREAD_SYSTEM_CHAOS_POINT();
-    auto r = push();
+    result<void> r;
+    try {
+      r = push();
+    } catch (...) {  // e.g. bad_alloc while growing: not accepted, and no longer in flight
+      accepted_.fetch_sub(n, std::memory_order_release);          // pairs with accepted()'s acquire
+      pushes_in_flight_.fetch_sub(1, std::memory_order_release);  // pairs with wait_for_pushes()
+      throw;
+    }
     if (!r) accepted_.fetch_sub(n, std::memory_order_release);  // refused after all: not accepted
     pushes_in_flight_.fetch_sub(1, std::memory_order_release);  // pairs with wait_for_pushes()
     return r;

@@ -94,6 +94,19 @@ class typed_injector final : public injector {
     return pop_for(~std::uint64_t{0}, out, 1);
   }
 
+  // The victim of drop_oldest: the oldest job of the lowest-priority kind
+  // that has one.
+  std::size_t pop_victim(std::span<job_function> out) override {
+    if (out.empty()) return 0;
+    const std::uint64_t created = created_.load(std::memory_order_acquire);  // pairs with slot_for()
+    for (int r = static_cast<int>(max_kinds) - 1; r >= 0; --r) {
+      if ((created & (std::uint64_t{1} << r)) == 0) continue;
+      kind_slot* s = slots_[static_cast<std::size_t>(r)].load(std::memory_order_acquire);  // pairs with slot_for()
+      if (s->queue->pop_share(out.first(1), 1) == 1) return 1;
+    }
+    return 0;
+  }
+
   std::size_t pop_for(std::uint64_t mask, std::span<job_function> out, std::size_t) override {
     if (out.empty()) return 0;
     mask &= created_.load(std::memory_order_acquire);  // pairs with the release in slot_for()
@@ -152,8 +165,11 @@ class typed_injector final : public injector {
 
   void close() override {
     std::lock_guard lock(create_mutex_);
-    closed_.store(true, std::memory_order_release);  // pairs with is_closed(); creation checks it under the lock
+    // Every existing queue first, then the flag: a worker that sees
+    // is_closed() must find every queue closed, or it could leave while a
+    // producer still pushes into one (stop(drain) would lose that job).
     for_each_slot([](const kind_slot& s) { s.queue->close(); });
+    closed_.store(true, std::memory_order_release);  // pairs with is_closed(); creation checks it under the lock
   }
 
   bool is_closed() const noexcept override {
