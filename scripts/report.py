@@ -9,7 +9,10 @@
 Options: --build-dir DIR (default build/bench), --out DIR (default report).
 
 It builds nothing: run `cmake --workflow --preset bench` first (scripts/run-report.sh
-does both). Every figure in the report is the median over the repetitions
+does both). Binaries: the core, queue, peer-report and logger benchmarks, and
+the typed pool, control (cancellation, backpressure, resize, timers) and
+monitoring (latency sampling overhead) benchmarks, whose sections compare
+variants of Thread System with their own baselines (cost ratios, goals). Every figure in the report is the median over the repetitions
 with min-max, and a ratio against Thread System measured in the same run.
 Ratios are oriented so that > 1 means "the peer is better" (more jobs/s, fewer
 ns, fewer bytes). Standard library only.
@@ -53,6 +56,14 @@ MODES = {
         queue=r"^(latency_pair/|pc/[^/]+/P:(1|2)/C:[0-9]+/ops:10000/|memory/[^/]+/jobs:10000/)",
         report=r"^(throughput|latency|create/[^/]+/workers:(1|2)/)",
         logger=r"^logger_(single/[^/]+/chars:123|threads/[^/]+/threads:4|latency)/",
+        typed=r"^BM_(StandardPool/job_ns:1000/|TypedPoolTypeMix/types:(1|3)/queue:2/job_ns:1000/|"
+        r"PriorityScheduling/100/|TypedRouting(Universal)?/50/|RoutingStandardPool/)",
+        control=r"^BM_(TokenIsCancelled|RegisterUnregister|CancelJobs/(plain|token)/|Backpressure/(unbounded|block_1024)/job_ns:0/|"
+        r"Resize(Grow|Shrink)/|TimerLateness1K/via_pool:0/)",
+        # the monitoring binary repeats by interleaved rounds (--rounds) instead of repetitions
+        monitoring=r"^empty_jobs/sampling:(off|default)/",
+        monitoring_rounds=2,
+        monitoring_min_time=0.01,
     ),
     "quick": dict(
         reps=5,
@@ -62,6 +73,11 @@ MODES = {
         r"contention/[^/]+/real_time/threads:(1|2|4)$|memory/[^/]+/jobs:100000/)",
         report=r"^(throughput|latency|create)/",
         logger=r"^logger_",
+        typed=None,
+        control=None,
+        monitoring=r"^(empty_jobs/|BM_histogram_record$)",
+        monitoring_rounds=11,
+        monitoring_min_time=0.1,
     ),
     "full": dict(
         reps=5,
@@ -70,11 +86,19 @@ MODES = {
         queue=None,
         report=r"^(throughput|latency|create)/",
         logger=r"^logger_",
+        typed=None,
+        control=None,
+        monitoring=r"^(empty_jobs/|BM_histogram_record$)",
+        monitoring_rounds=15,
+        monitoring_min_time=0.2,
     ),
 }
 ISOLATED = r"^(memory_per_worker|idle_cpu|queued_bytes)/"  # one process per benchmark
 
-NOISE = re.compile(r"^(manual_time|real_time|iterations:\d+|repeats:\d+)$")
+# Name parts that do not identify a configuration. round:N: the monitoring
+# binary's interleaved rounds, which are its repetitions.
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+NOISE = re.compile(r"^(manual_time|real_time|iterations:\d+|repeats:\d+|round:\d+)$")
 
 
 # ---------------------------------------------------------------------------
@@ -102,17 +126,18 @@ class Progress:
         print(f"\nall benchmarks done in {time.monotonic() - self.start:.1f}s", flush=True)
 
 
-def list_tests(binary, flt, env):
-    cmd = [binary, "--benchmark_list_tests"]
+def list_tests(binary, flt, env, extra=()):
+    cmd = [binary, *extra, "--benchmark_list_tests"]
     if flt:
         cmd.append(f"--benchmark_filter={flt}")
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     return [line.strip() for line in out.stdout.splitlines() if line.strip()]
 
 
-def run_binary(binary, flt, reps, min_time, json_out, log, env, progress, interleave=True):
+def run_binary(binary, flt, reps, min_time, json_out, log, env, progress, interleave=True, extra=()):
     cmd = [
         binary,
+        *extra,
         f"--benchmark_repetitions={reps}",
         f"--benchmark_min_time={min_time}",
         f"--benchmark_out={json_out}",
@@ -127,9 +152,10 @@ def run_binary(binary, flt, reps, min_time, json_out, log, env, progress, interl
     log.flush()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     for line in proc.stdout:
+        line = ANSI.sub("", line)  # a binary with its own console reporter may colour its output
         log.write(line)
         name = line.split(" ", 1)[0]
-        if "/" in name or name.startswith("BM_"):
+        if ("/" in name or name.startswith("BM_")) and re.search(r"\s(ns|us|ms|s)\s", line):
             if not re.search(r"_(mean|median|stddev|cv)$", name):
                 progress.tick(name)
     proc.wait()
@@ -214,6 +240,8 @@ def fmt(v, unit=""):
             return f"{v / 1e6:.2f} ms"
         if a >= 1e3:
             return f"{v / 1e3:.2f} µs"
+        if a < 10:
+            return f"{v:.2f} ns"
         return f"{v:.0f} ns"
     if unit == "bytes":
         if a >= 1024 * 1024:
@@ -808,6 +836,344 @@ def table_logger(runs, out, not_built, cores):
         out.append("")
 
 
+# ---------------------------------------------------------------------------
+# the newer components: typed pool, control APIs, monitoring
+# ---------------------------------------------------------------------------
+
+# Goals of the new components (filled by the tables below, listed near the
+# top) and every comparison where a variant is slower than its baseline.
+GOALS = []
+SLOWER = []
+
+
+def cost_ratio(section, what, variant, base, higher_better):
+    """variant cost / base cost (> 1: the variant is slower), recorded in SLOWER when > 1."""
+    if variant is None or base is None or variant[0] == 0 or base[0] == 0:
+        return None
+    r = base[0] / variant[0] if higher_better else variant[0] / base[0]
+    if r > 1.0:
+        if variant[3] < 2 or base[3] < 2:
+            clear = None
+        elif higher_better:
+            clear = variant[2] < base[1]
+        else:
+            clear = variant[1] > base[2]
+        SLOWER.append(dict(section=section, what=what, r=r, clear=clear))
+    return r
+
+
+def goal(section, text, measured, met):
+    GOALS.append(dict(section=section, goal=text, measured=measured, met=met))
+    return "n/a" if met is None else ("met" if met else "**not met**")
+
+
+def ns_per_item(st):
+    """items_per_second stat -> ns per item stat (min/max swap)."""
+    if st is None or st[0] == 0 or st[1] == 0 or st[2] == 0:
+        return None
+    return (1e9 / st[0], 1e9 / st[2], 1e9 / st[1], st[3])
+
+
+def fmt_pct(r):
+    return "n/a" if r is None else f"{(r - 1) * 100:+.1f}%"
+
+
+def table_typed(runs, out, not_built, cores):
+    out.append("## Typed thread pool vs the standard pool\n")
+    out.append("Mirrors the seed's *Type Thread Pool Performance*, *Priority Scheduling Performance* and *Job Type "
+               "Routing* tables, measured side by side in one process (`thread_system_typed_benchmarks`, "
+               "`benchmarks/typed/typed_benchmarks.cpp`); repetitions interleaved with the standard pool's.\n")
+    if not_built:
+        out.append("_thread_system_typed_benchmarks not built: no data._\n")
+        return
+    base_1us = runs.stat("BM_StandardPool/job_ns:1000", "items_per_second")
+    if base_1us is None:
+        out.append("_No data (typed benchmarks not run in this mode)._\n")
+        return
+    base_empty = runs.stat("BM_StandardPool/job_ns:0", "items_per_second")
+    queue_name = {"0": "mutex", "1": "lockfree", "2": "adaptive (default)", "3": "sharded"}
+
+    out.append("### Throughput by number of job types\n")
+    out.append(f"One producer enqueues 100 000 jobs round-robin over N job types into a typed pool of {cores} universal "
+               f"workers; the standard `thread_pool` with {cores} workers gets the same jobs. Wall clock until "
+               "`wait_idle()` returns; jobs/s = jobs that ran. *~1 µs job*: a calibrated busy spin (the seed's "
+               "\"simple job\"; the goals are judged on it); *empty job*: the per-job overhead undiluted. "
+               "Ratio = typed jobs/s ÷ standard pool jobs/s in the same run (**< 1: the typed pool is slower**). "
+               "Goals: 1 type ≥ 0.95×, 3 types ≥ 0.85× (default per-type queue).\n")
+    out.append("| pool | per-type queue | ~1 µs job: jobs/s | ratio | empty job: jobs/s | ratio | goal |")
+    out.append("|---|---|---:|---:|---:|---:|---|")
+    out.append(f"| standard thread_pool | – | {cell(base_1us, 'rate')} | 1.00× | {cell(base_empty, 'rate')} | "
+               f"{'1.00×' if base_empty else 'n/a'} | |")
+    mix = {}
+    for key in runs.reps:
+        m = re.match(r"^BM_TypedPoolTypeMix/types:(\d+)/queue:(\d+)/job_ns:(\d+)$", key)
+        if m:
+            mix.setdefault((m.group(2) != "2", int(m.group(1)), m.group(2)), {})[int(m.group(3))] = key
+    goals = {1: 0.95, 3: 0.85}
+    for (_, types, q) in sorted(mix):
+        keys = mix[(q != "2", types, q)]
+        s1 = runs.stat(keys.get(1000, ""), "items_per_second")
+        s0 = runs.stat(keys.get(0, ""), "items_per_second")
+        r1 = None if s1 is None else s1[0] / base_1us[0]
+        r0 = None if (s0 is None or base_empty is None) else s0[0] / base_empty[0]
+        cost_ratio("typed pool", f"{types} type{'s' if types > 1 else ''}, {queue_name.get(q, q)} queue, ~1 µs jobs, vs standard pool",
+                   s1, base_1us, True)
+        cost_ratio("typed pool", f"{types} type{'s' if types > 1 else ''}, {queue_name.get(q, q)} queue, empty jobs, vs standard pool",
+                   s0, base_empty, True)
+        verdict = ""
+        if q == "2" and types in goals and r1 is not None:
+            verdict = goal("typed pool", f"{types} type{'s' if types > 1 else ''} ≥ {goals[types]:.2f}× the standard pool (~1 µs jobs)",
+                           f"{r1:.2f}×", r1 >= goals[types]) + f" (≥ {goals[types]:.2f}×)"
+        out.append(f"| typed, {types} type{'s' if types > 1 else ''} | {queue_name.get(q, q)} | "
+                   f"{cell(s1, 'rate') if s1 else '–'} | {fmt_ratio(r1) if s1 else '–'} | "
+                   f"{cell(s0, 'rate') if s0 else '–'} | {fmt_ratio(r0) if s0 else '–'} | {verdict} |")
+    out.append("")
+
+    rows = []
+    for key in runs.reps:
+        m = re.match(r"^BM_PriorityScheduling/(\d+)$", key)
+        if m:
+            rows.append((int(m.group(1)), key))
+    if rows:
+        out.append("### Priority scheduling\n")
+        out.append("A one-worker typed pool is held busy while N jobs of each of RealTime, Batch and Background "
+                   "(~1 µs each) are queued lowest priority first; then released. *Processing time*: release until "
+                   "`wait_idle()` returns. *Accuracy*: share of jobs started in priority order (no job started while a "
+                   "higher-priority one was queued). *RealTime first*: share of RealTime jobs among the first N "
+                   "started. Goal: accuracy 100% in every repetition.\n")
+        out.append("| jobs per type | jobs | processing time | accuracy | RealTime first | goal |")
+        out.append("|---:|---:|---:|---:|---:|---|")
+        for n, key in sorted(rows):
+            t = runs.stat(key, "real_ns")
+            acc = runs.stat(key, "accuracy_pct")
+            rt = runs.stat(key, "realtime_first_pct")
+            acc_s = "n/a" if acc is None else f"{acc[0]:.1f}% ({acc[1]:.1f}–{acc[2]:.1f})"
+            rt_s = "n/a" if rt is None else f"{rt[0]:.1f}% ({rt[1]:.1f}–{rt[2]:.1f})"
+            verdict = "n/a" if acc is None else goal("typed pool", f"priority accuracy 100%, {n} jobs per type",
+                                                       f"{acc[1]:.1f}% (lowest repetition)", acc[1] >= 100.0)
+            out.append(f"| {n} | {3 * n} | {cell(t, 'ns')} | {acc_s} | {rt_s} | {verdict} |")
+        out.append("")
+
+    base_route = ns_per_item(runs.stat("BM_RoutingStandardPool", "items_per_second"))
+    rows = []
+    for key in runs.reps:
+        m = re.match(r"^BM_TypedRouting/(\d+)$", key)
+        if m:
+            rows.append((int(m.group(1)), key))
+    if rows:
+        out.append("### Job type routing\n")
+        out.append("100 000 empty jobs per iteration, a share of them RealTime and the rest split between Batch and "
+                   "Background, from one producer into a typed pool with one specialist worker per type plus one "
+                   "universal worker (the seed's configuration: 4 workers, oversubscribed on "
+                   f"{cores} cores); the same mixes into a typed pool of 4 universal workers (no specialists: "
+                   "separates the cost of the specialists from that of the types); and the same number of empty "
+                   "jobs into the standard pool with 4 workers (one figure for all mixes: it has no types). "
+                   "ns per job = wall time / jobs. Cost ratio = typed ÷ standard (**> 1: the typed pool is slower**).\n")
+        out.append("| high-priority share | typed, 3 specialists + 1 universal: ns per job | cost ratio | "
+                   "typed, 4 universal: ns per job | cost ratio | standard pool: ns per job |")
+        out.append("|---:|---:|---:|---:|---:|---:|")
+        for pct, key in sorted(rows):
+            st = ns_per_item(runs.stat(key, "items_per_second"))
+            uni = ns_per_item(runs.stat(f"BM_TypedRoutingUniversal/{pct}", "items_per_second"))
+            r = cost_ratio("typed pool", f"routing, {pct}% RealTime, specialists + universal vs standard pool", st,
+                           base_route, False)
+            ru = cost_ratio("typed pool", f"routing, {pct}% RealTime, 4 universal vs standard pool", uni, base_route, False)
+            out.append(f"| {pct}% | {cell(st, 'ns')} | {fmt_ratio(r)} | {cell(uni, 'ns')} | {fmt_ratio(ru)} | "
+                       f"{cell(base_route, 'ns')} |")
+        out.append("")
+
+
+def table_control(runs, out, not_built, cores):
+    out.append("## Control: cancellation, backpressure, resize, timers\n")
+    out.append("From `thread_system_control_benchmarks` (`benchmarks/control/control_benchmarks.cpp`), one process, "
+               "repetitions interleaved. Pool workloads: one producer, a 2-worker pool, wall clock from the first "
+               "submission until the last job finished. Every ratio here is a **cost ratio: the variant's time "
+               "(per job, per call) ÷ its baseline's in the same run; > 1 means the variant is slower**.\n")
+    if not_built:
+        out.append("_thread_system_control_benchmarks not built: no data._\n")
+        return
+    if not any(k.startswith("BM_") for k in runs.reps if k.split("/")[0] in (
+            "BM_TokenIsCancelled", "BM_CancelJobs", "BM_Backpressure", "BM_ResizeGrow", "BM_TimerLateness1K")):
+        out.append("_No data (control benchmarks not run in this mode)._\n")
+        return
+
+    # -- cancellation
+    plain = ns_per_item(runs.stat("BM_CancelJobs/plain", "items_per_second"))
+    sub_plain = ns_per_item(runs.stat("BM_CancelSubmit/plain", "items_per_second"))
+    rows = [
+        ("`is_cancelled()` on a live token (single thread)", runs.stat("BM_TokenIsCancelled", "real_ns"), None, None),
+        ("`register_callback` + `unregister` (single thread)", runs.stat("BM_RegisterUnregister", "real_ns"), None, None),
+        ("`pool.enqueue(f)`, empty job — baseline", plain, None, None),
+        ("`pool.enqueue(token, f)`, live token (the pool checks it)",
+         ns_per_item(runs.stat("BM_CancelJobs/token", "items_per_second")), plain, "token attached vs not"),
+        ("`pool.enqueue(f)`, f captures a token and checks it itself",
+         ns_per_item(runs.stat("BM_CancelJobs/captured_token", "items_per_second")), plain, "token captured in the job vs none"),
+        ("`pool.enqueue(token, f)`, token already cancelled (job skipped)",
+         ns_per_item(runs.stat("BM_CancelJobs/cancelled_token", "items_per_second")), plain, "skipped (cancelled) job vs a job that runs"),
+        ("`pool.submit(f)` + `future::get()`, empty job — baseline", sub_plain, None, None),
+        ("`pool.submit(token, f)` + `future::get()`, live token",
+         ns_per_item(runs.stat("BM_CancelSubmit/token", "items_per_second")), sub_plain, "submit with token vs without"),
+    ]
+    rows = [r for r in rows if r[1] is not None]
+    if rows:
+        out.append("### Cancellation overhead per job\n")
+        out.append("Empty jobs (100 000 per iteration; 20 000 futures for submit) end to end; ns per job = wall time / "
+                   "jobs. The first two rows are single-thread call costs.\n")
+        out.append("| operation | time | cost ratio | overhead |")
+        out.append("|---|---:|---:|---:|")
+        for label, st, base, what in rows:
+            r = cost_ratio("control", what, st, base, False) if base is not None else None
+            out.append(f"| {label} | {cell(st, 'ns')} | {fmt_ratio(r) if base is not None else '–'} | "
+                       f"{fmt_pct(r) if base is not None else '–'} |")
+        out.append("")
+
+    # -- backpressure
+    kinds = [("unbounded", "unbounded (default)"), ("block_1024", "`block(1024)`"),
+             ("reject_1024", "`reject(1024)`, producer yields and retries"), ("caller_runs_1024", "`caller_runs(1024)`")]
+    sizes = values(runs, "BM_Backpressure", "job_ns")
+    if sizes:
+        out.append("### Bounded vs unbounded enqueue\n")
+        out.append("`pool_options::backpressure`, side by side: 100 000 empty jobs or 20 000 ~1 µs jobs per iteration "
+                   f"from one producer into 2 workers ({cores} cores: producer + workers are oversubscribed), wall clock "
+                   "until `wait_idle()` returns; jobs/s = jobs that ran. Cost ratio vs unbounded = unbounded jobs/s ÷ "
+                   "this policy's jobs/s. *retries/job*: refusals (`queue_full`) per job for reject; *caller ran*: "
+                   "share of jobs caller_runs ran on the producer.\n")
+        header = "| policy | " + " | ".join(f"{job_label(j)}: jobs/s | cost ratio | retries/job | caller ran" for j in sizes) + " |"
+        out.append(header)
+        out.append("|---|" + "---:|---:|---:|---:|" * len(sizes))
+        for kind, label in kinds:
+            row = [label]
+            have = False
+            for j in sizes:
+                key = f"BM_Backpressure/{kind}/job_ns:{j}"
+                st = runs.stat(key, "items_per_second")
+                base = runs.stat(f"BM_Backpressure/unbounded/job_ns:{j}", "items_per_second")
+                if st is None:
+                    row += ["–", "–", "–", "–"]
+                    continue
+                have = True
+                r = None if kind == "unbounded" else cost_ratio("control", f"{label} vs unbounded, {job_label(j)}", st, base, True)
+                retries = runs.stat(key, "retries_per_job")
+                caller = runs.stat(key, "caller_ran_pct")
+                row += [cell(st, "rate"), "1.00×" if kind == "unbounded" else fmt_ratio(r),
+                        "–" if retries is None else f"{retries[0]:.3g}", "–" if caller is None else f"{caller[0]:.1f}%"]
+            if have:
+                out.append("| " + " | ".join(row) + " |")
+        out.append("")
+
+    # -- resize
+    grow = runs.stat("BM_ResizeGrow", "real_ns")
+    fresh = runs.stat("BM_ResizeFreshPool", "real_ns")
+    shrink = runs.stat("BM_ResizeShrink", "real_ns")
+    if grow or shrink:
+        out.append("### Resize latency\n")
+        out.append("*Grow 1 → 8*: from the `resize(8)` call until 8 distinct workers have each run a job (8 jobs that "
+                   "wait for each other), on a pool that was shrunk to 1 worker 2 ms earlier (so the grow restarts "
+                   "threads). Reference: a new `thread_pool{8}` from its constructor until the same. *Shrink 8 → 1*: "
+                   "the `resize(1)` call alone on an idle pool whose 8 workers all ran a job (the leavers exit after "
+                   f"it returns). 8 workers on {cores} cores: oversubscribed.\n")
+        out.append("| operation | time | reference | cost ratio |")
+        out.append("|---|---:|---:|---:|")
+        if grow:
+            r = cost_ratio("control", "resize 1→8 vs a new 8-worker pool", grow, fresh, False)
+            out.append(f"| grow 1 → 8, until the new workers ran a job | {cell(grow, 'ns')} | new 8-worker pool: "
+                       f"{cell(fresh, 'ns')} | {fmt_ratio(r)} |")
+        if shrink:
+            out.append(f"| shrink 8 → 1, the call | {cell(shrink, 'ns')} | – | – |")
+        out.append("")
+
+    # -- timers, wait_group
+    timer_rows = [(0, "on the timer thread"), (1, "dispatched to a 2-worker pool")]
+    trs = [(label, f"BM_TimerLateness1K/via_pool:{v}") for v, label in timer_rows if runs.stat(f"BM_TimerLateness1K/via_pool:{v}", "p50_ns")]
+    if trs:
+        out.append("### Timer lateness (1000 one-shot timers over 20 ms)\n")
+        out.append("Lateness = the job's start − its due time (steady_clock), percentiles over the 5 × 1000 timers of a "
+                   "repetition; median over repetitions (min–max).\n")
+        out.append("| timers run | p50 | p99 | max |")
+        out.append("|---|---:|---:|---:|")
+        for label, key in trs:
+            out.append(f"| {label} | " + " | ".join(cell(runs.stat(key, f), "ns") for f in ("p50_ns", "p99_ns", "max_ns")) + " |")
+        out.append("")
+    wg = runs.stat("BM_WaitGroupRoundTrip", "real_ns")
+    fut = runs.stat("BM_FutureRoundTrip", "real_ns")
+    if wg or fut:
+        out.append("### wait_group round trip\n")
+        out.append("`add(1)`, a job on a 1-worker idle pool calls `done()`, the caller's `wait()` returns (includes the "
+                   "worker's wake-up); the same with `submit()` + `future::get()` as the baseline.\n")
+        out.append("| round trip | time | cost ratio |")
+        out.append("|---|---:|---:|")
+        out.append(f"| `submit` + `future::get()` — baseline | {cell(fut, 'ns')} | 1.00× |")
+        r = cost_ratio("control", "wait_group round trip vs future round trip", wg, fut, False)
+        out.append(f"| `wait_group` add/done/wait | {cell(wg, 'ns')} | {fmt_ratio(r)} |")
+        out.append("")
+
+
+def table_monitoring(runs, out, not_built, cores):
+    out.append("## Monitoring: latency sampling overhead\n")
+    out.append("From `thread_system_monitoring_benchmarks`: empty jobs, 100 000 per batch from one producer into a "
+               "2-worker pool, wall clock until `wait_idle()` returns; one pool per setting of "
+               "`pool_options::latency_sample_every` (0 = off, 16 = the default, 1 = every job), the settings "
+               "interleaved round by round (off, default, every job, off, …; the rounds are the repetitions). "
+               "Overhead = 1 − jobs/s(setting) ÷ jobs/s(off), from the medians. Goal: default ≤ 5%.\n")
+    if not_built:
+        out.append("_thread_system_monitoring_benchmarks not built: no data._\n")
+        return
+    off = runs.stat("empty_jobs/sampling:off", "items_per_second")
+    if off is None:
+        out.append("_No data (monitoring benchmarks not run in this mode, or this core has no latency_sample_every)._\n")
+        return
+    out.append("| setting | jobs/s | rounds | overhead vs off | goal |")
+    out.append("|---|---:|---:|---:|---|")
+    out.append(f"| off (`latency_sample_every = 0`) | {cell(off, 'rate')} | {off[3]} | – | |")
+    for name, label in (("default", "default (every 16th job)"), ("every_job", "every job (`= 1`)")):
+        st = runs.stat(f"empty_jobs/sampling:{name}", "items_per_second")
+        if st is None:
+            continue
+        overhead = 1.0 - st[0] / off[0]
+        cost_ratio("monitoring", f"latency sampling {label} vs off", st, off, True)
+        verdict = ""
+        if name == "default":
+            verdict = goal("monitoring", "latency sampling overhead (default vs off) ≤ 5%", f"{100 * overhead:+.1f}%",
+                           overhead <= 0.05)
+            overlap = not (st[2] < off[1] or st[1] > off[2])
+            if overlap and st[3] > 1:
+                verdict += " (min–max ranges overlap: within this run's noise)"
+        out.append(f"| {label} | {cell(st, 'rate')} | {st[3]} | {100 * overhead:+.1f}% | {verdict} |")
+    out.append("")
+    if off[3] > 1:
+        out.append(f"Noise: the off setting alone spans {100 * (off[2] - off[1]) / off[0]:.0f}% of its median "
+                   "(min to max over the rounds); differences smaller than that are not resolved by this run.\n")
+    rec = runs.stat("BM_histogram_record", "real_ns")
+    if rec:
+        out.append(f"One `latency_histogram::record` (what a worker does per sampled job, twice: wait and run time): "
+                   f"{cell(rec, 'ns')}, single thread.\n")
+
+
+def section_new_goals(out):
+    out.append("## Goals of the newer components, and where they are slower\n")
+    out.append("Collected from the typed pool, control and monitoring sections below (same run). Then every "
+               "comparison there in which a variant is slower than its baseline: *clear* = the whole min–max ranges "
+               "are apart, otherwise they overlap and the difference may be noise.\n")
+    if not GOALS and not SLOWER:
+        out.append("_No data (their benchmarks were not built or not run)._\n")
+        return
+    if GOALS:
+        out.append("| section | goal | measured | met? |")
+        out.append("|---|---|---:|---|")
+        for g in GOALS:
+            met = "n/a" if g["met"] is None else ("yes" if g["met"] else "**no**")
+            out.append(f"| {g['section']} | {g['goal']} | {g['measured']} | {met} |")
+        out.append("")
+    slower = sorted(SLOWER, key=lambda c: (c["clear"] is not True, -c["r"]))
+    if slower:
+        out.append(f"{len(slower)} comparisons where the variant is slower (cost ratio > 1), clear ones first:\n")
+        out.append("| section | comparison | cost ratio | clear? |")
+        out.append("|---|---|---:|---|")
+        for c in slower:
+            out.append(f"| {c['section']} | {c['what']} | {c['r']:.2f}× | { {True: 'clear', False: 'overlapping', None: 'n=1'}[c['clear']] } |")
+        out.append("")
+
+
 def section_losses(out):
     out.append("## Where Thread System loses\n")
     out.append("Computed from the tables above: every comparison where a peer's median beats Thread System's. "
@@ -959,6 +1325,9 @@ def main():
         "queue": os.path.join(build, "benchmarks", "queues", "thread_system_queue_benchmarks"),
         "report": os.path.join(build, "benchmarks", "report", "thread_system_report_benchmarks"),
         "logger": os.path.join(build, "logger", "benchmarks", "thread_system_logger_benchmarks"),
+        "typed": os.path.join(build, "benchmarks", "typed", "thread_system_typed_benchmarks"),
+        "control": os.path.join(build, "benchmarks", "control", "thread_system_control_benchmarks"),
+        "monitoring": os.path.join(build, "monitoring", "thread_system_monitoring_benchmarks"),
     }
     missing = [k for k, b in binaries.items() if not os.access(b, os.X_OK)]
     for k in missing:
@@ -971,26 +1340,35 @@ def main():
     env_shared = dict(env)
     env_shared.setdefault("OMP_WAIT_POLICY", "passive")
 
-    # Plan: (label, binary, filter, reps, json, interleave, env)
+    # Plan: (label, binary, filter, reps, json, interleave, env, min_time, extra arguments)
     steps = []
+    mt = cfg["min_time"]
     if "core" not in missing:
-        steps.append(("thread_system_benchmarks", binaries["core"], cfg["core"], cfg["reps"], "core.json", True, env_shared))
+        steps.append(("thread_system_benchmarks", binaries["core"], cfg["core"], cfg["reps"], "core.json", True, env_shared, mt, ()))
     if "queue" not in missing:
-        steps.append(("thread_system_queue_benchmarks", binaries["queue"], cfg["queue"], cfg["reps"], "queue.json", True, env_shared))
+        steps.append(("thread_system_queue_benchmarks", binaries["queue"], cfg["queue"], cfg["reps"], "queue.json", True, env_shared, mt, ()))
     if "report" not in missing:
-        steps.append(("thread_system_report_benchmarks", binaries["report"], cfg["report"], cfg["reps"], "peers.json", True, env_shared))
+        steps.append(("thread_system_report_benchmarks", binaries["report"], cfg["report"], cfg["reps"], "peers.json", True, env_shared, mt, ()))
         isolated = list_tests(binaries["report"], ISOLATED, env)
         for i, name in enumerate(isolated):
             flt = "^" + re.escape(name) + "$"
-            steps.append((name, binaries["report"], flt, cfg["reps"], f"isolated_{i:03d}.json", False, env))
+            steps.append((name, binaries["report"], flt, cfg["reps"], f"isolated_{i:03d}.json", False, env, mt, ()))
 
     if "logger" not in missing:
-        steps.append(("thread_system_logger_benchmarks", binaries["logger"], cfg["logger"], cfg["reps"], "logger.json", True, env_shared))
+        steps.append(("thread_system_logger_benchmarks", binaries["logger"], cfg["logger"], cfg["reps"], "logger.json", True, env_shared, mt, ()))
+    if "typed" not in missing:
+        steps.append(("thread_system_typed_benchmarks", binaries["typed"], cfg["typed"], cfg["reps"], "typed.json", True, env_shared, mt, ()))
+    if "control" not in missing:
+        steps.append(("thread_system_control_benchmarks", binaries["control"], cfg["control"], cfg["reps"], "control.json", True, env_shared, mt, ()))
+    if "monitoring" not in missing:
+        # Its rounds (off, default, every job, off, ...) are the repetitions.
+        steps.append(("thread_system_monitoring_benchmarks", binaries["monitoring"], cfg["monitoring"], 1, "monitoring.json", False,
+                      env_shared, cfg["monitoring_min_time"], (f"--rounds={cfg['monitoring_rounds']}",)))
 
     total = 0
     counts = []
-    for label, binary, flt, reps, _, _, e in steps:
-        n = len(list_tests(binary, flt, e)) * reps
+    for label, binary, flt, reps, _, _, e, _, extra in steps:
+        n = len(list_tests(binary, flt, e, extra)) * reps
         counts.append(n)
         total += n
     print(f"mode {mode}: {len(steps)} runs, {total} benchmark repetitions; raw output in {raw}/", flush=True)
@@ -999,13 +1377,13 @@ def main():
     queue_json = None
     started = time.monotonic()
     with open(os.path.join(raw, "benchmarks.log"), "w", encoding="utf-8") as log:
-        for (label, binary, flt, reps, json_name, interleave, e), n in zip(steps, counts):
+        for (label, binary, flt, reps, json_name, interleave, e, min_time, extra), n in zip(steps, counts):
             if n == 0:
                 continue
             path = os.path.join(raw, json_name)
             if os.path.exists(path):
                 os.remove(path)
-            run_binary(binary, flt, reps, cfg["min_time"], path, log, e, progress, interleave)
+            run_binary(binary, flt, reps, min_time, path, log, e, progress, interleave, extra)
             data = load_json(path)
             runs.add(data)
             if json_name == "queue.json" and data:
@@ -1056,6 +1434,9 @@ def main():
     table_injector(runs, out)
     table_queues(queue_json, out)
     table_logger(runs, out, "logger" in missing, cores)
+    table_typed(runs, out, "typed" in missing, cores)
+    table_control(runs, out, "control" in missing, cores)
+    table_monitoring(runs, out, "monitoring" in missing, cores)
     if runs.errors:
         out.append("## Benchmarks that reported errors\n")
         for k, v in sorted(runs.errors.items()):
@@ -1064,6 +1445,7 @@ def main():
     # "Where Thread System loses" goes near the top, after the machine.
     losses = []
     section_losses(losses)
+    section_new_goals(losses)
     plot_msg = make_plots(plots, outdir, cores)
     head_end = out.index("## Libraries\n")
     out[head_end:head_end] = losses

@@ -8,6 +8,7 @@
 #   --full the whole matrix with longer runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+started=$SECONDS
 scripts/install-deps.sh --with-peers
 cmake --workflow --preset bench
 
@@ -17,3 +18,4 @@ build/bench/examples/example_seed_style | tail -n 2
 
 echo "== benchmarks and report"
 python3 scripts/report.py "$@"
+echo "run-report: $((SECONDS - started)) s in total (dependencies, build, examples, benchmarks, report)"

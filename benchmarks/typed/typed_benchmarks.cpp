@@ -31,32 +31,39 @@ constexpr std::uint64_t job_ns = 1'000;  // the seed's "simple job", ~1 us of wo
 
 std::size_t workers() { return std::max<std::size_t>(2, std::thread::hardware_concurrency()); }
 
-void spin_job(std::atomic<std::uint64_t>* ran) {
-  tb::spin_for_ns(job_ns);
-  ran->fetch_add(1, std::memory_order_relaxed);  // benchmark bookkeeping
+void spin_job(std::atomic<std::uint64_t>* ran, std::uint64_t ns) {
+  tb::spin_for_ns(ns);
+  ran->fetch_add(1, std::memory_order_relaxed);  // counting only; wait_idle() synchronises with the reader
 }
 
 }  // namespace
 
 // Baseline: the standard pool, same workers, same jobs, one producer.
+// Argument: job_ns, the busy time of one job (1000: the seed's simple job;
+// 0: an empty job, which shows the per-job overhead undiluted).
 static void BM_StandardPool(benchmark::State& state) {
+  const auto ns = static_cast<std::uint64_t>(state.range(0));
   ts::thread_pool pool{workers()};
   std::atomic<std::uint64_t> ran{0};
   for (auto _ : state) {
     for (std::size_t i = 0; i < jobs_per_run; ++i) {
-      if (!pool.enqueue([&ran] { spin_job(&ran); })) state.SkipWithError("refused");
+      if (!pool.enqueue([&ran, ns] { spin_job(&ran, ns); })) state.SkipWithError("refused");
     }
     pool.wait_idle();
   }
+  // relaxed: wait_idle() synchronised with every job
   state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_relaxed)));
   state.counters["workers"] = static_cast<double>(workers());
 }
-BENCHMARK(BM_StandardPool)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StandardPool)->ArgName("job_ns")->Arg(job_ns)->Arg(0)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // Seed "Type Thread Pool Performance": the typed pool with universal workers
 // and jobs spread round-robin over `types` job types (1, 2, 3, 5, 10).
+// Arguments: types, the per-type queue (pool_queue: 0 mutex, 2 adaptive -
+// the default), job_ns as for BM_StandardPool.
 static void BM_TypedPoolTypeMix(benchmark::State& state) {
   const auto types = static_cast<int>(state.range(0));
+  const auto ns = static_cast<std::uint64_t>(state.range(2));
   ts::typed_pool_options<int> options;
   options.queue = static_cast<ts::pool_queue>(state.range(1));
   ts::typed_thread_pool_t<int> pool{workers(), options};
@@ -64,21 +71,28 @@ static void BM_TypedPoolTypeMix(benchmark::State& state) {
   std::atomic<std::uint64_t> ran{0};
   for (auto _ : state) {
     for (std::size_t i = 0; i < jobs_per_run; ++i) {
-      if (!pool.enqueue(static_cast<int>(i % static_cast<std::size_t>(types)), [&ran] { spin_job(&ran); })) {
+      if (!pool.enqueue(static_cast<int>(i % static_cast<std::size_t>(types)), [&ran, ns] { spin_job(&ran, ns); })) {
         state.SkipWithError("refused");
       }
     }
     pool.wait_idle();
   }
+  // relaxed: wait_idle() synchronised with every job
   state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_relaxed)));
   state.counters["types"] = types;
   state.counters["workers"] = static_cast<double>(workers());
 }
-// Second argument: the per-type queue (pool_queue: 0 mutex, 2 adaptive - the default).
+constexpr int adaptive_queue = static_cast<int>(ts::pool_queue::adaptive);
+constexpr int mutex_queue = static_cast<int>(ts::pool_queue::mutex);
 BENCHMARK(BM_TypedPoolTypeMix)
-    ->ArgsProduct({{1, 2, 3, 5, 10}, {static_cast<int>(ts::pool_queue::adaptive)}})
-    ->Args({1, static_cast<int>(ts::pool_queue::mutex)})
-    ->Args({3, static_cast<int>(ts::pool_queue::mutex)})
+    ->ArgNames({"types", "queue", "job_ns"})
+    ->ArgsProduct({{1, 2, 3, 5, 10}, {adaptive_queue}, {static_cast<int>(job_ns)}})
+    ->Args({1, mutex_queue, static_cast<int>(job_ns)})
+    ->Args({3, mutex_queue, static_cast<int>(job_ns)})
+    ->Args({1, adaptive_queue, 0})
+    ->Args({3, adaptive_queue, 0})
+    ->Args({1, mutex_queue, 0})
+    ->Args({3, mutex_queue, 0})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
@@ -156,14 +170,38 @@ static void BM_TypedRouting(benchmark::State& state) {
       const std::size_t slot = i % 100;
       const auto t = slot < high_pct ? ts::job_types::RealTime
                                      : (slot % 2 == 0 ? ts::job_types::Batch : ts::job_types::Background);
+      // relaxed: counting only; wait_idle() synchronises with the reader
       if (!pool.enqueue(t, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); })) state.SkipWithError("refused");
     }
     pool.wait_idle();
   }
+  // relaxed: wait_idle() synchronised with every job
   state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_relaxed)));
   state.counters["high_pct"] = static_cast<double>(high_pct);
 }
 BENCHMARK(BM_TypedRouting)->Arg(33)->Arg(50)->Arg(80)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The same mixes into a typed pool of 4 universal workers (no specialists):
+// separates the cost of the job types from that of the specialist workers.
+static void BM_TypedRoutingUniversal(benchmark::State& state) {
+  const auto high_pct = static_cast<std::size_t>(state.range(0));
+  ts::typed_thread_pool_t<ts::job_types> pool{4};
+  std::atomic<std::uint64_t> ran{0};
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < jobs_per_run; ++i) {
+      const std::size_t slot = i % 100;
+      const auto t = slot < high_pct ? ts::job_types::RealTime
+                                     : (slot % 2 == 0 ? ts::job_types::Batch : ts::job_types::Background);
+      // relaxed: counting only; wait_idle() synchronises with the reader
+      if (!pool.enqueue(t, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); })) state.SkipWithError("refused");
+    }
+    pool.wait_idle();
+  }
+  // relaxed: wait_idle() synchronised with every job
+  state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_relaxed)));
+  state.counters["high_pct"] = static_cast<double>(high_pct);
+}
+BENCHMARK(BM_TypedRoutingUniversal)->Arg(33)->Arg(50)->Arg(80)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // The same empty jobs through the standard pool with as many workers (4).
 static void BM_RoutingStandardPool(benchmark::State& state) {
@@ -171,10 +209,12 @@ static void BM_RoutingStandardPool(benchmark::State& state) {
   std::atomic<std::uint64_t> ran{0};
   for (auto _ : state) {
     for (std::size_t i = 0; i < jobs_per_run; ++i) {
+      // relaxed: counting only; wait_idle() synchronises with the reader
       if (!pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); })) state.SkipWithError("refused");
     }
     pool.wait_idle();
   }
+  // relaxed: wait_idle() synchronised with every job
   state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_relaxed)));
 }
 BENCHMARK(BM_RoutingStandardPool)->UseRealTime()->Unit(benchmark::kMillisecond);
