@@ -138,19 +138,37 @@ static void BM_PriorityScheduling(benchmark::State& state) {
     for (std::size_t i = 0; i < order.size(); ++i) {
       if (i == 0 || order[i] >= order[i - 1]) in_order += 1;
     }
-    realtime_first +=
-        static_cast<double>(std::count(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(per_type),
-                                       ts::job_types::RealTime));
+    realtime_first += static_cast<double>(
+        std::count(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(per_type), ts::job_types::RealTime));
     total += static_cast<double>(order.size());
     state.ResumeTiming();
   }
   state.counters["accuracy_pct"] = total == 0 ? 0 : 100.0 * in_order / total;
-  state.counters["realtime_first_pct"] =
-      total == 0 ? 0 : 100.0 * realtime_first / (total / 3.0);
+  state.counters["realtime_first_pct"] = total == 0 ? 0 : 100.0 * realtime_first / (total / 3.0);
   state.counters["jobs_per_type"] = static_cast<double>(per_type);
   state.SetItemsProcessed(static_cast<std::int64_t>(total));
 }
 BENCHMARK(BM_PriorityScheduling)->Arg(100)->Arg(500)->Arg(1000)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The routing workload: `high_pct` percent RealTime, the rest alternating
+// Batch and Background, empty jobs, one producer.
+static void run_routing_mix(benchmark::State& state, ts::typed_thread_pool_t<ts::job_types>& pool,
+                            std::size_t high_pct) {
+  std::atomic<std::uint64_t> ran{0};
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < jobs_per_run; ++i) {
+      const std::size_t slot = i % 100;
+      const auto t = slot < high_pct ? ts::job_types::RealTime
+                                     : (slot % 2 == 0 ? ts::job_types::Batch : ts::job_types::Background);
+      // relaxed: counting only; wait_idle() synchronises with the reader
+      if (!pool.enqueue(t, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); })) state.SkipWithError("refused");
+    }
+    pool.wait_idle();
+  }
+  // relaxed: wait_idle() synchronised with every job
+  state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_relaxed)));
+  state.counters["high_pct"] = static_cast<double>(high_pct);
+}
 
 // Seed "Job Type Routing": empty jobs, `high_pct` percent RealTime and the
 // rest split between Batch and Background, into a pool with one specialist
@@ -164,20 +182,7 @@ static void BM_TypedRouting(benchmark::State& state) {
   }
   (void)pool.add_worker(std::make_unique<ts::typed_thread_worker_t<ts::job_types>>());
   if (!pool.start()) state.SkipWithError("start failed");
-  std::atomic<std::uint64_t> ran{0};
-  for (auto _ : state) {
-    for (std::size_t i = 0; i < jobs_per_run; ++i) {
-      const std::size_t slot = i % 100;
-      const auto t = slot < high_pct ? ts::job_types::RealTime
-                                     : (slot % 2 == 0 ? ts::job_types::Batch : ts::job_types::Background);
-      // relaxed: counting only; wait_idle() synchronises with the reader
-      if (!pool.enqueue(t, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); })) state.SkipWithError("refused");
-    }
-    pool.wait_idle();
-  }
-  // relaxed: wait_idle() synchronised with every job
-  state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_relaxed)));
-  state.counters["high_pct"] = static_cast<double>(high_pct);
+  run_routing_mix(state, pool, high_pct);
 }
 BENCHMARK(BM_TypedRouting)->Arg(33)->Arg(50)->Arg(80)->UseRealTime()->Unit(benchmark::kMillisecond);
 
@@ -186,20 +191,7 @@ BENCHMARK(BM_TypedRouting)->Arg(33)->Arg(50)->Arg(80)->UseRealTime()->Unit(bench
 static void BM_TypedRoutingUniversal(benchmark::State& state) {
   const auto high_pct = static_cast<std::size_t>(state.range(0));
   ts::typed_thread_pool_t<ts::job_types> pool{4};
-  std::atomic<std::uint64_t> ran{0};
-  for (auto _ : state) {
-    for (std::size_t i = 0; i < jobs_per_run; ++i) {
-      const std::size_t slot = i % 100;
-      const auto t = slot < high_pct ? ts::job_types::RealTime
-                                     : (slot % 2 == 0 ? ts::job_types::Batch : ts::job_types::Background);
-      // relaxed: counting only; wait_idle() synchronises with the reader
-      if (!pool.enqueue(t, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); })) state.SkipWithError("refused");
-    }
-    pool.wait_idle();
-  }
-  // relaxed: wait_idle() synchronised with every job
-  state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_relaxed)));
-  state.counters["high_pct"] = static_cast<double>(high_pct);
+  run_routing_mix(state, pool, high_pct);
 }
 BENCHMARK(BM_TypedRoutingUniversal)->Arg(33)->Arg(50)->Arg(80)->UseRealTime()->Unit(benchmark::kMillisecond);
 
