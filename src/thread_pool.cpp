@@ -79,7 +79,7 @@ thread_pool::thread_pool(detail::custom_injector_t, std::string name, std::uniqu
       queue_(std::move(queue)),
       bounds_(bounds),
       local_deques_(false),
-      injector_batch_(1),
+      injector_batch_(max_batch),
       latency_sample_every_(latency_sample_every),
       max_spinners_(default_max_spinners()) {
   validate(bounds_);
@@ -712,6 +712,8 @@ bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, 
     const std::size_t share = worker_count_.load(std::memory_order_relaxed);  // a hint
     const std::size_t n = queue_->pop_for(w.responsibility_mask_, local.first(limit), share);
     if (n == 0) return false;
+    // Typed pools: the kind of the batch whose rest goes onto the deque.
+    if (n > 1 && !local_deques_) w.batch_rank_ = static_cast<unsigned>((local[0].tag() & 0x7f) - 1);
     // All but the first job go onto this worker's deque (newest-first, so
     // the owner still takes them in FIFO order): there they can be stolen,
     // and a helping wait in the first job can reach them. Held in a private
@@ -734,7 +736,27 @@ bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, 
 
   // The periodic look takes a single job: a batch would go onto a deque
   // that is not empty, and repeated looks could grow it without bound.
-  if (!local_deques_) return run_from_injector(1);
+  if (!local_deques_) {
+    // Typed pools. The deque holds only the rest of one batch of the
+    // worker's highest kind (rank batch_rank_), taken while the deque was
+    // empty: run it first unless a job of a higher kind this worker serves
+    // has appeared since (a kind created after the batch was taken).
+    detail::job_node* node = nullptr;
+    if (!w.deque_.empty_approx()) {
+      const std::uint64_t higher = w.responsibility_mask_ & ((std::uint64_t{1} << w.batch_rank_) - 1);
+      if ((higher == 0 || (queue_->pending_mask() & higher) == 0) && w.deque_.pop(node)) {
+        run_node(w, node);
+        return true;
+      }
+      if (run_from_injector(1)) return true;
+      if (w.deque_.pop(node)) {
+        run_node(w, node);
+        return true;
+      }
+      return false;
+    }
+    return run_from_injector(batch_limit);
+  }
   if (++w.tick_ % injector_check_interval == 0 && run_from_injector(1)) return true;
   detail::job_node* node = nullptr;
   if (w.deque_.pop(node)) {

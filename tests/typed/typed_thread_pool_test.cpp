@@ -519,3 +519,27 @@ TEST(TypedThreadPool, StopDrainWhileProducersPushLosesNothing) {
     EXPECT_EQ(ran.load(std::memory_order_relaxed), report.executed) << "round " << round;
   }
 }
+
+TEST(TypedThreadPool, AHigherTypeArrivingDuringABatchRunsNext) {
+  // One worker: it takes the queued Batch jobs as a batch (the highest type
+  // that exists). The first of them queues the first RealTime job ever; it
+  // must run next, ahead of the rest of the batch.
+  ts::typed_thread_pool_t<job_types> pool{1, typed_opts()};
+  blocker b;
+  b.block_on(pool, job_types::Batch);
+  std::vector<int> order;  // written by the only worker
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(pool.enqueue(job_types::Batch, [&pool, &order, i] {
+      order.push_back(i);
+      if (i == 0) {
+        ASSERT_TRUE(pool.enqueue(job_types::RealTime, [&order] { order.push_back(-1); }));
+      }
+    }));
+  }
+  b.release();
+  pool.wait_idle();
+  ASSERT_EQ(order.size(), 41U);
+  EXPECT_EQ(order[0], 0);
+  EXPECT_EQ(order[1], -1);
+  for (int i = 1; i < 40; ++i) EXPECT_EQ(order[static_cast<std::size_t>(i + 1)], i);
+}

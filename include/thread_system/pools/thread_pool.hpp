@@ -495,9 +495,9 @@ class thread_pool {
   friend class typed_thread_pool_t;
 
   // Typed pools: a pool around their own injector. Jobs are never pushed to
-  // workers' deques (every job goes through the injector, where its kind and
-  // priority are known) and workers take one job at a time (so priority is
-  // decided per job). Not started.
+  // workers' deques by producers (every job goes through the injector, where
+  // its kind and priority are known); a worker's deque only holds the rest of
+  // a batch of its highest kind, and there is no stealing. Not started.
   thread_pool(detail::custom_injector_t, std::string name, std::unique_ptr<detail::injector> queue,
               std::uint32_t latency_sample_every, error_handler on_error, thread_system::backpressure bounds);
 

@@ -123,6 +123,7 @@ class thread_worker {
   detail::job_node_pool::cache node_cache_;  // owner thread only
   std::uint32_t rng_state_ = 0;              // owner thread only: victim selection
   std::uint32_t tick_ = 0;                   // owner thread only: injector fairness
+  unsigned batch_rank_ = 0;                  // owner thread only: typed pools, the kind on the deque
 
  protected:
   // Job kinds this worker serves (bit r = rank r; typed pools). Set before

@@ -16,7 +16,9 @@
 //     waiting such kind wins); otherwise as strict priority. So a queued kind
 //     is served at least once every B (plus the run time of the job that
 //     is running when B expires), however busy the higher kinds are.
-//   One job per call: priority is decided again for every job.
+//   Only the highest kind a worker serves may come as a batch (a fair share
+//   of its queue, without aging): nothing can outrank those jobs for that
+//   worker. Every other choice is one job, so priority is decided per job.
 //
 // Accounting (the injector contract in injector.hpp): accepted() is the sum
 // of the kinds' counts; close() closes every queue, and a queue created
@@ -107,7 +109,7 @@ class typed_injector final : public injector {
     return 0;
   }
 
-  std::size_t pop_for(std::uint64_t mask, std::span<job_function> out, std::size_t) override {
+  std::size_t pop_for(std::uint64_t mask, std::span<job_function> out, std::size_t consumers) override {
     if (out.empty()) return 0;
     mask &= created_.load(std::memory_order_acquire);  // pairs with the release in slot_for()
     if (mask == 0) return 0;
@@ -137,9 +139,15 @@ class typed_injector final : public injector {
       }
       return 0;
     }
+    // Strict priority. The worker's highest kind may be taken as a batch (a
+    // fair share, up to out.size()): no queued job can outrank it for this
+    // worker, and the pool runs the batch before anything of a lower kind.
+    // Any other kind is taken one job at a time.
     for (std::uint64_t m = mask; m != 0; m &= m - 1) {
       kind_slot* s = slots_[static_cast<std::size_t>(std::countr_zero(m))].load(std::memory_order_acquire);
-      if (s->queue->pop_share(out.first(1), 1) == 1) return 1;
+      const bool highest = m == mask;
+      const std::size_t n = s->queue->pop_share(highest ? out : out.first(1), highest ? consumers : 1);
+      if (n != 0) return n;
     }
     return 0;
   }
