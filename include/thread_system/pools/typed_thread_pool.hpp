@@ -30,9 +30,12 @@
 // same core as thread_pool)
 //   * A worker serves only the types in its responsibilities (a worker with
 //     none set is universal: it serves every type). It always takes the
-//     highest-priority job it serves that is queued - one job at a time, so
-//     the choice is made again for every job. Jobs do not migrate between
-//     workers (no stealing), so a specialist never runs another type.
+//     highest-priority job it serves that is queued. Jobs of the highest
+//     type it serves may come as a batch (a fair share of that queue, kept
+//     on the worker's own deque and run next unless a job of a higher type
+//     appears meanwhile); any other type one job at a time, so the choice
+//     is made again for every such job. Jobs do not migrate between workers
+//     (no stealing), so a specialist never runs another type.
 //   * Strict priority by default: a lower type starts on a worker only when
 //     no job of a higher type that worker serves is queued. With one worker
 //     this is an exact order. With several workers it holds per worker: a
