@@ -54,7 +54,8 @@ static void BM_EnqueueThroughput(benchmark::State& state) {
     }
     pool.wait_idle();
   }
-  state.SetItemsProcessed(static_cast<std::int64_t>(ran.load()));
+  // seq_cst: pairs with the writers' RMW/store
+  state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_seq_cst)));
   state.counters["workers"] = static_cast<double>(workers);
   state.counters["oversubscribed"] = workers > std::thread::hardware_concurrency() ? 1 : 0;
 }
@@ -79,7 +80,8 @@ static void BM_EnqueueBatchThroughput(benchmark::State& state) {
     }
     pool.wait_idle();
   }
-  state.SetItemsProcessed(static_cast<std::int64_t>(ran.load()));
+  // seq_cst: pairs with the writers' RMW/store
+  state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_seq_cst)));
 }
 BENCHMARK(BM_EnqueueBatchThroughput)
     ->ArgName("workers")

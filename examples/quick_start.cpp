@@ -13,7 +13,8 @@ int main() {
   // Fire and forget: the result says whether the job was accepted.
   std::atomic<int> counter{0};
   for (int i = 0; i < 1000; ++i) {
-    if (auto r = pool.enqueue([&counter] { counter.fetch_add(1); }); !r) {
+    // seq_cst: pairs with the checking load(s)
+    if (auto r = pool.enqueue([&counter] { counter.fetch_add(1, std::memory_order_seq_cst); }); !r) {
       std::cerr << "refused: " << r.error().to_string() << '\n';
       return 1;
     }
@@ -23,7 +24,8 @@ int main() {
   future<std::string> greeting = pool.submit([](std::string who) { return "hello, " + who; }, "pool");
 
   pool.wait_idle();
-  std::cout << greeting.get() << " - ran " << counter.load() << " jobs\n";
+  // seq_cst: pairs with the writers' RMW/store
+  std::cout << greeting.get() << " - ran " << counter.load(std::memory_order_seq_cst) << " jobs\n";
 
   const pool_statistics stats = pool.get_statistics();
   std::cout << "accepted " << stats.accepted << ", executed " << stats.executed << ", failed " << stats.failed << '\n';

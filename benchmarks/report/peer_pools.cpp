@@ -428,7 +428,7 @@ void bm_memory_per_worker(benchmark::State& state, std::size_t workers) {
     all_started = wait_for_count_for(started, workers, std::chrono::seconds(5));
     const double after = rss_bytes();
     g.release();
-    wait_for_count(finished, started.load());
+    wait_for_count(finished, started.load(std::memory_order_seq_cst));  // seq_cst: pairs with the writers' RMW/store
     pool.reset();
     per_worker = (after - before) / static_cast<double>(workers);
   }
@@ -461,7 +461,7 @@ void bm_queued_bytes(benchmark::State& state, std::uint64_t jobs) {
     counter_t started{0};
     counter_t done{0};
     pool.submit([&] {
-      started.fetch_add(1);
+      started.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
       g.wait();
     });
     wait_for_count(started, 1);

@@ -131,7 +131,7 @@ void run_exactly_once(std::size_t capacity, overflow_policy policy, bool vary_le
     }
     EXPECT_EQ(st.rejected, 0U);
   }
-  EXPECT_EQ(out_of_order.load(), 0);
+  EXPECT_EQ(out_of_order.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
   for (int p = 0; p < producers; ++p) {
     for (int s = 0; s < per_producer; ++s) {
       const int expected = accepted[static_cast<std::size_t>(p)][static_cast<std::size_t>(s)] ? 1 : 0;
@@ -139,7 +139,7 @@ void run_exactly_once(std::size_t capacity, overflow_policy policy, bool vary_le
     }
   }
   if (policy == overflow_policy::block) {
-    EXPECT_EQ(foreign.load(), 0);
+    EXPECT_EQ(foreign.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
   }
 }
 
@@ -216,7 +216,7 @@ TEST(Logger, DestructorWritesEverythingAccepted) {
 class gated_sink final : public log_sink {
  public:
   result<void> write(const log_entry& e) override {
-    if (!entered_.exchange(true)) {
+    if (!entered_.exchange(true, std::memory_order_seq_cst)) {  // seq_cst: pairs with other writers' exchange
       entered_promise_.set_value();
       gate_.wait();
     }
@@ -358,11 +358,12 @@ TEST(Logger, LevelFilterRunsBeforeFormatting) {
   log.trace("t {}", arg);
   log.debug("d {}", arg);
   log.info("i {}", arg);
-  EXPECT_EQ(formatted.load(), 0);  // filtered calls never format their arguments
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_EQ(formatted.load(std::memory_order_seq_cst), 0);  // filtered calls never format their arguments
   log.warn("w {}", arg);
   log.error("e {}", arg);
   log.critical("c {}", arg);
-  EXPECT_EQ(formatted.load(), 3);
+  EXPECT_EQ(formatted.load(std::memory_order_seq_cst), 3);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_FALSE(log.should_log(log_level::info));
   log.set_level(log_level::trace);
   EXPECT_TRUE(log.should_log(log_level::trace));
@@ -510,7 +511,7 @@ TEST(Logger, ConcurrentFlushesFromManyThreads) {
   for (auto& t : threads) t.join();
   ASSERT_TRUE(log.flush());
   EXPECT_EQ(sink->records(), static_cast<std::uint64_t>(threads_n) * static_cast<std::uint64_t>(per));
-  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(failures.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
 }
 
 TEST(Logger, FlushLevelFlushesAfterSevereRecords) {

@@ -100,7 +100,7 @@ TEST(PoolMonitor, CountersAreExactUnderConcurrentLoad) {
   const monitor_report r = mon.sample();
   mon.stop();
   EXPECT_FALSE(mon.is_running());
-  EXPECT_EQ(ran.load(), total);
+  EXPECT_EQ(ran.load(std::memory_order_seq_cst), total);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(r.metrics.submitted, total);
   EXPECT_EQ(r.metrics.executed, total);
   EXPECT_EQ(r.metrics.failed, expected_failures);

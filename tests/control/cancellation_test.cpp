@@ -181,13 +181,17 @@ TEST(Cancellation, RegisterVersusCancelRaceRunsEachCallbackOnce) {
   std::atomic<int> ran{0};
   std::optional<ts::cancellation_registration> reg;
   round_runner::run(
-      rounds, [&](std::size_t) { reg.emplace(src->token().register_callback([&] { ran.fetch_add(1); })); },
+      // seq_cst: pairs with the checking load(s)
+      rounds,
+      [&](std::size_t) {
+        reg.emplace(src->token().register_callback([&] { ran.fetch_add(1, std::memory_order_seq_cst); }));
+      },
       [&](std::size_t) { src->cancel(); },
       [&](std::size_t) {
-        ASSERT_EQ(ran.load(), 1);
+        ASSERT_EQ(ran.load(std::memory_order_seq_cst), 1);  // seq_cst: pairs with the writers' RMW/store
         reg.reset();
         src.emplace();
-        ran.store(0);
+        ran.store(0, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
       });
 }
 
@@ -207,7 +211,8 @@ TEST(Cancellation, UnregisterVersusConcurrentCancelNeverRunsAfterReturn) {
     for (auto& s : slots) {
       slot* sp = &s;
       s.reg.emplace(src.token().register_callback([sp, &violations] {
-        if (sp->unregistered.load(std::memory_order_acquire)) violations.fetch_add(1);
+        // seq_cst: pairs with the checking load(s)
+        if (sp->unregistered.load(std::memory_order_acquire)) violations.fetch_add(1, std::memory_order_seq_cst);
         *sp->payload += 1;
       }));
     }
@@ -219,7 +224,7 @@ TEST(Cancellation, UnregisterVersusConcurrentCancelNeverRunsAfterReturn) {
     }
     canceller.join();
   }
-  EXPECT_EQ(violations.load(), 0);
+  EXPECT_EQ(violations.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
 }
 
 TEST(Cancellation, UnregisterFromInsideTheCallbackDoesNotDeadlock) {
@@ -345,7 +350,7 @@ TEST(Cancellation, LinkedChildDestructionRacesWithParentCancel) {
   round_runner::run(
       rounds, [&](std::size_t) { child.reset(); }, [&](std::size_t) { parent->cancel(); },
       [&](std::size_t) {
-        const int r = ran.exchange(0);
+        const int r = ran.exchange(0, std::memory_order_seq_cst);  // seq_cst: pairs with the callbacks' fetch_add
         ASSERT_LE(r, 1);
         total += r;
         setup();
@@ -373,10 +378,10 @@ TEST(Cancellation, FromStdStopToken) {
     std::jthread worker([&seen](std::stop_token st) {
       auto t = ts::cancellation_token::from_stop_token(st);
       while (!t.is_cancelled()) std::this_thread::yield();
-      seen.store(true);
+      seen.store(true, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
     });
-  }  // ~jthread requests stop and joins
-  EXPECT_TRUE(seen.load());
+  }                                                   // ~jthread requests stop and joins
+  EXPECT_TRUE(seen.load(std::memory_order_seq_cst));  // seq_cst: pairs with the writers' RMW/store
 }
 
 TEST(Cancellation, ToStdStopToken) {
@@ -437,12 +442,13 @@ TEST(Cancellation, NoneTokenIsNeverCancelled) {
 TEST(Cancellation, SeedStyleTokenCancelsAndRunsDetachedCallbacks) {
   ts::cancellation_token token;  // seed: default-constructed token owns a state
   std::atomic<int> ran{0};
-  token.register_callback([&] { ran.fetch_add(1); }).detach();
+  // seq_cst: pairs with the checking load(s)
+  token.register_callback([&] { ran.fetch_add(1, std::memory_order_seq_cst); }).detach();
   ts::cancellation_token copy = token;
   std::thread t([copy] { copy.cancel(); });
   t.join();
   EXPECT_TRUE(token.is_cancelled());
-  EXPECT_EQ(ran.load(), 1);
+  EXPECT_EQ(ran.load(std::memory_order_seq_cst), 1);  // seq_cst: pairs with the writers' RMW/store
 }
 
 TEST(Cancellation, ManyThreadsRegisteringWhileOneCancels) {
@@ -456,11 +462,12 @@ TEST(Cancellation, ManyThreadsRegisteringWhileOneCancels) {
     for (int t = 0; t < 3; ++t) {
       threads.emplace_back([&, t] {
         for (int i = 0; i < per_thread; ++i)
-          regs[t].push_back(src.token().register_callback([&] { ran.fetch_add(1); }));
+          // seq_cst: pairs with the checking load(s)
+          regs[t].push_back(src.token().register_callback([&] { ran.fetch_add(1, std::memory_order_seq_cst); }));
       });
     }
     src.cancel();
     for (auto& th : threads) th.join();
-    ASSERT_EQ(ran.load(), 3 * per_thread);
+    ASSERT_EQ(ran.load(std::memory_order_seq_cst), 3 * per_thread);  // seq_cst: pairs with the writers' RMW/store
   }
 }

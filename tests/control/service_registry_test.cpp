@@ -96,12 +96,12 @@ TEST(ServiceRegistry, ConcurrentFirstResolvesCallASingletonFactoryOnce) {
     ts::service_registry reg;
     std::atomic<int> calls{0};
     ASSERT_TRUE(reg.register_factory<greeter>([&calls] {
-                     calls.fetch_add(1);
+                     calls.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
                      std::this_thread::sleep_for(std::chrono::microseconds(200));  // widen the window
                      return std::make_shared<fixed_greeter>(9);
                    })
                     .has_value());
-    EXPECT_EQ(calls.load(), 0);  // lazy
+    EXPECT_EQ(calls.load(std::memory_order_seq_cst), 0);  // lazy; seq_cst: pairs with the writers' RMW/store
     std::barrier start(threads);
     std::vector<const greeter*> seen(threads, nullptr);
     std::vector<std::thread> ts_;
@@ -113,7 +113,7 @@ TEST(ServiceRegistry, ConcurrentFirstResolvesCallASingletonFactoryOnce) {
       });
     }
     for (auto& th : ts_) th.join();
-    ASSERT_EQ(calls.load(), 1);
+    ASSERT_EQ(calls.load(std::memory_order_seq_cst), 1);  // seq_cst: pairs with the writers' RMW/store
     for (const greeter* p : seen) ASSERT_EQ(p, seen[0]);
     ASSERT_NE(seen[0], nullptr);
   }

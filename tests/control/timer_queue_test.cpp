@@ -61,7 +61,8 @@ TEST(TimerQueue, ThousandRandomTimersFireInDueOrderAndNeverEarly) {
     const auto delay = std::chrono::microseconds(delay_us(rng));
     auto h = timers.schedule_after(delay, [&, before, delay](const ts::timer_tick& t) {
       const auto now = clock_type::now();
-      if (now < t.scheduled_time || t.scheduled_time < before + delay) early.fetch_add(1);
+      // seq_cst: pairs with the checking load(s)
+      if (now < t.scheduled_time || t.scheduled_time < before + delay) early.fetch_add(1, std::memory_order_seq_cst);
       std::lock_guard lock(m);
       fired_due.push_back(t.scheduled_time);
     });
@@ -71,7 +72,7 @@ TEST(TimerQueue, ThousandRandomTimersFireInDueOrderAndNeverEarly) {
     std::lock_guard lock(m);
     return fired_due.size() == n;
   }));
-  EXPECT_EQ(early.load(), 0);
+  EXPECT_EQ(early.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
   std::lock_guard lock(m);
   EXPECT_TRUE(std::is_sorted(fired_due.begin(), fired_due.end()));
   const auto s = timers.statistics();
@@ -113,32 +114,40 @@ TEST(TimerQueue, RunsOnAPoolAndNeverBeforeDue) {
     ASSERT_TRUE(timers
                     .schedule_after(std::chrono::microseconds(i * 50),
                                     [&](const ts::timer_tick& t) {
-                                      if (clock_type::now() < t.scheduled_time) early.fetch_add(1);
-                                      ran.fetch_add(1);
+                                      // seq_cst: pairs with the checking load(s)
+                                      if (clock_type::now() < t.scheduled_time)
+                                        early.fetch_add(1, std::memory_order_seq_cst);
+                                      // seq_cst: pairs with the checking load(s)
+                                      ran.fetch_add(1, std::memory_order_seq_cst);
                                     })
                     .has_value());
   }
-  ASSERT_TRUE(eventually([&] { return ran.load() == n; }));
-  EXPECT_EQ(early.load(), 0);
+  // seq_cst: pairs with the writers' RMW/store
+  ASSERT_TRUE(eventually([&] { return ran.load(std::memory_order_seq_cst) == n; }));
+  EXPECT_EQ(early.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
 }
 
 TEST(TimerQueue, SchedulingAnEarlierTimerWakesTheSleepingThread) {
   ts::timer_queue timers{inline_target()};
   std::atomic<bool> late_ran{false};
   std::atomic<bool> soon_ran{false};
-  auto late = timers.schedule_after(1h, [&] { late_ran = true; });
+  // seq_cst: pairs with the checking load(s)
+  auto late = timers.schedule_after(1h, [&] { late_ran.store(true, std::memory_order_seq_cst); });
   ASSERT_TRUE(late.has_value());
   std::this_thread::sleep_for(5ms);  // let the thread sleep until the hour
-  ASSERT_TRUE(timers.schedule_after(1ms, [&] { soon_ran = true; }).has_value());
-  EXPECT_TRUE(eventually([&] { return soon_ran.load(); }));
-  EXPECT_FALSE(late_ran.load());
+  // seq_cst: pairs with the checking load(s)
+  ASSERT_TRUE(timers.schedule_after(1ms, [&] { soon_ran.store(true, std::memory_order_seq_cst); }).has_value());
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_TRUE(eventually([&] { return soon_ran.load(std::memory_order_seq_cst); }));
+  EXPECT_FALSE(late_ran.load(std::memory_order_seq_cst));  // seq_cst: pairs with the writers' RMW/store
   EXPECT_TRUE(late->is_active());
 }
 
 TEST(TimerQueue, CancelPendingOneShot) {
   ts::timer_queue timers{inline_target()};
   std::atomic<int> ran{0};
-  auto h = timers.schedule_after(1h, [&] { ran.fetch_add(1); });
+  // seq_cst: pairs with the checking load(s)
+  auto h = timers.schedule_after(1h, [&] { ran.fetch_add(1, std::memory_order_seq_cst); });
   ASSERT_TRUE(h.has_value());
   EXPECT_TRUE(h->is_active());
   EXPECT_EQ(timers.statistics().pending, 1U);
@@ -150,9 +159,11 @@ TEST(TimerQueue, CancelPendingOneShot) {
   EXPECT_EQ(s.pending, 0U);  // removed from the heap at once
 
   // Cancelling one that already ran prevents nothing.
-  auto done = timers.schedule_after(0ms, [&] { ran.fetch_add(1); });
+  // seq_cst: pairs with the checking load(s)
+  auto done = timers.schedule_after(0ms, [&] { ran.fetch_add(1, std::memory_order_seq_cst); });
   ASSERT_TRUE(done.has_value());
-  ASSERT_TRUE(eventually([&] { return ran.load() == 1; }));
+  // seq_cst: pairs with the writers' RMW/store
+  ASSERT_TRUE(eventually([&] { return ran.load(std::memory_order_seq_cst) == 1; }));
   ASSERT_TRUE(eventually([&] { return !done->is_active(); }));
   EXPECT_FALSE(done->cancel());
   EXPECT_EQ(timers.statistics().cancelled, 1U);
@@ -174,16 +185,18 @@ TEST(TimerQueue, CancelPeriodicStopsFurtherRuns) {
   ts::thread_pool pool{2};
   ts::timer_queue timers{pool_target(pool)};
   std::atomic<int> starts{0};
-  auto h = timers.schedule_every(1ms, [&] { starts.fetch_add(1); });
+  // seq_cst: pairs with the checking load(s)
+  auto h = timers.schedule_every(1ms, [&] { starts.fetch_add(1, std::memory_order_seq_cst); });
   ASSERT_TRUE(h.has_value());
-  ASSERT_TRUE(eventually([&] { return starts.load() >= 3; }));
+  // seq_cst: pairs with the writers' RMW/store
+  ASSERT_TRUE(eventually([&] { return starts.load(std::memory_order_seq_cst) >= 3; }));
   EXPECT_TRUE(h->is_active());
   EXPECT_TRUE(h->cancel());
-  const int at_cancel = starts.load();
+  const int at_cancel = starts.load(std::memory_order_seq_cst);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_FALSE(h->is_active());
   std::this_thread::sleep_for(30ms);
   // A run that had begun before cancel() may still count itself; no new run starts.
-  EXPECT_LE(starts.load(), at_cancel + 1);
+  EXPECT_LE(starts.load(std::memory_order_seq_cst), at_cancel + 1);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_FALSE(h->cancel());
   EXPECT_EQ(timers.statistics().cancelled, 1U);
   pool.wait_idle();
@@ -198,10 +211,11 @@ TEST(TimerQueue, PeriodicCancellingItselfStopsAtOnce) {
   std::unique_lock lock(m);  // keeps the first run from reading `self` before it is set
   auto h = timers.schedule_every(1ms, [&](const ts::timer_tick& t) {
     std::lock_guard inner(m);
-    const int r = runs.fetch_add(1) + 1;
-    if (t.index >= 3 && runs_at_cancel.load() < 0) {
-      EXPECT_TRUE(self->cancel());  // from inside its own run: no deadlock
-      runs_at_cancel.store(r);
+    const int r = runs.fetch_add(1, std::memory_order_seq_cst) + 1;  // seq_cst: pairs with the checking load(s)
+    // seq_cst: pairs with the writers' RMW/store
+    if (t.index >= 3 && runs_at_cancel.load(std::memory_order_seq_cst) < 0) {
+      EXPECT_TRUE(self->cancel());                         // from inside its own run: no deadlock
+      runs_at_cancel.store(r, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
     }
   });
   ASSERT_TRUE(h.has_value());
@@ -209,7 +223,8 @@ TEST(TimerQueue, PeriodicCancellingItselfStopsAtOnce) {
   lock.unlock();
   ASSERT_TRUE(eventually([&] { return !h->is_active(); }));
   std::this_thread::sleep_for(20ms);
-  EXPECT_EQ(runs.load(), runs_at_cancel.load());
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_EQ(runs.load(std::memory_order_seq_cst), runs_at_cancel.load(std::memory_order_seq_cst));
   EXPECT_EQ(timers.statistics().cancelled, 1U);
 }
 
@@ -224,23 +239,25 @@ TEST(TimerQueue, SlowPeriodicJobNeverOverlapsItself) {
   std::mutex m;
   std::vector<std::uint64_t> indices;
   auto h = timers.schedule_every(1ms, [&](const ts::timer_tick& t) {
-    const int now = concurrent.fetch_add(1) + 1;
-    int prev = max_concurrent.load();
-    while (now > prev && !max_concurrent.compare_exchange_weak(prev, now)) {
+    const int now = concurrent.fetch_add(1, std::memory_order_seq_cst) + 1;  // seq_cst: pairs with the checking load(s)
+    int prev = max_concurrent.load(std::memory_order_seq_cst);  // seq_cst: pairs with the writers' RMW/store
+    // seq_cst: pairs with the checking load(s)
+    while (now > prev && !max_concurrent.compare_exchange_weak(prev, now, std::memory_order_seq_cst)) {
     }
     {
       std::lock_guard lock(m);
       indices.push_back(t.index);
     }
     std::this_thread::sleep_for(5ms);
-    concurrent.fetch_sub(1);
-    runs.fetch_add(1);
+    concurrent.fetch_sub(1, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
+    runs.fetch_add(1, std::memory_order_seq_cst);        // seq_cst: pairs with the checking load(s)
   });
   ASSERT_TRUE(h.has_value());
-  ASSERT_TRUE(eventually([&] { return runs.load() >= 8; }));
+  // seq_cst: pairs with the writers' RMW/store
+  ASSERT_TRUE(eventually([&] { return runs.load(std::memory_order_seq_cst) >= 8; }));
   EXPECT_TRUE(h->cancel());
   pool.wait_idle();
-  EXPECT_EQ(max_concurrent.load(), 1);
+  EXPECT_EQ(max_concurrent.load(std::memory_order_seq_cst), 1);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_GT(timers.statistics().skipped_periods, 0U);
   std::lock_guard lock(m);
   EXPECT_TRUE(std::is_sorted(indices.begin(), indices.end()));
@@ -256,7 +273,8 @@ TEST(TimerQueue, PeriodicScheduleDoesNotDrift) {
   std::atomic<int> early{0};
   const auto before = clock_type::now();
   auto h = timers.schedule_every(period, [&](const ts::timer_tick& t) {
-    if (clock_type::now() < t.scheduled_time) early.fetch_add(1);
+    // seq_cst: pairs with the checking load(s)
+    if (clock_type::now() < t.scheduled_time) early.fetch_add(1, std::memory_order_seq_cst);
     std::this_thread::sleep_for(std::chrono::microseconds(700 + 500 * static_cast<int>(t.index % 3)));
     std::lock_guard lock(m);
     ticks.push_back(t);
@@ -267,7 +285,7 @@ TEST(TimerQueue, PeriodicScheduleDoesNotDrift) {
     return ticks.size() >= 20;
   }));
   EXPECT_TRUE(h->cancel());
-  EXPECT_EQ(early.load(), 0);
+  EXPECT_EQ(early.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
   std::lock_guard lock(m);
   const auto first = ticks.front().scheduled_time - period * static_cast<int>(ticks.front().index);
   EXPECT_GE(first, before + period);
@@ -302,15 +320,19 @@ TEST(TimerQueue, StopCancelsPendingTimersAndCountsThem) {
   ts::timer_queue timers{inline_target()};
   std::atomic<int> ran{0};
   std::vector<ts::timer_handle> handles;
-  for (int i = 0; i < 10; ++i) handles.push_back(timers.schedule_after(1h, [&] { ran.fetch_add(1); }).value());
-  handles.push_back(timers.schedule_every(1h, [&] { ran.fetch_add(1); }).value());
-  handles.push_back(timers.schedule_every(1h, [&] { ran.fetch_add(1); }).value());
+  // seq_cst: pairs with the checking load(s)
+  for (int i = 0; i < 10; ++i)
+    handles.push_back(timers.schedule_after(1h, [&] { ran.fetch_add(1, std::memory_order_seq_cst); }).value());
+  // seq_cst: pairs with the checking load(s)
+  handles.push_back(timers.schedule_every(1h, [&] { ran.fetch_add(1, std::memory_order_seq_cst); }).value());
+  // seq_cst: pairs with the checking load(s)
+  handles.push_back(timers.schedule_every(1h, [&] { ran.fetch_add(1, std::memory_order_seq_cst); }).value());
   const auto s = timers.stop(ts::stop_mode::drain);
   EXPECT_EQ(s.scheduled, 12U);
   EXPECT_EQ(s.cancelled, 12U);
   EXPECT_EQ(s.fired, 0U);
   EXPECT_EQ(s.pending, 0U);
-  EXPECT_EQ(ran.load(), 0);
+  EXPECT_EQ(ran.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
   for (auto& h : handles) EXPECT_FALSE(h.is_active());
   EXPECT_FALSE(timers.is_running());
   auto late = timers.schedule_after(0ms, [] {});
@@ -328,7 +350,7 @@ TEST(TimerQueue, StopDrainDispatchesDueTimersOnly) {
     bool open = false;
     std::atomic<bool> in_target{false};
     ts::timer_queue timers{[&](ts::job_function&& f) -> ts::result<void> {
-      in_target.store(true);
+      in_target.store(true, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
       {
         std::unique_lock lock(gate_m);
         gate_cv.wait(lock, [&] { return open; });
@@ -337,11 +359,16 @@ TEST(TimerQueue, StopDrainDispatchesDueTimersOnly) {
       return {};
     }};
     std::atomic<int> a{0}, b{0}, c{0}, d{0};
-    ASSERT_TRUE(timers.schedule_after(0ms, [&] { a = 1; }).has_value());
-    ASSERT_TRUE(eventually([&] { return in_target.load(); }));
-    ASSERT_TRUE(timers.schedule_after(0ms, [&] { b = 1; }).has_value());
-    ASSERT_TRUE(timers.schedule_after(0ms, [&] { c = 1; }).has_value());
-    ASSERT_TRUE(timers.schedule_after(1h, [&] { d = 1; }).has_value());
+    // seq_cst: pairs with the checking load(s)
+    ASSERT_TRUE(timers.schedule_after(0ms, [&] { a.store(1, std::memory_order_seq_cst); }).has_value());
+    // seq_cst: pairs with the writers' RMW/store
+    ASSERT_TRUE(eventually([&] { return in_target.load(std::memory_order_seq_cst); }));
+    // seq_cst: pairs with the checking load(s)
+    ASSERT_TRUE(timers.schedule_after(0ms, [&] { b.store(1, std::memory_order_seq_cst); }).has_value());
+    // seq_cst: pairs with the checking load(s)
+    ASSERT_TRUE(timers.schedule_after(0ms, [&] { c.store(1, std::memory_order_seq_cst); }).has_value());
+    // seq_cst: pairs with the checking load(s)
+    ASSERT_TRUE(timers.schedule_after(1h, [&] { d.store(1, std::memory_order_seq_cst); }).has_value());
     std::thread stopper([&] { (void)timers.stop(mode); });
     ASSERT_TRUE(eventually([&] { return !timers.is_running(); }));
     {
@@ -351,14 +378,16 @@ TEST(TimerQueue, StopDrainDispatchesDueTimersOnly) {
     gate_cv.notify_all();
     stopper.join();
     const auto s = timers.statistics();
-    EXPECT_EQ(a.load(), 1);
-    EXPECT_EQ(d.load(), 0);
+    EXPECT_EQ(a.load(std::memory_order_seq_cst), 1);  // seq_cst: pairs with the writers' RMW/store
+    EXPECT_EQ(d.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
     if (mode == ts::stop_mode::drain) {
-      EXPECT_EQ(b.load() + c.load(), 2);
+      // seq_cst: pairs with the writers' RMW/store
+      EXPECT_EQ(b.load(std::memory_order_seq_cst) + c.load(std::memory_order_seq_cst), 2);
       EXPECT_EQ(s.fired, 3U);
       EXPECT_EQ(s.cancelled, 1U);
     } else {
-      EXPECT_EQ(b.load() + c.load(), 0);
+      // seq_cst: pairs with the writers' RMW/store
+      EXPECT_EQ(b.load(std::memory_order_seq_cst) + c.load(std::memory_order_seq_cst), 0);
       EXPECT_EQ(s.fired, 1U);
       EXPECT_EQ(s.cancelled, 3U);
     }
@@ -370,13 +399,15 @@ TEST(TimerQueue, RefusalByAStoppedPoolCountsAsCancelled) {
   (void)pool.stop();
   ts::timer_queue timers{pool_target(pool)};
   std::atomic<int> ran{0};
-  auto once = timers.schedule_after(0ms, [&] { ran.fetch_add(1); });
-  auto every = timers.schedule_every(1ms, [&] { ran.fetch_add(1); });
+  // seq_cst: pairs with the checking load(s)
+  auto once = timers.schedule_after(0ms, [&] { ran.fetch_add(1, std::memory_order_seq_cst); });
+  // seq_cst: pairs with the checking load(s)
+  auto every = timers.schedule_every(1ms, [&] { ran.fetch_add(1, std::memory_order_seq_cst); });
   ASSERT_TRUE(once.has_value());
   ASSERT_TRUE(every.has_value());
   ASSERT_TRUE(eventually([&] { return !once->is_active() && !every->is_active(); }));
   const auto s = timers.statistics();
-  EXPECT_EQ(ran.load(), 0);
+  EXPECT_EQ(ran.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(s.refused, 2U);
   EXPECT_EQ(s.cancelled, 2U);
   EXPECT_EQ(s.fired, 0U);
@@ -386,14 +417,18 @@ TEST(TimerQueue, RefusalByAStoppedPoolCountsAsCancelled) {
 TEST(TimerQueue, QueueFullRefusalSkipsAPeriodButKeepsTheTimer) {
   std::atomic<int> calls{0};
   ts::timer_queue timers{[&](ts::job_function&& f) -> ts::result<void> {
-    if (calls.fetch_add(1) % 2 == 0) return ts::make_error(ts::error_code::queue_full, "test: full");
+    // seq_cst: pairs with the checking load(s)
+    if (calls.fetch_add(1, std::memory_order_seq_cst) % 2 == 0)
+      return ts::make_error(ts::error_code::queue_full, "test: full");
     f();
     return {};
   }};
   std::atomic<int> ran{0};
-  auto h = timers.schedule_every(1ms, [&] { ran.fetch_add(1); });
+  // seq_cst: pairs with the checking load(s)
+  auto h = timers.schedule_every(1ms, [&] { ran.fetch_add(1, std::memory_order_seq_cst); });
   ASSERT_TRUE(h.has_value());
-  ASSERT_TRUE(eventually([&] { return ran.load() >= 3; }));
+  // seq_cst: pairs with the writers' RMW/store
+  ASSERT_TRUE(eventually([&] { return ran.load(std::memory_order_seq_cst) >= 3; }));
   EXPECT_TRUE(h->is_active());
   EXPECT_TRUE(h->cancel());
   const auto s = timers.statistics();
@@ -411,7 +446,8 @@ TEST(TimerQueue, PoolDiscardingAnAcceptedRunCancelsTheOneShot) {
     return {};
   }};
   std::atomic<int> ran{0};
-  auto h = timers.schedule_after(0ms, [&] { ran.fetch_add(1); });
+  // seq_cst: pairs with the checking load(s)
+  auto h = timers.schedule_after(0ms, [&] { ran.fetch_add(1, std::memory_order_seq_cst); });
   ASSERT_TRUE(h.has_value());
   ASSERT_TRUE(eventually([&] {
     std::lock_guard lock(m);
@@ -424,7 +460,7 @@ TEST(TimerQueue, PoolDiscardingAnAcceptedRunCancelsTheOneShot) {
     held.clear();
   }
   EXPECT_FALSE(h->is_active());
-  EXPECT_EQ(ran.load(), 0);
+  EXPECT_EQ(ran.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(timers.statistics().cancelled, 1U);
 }
 
@@ -437,15 +473,16 @@ TEST(TimerQueue, CancelAfterDispatchBeforeStartPreventsTheRun) {
     return {};
   }};
   std::atomic<int> ran{0};
-  auto h = timers.schedule_after(0ms, [&] { ran.fetch_add(1); });
+  // seq_cst: pairs with the checking load(s)
+  auto h = timers.schedule_after(0ms, [&] { ran.fetch_add(1, std::memory_order_seq_cst); });
   ASSERT_TRUE(eventually([&] {
     std::lock_guard lock(m);
     return held.size() == 1;
   }));
   EXPECT_TRUE(h->cancel());
   std::lock_guard lock(m);
-  held[0]();  // the target runs it late: it must do nothing
-  EXPECT_EQ(ran.load(), 0);
+  held[0]();                                          // the target runs it late: it must do nothing
+  EXPECT_EQ(ran.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(timers.statistics().cancelled, 1U);
 }
 
@@ -467,8 +504,11 @@ TEST(TimerQueue, BadInputIsRefused) {
 TEST(TimerQueue, PastDueTimeRunsAtOnce) {
   ts::timer_queue timers{inline_target()};
   std::atomic<bool> ran{false};
-  ASSERT_TRUE(timers.schedule_at(clock_type::now() - 1h, [&] { ran = true; }).has_value());
-  EXPECT_TRUE(eventually([&] { return ran.load(); }));
+  // seq_cst: pairs with the checking load(s)
+  ASSERT_TRUE(
+      timers.schedule_at(clock_type::now() - 1h, [&] { ran.store(true, std::memory_order_seq_cst); }).has_value());
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_TRUE(eventually([&] { return ran.load(std::memory_order_seq_cst); }));
 }
 
 TEST(TimerQueue, StopFromTheTimerThreadIsRefused) {
@@ -479,14 +519,18 @@ TEST(TimerQueue, StopFromTheTimerThreadIsRefused) {
                                   [&] {
                                     try {
                                       (void)timers.stop();
-                                      code = 0;
+                                      // seq_cst: pairs with the checking load(s)
+                                      code.store(0, std::memory_order_seq_cst);
                                     } catch (const ts::error_exception& e) {
-                                      code = static_cast<int>(e.code());
+                                      // seq_cst: pairs with the checking load(s)
+                                      code.store(static_cast<int>(e.code()), std::memory_order_seq_cst);
                                     }
                                   })
                   .has_value());
-  ASSERT_TRUE(eventually([&] { return code.load() != -1; }));
-  EXPECT_EQ(code.load(), static_cast<int>(ts::error_code::invalid_argument));
+  // seq_cst: pairs with the writers' RMW/store
+  ASSERT_TRUE(eventually([&] { return code.load(std::memory_order_seq_cst) != -1; }));
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_EQ(code.load(std::memory_order_seq_cst), static_cast<int>(ts::error_code::invalid_argument));
 }
 
 // Runs handed to a pool keep the timer state alive after the queue is gone.
@@ -495,19 +539,21 @@ TEST(TimerQueue, QueueMayBeDestroyedBeforeItsRunsExecute) {
   std::atomic<bool> gate{false};
   std::atomic<int> ran{0};
   ASSERT_TRUE(pool.enqueue([&] {
-                    while (!gate.load()) std::this_thread::yield();
+                    // seq_cst: pairs with the writers' RMW/store
+                    while (!gate.load(std::memory_order_seq_cst)) std::this_thread::yield();
                   })
                   .has_value());
   std::optional<ts::timer_handle> h;
   {
     ts::timer_queue timers{pool_target(pool)};
-    h = timers.schedule_after(0ms, [&] { ran.fetch_add(1); }).value();
+    // seq_cst: pairs with the checking load(s)
+    h = timers.schedule_after(0ms, [&] { ran.fetch_add(1, std::memory_order_seq_cst); }).value();
     ASSERT_TRUE(eventually([&] { return timers.statistics().fired == 1; }));
   }
   EXPECT_TRUE(h->is_active());
-  gate = true;
+  gate.store(true, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
   pool.wait_idle();
-  EXPECT_EQ(ran.load(), 1);
+  EXPECT_EQ(ran.load(std::memory_order_seq_cst), 1);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_FALSE(h->is_active());
   EXPECT_FALSE(h->cancel());
 }
@@ -520,7 +566,10 @@ TEST(TimerQueue, ManyTimersWithConcurrentCancels) {
   std::vector<ts::timer_handle> handles;
   handles.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
-    handles.push_back(timers.schedule_after(std::chrono::microseconds(i % 2000), [&] { ran.fetch_add(1); }).value());
+    // seq_cst: pairs with the checking load(s)
+    handles.push_back(
+        timers.schedule_after(std::chrono::microseconds(i % 2000), [&] { ran.fetch_add(1, std::memory_order_seq_cst); })
+            .value());
   }
   std::size_t cancelled = 0;
   for (std::size_t i = 0; i < n; i += 2) cancelled += handles[i].cancel() ? 1 : 0;
@@ -528,7 +577,7 @@ TEST(TimerQueue, ManyTimersWithConcurrentCancels) {
   pool.wait_idle();
   const auto s = timers.statistics();
   EXPECT_EQ(s.cancelled, cancelled);
-  EXPECT_EQ(ran.load() + cancelled, n);
+  EXPECT_EQ(ran.load(std::memory_order_seq_cst) + cancelled, n);  // seq_cst: pairs with the writers' RMW/store
 }
 
 // The idle timer thread sleeps: a queue holding only a far timer uses

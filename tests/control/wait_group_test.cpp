@@ -75,14 +75,14 @@ TEST(WaitGroup, ReusableAndManyWaiters) {
     for (int i = 0; i < 2; ++i) {
       waiters.emplace_back([&] {
         wg.wait();
-        woke.fetch_add(1);
+        woke.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
       });
     }
     std::vector<std::thread> workers;
     for (int i = 0; i < 3; ++i) workers.emplace_back([&] { (void)wg.done(); });
     for (auto& t : workers) t.join();
     for (auto& t : waiters) t.join();
-    ASSERT_EQ(woke.load(), 2);
+    ASSERT_EQ(woke.load(std::memory_order_seq_cst), 2);  // seq_cst: pairs with the writers' RMW/store
     ASSERT_EQ(wg.count(), 0U);
   }
 }
@@ -105,13 +105,14 @@ TEST(WaitGroup, WaitOnTheOnlyWorkerHelpsInsteadOfDeadlocking) {
                                       .has_value());
                     }
                     inner.wait();
-                    inner_done_before_return = children_ran.load() == 100;
+                    // seq_cst: pairs with the writers' RMW/store
+                    inner_done_before_return = children_ran.load(std::memory_order_seq_cst) == 100;
                     (void)outer.done();
                   })
                   .has_value());
   outer.wait();
   EXPECT_TRUE(inner_done_before_return);
-  EXPECT_EQ(children_ran.load(), 100);
+  EXPECT_EQ(children_ran.load(std::memory_order_seq_cst), 100);  // seq_cst: pairs with the writers' RMW/store
 }
 
 TEST(WaitGroup, ExternalWaitWithPoolWorkers) {
@@ -128,7 +129,7 @@ TEST(WaitGroup, ExternalWaitWithPoolWorkers) {
                     .has_value());
   }
   wg.wait();
-  EXPECT_EQ(ran.load(), jobs);
+  EXPECT_EQ(ran.load(std::memory_order_seq_cst), jobs);  // seq_cst: pairs with the writers' RMW/store
 }
 
 TEST(WaitGroup, StandardPrimitivesAreReExported) {

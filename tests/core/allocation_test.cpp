@@ -91,7 +91,7 @@ TEST(Allocation, PoolSteadyStateDoesNotAllocatePerJob) {
   std::atomic<std::uint64_t> sum{0};
   (void)run_rounds(pool, 1, sum);  // warm-up: thread start, first chunk of nodes
   EXPECT_EQ(run_rounds(pool, 3, sum), 0U) << "allocations while running 30000 small jobs";
-  EXPECT_EQ(sum.load(), 4 * round_sum);
+  EXPECT_EQ(sum.load(std::memory_order_seq_cst), 4 * round_sum);  // seq_cst: pairs with the writers' RMW/store
 }
 
 // With several workers, nodes migrate between the workers' caches (a thief
@@ -106,5 +106,5 @@ TEST(Allocation, PoolWithStealingAllocatesNoMoreThanAFewChunks) {
   (void)run_rounds(pool, 2, sum);
   const std::uint64_t allocated = run_rounds(pool, 10, sum);
   EXPECT_LE(allocated, 16U) << "100000 jobs caused " << allocated << " allocations";
-  EXPECT_EQ(sum.load(), 12 * round_sum);
+  EXPECT_EQ(sum.load(std::memory_order_seq_cst), 12 * round_sum);  // seq_cst: pairs with the writers' RMW/store
 }

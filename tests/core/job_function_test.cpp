@@ -97,7 +97,8 @@ TEST(JobFunction, MoveTransfersOwnershipAndDestroysOnce) {
     ts::job_function c;
     c = std::move(b);
     c();
-    EXPECT_EQ(t.invoked.load(), 1);
+    // seq_cst: relaxed tracker count, ordered by the wait/join above
+    EXPECT_EQ(t.invoked.load(std::memory_order_seq_cst), 1);
   }
   EXPECT_EQ(t.alive(), 0);
 }
@@ -114,7 +115,8 @@ TEST(JobFunction, LargeCallableLivesOnHeapAndIsDestroyed) {
     ts::job_function g(std::move(f));
     g();
   }
-  EXPECT_EQ(t.invoked.load(), 1);
+  // seq_cst: relaxed tracker count, ordered by the wait/join above
+  EXPECT_EQ(t.invoked.load(std::memory_order_seq_cst), 1);
   EXPECT_EQ(t.alive(), 0);
 }
 

@@ -34,10 +34,12 @@ class recording_thread : public ts::thread_base {
     if (fail_start_) return ts::make_error(ts::error_code::invalid_argument, "refusing to start");
     return {};
   }
-  bool should_continue_work() const override { return pending.load() > 0; }
+  // seq_cst: pairs with the writers' RMW/store
+  bool should_continue_work() const override { return pending.load(std::memory_order_seq_cst) > 0; }
   ts::result<void> do_work() override {
-    if (pending.load() > 0) pending.fetch_sub(1);
-    work.fetch_add(1);
+    // seq_cst: pairs with the other side's load/RMW
+    if (pending.load(std::memory_order_seq_cst) > 0) pending.fetch_sub(1, std::memory_order_seq_cst);
+    work.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
     return ts::make_error(ts::error_code::job_failed, "each round reports an error");
   }
   ts::result<void> after_stop() override {
@@ -45,7 +47,8 @@ class recording_thread : public ts::thread_base {
     return {};
   }
   void on_error(const ts::error& e) override {
-    if (e.code() == ts::error_code::job_failed) errors.fetch_add(1);
+    // seq_cst: pairs with the checking load(s)
+    if (e.code() == ts::error_code::job_failed) errors.fetch_add(1, std::memory_order_seq_cst);
   }
 
  private:
@@ -99,10 +102,13 @@ TEST(ThreadBase, WakeRunsOneRoundAndErrorsReachOnError) {
   recording_thread t;
   ASSERT_TRUE(t.start());
   t.wake();
-  EXPECT_TRUE(eventually([&] { return t.work.load() >= 1; }));
-  EXPECT_TRUE(eventually([&] { return t.errors.load() >= 1; }));
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_TRUE(eventually([&] { return t.work.load(std::memory_order_seq_cst) >= 1; }));
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_TRUE(eventually([&] { return t.errors.load(std::memory_order_seq_cst) >= 1; }));
   ASSERT_TRUE(t.stop());
-  EXPECT_EQ(t.work.load(), t.errors.load());
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_EQ(t.work.load(std::memory_order_seq_cst), t.errors.load(std::memory_order_seq_cst));
 }
 
 TEST(ThreadBase, WakeIntervalRepeatsWork) {
@@ -110,7 +116,8 @@ TEST(ThreadBase, WakeIntervalRepeatsWork) {
   t.set_wake_interval(2ms);
   ASSERT_EQ(t.get_wake_interval(), std::optional<std::chrono::milliseconds>(2ms));
   ASSERT_TRUE(t.start());
-  EXPECT_TRUE(eventually([&] { return t.work.load() >= 5; }));
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_TRUE(eventually([&] { return t.work.load(std::memory_order_seq_cst) >= 5; }));
   ASSERT_TRUE(t.stop());
   EXPECT_GE(t.work_rounds(), 5U);
 }
@@ -118,8 +125,9 @@ TEST(ThreadBase, WakeIntervalRepeatsWork) {
 TEST(ThreadBase, ShouldContinueWorkDrainsBeforeStopping) {
   recording_thread t;
   ASSERT_TRUE(t.start());
-  t.pending.store(50);
+  t.pending.store(50, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
   t.wake();
   ASSERT_TRUE(t.stop());
-  EXPECT_EQ(t.pending.load(), 0) << "stop() must let the loop finish the work it reports";
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_EQ(t.pending.load(std::memory_order_seq_cst), 0) << "stop() must let the loop finish the work it reports";
 }

@@ -30,8 +30,9 @@ TEST(ParallelFor, EmptyAndTinyRanges) {
   ts::parallel_for(pool, 7, 3, [&](int) { ++calls; });
   EXPECT_EQ(calls, 0);
   std::atomic<int> one{0};
-  ts::parallel_for(pool, -1, 0, [&](int i) { one.fetch_add(i + 2); });
-  EXPECT_EQ(one.load(), 1);
+  // seq_cst: pairs with the checking load(s)
+  ts::parallel_for(pool, -1, 0, [&](int i) { one.fetch_add(i + 2, std::memory_order_seq_cst); });
+  EXPECT_EQ(one.load(std::memory_order_seq_cst), 1);  // seq_cst: pairs with the writers' RMW/store
 }
 
 TEST(ParallelFor, NestedParallelism) {
@@ -43,10 +44,13 @@ TEST(ParallelFor, NestedParallelism) {
       pool, 0, outer,
       [&](int r) {
         ts::parallel_for(
-            pool, 0, inner, [&](int) { rows[static_cast<std::size_t>(r)].fetch_add(1); }, 10);
+            // seq_cst: pairs with the checking load(s)
+            pool, 0, inner, [&](int) { rows[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_seq_cst); },
+            10);
       },
       1);
-  for (auto& r : rows) EXPECT_EQ(r.load(), inner);
+  // seq_cst: pairs with the writers' RMW/store
+  for (auto& r : rows) EXPECT_EQ(r.load(std::memory_order_seq_cst), inner);
 }
 
 TEST(ParallelFor, FirstExceptionReachesTheCallerAfterAllPiecesFinish) {
@@ -55,13 +59,13 @@ TEST(ParallelFor, FirstExceptionReachesTheCallerAfterAllPiecesFinish) {
   EXPECT_THROW(ts::parallel_for(
                    pool, 0, 10'000,
                    [&](int i) {
-                     visited.fetch_add(1);
+                     visited.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
                      if (i == 5000) throw std::runtime_error("bad index");
                    },
                    100),
                std::runtime_error);
-  pool.wait_idle();  // nothing left running that references the body
-  EXPECT_GT(visited.load(), 0);
+  pool.wait_idle();                                       // nothing left running that references the body
+  EXPECT_GT(visited.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
 }
 
 TEST(ParallelFor, WorksFromInsideAWorker) {
@@ -69,8 +73,9 @@ TEST(ParallelFor, WorksFromInsideAWorker) {
   auto f = pool.submit([&pool] {
     std::atomic<long> sum{0};
     ts::parallel_for(
-        pool, 0L, 10'000L, [&](long i) { sum.fetch_add(i); }, 64);
-    return sum.load();
+        // seq_cst: pairs with the checking load(s)
+        pool, 0L, 10'000L, [&](long i) { sum.fetch_add(i, std::memory_order_seq_cst); }, 64);
+    return sum.load(std::memory_order_seq_cst);  // seq_cst: pairs with the writers' RMW/store
   });
   EXPECT_EQ(f.get(), 10'000L * 9'999L / 2);
 }

@@ -29,9 +29,10 @@ TEST(ThreadPool, ConciseEnqueueAndWaitIdle) {
   EXPECT_EQ(pool.worker_count(), 4U);
   EXPECT_EQ(pool.queue_kind(), ts::test::pool_queue_under_test());
   std::atomic<int> sum{0};
-  for (int i = 1; i <= 1000; ++i) ASSERT_TRUE(pool.enqueue([&sum, i] { sum.fetch_add(i); }));
+  // seq_cst: pairs with the checking load(s)
+  for (int i = 1; i <= 1000; ++i) ASSERT_TRUE(pool.enqueue([&sum, i] { sum.fetch_add(i, std::memory_order_seq_cst); }));
   pool.wait_idle();
-  EXPECT_EQ(sum.load(), 500500);
+  EXPECT_EQ(sum.load(std::memory_order_seq_cst), 500500);  // seq_cst: pairs with the writers' RMW/store
   const auto s = pool.get_statistics();
   EXPECT_EQ(s.accepted, 1000U);
   EXPECT_EQ(s.executed, 1000U);
@@ -82,16 +83,19 @@ TEST(ThreadPool, FireAndForgetExceptionGoesToHandlerAndWorkerLivesOn) {
     try {
       std::rethrow_exception(e);
     } catch (const std::runtime_error& ex) {
-      if (std::string(ex.what()) == "boom") handled.fetch_add(1);
+      // seq_cst: pairs with the checking load(s)
+      if (std::string(ex.what()) == "boom") handled.fetch_add(1, std::memory_order_seq_cst);
     }
   };
   ts::thread_pool pool{1, opt};
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(pool.enqueue([] { throw std::runtime_error("boom"); }));
   std::atomic<int> after{0};
-  ASSERT_TRUE(pool.enqueue([&after] { after.fetch_add(1); }));
+  // seq_cst: pairs with the checking load(s)
+  ASSERT_TRUE(pool.enqueue([&after] { after.fetch_add(1, std::memory_order_seq_cst); }));
   pool.wait_idle();
-  EXPECT_EQ(handled.load(), 10);
-  EXPECT_EQ(after.load(), 1) << "the worker must survive throwing jobs";
+  EXPECT_EQ(handled.load(std::memory_order_seq_cst), 10);  // seq_cst: pairs with the writers' RMW/store
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_EQ(after.load(std::memory_order_seq_cst), 1) << "the worker must survive throwing jobs";
   const auto s = pool.get_statistics();
   EXPECT_EQ(s.failed, 10U);
   EXPECT_EQ(s.executed, 11U);
@@ -100,32 +104,35 @@ TEST(ThreadPool, FireAndForgetExceptionGoesToHandlerAndWorkerLivesOn) {
 TEST(ThreadPool, HandlerCanBeReplacedAtRunTime) {
   ts::thread_pool pool{1, ts::test::pool_opts()};
   std::atomic<int> handled{0};
-  pool.set_error_handler([&handled](std::exception_ptr) { handled.fetch_add(1); });
+  // seq_cst: pairs with the checking load(s)
+  pool.set_error_handler([&handled](std::exception_ptr) { handled.fetch_add(1, std::memory_order_seq_cst); });
   ASSERT_TRUE(pool.enqueue([] { throw 5; }));  // non-standard exception type
   pool.wait_idle();
-  EXPECT_EQ(handled.load(), 1);
+  EXPECT_EQ(handled.load(std::memory_order_seq_cst), 1);  // seq_cst: pairs with the writers' RMW/store
 }
 
 TEST(ThreadPool, EnqueueBatchOfCallables) {
   ts::thread_pool pool{3, ts::test::pool_opts()};
   std::atomic<int> count{0};
-  std::vector<std::function<void()>> jobs(500, [&count] { count.fetch_add(1); });
+  // seq_cst: pairs with the checking load(s)
+  std::vector<std::function<void()>> jobs(500, [&count] { count.fetch_add(1, std::memory_order_seq_cst); });
   ASSERT_TRUE(pool.enqueue_batch(jobs));
   ASSERT_TRUE(pool.enqueue_batch(std::move(jobs)));
   pool.wait_idle();
-  EXPECT_EQ(count.load(), 1000);
+  EXPECT_EQ(count.load(std::memory_order_seq_cst), 1000);  // seq_cst: pairs with the writers' RMW/store
 }
 
 TEST(ThreadPool, BatchWithNullIsRefusedWhole) {
   ts::thread_pool pool{1, ts::test::pool_opts()};
   std::atomic<int> count{0};
-  std::vector<std::function<void()>> jobs(3, [&count] { count.fetch_add(1); });
+  // seq_cst: pairs with the checking load(s)
+  std::vector<std::function<void()>> jobs(3, [&count] { count.fetch_add(1, std::memory_order_seq_cst); });
   jobs[1] = nullptr;
   auto r = pool.enqueue_batch(jobs);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
   pool.wait_idle();
-  EXPECT_EQ(count.load(), 0);
+  EXPECT_EQ(count.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(pool.get_statistics().accepted, 0U);
 }
 
@@ -225,7 +232,8 @@ TEST(ThreadPool, StopDrainRunsEverythingAccepted) {
   EXPECT_EQ(report.accepted, 2000U);
   EXPECT_EQ(report.executed, 2000U);
   EXPECT_EQ(report.cancelled, 0U);
-  EXPECT_EQ(t.invoked.load(), 2000);
+  // seq_cst: relaxed tracker count, ordered by the wait/join above
+  EXPECT_EQ(t.invoked.load(std::memory_order_seq_cst), 2000);
   EXPECT_EQ(t.alive(), 0);
 }
 
@@ -235,7 +243,8 @@ TEST(ThreadPool, StopCancelPendingCancelsQueuedJobsAndTheirFutures) {
   std::atomic<bool> release{false};
   auto blocker = pool.submit([&] {
     started.count_down();
-    while (!release.load()) std::this_thread::sleep_for(100us);
+    // seq_cst: pairs with the writers' RMW/store
+    while (!release.load(std::memory_order_seq_cst)) std::this_thread::sleep_for(100us);
     return 1;
   });
   started.wait();
@@ -243,7 +252,7 @@ TEST(ThreadPool, StopCancelPendingCancelsQueuedJobsAndTheirFutures) {
   for (int i = 0; i < 100; ++i) queued.push_back(pool.submit([i] { return i; }));
   std::thread releaser([&] {
     std::this_thread::sleep_for(20ms);
-    release.store(true);
+    release.store(true, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
   });
   const auto report = pool.stop(ts::stop_mode::cancel_pending);
   releaser.join();
@@ -267,9 +276,10 @@ TEST(ThreadPool, DestructorDrains) {
   std::atomic<int> ran{0};
   {
     ts::thread_pool pool{2, ts::test::pool_opts()};
-    for (int i = 0; i < 500; ++i) ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1); }));
+    // seq_cst: pairs with the checking load(s)
+    for (int i = 0; i < 500; ++i) ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_seq_cst); }));
   }
-  EXPECT_EQ(ran.load(), 500);
+  EXPECT_EQ(ran.load(std::memory_order_seq_cst), 500);  // seq_cst: pairs with the writers' RMW/store
 }
 
 TEST(ThreadPool, JobsEnqueuedByJobsRunBeforeStopAndAreRefusedAfter) {
@@ -279,14 +289,16 @@ TEST(ThreadPool, JobsEnqueuedByJobsRunBeforeStopAndAreRefusedAfter) {
     ts::thread_pool pool{2, ts::test::pool_opts()};
     for (int i = 0; i < 100; ++i) {
       ASSERT_TRUE(pool.enqueue([&] {
-        auto r = pool.enqueue([&children] { children.fetch_add(1); });
-        if (!r) refused.fetch_add(r.error().code() == ts::error_code::pool_stopped);
+        // seq_cst: pairs with the checking load(s)
+        auto r = pool.enqueue([&children] { children.fetch_add(1, std::memory_order_seq_cst); });
+        // seq_cst: pairs with the checking load(s)
+        if (!r) refused.fetch_add(r.error().code() == ts::error_code::pool_stopped, std::memory_order_seq_cst);
       }));
     }
     pool.wait_idle();
-    EXPECT_EQ(children.load(), 100);
+    EXPECT_EQ(children.load(std::memory_order_seq_cst), 100);  // seq_cst: pairs with the writers' RMW/store
   }
-  EXPECT_EQ(refused.load(), 0);
+  EXPECT_EQ(refused.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
 }
 
 // ---- seed-style API ----------------------------------------------------------
@@ -301,20 +313,20 @@ TEST(ThreadPool, SeedStyleWorkersCallbackJobsAndStatistics) {
   std::atomic<int> ran{0};
   // Accepted before start; runs once started.
   ASSERT_TRUE(pool->enqueue(std::make_unique<ts::callback_job>([&ran]() -> ts::result_void {
-    ran.fetch_add(1);
+    ran.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
     return {};
   })));
   ASSERT_TRUE(pool->start());
   std::vector<std::unique_ptr<ts::job>> jobs;
   for (int i = 0; i < 99; ++i) {
     jobs.push_back(std::make_unique<ts::callback_job>([&ran]() -> ts::result_void {
-      ran.fetch_add(1);
+      ran.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
       return {};
     }));
   }
   ASSERT_TRUE(pool->enqueue_batch(std::move(jobs)));
   pool->wait_idle();
-  EXPECT_EQ(ran.load(), 100);
+  EXPECT_EQ(ran.load(std::memory_order_seq_cst), 100);  // seq_cst: pairs with the writers' RMW/store
 
   std::uint64_t processed = 0;
   for (ts::thread_worker* w : pool->get_workers()) {
@@ -337,7 +349,7 @@ TEST(ThreadPool, SeedJobErrorIsReportedAsJobFailed) {
       std::rethrow_exception(e);
     } catch (const ts::error_exception& ex) {
       if (ex.code() == ts::error_code::job_failed && std::string(ex.what()).find("disk full") != std::string::npos) {
-        job_failed.fetch_add(1);
+        job_failed.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
       }
     }
   };
@@ -345,7 +357,7 @@ TEST(ThreadPool, SeedJobErrorIsReportedAsJobFailed) {
   ASSERT_TRUE(pool.enqueue(std::make_unique<ts::callback_job>(
       []() -> ts::result_void { return ts::make_error(ts::error_code::job_failed, "disk full"); }, "writer")));
   pool.wait_idle();
-  EXPECT_EQ(job_failed.load(), 1);
+  EXPECT_EQ(job_failed.load(std::memory_order_seq_cst), 1);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(pool.get_statistics().failed, 1U);
 }
 
@@ -365,9 +377,10 @@ TEST(ThreadPool, WorkerAddedWhileRunningStartsWorking) {
   ASSERT_TRUE(pool.enqueue(std::make_unique<ts::thread_worker>("late-worker")));
   EXPECT_EQ(pool.worker_count(), 2U);
   std::atomic<int> ran{0};
-  for (int i = 0; i < 200; ++i) ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1); }));
+  // seq_cst: pairs with the checking load(s)
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_seq_cst); }));
   pool.wait_idle();
-  EXPECT_EQ(ran.load(), 200);
+  EXPECT_EQ(ran.load(std::memory_order_seq_cst), 200);  // seq_cst: pairs with the writers' RMW/store
 }
 
 namespace {

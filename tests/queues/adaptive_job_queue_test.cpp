@@ -71,7 +71,8 @@ void hammer(ts::adaptive_job_queue& queue, int producers, int consumers, std::ch
     job();
     job.reset();
   }
-  EXPECT_EQ(executed.load(), pushed.load());
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_EQ(executed.load(std::memory_order_seq_cst), pushed.load(std::memory_order_seq_cst));
 }
 
 }  // namespace
@@ -238,10 +239,12 @@ TEST(AdaptiveJobQueue, SwitchUnderLoadLosesNothing) {
     });
   }
   for (auto& t : threads) t.join();
-  EXPECT_EQ(executed.load(), total);
-  for (std::size_t v = 0; v < total; ++v) ASSERT_EQ(runs[v].load(), 1) << "value " << v;
-  EXPECT_GE(switched.load(), 1U);
-  EXPECT_EQ(queue.get_statistics().switches, switched.load());
+  EXPECT_EQ(executed.load(std::memory_order_seq_cst), total);  // seq_cst: pairs with the writers' RMW/store
+  // seq_cst: pairs with the writers' RMW/store
+  for (std::size_t v = 0; v < total; ++v) ASSERT_EQ(runs[v].load(std::memory_order_seq_cst), 1) << "value " << v;
+  EXPECT_GE(switched.load(std::memory_order_seq_cst), 1U);  // seq_cst: pairs with the writers' RMW/store
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_EQ(queue.get_statistics().switches, switched.load(std::memory_order_seq_cst));
   ts::job_function leftover;
   EXPECT_FALSE(queue.try_pop(leftover));
 }
@@ -291,6 +294,7 @@ TEST(AdaptiveJobQueue, ProducerFifoAcrossSwitches) {
   consumer.join();
   ASSERT_EQ(seen.size(), count);
   for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(seen[i], i) << "position " << i;
-  EXPECT_GE(switched.load(), 2U);
-  EXPECT_EQ(queue.get_statistics().switches, switched.load());
+  EXPECT_GE(switched.load(std::memory_order_seq_cst), 2U);  // seq_cst: pairs with the writers' RMW/store
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_EQ(queue.get_statistics().switches, switched.load(std::memory_order_seq_cst));
 }

@@ -114,5 +114,6 @@ TEST(BoundedQueue, DestructionDestroysQueuedJobsOnce) {
     }
   }
   EXPECT_EQ(tracker.alive(), 0);
-  EXPECT_EQ(tracker.invoked.load(), 5);
+  // seq_cst: relaxed tracker count, ordered by the wait/join above
+  EXPECT_EQ(tracker.invoked.load(std::memory_order_seq_cst), 5);
 }

@@ -107,7 +107,9 @@ TEST(JobQueue, ManyProducersManyConsumersExactlyOnce) {
     threads.emplace_back([&, p] {
       for (int i = 0; i < per_producer; ++i) {
         const int id = p * per_producer + i;
-        ASSERT_TRUE(q.try_push(ts::job_function([&seen, id] { seen[static_cast<std::size_t>(id)].fetch_add(1); })));
+        // seq_cst: pairs with the checking load(s)
+        ASSERT_TRUE(q.try_push(ts::job_function(
+            [&seen, id] { seen[static_cast<std::size_t>(id)].fetch_add(1, std::memory_order_seq_cst); })));
       }
       done_producers.fetch_add(1, std::memory_order_release);
     });
@@ -123,5 +125,6 @@ TEST(JobQueue, ManyProducersManyConsumersExactlyOnce) {
     });
   }
   for (auto& t : threads) t.join();
-  for (std::size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i].load(), 1) << "id " << i;
+  // seq_cst: pairs with the writers' RMW/store
+  for (std::size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i].load(std::memory_order_seq_cst), 1) << "id " << i;
 }

@@ -43,7 +43,7 @@ TEST(HazardPointers, ProtectedPointerIsNotReclaimed) {
   reclaim_log log;
   ts::detail::hazard_domain domain(&reclaim_log::reclaim, &log);
   std::atomic<int*> source{new int(7)};
-  int* const protected_value = source.load();
+  int* const protected_value = source.load(std::memory_order_seq_cst);  // seq_cst: setup read, no other thread yet
   {
     ts::detail::hazard_holder reader(domain);
     EXPECT_EQ(reader.protect(0, source), protected_value);
@@ -68,7 +68,7 @@ TEST(HazardPointers, ProtectionHoldsAcrossThreads) {
   reclaim_log log;
   ts::detail::hazard_domain domain(&reclaim_log::reclaim, &log);
   std::atomic<int*> source{new int(42)};
-  int* const value = source.load();
+  int* const value = source.load(std::memory_order_seq_cst);  // seq_cst: setup read, no other thread yet
   std::atomic<int> stage{0};
   std::thread reader([&] {
     ts::detail::hazard_holder holder(domain);
@@ -157,7 +157,7 @@ TEST(LockfreeQueue, ConcurrentBurstIsFullyReclaimed) {
     });
   }
   for (auto& t : threads) t.join();
-  EXPECT_EQ(executed.load(), 2 * per_thread);
+  EXPECT_EQ(executed.load(std::memory_order_seq_cst), 2 * per_thread);  // seq_cst: pairs with the writers' RMW/store
   queue.collect();
   EXPECT_EQ(queue.retired_count(), 0U);
   EXPECT_EQ(queue.pooled_count() + 1, queue.allocated_count());
@@ -178,7 +178,8 @@ TEST(LockfreeQueue, DestructionDestroysQueuedJobsOnce) {
     queue.close();  // closed queues are destroyed the same way
   }
   EXPECT_EQ(tracker.alive(), 0);
-  EXPECT_EQ(tracker.invoked.load(), 10);
+  // seq_cst: relaxed tracker count, ordered by the wait/join above
+  EXPECT_EQ(tracker.invoked.load(std::memory_order_seq_cst), 10);
 }
 
 TEST(LockfreeQueue, RefusedPushKeepsTheJob) {
@@ -193,5 +194,6 @@ TEST(LockfreeQueue, RefusedPushKeepsTheJob) {
     EXPECT_EQ(queue.allocated_count(), queue.pooled_count() + queue.retired_count() + 1);
   }
   EXPECT_EQ(tracker.alive(), 0);
-  EXPECT_EQ(tracker.invoked.load(), 1);
+  // seq_cst: relaxed tracker count, ordered by the wait/join above
+  EXPECT_EQ(tracker.invoked.load(std::memory_order_seq_cst), 1);
 }

@@ -274,9 +274,11 @@ TYPED_TEST(QueueModel, SumAndUniqueness) {
       });
     }
     for (auto& t : threads) t.join();
-    EXPECT_EQ(executed.load(), total);
-    EXPECT_EQ(sum.load(), total * (total - 1) / 2);
-    for (std::size_t v = 0; v < total; ++v) ASSERT_EQ(runs[v].load(), 1) << "value " << v;
+    EXPECT_EQ(executed.load(std::memory_order_seq_cst), total);  // seq_cst: pairs with the writers' RMW/store
+    // seq_cst: pairs with the writers' RMW/store
+    EXPECT_EQ(sum.load(std::memory_order_seq_cst), total * (total - 1) / 2);
+    // seq_cst: pairs with the writers' RMW/store
+    for (std::size_t v = 0; v < total; ++v) ASSERT_EQ(runs[v].load(std::memory_order_seq_cst), 1) << "value " << v;
     ts::job_function leftover;
     EXPECT_FALSE(queue->try_pop(leftover));
   }
@@ -344,6 +346,7 @@ TYPED_TEST(QueueModel, CloseRacingPushesLosesNothing) {
     std::this_thread::sleep_for(std::chrono::microseconds(200 + 50 * (round % 7)));
     queue->close();
     for (auto& t : threads) t.join();
-    ASSERT_EQ(executed.load(), accepted.load()) << "round " << round;
+    // seq_cst: pairs with the writers' RMW/store
+    ASSERT_EQ(executed.load(std::memory_order_seq_cst), accepted.load(std::memory_order_seq_cst)) << "round " << round;
   }
 }

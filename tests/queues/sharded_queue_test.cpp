@@ -106,9 +106,10 @@ TEST(ShardedQueue, ProducerConsumerMatrixRunsEveryJobOnce) {
         });
       }
       for (auto& t : threads) t.join();
-      EXPECT_EQ(refused.load(), 0U);
-      EXPECT_EQ(executed.load(), total);
-      for (std::size_t v = 0; v < total; ++v) ASSERT_EQ(runs[v].load(), 1) << "value " << v;
+      EXPECT_EQ(refused.load(std::memory_order_seq_cst), 0U);      // seq_cst: pairs with the writers' RMW/store
+      EXPECT_EQ(executed.load(std::memory_order_seq_cst), total);  // seq_cst: pairs with the writers' RMW/store
+      // seq_cst: pairs with the writers' RMW/store
+      for (std::size_t v = 0; v < total; ++v) ASSERT_EQ(runs[v].load(std::memory_order_seq_cst), 1) << "value " << v;
       ts::job_function leftover;
       EXPECT_FALSE(queue.try_pop(leftover));
       EXPECT_EQ(queue.size_approx(), 0U);
@@ -153,7 +154,7 @@ TEST(ShardedQueue, BoundedExactCapacitySingleThread) {
     ++drained;
   }
   EXPECT_EQ(drained, capacity);
-  EXPECT_EQ(ran.load(), capacity + 4);
+  EXPECT_EQ(ran.load(std::memory_order_seq_cst), capacity + 4);  // seq_cst: pairs with the writers' RMW/store
 }
 
 // The bound is one total shared by the shards: threads bound to different
@@ -206,7 +207,7 @@ TEST(ShardedQueue, BoundedConcurrentProducersNeverExceedCapacity) {
     }
     for (auto& t : threads) t.join();
   }
-  EXPECT_EQ(accepted.load(), capacity);
+  EXPECT_EQ(accepted.load(std::memory_order_seq_cst), capacity);  // seq_cst: pairs with the writers' RMW/store
 
   const std::size_t per_producer = ts::test::scaled(20000);
   std::atomic<std::int64_t> pushed_total{static_cast<std::int64_t>(capacity)};
@@ -261,10 +262,13 @@ TEST(ShardedQueue, BoundedConcurrentProducersNeverExceedCapacity) {
     });
   }
   for (auto& t : threads) t.join();
-  EXPECT_GT(full_seen.load(), 0U);
-  EXPECT_LE(max_outstanding.load(), static_cast<std::int64_t>(capacity) + consumers);
-  EXPECT_EQ(popped_total.load(), pushed_total.load());
-  EXPECT_EQ(ran.load(), capacity + per_producer * producers);
+  EXPECT_GT(full_seen.load(std::memory_order_seq_cst), 0U);  // seq_cst: pairs with the writers' RMW/store
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_LE(max_outstanding.load(std::memory_order_seq_cst), static_cast<std::int64_t>(capacity) + consumers);
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_EQ(popped_total.load(std::memory_order_seq_cst), pushed_total.load(std::memory_order_seq_cst));
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_EQ(ran.load(std::memory_order_seq_cst), capacity + per_producer * producers);
 }
 
 TEST(ShardedQueue, CloseRefusesEveryShardAndDrainsAll) {
@@ -290,5 +294,5 @@ TEST(ShardedQueue, CloseRefusesEveryShardAndDrainsAll) {
   for (auto& t : threads) t.join();
   ts::job_function job;
   while (queue.try_pop(job, 3)) job();
-  EXPECT_EQ(ran.load(), 40U);
+  EXPECT_EQ(ran.load(std::memory_order_seq_cst), 40U);  // seq_cst: pairs with the writers' RMW/store
 }

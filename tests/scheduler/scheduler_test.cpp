@@ -46,7 +46,7 @@ TEST(Scheduler, RecursiveFibCountsAreExact) {
     const int n = ts::test::scale_divisor > 1 ? 14 : 20;
     auto root = pool.submit([&pool, &calls, n] { return fib_tasks(pool, n, calls); });
     EXPECT_EQ(root.get(), n == 20 ? 6765U : 377U) << workers << " workers";
-    EXPECT_EQ(calls.load(), fib_calls(n));
+    EXPECT_EQ(calls.load(std::memory_order_seq_cst), fib_calls(n));  // seq_cst: pairs with the writers' RMW/store
     pool.wait_idle();
     const auto s = pool.get_statistics();
     EXPECT_EQ(s.accepted, s.executed);
@@ -62,7 +62,7 @@ TEST(Scheduler, TreeSpawnCountIsExact) {
   pool.wait_idle();
   std::uint64_t expected = 0;
   for (int d = 0, level = 1; d <= depth; ++d, level *= 3) expected += static_cast<std::uint64_t>(level);
-  EXPECT_EQ(nodes.load(), expected);
+  EXPECT_EQ(nodes.load(std::memory_order_seq_cst), expected);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(pool.get_statistics().executed, expected);
 }
 
@@ -94,12 +94,12 @@ TEST(Scheduler, IdleWorkersStealSpawnedWork) {
     for (int i = 0; i < 200; ++i) {
       (void)pool.enqueue([&ran] {
         std::this_thread::sleep_for(100us);
-        ran.fetch_add(1);
+        ran.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
       });
     }
   }));
   pool.wait_idle();
-  EXPECT_EQ(ran.load(), 200);
+  EXPECT_EQ(ran.load(std::memory_order_seq_cst), 200);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_GT(pool.get_statistics().steals, 0U);
 }
 
@@ -107,12 +107,13 @@ TEST(Scheduler, FutureWaitForTimesOutThenSucceeds) {
   ts::thread_pool pool{1, ts::test::pool_opts()};
   std::atomic<bool> release{false};
   auto f = pool.submit([&release] {
-    while (!release.load()) std::this_thread::sleep_for(100us);
+    // seq_cst: pairs with the writers' RMW/store
+    while (!release.load(std::memory_order_seq_cst)) std::this_thread::sleep_for(100us);
     return 7;
   });
   EXPECT_EQ(f.wait_for(5ms), std::future_status::timeout);
   EXPECT_FALSE(f.is_ready());
-  release.store(true);
+  release.store(true, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
   EXPECT_EQ(f.wait_for(30s), std::future_status::ready);
   EXPECT_TRUE(f.valid());
   EXPECT_EQ(f.get(), 7);
@@ -141,7 +142,7 @@ TEST(Scheduler, ShutdownWhileJobsSpawnJobsInBothModes) {
       ts::thread_pool pool{2, ts::test::pool_opts()};
       std::atomic<bool> go{true};
       std::function<void()> spawner = [&] {
-        if (!go.load()) return;
+        if (!go.load(std::memory_order_seq_cst)) return;  // seq_cst: pairs with the writers' RMW/store
         for (int i = 0; i < 2; ++i) {
           (void)pool.enqueue(ts::test::counting_functor(tracker));
           (void)pool.enqueue([&spawner] { spawner(); });
@@ -150,7 +151,7 @@ TEST(Scheduler, ShutdownWhileJobsSpawnJobsInBothModes) {
       ASSERT_TRUE(pool.enqueue([&spawner] { spawner(); }));
       std::this_thread::sleep_for(20ms);
       report = pool.stop(mode);
-      go.store(false);
+      go.store(false, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
     }
     EXPECT_EQ(report.accepted, report.executed + report.cancelled);
     EXPECT_EQ(tracker.alive(), 0);
@@ -193,15 +194,16 @@ TEST(TaskGroup, WaitRethrowsFirstExceptionAfterAllJobsFinish) {
   ts::task_group g(pool);
   for (int i = 0; i < 100; ++i) {
     g.run([i, &finished] {
-      finished.fetch_add(1);
+      finished.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
       if (i % 10 == 3) throw std::runtime_error("job " + std::to_string(i));
     });
   }
   EXPECT_THROW(g.wait(), std::runtime_error);
-  EXPECT_EQ(finished.load(), 100);
-  g.run([&finished] { finished.fetch_add(1); });  // reusable after wait()
+  EXPECT_EQ(finished.load(std::memory_order_seq_cst), 100);  // seq_cst: pairs with the writers' RMW/store
+  // seq_cst: pairs with the checking load(s)
+  g.run([&finished] { finished.fetch_add(1, std::memory_order_seq_cst); });  // reusable after wait()
   EXPECT_NO_THROW(g.wait());
-  EXPECT_EQ(finished.load(), 101);
+  EXPECT_EQ(finished.load(std::memory_order_seq_cst), 101);  // seq_cst: pairs with the writers' RMW/store
 }
 
 TEST(TaskGroup, RunOnAStoppedPoolRunsInline) {
@@ -220,9 +222,9 @@ TEST(TaskGroup, BlockedExternalWaiterIsWoken) {
   for (std::size_t i = 0; i < rounds; ++i) {
     std::atomic<int> v{0};
     ts::task_group g(pool);
-    g.run([&v] { v.store(1); });
+    g.run([&v] { v.store(1, std::memory_order_seq_cst); });  // seq_cst: pairs with the checking load(s)
     g.wait();
-    ASSERT_EQ(v.load(), 1);
+    ASSERT_EQ(v.load(std::memory_order_seq_cst), 1);  // seq_cst: pairs with the writers' RMW/store
   }
 }
 
@@ -238,10 +240,11 @@ TEST(Scheduler, WaitOnAJobBehindItInTheSameBatch) {
   ts::task_group group(*pool);
   // Before start(): both land in the injector and are popped as one batch.
   ASSERT_TRUE(pool->enqueue([&group] { group.wait(); }));
-  group.run([&child_ran] { child_ran.fetch_add(1); });
+  // seq_cst: pairs with the checking load(s)
+  group.run([&child_ran] { child_ran.fetch_add(1, std::memory_order_seq_cst); });
   ASSERT_TRUE(pool->start());
   pool->wait_idle();
-  EXPECT_EQ(child_ran.load(), 1);
+  EXPECT_EQ(child_ran.load(std::memory_order_seq_cst), 1);  // seq_cst: pairs with the writers' RMW/store
 }
 
 // The body of a task_group job (and its captures) is destroyed before the
@@ -256,7 +259,8 @@ TEST(TaskGroup, CapturesAreDestroyedBeforeWaitReturns) {
       g.wait();
       ASSERT_EQ(tracker.alive(), 0) << "a capture outlived wait()";
     }
-    ASSERT_EQ(tracker.invoked.load(), 8);
+    // seq_cst: relaxed tracker count, ordered by the wait/join above
+    ASSERT_EQ(tracker.invoked.load(std::memory_order_seq_cst), 8);
   }
 }
 

@@ -77,9 +77,9 @@ TEST_P(DequeThieves, EveryItemTakenExactlyOnce) {
   }
   done_pushing.store(true, std::memory_order_release);
   for (auto& t : pool) t.join();
-  EXPECT_EQ(popped + stolen.load(), items);
+  EXPECT_EQ(popped + stolen.load(std::memory_order_seq_cst), items);  // seq_cst: pairs with the writers' RMW/store
   std::int64_t wrong = 0;
-  for (auto& t : taken) wrong += t.load() != 1;
+  for (auto& t : taken) wrong += t.load(std::memory_order_seq_cst) != 1;  // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(wrong, 0);
 }
 
@@ -122,5 +122,6 @@ TEST(WorkStealingDeque, OwnerAndThiefRaceForTheLastItem) {
   }
   quit.store(true, std::memory_order_release);
   thief.join();
-  EXPECT_EQ(owner_wins + thief_wins.load(), rounds);
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_EQ(owner_wins + thief_wins.load(std::memory_order_seq_cst), rounds);
 }

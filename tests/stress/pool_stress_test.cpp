@@ -85,14 +85,16 @@ TEST_P(ShutdownUnderLoad, AccountsForEveryJob) {
       });
     }
     std::this_thread::sleep_for(100ms);
-    report = pool.stop(mode);  // producers are still pushing
-    go.store(false);
+    report = pool.stop(mode);                    // producers are still pushing
+    go.store(false, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
     for (auto& t : producers) t.join();
   }
   EXPECT_GT(report.accepted, 0U);
-  EXPECT_EQ(report.accepted, accepted_by_producers.load());
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_EQ(report.accepted, accepted_by_producers.load(std::memory_order_seq_cst));
   EXPECT_EQ(report.accepted, report.executed + report.cancelled);
-  EXPECT_EQ(static_cast<std::uint64_t>(tracker.invoked.load()), report.executed);
+  // seq_cst: relaxed tracker count, ordered by the wait/join above
+  EXPECT_EQ(static_cast<std::uint64_t>(tracker.invoked.load(std::memory_order_seq_cst)), report.executed);
   EXPECT_EQ(tracker.alive(), 0) << "every captured object is destroyed exactly once";
   if (mode == ts::stop_mode::drain) {
     EXPECT_EQ(report.cancelled, 0U);
@@ -131,9 +133,9 @@ TEST(PoolStress, DestroyingAPoolWhoseJobsKeepEnqueueingFinishes) {
       std::this_thread::sleep_for(50ms);
       report = pool.stop(mode);
     }
-    EXPECT_GT(runs.load(), 1U);
+    EXPECT_GT(runs.load(std::memory_order_seq_cst), 1U);  // seq_cst: pairs with the writers' RMW/store
     EXPECT_EQ(report.accepted, report.executed + report.cancelled);
-    EXPECT_EQ(report.executed, runs.load());
+    EXPECT_EQ(report.executed, runs.load(std::memory_order_seq_cst));  // seq_cst: pairs with the writers' RMW/store
   }
   // And plain destruction (drain) with no explicit stop():
   std::atomic<std::uint64_t> runs{0};
@@ -142,7 +144,7 @@ TEST(PoolStress, DestroyingAPoolWhoseJobsKeepEnqueueingFinishes) {
     ASSERT_TRUE(pool.enqueue(spawner{&pool, &runs}));
     std::this_thread::sleep_for(20ms);
   }
-  EXPECT_GT(runs.load(), 1U);
+  EXPECT_GT(runs.load(std::memory_order_seq_cst), 1U);  // seq_cst: pairs with the writers' RMW/store
 }
 
 // ---- lost wake-ups -------------------------------------------------------------
@@ -208,8 +210,9 @@ TEST(PoolStress, MixedLoadForSeconds) {
             }
             case 2: {
               const std::uint64_t v = rng() % 1000;
-              submitted_values.fetch_add(v);
-              received_values.fetch_add(pool.submit([v] { return v; }).get());
+              submitted_values.fetch_add(v, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
+              // seq_cst: pairs with the checking load(s)
+              received_values.fetch_add(pool.submit([v] { return v; }).get(), std::memory_order_seq_cst);
               break;
             }
             default:
@@ -222,6 +225,7 @@ TEST(PoolStress, MixedLoadForSeconds) {
     const auto report = pool.stop(ts::stop_mode::drain);
     EXPECT_EQ(report.accepted, report.executed);
   }
-  EXPECT_EQ(submitted_values.load(), received_values.load());
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_EQ(submitted_values.load(std::memory_order_seq_cst), received_values.load(std::memory_order_seq_cst));
   EXPECT_EQ(tracker.alive(), 0);
 }

@@ -40,7 +40,7 @@ TEST(EventCount, PingPongNeverLosesAWakeUp) {
     ec.notify_all();
   }
   pong.join();
-  EXPECT_EQ(turn.load(), 2 * rounds);
+  EXPECT_EQ(turn.load(std::memory_order_seq_cst), 2 * rounds);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(ec.waiters(), 0U);
 }
 
