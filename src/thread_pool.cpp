@@ -810,6 +810,11 @@ void thread_pool::execute(thread_worker& w, job_function& fn) {
   const std::uint8_t raw_tag = fn.tag();
   if ((raw_tag & bounded_tag) != 0) release_room(1);  // the job leaves the queue now
   const auto tag = static_cast<std::uint8_t>(raw_tag & ~bounded_tag);
+  // A job taken just before pause() became visible to this worker, but
+  // pushed after pause() returned, must not start either: the push
+  // happens-after the pause store, so this load sees it. Hold the job until
+  // resume() or stop().
+  if (paused_.load(std::memory_order_acquire)) wait_while_paused();  // pairs with the seq_cst store in pause()
   if (cancel_requested_.load(std::memory_order_acquire)) {
     fn.cancel();
     fn.reset();
@@ -967,6 +972,7 @@ stop_report thread_pool::stop(stop_mode mode) {
   // A paused pool still runs what it accepted (drain) or cancels it.
   paused_.store(false, std::memory_order_seq_cst);  // see resume()
   queue_->close();                                  // from here every push fails with pool_stopped
+  resumed_.notify_all();                            // a worker holding a job for resume() runs or cancels it now
   queue_->wait_for_pushes();                        // pushes that raced with close() have settled: accepted() is final
   if (mode == stop_mode::cancel_pending) {
     // release: pairs with the acquire in execute(); set before draining so
@@ -1018,6 +1024,18 @@ stop_report thread_pool::make_report() const {
   return r;
 }
 
+void thread_pool::wait_while_paused() noexcept {
+  for (;;) {
+    const auto key = resumed_.prepare_wait();
+    // seq_cst: Dekker with resume()/stop(), which store then notify.
+    if (!paused_.load(std::memory_order_seq_cst) || queue_->is_closed()) {
+      resumed_.cancel_wait();
+      return;
+    }
+    resumed_.commit_wait(key);
+  }
+}
+
 void thread_pool::pause() noexcept {
   paused_.store(true, std::memory_order_seq_cst);  // workers see it before taking their next job
 }
@@ -1026,6 +1044,7 @@ void thread_pool::resume() noexcept {
   // seq_cst store, then wake every group: a worker that read paused_ == true
   // after its prepare_wait() fence is woken by the notify that follows.
   paused_.store(false, std::memory_order_seq_cst);
+  resumed_.notify_all();  // workers holding a job in wait_while_paused()
   wake_all_groups();
 }
 

@@ -555,6 +555,7 @@ class thread_pool {
   void release_room(std::size_t n) noexcept;
   [[nodiscard]] bool drop_oldest_queued();
   void run_on_caller(job_function& fn);
+  void wait_while_paused() noexcept;
   // Runs `fn`, reports an escaping exception, destroys the callable.
   job_outcome run_guarded(job_function& fn) noexcept;
 
@@ -631,6 +632,7 @@ class thread_pool {
   std::atomic<std::uint64_t> caller_failed_{0};
   std::atomic<std::uint64_t> caller_cancelled_{0};
   alignas(64) std::atomic<bool> paused_{false};
+  event_count resumed_;  // workers holding a job while paused park here
 
   // false in typed pools: see the custom-injector constructor.
   bool local_deques_ = true;
