@@ -103,7 +103,7 @@ void BM_CancelJobs(benchmark::State& state, token_variant v) {
         case token_variant::captured:
           r = pool.enqueue([&ran, &saw_cancel, tok] {
             if (tok.is_cancelled()) saw_cancel.fetch_add(1, std::memory_order_relaxed);  // never: statistics
-            ran.fetch_add(1, std::memory_order_relaxed);                                  // counting only
+            ran.fetch_add(1, std::memory_order_relaxed);                                 // counting only
           });
           break;
         case token_variant::cancelled:
@@ -123,7 +123,8 @@ void BM_CancelJobs(benchmark::State& state, token_variant v) {
   // relaxed: wait_idle() above synchronised with every job
   const std::uint64_t got = ran.load(std::memory_order_relaxed);
   if (v == token_variant::cancelled) {
-    if (got != 0 || after.cancelled - before.cancelled != expected) state.SkipWithError("cancelled jobs ran or were lost");
+    if (got != 0 || after.cancelled - before.cancelled != expected)
+      state.SkipWithError("cancelled jobs ran or were lost");
   } else if (got != expected) {
     state.SkipWithError("jobs lost");
   }
@@ -132,9 +133,7 @@ void BM_CancelJobs(benchmark::State& state, token_variant v) {
 }
 BENCHMARK_CAPTURE(BM_CancelJobs, plain, token_variant::plain)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CancelJobs, token, token_variant::first_class)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_CancelJobs, captured_token, token_variant::captured)
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CancelJobs, captured_token, token_variant::captured)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CancelJobs, cancelled_token, token_variant::cancelled)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
@@ -150,7 +149,8 @@ void BM_CancelSubmit(benchmark::State& state, bool with_token) {
   futures.reserve(submit_jobs);
   const auto one_round = [&] {
     for (std::size_t i = 0; i < submit_jobs; ++i) {
-      futures.push_back(with_token ? pool.submit(tok, [](std::size_t x) { return static_cast<int>(x & 1); }, i)
+      futures.push_back(with_token ? pool.submit(
+                                         tok, [](std::size_t x) { return static_cast<int>(x & 1); }, i)
                                    : pool.submit([](std::size_t x) { return static_cast<int>(x & 1); }, i));
     }
     int sum = 0;
@@ -261,7 +261,7 @@ constexpr std::size_t resize_big = 8;
 class rendezvous {
  public:
   bool enqueue_and_wait(ts::thread_pool& pool, std::size_t n) {
-    arrived_.store(0, std::memory_order_relaxed);     // no job of this round exists yet
+    arrived_.store(0, std::memory_order_relaxed);      // no job of this round exists yet
     release_.store(false, std::memory_order_relaxed);  // ditto
     for (std::size_t i = 0; i < n; ++i) {
       if (!pool.enqueue([this] {

@@ -45,6 +45,20 @@ struct held_worker {
   void release() { gate.count_down(); }
 };
 
+// Holds the only worker of a typed pool inside a Batch job until release().
+struct held_typed_worker {
+  std::latch started{1};
+  std::latch gate{1};
+  explicit held_typed_worker(ts::typed_thread_pool_t<ts::job_types>& pool) {
+    EXPECT_TRUE(pool.enqueue(ts::job_types::Batch, [this] {
+      started.count_down();
+      gate.wait();
+    }));
+    started.wait();
+  }
+  void release() { gate.count_down(); }
+};
+
 double cpu_seconds() {
   rusage u{};
   ::getrusage(RUSAGE_SELF, &u);
@@ -243,20 +257,14 @@ TEST(PoolBackpressure, TypedPoolBoundCoversAllTypes) {
   ts::typed_pool_options<ts::job_types> o;
   o.backpressure = ts::backpressure::reject(3);
   ts::typed_thread_pool_t<ts::job_types> pool{1, o};
-  std::latch started{1};
-  std::latch gate{1};
-  ASSERT_TRUE(pool.enqueue(ts::job_types::Batch, [&] {
-    started.count_down();
-    gate.wait();
-  }));
-  started.wait();
+  held_typed_worker held(pool);
   ASSERT_TRUE(pool.enqueue(ts::job_types::RealTime, [] {}));
   ASSERT_TRUE(pool.enqueue(ts::job_types::Batch, [] {}));
   ASSERT_TRUE(pool.enqueue(ts::job_types::Background, [] {}));
   auto full = pool.enqueue(ts::job_types::RealTime, [] {});
   ASSERT_FALSE(full);
   EXPECT_EQ(full.error().code(), ts::error_code::queue_full);
-  gate.count_down();
+  held.release();
   pool.wait_idle();
   EXPECT_EQ(pool.get_statistics().executed, 4U);
   ASSERT_TRUE(pool.enqueue(ts::job_types::RealTime, [] {}));  // room again
@@ -662,18 +670,12 @@ TEST(PoolControlRegression, TypedDropOldestDropsTheLowestPriorityJob) {
   ts::typed_pool_options<ts::job_types> o;
   o.backpressure = ts::backpressure::drop_oldest(2);
   ts::typed_thread_pool_t<ts::job_types> pool{1, o};
-  std::latch started{1};
-  std::latch gate{1};
-  ASSERT_TRUE(pool.enqueue(ts::job_types::Batch, [&] {
-    started.count_down();
-    gate.wait();
-  }));
-  started.wait();
+  held_typed_worker held(pool);
   auto low = pool.submit(ts::job_types::Background, [] { return 1; });
   auto high = pool.submit(ts::job_types::RealTime, [] { return 2; });
   auto another = pool.submit(ts::job_types::Batch, [] { return 3; });  // full: drops `low`
   EXPECT_EQ(code_of(low), ts::error_code::cancelled);
-  gate.count_down();
+  held.release();
   EXPECT_EQ(high.get(), 2);
   EXPECT_EQ(another.get(), 3);
   pool.wait_idle();
