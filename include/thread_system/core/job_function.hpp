@@ -31,6 +31,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "thread_system/detail/config.hpp"
+
 namespace thread_system {
 
 /// What running a job produced, as seen by the worker that ran it.
@@ -97,7 +99,7 @@ class job_function {
     }
   }
 
-  job_function& operator=(job_function&& other) noexcept {
+  THREAD_SYSTEM_ALWAYS_INLINE job_function& operator=(job_function&& other) noexcept {
     if (this != &other) {
       reset();
       vtable_ = other.vtable_;
@@ -228,7 +230,7 @@ class job_function {
   template <typename D>
   static constexpr vtable_t vtable_for = make_vtable<D>();
 
-  void relocate_from(job_function& other) noexcept {
+  THREAD_SYSTEM_ALWAYS_INLINE void relocate_from(job_function& other) noexcept {
     if (vtable_->relocate == nullptr) {
       std::memcpy(storage_, other.storage_, inline_capacity);
     } else {

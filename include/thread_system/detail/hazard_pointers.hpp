@@ -100,6 +100,18 @@ class hazard_domain {
     return total;
   }
 
+  /// True when some operation (a hazard_holder, or collect()) holds a record
+  /// right now. seq_cst loads, paired with the seq_cst exchange that takes
+  /// a record: if a caller's seq_cst store precedes this call, then every
+  /// operation either shows up here or took its record after that store, so
+  /// its later seq_cst loads see the store (the adaptive queue builds on it).
+  [[nodiscard]] bool any_record_held() const noexcept {
+    // seq_cst: pairs with the seq_cst CAS that published each record.
+    for (record* current = records_.load(std::memory_order_seq_cst); current != nullptr; current = current->next) {
+      if (current->in_use.load(std::memory_order_seq_cst)) return true;  // pairs with try_take()
+    }
+    return false;
+  }
   /// Records allocated so far (never shrinks until destruction).
   [[nodiscard]] std::size_t record_count() const noexcept {
     return record_count_.load(std::memory_order_relaxed);  // statistics only
@@ -138,9 +150,10 @@ class hazard_domain {
 
   static bool try_take(record& r) noexcept {
     // relaxed pre-check avoids writing a line another thread holds; the
-    // exchange is acquire: pairs with release() of the previous holder, so
-    // its retired list and scratch are ours to use.
-    return !r.in_use.load(std::memory_order_relaxed) && !r.in_use.exchange(true, std::memory_order_acquire);
+    // exchange's acquire part pairs with release() of the previous holder,
+    // so its retired list and scratch are ours to use; seq_cst because
+    // any_record_held() relies on it (see there).
+    return !r.in_use.load(std::memory_order_relaxed) && !r.in_use.exchange(true, std::memory_order_seq_cst);
   }
 
   static void release(record& r) noexcept {
@@ -163,9 +176,10 @@ class hazard_domain {
     record* head = records_.load(std::memory_order_relaxed);
     do {
       fresh->next = head;
-      // release: publishes the record's initial state to scanners and takers
-      // (pairs with their acquire loads of records_).
-    } while (!records_.compare_exchange_weak(head, fresh, std::memory_order_release, std::memory_order_relaxed));
+      // release part: publishes the record's initial state to scanners and
+      // takers (pairs with their acquire loads of records_); seq_cst because
+      // taking a fresh record is also what any_record_held() must see.
+    } while (!records_.compare_exchange_weak(head, fresh, std::memory_order_seq_cst, std::memory_order_relaxed));
     record_count_.fetch_add(1, std::memory_order_relaxed);  // statistics and scan threshold only
     last = {id_, fresh};
     return *fresh;

@@ -1,46 +1,62 @@
 // adaptive_job_queue: a job queue that holds a mutex-strategy queue
 // (job_queue, a spin-locked growable ring) and a lock-free queue
 // (lockfree_queue, Michael-Scott) and routes every operation to one of them,
-// switching between the two according to the contention it measures.
+// switching between the two according to what it measures.
 //
 // Strategies (fixed at construction):
 //   * FORCE_MUTEX / FORCE_LOCKFREE: always that queue; never switches.
-//   * ADAPTIVE: starts on the mutex queue. Every operation counts itself in
-//     `in_flight_`; an operation that starts while another operation of this
-//     queue is still in flight is a *contention event* (the situation in
-//     which a lock would be found held or a CAS would be retried). The
-//     measure is taken here rather than inside job_queue / lockfree_queue so
-//     that both sides are measured the same way and neither queue needs a
-//     hook. Every `policy.window` operations, the thread whose operation
-//     closes the window computes events / window: at or above
-//     `to_lockfree_threshold` it switches to the lock-free queue; at or
-//     below `to_mutex_threshold` it switches back to the mutex queue.
+//   * ADAPTIVE: starts on the mutex queue and measures, per window of
+//     `policy.window` jobs moved (pushed or popped), the contention of the
+//     queue in use - the mutex queue's lock found held at the first attempt,
+//     the lock-free queue's failed CASes - and the wall time per job moved.
+//       - On the mutex queue, a contention ratio (events / jobs) at or above
+//         `to_lockfree_threshold` switches to the lock-free queue.
+//       - On the lock-free queue, a ratio at or below `to_mutex_threshold`
+//         switches back.
+//       - With `keep_faster` (the default), the lock-free queue is on
+//         probation after a switch: one window to settle, then one measured
+//         window; if it moved jobs more slowly than the mutex queue did in
+//         its last window, the queue switches back and waits 1, 2, 4 ... (at most
+//         1024) windows before it tries again. Contention alone does not
+//         prove the lock-free queue faster: on a machine with few cores a
+//         spin lock held for a few nanoseconds often wins, and this keeps
+//         ADAPTIVE close to the better of the two instead of the worse.
+//     Throughput, not the latency of single operations, is compared: with
+//     more threads than cores a spin lock's rare long waits (a preempted
+//     holder) dominate a mean latency, while the lock still moves far more
+//     jobs per second. The measurements add no shared read-modify-write to
+//     an operation: the mutex queue counts inside its critical section, the
+//     lock-free queue in counters it keeps anyway, and a window is
+//     evaluated by one thread (steady_clock once).
 //
-// Switching without losing jobs or reordering a producer (the state word
-// holds a generation whose parity names the *active* queue; the other queue
-// is the *previous* one, plus a `drained` bit and a `pending` bit):
-//   * A push counts itself in `pushers_[i]` of the active queue i, re-reads
-//     the state and retries if i is no longer active, then pushes into i.
-//     So once the active queue has changed and `pushers_[previous]` has been
-//     seen at zero, no push can land in the previous queue any more.
-//   * A pop takes from the previous queue while it is not `drained`. When it
-//     finds the previous queue empty after having seen `pushers_[previous]`
-//     at zero, the previous queue is empty for good and the pop sets
-//     `drained`. Only then do pops take from the active queue. A producer's
-//     jobs in the previous queue were all pushed before its jobs in the
-//     active queue, so each producer's jobs are popped in push order.
-//   * A pop counts itself in `poppers_[i]` of the queue it takes from and
-//     re-validates the state before taking. A switch is allowed only when
-//     the previous queue is drained; it first sets `pending` (which fails
-//     every such re-validation that started earlier), then checks that
-//     `poppers_[target]` is zero - no pop that decided under an older state
-//     is still taking from the queue about to become active - and only then
-//     publishes the next generation (otherwise it clears `pending` and gives
-//     up until a later window). So a stale pop never takes a new job from
-//     the newly active queue while the old one still holds older jobs.
-//   * All of these counters and the state word use seq_cst operations: the
-//     arguments above are store-then-load (Dekker) patterns between a
-//     counter and the state word, which acquire/release alone do not order.
+// Switching without losing jobs or reordering a producer. The state word
+// holds a generation whose parity names the *active* queue (pushes go
+// there); the other one is the *previous* queue, with a `drained` bit. Pops
+// take from the previous queue until it is drained, then from the active
+// one. Nothing on the fast path is a shared read-modify-write:
+//   * Mutex queue: every push and pop re-reads the state inside the queue's
+//     critical section and goes elsewhere if it may not use it (a push needs
+//     it active; a pop needs it active with the other queue drained, or
+//     previous and not drained). Every state change that takes a permission
+//     away from the mutex queue (a switch, its `drained` bit) is made while
+//     holding the same lock, so no mutex-queue operation acts on an
+//     outdated state. A pop that finds the previous mutex queue empty marks
+//     it drained under the lock: no push can enter it any more.
+//   * Lock-free queue: a switch away from it *seals* it (a sentinel linked
+//     with the same CAS pushes use), so a late push fails and retries on the
+//     new active queue, and a pop that finds it empty and sealed knows it is
+//     empty until it is unsealed. A pop announces itself by holding its
+//     hazard record (a seq_cst exchange it performs anyway) and only then
+//     reads the state; a switch *to* the lock-free queue (which unseals it,
+//     letting pops take new jobs from it while older ones may still wait in
+//     the mutex queue) is made only when no operation holds a record after
+//     the switch read the state (seq_cst on both sides: either the switch
+//     sees the pop, or the pop sees the new state). So a pop that decided
+//     under an older state never takes a newer job from the lock-free queue
+//     while older ones of the same producer wait in the mutex queue. A pop
+//     that ends at the seal of the previous lock-free queue marks it drained
+//     while it still holds its record, which keeps the queue sealed.
+//   * Switches are made by one thread at a time, under the mutex queue's lock.
 //
 // Contract:
 //   * Any number of threads may call any member concurrently.
@@ -50,27 +66,29 @@
 //   * A successful push happens-before the pop that returns its job (the
 //     underlying queue orders them).
 //   * push_batch goes into one queue: all or none.
-//   * While the previous queue has not been declared drained and a push
-//     into it is still in flight (a producer that read the state just before
-//     a switch), a pop on an open queue may return false although the active
-//     queue holds jobs, exactly as bounded_queue may while a producer writes
-//     its cell. On a closed queue the pop instead waits (yielding) for that
-//     push to finish, so once is_closed() has returned true, a pop that
-//     returns false proves the queue is empty for good.
+//   * A pop returns false only after finding the queue it may take from
+//     empty. Once is_closed() has returned true no switch happens any more,
+//     and a pop that returns false proves the queue is empty for good.
 //   * close() closes both queues, then sets the closed flag: after it
 //     returns every push fails with `pool_stopped`; pops drain both queues.
 //   * size_approx() adds the two queues' approximate sizes.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
+#include <new>
+#include <optional>
 #include <span>
 #include <thread>
 #include <utility>
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/detail/config.hpp"
 #include "thread_system/queues/job_queue.hpp"
 #include "thread_system/queues/lockfree_queue.hpp"
 #include "thread_system/queues/queue_concept.hpp"
@@ -82,14 +100,19 @@ namespace thread_system {
 /// FORCE_LOCKFREE.
 enum class queue_strategy { ADAPTIVE, FORCE_MUTEX, FORCE_LOCKFREE };
 
-/// When ADAPTIVE switches. Contention ratio = contention events / window.
+/// When ADAPTIVE switches (see the header comment).
 struct adaptive_policy {
-  /// Operations per measurement window (at least 1).
+  /// Jobs moved (pushed or popped) per measurement window (at least 1).
   std::size_t window = 4096;
-  /// Switch from the mutex queue to the lock-free one at or above this ratio.
+  /// Switch from the mutex queue to the lock-free one at or above this
+  /// contention ratio (contention events per job moved).
   double to_lockfree_threshold = 0.25;
   /// Switch from the lock-free queue back to the mutex one at or below this ratio.
   double to_mutex_threshold = 0.02;
+  /// Keep the lock-free queue only if it proves faster than the mutex queue
+  /// (jobs moved per second over a window); otherwise switch back
+  /// and wait an exponentially growing number of windows before trying again.
+  bool keep_faster = true;
 };
 
 /// A snapshot of an adaptive_job_queue's counters (relaxed reads, so the
@@ -97,8 +120,9 @@ struct adaptive_policy {
 struct adaptive_queue_statistics {
   queue_strategy current_strategy = queue_strategy::FORCE_MUTEX;  ///< FORCE_MUTEX or FORCE_LOCKFREE: the queue in use.
   std::uint64_t switches = 0;                                     ///< Completed switches.
-  std::uint64_t operations = 0;         ///< Pushes and pops (batches count once), including failed ones.
-  std::uint64_t contention_events = 0;  ///< Operations that started while another was in flight.
+  std::uint64_t operations = 0;         ///< Jobs moved: jobs pushed plus jobs popped, over both queues.
+  std::uint64_t contention_events = 0;  ///< Mutex queue: lock found held; lock-free queue: failed CASes.
+  std::uint64_t probes_rejected = 0;    ///< Switches to the lock-free queue undone because it was slower.
 };
 
 class adaptive_job_queue {
@@ -108,9 +132,13 @@ class adaptive_job_queue {
   explicit adaptive_job_queue(queue_strategy strategy = queue_strategy::ADAPTIVE, adaptive_policy policy = {})
       : strategy_(strategy), policy_(policy) {
     if (policy_.window == 0) policy_.window = 1;
+    mutex_window_left_ = policy_.window;
+    window_start_ns_ = now_ns();
     // Generation parity names the active queue: even = mutex, odd = lock-free.
-    // The previous queue starts drained (nothing was ever pushed into it).
+    // The previous queue starts drained (nothing was ever pushed into it);
+    // a previous lock-free queue is sealed, as after a switch.
     const std::uint64_t generation = strategy == queue_strategy::FORCE_LOCKFREE ? 1 : 0;
+    if (generation == 0) (void)lockfree_queue_.seal();
     state_.store(generation << generation_shift | drained_bit,
                  std::memory_order_relaxed);  // before the queue is shared
   }
@@ -119,14 +147,11 @@ class adaptive_job_queue {
   adaptive_job_queue& operator=(const adaptive_job_queue&) = delete;
 
   /// Appends `job` to the active queue. Fails with `invalid_argument` (empty
-  /// job), `pool_stopped` (closed) or `resource_exhausted` (the lock-free
-  /// queue could not allocate); on failure `job` is not moved from.
+  /// job), `pool_stopped` (closed) or `resource_exhausted` (out of memory);
+  /// on failure `job` is not moved from.
   [[nodiscard]] result<void> try_push(job_function&& job) {
     if (!job) return make_error(error_code::invalid_argument, "adaptive_job_queue: empty job");
-    const bool contended = begin_operation();
-    auto pushed = push_routed([&job](auto& queue) { return queue.try_push(std::move(job)); });
-    end_operation(contended);
-    return pushed;
+    return push_routed(std::span<job_function>(&job, 1));
   }
 
   /// Appends every job of `jobs` to the active queue, all or none.
@@ -134,35 +159,47 @@ class adaptive_job_queue {
     for (const auto& job : jobs) {
       if (!job) return make_error(error_code::invalid_argument, "adaptive_job_queue: empty job in batch");
     }
-    const bool contended = begin_operation();
-    auto pushed = push_routed([jobs](auto& queue) { return queue.push_batch(jobs); });
-    end_operation(contended);
-    return pushed;
+    if (jobs.empty()) return {};
+    return push_routed(jobs);
   }
 
-  /// Moves the oldest available job into `out`; false when empty (see the
-  /// contract for the one case of a spurious false).
+  /// Moves the oldest available job into `out`; false when empty.
   [[nodiscard]] bool try_pop(job_function& out) {
+    // Fast path: one job from the mutex queue while it is the queue pops
+    // take from (the common case), without the general loop.
+    // seq_cst: see push_routed(); a hint, re-validated under the lock.
+    if (source_index(state_.load(std::memory_order_seq_cst)) == mutex_index) {
+      bool taken = false;
+      bool window_done = false;
+      {
+        const bool contended = mutex_queue_.mutex_.lock_reporting_contention();
+        std::lock_guard lock(mutex_queue_.mutex_, std::adopt_lock);
+        const std::uint64_t current = state_.load(std::memory_order_seq_cst);
+        if (source_index(current) == mutex_index && mutex_queue_.count_ > 0 && active_index(current) == mutex_index) {
+          taken = mutex_queue_.pop_locked(std::span<job_function>(&out, 1), 1) == 1;
+          window_done = count_mutex_jobs(1, contended);
+        }
+      }
+      if (window_done) evaluate();
+      if (taken) return true;
+    }
     job_function* destination = &out;
-    return pop_batch(std::span<job_function>(destination, 1)) == 1;
+    return pop_routed(std::span<job_function>(destination, 1)) == 1;
   }
 
   /// Moves up to `out.size()` jobs into `out` (the previous queue's first);
   /// returns how many.
   [[nodiscard]] std::size_t pop_batch(std::span<job_function> out) {
     if (out.empty()) return 0;
-    const bool contended = begin_operation();
-    const std::size_t taken = pop_routed(out);
-    end_operation(contended);
-    return taken;
+    return pop_routed(out);
   }
 
-  /// Refuses further pushes on both queues. Idempotent; queued jobs stay poppable.
+  /// Refuses further pushes. Idempotent; queued jobs stay poppable.
   void close() {
-    mutex_queue_.close();
+    mutex_queue_.close();  // under the mutex queue's lock: no switch after this
     lockfree_queue_.close();
     // release: a thread that sees the flag (acquire in is_closed()) sees both
-    // queues closed; pairs with is_closed() and the load in pop_routed().
+    // queues closed; pairs with is_closed().
     closed_.store(true, std::memory_order_release);
   }
 
@@ -190,180 +227,300 @@ class adaptive_job_queue {
     statistics.current_strategy = current_strategy();
     // relaxed: statistics only.
     statistics.switches = switches_.load(std::memory_order_relaxed);
-    statistics.operations = operations_.load(std::memory_order_relaxed);
-    statistics.contention_events = contention_events_.load(std::memory_order_relaxed);
+    statistics.operations = jobs_moved();
+    statistics.contention_events = contention_events();
+    statistics.probes_rejected = probes_rejected_.load(std::memory_order_relaxed);
     return statistics;
   }
 
   /// Test hook (ADAPTIVE only): switches to the other queue now if the
-  /// switch protocol allows it (the previous queue is drained and no stale
-  /// pop is taking from the target). Returns whether it switched.
+  /// switch protocol allows it (the previous queue is drained, and for a
+  /// switch to the lock-free queue no lock-free operation is running).
+  /// Returns whether it switched.
   bool force_switch_for_testing() {
     if (strategy_ != queue_strategy::ADAPTIVE) return false;
-    // seq_cst: see try_switch().
-    const std::uint64_t state = state_.load(std::memory_order_seq_cst);
-    return try_switch(1 - active_index(state));
+    // relaxed: a guess; try_switch() re-reads the state under the lock.
+    return try_switch(1 - active_index(state_.load(std::memory_order_relaxed)));
   }
 
  private:
   static constexpr std::uint64_t drained_bit = 1;
-  static constexpr std::uint64_t pending_bit = 2;
-  static constexpr unsigned generation_shift = 2;
+  static constexpr unsigned generation_shift = 1;
   static constexpr std::size_t mutex_index = 0;
   static constexpr std::size_t lockfree_index = 1;
+  static constexpr std::uint64_t max_backoff_windows = 1024;
+  static constexpr double keep_margin = 0.9;
+  static constexpr unsigned lockfree_check_every = 256;  // lock-free jobs per thread between window checks
 
   static std::size_t active_index(std::uint64_t state) noexcept {
     return static_cast<std::size_t>((state >> generation_shift) & 1U);
   }
-  static std::size_t previous_index(std::uint64_t state) noexcept { return 1 - active_index(state); }
   static bool is_drained(std::uint64_t state) noexcept { return (state & drained_bit) != 0; }
+  // The queue pops take from in `state`.
+  static std::size_t source_index(std::uint64_t state) noexcept {
+    return is_drained(state) ? active_index(state) : 1 - active_index(state);
+  }
   static queue_strategy strategy_of(std::size_t index) noexcept {
     return index == mutex_index ? queue_strategy::FORCE_MUTEX : queue_strategy::FORCE_LOCKFREE;
   }
-
-  template <typename Operation>
-  auto on_queue(std::size_t index, Operation&& operation) {
-    if (index == mutex_index) return operation(mutex_queue_);
-    return operation(lockfree_queue_);
+  static std::uint64_t now_ns() noexcept {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
   }
 
-  template <typename Operation>
-  result<void> push_routed(Operation&& operation) {
-    for (;;) {
-      // seq_cst (this load, the increment and the re-read): the pusher's
-      // half of the Dekker pattern with a pop's seq_cst load of pushers_
-      // after a switch (see the header comment).
-      const std::size_t index = active_index(state_.load(std::memory_order_seq_cst));
-      pushers_[index].value.fetch_add(1, std::memory_order_seq_cst);
-      if (active_index(state_.load(std::memory_order_seq_cst)) != index) {
-        // release: pairs with the seq_cst load in pop_routed(); we pushed nothing.
-        pushers_[index].value.fetch_sub(1, std::memory_order_release);
-        continue;
+  result<void> push_routed(std::span<job_function> jobs) {
+    for (unsigned attempt = 0;; ++attempt) {
+      // seq_cst (every load and store of state_): the switch protocol's
+      // orderings are all read-after-write between state_ and a lock or a
+      // hazard record (see the header comment).
+      const std::uint64_t state = state_.load(std::memory_order_seq_cst);
+      if (active_index(state) == mutex_index) {
+        enum class outcome { pushed, switched, closed, out_of_memory } done = outcome::pushed;
+        bool window_done = false;
+        {
+          const bool contended = mutex_queue_.mutex_.lock_reporting_contention();
+          std::lock_guard lock(mutex_queue_.mutex_, std::adopt_lock);
+          if (active_index(state_.load(std::memory_order_seq_cst)) != mutex_index) {
+            done = outcome::switched;
+          } else if (mutex_queue_.closed_) {
+            done = outcome::closed;
+          } else {
+            try {
+              mutex_queue_.push_locked(jobs);
+              window_done = count_mutex_jobs(jobs.size(), contended);
+            } catch (const std::bad_alloc&) {
+              done = outcome::out_of_memory;
+            }
+          }
+        }
+        switch (done) {
+          case outcome::pushed:
+            if (window_done) evaluate();
+            return {};
+          case outcome::switched:
+            continue;
+          case outcome::closed:
+            return make_error(error_code::pool_stopped, "adaptive_job_queue: queue is closed");
+          case outcome::out_of_memory:
+            break;
+        }
+        return make_error(error_code::resource_exhausted, "adaptive_job_queue: out of memory");
       }
-      result<void> pushed = on_queue(index, operation);
-      // release: our push happens-before a pop that reads the decremented
-      // count (seq_cst load in pop_routed()) and then finds the queue empty.
-      pushers_[index].value.fetch_sub(1, std::memory_order_release);
-      return pushed;
+      const auto status =
+          jobs.size() == 1 ? lockfree_queue_.push_one(std::move(jobs[0])) : lockfree_queue_.push_chain(jobs);
+      switch (status) {
+        case lockfree_queue::link_status::linked:
+          note_lockfree_jobs();
+          return {};
+        case lockfree_queue::link_status::sealed:
+          // A switch away from the lock-free queue is publishing its state.
+          if (attempt >= 16) std::this_thread::yield();
+          continue;
+        case lockfree_queue::link_status::closed:
+          return make_error(error_code::pool_stopped, "adaptive_job_queue: queue is closed");
+        case lockfree_queue::link_status::out_of_memory:
+          break;
+      }
+      return make_error(error_code::resource_exhausted, "adaptive_job_queue: out of memory");
     }
   }
 
   std::size_t pop_routed(std::span<job_function> out) {
     std::size_t taken = 0;
     for (;;) {
-      // seq_cst: ordered with switches (try_switch) and with the pushers_
-      // counters (Dekker pattern, see the header comment).
-      std::uint64_t state = state_.load(std::memory_order_seq_cst);
-      const bool drained = is_drained(state);
-      const std::size_t index = drained ? active_index(state) : previous_index(state);
-      // seq_cst: a switch that later checks poppers_[index] sees us (pairs
-      // with the seq_cst load in try_switch()).
-      poppers_[index].value.fetch_add(1, std::memory_order_seq_cst);
-      if (state_.load(std::memory_order_seq_cst) != state) {  // re-validate after announcing ourselves
-        // release: pairs with the seq_cst load in try_switch(); we took nothing.
-        poppers_[index].value.fetch_sub(1, std::memory_order_release);
-        continue;
-      }
-      if (drained) {
-        taken += on_queue(index, [rest = out.subspan(taken)](auto& queue) { return queue.pop_batch(rest); });
-        // release: our pop happens-before a switch that reads the decremented
-        // count (seq_cst load in try_switch()).
-        poppers_[index].value.fetch_sub(1, std::memory_order_release);
+      // seq_cst: see push_routed(). A hint here; each queue re-validates.
+      const std::uint64_t state = state_.load(std::memory_order_seq_cst);
+      if (source_index(state) == mutex_index) {
+        bool retry = false;
+        bool go_on = false;  // the previous mutex queue was found drained: go on with the lock-free one
+        bool window_done = false;
+        {
+          const bool contended = mutex_queue_.mutex_.lock_reporting_contention();
+          std::lock_guard lock(mutex_queue_.mutex_, std::adopt_lock);
+          const std::uint64_t current = state_.load(std::memory_order_seq_cst);
+          if (source_index(current) != mutex_index) {
+            retry = true;
+          } else {
+            const std::size_t n = mutex_queue_.pop_locked(out.subspan(taken), out.size() - taken);
+            taken += n;
+            window_done = count_mutex_jobs(n, contended);
+            if (taken < out.size() && active_index(current) != mutex_index) {
+              // Previous, empty, and no push can enter it (pushes need it
+              // active, checked under this lock): empty for good. Nothing
+              // else changes the state while we hold the lock in this state.
+              state_.store(current | drained_bit, std::memory_order_seq_cst);
+              go_on = true;
+            }
+          }
+        }
+        if (window_done) evaluate();
+        if (retry || go_on) continue;
         return taken;
       }
-      // Previous queue, not yet drained. Read its pushers before trying it:
-      // zero here (after the switch, see above) means nothing more can land
-      // in it, so finding it empty afterwards means empty for good.
-      const bool quiet = pushers_[index].value.load(std::memory_order_seq_cst) == 0;  // pairs with push_routed()
-      taken += on_queue(index, [rest = out.subspan(taken)](auto& queue) { return queue.pop_batch(rest); });
-      const bool found_empty = taken < out.size();
-      if (found_empty && quiet) {
-        // seq_cst: ordered with the state loads of pushes, pops and switches.
-        // Failure means another pop set the bit first (nothing else can
-        // change the state while the previous queue is not drained).
-        (void)state_.compare_exchange_strong(state, state | drained_bit, std::memory_order_seq_cst,
-                                             std::memory_order_seq_cst);
-      }
-      poppers_[index].value.fetch_sub(1, std::memory_order_release);  // pairs with try_switch()
-      if (!found_empty) return taken;
-      if (quiet) continue;  // drained now: go on with the active queue
-      if (taken > 0) return taken;
-      // A push into the previous queue is in flight: report empty on an open
-      // queue; wait for it on a closed one (see the contract).
-      if (!closed_.load(std::memory_order_acquire)) return 0;  // pairs with close()
-      std::this_thread::yield();
+      bool allowed = false;
+      bool go_on = false;
+      lockfree_queue::pop_status last = lockfree_queue::pop_status::taken;
+      const std::optional<std::size_t> popped = lockfree_queue_.pop_checked(
+          out.subspan(taken),
+          [this, &allowed] {
+            // Read while holding the hazard record (see the header comment).
+            allowed = source_index(state_.load(std::memory_order_seq_cst)) == lockfree_index;
+            return allowed;
+          },
+          [this, &go_on] {
+            // Ended (empty and sealed or closed), still holding the record,
+            // so no switch can unseal it now. If it is the previous queue,
+            // it is empty for good: mark it drained.
+            std::uint64_t current = state_.load(std::memory_order_seq_cst);
+            if (active_index(current) != lockfree_index && !is_drained(current)) {
+              // Fails only if another pop set the bit first.
+              (void)state_.compare_exchange_strong(current, current | drained_bit, std::memory_order_seq_cst,
+                                                   std::memory_order_seq_cst);
+              go_on = true;
+            }
+          },
+          last);
+      if (!popped) continue;  // the state changed after our hint
+      taken += *popped;
+      if (*popped > 0) note_lockfree_jobs();
+      if (taken < out.size() && go_on) continue;
+      return taken;
     }
+  }
+
+  // Called under the mutex queue's lock: counts `jobs` moved and a
+  // contention event. True when the count crossed a window boundary.
+  THREAD_SYSTEM_ALWAYS_INLINE bool count_mutex_jobs(std::size_t jobs, bool contended) noexcept {
+    if (contended) {
+      // relaxed load+store: writers are serialised by the lock; readers only take statistics.
+      mutex_contended_.store(mutex_contended_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+    if (jobs == 0) return false;
+    // relaxed load+store: serialised by the lock.
+    mutex_moved_.store(mutex_moved_.load(std::memory_order_relaxed) + jobs, std::memory_order_relaxed);
+    if (jobs < mutex_window_left_) {  // a countdown, not a division: this is the hot path
+      mutex_window_left_ -= jobs;
+      return false;
+    }
+    mutex_window_left_ = policy_.window;
+    return strategy_ == queue_strategy::ADAPTIVE;
+  }
+
+  // After lock-free jobs moved: every few of this thread's jobs, look at the window.
+  void note_lockfree_jobs() {
+    if (strategy_ != queue_strategy::ADAPTIVE) return;
+    thread_local unsigned countdown = 0;  // shared by every adaptive queue: a sampling rate only
+    if (countdown > 0) {
+      --countdown;
+      return;
+    }
+    countdown = static_cast<unsigned>(std::min<std::size_t>(policy_.window, lockfree_check_every)) - 1;
+    evaluate();
+  }
+
+  [[nodiscard]] std::uint64_t jobs_moved() const noexcept {
+    return mutex_moved_.load(std::memory_order_relaxed) + lockfree_queue_.jobs_moved();  // statistics
+  }
+  [[nodiscard]] std::uint64_t contention_events() const noexcept {
+    return mutex_contended_.load(std::memory_order_relaxed) + lockfree_queue_.cas_retries();  // statistics
+  }
+
+  // Closes a measurement window if one is complete and decides (see the
+  // header comment). One thread at a time; others skip.
+  void evaluate() {
+    // acquire/release: the window fields below are owned by the holder of
+    // this flag; pairs with the release store at the end.
+    if (evaluating_.exchange(true, std::memory_order_acquire)) return;
+    const std::uint64_t moved = jobs_moved();
+    if (moved - window_start_moved_ >= policy_.window) {
+      const std::uint64_t events = contention_events();
+      const auto jobs = static_cast<double>(moved - window_start_moved_);
+      const double ratio = static_cast<double>(events - window_start_events_) / jobs;
+      window_start_moved_ = moved;
+      window_start_events_ = events;
+      // relaxed: a snapshot; try_switch() re-reads the state under the lock.
+      const std::size_t active = active_index(state_.load(std::memory_order_relaxed));
+      const std::uint64_t now = now_ns();
+      const double ns_per_job = static_cast<double>(now - window_start_ns_) / jobs;
+      window_start_ns_ = now;
+      if (active == mutex_index) {
+        // The best mutex window since the last switch: a window that spans
+        // an idle gap (nobody pushing) looks slow and must not make the
+        // lock-free queue look better than it is.
+        mutex_ns_per_job_ = mutex_windows_ == 0 ? ns_per_job : std::min(mutex_ns_per_job_, ns_per_job);
+        ++mutex_windows_;
+        if (backoff_left_ > 0) {
+          --backoff_left_;
+        } else if (ratio >= policy_.to_lockfree_threshold && try_switch(lockfree_index)) {
+          probation_left_ = policy_.keep_faster ? 2 : 0;  // one window to settle, one measured
+          mutex_windows_ = 0;
+        }
+      } else if (probation_left_ == 0) {
+        // A lock-free queue that proved itself (or ADAPTIVE without
+        // keep_faster): back to the mutex queue once contention is low.
+        if (ratio <= policy_.to_mutex_threshold && try_switch(mutex_index)) mutex_windows_ = 0;
+      } else if (--probation_left_ == 0) {
+        // End of probation. (Its low contention is no reason to leave during
+        // probation: failed CASes and a held lock are not comparable.)
+        // Kept only if clearly faster (by `keep_margin`): on a tie the mutex
+        // queue, which spins less, is the better choice.
+        if (ns_per_job > mutex_ns_per_job_ * keep_margin) {
+          if (try_switch(mutex_index)) {
+            mutex_windows_ = 0;
+            backoff_length_ = std::min(backoff_length_ == 0 ? 1 : 2 * backoff_length_, max_backoff_windows);
+            backoff_left_ = backoff_length_;
+            probes_rejected_.fetch_add(1, std::memory_order_relaxed);  // statistics only
+          }
+        } else {
+          backoff_length_ = 0;  // the lock-free queue won: later probes start afresh
+        }
+      }
+    }
+    evaluating_.store(false, std::memory_order_release);  // pairs with the exchange above
   }
 
   // Switches the active queue to `target`; see the header comment.
   bool try_switch(std::size_t target) {
-    // seq_cst throughout: the switch's half of the Dekker patterns with the
-    // poppers_ counters and the pushes' state loads.
-    std::uint64_t state = state_.load(std::memory_order_seq_cst);
-    if (active_index(state) == target || !is_drained(state) || (state & pending_bit) != 0) return false;
-    if (!state_.compare_exchange_strong(state, state | pending_bit, std::memory_order_seq_cst,
-                                        std::memory_order_seq_cst)) {
-      return false;
+    std::lock_guard lock(mutex_queue_.mutex_);
+    if (mutex_queue_.closed_) return false;  // no switch once closing began
+    const std::uint64_t state = state_.load(std::memory_order_seq_cst);
+    if (active_index(state) == target || !is_drained(state)) return false;
+    if (target == lockfree_index) {
+      // A lock-free operation running now may be a pop that read an older
+      // state allowing it to pop (see the header comment): try later.
+      if (lockfree_queue_.operation_in_progress()) return false;
+      if (!lockfree_queue_.unseal()) return false;  // closed
+    } else if (!lockfree_queue_.seal()) {
+      return false;  // closed
     }
-    // pending is set: every pop that re-validates from now on retries, so a
-    // pop still counted here decided under an older state.
-    if (poppers_[target].value.load(std::memory_order_seq_cst) != 0) {  // pairs with pop_routed()
-      state_.store(state, std::memory_order_seq_cst);                   // give up: clear pending
-      return false;
-    }
-    const std::uint64_t next_generation = (state >> generation_shift) + 1;
     // The old active queue becomes the previous one, not drained.
-    state_.store(next_generation << generation_shift, std::memory_order_seq_cst);
+    state_.store(((state >> generation_shift) + 1) << generation_shift, std::memory_order_seq_cst);
     switches_.fetch_add(1, std::memory_order_relaxed);  // statistics only
     return true;
   }
-
-  bool begin_operation() noexcept {
-    if (strategy_ != queue_strategy::ADAPTIVE) {
-      operations_.fetch_add(1, std::memory_order_relaxed);  // statistics only
-      return false;
-    }
-    // relaxed: a heuristic count; no data is published through it.
-    return in_flight_.fetch_add(1, std::memory_order_relaxed) != 0;
-  }
-
-  void end_operation(bool contended) {
-    if (strategy_ != queue_strategy::ADAPTIVE) return;
-    // relaxed (all counters below): heuristics and statistics; the switch
-    // itself is ordered by try_switch().
-    in_flight_.fetch_sub(1, std::memory_order_relaxed);
-    if (contended) contention_events_.fetch_add(1, std::memory_order_relaxed);
-    const std::uint64_t operations = operations_.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (operations % policy_.window != 0) return;
-    const std::uint64_t events = contention_events_.load(std::memory_order_relaxed);
-    const std::uint64_t window_start = window_start_events_.exchange(events, std::memory_order_relaxed);
-    const double ratio =
-        static_cast<double>(events > window_start ? events - window_start : 0) / static_cast<double>(policy_.window);
-    // relaxed: a snapshot; try_switch() re-reads the state with seq_cst.
-    const std::size_t active = active_index(state_.load(std::memory_order_relaxed));
-    if (active == mutex_index && ratio >= policy_.to_lockfree_threshold) {
-      (void)try_switch(lockfree_index);
-    } else if (active == lockfree_index && ratio <= policy_.to_mutex_threshold) {
-      (void)try_switch(mutex_index);
-    }
-  }
-
-  struct alignas(64) padded_counter {
-    std::atomic<std::size_t> value{0};
-  };
 
   const queue_strategy strategy_;
   adaptive_policy policy_;
   job_queue mutex_queue_;
   lockfree_queue lockfree_queue_;
   alignas(64) std::atomic<std::uint64_t> state_{0};
-  padded_counter pushers_[2];
-  padded_counter poppers_[2];
-  alignas(64) std::atomic<std::size_t> in_flight_{0};
-  std::atomic<std::uint64_t> operations_{0};
-  std::atomic<std::uint64_t> contention_events_{0};
-  std::atomic<std::uint64_t> window_start_events_{0};
+  // Written under the mutex queue's lock (load + store), read relaxed.
+  std::atomic<std::uint64_t> mutex_moved_{0};
+  std::atomic<std::uint64_t> mutex_contended_{0};
+  std::size_t mutex_window_left_ = 0;  // guarded by the mutex queue's lock
+  alignas(64) std::atomic<bool> evaluating_{false};
   std::atomic<std::uint64_t> switches_{0};
+  std::atomic<std::uint64_t> probes_rejected_{0};
+  // Owned by the thread holding evaluating_.
+  std::uint64_t window_start_moved_ = 0;
+  std::uint64_t window_start_events_ = 0;
+  std::uint64_t window_start_ns_ = 0;
+  double mutex_ns_per_job_ = 0;
+  std::uint64_t mutex_windows_ = 0;
+  unsigned probation_left_ = 0;
+  std::uint64_t backoff_length_ = 0;
+  std::uint64_t backoff_left_ = 0;
   alignas(64) std::atomic<bool> closed_{false};
 };
 

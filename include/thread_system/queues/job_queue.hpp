@@ -27,6 +27,7 @@
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/detail/config.hpp"
 #include "thread_system/sync/spin_lock.hpp"
 
 namespace thread_system {
@@ -45,11 +46,7 @@ class job_queue {
     if (!job) return make_error(error_code::invalid_argument, "job_queue: empty job");
     std::lock_guard lock(mutex_);
     if (closed_) return make_error(error_code::pool_stopped, "job_queue: queue is closed");
-    if (count_ == buffer_.size()) grow();
-    buffer_[(head_ + count_) & (buffer_.size() - 1)] = std::move(job);
-    ++count_;
-    size_.store(count_, std::memory_order_relaxed);  // statistics only; the mutex publishes the job
-    count_pushed(1);
+    push_locked(std::span<job_function>(&job, 1));
     return {};
   }
 
@@ -62,14 +59,7 @@ class job_queue {
     }
     std::lock_guard lock(mutex_);
     if (closed_) return make_error(error_code::pool_stopped, "job_queue: queue is closed");
-    while (buffer_.size() - count_ < jobs.size()) grow();
-    const std::size_t mask = buffer_.size() - 1;
-    for (auto& j : jobs) {
-      buffer_[(head_ + count_) & mask] = std::move(j);
-      ++count_;
-    }
-    size_.store(count_, std::memory_order_relaxed);  // statistics only
-    count_pushed(jobs.size());
+    push_locked(jobs);
     return {};
   }
 
@@ -140,7 +130,24 @@ class job_queue {
   }
 
  private:
-  std::size_t pop_locked(std::span<job_function> out, std::size_t max) {
+  // adaptive_job_queue runs its own checks inside this queue's critical
+  // section (lock_and_report_contention(), push_locked(), pop_locked()).
+  friend class adaptive_job_queue;
+
+  // Appends `jobs` (all valid); the caller holds mutex_ and checked closed_.
+  // Growing may throw std::bad_alloc before anything is moved.
+  THREAD_SYSTEM_ALWAYS_INLINE void push_locked(std::span<job_function> jobs) {
+    while (buffer_.size() - count_ < jobs.size()) grow();
+    const std::size_t mask = buffer_.size() - 1;
+    for (auto& j : jobs) {
+      buffer_[(head_ + count_) & mask] = std::move(j);
+      ++count_;
+    }
+    size_.store(count_, std::memory_order_relaxed);  // statistics only; the mutex publishes the jobs
+    count_pushed(jobs.size());
+  }
+
+  THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_locked(std::span<job_function> out, std::size_t max) {
     std::size_t n = std::min({max, out.size(), count_});
     const std::size_t mask = buffer_.size() - 1;
     for (std::size_t i = 0; i < n; ++i) {

@@ -50,12 +50,22 @@
 //     approximate, clamped at zero.
 //   * The destructor destroys queued jobs (not run, not cancelled) exactly
 //     once and frees every node, requiring that no other member is running.
+//
+// Sealing (for adaptive_job_queue, a friend): seal() links a second kind of
+// sentinel with the same CAS, after which pushes fail with a `sealed` status
+// (not an error: the adaptive queue retries them on its other queue) and
+// pops report `ended` once they reach it; unseal() removes it again. close()
+// overrides a seal. pop_checked() runs a caller's check after the operation
+// holds its hazard record, and operation_in_progress() tells whether any
+// operation holds one: together they let the adaptive queue prove that no
+// pop which decided under an older state is still running (see there).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <optional>
 #include <span>
 #include <utility>
 #include "thread_system/detail/chaos.hpp"
@@ -88,7 +98,7 @@ class lockfree_queue {
     domain_.collect();
     // relaxed below: the caller guarantees no concurrent member call.
     node* current = head_.load(std::memory_order_relaxed);
-    while (current != nullptr && current != closed_marker()) {
+    while (current != nullptr && current != closed_marker() && current != sealed_marker()) {
       node* next = current->next.load(std::memory_order_relaxed);
       delete current;  // destroys a still-queued job exactly once (the dummy's job is empty)
       current = next;
@@ -104,19 +114,7 @@ class lockfree_queue {
   /// Appends `job` (see the contract for failures).
   [[nodiscard]] result<void> try_push(job_function&& job) {
     if (!job) return make_error(error_code::invalid_argument, "lockfree_queue: empty job");
-    try {
-      detail::hazard_holder holder(domain_);
-      node* fresh = take_node(holder);
-      fresh->job = std::move(job);
-      if (!link(holder, fresh, fresh, 1)) {
-        job = std::move(fresh->job);
-        holder.retire(fresh);  // through a scan, never straight to the pool (see ABA above)
-        return make_error(error_code::pool_stopped, "lockfree_queue: queue is closed");
-      }
-      return {};
-    } catch (const std::bad_alloc&) {
-      return make_error(error_code::resource_exhausted, "lockfree_queue: out of memory");
-    }
+    return as_result(push_one(std::move(job)));
   }
 
   /// Appends every job of `jobs` in order, all or none: the jobs are put in
@@ -125,41 +123,13 @@ class lockfree_queue {
     for (const auto& job : jobs) {
       if (!job) return make_error(error_code::invalid_argument, "lockfree_queue: empty job in batch");
     }
-    if (jobs.empty()) return {};
-    node* first = nullptr;
-    node* last = nullptr;
-    try {
-      detail::hazard_holder holder(domain_);
-      try {
-        for (auto& job : jobs) {
-          node* fresh = take_node(holder);
-          // relaxed: the chain is private until link() publishes it.
-          if (last == nullptr) {
-            first = fresh;
-          } else {
-            last->next.store(fresh, std::memory_order_relaxed);
-          }
-          last = fresh;
-          fresh->job = std::move(job);
-        }
-      } catch (const std::bad_alloc&) {
-        give_back_chain(holder, first, jobs);
-        return make_error(error_code::resource_exhausted, "lockfree_queue: out of memory");
-      }
-      if (!link(holder, first, last, jobs.size())) {
-        give_back_chain(holder, first, jobs);
-        return make_error(error_code::pool_stopped, "lockfree_queue: queue is closed");
-      }
-      return {};
-    } catch (const std::bad_alloc&) {  // no hazard record could be allocated
-      return make_error(error_code::resource_exhausted, "lockfree_queue: out of memory");
-    }
+    return as_result(push_chain(jobs));
   }
 
   /// Moves the oldest job into `out`; false when empty.
   [[nodiscard]] bool try_pop(job_function& out) {
     detail::hazard_holder holder(domain_);
-    return pop_one(holder, out);
+    return pop_one(holder, out) == pop_status::taken;
   }
 
   /// Moves up to `out.size()` of the oldest jobs into `out`, in order
@@ -168,7 +138,7 @@ class lockfree_queue {
     if (out.empty()) return 0;
     detail::hazard_holder holder(domain_);
     std::size_t count = 0;
-    while (count < out.size() && pop_one(holder, out[count])) ++count;
+    while (count < out.size() && pop_one(holder, out[count]) == pop_status::taken) ++count;
     return count;
   }
 
@@ -180,12 +150,13 @@ class lockfree_queue {
       // acquire: pairs with the release CAS that linked last's successor.
       node* next = last->next.load(std::memory_order_acquire);
       if (next == closed_marker()) break;
-      if (next != nullptr) {
+      if (next != nullptr && next != sealed_marker()) {
         advance_tail(last, next);
         continue;
       }
       // seq_cst: the same CAS pushes use, so close and every push are
-      // totally ordered on this `next` (pairs with link()).
+      // totally ordered on this `next` (pairs with link()). A seal is
+      // replaced: closing is final.
       THREAD_SYSTEM_CHAOS_POINT();
       if (last->next.compare_exchange_strong(next, closed_marker(), std::memory_order_seq_cst,
                                              std::memory_order_relaxed)) {
@@ -218,6 +189,17 @@ class lockfree_queue {
   [[nodiscard]] std::size_t pooled_count() const noexcept {
     return pooled_.load(std::memory_order_relaxed);  // statistics only
   }
+  /// Failed CAS attempts on the queue's ends (pushes racing for the tail,
+  /// pops racing for the head): the queue's contention. Relaxed counter.
+  [[nodiscard]] std::uint64_t cas_retries() const noexcept {
+    return cas_retries_.load(std::memory_order_relaxed);  // statistics only
+  }
+  /// Jobs pushed plus jobs popped so far (relaxed counters, approximate
+  /// while operations run).
+  [[nodiscard]] std::uint64_t jobs_moved() const noexcept {
+    // relaxed: statistics only.
+    return pushed_.load(std::memory_order_relaxed) + popped_.load(std::memory_order_relaxed);
+  }
   /// Nodes retired and waiting for a scan.
   [[nodiscard]] std::size_t retired_count() const noexcept { return domain_.retired_count(); }
   /// Hazard records allocated (about the number of threads that used the queue at once).
@@ -237,34 +219,170 @@ class lockfree_queue {
     job_function job;
   };
 
-  // A sentinel address, never dereferenced: `next == closed_marker()` marks
-  // the last node of a closed queue.
-  node* closed_marker() noexcept { return &closed_sentinel_; }
+  friend class adaptive_job_queue;
 
-  // Links the private chain first..last after the last node. False when the
-  // queue is closed (nothing linked).
-  bool link(detail::hazard_holder& holder, node* first, node* last, std::size_t count) {
+  enum class link_status { linked, sealed, closed, out_of_memory };
+  enum class pop_status {
+    taken,
+    empty,  ///< Nothing queued; pushes may still come.
+    ended,  ///< Nothing queued and a seal or close ends the queue.
+  };
+
+  static result<void> as_result(link_status status) {
+    switch (status) {
+      case link_status::linked:
+        return {};
+      case link_status::out_of_memory:
+        return make_error(error_code::resource_exhausted, "lockfree_queue: out of memory");
+      case link_status::sealed:  // only an adaptive_job_queue seals; it never lets this through
+      case link_status::closed:
+        break;
+    }
+    return make_error(error_code::pool_stopped, "lockfree_queue: queue is closed");
+  }
+
+  // Pushes one job. Unless it returns `linked`, `job` still holds its callable.
+  link_status push_one(job_function&& job) {
+    try {
+      detail::hazard_holder holder(domain_);
+      node* fresh = take_node(holder);
+      fresh->job = std::move(job);
+      if (const link_status linked = link(holder, fresh, fresh, 1); linked != link_status::linked) {
+        job = std::move(fresh->job);
+        holder.retire(fresh);  // through a scan, never straight to the pool (see ABA above)
+        return linked;
+      }
+      return link_status::linked;
+    } catch (const std::bad_alloc&) {
+      return link_status::out_of_memory;
+    }
+  }
+
+  // Pushes every job of `jobs` (non-empty, all valid), all or none. Unless it
+  // returns `linked`, every job still holds its callable.
+  link_status push_chain(std::span<job_function> jobs) {
+    if (jobs.empty()) return link_status::linked;
+    node* first = nullptr;
+    node* last = nullptr;
+    try {
+      detail::hazard_holder holder(domain_);
+      try {
+        for (auto& job : jobs) {
+          node* fresh = take_node(holder);
+          // relaxed: the chain is private until link() publishes it.
+          if (last == nullptr) {
+            first = fresh;
+          } else {
+            last->next.store(fresh, std::memory_order_relaxed);
+          }
+          last = fresh;
+          fresh->job = std::move(job);
+        }
+      } catch (const std::bad_alloc&) {
+        give_back_chain(holder, first, jobs);
+        return link_status::out_of_memory;
+      }
+      if (const link_status linked = link(holder, first, last, jobs.size()); linked != link_status::linked) {
+        give_back_chain(holder, first, jobs);
+        return linked;
+      }
+      return link_status::linked;
+    } catch (const std::bad_alloc&) {  // no hazard record could be allocated
+      return link_status::out_of_memory;
+    }
+  }
+
+  // Pops up to out.size() jobs like pop_batch(), but first, while holding
+  // the operation's hazard record, calls `check()`; when it returns false,
+  // nothing is popped and the result is empty. When the pop stops at the end
+  // marker (empty and sealed or closed), it calls `on_ended()` before
+  // releasing the record. `last` tells why the pop stopped short (empty or
+  // ended); unchanged when every slot was filled.
+  template <typename Check, typename OnEnded>
+  std::optional<std::size_t> pop_checked(std::span<job_function> out, Check&& check, OnEnded&& on_ended,
+                                         pop_status& last) {
+    detail::hazard_holder holder(domain_);
+    if (!check()) return std::nullopt;
+    std::size_t count = 0;
+    while (count < out.size()) {
+      const pop_status status = pop_one(holder, out[count]);
+      if (status != pop_status::taken) {
+        last = status;
+        if (status == pop_status::ended) on_ended();
+        break;
+      }
+      ++count;
+    }
+    return count;
+  }
+
+  // Links the seal sentinel after the last node: every later push fails
+  // with `sealed`. True when sealed now (or already); false when closed.
+  bool seal() { return swap_end(nullptr, sealed_marker()); }
+
+  // Removes the seal. True when open now; false when closed.
+  bool unseal() { return swap_end(sealed_marker(), nullptr); }
+
+  // Sets the last node's `next` from `from` to `to` (a marker or nullptr).
+  // True when it holds `to` afterwards; false when the queue is closed.
+  bool swap_end(node* from, node* to) {
+    detail::hazard_holder holder(domain_);
+    for (;;) {
+      node* last = holder.protect(0, tail_);
+      // acquire: pairs with the release CAS that linked last's successor.
+      node* next = last->next.load(std::memory_order_acquire);
+      if (next == closed_marker()) return false;
+      if (next == to) return true;
+      if (next != from) {
+        advance_tail(last, next);  // a job linked after `last`: help, then retry at the new end
+        continue;
+      }
+      // seq_cst: the CAS pushes and close() use on this `next`, so sealing,
+      // unsealing, pushes and close are totally ordered (pairs with link()).
+      THREAD_SYSTEM_CHAOS_POINT();
+      if (last->next.compare_exchange_strong(next, to, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+  }
+
+  // True when some operation holds a hazard record right now. seq_cst
+  // loads: with the seq_cst exchange that takes a record, a caller that
+  // stored something (seq_cst) before asking either sees the operation here
+  // or the operation's later seq_cst loads see that store.
+  [[nodiscard]] bool operation_in_progress() const noexcept { return domain_.any_record_held(); }
+
+  // Sentinel addresses, never dereferenced: `next == closed_marker()` marks
+  // the last node of a closed queue, `next == sealed_marker()` of a sealed one.
+  node* closed_marker() noexcept { return &closed_sentinel_; }
+  node* sealed_marker() noexcept { return &sealed_sentinel_; }
+
+  // Links the private chain first..last after the last node. Nothing is
+  // linked unless it returns `linked`.
+  link_status link(detail::hazard_holder& holder, node* first, node* last, std::size_t count) {
     // relaxed: the chain is private until the CAS below publishes it.
     last->next.store(nullptr, std::memory_order_relaxed);
     for (;;) {
       node* observed_tail = holder.protect(0, tail_);
       // acquire: pairs with the release CAS that linked a successor.
       node* next = observed_tail->next.load(std::memory_order_acquire);
-      if (next == closed_marker()) return false;
+      if (next == closed_marker()) return link_status::closed;
+      if (next == sealed_marker()) return link_status::sealed;
       if (next != nullptr) {
         advance_tail(observed_tail, next);  // help the producer that linked it
         continue;
       }
       // seq_cst (release part): publishes the chain's jobs; pairs with the
       // acquire/seq_cst loads of `next` in pop_one() and here; totally
-      // ordered with close().
+      // ordered with close(), seal() and unseal().
       THREAD_SYSTEM_CHAOS_POINT();
       if (observed_tail->next.compare_exchange_weak(next, first, std::memory_order_seq_cst,
                                                     std::memory_order_relaxed)) {
         pushed_.fetch_add(count, std::memory_order_relaxed);  // statistics only
         advance_tail(observed_tail, last);
-        return true;
+        return link_status::linked;
       }
+      cas_retries_.fetch_add(1, std::memory_order_relaxed);  // statistics and the adaptive queue's heuristic
     }
   }
 
@@ -275,7 +393,7 @@ class lockfree_queue {
     tail_.compare_exchange_strong(expected, desired, std::memory_order_release, std::memory_order_relaxed);
   }
 
-  bool pop_one(detail::hazard_holder& holder, job_function& out) {
+  pop_status pop_one(detail::hazard_holder& holder, job_function& out) {
     for (;;) {
       node* first = holder.protect(0, head_);
       // seq_cst loads (acquire part): pair with advance_tail()/link().
@@ -285,7 +403,8 @@ class lockfree_queue {
       // Re-validate after publishing the hazard on `next`: while head_ is
       // still `first`, `next` is reachable, hence not retired.
       if (head_.load(std::memory_order_seq_cst) != first) continue;
-      if (next == nullptr || next == closed_marker()) return false;
+      if (next == nullptr) return pop_status::empty;
+      if (next == closed_marker() || next == sealed_marker()) return pop_status::ended;
       if (first == last) {
         advance_tail(last, next);  // tail lags behind a linked node; help
         continue;
@@ -301,8 +420,9 @@ class lockfree_queue {
         holder.clear(1);
         holder.clear(0);
         holder.retire(first);
-        return true;
+        return pop_status::taken;
       }
+      cas_retries_.fetch_add(1, std::memory_order_relaxed);  // statistics and the adaptive queue's heuristic
     }
   }
 
@@ -372,8 +492,10 @@ class lockfree_queue {
   std::atomic<std::size_t> pooled_{0};
   std::atomic<std::size_t> allocated_{0};
   alignas(64) std::atomic<bool> closed_{false};
+  std::atomic<std::uint64_t> cas_retries_{0};
   std::size_t max_pooled_;
   node closed_sentinel_;
+  node sealed_sentinel_;
   detail::hazard_domain domain_;
 };
 

@@ -34,6 +34,15 @@ class spin_lock {
     lock_contended();
   }
 
+  /// lock(), returning whether the lock was held by another thread at the
+  /// first attempt (a contention measure that costs nothing extra).
+  [[nodiscard]] bool lock_reporting_contention() noexcept {
+    // acquire: as in lock().
+    if (!locked_.exchange(true, std::memory_order_acquire)) return false;
+    lock_contended();
+    return true;
+  }
+
   [[nodiscard]] bool try_lock() noexcept {
     // relaxed pre-check avoids taking the cache line exclusively when held;
     // acquire on success pairs with unlock().
