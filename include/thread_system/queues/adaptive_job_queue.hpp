@@ -14,10 +14,11 @@
 //       - On the lock-free queue, a ratio at or below `to_mutex_threshold`
 //         switches back.
 //       - With `keep_faster` (the default), the lock-free queue is on
-//         probation after a switch: one window to settle, then one measured
-//         window; if it moved jobs more slowly than the mutex queue did in
-//         its last window, the queue switches back and waits 1, 2, 4 ... (at most
-//         1024) windows before it tries again. Contention alone does not
+//         probation after a switch: it is measured over a quarter window,
+//         and unless it moved jobs at least 10% faster than the mutex queue
+//         did in its best window since the last switch, the queue switches
+//         back and waits 8, 16, 32 ... (at most 4096) windows before it
+//         tries again. Contention alone does not
 //         prove the lock-free queue faster: on a machine with few cores a
 //         spin lock held for a few nanoseconds often wins, and this keeps
 //         ADAPTIVE close to the better of the two instead of the worse.
@@ -248,7 +249,8 @@ class adaptive_job_queue {
   static constexpr unsigned generation_shift = 1;
   static constexpr std::size_t mutex_index = 0;
   static constexpr std::size_t lockfree_index = 1;
-  static constexpr std::uint64_t max_backoff_windows = 1024;
+  static constexpr std::uint64_t first_backoff_windows = 8;
+  static constexpr std::uint64_t max_backoff_windows = 4096;
   static constexpr double keep_margin = 0.9;
   static constexpr unsigned lockfree_check_every = 256;  // lock-free jobs per thread between window checks
 
@@ -433,7 +435,11 @@ class adaptive_job_queue {
     // this flag; pairs with the release store at the end.
     if (evaluating_.exchange(true, std::memory_order_acquire)) return;
     const std::uint64_t moved = jobs_moved();
-    if (moved - window_start_moved_ >= policy_.window) {
+    // A probe of the lock-free queue is measured over a quarter window: it
+    // is likely the slower queue, so the probe should be short.
+    const std::uint64_t needed =
+        probation_left_ > 0 ? std::max<std::uint64_t>(policy_.window / 4, 1) : std::uint64_t{policy_.window};
+    if (moved - window_start_moved_ >= needed) {
       const std::uint64_t events = contention_events();
       const auto jobs = static_cast<double>(moved - window_start_moved_);
       const double ratio = static_cast<double>(events - window_start_events_) / jobs;
@@ -453,7 +459,7 @@ class adaptive_job_queue {
         if (backoff_left_ > 0) {
           --backoff_left_;
         } else if (ratio >= policy_.to_lockfree_threshold && try_switch(lockfree_index)) {
-          probation_left_ = policy_.keep_faster ? 2 : 0;  // one window to settle, one measured
+          probation_left_ = policy_.keep_faster ? 1 : 0;
           mutex_windows_ = 0;
         }
       } else if (probation_left_ == 0) {
@@ -468,7 +474,8 @@ class adaptive_job_queue {
         if (ns_per_job > mutex_ns_per_job_ * keep_margin) {
           if (try_switch(mutex_index)) {
             mutex_windows_ = 0;
-            backoff_length_ = std::min(backoff_length_ == 0 ? 1 : 2 * backoff_length_, max_backoff_windows);
+            backoff_length_ =
+                std::min(backoff_length_ == 0 ? first_backoff_windows : 2 * backoff_length_, max_backoff_windows);
             backoff_left_ = backoff_length_;
             probes_rejected_.fetch_add(1, std::memory_order_relaxed);  // statistics only
           }
