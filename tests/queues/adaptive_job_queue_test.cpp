@@ -298,3 +298,34 @@ TEST(AdaptiveJobQueue, ProducerFifoAcrossSwitches) {
   // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(queue.get_statistics().switches, switched.load(std::memory_order_seq_cst));
 }
+
+// keep_faster: contention always "high enough" (threshold 0) makes ADAPTIVE
+// probe the lock-free queue; a probe that is not faster is undone, and the
+// back-off (8, 16, 32 ... windows) keeps the number of probes logarithmic in
+// the number of windows. Without back-off this run would switch hundreds of
+// times.
+TEST(AdaptiveJobQueue, SlowerProbesAreUndoneWithBackoff) {
+  ts::adaptive_policy policy;
+  policy.window = 64;
+  policy.to_lockfree_threshold = 0.0;  // every mutex window asks for a probe
+  policy.to_mutex_threshold = -1.0;    // only a failed probe brings it back
+  policy.keep_faster = true;
+  ts::adaptive_job_queue queue(ts::queue_strategy::ADAPTIVE, policy);
+  std::vector<int> seen;
+  ts::job_function job;
+  constexpr int rounds = 64 * 200 / 2;  // 200 windows of jobs moved
+  for (int i = 0; i < rounds; ++i) {
+    ASSERT_TRUE(queue.try_push(recorder(seen, i)));
+    ASSERT_TRUE(queue.try_pop(job));
+    job();
+  }
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(rounds));
+  for (int i = 0; i < rounds; ++i) ASSERT_EQ(seen[static_cast<std::size_t>(i)], i);
+  const ts::adaptive_queue_statistics statistics = queue.get_statistics();
+  EXPECT_GE(statistics.switches, 1U);
+  EXPECT_LE(statistics.switches, 16U);
+  if (statistics.current_strategy == ts::queue_strategy::FORCE_MUTEX) {
+    EXPECT_GE(statistics.probes_rejected, 1U);  // back on the mutex queue only through a rejected probe
+  }
+  EXPECT_LE(statistics.probes_rejected * 2, statistics.switches);
+}

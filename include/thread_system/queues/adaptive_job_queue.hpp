@@ -458,7 +458,10 @@ class adaptive_job_queue {
         ++mutex_windows_;
         if (backoff_left_ > 0) {
           --backoff_left_;
-        } else if (ratio >= policy_.to_lockfree_threshold && try_switch(lockfree_index)) {
+        } else if (ratio >= policy_.to_lockfree_threshold && (!policy_.keep_faster || mutex_windows_ >= 2) &&
+                   try_switch(lockfree_index)) {
+          // (With keep_faster, only once two mutex windows give a reference:
+          // the first one after a start or a switch is often cold.)
           probation_left_ = policy_.keep_faster ? 1 : 0;
           mutex_windows_ = 0;
         }
