@@ -509,8 +509,10 @@ TEST(PoolTimers, DelayedJobsRunOnTheWorkersInDueOrder) {
   std::vector<int> order;
   const auto start = std::chrono::steady_clock::now();
   std::atomic<std::int64_t> earliest_ns{0};
+  // 30 ms apart, so that only a stall of the test thread of more than 60 ms
+  // between two schedule_after() calls could reorder their due times.
   for (int i : {3, 1, 2}) {
-    ASSERT_TRUE(pool.schedule_after(std::chrono::milliseconds(10 * i), [&, i] {
+    ASSERT_TRUE(pool.schedule_after(std::chrono::milliseconds(30 * i), [&, i] {
       std::lock_guard lock(m);
       order.push_back(i);
       if (i == 1) {
@@ -520,7 +522,9 @@ TEST(PoolTimers, DelayedJobsRunOnTheWorkersInDueOrder) {
       }
     }));
   }
-  auto at = pool.schedule_at(start + 40ms, [&] {
+  // Due 30 ms after the last relative timer could be due, however late
+  // the calls above ran.
+  auto at = pool.schedule_at(std::chrono::steady_clock::now() + 120ms, [&] {
     std::lock_guard lock(m);
     order.push_back(4);
   });
@@ -535,7 +539,7 @@ TEST(PoolTimers, DelayedJobsRunOnTheWorkersInDueOrder) {
   }
   std::lock_guard lock(m);
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 4}));
-  EXPECT_GE(earliest_ns.load(std::memory_order_relaxed), std::chrono::nanoseconds(10ms).count());  // never early
+  EXPECT_GE(earliest_ns.load(std::memory_order_relaxed), std::chrono::nanoseconds(30ms).count());  // never early
   EXPECT_EQ(pool.get_timer_statistics().fired, 4U);
 }
 

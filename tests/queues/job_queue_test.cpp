@@ -4,6 +4,8 @@
 
 #include <array>
 #include <atomic>
+#include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -22,7 +24,7 @@ TEST(JobQueue, FifoOrder) {
   std::vector<int> seen;
   for (int i = 0; i < 100; ++i) ASSERT_TRUE(q.try_push(recorder(seen, i)));  // forces growth from 2
   EXPECT_EQ(q.size_approx(), 100U);
-  EXPECT_GE(q.capacity(), 100U);
+  EXPECT_GE(q.capacity_bytes(), 100U * 3 * 8);  // every packed job takes at least 3 words
   ts::job_function j;
   while (q.try_pop(j)) j();
   ASSERT_EQ(seen.size(), 100U);
@@ -127,4 +129,67 @@ TEST(JobQueue, ManyProducersManyConsumersExactlyOnce) {
   for (auto& t : threads) t.join();
   // seq_cst: pairs with the writers' RMW/store
   for (std::size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i].load(std::memory_order_seq_cst), 1) << "id " << i;
+}
+
+// Packed storage: jobs of every size (1..6 words of inline storage, and
+// heap-stored ones) pushed and popped in a pattern that wraps the ring many
+// times and forces growth while it is wrapped; FIFO holds, every callable is
+// destroyed exactly once (shared_ptr use counts back to 1).
+TEST(JobQueue, PackedJobsOfEverySizeWrapAndGrow) {
+  auto token = std::make_shared<int>(0);
+  std::vector<int> seen;
+  int next_push = 0;
+  auto make = [&](int i) -> ts::job_function {
+    switch (i % 5) {
+      case 0:
+        return ts::job_function([&seen, i] { seen.push_back(i); });  // 16 bytes
+      case 1:
+        return ts::job_function([&seen, i, keep = token] { seen.push_back(i); });  // non-trivial, 32 bytes
+      case 2: {
+        std::array<char, 40> pad{};
+        return ts::job_function([&seen, i, pad] { seen.push_back(i + pad[0]); });  // 48 bytes: full inline
+      }
+      case 3: {
+        std::array<char, 200> big{};
+        return ts::job_function([&seen, i, big, keep = token] { seen.push_back(i + big[0]); });  // heap
+      }
+      default:
+        return ts::job_function([&seen, i, keep = token, other = token] { seen.push_back(i); });
+    }
+  };
+  ts::job_queue q(2);  // 8 words: growth and wrapping from the start
+  ts::job_function j;
+  for (int round = 0; round < 200; ++round) {
+    const int pushes = 1 + round % 7;
+    for (int k = 0; k < pushes; ++k) ASSERT_TRUE(q.try_push(make(next_push++)));
+    const int pops = round % 7 == 6 ? pushes + 3 : pushes - 1;  // drift up, then drain now and then
+    for (int k = 0; k < pops && q.try_pop(j); ++k) j();
+  }
+  while (q.try_pop(j)) j();
+  j.reset();
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(next_push));
+  for (int i = 0; i < next_push; ++i) ASSERT_EQ(seen[static_cast<std::size_t>(i)], i);
+  EXPECT_EQ(token.use_count(), 1);
+}
+
+TEST(JobQueue, DestructorDestroysQueuedJobsOnce) {
+  auto token = std::make_shared<int>(0);
+  {
+    ts::job_queue q(4);
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(q.try_push(ts::job_function([keep = token] {})));
+    EXPECT_EQ(token.use_count(), 101);
+  }
+  EXPECT_EQ(token.use_count(), 1);
+}
+
+// A small job (8 bytes of state) takes 3 words: 100 of them fit in a ring of
+// 512 words (4 KiB) with room to spare, where full 64-byte slots would need 8 KiB.
+TEST(JobQueue, SmallJobsArePacked) {
+  ts::job_queue q(2);
+  std::uint64_t sum = 0;
+  for (std::uint64_t i = 0; i < 100; ++i) ASSERT_TRUE(q.try_push(ts::job_function([&sum, i] { sum += i; })));
+  EXPECT_LE(q.capacity_bytes(), 4096U);
+  ts::job_function j;
+  while (q.try_pop(j)) j();
+  EXPECT_EQ(sum, 4950U);
 }

@@ -167,6 +167,56 @@ class job_function {
   [[nodiscard]] std::uint8_t tag() const noexcept { return static_cast<std::uint8_t>(meta_ >> 56); }
   void set_tag(std::uint8_t t) noexcept { meta_ = (meta_ & max_stamp) | (std::uint64_t{t} << 56); }
 
+  // ---- packed form (for queues that store jobs compactly) -----------------
+  //
+  // A packed job is `packed_words()` 8-byte words at an 8-aligned address:
+  // the operations pointer, the metadata word, then only as many words of
+  // the callable's storage as it uses (a callable of up to 8 bytes or a
+  // heap-stored one: 1 word, so 24 bytes in all instead of 64). Packing and
+  // unpacking relocate the callable (its move constructor, or a byte copy
+  // when it is trivially copyable) exactly like a move of the job_function.
+
+  /// Words in the largest packed job.
+  static constexpr std::size_t max_packed_words = 2 + inline_capacity / 8;
+
+  /// Words this job needs packed. Precondition: non-empty.
+  [[nodiscard]] std::size_t packed_words() const noexcept { return 2 + vtable_->payload_words; }
+
+  /// Words of the packed job at `source` (written by pack_into()).
+  [[nodiscard]] static std::size_t packed_words_at(const void* source) noexcept {
+    const vtable_t* vt = nullptr;
+    std::memcpy(&vt, source, sizeof(vt));
+    return 2 + vt->payload_words;
+  }
+
+  /// Moves the job into `destination` (packed_words() words, 8-aligned);
+  /// this job becomes empty. Precondition: non-empty.
+  THREAD_SYSTEM_ALWAYS_INLINE void pack_into(void* destination) noexcept {
+    auto* out = static_cast<unsigned char*>(destination);
+    std::memcpy(out, &vtable_, sizeof(vtable_));
+    std::memcpy(out + 8, &meta_, sizeof(meta_));
+    if (vtable_->relocate == nullptr) {
+      copy_words(out + 16, storage_, vtable_->payload_words);
+    } else {
+      vtable_->relocate(out + 16, storage_);
+    }
+    vtable_ = nullptr;
+    meta_ = 0;
+  }
+
+  /// Moves the packed job at `source` into this job, which must be empty;
+  /// the words at `source` hold nothing afterwards.
+  THREAD_SYSTEM_ALWAYS_INLINE void unpack_from(void* source) noexcept {
+    auto* in = static_cast<unsigned char*>(source);
+    std::memcpy(&vtable_, in, sizeof(vtable_));
+    std::memcpy(&meta_, in + 8, sizeof(meta_));
+    if (vtable_->relocate == nullptr) {
+      copy_words(storage_, in + 16, vtable_->payload_words);
+    } else {
+      vtable_->relocate(storage_, in + 16);
+    }
+  }
+
  private:
   struct vtable_t {
     job_outcome (*invoke)(void* storage);
@@ -176,6 +226,8 @@ class job_function {
     void (*relocate)(void* dst, void* src) noexcept;
     // nullptr: nothing to do.
     void (*destroy)(void* storage) noexcept;
+    // 8-byte words of storage the callable uses (1..inline_capacity / 8).
+    std::uint32_t payload_words;
   };
 
   template <typename D>
@@ -204,6 +256,11 @@ class job_function {
   static constexpr vtable_t make_vtable() noexcept {
     vtable_t vt{};
     vt.invoke = &invoke_impl<D>;
+    if constexpr (stored_inline<D>) {
+      vt.payload_words = static_cast<std::uint32_t>((sizeof(D) + 7) / 8);
+    } else {
+      vt.payload_words = 1;  // the heap pointer
+    }
     if constexpr (detail::has_cancel_hook<D>) {
       vt.cancel = [](void* s) noexcept { target<D>(s)->cancel(); };
     }
@@ -229,6 +286,13 @@ class job_function {
 
   template <typename D>
   static constexpr vtable_t vtable_for = make_vtable<D>();
+
+  // Word-by-word copy (at most 6 words): cheaper than a memcpy call of a
+  // size unknown at compile time.
+  THREAD_SYSTEM_ALWAYS_INLINE static void copy_words(unsigned char* to, const unsigned char* from,
+                                                     std::uint32_t words) noexcept {
+    for (std::uint32_t i = 0; i < words; ++i) std::memcpy(to + 8 * i, from + 8 * i, 8);
+  }
 
   THREAD_SYSTEM_ALWAYS_INLINE void relocate_from(job_function& other) noexcept {
     if (vtable_->relocate == nullptr) {

@@ -1,9 +1,15 @@
 // job_queue: the mutex-protected, unbounded FIFO of jobs.
 //
-// Storage is a power-of-two ring buffer that doubles when full and never
-// shrinks, so once it has grown to the working-set size, pushing and popping
-// allocate nothing. Every operation takes the mutex once, including the
-// batch operations (one lock per batch, not per job).
+// Storage is a power-of-two ring of 8-byte words that doubles when full and
+// never shrinks, so once it has grown to the working-set size, pushing and
+// popping allocate nothing. Jobs are stored *packed* (job_function's packed
+// form): the operations pointer, the metadata word and only the words of
+// inline storage the callable uses, so a small job (a callable of up to 8
+// bytes, or one stored on the heap) takes 24 bytes instead of a full 64-byte
+// job_function. An entry never wraps around the ring's end: when it does not
+// fit before the end, a skip marker (a zero first word) fills the rest and
+// the entry starts at word 0. Every operation takes the mutex once,
+// including the batch operations (one lock per batch, not per job).
 //
 // Contract:
 //   * Any number of threads may call any member concurrently.
@@ -20,10 +26,11 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <utility>
-#include <vector>
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
@@ -34,11 +41,19 @@ namespace thread_system {
 
 class job_queue {
  public:
+  /// `initial_capacity`: jobs of four words (32 bytes packed) the ring holds
+  /// before it first grows.
   explicit job_queue(std::size_t initial_capacity = 1024)
-      : buffer_(std::bit_ceil(initial_capacity < 2 ? std::size_t{2} : initial_capacity)) {}
+      : ring_words_(std::bit_ceil(std::max<std::size_t>(initial_capacity, 2) * 4)), ring_(new word[ring_words_]) {}
 
   job_queue(const job_queue&) = delete;
   job_queue& operator=(const job_queue&) = delete;
+
+  /// Destroys the jobs still queued (not run, not cancelled), exactly once.
+  ~job_queue() {
+    job_function discarded;
+    while (count_ > 0) pop_one(discarded);
+  }
 
   /// Appends `job`. On failure (`pool_stopped` after close(), or
   /// `invalid_argument` for an empty job) `job` is not moved from.
@@ -67,9 +82,7 @@ class job_queue {
   [[nodiscard]] bool try_pop(job_function& out) {
     std::lock_guard lock(mutex_);
     if (count_ == 0) return false;
-    out = std::move(buffer_[head_]);
-    head_ = (head_ + 1) & (buffer_.size() - 1);
-    --count_;
+    pop_one(out);
     size_.store(count_, std::memory_order_relaxed);  // statistics only
     return true;
   }
@@ -123,10 +136,10 @@ class job_queue {
     return pushed_total_.load(std::memory_order_acquire);  // pairs with the mutex-ordered stores below
   }
 
-  /// Current ring capacity (grows, never shrinks).
-  [[nodiscard]] std::size_t capacity() const {
+  /// Current ring size in bytes (grows, never shrinks).
+  [[nodiscard]] std::size_t capacity_bytes() const {
     std::lock_guard lock(mutex_);
-    return buffer_.size();
+    return ring_words_ * sizeof(word);
   }
 
  private:
@@ -137,24 +150,60 @@ class job_queue {
   // Appends `jobs` (all valid); the caller holds mutex_ and checked closed_.
   // Growing may throw std::bad_alloc before anything is moved.
   THREAD_SYSTEM_ALWAYS_INLINE void push_locked(std::span<job_function> jobs) {
-    while (buffer_.size() - count_ < jobs.size()) grow();
-    const std::size_t mask = buffer_.size() - 1;
-    for (auto& j : jobs) {
-      buffer_[(head_ + count_) & mask] = std::move(j);
-      ++count_;
-    }
+    // Room for the jobs plus one skip marker's padding (shorter than one
+    // entry; a batch wraps at most once, as it fits in the ring).
+    std::size_t needed = job_function::max_packed_words;
+    for (const auto& j : jobs) needed += j.packed_words();
+    if (ring_words_ - used_ < needed) grow(needed);
+    for (auto& j : jobs) put(j);
+    count_ += jobs.size();
     size_.store(count_, std::memory_order_relaxed);  // statistics only; the mutex publishes the jobs
     count_pushed(jobs.size());
   }
 
-  THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_locked(std::span<job_function> out, std::size_t max) {
-    std::size_t n = std::min({max, out.size(), count_});
-    const std::size_t mask = buffer_.size() - 1;
-    for (std::size_t i = 0; i < n; ++i) {
-      out[i] = std::move(buffer_[head_]);
-      head_ = (head_ + 1) & mask;
+  // One 8-byte word of the ring; entries are built in it with placement
+  // new (job_function::pack_into), hence the byte array.
+  struct alignas(8) word {
+    unsigned char bytes[8];
+  };
+
+  static bool is_skip_marker(const word& w) noexcept {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, w.bytes, sizeof(bits));
+    return bits == 0;  // an entry starts with its (non-null) operations pointer
+  }
+
+  // Packs `job` at tail_; the caller made room (push_locked()).
+  THREAD_SYSTEM_ALWAYS_INLINE void put(job_function& job) noexcept {
+    const std::size_t words = job.packed_words();
+    if (tail_ + words > ring_words_) {
+      std::memset(ring_[tail_].bytes, 0, sizeof(word));  // skip marker: the entry starts at word 0
+      used_ += ring_words_ - tail_;
+      tail_ = 0;
     }
-    count_ -= n;
+    job.pack_into(&ring_[tail_]);
+    tail_ = (tail_ + words) & (ring_words_ - 1);
+    used_ += words;
+  }
+
+  // Moves the oldest job into `out` (its previous job, if any, is
+  // destroyed). Precondition: count_ > 0. The caller updates size_.
+  THREAD_SYSTEM_ALWAYS_INLINE void pop_one(job_function& out) noexcept {
+    if (is_skip_marker(ring_[head_])) {
+      used_ -= ring_words_ - head_;
+      head_ = 0;
+    }
+    const std::size_t words = job_function::packed_words_at(&ring_[head_]);
+    out.reset();
+    out.unpack_from(&ring_[head_]);
+    head_ = (head_ + words) & (ring_words_ - 1);
+    used_ -= words;
+    if (--count_ == 0) head_ = tail_ = used_ = 0;  // empty: drop any padding, start over at word 0
+  }
+
+  THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_locked(std::span<job_function> out, std::size_t max) {
+    const std::size_t n = std::min({max, out.size(), count_});
+    for (std::size_t i = 0; i < n; ++i) pop_one(out[i]);
     size_.store(count_, std::memory_order_relaxed);  // statistics only
     return n;
   }
@@ -165,19 +214,38 @@ class job_queue {
     pushed_total_.store(pushed_total_.load(std::memory_order_relaxed) + n, std::memory_order_release);
   }
 
-  void grow() {
-    std::vector<job_function> bigger(buffer_.size() * 2);
-    const std::size_t mask = buffer_.size() - 1;
-    for (std::size_t i = 0; i < count_; ++i) bigger[i] = std::move(buffer_[(head_ + i) & mask]);
-    buffer_.swap(bigger);
+  // Doubles the ring until `needed` more words fit, repacking the queued
+  // jobs from word 0 (padding dropped). Throws std::bad_alloc before
+  // anything is moved.
+  void grow(std::size_t needed) {
+    std::size_t words = ring_words_ * 2;
+    while (words - used_ < needed) words *= 2;
+    std::unique_ptr<word[]> bigger(new word[words]);
+    std::size_t at = 0;
+    const std::size_t jobs = count_;
+    job_function moving;
+    for (std::size_t i = 0; i < jobs; ++i) {
+      pop_one(moving);
+      const std::size_t size = moving.packed_words();
+      moving.pack_into(&bigger[at]);
+      at += size;
+    }
+    ring_ = std::move(bigger);
+    ring_words_ = words;
     head_ = 0;
+    tail_ = at;
+    used_ = at;
+    count_ = jobs;
   }
 
   mutable spin_lock mutex_;
-  std::vector<job_function> buffer_;  // guarded by mutex_
-  std::size_t head_ = 0;              // guarded by mutex_
-  std::size_t count_ = 0;             // guarded by mutex_
-  bool closed_ = false;               // guarded by mutex_
+  std::size_t ring_words_;        // guarded by mutex_; a power of two
+  std::unique_ptr<word[]> ring_;  // guarded by mutex_
+  std::size_t head_ = 0;          // guarded by mutex_: word index of the oldest entry (or a skip marker)
+  std::size_t tail_ = 0;          // guarded by mutex_: word index of the next entry
+  std::size_t used_ = 0;          // guarded by mutex_: words in use, padding included
+  std::size_t count_ = 0;         // guarded by mutex_: jobs queued
+  bool closed_ = false;           // guarded by mutex_
   std::atomic<bool> closed_hint_{false};
   std::atomic<std::size_t> size_{0};
   std::atomic<std::uint64_t> pushed_total_{0};
