@@ -748,6 +748,90 @@ def table_scheduler(runs, out):
         return
     out.extend(lines)
     out.append("")
+    scheduler_goals(runs)
+
+
+def scheduler_goals(runs):
+    """The work-stealing scheduler's goals (issue #4), judged on the medians above."""
+    def stat(bm, field):
+        s = runs.stat(bm, field)
+        return None if s is None or s[0] == 0 else s[0]
+
+    ours = stat("BM_NestedFib_ThreadSystem", "thread_ns_per_task")
+    tbb = stat("BM_NestedFib_oneTBB", "thread_ns_per_task")
+    if ours and tbb:
+        r = ours / tbb
+        goal("scheduler", "nested fib: thread-ns per task ≤ oneTBB's (aim ≤ 0.7×)",
+             f"{ours:.1f} vs {tbb:.1f} ns ({r:.2f}×)", r <= 1.0)
+    for producers in (1, 2):
+        ours = stat(f"BM_ExternalSubmit_ThreadSystem/producers:{producers}", "items_per_second")
+        for peer, label, limit in (("oneTBB", "oneTBB", 0.8), ("BoostAsio", "Boost.Asio", 0.6)):
+            theirs = stat(f"BM_ExternalSubmit_{peer}/producers:{producers}", "items_per_second")
+            if ours and theirs:
+                r = theirs / ours  # our ns per job / theirs
+                goal("scheduler", f"external submit, {producers} producer{'s' if producers > 1 else ''}: "
+                     f"ns per job ≤ {limit}× {label}'s", f"{1e9 / ours:.0f} vs {1e9 / theirs:.0f} ns ({r:.2f}×)",
+                     r <= limit)
+    ours = stat("BM_ParallelFor_ThreadSystem", "items_per_second")
+    tbb = stat("BM_ParallelFor_oneTBB", "items_per_second")
+    if ours and tbb:
+        r = ours / tbb
+        goal("scheduler", "parallel_for within 10% of tbb::parallel_for", f"{r:.2f}× oneTBB's elements/s", r >= 0.9)
+
+
+QUEUE_PC = [f"P:{n}/C:{n}/ops:{ops}" for ops in (10000, 1000000) for n in (1, 2, 4, 8)]
+
+
+def queue_goals(runs):
+    """The job queues' goals (issue #3), from the queue benchmarks of this run."""
+    def rate(key):
+        s = runs.stat(key, "items_per_second")
+        return None if s is None or s[0] == 0 else s[0]
+
+    for ops in (10000, 1000000):
+        cfg = f"P:2/C:2/ops:{ops}"
+        best, best_name = None, None
+        for q in ("sharded_queue", "lockfree_queue"):
+            v = rate(f"pc/{q}/{cfg}")
+            if v and (best is None or v > best):
+                best, best_name = v, q
+        mood = rate(f"pc/moodycamel/{cfg}")
+        mutex = rate(f"pc/mutex_deque/{cfg}")
+        if best and mood:
+            goal("queues", f"lock-free or sharded at 2P/2C ({ops:,} jobs) ≥ 0.8× moodycamel",
+                 f"{best_name}: {best / mood:.2f}×", best / mood >= 0.8)
+        if best and mutex:
+            goal("queues", f"lock-free or sharded at 2P/2C ({ops:,} jobs) ≥ 2× the mutex+deque queue",
+                 f"{best_name}: {best / mutex:.2f}×", best / mutex >= 2.0)
+    # Adaptive against the better of its two strategies, workload by workload.
+    ratios = []
+    workloads = [(f"pc/{{}}/{c}", "items_per_second", True) for c in QUEUE_PC]
+    workloads += [(f"contention/{{}}/threads:{t}", "real_ns", False) for t in (1, 2, 4, 8, 16)]
+    workloads += [("latency_pair/{}", "ns_per_op", False)]
+    for pattern, field, higher in workloads:
+        vals = {}
+        for q in ("adaptive_job_queue", "job_queue", "lockfree_queue"):
+            st = runs.stat(pattern.format(q), field)
+            if st is not None and st[0] > 0:
+                vals[q] = st[0]
+        if len(vals) < 3:
+            continue
+        if higher:
+            r = vals["adaptive_job_queue"] / max(vals["job_queue"], vals["lockfree_queue"])
+        else:
+            r = min(vals["job_queue"], vals["lockfree_queue"]) / vals["adaptive_job_queue"]
+        ratios.append((r, pattern.format("adaptive")))
+    if ratios:
+        worst = min(ratios)
+        below = [w for r, w in ratios if r < 0.9]
+        median = statistics.median(r for r, _ in ratios)
+        goal("queues", "adaptive queue ≥ 0.9× the better of its two strategies, every workload",
+             f"median {median:.2f}×, worst {worst[0]:.2f}× ({worst[1]}); {len(ratios) - len(below)} of {len(ratios)} "
+             "workloads at ≥ 0.9×", not below)
+    for q in ("job_queue", "sharded_queue", "adaptive_job_queue", "lockfree_queue", "bounded_queue"):
+        st = runs.stat(f"memory/{q}/jobs:100000", "bytes_per_job")
+        if st is not None:
+            goal("queues", f"memory per queued small job ≤ 64 B at 100K jobs: {q}", f"{st[0]:.1f} B", st[0] <= 64)
 
 
 def table_queues(queue_json, out):
@@ -1163,8 +1247,9 @@ def table_monitoring(runs, out, not_built, cores):
 
 
 def section_new_goals(out):
-    out.append("## Goals of the newer components, and where they are slower\n")
-    out.append("Collected from the typed pool, control and monitoring sections below (same run). Then every "
+    out.append("## Performance goals, and where variants are slower\n")
+    out.append("The goals the issues set, judged on this run's medians: scheduler and queue goals from the tables "
+               "below, then the typed pool, control and monitoring sections (same run). Then every "
                "comparison there in which a variant is slower than its baseline: *clear* = the whole min–max ranges "
                "are apart, otherwise they overlap and the difference may be noise.\n")
     if not GOALS and not SLOWER:
@@ -1324,6 +1409,9 @@ def main():
     g.add_argument("--full", action="store_const", dest="mode", const="full", help="the whole matrix, longer runs")
     ap.add_argument("--build-dir", default="build/bench", help="the bench preset's build directory (default build/bench)")
     ap.add_argument("--out", default="report", help="output directory (default report/)")
+    ap.add_argument("--render-only", action="store_true",
+                    help="run nothing: rewrite REPORT.md and the plots from the raw JSON of the last run in OUT/raw "
+                         "(give the same mode)")
     args = ap.parse_args()
     mode = args.mode or "quick"
     cfg = MODES[mode]
@@ -1384,25 +1472,39 @@ def main():
         n = len(list_tests(binary, flt, e, extra)) * reps
         counts.append(n)
         total += n
-    print(f"mode {mode}: {len(steps)} runs, {total} benchmark repetitions; raw output in {raw}/", flush=True)
-    progress = Progress(total)
     runs = Runs()
     queue_json = None
-    started = time.monotonic()
-    with open(os.path.join(raw, "benchmarks.log"), "w", encoding="utf-8") as log:
-        for (label, binary, flt, reps, json_name, interleave, e, min_time, extra), n in zip(steps, counts):
-            if n == 0:
-                continue
+    info_path = os.path.join(raw, "run_info.json")
+    if args.render_only:
+        for (_, _, _, _, json_name, _, _, _, _), n in zip(steps, counts):
             path = os.path.join(raw, json_name)
-            if os.path.exists(path):
-                os.remove(path)
-            run_binary(binary, flt, reps, min_time, path, log, e, progress, interleave, extra)
             data = load_json(path)
             runs.add(data)
             if json_name == "queue.json" and data:
                 queue_json = path
-    progress.finish()
-    wall = time.monotonic() - started
+        info = load_json(info_path) or {}
+        wall = float(info.get("wall_s", 0))
+        print(f"mode {mode}: rendering from {raw}/ (run of {info.get('date', 'unknown date')})", flush=True)
+    else:
+        print(f"mode {mode}: {len(steps)} runs, {total} benchmark repetitions; raw output in {raw}/", flush=True)
+        progress = Progress(total)
+        started = time.monotonic()
+        with open(os.path.join(raw, "benchmarks.log"), "w", encoding="utf-8") as log:
+            for (label, binary, flt, reps, json_name, interleave, e, min_time, extra), n in zip(steps, counts):
+                if n == 0:
+                    continue
+                path = os.path.join(raw, json_name)
+                if os.path.exists(path):
+                    os.remove(path)
+                run_binary(binary, flt, reps, min_time, path, log, e, progress, interleave, extra)
+                data = load_json(path)
+                runs.add(data)
+                if json_name == "queue.json" and data:
+                    queue_json = path
+        progress.finish()
+        wall = time.monotonic() - started
+        with open(info_path, "w", encoding="utf-8") as f:
+            json.dump({"mode": mode, "wall_s": wall, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, f)
 
     cores = os.cpu_count() or 2
     out = []
@@ -1446,6 +1548,7 @@ def main():
     table_scheduler(runs, out)
     table_injector(runs, out)
     table_queues(queue_json, out)
+    queue_goals(runs)
     table_logger(runs, out, "logger" in missing, cores)
     table_typed(runs, out, "typed" in missing, cores)
     table_control(runs, out, "control" in missing, cores)

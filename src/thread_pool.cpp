@@ -790,6 +790,10 @@ bool thread_pool::try_steal(thread_worker& w, detail::job_node*& out) {
       if (r) {
         out = r.value;
         thread_worker::add(w.steals_, 1);
+        // The victim has more: another sleeping worker could steal too
+        // (chained wake-up; wake_worker_if_needed() does nothing while a
+        // worker of the group spins, and it will find the work).
+        if (!victim->deque_.empty_approx()) wake_worker_if_needed();
         return true;
       }
       lost_any |= r.status == steal_status::lost_race;

@@ -77,6 +77,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -133,7 +134,7 @@ class adaptive_job_queue {
   explicit adaptive_job_queue(queue_strategy strategy = queue_strategy::ADAPTIVE, adaptive_policy policy = {})
       : strategy_(strategy), policy_(policy) {
     if (policy_.window == 0) policy_.window = 1;
-    mutex_window_left_ = policy_.window;
+    trigger_mask_ = std::bit_floor(std::max<std::uint64_t>(policy_.window / 2, 1)) - 1;
     window_start_ns_ = now_ns();
     // Generation parity names the active queue: even = mutex, odd = lock-free.
     // The previous queue starts drained (nothing was ever pushed into it);
@@ -166,25 +167,9 @@ class adaptive_job_queue {
 
   /// Moves the oldest available job into `out`; false when empty.
   [[nodiscard]] bool try_pop(job_function& out) {
-    // Fast path: one job from the mutex queue while it is the queue pops
-    // take from (the common case), without the general loop.
-    // seq_cst: see push_routed(); a hint, re-validated under the lock.
-    if (source_index(state_.load(std::memory_order_seq_cst)) == mutex_index) {
-      bool taken = false;
-      bool window_done = false;
-      {
-        const bool contended = mutex_queue_.mutex_.lock_reporting_contention();
-        std::lock_guard lock(mutex_queue_.mutex_, std::adopt_lock);
-        const std::uint64_t current = state_.load(std::memory_order_seq_cst);
-        if (source_index(current) == mutex_index && mutex_queue_.count_ > 0 && active_index(current) == mutex_index) {
-          taken = mutex_queue_.pop_locked(std::span<job_function>(&out, 1), 1) == 1;
-          window_done = count_mutex_jobs(1, contended);
-        }
-      }
-      if (window_done) evaluate();
-      if (taken) return true;
-    }
     job_function* destination = &out;
+    const std::size_t fast = pop_mutex_only(std::span<job_function>(destination, 1));
+    if (fast != not_mutex_only) return fast == 1;
     return pop_routed(std::span<job_function>(destination, 1)) == 1;
   }
 
@@ -192,7 +177,8 @@ class adaptive_job_queue {
   /// returns how many.
   [[nodiscard]] std::size_t pop_batch(std::span<job_function> out) {
     if (out.empty()) return 0;
-    return pop_routed(out);
+    const std::size_t fast = pop_mutex_only(out);
+    return fast != not_mutex_only ? fast : pop_routed(out);
   }
 
   /// Refuses further pushes. Idempotent; queued jobs stay poppable.
@@ -290,7 +276,7 @@ class adaptive_job_queue {
           } else {
             try {
               mutex_queue_.push_locked(jobs);
-              window_done = count_mutex_jobs(jobs.size(), contended);
+              window_done = count_mutex_jobs(jobs.size(), contended);  // pushed
             } catch (const std::bad_alloc&) {
               done = outcome::out_of_memory;
             }
@@ -328,6 +314,31 @@ class adaptive_job_queue {
     }
   }
 
+  static constexpr std::size_t not_mutex_only = ~std::size_t{0};
+
+  // The common case, in one critical section: the mutex queue is active and
+  // the lock-free one drained, so the mutex queue is the only place a pop
+  // may take from, and finding it empty is a definite answer (no second
+  // lock for an empty poll). Returns not_mutex_only in any other state.
+  std::size_t pop_mutex_only(std::span<job_function> out) {
+    // seq_cst: see push_routed(); a hint, re-validated under the lock.
+    const std::uint64_t hint = state_.load(std::memory_order_seq_cst);
+    if (active_index(hint) != mutex_index || !is_drained(hint)) return not_mutex_only;
+    std::size_t taken = not_mutex_only;
+    bool window_done = false;
+    {
+      const bool contended = mutex_queue_.mutex_.lock_reporting_contention();
+      std::lock_guard lock(mutex_queue_.mutex_, std::adopt_lock);
+      const std::uint64_t current = state_.load(std::memory_order_seq_cst);
+      if (active_index(current) == mutex_index && is_drained(current)) {
+        taken = mutex_queue_.pop_locked(out, out.size());
+        window_done = count_mutex_jobs(0, contended);  // a pop
+      }
+    }
+    if (window_done) evaluate();
+    return taken;
+  }
+
   std::size_t pop_routed(std::span<job_function> out) {
     std::size_t taken = 0;
     for (;;) {
@@ -346,7 +357,7 @@ class adaptive_job_queue {
           } else {
             const std::size_t n = mutex_queue_.pop_locked(out.subspan(taken), out.size() - taken);
             taken += n;
-            window_done = count_mutex_jobs(n, contended);
+            window_done = count_mutex_jobs(0, contended);  // a pop
             if (taken < out.size() && active_index(current) != mutex_index) {
               // Previous, empty, and no push can enter it (pushes need it
               // active, checked under this lock): empty for good. Nothing
@@ -391,22 +402,22 @@ class adaptive_job_queue {
     }
   }
 
-  // Called under the mutex queue's lock: counts `jobs` moved and a
-  // contention event. True when the count crossed a window boundary.
-  THREAD_SYSTEM_ALWAYS_INLINE bool count_mutex_jobs(std::size_t jobs, bool contended) noexcept {
+  // Called under the mutex queue's lock after an operation that pushed
+  // `pushed` jobs (0 for a pop): counts a contention event, and returns
+  // true when the mutex queue's push count crossed a multiple of half a
+  // window (then evaluate() looks at the window). Nothing is written on the
+  // hot path outside the mutex queue's own counters: the jobs it moved are
+  // derived from them (see jobs_moved()), so no other cache line travels
+  // with the lock.
+  THREAD_SYSTEM_ALWAYS_INLINE bool count_mutex_jobs(std::size_t pushed, bool contended) noexcept {
     if (contended) {
       // relaxed load+store: writers are serialised by the lock; readers only take statistics.
       mutex_contended_.store(mutex_contended_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
-    if (jobs == 0) return false;
-    // relaxed load+store: serialised by the lock.
-    mutex_moved_.store(mutex_moved_.load(std::memory_order_relaxed) + jobs, std::memory_order_relaxed);
-    if (jobs < mutex_window_left_) {  // a countdown, not a division: this is the hot path
-      mutex_window_left_ -= jobs;
-      return false;
-    }
-    mutex_window_left_ = policy_.window;
-    return strategy_ == queue_strategy::ADAPTIVE;
+    if (pushed == 0 || strategy_ != queue_strategy::ADAPTIVE) return false;
+    // relaxed: written by push_locked() under the lock we hold.
+    const std::uint64_t total = mutex_queue_.pushed_total_.load(std::memory_order_relaxed);
+    return ((total - pushed) & ~trigger_mask_) != (total & ~trigger_mask_);
   }
 
   // After lock-free jobs moved: every few of this thread's jobs, look at the window.
@@ -422,7 +433,11 @@ class adaptive_job_queue {
   }
 
   [[nodiscard]] std::uint64_t jobs_moved() const noexcept {
-    return mutex_moved_.load(std::memory_order_relaxed) + lockfree_queue_.jobs_moved();  // statistics
+    // Mutex queue: every job pushed, and every job pushed that is no longer
+    // queued was popped. Two reads at slightly different moments: approximate.
+    const std::uint64_t pushed = mutex_queue_.total_pushed();
+    const std::uint64_t queued = mutex_queue_.size_approx();
+    return 2 * pushed - std::min<std::uint64_t>(queued, pushed) + lockfree_queue_.jobs_moved();
   }
   [[nodiscard]] std::uint64_t contention_events() const noexcept {
     return mutex_contended_.load(std::memory_order_relaxed) + lockfree_queue_.cas_retries();  // statistics
@@ -515,11 +530,11 @@ class adaptive_job_queue {
   job_queue mutex_queue_;
   lockfree_queue lockfree_queue_;
   alignas(64) std::atomic<std::uint64_t> state_{0};
-  // Written under the mutex queue's lock (load + store), read relaxed.
-  std::atomic<std::uint64_t> mutex_moved_{0};
-  std::atomic<std::uint64_t> mutex_contended_{0};
-  std::size_t mutex_window_left_ = 0;  // guarded by the mutex queue's lock
+  std::uint64_t trigger_mask_ = 0;  // set by the constructor
   alignas(64) std::atomic<bool> evaluating_{false};
+  // Written under the mutex queue's lock (load + store) when it was found
+  // held - on this line, away from the state word that every operation reads.
+  std::atomic<std::uint64_t> mutex_contended_{0};
   std::atomic<std::uint64_t> switches_{0};
   std::atomic<std::uint64_t> probes_rejected_{0};
   // Owned by the thread holding evaluating_.

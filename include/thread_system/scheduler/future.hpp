@@ -7,6 +7,15 @@
 // blocking the worker. So a job may submit a child and wait for it even in a
 // pool with a single worker.
 //
+// Helping has two costs a caller should know:
+//   * wait_for / wait_until on a worker check the deadline between helped
+//     jobs, not during one: they may return later than the deadline by the
+//     run time of the one job they were helping with when it passed.
+//   * A helping wait runs other jobs on this thread's stack, one at a time
+//     (it takes single jobs, never batches, so it allocates nothing and
+//     cannot fail for lack of memory); a deep chain of nested helping waits
+//     uses stack like nested calls do.
+//
 // A job discarded by stop(stop_mode::cancel_pending) completes its future
 // with an `error_exception` whose code is `cancelled`.
 //
