@@ -371,15 +371,12 @@ class adaptive_job_queue {
         if (retry || go_on) continue;
         return taken;
       }
-      bool allowed = false;
       bool go_on = false;
-      lockfree_queue::pop_status last = lockfree_queue::pop_status::taken;
       const std::optional<std::size_t> popped = lockfree_queue_.pop_checked(
           out.subspan(taken),
-          [this, &allowed] {
+          [this] {
             // Read while holding the hazard record (see the header comment).
-            allowed = source_index(state_.load(std::memory_order_seq_cst)) == lockfree_index;
-            return allowed;
+            return source_index(state_.load(std::memory_order_seq_cst)) == lockfree_index;
           },
           [this, &go_on] {
             // Ended (empty and sealed or closed), still holding the record,
@@ -392,8 +389,7 @@ class adaptive_job_queue {
                                                    std::memory_order_seq_cst);
               go_on = true;
             }
-          },
-          last);
+          });
       if (!popped) continue;  // the state changed after our hint
       taken += *popped;
       if (*popped > 0) note_lockfree_jobs();

@@ -296,18 +296,15 @@ class lockfree_queue {
   // the operation's hazard record, calls `check()`; when it returns false,
   // nothing is popped and the result is empty. When the pop stops at the end
   // marker (empty and sealed or closed), it calls `on_ended()` before
-  // releasing the record. `last` tells why the pop stopped short (empty or
-  // ended); unchanged when every slot was filled.
+  // releasing the record.
   template <typename Check, typename OnEnded>
-  std::optional<std::size_t> pop_checked(std::span<job_function> out, Check&& check, OnEnded&& on_ended,
-                                         pop_status& last) {
+  std::optional<std::size_t> pop_checked(std::span<job_function> out, Check&& check, OnEnded&& on_ended) {
     detail::hazard_holder holder(domain_);
     if (!check()) return std::nullopt;
     std::size_t count = 0;
     while (count < out.size()) {
       const pop_status status = pop_one(holder, out[count]);
       if (status != pop_status::taken) {
-        last = status;
         if (status == pop_status::ended) on_ended();
         break;
       }
