@@ -10,10 +10,14 @@
 
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/pools/thread_pool.hpp"
+#include "thread_system/queues/adaptive_job_queue.hpp"
+#include "thread_system/queues/job_queue.hpp"
 
 namespace {
 std::atomic<std::uint64_t> g_allocations{0};
-}
+// When set, this thread's array allocations fail (a queue's ring growing).
+thread_local bool t_fail_array_new = false;
+}  // namespace
 
 // Replacements of the global allocation functions (counting, then malloc).
 // GCC's -Wmismatched-new-delete sees `free` in a replaced operator delete
@@ -28,6 +32,7 @@ void* operator new(std::size_t n) {
   throw std::bad_alloc();
 }
 void* operator new[](std::size_t n) {
+  if (t_fail_array_new) throw std::bad_alloc();
   g_allocations.fetch_add(1, std::memory_order_relaxed);  // a count, no ordering needed
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
@@ -113,4 +118,43 @@ TEST(Allocation, PoolWithStealingAllocatesNoMoreThanAFewChunks) {
   const std::uint64_t allocated = run_rounds(pool, 10, sum);
   EXPECT_LE(allocated, 16U) << "100000 jobs caused " << allocated << " allocations";
   EXPECT_EQ(sum.load(std::memory_order_seq_cst), 12 * round_sum);  // seq_cst: pairs with the writers' RMW/store
+}
+
+// A queue whose ring cannot grow refuses the push with `resource_exhausted`
+// and leaves the job with the caller; nothing queued is lost, and the queue
+// works again once memory is available.
+namespace {
+template <typename Queue>
+void expect_out_of_memory_is_reported(Queue& queue) {
+  int ran = 0;
+  std::size_t accepted = 0;
+  t_fail_array_new = true;
+  ts::result<void> pushed;
+  ts::job_function job;
+  for (int i = 0; i < 100000; ++i) {  // the ring holds at most a few thousand jobs before it must grow
+    job = ts::job_function([&ran] { ++ran; });
+    pushed = queue.try_push(std::move(job));
+    if (!pushed) break;
+    ++accepted;
+  }
+  t_fail_array_new = false;
+  ASSERT_FALSE(pushed) << "100000 pushes succeeded without growing the ring";
+  EXPECT_EQ(pushed.error().code(), ts::error_code::resource_exhausted) << pushed.error().message();
+  ASSERT_TRUE(static_cast<bool>(job)) << "a refused job must stay with the caller";
+  ASSERT_TRUE(queue.try_push(std::move(job)));  // memory is back: the ring grows
+  ++accepted;
+  ts::job_function out;
+  while (queue.try_pop(out)) out();
+  EXPECT_EQ(static_cast<std::size_t>(ran), accepted);
+}
+}  // namespace
+
+TEST(Allocation, JobQueueReportsOutOfMemoryWhenItsRingCannotGrow) {
+  ts::job_queue queue{2};
+  expect_out_of_memory_is_reported(queue);
+}
+
+TEST(Allocation, AdaptiveQueueReportsOutOfMemoryOfItsMutexQueue) {
+  ts::adaptive_job_queue queue{ts::queue_strategy::FORCE_MUTEX};
+  expect_out_of_memory_is_reported(queue);
 }

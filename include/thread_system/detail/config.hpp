@@ -10,3 +10,11 @@
 #else
 #define THREAD_SYSTEM_ALWAYS_INLINE inline
 #endif
+
+// Keeps a slow path out of line, so the fast path it is split from stays
+// small enough to inline. A hint only, like THREAD_SYSTEM_ALWAYS_INLINE.
+#if defined(__GNUC__) || defined(__clang__)
+#define THREAD_SYSTEM_NOINLINE [[gnu::noinline]]
+#else
+#define THREAD_SYSTEM_NOINLINE
+#endif

@@ -151,9 +151,9 @@ class adaptive_job_queue {
   /// Appends `job` to the active queue. Fails with `invalid_argument` (empty
   /// job), `pool_stopped` (closed) or `resource_exhausted` (out of memory);
   /// on failure `job` is not moved from.
-  [[nodiscard]] result<void> try_push(job_function&& job) {
+  [[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE result<void> try_push(job_function&& job) {
     if (!job) return make_error(error_code::invalid_argument, "adaptive_job_queue: empty job");
-    return push_routed(std::span<job_function>(&job, 1));
+    return push_valid(std::span<job_function>(&job, 1));
   }
 
   /// Appends every job of `jobs` to the active queue, all or none.
@@ -162,15 +162,15 @@ class adaptive_job_queue {
       if (!job) return make_error(error_code::invalid_argument, "adaptive_job_queue: empty job in batch");
     }
     if (jobs.empty()) return {};
-    return push_routed(jobs);
+    return push_valid(jobs);
   }
 
   /// Moves the oldest available job into `out`; false when empty.
-  [[nodiscard]] bool try_pop(job_function& out) {
-    job_function* destination = &out;
-    const std::size_t fast = pop_mutex_only(std::span<job_function>(destination, 1));
+  [[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE bool try_pop(job_function& out) {
+    const std::span<job_function> destination(&out, 1);
+    const std::size_t fast = pop_mutex_only(destination);
     if (fast != not_mutex_only) return fast == 1;
-    return pop_routed(std::span<job_function>(destination, 1)) == 1;
+    return pop_routed(destination) == 1;
   }
 
   /// Moves up to `out.size()` jobs into `out` (the previous queue's first);
@@ -257,43 +257,62 @@ class adaptive_job_queue {
             .count());
   }
 
-  result<void> push_routed(std::span<job_function> jobs) {
+  // Pushes `jobs` (all valid, at least one). The common case is inline (the
+  // mutex queue is active and no window closes): job_queue's own push plus
+  // one load of the state. Anything else goes out of line.
+  THREAD_SYSTEM_ALWAYS_INLINE result<void> push_valid(std::span<job_function> jobs) {
+    // seq_cst: see push_routed().
+    if (active_index(state_.load(std::memory_order_seq_cst)) == mutex_index) {
+      bool window_done = false;
+      const auto outcome = push_mutex(jobs, window_done);
+      if (outcome == job_queue::push_outcome::pushed && !window_done) return {};
+      return finish_mutex_push(outcome, window_done, jobs);
+    }
+    return push_routed(jobs);
+  }
+
+  // job_queue's own push, with the state re-checked under its lock.
+  THREAD_SYSTEM_ALWAYS_INLINE job_queue::push_outcome push_mutex(std::span<job_function> jobs, bool& window_done) {
+    return mutex_queue_.push_admitted(
+        jobs,
+        [this](bool) noexcept {
+          // seq_cst: see push_routed().
+          return active_index(state_.load(std::memory_order_seq_cst)) == mutex_index;
+        },
+        [this, &window_done, n = jobs.size()](bool contended) noexcept {
+          window_done = count_mutex_jobs(n, contended);
+        });
+  }
+
+  // The rest of a mutex-queue push: a window to evaluate, a switch that
+  // came first (pushed again, through push_routed()), or an error.
+  THREAD_SYSTEM_NOINLINE result<void> finish_mutex_push(job_queue::push_outcome outcome, bool window_done,
+                                                        std::span<job_function> jobs) {
+    switch (outcome) {
+      case job_queue::push_outcome::pushed:
+        if (window_done) evaluate();
+        return {};
+      case job_queue::push_outcome::not_admitted:
+        return push_routed(jobs);
+      case job_queue::push_outcome::closed:
+        return make_error(error_code::pool_stopped, "adaptive_job_queue: queue is closed");
+      case job_queue::push_outcome::out_of_memory:
+        break;
+    }
+    return make_error(error_code::resource_exhausted, "adaptive_job_queue: out of memory");
+  }
+
+  THREAD_SYSTEM_NOINLINE result<void> push_routed(std::span<job_function> jobs) {
     for (unsigned attempt = 0;; ++attempt) {
       // seq_cst (every load and store of state_): the switch protocol's
       // orderings are all read-after-write between state_ and a lock or a
       // hazard record (see the header comment).
       const std::uint64_t state = state_.load(std::memory_order_seq_cst);
       if (active_index(state) == mutex_index) {
-        enum class outcome { pushed, switched, closed, out_of_memory } done = outcome::pushed;
         bool window_done = false;
-        {
-          const bool contended = mutex_queue_.mutex_.lock_reporting_contention();
-          std::lock_guard lock(mutex_queue_.mutex_, std::adopt_lock);
-          if (active_index(state_.load(std::memory_order_seq_cst)) != mutex_index) {
-            done = outcome::switched;
-          } else if (mutex_queue_.closed_) {
-            done = outcome::closed;
-          } else {
-            try {
-              mutex_queue_.push_locked(jobs);
-              window_done = count_mutex_jobs(jobs.size(), contended);  // pushed
-            } catch (const std::bad_alloc&) {
-              done = outcome::out_of_memory;
-            }
-          }
-        }
-        switch (done) {
-          case outcome::pushed:
-            if (window_done) evaluate();
-            return {};
-          case outcome::switched:
-            continue;
-          case outcome::closed:
-            return make_error(error_code::pool_stopped, "adaptive_job_queue: queue is closed");
-          case outcome::out_of_memory:
-            break;
-        }
-        return make_error(error_code::resource_exhausted, "adaptive_job_queue: out of memory");
+        const auto outcome = push_mutex(jobs, window_done);
+        if (outcome == job_queue::push_outcome::not_admitted) continue;  // switched meanwhile
+        return finish_mutex_push(outcome, window_done, jobs);
       }
       const auto status =
           jobs.size() == 1 ? lockfree_queue_.push_one(std::move(jobs[0])) : lockfree_queue_.push_chain(jobs);
@@ -320,55 +339,48 @@ class adaptive_job_queue {
   // the lock-free one drained, so the mutex queue is the only place a pop
   // may take from, and finding it empty is a definite answer (no second
   // lock for an empty poll). Returns not_mutex_only in any other state.
-  std::size_t pop_mutex_only(std::span<job_function> out) {
+  THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_mutex_only(std::span<job_function> out) {
     // seq_cst: see push_routed(); a hint, re-validated under the lock.
     const std::uint64_t hint = state_.load(std::memory_order_seq_cst);
     if (active_index(hint) != mutex_index || !is_drained(hint)) return not_mutex_only;
-    std::size_t taken = not_mutex_only;
-    bool window_done = false;
-    {
-      const bool contended = mutex_queue_.mutex_.lock_reporting_contention();
-      std::lock_guard lock(mutex_queue_.mutex_, std::adopt_lock);
-      const std::uint64_t current = state_.load(std::memory_order_seq_cst);
-      if (active_index(current) == mutex_index && is_drained(current)) {
-        taken = mutex_queue_.pop_locked(out, out.size());
-        window_done = count_mutex_jobs(0, contended);  // a pop
-      }
-    }
-    if (window_done) evaluate();
-    return taken;
+    const std::size_t taken = mutex_queue_.pop_admitted(
+        out, job_queue::take_all{},
+        [this](bool) noexcept {
+          const std::uint64_t current = state_.load(std::memory_order_seq_cst);
+          return active_index(current) == mutex_index && is_drained(current);
+        },
+        [this](std::size_t, bool contended) noexcept { count_contention(contended); });
+    return taken == job_queue::not_admitted ? not_mutex_only : taken;
   }
 
-  std::size_t pop_routed(std::span<job_function> out) {
+  THREAD_SYSTEM_NOINLINE std::size_t pop_routed(std::span<job_function> out) {
     std::size_t taken = 0;
     for (;;) {
       // seq_cst: see push_routed(). A hint here; each queue re-validates.
       const std::uint64_t state = state_.load(std::memory_order_seq_cst);
       if (source_index(state) == mutex_index) {
-        bool retry = false;
         bool go_on = false;  // the previous mutex queue was found drained: go on with the lock-free one
-        bool window_done = false;
-        {
-          const bool contended = mutex_queue_.mutex_.lock_reporting_contention();
-          std::lock_guard lock(mutex_queue_.mutex_, std::adopt_lock);
-          const std::uint64_t current = state_.load(std::memory_order_seq_cst);
-          if (source_index(current) != mutex_index) {
-            retry = true;
-          } else {
-            const std::size_t n = mutex_queue_.pop_locked(out.subspan(taken), out.size() - taken);
-            taken += n;
-            window_done = count_mutex_jobs(0, contended);  // a pop
-            if (taken < out.size() && active_index(current) != mutex_index) {
-              // Previous, empty, and no push can enter it (pushes need it
-              // active, checked under this lock): empty for good. Nothing
-              // else changes the state while we hold the lock in this state.
-              state_.store(current | drained_bit, std::memory_order_seq_cst);
-              go_on = true;
-            }
-          }
-        }
-        if (window_done) evaluate();
-        if (retry || go_on) continue;
+        std::uint64_t current = 0;
+        const std::span<job_function> rest = out.subspan(taken);
+        const std::size_t n = mutex_queue_.pop_admitted(
+            rest, job_queue::take_all{},
+            [this, &current](bool) noexcept {
+              current = state_.load(std::memory_order_seq_cst);
+              return source_index(current) == mutex_index;
+            },
+            [this, &current, &go_on, wanted = rest.size()](std::size_t popped, bool contended) noexcept {
+              count_contention(contended);
+              if (popped < wanted && active_index(current) != mutex_index) {
+                // Previous, empty, and no push can enter it (pushes need it
+                // active, checked under this lock): empty for good. Nothing
+                // else changes the state while we hold the lock in this state.
+                state_.store(current | drained_bit, std::memory_order_seq_cst);
+                go_on = true;
+              }
+            });
+        if (n == job_queue::not_admitted) continue;  // the state changed after our hint
+        taken += n;
+        if (go_on) continue;
         return taken;
       }
       bool go_on = false;
@@ -398,19 +410,24 @@ class adaptive_job_queue {
     }
   }
 
-  // Called under the mutex queue's lock after an operation that pushed
-  // `pushed` jobs (0 for a pop): counts a contention event, and returns
-  // true when the mutex queue's push count crossed a multiple of half a
-  // window (then evaluate() looks at the window). Nothing is written on the
-  // hot path outside the mutex queue's own counters: the jobs it moved are
-  // derived from them (see jobs_moved()), so no other cache line travels
-  // with the lock.
-  THREAD_SYSTEM_ALWAYS_INLINE bool count_mutex_jobs(std::size_t pushed, bool contended) noexcept {
+  // Called under the mutex queue's lock after an operation: counts a
+  // contention event if the lock was found held.
+  THREAD_SYSTEM_ALWAYS_INLINE void count_contention(bool contended) noexcept {
     if (contended) {
       // relaxed load+store: writers are serialised by the lock; readers only take statistics.
       mutex_contended_.store(mutex_contended_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
-    if (pushed == 0 || strategy_ != queue_strategy::ADAPTIVE) return false;
+  }
+
+  // Called under the mutex queue's lock after `pushed` jobs went in: counts
+  // a contention event, and returns true when the mutex queue's push count
+  // crossed a multiple of half a window (then evaluate() looks at the
+  // window). Nothing is written on the hot path outside the mutex queue's
+  // own counters: the jobs it moved are derived from them (see
+  // jobs_moved()), so no other cache line travels with the lock.
+  THREAD_SYSTEM_ALWAYS_INLINE bool count_mutex_jobs(std::size_t pushed, bool contended) noexcept {
+    count_contention(contended);
+    if (strategy_ != queue_strategy::ADAPTIVE) return false;
     // relaxed: written by push_locked() under the lock we hold.
     const std::uint64_t total = mutex_queue_.pushed_total_.load(std::memory_order_relaxed);
     return ((total - pushed) & ~trigger_mask_) != (total & ~trigger_mask_);
@@ -523,8 +540,8 @@ class adaptive_job_queue {
 
   const queue_strategy strategy_;
   adaptive_policy policy_;
-  job_queue mutex_queue_;
-  lockfree_queue lockfree_queue_;
+  alignas(64) job_queue mutex_queue_;
+  alignas(64) lockfree_queue lockfree_queue_;
   alignas(64) std::atomic<std::uint64_t> state_{0};
   std::uint64_t trigger_mask_ = 0;  // set by the constructor
   alignas(64) std::atomic<bool> evaluating_{false};

@@ -29,6 +29,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <span>
 #include <utility>
 
@@ -55,14 +56,12 @@ class job_queue {
     while (count_ > 0) pop_one(discarded);
   }
 
-  /// Appends `job`. On failure (`pool_stopped` after close(), or
-  /// `invalid_argument` for an empty job) `job` is not moved from.
+  /// Appends `job`. On failure (`pool_stopped` after close(),
+  /// `invalid_argument` for an empty job, `resource_exhausted` when the ring
+  /// cannot grow) `job` is not moved from.
   [[nodiscard]] result<void> try_push(job_function&& job) {
     if (!job) return make_error(error_code::invalid_argument, "job_queue: empty job");
-    std::lock_guard lock(mutex_);
-    if (closed_) return make_error(error_code::pool_stopped, "job_queue: queue is closed");
-    push_locked(std::span<job_function>(&job, 1));
-    return {};
+    return to_result(push_admitted(std::span<job_function>(&job, 1), admit_all{}, no_action{}));
   }
 
   /// Appends every job of `jobs`, all or none, under one lock. Fails like
@@ -72,19 +71,12 @@ class job_queue {
     for (const auto& j : jobs) {
       if (!j) return make_error(error_code::invalid_argument, "job_queue: empty job in batch");
     }
-    std::lock_guard lock(mutex_);
-    if (closed_) return make_error(error_code::pool_stopped, "job_queue: queue is closed");
-    push_locked(jobs);
-    return {};
+    return to_result(push_admitted(jobs, admit_all{}, no_action{}));
   }
 
   /// Removes the oldest job into `out`; false when empty.
   [[nodiscard]] bool try_pop(job_function& out) {
-    std::lock_guard lock(mutex_);
-    if (count_ == 0) return false;
-    pop_one(out);
-    size_.store(count_, std::memory_order_relaxed);  // statistics only
-    return true;
+    return pop_admitted(std::span<job_function>(&out, 1), take_all{}, admit_all{}, no_action{}) == 1;
   }
 
   /// Removes up to `out.size()` of the oldest jobs, in order; returns how many.
@@ -94,14 +86,18 @@ class job_queue {
   /// that is one of `share` takes its fair part, so one worker does not
   /// hoard a small backlog that others could run.
   [[nodiscard]] std::size_t pop_fair_share(std::span<job_function> out, std::size_t share) {
-    std::lock_guard lock(mutex_);
-    const std::size_t fair = share <= 1 ? count_ : count_ / share;
-    return pop_locked(out, fair == 0 ? 1 : fair);
+    return pop_admitted(
+        out,
+        [share](std::size_t queued) noexcept {
+          const std::size_t fair = share <= 1 ? queued : queued / share;
+          return fair == 0 ? std::size_t{1} : fair;
+        },
+        admit_all{}, no_action{});
   }
 
   [[nodiscard]] std::size_t pop_batch(std::span<job_function> out, std::size_t max) {
-    std::lock_guard lock(mutex_);
-    return pop_locked(out, max);
+    return pop_admitted(
+        out, [max](std::size_t) noexcept { return max; }, admit_all{}, no_action{});
   }
 
   /// Refuses further pushes. Idempotent. Jobs already queued stay poppable.
@@ -146,6 +142,67 @@ class job_queue {
   // adaptive_job_queue runs its own checks inside this queue's critical
   // section (lock_and_report_contention(), push_locked(), pop_locked()).
   friend class adaptive_job_queue;
+
+  // The one implementation of a push and of a pop, shared with
+  // adaptive_job_queue, which runs its own checks inside the same critical
+  // section: `admit(contended)` decides, under the lock, whether the
+  // operation may go on (`contended`: the lock was found held), and
+  // `after(...)` runs under the lock once it is done. job_queue's own
+  // operations pass no-ops, which compile away.
+  struct admit_all {
+    constexpr bool operator()(bool /*contended*/) const noexcept { return true; }
+  };
+  struct no_action {
+    template <typename... A>
+    constexpr void operator()(A&&...) const noexcept {}
+  };
+  struct take_all {
+    constexpr std::size_t operator()(std::size_t /*queued*/) const noexcept { return ~std::size_t{0}; }
+  };
+  enum class push_outcome { pushed, not_admitted, closed, out_of_memory };
+  static constexpr std::size_t not_admitted = ~std::size_t{0};
+
+  static result<void> to_result(push_outcome outcome) {
+    switch (outcome) {
+      case push_outcome::pushed:
+        return {};
+      case push_outcome::closed:
+        return make_error(error_code::pool_stopped, "job_queue: queue is closed");
+      case push_outcome::out_of_memory:
+      case push_outcome::not_admitted:  // (not used by job_queue's own operations)
+        break;
+    }
+    return make_error(error_code::resource_exhausted, "job_queue: out of memory growing the ring");
+  }
+
+  // after(contended) runs once the jobs are in.
+  template <typename Admit, typename After>
+  THREAD_SYSTEM_ALWAYS_INLINE push_outcome push_admitted(std::span<job_function> jobs, Admit admit, After after) {
+    const bool contended = mutex_.lock_reporting_contention();
+    std::lock_guard lock(mutex_, std::adopt_lock);
+    if (!admit(contended)) return push_outcome::not_admitted;
+    if (closed_) return push_outcome::closed;
+    try {
+      push_locked(jobs);
+    } catch (const std::bad_alloc&) {
+      return push_outcome::out_of_memory;
+    }
+    after(contended);
+    return push_outcome::pushed;
+  }
+
+  // Takes up to min(out.size(), limit(queued)) jobs; returns how many, or
+  // not_admitted. after(taken, contended) runs once they are out (also for 0).
+  template <typename Limit, typename Admit, typename After>
+  THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_admitted(std::span<job_function> out, Limit limit, Admit admit,
+                                                       After after) {
+    const bool contended = mutex_.lock_reporting_contention();
+    std::lock_guard lock(mutex_, std::adopt_lock);
+    if (!admit(contended)) return not_admitted;
+    const std::size_t taken = pop_locked(out, limit(count_));
+    after(taken, contended);
+    return taken;
+  }
 
   // Appends `jobs` (all valid); the caller holds mutex_ and checked closed_.
   // Growing may throw std::bad_alloc before anything is moved.
@@ -203,6 +260,7 @@ class job_queue {
 
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_locked(std::span<job_function> out, std::size_t max) {
     const std::size_t n = std::min({max, out.size(), count_});
+    if (n == 0) return 0;  // an empty poll writes nothing
     for (std::size_t i = 0; i < n; ++i) pop_one(out[i]);
     size_.store(count_, std::memory_order_relaxed);  // statistics only
     return n;
