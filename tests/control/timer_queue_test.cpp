@@ -69,13 +69,18 @@ TEST(TimerQueue, ThousandRandomTimersFireInDueOrderAndNeverEarly) {
     ASSERT_TRUE(h.has_value());
   }
   ASSERT_TRUE(eventually([&] {
-    std::lock_guard lock(m);
-    return fired_due.size() == n;
+    {
+      std::lock_guard lock(m);
+      if (fired_due.size() != n) return false;
+    }
+    // The timer thread counts a timer as fired after its run returns (the
+    // inline target runs it inside the dispatch): wait for the count too.
+    return timers.statistics().fired == static_cast<std::uint64_t>(n);
   }));
   EXPECT_EQ(early.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
+  const auto s = timers.statistics();
   std::lock_guard lock(m);
   EXPECT_TRUE(std::is_sorted(fired_due.begin(), fired_due.end()));
-  const auto s = timers.statistics();
   EXPECT_EQ(s.scheduled, static_cast<std::uint64_t>(n));
   EXPECT_EQ(s.fired, static_cast<std::uint64_t>(n));
   EXPECT_EQ(s.cancelled, 0U);
@@ -266,11 +271,13 @@ TEST(TimerQueue, SlowPeriodicJobNeverOverlapsItself) {
 
 // Run k is scheduled at first + k * period however long the runs take.
 TEST(TimerQueue, PeriodicScheduleDoesNotDrift) {
-  ts::timer_queue timers{inline_target()};
   constexpr auto period = 3ms;
   std::mutex m;
   std::vector<ts::timer_tick> ticks;
   std::atomic<int> early{0};
+  // Declared after what the function captures: cancel() does not wait for a
+  // run in progress, so the timer thread is joined (timers destroyed) first.
+  ts::timer_queue timers{inline_target()};
   const auto before = clock_type::now();
   auto h = timers.schedule_every(period, [&](const ts::timer_tick& t) {
     // seq_cst: pairs with the checking load(s)
@@ -296,9 +303,9 @@ TEST(TimerQueue, PeriodicScheduleDoesNotDrift) {
 }
 
 TEST(TimerQueue, InitialDelayThenPeriod) {
-  ts::timer_queue timers{inline_target()};
   std::mutex m;
   std::vector<ts::timer_tick> ticks;
+  ts::timer_queue timers{inline_target()};  // after the captures: see PeriodicScheduleDoesNotDrift
   const auto before = clock_type::now();
   auto h = timers.schedule_every(10ms, 2ms, [&](const ts::timer_tick& t) {
     std::lock_guard lock(m);
@@ -416,6 +423,7 @@ TEST(TimerQueue, RefusalByAStoppedPoolCountsAsCancelled) {
 
 TEST(TimerQueue, QueueFullRefusalSkipsAPeriodButKeepsTheTimer) {
   std::atomic<int> calls{0};
+  std::atomic<int> ran{0};  // before the timers: a run may still be finishing when the test ends
   ts::timer_queue timers{[&](ts::job_function&& f) -> ts::result<void> {
     // seq_cst: pairs with the checking load(s)
     if (calls.fetch_add(1, std::memory_order_seq_cst) % 2 == 0)
@@ -423,7 +431,6 @@ TEST(TimerQueue, QueueFullRefusalSkipsAPeriodButKeepsTheTimer) {
     f();
     return {};
   }};
-  std::atomic<int> ran{0};
   // seq_cst: pairs with the checking load(s)
   auto h = timers.schedule_every(1ms, [&] { ran.fetch_add(1, std::memory_order_seq_cst); });
   ASSERT_TRUE(h.has_value());

@@ -59,6 +59,13 @@
 //     while it still holds its record, which keeps the queue sealed.
 //   * Switches are made by one thread at a time, under the mutex queue's lock.
 //
+// Cost on the mutex queue: a push or pop runs job_queue's own code
+// (push_admitted / pop_admitted), with the state check as the only addition
+// inside the critical section, and that common case is inlined into
+// try_push / try_pop; everything else (a window to evaluate, a switch, the
+// lock-free queue, errors) is out of line. Measured side by side, FORCE_MUTEX
+// then costs the same as job_queue itself (see docs/PERFORMANCE.md).
+//
 // Contract:
 //   * Any number of threads may call any member concurrently.
 //   * FIFO per producer, also across switches: jobs pushed by one thread

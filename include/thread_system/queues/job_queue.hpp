@@ -140,7 +140,7 @@ class job_queue {
 
  private:
   // adaptive_job_queue runs its own checks inside this queue's critical
-  // section (lock_and_report_contention(), push_locked(), pop_locked()).
+  // section, through push_admitted() and pop_admitted() below.
   friend class adaptive_job_queue;
 
   // The one implementation of a push and of a pop, shared with
