@@ -57,6 +57,7 @@
 #endif
 
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/detail/config.hpp"
 #include "thread_system/queues/bounded_queue.hpp"
 #include "thread_system/queues/job_queue.hpp"
 #include "thread_system/queues/lockfree_queue.hpp"
@@ -102,7 +103,8 @@ static_assert(ts::job_function::stored_inline<tiny_job>);
 ts::job_function make_job(std::uint64_t i) { return ts::job_function{tiny_job{i}}; }
 
 // ---------------------------------------------------------------------------
-// Adapters: one interface for every queue.
+// Adapters: one interface for every queue. Their calls are forced inline,
+// for every queue alike, so the shim adds no call to any queue's operation.
 //   explicit A(std::size_t max_queued)  // most jobs queued at once (bounded capacity)
 //   bool push(job_function&&)           // false: refused (full); the job is kept
 //   bool pop(job_function&)
@@ -123,10 +125,10 @@ template <ts::job_queue_model Q>
 class native_adapter {
  public:
   explicit native_adapter(std::size_t max_queued) : queue_(make_native_queue<Q>(max_queued)) {}
-  bool push(ts::job_function&& job) { return static_cast<bool>(queue_.try_push(std::move(job))); }
-  bool pop(ts::job_function& out) { return queue_.try_pop(out); }
-  bool push_batch(std::span<ts::job_function> jobs) { return static_cast<bool>(queue_.push_batch(jobs)); }
-  std::size_t pop_batch(std::span<ts::job_function> out) { return queue_.pop_batch(out); }
+  THREAD_SYSTEM_ALWAYS_INLINE bool push(ts::job_function&& job) { return static_cast<bool>(queue_.try_push(std::move(job))); }
+  THREAD_SYSTEM_ALWAYS_INLINE bool pop(ts::job_function& out) { return queue_.try_pop(out); }
+  THREAD_SYSTEM_ALWAYS_INLINE bool push_batch(std::span<ts::job_function> jobs) { return static_cast<bool>(queue_.push_batch(jobs)); }
+  THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_batch(std::span<ts::job_function> out) { return queue_.pop_batch(out); }
 
  private:
   Q queue_;
@@ -163,24 +165,24 @@ class mutex_deque_adapter {
  public:
   static constexpr const char* name = "mutex_deque";
   explicit mutex_deque_adapter(std::size_t /*max_queued*/) {}
-  bool push(ts::job_function&& job) {
+  THREAD_SYSTEM_ALWAYS_INLINE bool push(ts::job_function&& job) {
     std::lock_guard lock(mutex_);
     jobs_.push_back(std::move(job));
     return true;
   }
-  bool pop(ts::job_function& out) {
+  THREAD_SYSTEM_ALWAYS_INLINE bool pop(ts::job_function& out) {
     std::lock_guard lock(mutex_);
     if (jobs_.empty()) return false;
     out = std::move(jobs_.front());
     jobs_.pop_front();
     return true;
   }
-  bool push_batch(std::span<ts::job_function> jobs) {
+  THREAD_SYSTEM_ALWAYS_INLINE bool push_batch(std::span<ts::job_function> jobs) {
     std::lock_guard lock(mutex_);
     for (auto& job : jobs) jobs_.push_back(std::move(job));
     return true;
   }
-  std::size_t pop_batch(std::span<ts::job_function> out) {
+  THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_batch(std::span<ts::job_function> out) {
     std::lock_guard lock(mutex_);
     const std::size_t n = std::min(out.size(), jobs_.size());
     for (std::size_t i = 0; i < n; ++i) {
@@ -203,12 +205,12 @@ class moodycamel_adapter {
  public:
   static constexpr const char* name = "moodycamel";
   explicit moodycamel_adapter(std::size_t /*max_queued*/) {}
-  bool push(ts::job_function&& job) { return queue_.enqueue(std::move(job)); }
-  bool pop(ts::job_function& out) { return queue_.try_dequeue(out); }
-  bool push_batch(std::span<ts::job_function> jobs) {
+  THREAD_SYSTEM_ALWAYS_INLINE bool push(ts::job_function&& job) { return queue_.enqueue(std::move(job)); }
+  THREAD_SYSTEM_ALWAYS_INLINE bool pop(ts::job_function& out) { return queue_.try_dequeue(out); }
+  THREAD_SYSTEM_ALWAYS_INLINE bool push_batch(std::span<ts::job_function> jobs) {
     return queue_.enqueue_bulk(std::make_move_iterator(jobs.begin()), jobs.size());
   }
-  std::size_t pop_batch(std::span<ts::job_function> out) { return queue_.try_dequeue_bulk(out.begin(), out.size()); }
+  THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_batch(std::span<ts::job_function> out) { return queue_.try_dequeue_bulk(out.begin(), out.size()); }
 
  private:
   moodycamel::ConcurrentQueue<ts::job_function> queue_;

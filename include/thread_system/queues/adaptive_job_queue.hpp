@@ -278,17 +278,41 @@ class adaptive_job_queue {
     return push_routed(jobs);
   }
 
+  // The fast path's hooks into job_queue's critical section (named types
+  // with forced-inline calls: see job_queue::admit_all).
+  struct mutex_is_active {  // a push may use the mutex queue
+    const adaptive_job_queue* queue;
+    THREAD_SYSTEM_ALWAYS_INLINE bool operator()(bool /*contended*/) const noexcept {
+      // seq_cst: see push_routed().
+      return active_index(queue->state_.load(std::memory_order_seq_cst)) == mutex_index;
+    }
+  };
+  struct mutex_is_the_only_source {  // the mutex queue is active and the lock-free one drained
+    const adaptive_job_queue* queue;
+    THREAD_SYSTEM_ALWAYS_INLINE bool operator()(bool /*contended*/) const noexcept {
+      // seq_cst: see push_routed().
+      const std::uint64_t current = queue->state_.load(std::memory_order_seq_cst);
+      return active_index(current) == mutex_index && is_drained(current);
+    }
+  };
+  struct count_push {
+    adaptive_job_queue* queue;
+    bool* window_done;
+    std::size_t jobs;
+    THREAD_SYSTEM_ALWAYS_INLINE void operator()(bool contended) const noexcept {
+      *window_done = queue->count_mutex_jobs(jobs, contended);
+    }
+  };
+  struct count_pop {
+    adaptive_job_queue* queue;
+    THREAD_SYSTEM_ALWAYS_INLINE void operator()(std::size_t /*taken*/, bool contended) const noexcept {
+      queue->count_contention(contended);
+    }
+  };
+
   // job_queue's own push, with the state re-checked under its lock.
   THREAD_SYSTEM_ALWAYS_INLINE job_queue::push_outcome push_mutex(std::span<job_function> jobs, bool& window_done) {
-    return mutex_queue_.push_admitted(
-        jobs,
-        [this](bool) noexcept {
-          // seq_cst: see push_routed().
-          return active_index(state_.load(std::memory_order_seq_cst)) == mutex_index;
-        },
-        [this, &window_done, n = jobs.size()](bool contended) noexcept {
-          window_done = count_mutex_jobs(n, contended);
-        });
+    return mutex_queue_.push_admitted(jobs, mutex_is_active{this}, count_push{this, &window_done, jobs.size()});
   }
 
   // The rest of a mutex-queue push: a window to evaluate, a switch that
@@ -350,13 +374,8 @@ class adaptive_job_queue {
     // seq_cst: see push_routed(); a hint, re-validated under the lock.
     const std::uint64_t hint = state_.load(std::memory_order_seq_cst);
     if (active_index(hint) != mutex_index || !is_drained(hint)) return not_mutex_only;
-    const std::size_t taken = mutex_queue_.pop_admitted(
-        out, job_queue::take_all{},
-        [this](bool) noexcept {
-          const std::uint64_t current = state_.load(std::memory_order_seq_cst);
-          return active_index(current) == mutex_index && is_drained(current);
-        },
-        [this](std::size_t, bool contended) noexcept { count_contention(contended); });
+    const std::size_t taken =
+        mutex_queue_.pop_admitted(out, job_queue::take_all{}, mutex_is_the_only_source{this}, count_pop{this});
     return taken == job_queue::not_admitted ? not_mutex_only : taken;
   }
 

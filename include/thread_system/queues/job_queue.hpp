@@ -86,18 +86,11 @@ class job_queue {
   /// that is one of `share` takes its fair part, so one worker does not
   /// hoard a small backlog that others could run.
   [[nodiscard]] std::size_t pop_fair_share(std::span<job_function> out, std::size_t share) {
-    return pop_admitted(
-        out,
-        [share](std::size_t queued) noexcept {
-          const std::size_t fair = share <= 1 ? queued : queued / share;
-          return fair == 0 ? std::size_t{1} : fair;
-        },
-        admit_all{}, no_action{});
+    return pop_admitted(out, fair_share{share}, admit_all{}, no_action{});
   }
 
   [[nodiscard]] std::size_t pop_batch(std::span<job_function> out, std::size_t max) {
-    return pop_admitted(
-        out, [max](std::size_t) noexcept { return max; }, admit_all{}, no_action{});
+    return pop_admitted(out, at_most{max}, admit_all{}, no_action{});
   }
 
   /// Refuses further pushes. Idempotent. Jobs already queued stay poppable.
@@ -148,16 +141,32 @@ class job_queue {
   // section: `admit(contended)` decides, under the lock, whether the
   // operation may go on (`contended`: the lock was found held), and
   // `after(...)` runs under the lock once it is done. job_queue's own
-  // operations pass no-ops, which compile away.
+  // operations pass no-ops, which compile away. (Hooks are named types with
+  // forced-inline calls, not lambdas: the whole fast path must inline into
+  // the caller, whatever the compiler's inlining budget there.)
   struct admit_all {
-    constexpr bool operator()(bool /*contended*/) const noexcept { return true; }
+    THREAD_SYSTEM_ALWAYS_INLINE constexpr bool operator()(bool /*contended*/) const noexcept { return true; }
   };
   struct no_action {
     template <typename... A>
-    constexpr void operator()(A&&...) const noexcept {}
+    THREAD_SYSTEM_ALWAYS_INLINE constexpr void operator()(A&&... /*unused*/) const noexcept {}
   };
+  // How many jobs a pop may take, given how many are queued.
   struct take_all {
-    constexpr std::size_t operator()(std::size_t /*queued*/) const noexcept { return ~std::size_t{0}; }
+    THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t /*queued*/) const noexcept {
+      return ~std::size_t{0};
+    }
+  };
+  struct at_most {
+    std::size_t max;
+    THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t /*queued*/) const noexcept { return max; }
+  };
+  struct fair_share {  // one consumer's part of the backlog, at least one job
+    std::size_t consumers;
+    THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t queued) const noexcept {
+      const std::size_t fair = consumers <= 1 ? queued : queued / consumers;
+      return fair == 0 ? std::size_t{1} : fair;
+    }
   };
   enum class push_outcome { pushed, not_admitted, closed, out_of_memory };
   static constexpr std::size_t not_admitted = ~std::size_t{0};
@@ -266,7 +275,7 @@ class job_queue {
     return n;
   }
 
-  void count_pushed(std::size_t n) noexcept {
+  THREAD_SYSTEM_ALWAYS_INLINE void count_pushed(std::size_t n) noexcept {
     // Writers are serialised by mutex_, so load+store is exact; the store
     // becomes visible to poppers with the mutex release.
     pushed_total_.store(pushed_total_.load(std::memory_order_relaxed) + n, std::memory_order_release);

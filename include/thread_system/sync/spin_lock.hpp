@@ -16,6 +16,7 @@
 #include <atomic>
 #include <thread>
 #include "thread_system/detail/chaos.hpp"
+#include "thread_system/detail/config.hpp"
 
 #include "thread_system/detail/thread_naming.hpp"
 
@@ -27,7 +28,7 @@ class spin_lock {
   spin_lock(const spin_lock&) = delete;
   spin_lock& operator=(const spin_lock&) = delete;
 
-  void lock() noexcept {
+  THREAD_SYSTEM_ALWAYS_INLINE void lock() noexcept {
     // acquire: pairs with the release in unlock(); the critical section
     // sees everything the previous holder wrote.
     if (!locked_.exchange(true, std::memory_order_acquire)) return;
@@ -36,25 +37,26 @@ class spin_lock {
 
   /// lock(), returning whether the lock was held by another thread at the
   /// first attempt (a contention measure that costs nothing extra).
-  [[nodiscard]] bool lock_reporting_contention() noexcept {
+  [[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE bool lock_reporting_contention() noexcept {
     // acquire: as in lock().
     if (!locked_.exchange(true, std::memory_order_acquire)) return false;
     lock_contended();
     return true;
   }
 
-  [[nodiscard]] bool try_lock() noexcept {
+  [[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE bool try_lock() noexcept {
     // relaxed pre-check avoids taking the cache line exclusively when held;
     // acquire on success pairs with unlock().
     return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
   }
 
-  void unlock() noexcept {
+  THREAD_SYSTEM_ALWAYS_INLINE void unlock() noexcept {
     locked_.store(false, std::memory_order_release);  // pairs with the acquire in lock()/try_lock()
   }
 
  private:
-  void lock_contended() noexcept {
+  // Out of line: the uncontended path above stays a few instructions.
+  THREAD_SYSTEM_NOINLINE void lock_contended() noexcept {
     unsigned backoff = 1;
     for (;;) {
       // Spin on a plain load (the line stays shared) until it looks free.
