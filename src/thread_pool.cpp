@@ -890,6 +890,11 @@ void thread_pool::set_error_handler(error_handler handler) {
 
 bool thread_pool::on_own_worker() const noexcept { return tl_context.pool == this; }
 
+bool thread_pool::nothing_left_to_steal_from_caller() const noexcept {
+  if (tl_context.pool == this) return tl_context.worker->deque_.empty_approx();
+  return queue_->empty_approx();
+}
+
 bool thread_pool::idle_now() const noexcept {
   // Completion counters first (acquire, pairing with the release stores in
   // execute() and stop()), then the queue's accepted total. A job counted as finished was
@@ -1113,6 +1118,8 @@ worker_latency thread_pool::latency() const {
 namespace detail {
 
 bool on_pool_worker() noexcept { return tl_context.pool != nullptr; }
+
+bool nothing_left_to_steal(const thread_pool& pool) noexcept { return pool.nothing_left_to_steal_from_caller(); }
 
 bool help_current_pool_once() {
   worker_context ctx = tl_context;

@@ -3,10 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <numeric>
+#include <set>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "../support/test_support.hpp"
@@ -78,6 +82,44 @@ TEST(ParallelFor, WorksFromInsideAWorker) {
     return sum.load(std::memory_order_seq_cst);  // seq_cst: pairs with the writers' RMW/store
   });
   EXPECT_EQ(f.get(), 10'000L * 9'999L / 2);
+}
+
+// Lazy splitting: a range given as one leaf (grain = its size) is still
+// shared when another worker is idle. The leaf runs in chunks of grain/8 = 2
+// indices; after the first chunk the running worker has handed nothing out,
+// so it hands out half of the rest. Every later index waits until a second
+// thread has run an index, so the test fails (after the deadline) if the
+// leaf is never split: no other worker would ever get an index.
+TEST(ParallelFor, OneLeafIsSplitOnDemandForAnIdleWorker) {
+  ts::thread_pool pool{2};
+  std::mutex m;
+  std::set<std::thread::id> threads;
+  std::atomic<bool> second_thread_seen{false};
+  std::atomic<int> visited{0};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto f = pool.submit([&] {
+    ts::parallel_for(
+        pool, 0, 16,
+        [&](int i) {
+          {
+            std::lock_guard lock(m);
+            threads.insert(std::this_thread::get_id());
+            // seq_cst: pairs with the waiting loads below
+            if (threads.size() >= 2) second_thread_seen.store(true, std::memory_order_seq_cst);
+          }
+          // seq_cst: pairs with the store above
+          while (i >= 2 && !second_thread_seen.load(std::memory_order_seq_cst) &&
+                 std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+          }
+          visited.fetch_add(1, std::memory_order_relaxed);  // read after f.get(), which synchronises
+        },
+        /*grain=*/16);
+  });
+  f.get();
+  EXPECT_EQ(visited.load(std::memory_order_relaxed), 16);
+  std::lock_guard lock(m);
+  EXPECT_EQ(threads.size(), 2U) << "the single leaf was never split for the idle worker";
 }
 
 TEST(ParallelReduce, SumMatchesSerial) {

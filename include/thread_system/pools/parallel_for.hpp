@@ -11,6 +11,14 @@
 // therefore balances by stealing, and nested calls (a parallel_for inside a
 // parallel_for body) work: the inner call's waits help run other jobs.
 //
+// A leaf runs in chunks of grain/8 indices, and splits further on demand:
+// lazy binary splitting (Tzannes, Caragea, Barua, Vishkin, "Lazy
+// binary-splitting", PPoPP 2010). After each chunk, if everything this
+// thread handed out has been taken (its deque is empty: a thief would find
+// nothing) and enough of the leaf is left, the rest is halved and one half
+// handed out. So the pieces are coarse while every worker is busy, and the
+// last pieces are small, which keeps the workers' finishing times close.
+//
 // Blocking: the calling thread takes part in the work; the call returns when
 // every index has been processed. Everything the body did is visible to the
 // caller on return. The first exception thrown by a body is rethrown to the
@@ -76,31 +84,51 @@ struct parallel_for_state {
 };
 
 template <typename I, typename F>
+void run_piece(const std::shared_ptr<parallel_for_state<I, F>>& st, I lo, I hi);
+
+// Hands [mid, hi) to the pool as a piece of its own; if the pool refuses it
+// (stopping), runs it here.
+template <typename I, typename F>
+void hand_out(const std::shared_ptr<parallel_for_state<I, F>>& st, I mid, I hi) {
+  st->pending.fetch_add(1, std::memory_order_relaxed);  // ordered before the piece's own decrement by the push
+  result<void> r;
+  try {
+    r = st->pool.enqueue([st, mid, hi] { run_piece<I, F>(st, mid, hi); });
+  } catch (...) {
+    st->pending.fetch_sub(1, std::memory_order_relaxed);  // out of memory: that piece never existed
+    throw;
+  }
+  if (!r) {
+    // Refused (pool stopping): do that half here.
+    st->pending.fetch_sub(1, std::memory_order_relaxed);  // our own increment; no one else saw it
+    run_piece<I, F>(st, mid, hi);
+  }
+}
+
+template <typename I, typename F>
 void run_piece(const std::shared_ptr<parallel_for_state<I, F>>& st, I lo, I hi) {
   try {
     while (static_cast<std::size_t>(hi - lo) > st->grain) {
       const I mid = lo + (hi - lo) / 2;
-      st->pending.fetch_add(1, std::memory_order_relaxed);  // ordered before the piece's own decrement by the push
-      result<void> r;
-      try {
-        r = st->pool.enqueue([st, mid, hi] { run_piece<I, F>(st, mid, hi); });
-      } catch (...) {
-        st->pending.fetch_sub(1, std::memory_order_relaxed);  // out of memory: that piece never existed
-        throw;
-      }
-      if (!r) {
-        // Refused (pool stopping): do that half here.
-        st->pending.fetch_sub(1, std::memory_order_relaxed);  // our own increment; no one else saw it
-        run_piece<I, F>(st, mid, hi);
-      }
+      hand_out<I, F>(st, mid, hi);
       hi = mid;
     }
-    if (!st->failed.load(std::memory_order_relaxed)) {  // a hint: skip work after a failure
-      // A local reference to the body: the loop then touches only the body
-      // and the index, so the compiler can keep everything in registers
-      // (and vectorise simple bodies).
-      F& body = st->f;
-      for (I i = lo; i < hi; ++i) body(i);
+    // A local reference to the body: the inner loop then touches only the
+    // body and the index, so the compiler can keep everything in registers
+    // (and vectorise simple bodies).
+    F& body = st->f;
+    const std::size_t chunk = std::max<std::size_t>(1, st->grain / 8);
+    while (lo < hi && !st->failed.load(std::memory_order_relaxed)) {  // a hint: skip work after a failure
+      const I stop = static_cast<std::size_t>(hi - lo) > chunk ? lo + static_cast<I>(chunk) : hi;
+      for (I i = lo; i < stop; ++i) body(i);
+      lo = stop;
+      // Lazy split (see the header comment): worth it only while at least
+      // two chunks are left.
+      if (static_cast<std::size_t>(hi - lo) >= 2 * chunk && nothing_left_to_steal(st->pool)) {
+        const I mid = lo + (hi - lo) / 2;
+        hand_out<I, F>(st, mid, hi);
+        hi = mid;
+      }
     }
   } catch (...) {
     st->record(std::current_exception());

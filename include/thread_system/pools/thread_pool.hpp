@@ -114,8 +114,15 @@ inline thread_local const cancellation_token* current_token = nullptr;
 
 template <typename T>
 class typed_thread_pool_t;
+class thread_pool;
 
 namespace detail {
+
+// For parallel_for's lazy splitting (src/thread_pool.cpp): true when work
+// handed to `pool` by the calling thread has all been taken - on a worker of
+// `pool`, its own deque is empty; on any other thread, the pool's queue is
+// empty - so an idle worker would find nothing to steal from us.
+[[nodiscard]] bool nothing_left_to_steal(const thread_pool& pool) noexcept;
 
 // Workers with the same responsibilities park on one event count; a push
 // wakes a worker of every group that serves the job's kind. An untyped pool
@@ -491,6 +498,7 @@ class thread_pool {
   enum class state : int { created, running, stopping, stopped };
 
   friend bool detail::help_current_pool_once();
+  friend bool detail::nothing_left_to_steal(const thread_pool& pool) noexcept;
   template <typename T>
   friend class typed_thread_pool_t;
 
@@ -590,6 +598,7 @@ class thread_pool {
   void report_failure(std::exception_ptr e) noexcept;
   [[nodiscard]] bool idle_now() const noexcept;
   [[nodiscard]] bool on_own_worker() const noexcept;
+  [[nodiscard]] bool nothing_left_to_steal_from_caller() const noexcept;  // see detail::nothing_left_to_steal()
   [[nodiscard]] std::uint64_t cancel_queued() noexcept;
   [[nodiscard]] stop_report make_report() const;
 
