@@ -417,7 +417,14 @@ result<void> thread_pool::push_one(job_function&& fn) {
   // The queue counts the job as accepted inside its critical section, so
   // close() in stop() makes the accepted total exact and no worker can
   // finish a job before it is counted (see idle_now()).
-  return push_external(~std::uint64_t{0}, std::span<job_function>(&fn, 1), [&] { return queue_->push(std::move(fn)); });
+  // A worker is woken only when this push made the queue non-empty (for
+  // the mutex injector; the others always wake): see
+  // injector::push_and_check(). A pool that ran the job on this thread
+  // (backpressure::caller_runs) leaves `wake` true; that costs one look.
+  bool wake = true;
+  return push_external(
+      ~std::uint64_t{0}, std::span<job_function>(&fn, 1), [&] { return queue_->push_and_check(std::move(fn), wake); },
+      &wake);
 }
 
 result<void> thread_pool::push_batch(std::span<job_function> fns) {

@@ -512,7 +512,10 @@ class thread_pool {
   // Pushes through the injector with `push()` (which returns result<void>),
   // then wakes a worker for the kinds in `kind_mask`.
   template <typename Push>
-  result<void> push_external(std::uint64_t kind_mask, std::span<job_function> fns, Push&& push) {
+  // `wake`: when given, the push sets it (see injector::push_and_check())
+  // and the pool wakes a worker only if it is true.
+  result<void> push_external(std::uint64_t kind_mask, std::span<job_function> fns, Push&& push,
+                             const bool* wake = nullptr) {
     // The top tag bit is the pool's: a job never arrives holding room.
     for (auto& fn : fns) fn.set_tag(static_cast<std::uint8_t>(fn.tag() & ~bounded_tag));
     auto queue_push = [&]() -> result<void> {
@@ -526,7 +529,7 @@ class thread_pool {
       became_idle_.notify_all();
       return r;
     }
-    wake_worker_if_needed(kind_mask);
+    if (wake == nullptr || *wake) wake_worker_if_needed(kind_mask);
     return {};
   }
   // Bounded pools (see backpressure.hpp): reserve room for `fns` per the

@@ -64,6 +64,15 @@ class job_queue {
     return to_result(push_admitted(std::span<job_function>(&job, 1), admit_all{}, no_action{}));
   }
 
+  /// try_push() that also reports whether the queue held no job just before
+  /// this push; read inside the push's critical section, so it is exact (a
+  /// pool wakes a worker only on that transition: see thread_pool.cpp).
+  [[nodiscard]] result<void> try_push(job_function&& job, bool& was_empty) {
+    if (!job) return make_error(error_code::invalid_argument, "job_queue: empty job");
+    return to_result(
+        push_admitted(std::span<job_function>(&job, 1), admit_all{}, record_was_empty{this, 1, &was_empty}));
+  }
+
   /// Appends every job of `jobs`, all or none, under one lock. Fails like
   /// try_push (no job is moved from on failure, including for an empty job
   /// anywhere in the batch).
@@ -160,6 +169,14 @@ class job_queue {
   struct at_most {
     std::size_t max;
     THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t /*queued*/) const noexcept { return max; }
+  };
+  struct record_was_empty {  // after a push of `pushed` jobs: was the queue empty before it?
+    const job_queue* queue;
+    std::size_t pushed;
+    bool* was_empty;
+    THREAD_SYSTEM_ALWAYS_INLINE void operator()(bool /*contended*/) const noexcept {
+      *was_empty = queue->count_ == pushed;
+    }
   };
   struct fair_share {  // one consumer's part of the backlog, at least one job
     std::size_t consumers;

@@ -62,6 +62,17 @@ class injector {
   virtual ~injector() = default;
   [[nodiscard]] virtual result<void> push(job_function&& fn) = 0;
   [[nodiscard]] virtual result<void> push_batch(std::span<job_function> fns) = 0;
+  /// push() that also tells the pool whether to wake a worker. `wake` is
+  /// set false only when the push exactly (inside the queue's critical
+  /// section) found jobs already queued: the push that made the queue
+  /// non-empty woke a worker, and a worker that takes jobs and leaves some
+  /// behind wakes another (thread_pool::find_and_run), so these jobs are
+  /// covered. Only an injector with one kind of job may say so; the default
+  /// always wakes.
+  [[nodiscard]] virtual result<void> push_and_check(job_function&& fn, bool& wake) {
+    wake = true;
+    return push(std::move(fn));
+  }
   /// Pops at most max(1, size / consumers) jobs, at most out.size().
   [[nodiscard]] virtual std::size_t pop_share(std::span<job_function> out, std::size_t consumers) = 0;
   [[nodiscard]] virtual bool empty_approx() const noexcept = 0;
@@ -107,6 +118,12 @@ class mutex_injector final : public injector {
   explicit mutex_injector(std::size_t capacity) : queue_(capacity) {}
   result<void> push(job_function&& fn) override { return queue_.try_push(std::move(fn)); }
   result<void> push_batch(std::span<job_function> fns) override { return queue_.push_batch(fns); }
+  result<void> push_and_check(job_function&& fn, bool& wake) override {
+    bool was_empty = true;
+    auto r = queue_.try_push(std::move(fn), was_empty);
+    wake = was_empty;
+    return r;
+  }
   std::size_t pop_share(std::span<job_function> out, std::size_t consumers) override {
     return queue_.pop_fair_share(out, consumers);
   }
