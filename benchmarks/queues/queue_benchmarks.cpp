@@ -125,9 +125,13 @@ template <ts::job_queue_model Q>
 class native_adapter {
  public:
   explicit native_adapter(std::size_t max_queued) : queue_(make_native_queue<Q>(max_queued)) {}
-  THREAD_SYSTEM_ALWAYS_INLINE bool push(ts::job_function&& job) { return static_cast<bool>(queue_.try_push(std::move(job))); }
+  THREAD_SYSTEM_ALWAYS_INLINE bool push(ts::job_function&& job) {
+    return static_cast<bool>(queue_.try_push(std::move(job)));
+  }
   THREAD_SYSTEM_ALWAYS_INLINE bool pop(ts::job_function& out) { return queue_.try_pop(out); }
-  THREAD_SYSTEM_ALWAYS_INLINE bool push_batch(std::span<ts::job_function> jobs) { return static_cast<bool>(queue_.push_batch(jobs)); }
+  THREAD_SYSTEM_ALWAYS_INLINE bool push_batch(std::span<ts::job_function> jobs) {
+    return static_cast<bool>(queue_.push_batch(jobs));
+  }
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_batch(std::span<ts::job_function> out) { return queue_.pop_batch(out); }
 
  private:
@@ -210,7 +214,9 @@ class moodycamel_adapter {
   THREAD_SYSTEM_ALWAYS_INLINE bool push_batch(std::span<ts::job_function> jobs) {
     return queue_.enqueue_bulk(std::make_move_iterator(jobs.begin()), jobs.size());
   }
-  THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_batch(std::span<ts::job_function> out) { return queue_.try_dequeue_bulk(out.begin(), out.size()); }
+  THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_batch(std::span<ts::job_function> out) {
+    return queue_.try_dequeue_bulk(out.begin(), out.size());
+  }
 
  private:
   moodycamel::ConcurrentQueue<ts::job_function> queue_;
