@@ -11,12 +11,19 @@
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/queues/adaptive_job_queue.hpp"
+#include "thread_system/queues/bounded_queue.hpp"
 #include "thread_system/queues/job_queue.hpp"
+#include "thread_system/queues/lockfree_queue.hpp"
 
 namespace {
 std::atomic<std::uint64_t> g_allocations{0};
 // When set, this thread's array allocations fail (a queue's ring growing).
 thread_local bool t_fail_array_new = false;
+// When non-zero, this thread's single-object allocations of exactly this many
+// bytes fail: sizeof(job_function), a large job's box. (The refusal's own
+// error message must still be allocated, so failing every size would only
+// test that the error cannot be built.)
+thread_local std::size_t t_fail_new_of_size = 0;
 }  // namespace
 
 // Replacements of the global allocation functions (counting, then malloc).
@@ -27,6 +34,7 @@ thread_local bool t_fail_array_new = false;
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 void* operator new(std::size_t n) {
+  if (t_fail_new_of_size != 0 && n == t_fail_new_of_size) throw std::bad_alloc();
   g_allocations.fetch_add(1, std::memory_order_relaxed);  // a count, no ordering needed
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
@@ -36,6 +44,15 @@ void* operator new[](std::size_t n) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);  // a count, no ordering needed
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
+}
+// The nothrow form too, so that every allocation in this binary is paired
+// with the free() below (sanitizers otherwise supply their own).
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return operator new(n);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
@@ -157,4 +174,61 @@ TEST(Allocation, JobQueueReportsOutOfMemoryWhenItsRingCannotGrow) {
 TEST(Allocation, AdaptiveQueueReportsOutOfMemoryOfItsMutexQueue) {
   ts::adaptive_job_queue queue{ts::queue_strategy::FORCE_MUTEX};
   expect_out_of_memory_is_reported(queue);
+}
+
+// The lock-free and bounded queues keep a job larger than their node or cell
+// in a heap box. When the box cannot be allocated the push is refused with
+// `resource_exhausted`, the job (or the whole batch) stays with the caller
+// as it was, and nothing queued is lost.
+namespace {
+struct large_job {
+  std::array<std::uint64_t, 5> words{};  // 40 bytes: inline in a job_function, too big for both queues' slots
+  int* ran = nullptr;
+  void operator()() const { ++*ran; }
+};
+static_assert(sizeof(large_job) > ts::bounded_queue::inline_job_bytes);
+static_assert(sizeof(large_job) > ts::lockfree_queue::inline_job_bytes);
+static_assert(ts::job_function::stored_inline<large_job>);
+
+template <typename Queue>
+void expect_box_failure_is_reported(Queue& queue) {
+  int ran = 0;
+  ASSERT_TRUE(queue.try_push(ts::job_function(large_job{{}, &ran})));  // also warms any node pool up
+
+  ts::job_function job{large_job{{7}, &ran}};
+  t_fail_new_of_size = sizeof(ts::job_function);
+  auto pushed = queue.try_push(std::move(job));
+  t_fail_new_of_size = 0;
+  ASSERT_FALSE(pushed);
+  EXPECT_EQ(pushed.error().code(), ts::error_code::resource_exhausted) << pushed.error().message();
+  ASSERT_NE(job.get_if<large_job>(), nullptr) << "a refused job must stay with the caller, unchanged";
+  EXPECT_EQ(job.get_if<large_job>()->words[0], 7U);
+
+  std::array<ts::job_function, 3> batch{ts::job_function([&ran] { ++ran; }), ts::job_function(large_job{{}, &ran}),
+                                        ts::job_function(large_job{{}, &ran})};
+  t_fail_new_of_size = sizeof(ts::job_function);
+  pushed = queue.push_batch(batch);
+  t_fail_new_of_size = 0;
+  ASSERT_FALSE(pushed);
+  EXPECT_EQ(pushed.error().code(), ts::error_code::resource_exhausted);
+  EXPECT_TRUE(static_cast<bool>(batch[0]));
+  EXPECT_NE(batch[1].get_if<large_job>(), nullptr);
+  EXPECT_NE(batch[2].get_if<large_job>(), nullptr);
+
+  ASSERT_TRUE(queue.try_push(std::move(job)));  // memory is back
+  ASSERT_TRUE(queue.push_batch(batch));
+  ts::job_function out;
+  while (queue.try_pop(out)) out();
+  EXPECT_EQ(ran, 5);
+}
+}  // namespace
+
+TEST(Allocation, BoundedQueueReportsAFailedBox) {
+  ts::bounded_queue queue{16};
+  expect_box_failure_is_reported(queue);
+}
+
+TEST(Allocation, LockfreeQueueReportsAFailedBox) {
+  ts::lockfree_queue queue;
+  expect_box_failure_is_reported(queue);
 }

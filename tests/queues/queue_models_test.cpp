@@ -350,3 +350,88 @@ TYPED_TEST(QueueModel, CloseRacingPushesLosesNothing) {
     ASSERT_EQ(executed.load(std::memory_order_seq_cst), accepted.load(std::memory_order_seq_cst)) << "round " << round;
   }
 }
+
+namespace {
+
+// A callable of exactly `Words` words: the first is the address of the
+// caller's live-instance counter, the second the value it reports, the rest
+// padding. Copies and moves keep the count of live instances exact.
+template <std::size_t Words>
+struct sized_job {
+  static_assert(Words >= 2);
+  std::array<std::uint64_t, Words> words{};
+
+  sized_job(int* live, std::uint64_t value) {
+    words[0] = reinterpret_cast<std::uintptr_t>(live);
+    words[1] = value;
+    ++*live;
+  }
+  sized_job(sized_job&& other) noexcept : words(other.words) { ++*live(); }
+  sized_job(const sized_job&) = delete;
+  sized_job& operator=(const sized_job&) = delete;
+  sized_job& operator=(sized_job&&) = delete;
+  ~sized_job() { --*live(); }
+
+  [[nodiscard]] int* live() const { return reinterpret_cast<int*>(static_cast<std::uintptr_t>(words[0])); }
+  void operator()() const {}
+};
+
+// Pushes jobs of `Words` words one by one and as a batch, checks that each
+// comes back as the same callable with its metadata, and that jobs left in a
+// destroyed queue are destroyed exactly once.
+template <typename Q, std::size_t Words>
+void check_jobs_of_size() {
+  SCOPED_TRACE(::testing::Message() << Words << "-word callable");
+  using job_type = sized_job<Words>;
+  int live = 0;
+  {
+    auto queue = make_queue<Q>();
+    constexpr std::size_t singles = 5;
+    constexpr std::size_t batched = 7;
+    std::vector<ts::job_function> batch;
+    for (std::size_t i = 0; i < singles + batched; ++i) {
+      ts::job_function job{job_type(&live, i)};
+      job.set_tag(static_cast<std::uint8_t>(i + 1));
+      job.set_enqueue_stamp(1000 + i);
+      if (i < singles) {
+        ASSERT_TRUE(queue->try_push(std::move(job)));
+        ASSERT_FALSE(job);
+      } else {
+        batch.push_back(std::move(job));
+      }
+    }
+    ASSERT_TRUE(queue->push_batch(batch));
+    ASSERT_EQ(live, static_cast<int>(singles + batched));
+    for (std::size_t i = 0; i < singles + batched - 3; ++i) {
+      ts::job_function out;
+      ASSERT_TRUE(queue->try_pop(out));
+      auto* target = out.get_if<job_type>();
+      ASSERT_NE(target, nullptr) << "the job came back as a different callable";
+      EXPECT_EQ(target->words[1], i);
+      EXPECT_EQ(out.tag(), i + 1);
+      EXPECT_EQ(out.enqueue_stamp(), 1000 + i);
+    }
+    EXPECT_EQ(live, 3);  // each popped job was destroyed with `out`; three are still queued
+    // Refused after close: the job is handed back as it was pushed.
+    queue->close();
+    ts::job_function late{job_type(&live, 99)};
+    ASSERT_FALSE(queue->try_push(std::move(late)));
+    auto* kept = late.get_if<job_type>();
+    ASSERT_NE(kept, nullptr);
+    EXPECT_EQ(kept->words[1], 99U);
+  }  // the three jobs still queued are destroyed with the queue
+  EXPECT_EQ(live, 0);
+}
+
+}  // namespace
+
+// Jobs of every size, below and above what a queue stores in place (the
+// lock-free and bounded queues box larger ones), come back whole.
+TYPED_TEST(QueueModel, JobsOfEverySizeComeBackWhole) {
+  check_jobs_of_size<TypeParam, 2>();
+  check_jobs_of_size<TypeParam, 3>();
+  check_jobs_of_size<TypeParam, 4>();
+  check_jobs_of_size<TypeParam, 5>();
+  check_jobs_of_size<TypeParam, 6>();
+  check_jobs_of_size<TypeParam, 9>();  // above job_function's inline capacity: on the heap
+}

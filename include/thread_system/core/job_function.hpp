@@ -121,6 +121,19 @@ class job_function {
   /// True when a callable is held.
   explicit operator bool() const noexcept { return vtable_ != nullptr; }
 
+  /// True when the held callable is of type F (after decay), as wrapped.
+  template <typename F>
+  requires std::is_invocable_v < std::decay_t<F>
+  & > || detail::has_report_hook<std::decay_t<F>> [[nodiscard]] bool holds() const noexcept {
+    return vtable_ == &vtable_for<std::decay_t<F>>;
+  }
+
+  /// The held callable when it is of type F, else nullptr (like
+  /// std::function::target).
+  template <typename F>
+  requires std::is_invocable_v<F&> || detail::has_report_hook<F>
+  [[nodiscard]] F* get_if() noexcept { return holds<F>() ? target<F>(storage_) : nullptr; }
+
   /// Runs the callable. Exceptions propagate. Precondition: non-empty.
   job_outcome run() { return vtable_->invoke(storage_); }
   void operator()() { (void)run(); }

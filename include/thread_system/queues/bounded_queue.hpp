@@ -41,6 +41,15 @@
 //     a closed queue loses nothing.
 //   * size_approx() is tail minus head read at slightly different moments:
 //     approximate, clamped to [0, capacity()].
+//
+// Cell size: 48 bytes, the sequence and the job in job_function's packed
+// form in 5 words (detail/packed_slot.hpp). Callables of up to
+// `inline_job_bytes` (24) bytes - function pointers, lambdas capturing three
+// pointers, anything job_function already keeps on the heap - live in the
+// ring; a larger callable is boxed, which costs one allocation per push (a
+// push that cannot allocate the box fails with `resource_exhausted`, the job
+// untouched). With 48-byte cells a ring rounded up from N to the next power
+// of two stays under 96 bytes per job, and at most 48 when full.
 #pragma once
 
 #include <atomic>
@@ -55,6 +64,7 @@
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/detail/packed_slot.hpp"
 #include "thread_system/queues/queue_concept.hpp"
 
 namespace thread_system {
@@ -64,6 +74,10 @@ class bounded_queue {
   /// Largest capacity accepted: positions keep the top bit of `tail_` free
   /// for the closed flag, and signed differences of positions must not wrap.
   static constexpr std::size_t max_capacity = std::size_t{1} << 62;
+
+  /// Callables up to this size are stored in the ring; larger ones cost one
+  /// more allocation per push (see the header comment).
+  static constexpr std::size_t inline_job_bytes = 24;
 
   explicit bounded_queue(std::size_t capacity) {
     if (capacity == 0 || capacity > max_capacity) {
@@ -82,17 +96,32 @@ class bounded_queue {
   bounded_queue(const bounded_queue&) = delete;
   bounded_queue& operator=(const bounded_queue&) = delete;
 
-  /// Jobs still queued are destroyed (not run, not cancelled) with the cells.
-  ~bounded_queue() = default;
+  /// Jobs still queued are destroyed (not run, not cancelled). Requires that
+  /// no other member is running.
+  ~bounded_queue() {
+    // relaxed: the caller guarantees no concurrent member call. The cells of
+    // positions [head, tail) that were written hold a job.
+    const std::size_t head = head_.load(std::memory_order_relaxed);
+    const std::size_t tail = tail_.load(std::memory_order_relaxed) & ~closed_bit;
+    for (std::size_t position = head; position != tail; ++position) {
+      cell& c = cells_[position & mask_];
+      if (c.sequence.load(std::memory_order_relaxed) == position + 1) c.job.destroy();
+    }
+  }
 
   /// Appends `job`. Fails with `invalid_argument` (empty job), `pool_stopped`
-  /// (closed) or `queue_full`; on failure `job` is not moved from.
+  /// (closed), `queue_full` or `resource_exhausted` (a large job's box could
+  /// not be allocated); on failure `job` still holds its callable.
   [[nodiscard]] result<void> try_push(job_function&& job) {
     if (!job) return make_error(error_code::invalid_argument, "bounded_queue: empty job");
+    if (!slot::prepare(job)) return out_of_memory();
     std::size_t position = 0;
-    if (auto claimed = claim_push(1, position); !claimed) return claimed;
+    if (auto claimed = claim_push(1, position); !claimed) {
+      slot::unprepare(job);
+      return claimed;
+    }
     cell& target = cells_[position & mask_];
-    target.job = std::move(job);
+    target.job.put(std::move(job));
     // release: publishes the job; pairs with the acquire load in claim_pop().
     target.sequence.store(position + 1, std::memory_order_release);
     return {};
@@ -102,18 +131,28 @@ class bounded_queue {
   /// `jobs.size()` consecutive positions with one CAS, or fails without
   /// touching any job (`invalid_argument` for an empty job anywhere in the
   /// batch, `pool_stopped`, or `queue_full` when the free room is smaller
-  /// than the batch, which is always the case for a batch above capacity()).
+  /// than the batch, which is always the case for a batch above capacity(),
+  /// or `resource_exhausted` when a large job's box cannot be allocated).
   [[nodiscard]] result<void> push_batch(std::span<job_function> jobs) {
     for (const auto& job : jobs) {
       if (!job) return make_error(error_code::invalid_argument, "bounded_queue: empty job in batch");
     }
     if (jobs.empty()) return {};
     if (jobs.size() > capacity_) return make_error(error_code::queue_full, "bounded_queue: batch above capacity");
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      if (!slot::prepare(jobs[i])) {
+        for (std::size_t j = 0; j < i; ++j) slot::unprepare(jobs[j]);
+        return out_of_memory();
+      }
+    }
     std::size_t first = 0;
-    if (auto claimed = claim_push(jobs.size(), first); !claimed) return claimed;
+    if (auto claimed = claim_push(jobs.size(), first); !claimed) {
+      for (auto& job : jobs) slot::unprepare(job);
+      return claimed;
+    }
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       cell& target = cells_[(first + i) & mask_];
-      target.job = std::move(jobs[i]);
+      target.job.put(std::move(jobs[i]));
       // release: publishes the job; pairs with the acquire load in claim_pop().
       target.sequence.store(first + i + 1, std::memory_order_release);
     }
@@ -159,10 +198,17 @@ class bounded_queue {
  private:
   static constexpr std::size_t closed_bit = std::size_t{1} << (sizeof(std::size_t) * 8 - 1);
 
+  using slot = detail::packed_slot<5>;
   struct cell {
     std::atomic<std::size_t> sequence{0};
-    job_function job;
+    slot job;  // a job while sequence == position + 1; nothing otherwise
   };
+  static_assert(sizeof(cell) == 48);
+  static_assert(slot::inline_bytes == inline_job_bytes);
+
+  static result<void> out_of_memory() {
+    return make_error(error_code::resource_exhausted, "bounded_queue: cannot allocate the box of a large job");
+  }
 
   static std::ptrdiff_t difference(std::size_t a, std::size_t b) noexcept { return static_cast<std::ptrdiff_t>(a - b); }
 
@@ -239,7 +285,7 @@ class bounded_queue {
       }
       for (std::size_t i = 0; i < ready; ++i) {
         cell& source = cells_[(head + i) & mask_];
-        out[i] = std::move(source.job);
+        source.job.take(out[i]);
         // release: our move-out happens-before the next lap's producer write;
         // pairs with the acquire load in claim_push().
         source.sequence.store(head + i + capacity_, std::memory_order_release);

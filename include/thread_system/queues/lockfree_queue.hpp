@@ -28,8 +28,14 @@
 // later pushes, so once the pool holds the working set, pushing and popping
 // allocate nothing. The pool keeps at most `max_pooled_nodes` (constructor
 // argument); beyond that reclaimed nodes are freed, so memory returns to
-// `max_pooled_nodes` nodes after a burst. Nodes are 72 bytes (a pointer and a
-// 64-byte job_function).
+// `max_pooled_nodes` nodes after a burst.
+//
+// Node size: 40 bytes, the `next` pointer and the job in job_function's
+// packed form in 4 words (detail/packed_slot.hpp), so that a node is one
+// 48-byte malloc chunk. Callables of up to `inline_job_bytes` (16) bytes -
+// function pointers, lambdas capturing two pointers, anything job_function
+// already keeps on the heap - are stored in the node; a larger callable is
+// boxed (one extra allocation per push, freed by the pop that takes it).
 //
 // Contract:
 //   * Any number of threads may call any member concurrently. Threads beyond
@@ -73,6 +79,7 @@
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/detail/hazard_pointers.hpp"
+#include "thread_system/detail/packed_slot.hpp"
 #include "thread_system/queues/queue_concept.hpp"
 
 namespace thread_system {
@@ -80,6 +87,10 @@ namespace thread_system {
 class lockfree_queue {
  public:
   static constexpr std::size_t default_max_pooled_nodes = 8192;
+
+  /// Callables up to this size are stored in the queue's node; larger ones
+  /// cost one more allocation per push (see the header comment).
+  static constexpr std::size_t inline_job_bytes = 16;
 
   explicit lockfree_queue(std::size_t max_pooled_nodes = default_max_pooled_nodes)
       : max_pooled_(max_pooled_nodes), domain_(&reclaim_node, this) {
@@ -98,9 +109,12 @@ class lockfree_queue {
     domain_.collect();
     // relaxed below: the caller guarantees no concurrent member call.
     node* current = head_.load(std::memory_order_relaxed);
+    bool dummy = true;  // the first node's job was taken by the pop that made it the dummy
     while (current != nullptr && current != closed_marker() && current != sealed_marker()) {
       node* next = current->next.load(std::memory_order_relaxed);
-      delete current;  // destroys a still-queued job exactly once (the dummy's job is empty)
+      if (!dummy) current->job.destroy();  // a still-queued job, destroyed exactly once
+      dummy = false;
+      delete current;
       current = next;
     }
     current = pool_top_.load(std::memory_order_relaxed);
@@ -216,10 +230,14 @@ class lockfree_queue {
     // uses are atomic because a stale thread may read it after the node
     // changed role (its CAS then fails).
     std::atomic<node*> next{nullptr};
-    job_function job;
+    // A job while the node is queued (not the dummy); nothing otherwise.
+    detail::packed_slot<4> job;
   };
+  static_assert(sizeof(node) == 40, "a node should be one 48-byte malloc chunk");
+  static_assert(decltype(node::job)::inline_bytes == inline_job_bytes);
 
   friend class adaptive_job_queue;
+  using slot = detail::packed_slot<4>;
 
   enum class link_status { linked, sealed, closed, out_of_memory };
   enum class pop_status {
@@ -243,17 +261,20 @@ class lockfree_queue {
 
   // Pushes one job. Unless it returns `linked`, `job` still holds its callable.
   link_status push_one(job_function&& job) {
+    if (!slot::prepare(job)) return link_status::out_of_memory;
     try {
       detail::hazard_holder holder(domain_);
       node* fresh = take_node(holder);
-      fresh->job = std::move(job);
+      fresh->job.put(std::move(job));
       if (const link_status linked = link(holder, fresh, fresh, 1); linked != link_status::linked) {
-        job = std::move(fresh->job);
+        fresh->job.take(job);
         holder.retire(fresh);  // through a scan, never straight to the pool (see ABA above)
+        slot::unprepare(job);
         return linked;
       }
       return link_status::linked;
     } catch (const std::bad_alloc&) {
+      slot::unprepare(job);
       return link_status::out_of_memory;
     }
   }
@@ -262,6 +283,12 @@ class lockfree_queue {
   // returns `linked`, every job still holds its callable.
   link_status push_chain(std::span<job_function> jobs) {
     if (jobs.empty()) return link_status::linked;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      if (!slot::prepare(jobs[i])) {
+        for (std::size_t j = 0; j < i; ++j) slot::unprepare(jobs[j]);
+        return link_status::out_of_memory;
+      }
+    }
     node* first = nullptr;
     node* last = nullptr;
     try {
@@ -276,7 +303,7 @@ class lockfree_queue {
             last->next.store(fresh, std::memory_order_relaxed);
           }
           last = fresh;
-          fresh->job = std::move(job);
+          fresh->job.put(std::move(job));
         }
       } catch (const std::bad_alloc&) {
         give_back_chain(holder, first, jobs);
@@ -288,6 +315,7 @@ class lockfree_queue {
       }
       return link_status::linked;
     } catch (const std::bad_alloc&) {  // no hazard record could be allocated
+      for (auto& job : jobs) slot::unprepare(job);
       return link_status::out_of_memory;
     }
   }
@@ -412,7 +440,7 @@ class lockfree_queue {
       if (head_.compare_exchange_strong(first, next, std::memory_order_seq_cst, std::memory_order_relaxed)) {
         // `next` is the new dummy; its job is ours. Hazard 1 keeps it from
         // being recycled by a consumer that dequeues past it meanwhile.
-        out = std::move(next->job);
+        next->job.take(out);
         popped_.fetch_add(1, std::memory_order_relaxed);  // statistics only
         holder.clear(1);
         holder.clear(0);
@@ -443,24 +471,26 @@ class lockfree_queue {
     return fresh;
   }
 
-  // Undoes a push that linked nothing: gives the jobs back and retires the
-  // nodes (through a scan, see ABA above).
+  // Undoes a push that linked nothing: gives the jobs back (unboxed) and
+  // retires the nodes (through a scan, see ABA above). The chain holds the
+  // first jobs of `jobs`; the rest were never moved.
   static void give_back_chain(detail::hazard_holder& holder, node* first, std::span<job_function> jobs) {
     std::size_t index = 0;
     while (first != nullptr) {
       node* next = first->next.load(std::memory_order_relaxed);  // private chain
-      jobs[index++] = std::move(first->job);
+      first->job.take(jobs[index++]);
       first->next.store(nullptr, std::memory_order_relaxed);  // private chain
       holder.retire(first);
       first = next;
     }
+    for (auto& job : jobs) slot::unprepare(job);
   }
 
   // Called by the hazard domain for a node no hazard protects any more.
   static void reclaim_node(void* context, void* pointer) noexcept {
     auto* self = static_cast<lockfree_queue*>(context);
     auto* reclaimed = static_cast<node*>(pointer);
-    reclaimed->job.reset();  // normally already empty (moved out by a pop)
+    // The node holds no job: a pop took it, or a failed push took it back.
     // relaxed: a soft limit; counted before the push so the count never
     // drops below the true size.
     if (self->pooled_.fetch_add(1, std::memory_order_relaxed) >= self->max_pooled_) {
