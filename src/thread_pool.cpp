@@ -403,9 +403,54 @@ result<void> thread_pool::push_local(thread_worker& w, job_function&& fn) {
   // and finished (see idle_now()).
   thread_worker::add(w.spawned_, 1, std::memory_order_release);
   THREAD_SYSTEM_CHAOS_POINT();
-  w.deque_.push(node);
+  // The new job goes into the LIFO slot; the one it displaces onto the
+  // deque. Only this thread makes the slot non-null (thieves only empty
+  // it), so a slot read as empty stays empty until the store below.
+  // relaxed load: the owner's own last write, or a thief's emptying.
+  if (w.lifo_slot_.load(std::memory_order_relaxed) == nullptr) {
+    // release: publishes the job to a thief; pairs with the acquire
+    // exchange in try_steal().
+    w.lifo_slot_.store(node, std::memory_order_release);
+  } else {
+    // release: as above. A thief may have emptied the slot since the load;
+    // then there is nothing to move to the deque.
+    if (detail::job_node* displaced = w.lifo_slot_.exchange(node, std::memory_order_release)) {
+      w.deque_.push(displaced);
+    }
+  }
   wake_worker_if_needed();
   return {};
+}
+
+bool thread_pool::take_from_lifo_slot(thread_worker& w, bool helping, detail::job_node*& out) noexcept {
+  // relaxed: only this thread fills the slot; a stale non-null only costs
+  // the exchange below, which then returns nullptr.
+  if (w.lifo_slot_.load(std::memory_order_relaxed) == nullptr) return false;
+  // The budget (thread_pool::lifo_slot_budget): a job that keeps spawning
+  // a successor cannot starve the jobs spawned before it. Tokio bounds its
+  // LIFO slot the same way and with the same value (MAX_LIFO_POLLS_PER_TICK).
+  if (w.lifo_streak_ >= lifo_slot_budget && !helping) {
+    // Budget spent: the slot's job joins the deque (as its newest) and the
+    // oldest job of the deque runs instead - possibly that same job, when
+    // the deque was empty. A helping wait skips this: it wants the newest
+    // jobs, most likely the one it waits for.
+    w.lifo_streak_ = 0;
+    // relaxed: the owner's own job (or nullptr if a thief took it first;
+    // the exchange is then the thief's only competitor).
+    if (detail::job_node* newest = w.lifo_slot_.exchange(nullptr, std::memory_order_relaxed)) {
+      w.deque_.push(newest);
+    }
+    auto oldest = w.deque_.steal();  // the FIFO end (the owner may steal like any thief)
+    if (!oldest) return false;       // taken by a thief meanwhile: the normal order goes on
+    out = oldest.value;
+    return true;
+  }
+  // relaxed: the job was put there by this thread; the exchange decides
+  // between the owner and a thief (one total order on the slot).
+  out = w.lifo_slot_.exchange(nullptr, std::memory_order_relaxed);
+  if (out == nullptr) return false;
+  if (!helping) ++w.lifo_streak_;
+  return true;
 }
 
 result<void> thread_pool::push_one(job_function&& fn) {
@@ -621,7 +666,7 @@ void thread_pool::worker_main(thread_worker& w) {
       // Leaving: run what is on this worker's own deque (only this thread
       // pushes there), then go - unless resize() took the worker back first.
       detail::job_node* node = nullptr;
-      while (w.deque_.pop(node)) run_node(w, node);
+      while (take_from_lifo_slot(w, /*helping=*/true, node) || w.deque_.pop(node)) run_node(w, node);
       int m = thread_worker::retiring;
       // acq_rel: pairs with the CAS retiring -> active in resize().
       if (w.membership_.compare_exchange_strong(m, thread_worker::exited, std::memory_order_acq_rel)) {
@@ -701,8 +746,11 @@ bool thread_pool::work_visible(const thread_worker& w) const noexcept {
   if (!local_deques_) return false;
   const std::size_t n = published_.load(std::memory_order_acquire);  // pairs with start_worker()
   for (std::size_t i = 0; i < n; ++i) {
-    if (!steal_table_[i].load(std::memory_order_relaxed)->deque_.empty_approx())
-      return true;  // slot fixed once published
+    const thread_worker* other = steal_table_[i].load(std::memory_order_relaxed);  // fixed once published
+    if (!other->deque_.empty_approx()) return true;
+    // relaxed: ordered like the deque checks (prepare_wait()'s fence here,
+    // the fence in wake_worker_if_needed() after push_local()'s store).
+    if (other->lifo_slot_.load(std::memory_order_relaxed) != nullptr) return true;
   }
   return false;
 }
@@ -764,8 +812,17 @@ bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, 
     }
     return run_from_injector(batch_limit);
   }
-  if (++w.tick_ % injector_check_interval == 0 && run_from_injector(1)) return true;
+  // A job from anywhere but the LIFO slot restarts the slot's budget.
+  if (++w.tick_ % injector_check_interval == 0 && run_from_injector(1)) {
+    w.lifo_streak_ = 0;
+    return true;
+  }
   detail::job_node* node = nullptr;
+  if (take_from_lifo_slot(w, helping, node)) {
+    run_node(w, node);
+    return true;
+  }
+  w.lifo_streak_ = 0;
   if (w.deque_.pop(node)) {
     run_node(w, node);
     return true;
@@ -805,7 +862,21 @@ bool thread_pool::try_steal(thread_worker& w, detail::job_node*& out) {
       }
       lost_any |= r.status == steal_status::lost_race;
     }
-    if (!lost_any) return false;  // every deque was empty: do not spin on it
+    if (!lost_any) break;  // every deque was empty: do not spin on it
+  }
+  // Last resort: another worker's LIFO slot (its newest job, which that
+  // worker would run next; taken only when no deque had anything).
+  for (std::size_t k = 0; k < n; ++k) {
+    thread_worker* victim = steal_table_[(start + k) % n].load(std::memory_order_relaxed);  // fixed once published
+    if (victim == &w) continue;
+    // relaxed pre-check: avoids the exchange on an empty slot.
+    if (victim->lifo_slot_.load(std::memory_order_relaxed) == nullptr) continue;
+    // acquire: pairs with the owner's release store/exchange in push_local().
+    if (detail::job_node* taken = victim->lifo_slot_.exchange(nullptr, std::memory_order_acquire)) {
+      out = taken;
+      thread_worker::add(w.steals_, 1);
+      return true;
+    }
   }
   return false;
 }
@@ -898,7 +969,11 @@ void thread_pool::set_error_handler(error_handler handler) {
 bool thread_pool::on_own_worker() const noexcept { return tl_context.pool == this; }
 
 bool thread_pool::nothing_left_to_steal_from_caller() const noexcept {
-  if (tl_context.pool == this) return tl_context.worker->deque_.empty_approx();
+  if (tl_context.pool == this) {
+    const thread_worker& w = *tl_context.worker;
+    // relaxed: a hint; the slot is stealable too.
+    return w.deque_.empty_approx() && w.lifo_slot_.load(std::memory_order_relaxed) == nullptr;
+  }
   return queue_->empty_approx();
 }
 
@@ -1095,6 +1170,7 @@ pool_statistics thread_pool::get_statistics() const {
     s.parks += ws.parks;
     s.wakeups += ws.wakeups;
     s.queued += w->deque_.size_approx();
+    s.queued += w->lifo_slot_.load(std::memory_order_relaxed) != nullptr ? 1 : 0;  // statistics only
   }
   return s;
 }

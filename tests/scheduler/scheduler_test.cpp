@@ -2,10 +2,13 @@
 // waits, stealing, idle behaviour.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <thread>
+#include <vector>
 
 #include "../support/test_support.hpp"
 #include "thread_system/pools/thread_pool.hpp"
@@ -285,4 +288,65 @@ TEST(Scheduler, FutureWaitsSaturateHugeDurations) {
   EXPECT_EQ(f.wait_until(std::chrono::steady_clock::time_point::max()), std::future_status::ready);
   EXPECT_EQ(f.wait_for(std::chrono::nanoseconds(-1)), std::future_status::ready);
   EXPECT_EQ(f.get(), 5);
+}
+
+// The LIFO slot: the newest spawn runs next on the same worker.
+TEST(Scheduler, NewestSpawnRunsNextOnTheSameWorker) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  std::vector<int> order;  // written by the only worker, read after wait_idle()
+  ASSERT_TRUE(pool.enqueue([&] {
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(pool.enqueue([&order, i] { order.push_back(i); }));
+  }));
+  pool.wait_idle();
+  EXPECT_EQ(order, (std::vector<int>{2, 1, 0}));
+}
+
+// The LIFO slot's budget: a job that keeps spawning its successor (each one
+// lands in the slot) lets the job spawned before the chain run after at
+// most lifo_slot_budget links, not after the whole chain.
+TEST(Scheduler, LifoSlotCannotStarveOlderSpawns) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  constexpr int links = 20;
+  std::vector<int> order;  // -1 for the older job, k for link k; written by the only worker
+  std::function<void(int)> link = [&](int k) {
+    order.push_back(k);
+    if (k < links) {
+      ASSERT_TRUE(pool.enqueue([&link, k] { link(k + 1); }));
+    }
+  };
+  ASSERT_TRUE(pool.enqueue([&] {
+    ASSERT_TRUE(pool.enqueue([&order] { order.push_back(-1); }));
+    ASSERT_TRUE(pool.enqueue([&link] { link(1); }));
+  }));
+  pool.wait_idle();
+  ASSERT_EQ(order.size(), static_cast<std::size_t>(links + 1));
+  const auto older = std::find(order.begin(), order.end(), -1);
+  ASSERT_NE(older, order.end());
+  EXPECT_LE(older - order.begin(), static_cast<std::ptrdiff_t>(ts::thread_pool::lifo_slot_budget))
+      << "the older job ran after " << (older - order.begin()) << " links of the chain";
+}
+
+// A job that spawns a child and then blocks without helping (here: waits on
+// an atomic) must not hold the child back: the child is in the blocked
+// worker's LIFO slot, and the idle worker takes it from there.
+TEST(Scheduler, ChildInTheLifoSlotOfABlockedWorkerIsStolen) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  const std::size_t rounds = ts::test::scaled(50);
+  for (std::size_t round = 0; round < rounds; ++round) {
+    std::atomic<bool> child_ran{false};
+    std::atomic<bool> parent_saw_child{false};
+    ASSERT_TRUE(pool.enqueue([&] {
+      ASSERT_TRUE(pool.enqueue([&child_ran] {
+        child_ran.store(true, std::memory_order_release);  // pairs with the parent's acquire load
+      }));
+      const auto deadline = std::chrono::steady_clock::now() + 20s;
+      while (!child_ran.load(std::memory_order_acquire)) {  // pairs with the child's release store
+        if (std::chrono::steady_clock::now() > deadline) return;
+        std::this_thread::yield();
+      }
+      parent_saw_child.store(true, std::memory_order_relaxed);  // read after wait_idle()
+    }));
+    pool.wait_idle();
+    ASSERT_TRUE(parent_saw_child.load(std::memory_order_relaxed)) << "round " << round;
+  }
 }

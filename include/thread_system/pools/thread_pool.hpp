@@ -31,6 +31,22 @@
 //   * Idle workers sleep (no busy spinning once the short spin phase ends).
 //   * The destructor is stop(stop_mode::drain).
 //
+// Scheduling (ARCHITECTURE.md has the whole picture)
+//   * A job submitted from outside goes to the pool's queue (the injector,
+//     pool_options::queue); a job submitted by a job running on a worker
+//     goes to that worker: into its LIFO slot, pushing the slot's previous
+//     job onto its Chase-Lev deque.
+//   * A worker takes, in order: every 61st time one job from the injector
+//     (so it is never starved); its LIFO slot (the newest job, cache-hot);
+//     the newest job of its deque; a batch from the injector; a job stolen
+//     from the oldest end of another worker's deque; last, another worker's
+//     LIFO slot. A job that blocks therefore never holds back the job it
+//     spawned: an idle worker takes it.
+//   * The LIFO slot is bounded: after `lifo_slot_budget` jobs in a row from
+//     the slot, the slot's job goes onto the deque and the oldest job of the
+//     deque runs, so a job that keeps spawning a successor cannot starve the
+//     jobs spawned before it.
+//
 // Threading: all members may be called concurrently from any thread, except
 // that stop(), wait_idle() and the destructor must not be called from one of
 // this pool's own workers (they would wait for themselves; stop() and
@@ -120,7 +136,7 @@ namespace detail {
 
 // For parallel_for's lazy splitting (src/thread_pool.cpp): true when work
 // handed to `pool` by the calling thread has all been taken - on a worker of
-// `pool`, its own deque is empty; on any other thread, the pool's queue is
+// `pool`, its own deque and LIFO slot are empty; on any other thread, the pool's queue is
 // empty - so an idle worker would find nothing to steal from us.
 [[nodiscard]] bool nothing_left_to_steal(const thread_pool& pool) noexcept;
 
@@ -289,6 +305,10 @@ struct seed_job_adapter {
 
 class thread_pool {
  public:
+  /// Jobs a worker takes from its LIFO slot in a row before it runs the
+  /// oldest job of its deque (see Scheduling above).
+  static constexpr std::uint32_t lifo_slot_budget = 3;
+
   /// Seed style: a named pool with no workers, not started.
   explicit thread_pool(std::string name);
 
@@ -583,6 +603,9 @@ class thread_pool {
   result<void> push_one(job_function&& fn);
   result<void> push_local(thread_worker& w, job_function&& fn);
   bool find_and_run(thread_worker& w, std::span<job_function> local, bool helping);
+  // The job in w's LIFO slot, within its budget (see lifo_budget in the
+  // source); owner thread only.
+  bool take_from_lifo_slot(thread_worker& w, bool helping, detail::job_node*& out) noexcept;
   bool try_steal(thread_worker& w, detail::job_node*& out);
   void run_node(thread_worker& w, detail::job_node* node);
   void execute(thread_worker& w, job_function& fn);

@@ -120,10 +120,18 @@ class thread_worker {
 
   // Jobs spawned by jobs running on this worker; thieves steal from the top.
   work_stealing_deque<detail::job_node*> deque_;
-  detail::job_node_pool::cache node_cache_;  // owner thread only
-  std::uint32_t rng_state_ = 0;              // owner thread only: victim selection
-  std::uint32_t tick_ = 0;                   // owner thread only: injector fairness
-  unsigned batch_rank_ = 0;                  // owner thread only: typed pools, the kind on the deque
+  // The LIFO slot: the newest job spawned on this worker, or nullptr. Only
+  // the owner puts a job here (a newer one pushes the previous one onto the
+  // deque); the owner takes it first, and thieves take it with an exchange
+  // only after finding every deque empty (see thread_pool::push_local()).
+  // On a line of its own: thieves' polls of it must not pull in the
+  // owner-only fields below, which the owner writes for every job.
+  alignas(64) std::atomic<detail::job_node*> lifo_slot_{nullptr};
+  alignas(64) std::uint32_t lifo_streak_ = 0;  // owner thread only: jobs taken from the slot in a row
+  detail::job_node_pool::cache node_cache_;    // owner thread only
+  std::uint32_t rng_state_ = 0;                // owner thread only: victim selection
+  std::uint32_t tick_ = 0;                     // owner thread only: injector fairness
+  unsigned batch_rank_ = 0;                    // owner thread only: typed pools, the kind on the deque
 
  protected:
   // Job kinds this worker serves (bit r = rank r; typed pools). Set before
