@@ -57,6 +57,10 @@ template <typename F>
 concept has_report_hook = requires(F& f) {
   { f.run_and_report() } -> std::same_as<job_outcome>;
 };
+// What a job_function can hold: something it can call, or a job with a
+// report hook.
+template <typename D>
+concept job_callable = std::is_invocable_v<D&> || has_report_hook<D>;
 }  // namespace detail
 
 class job_function {
@@ -76,9 +80,8 @@ class job_function {
   /// Wraps `f`. A null function pointer or an empty std::function gives an
   /// empty job_function (which pools refuse with `invalid_argument`).
   template <typename F, typename D = std::decay_t<F>>
-  requires(!std::is_same_v<D, job_function>) &&
-      (std::is_invocable_v<D&> || detail::has_report_hook<D>)&&std::is_constructible_v<D, F&&> job_function(
-          F&& f) {  // NOLINT(google-explicit-constructor)
+  requires(!std::is_same_v<D, job_function> && detail::job_callable<D> && std::is_constructible_v<D, F&&>)
+      job_function(F&& f) {  // NOLINT(google-explicit-constructor)
     if constexpr (std::is_pointer_v<D> || std::is_member_pointer_v<D> || requires { f == nullptr; }) {
       if (f == nullptr) return;
     }
@@ -121,18 +124,18 @@ class job_function {
   /// True when a callable is held.
   explicit operator bool() const noexcept { return vtable_ != nullptr; }
 
-  /// True when the held callable is of type F (after decay), as wrapped.
-  template <typename F>
-  requires std::is_invocable_v < std::decay_t<F>
-  & > || detail::has_report_hook<std::decay_t<F>> [[nodiscard]] bool holds() const noexcept {
-    return vtable_ == &vtable_for<std::decay_t<F>>;
+  /// True when the held callable is of type F (the type it was wrapped as).
+  template <detail::job_callable F>
+  [[nodiscard]] bool holds() const noexcept {
+    return vtable_ == &vtable_for<F>;
   }
 
   /// The held callable when it is of type F, else nullptr (like
   /// std::function::target).
-  template <typename F>
-  requires std::is_invocable_v<F&> || detail::has_report_hook<F>
-  [[nodiscard]] F* get_if() noexcept { return holds<F>() ? target<F>(storage_) : nullptr; }
+  template <detail::job_callable F>
+  [[nodiscard]] F* get_if() noexcept {
+    return holds<F>() ? target<F>(storage_) : nullptr;
+  }
 
   /// Runs the callable. Exceptions propagate. Precondition: non-empty.
   job_outcome run() { return vtable_->invoke(storage_); }

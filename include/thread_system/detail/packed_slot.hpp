@@ -23,7 +23,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <new>
 #include <utility>
 
@@ -55,16 +54,12 @@ class job_box {
 static_assert(job_function::stored_inline<job_box>);
 
 /// Moves `job` into a heap box in place. False (job untouched) when the box
-/// cannot be allocated.
+/// cannot be allocated. The box carries no metadata of its own: the inner
+/// job keeps its tag and stamp, and nothing reads them while it is queued.
 inline bool box_job(job_function& job) noexcept {
-  const std::uint64_t stamp = job.enqueue_stamp();
-  const std::uint8_t tag = job.tag();
   auto* inner = new (std::nothrow) job_function(std::move(job));
   if (inner == nullptr) return false;  // nothing was moved: `new` failed before constructing
   job = job_function(job_box(inner));
-  // The box carries the metadata too, for anything that reads it while boxed.
-  job.set_enqueue_stamp(stamp);
-  job.set_tag(tag);
   return true;
 }
 

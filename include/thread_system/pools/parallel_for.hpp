@@ -6,18 +6,20 @@
 //       std::plus<>{});
 //
 // The range is split recursively in halves down to `grain` indices; each
-// split hands one half to the pool (to the calling worker's LIFO slot and deque when
-// called from a worker, so idle workers steal it) and keeps the other. Work
-// therefore balances by stealing, and nested calls (a parallel_for inside a
-// parallel_for body) work: the inner call's waits help run other jobs.
+// split hands one half to the pool (to the calling worker's LIFO slot and
+// deque when called from a worker, so idle workers steal it) and keeps the
+// other. Work therefore balances by stealing, and nested calls (a
+// parallel_for inside a parallel_for body) work: the inner call's waits help
+// run other jobs.
 //
 // A leaf runs in chunks of grain/8 indices, and splits further on demand:
 // lazy binary splitting (Tzannes, Caragea, Barua, Vishkin, "Lazy
 // binary-splitting", PPoPP 2010). After each chunk, if everything this
 // thread handed out has been taken (its deque and LIFO slot are empty: a
-// thief would find nothing) and enough of the leaf is left, the rest is halved and one half
-// handed out. So the pieces are coarse while every worker is busy, and the
-// last pieces are small, which keeps the workers' finishing times close.
+// thief would find nothing) and enough of the leaf is left, the rest is
+// halved and one half handed out. So the pieces are coarse while every
+// worker is busy, and the last pieces are small, which keeps the workers'
+// finishing times close.
 //
 // Blocking: the calling thread takes part in the work; the call returns when
 // every index has been processed. Everything the body did is visible to the

@@ -136,8 +136,9 @@ namespace detail {
 
 // For parallel_for's lazy splitting (src/thread_pool.cpp): true when work
 // handed to `pool` by the calling thread has all been taken - on a worker of
-// `pool`, its own deque and LIFO slot are empty; on any other thread, the pool's queue is
-// empty - so an idle worker would find nothing to steal from us.
+// `pool`, its own deque and LIFO slot are empty; on any other thread, the
+// pool's queue is empty - so an idle worker would find nothing to steal
+// from us.
 [[nodiscard]] bool nothing_left_to_steal(const thread_pool& pool) noexcept;
 
 // Workers with the same responsibilities park on one event count; a push

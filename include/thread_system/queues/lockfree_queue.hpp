@@ -267,9 +267,8 @@ class lockfree_queue {
       node* fresh = take_node(holder);
       fresh->job.put(std::move(job));
       if (const link_status linked = link(holder, fresh, fresh, 1); linked != link_status::linked) {
-        fresh->job.take(job);
+        fresh->job.take(job);  // unboxed: the caller gets back what it pushed
         holder.retire(fresh);  // through a scan, never straight to the pool (see ABA above)
-        slot::unprepare(job);
         return linked;
       }
       return link_status::linked;
