@@ -36,6 +36,17 @@ constexpr std::size_t max_batch = 16;
 // do not steal the CPU from the threads that produce work.
 constexpr int spin_polls = 256;
 
+// After spinning (or instead of it, past the spinner cap), a worker keeps
+// polling for this long, yielding its CPU between polls, before it parks.
+// Yielding costs nothing to a thread that wants the CPU (a producer on an
+// oversubscribed machine runs instead), and it keeps workers awake across
+// the short gaps between back-to-back parallel work - a caller that waits
+// for one parallel_for and starts the next. Parking there costs a futex
+// wake-up per worker per round (tens of microseconds on a VM), and woken
+// threads often land on another CPU, away from the data they had cached.
+// oneTBB and rayon likewise yield for a while before they sleep.
+constexpr std::uint64_t yield_phase_ns = 100'000;
+
 std::uint64_t now_ns() noexcept {
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -698,13 +709,13 @@ void thread_pool::worker_main(thread_worker& w) {
     became_idle_.notify_all();
 
     detail::wake_group& group = *w.group_;
+    bool work_seen = false;
     // relaxed: a soft cap; races may exceed it by a few.
     if (group.spinning.load(std::memory_order_relaxed) < group.max_spinners) {
       // seq_cst: producers that read spinning != 0 skip their wake-up, so
       // this increment must be ordered against their fence (see
       // wake_worker_if_needed()).
       group.spinning.fetch_add(1, std::memory_order_seq_cst);
-      bool work_seen = false;
       for (int i = 0; i < spin_polls && !work_seen; ++i) {
         detail::cpu_relax();
         work_seen = work_visible(w);
@@ -712,10 +723,20 @@ void thread_pool::worker_main(thread_worker& w) {
       // seq_cst: from here producers wake a sleeper again; the re-check
       // after prepare_wait() below catches a push that raced with this.
       group.spinning.fetch_sub(1, std::memory_order_seq_cst);
-      if (work_seen) {
-        start_stretch();
-        continue;
-      }
+    }
+    // The yield phase (see yield_phase_ns). It is not counted in `spinning`:
+    // producers keep notifying, which costs them one relaxed load while no
+    // worker is parked, and nothing in the wake-up protocol changes.
+    if (!work_seen) {
+      const std::uint64_t until = now_ns() + yield_phase_ns;
+      do {
+        std::this_thread::yield();
+        work_seen = work_visible(w);
+      } while (!work_seen && now_ns() < until);
+    }
+    if (work_seen) {
+      start_stretch();
+      continue;
     }
 
     THREAD_SYSTEM_CHAOS_POINT();

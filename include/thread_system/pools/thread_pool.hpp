@@ -28,7 +28,8 @@
 //     the error handler; the worker carries on. submit() puts the exception
 //     into the future instead (still counted as failed).
 //   * Jobs submitted before start() are kept and run once started.
-//   * Idle workers sleep (no busy spinning once the short spin phase ends).
+//   * Idle workers sleep: a worker out of work spins briefly, polls for up
+//     to 100 us more while yielding its CPU, then parks (no CPU use).
 //   * The destructor is stop(stop_mode::drain).
 //
 // Scheduling (ARCHITECTURE.md has the whole picture)

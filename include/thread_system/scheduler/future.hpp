@@ -32,6 +32,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -87,15 +88,26 @@ class completion {
   /// Helps the current pool when on a worker. Returns ready().
   bool wait(std::int64_t deadline_ns) noexcept {
     unsigned idle_rounds = 0;
+    std::int64_t yield_until = 0;
     while (!ready()) {
       if (deadline_ns != 0 && now_ns() >= deadline_ns) return ready();
       if (on_pool_worker()) {
         if (help_current_pool_once()) {
           idle_rounds = 0;
+          yield_until = 0;
           continue;
         }
-        // Nothing to help with: the awaited job runs elsewhere. Sleep briefly
-        // on the flag (new work may appear, so not indefinitely).
+        // Nothing to help with: the awaited job runs elsewhere. First keep
+        // polling for a short while, yielding the CPU in between: the job is
+        // often about to finish (the last piece of a parallel_for), and a
+        // futex sleep would add a wake-up to the critical path.
+        if (yield_until == 0) yield_until = now_ns() + help_yield_ns;
+        if (now_ns() < yield_until) {
+          std::this_thread::yield();
+          continue;
+        }
+        // Then sleep briefly on the flag (new work may appear, so not
+        // indefinitely).
         ++idle_rounds;
         sleep_on_flag(idle_rounds < 8 ? 20'000 : 200'000, deadline_ns);
       } else {
@@ -104,6 +116,9 @@ class completion {
     }
     return true;
   }
+
+  // How long a helping wait polls (yielding) before it sleeps on the flag.
+  static constexpr std::int64_t help_yield_ns = 100'000;
 
   static std::int64_t now_ns() noexcept {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
