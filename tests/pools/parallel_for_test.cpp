@@ -122,6 +122,48 @@ TEST(ParallelFor, OneLeafIsSplitOnDemandForAnIdleWorker) {
   EXPECT_EQ(threads.size(), 2U) << "the single leaf was never split for the idle worker";
 }
 
+// From a thread outside the pool, the loop runs on the pool's workers: the
+// caller could not help at the end, so it hands the whole loop over and waits.
+TEST(ParallelFor, FromOutsideThePoolEveryIndexRunsOnAWorker) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  const std::size_t n = 20'011;
+  std::vector<std::thread::id> ran_on(n);
+  ts::parallel_for(
+      pool, std::size_t{0}, n, [&](std::size_t i) { ran_on[i] = std::this_thread::get_id(); }, 100);
+  const auto caller = std::this_thread::get_id();
+  std::size_t on_caller = 0;
+  std::size_t missed = 0;
+  for (const auto& id : ran_on) {
+    on_caller += id == caller;
+    missed += id == std::thread::id{};
+  }
+  EXPECT_EQ(missed, 0U);
+  EXPECT_EQ(on_caller, 0U);
+  EXPECT_FALSE(pool.is_worker_thread());
+}
+
+// A stopped pool refuses the loop; the caller then runs every index itself.
+TEST(ParallelFor, StoppedPoolLeavesEveryIndexToTheCaller) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  pool.stop();
+  const std::size_t n = 5'003;
+  std::vector<std::thread::id> ran_on(n);
+  ts::parallel_for(
+      pool, std::size_t{0}, n, [&](std::size_t i) { ran_on[i] = std::this_thread::get_id(); }, 64);
+  const auto caller = std::this_thread::get_id();
+  std::size_t elsewhere = 0;
+  for (const auto& id : ran_on) elsewhere += id != caller;
+  EXPECT_EQ(elsewhere, 0U);
+  const long sum = ts::parallel_reduce(
+      pool, 0L, 1000L, 0L,
+      [](long lo, long hi, long acc) {
+        for (; lo < hi; ++lo) acc += lo;
+        return acc;
+      },
+      [](long a, long b) { return a + b; }, 10);
+  EXPECT_EQ(sum, 1000L * 999L / 2);
+}
+
 // Split points and chunk sizes are rounded to multiples of
 // detail::split_alignment indices (relative to the start of the range), so a
 // vectorised loop over an array starts every chunk aligned. A piece runs on
@@ -190,6 +232,23 @@ TEST(ParallelReduce, FloatingPointResultIsDeterministic) {
   };
   const double first = run();
   for (int i = 0; i < 5; ++i) EXPECT_EQ(run(), first);  // bitwise equal: fixed combination tree
+}
+
+TEST(ParallelReduce, FromOutsideThePoolLeavesRunOnWorkers) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int> leaves_on_caller{0};
+  const long sum = ts::parallel_reduce(
+      pool, 0L, 100'000L, 0L,
+      [&](long lo, long hi, long acc) {
+        // relaxed: read after parallel_reduce returns, which synchronises
+        if (std::this_thread::get_id() == caller) leaves_on_caller.fetch_add(1, std::memory_order_relaxed);
+        for (; lo < hi; ++lo) acc += lo;
+        return acc;
+      },
+      [](long a, long b) { return a + b; }, 1000);
+  EXPECT_EQ(sum, 100'000L * 99'999L / 2);
+  EXPECT_EQ(leaves_on_caller.load(std::memory_order_relaxed), 0);
 }
 
 TEST(ParallelReduce, EmptyRangeGivesIdentity) {

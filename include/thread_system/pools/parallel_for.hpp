@@ -21,12 +21,17 @@
 // worker is busy, and the last pieces are small, which keeps the workers'
 // finishing times close.
 //
-// Blocking: the calling thread takes part in the work; the call returns when
-// every index has been processed. Everything the body did is visible to the
-// caller on return. The first exception thrown by a body is rethrown to the
-// caller after all other pieces have finished (later exceptions are dropped).
-// If the pool is stopping, pieces it refuses run on the calling thread, so the
-// call still processes every index.
+// Blocking: the call returns when every index has been processed.
+// Everything the body did is visible to the caller on return. Called on one
+// of the pool's workers, the calling thread takes part in the work and its
+// wait helps run other jobs. Called from any other thread, the whole loop is
+// handed to the pool as one job and the caller sleeps until it is done (as
+// rayon does): a thread outside the pool cannot help at the end, so the
+// pieces it handed out would wait in the queue while it sat idle. The first
+// exception thrown by a body is rethrown to the caller after all other pieces
+// have finished (later exceptions are dropped). If the pool is stopping,
+// pieces it refuses run on the calling thread, so the call still processes
+// every index.
 //
 // parallel_reduce applies `reduce_range(lo, hi, identity)` to leaf ranges and
 // `combine(left, right)` up a fixed binary tree that depends only on the
@@ -165,8 +170,17 @@ requires std::invocable<F&, I>
 void parallel_for(thread_pool& pool, I first, I last, F&& f, std::size_t grain = 0) {
   if (!(first < last)) return;
   if (grain == 0) grain = detail::default_grain(pool.worker_count(), first, last);
-  auto st = std::make_shared<detail::parallel_for_state<I, std::remove_reference_t<F>>>(pool, f, grain);
-  detail::run_piece<I, std::remove_reference_t<F>>(st, first, last);
+  using body_t = std::remove_reference_t<F>;
+  auto st = std::make_shared<detail::parallel_for_state<I, body_t>>(pool, f, grain);
+  if (pool.is_worker_thread()) {
+    detail::run_piece<I, body_t>(st, first, last);
+  } else {
+    // From outside the pool the root piece runs on a worker (see the header
+    // comment); a refusal (the pool is stopping) leaves it to this thread.
+    if (!pool.enqueue([st, first, last] { detail::run_piece<I, body_t>(st, first, last); })) {
+      detail::run_piece<I, body_t>(st, first, last);
+    }
+  }
   st->done.wait(0);  // helps when called on a worker
   if (st->first_error) std::rethrow_exception(st->first_error);
 }
@@ -212,6 +226,18 @@ requires std::invocable<RangeReduce&, I, I, T> && std::invocable<Combine&, T, T>
     }
   };
   const node root{pool, identity, reduce_range, combine, grain};
+  if (!pool.is_worker_thread()) {
+    // As in parallel_for: from outside the pool the whole reduction runs on
+    // the workers, where waits help; if the pool refuses it, it runs here.
+    // The job refers to `root`, which outlives it: get() waits for it.
+    future<T> all;
+    try {
+      all = pool.submit([&root, first, last] { return root(first, last); });
+    } catch (const error_exception&) {  // refused: stopping, or a full bounded queue
+      return root(first, last);
+    }
+    return all.get();
+  }
   return root(first, last);
 }
 

@@ -510,6 +510,8 @@ class thread_pool {
   /// pool_options::latency_sample_every).
   [[nodiscard]] worker_latency latency() const;
   [[nodiscard]] std::size_t worker_count() const;
+  /// True when the calling thread is one of this pool's workers.
+  [[nodiscard]] bool is_worker_thread() const noexcept { return on_own_worker(); }
   [[nodiscard]] const std::string& get_name() const noexcept { return name_; }
   /// The injector queue this pool was built with.
   [[nodiscard]] pool_queue queue_kind() const noexcept { return queue_kind_; }
