@@ -61,10 +61,12 @@
 //
 // Cost on the mutex queue: a push or pop runs job_queue's own code
 // (push_admitted / pop_admitted), with the state check as the only addition
-// inside the critical section, and that common case is inlined into
-// try_push / try_pop; everything else (a window to evaluate, a switch, the
-// lock-free queue, errors) is out of line. Measured side by side, FORCE_MUTEX
-// then costs the same as job_queue itself (see docs/PERFORMANCE.md).
+// inside the critical section (plus, when the lock was found held, one
+// counter), and that common case is inlined into try_push / try_pop. Whether
+// a push closed a measurement window is decided after the lock is released,
+// from the push count read inside it, so the critical section reads no
+// line but the queue's own and the state word. Everything else (a window to
+// evaluate, a switch, the lock-free queue, errors) is out of line.
 //
 // Contract:
 //   * Any number of threads may call any member concurrently.
@@ -270,10 +272,11 @@ class adaptive_job_queue {
   THREAD_SYSTEM_ALWAYS_INLINE result<void> push_valid(std::span<job_function> jobs) {
     // seq_cst: see push_routed().
     if (active_index(state_.load(std::memory_order_seq_cst)) == mutex_index) {
-      bool window_done = false;
-      const auto outcome = push_mutex(jobs, window_done);
-      if (outcome == job_queue::push_outcome::pushed && !window_done) return {};
-      return finish_mutex_push(outcome, window_done, jobs);
+      std::uint64_t total = 0;
+      const auto outcome = push_mutex(jobs, total);
+      const bool pushed = outcome == job_queue::push_outcome::pushed;
+      if (pushed && !window_closed(total, jobs.size())) return {};
+      return finish_mutex_push(outcome, pushed && window_closed(total, jobs.size()), jobs);
     }
     return push_routed(jobs);
   }
@@ -295,12 +298,13 @@ class adaptive_job_queue {
       return active_index(current) == mutex_index && is_drained(current);
     }
   };
-  struct count_push {
+  struct count_push {  // counts contention and reads the push total (window_closed() looks at it after the lock)
     adaptive_job_queue* queue;
-    bool* window_done;
-    std::size_t jobs;
+    std::uint64_t* total;
     THREAD_SYSTEM_ALWAYS_INLINE void operator()(bool contended) const noexcept {
-      *window_done = queue->count_mutex_jobs(jobs, contended);
+      queue->count_contention(contended);
+      // relaxed: written by push_locked() under the lock we hold.
+      *total = queue->mutex_queue_.pushed_total_.load(std::memory_order_relaxed);
     }
   };
   struct count_pop {
@@ -311,8 +315,8 @@ class adaptive_job_queue {
   };
 
   // job_queue's own push, with the state re-checked under its lock.
-  THREAD_SYSTEM_ALWAYS_INLINE job_queue::push_outcome push_mutex(std::span<job_function> jobs, bool& window_done) {
-    return mutex_queue_.push_admitted(jobs, mutex_is_active{this}, count_push{this, &window_done, jobs.size()});
+  THREAD_SYSTEM_ALWAYS_INLINE job_queue::push_outcome push_mutex(std::span<job_function> jobs, std::uint64_t& total) {
+    return mutex_queue_.push_admitted(jobs, mutex_is_active{this}, count_push{this, &total});
   }
 
   // The rest of a mutex-queue push: a window to evaluate, a switch that
@@ -340,10 +344,11 @@ class adaptive_job_queue {
       // hazard record (see the header comment).
       const std::uint64_t state = state_.load(std::memory_order_seq_cst);
       if (active_index(state) == mutex_index) {
-        bool window_done = false;
-        const auto outcome = push_mutex(jobs, window_done);
+        std::uint64_t total = 0;
+        const auto outcome = push_mutex(jobs, total);
         if (outcome == job_queue::push_outcome::not_admitted) continue;  // switched meanwhile
-        return finish_mutex_push(outcome, window_done, jobs);
+        return finish_mutex_push(outcome,
+                                 outcome == job_queue::push_outcome::pushed && window_closed(total, jobs.size()), jobs);
       }
       const auto status =
           jobs.size() == 1 ? lockfree_queue_.push_one(std::move(jobs[0])) : lockfree_queue_.push_chain(jobs);
@@ -445,17 +450,15 @@ class adaptive_job_queue {
     }
   }
 
-  // Called under the mutex queue's lock after `pushed` jobs went in: counts
-  // a contention event, and returns true when the mutex queue's push count
-  // crossed a multiple of half a window (then evaluate() looks at the
-  // window). Nothing is written on the hot path outside the mutex queue's
-  // own counters: the jobs it moved are derived from them (see
-  // jobs_moved()), so no other cache line travels with the lock.
-  THREAD_SYSTEM_ALWAYS_INLINE bool count_mutex_jobs(std::size_t pushed, bool contended) noexcept {
-    count_contention(contended);
+  // After a mutex-queue push of `pushed` jobs that brought the queue's push
+  // count to `total` (read under the lock, by count_push): true when the
+  // count crossed a multiple of half a window, so evaluate() should look at
+  // the window. Checked after the lock is released: the critical section
+  // touches nothing but the mutex queue's own lines (and, when the lock was
+  // found held, the contention counter), so no other cache line travels
+  // with the lock.
+  THREAD_SYSTEM_ALWAYS_INLINE bool window_closed(std::uint64_t total, std::size_t pushed) const noexcept {
     if (strategy_ != queue_strategy::ADAPTIVE) return false;
-    // relaxed: written by push_locked() under the lock we hold.
-    const std::uint64_t total = mutex_queue_.pushed_total_.load(std::memory_order_relaxed);
     return ((total - pushed) & ~trigger_mask_) != (total & ~trigger_mask_);
   }
 
