@@ -294,6 +294,12 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The resize benchmarks time a few microseconds of each iteration, which
+// costs milliseconds (threads start and exit, a 2 ms pause): a fixed count
+// keeps Google Benchmark from running tens of thousands of them to fill
+// min_time with manual time.
+constexpr benchmark::IterationCount resize_iterations = 100;
+
 // Grow 1 -> 8: from the resize(8) call until 8 workers have each run a job
 // (a rendezvous: 8 jobs that wait for each other). Before each iteration the
 // pool is back at 1 worker and the leavers had 2 ms to exit, so the grow
@@ -314,7 +320,7 @@ void BM_ResizeGrow(benchmark::State& state) {
   }
   state.counters["workers_to"] = static_cast<double>(resize_big);
 }
-BENCHMARK(BM_ResizeGrow)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ResizeGrow)->UseManualTime()->Iterations(resize_iterations)->Unit(benchmark::kMicrosecond);
 
 // Reference for the grow: a new pool of 8 workers, from the constructor
 // until its 8 workers have each run a job (construction and destruction of
@@ -331,7 +337,7 @@ void BM_ResizeFreshPool(benchmark::State& state) {
     pool.reset();
   }
 }
-BENCHMARK(BM_ResizeFreshPool)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ResizeFreshPool)->UseManualTime()->Iterations(resize_iterations)->Unit(benchmark::kMicrosecond);
 
 // Shrink 8 -> 1: the time of the resize(1) call on an idle pool whose 8
 // workers all ran a job (the leavers exit after the call returns; resize
@@ -352,7 +358,7 @@ void BM_ResizeShrink(benchmark::State& state) {
   }
   state.counters["workers_to"] = 1;
 }
-BENCHMARK(BM_ResizeShrink)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ResizeShrink)->UseManualTime()->Iterations(resize_iterations)->Unit(benchmark::kMicrosecond);
 
 // Arg 0: jobs run on the timer thread; 1: dispatched to a 2-worker pool.
 void BM_TimerLateness1K(benchmark::State& state) {

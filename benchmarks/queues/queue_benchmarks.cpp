@@ -105,6 +105,10 @@ ts::job_function make_job(std::uint64_t i) { return ts::job_function{tiny_job{i}
 // ---------------------------------------------------------------------------
 // Adapters: one interface for every queue. Their calls are forced inline,
 // for every queue alike, so the shim adds no call to any queue's operation.
+// Each adapter keeps its queue on cache lines of its own (aligned, with the
+// last line padded out), wherever the adapter lives - a stack frame next to
+// the harness's counters, or a heap chunk next to someone else's - so no
+// queue is measured with a neighbour's writes on its lines.
 //   explicit A(std::size_t max_queued)  // most jobs queued at once (bounded capacity)
 //   bool push(job_function&&)           // false: refused (full); the job is kept
 //   bool pop(job_function&)
@@ -135,7 +139,8 @@ class native_adapter {
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_batch(std::span<ts::job_function> out) { return queue_.pop_batch(out); }
 
  private:
-  Q queue_;
+  alignas(64) Q queue_;
+  alignas(64) char end_ = 0;  // nothing else starts on the queue's last line
 };
 
 struct job_queue_adapter : native_adapter<ts::job_queue> {
@@ -197,8 +202,9 @@ class mutex_deque_adapter {
   }
 
  private:
-  std::mutex mutex_;
+  alignas(64) std::mutex mutex_;
   std::deque<ts::job_function> jobs_;
+  alignas(64) char end_ = 0;  // see the adapters' comment
 };
 
 #if defined(THREAD_SYSTEM_HAVE_MOODYCAMEL)
@@ -219,7 +225,8 @@ class moodycamel_adapter {
   }
 
  private:
-  moodycamel::ConcurrentQueue<ts::job_function> queue_;
+  alignas(64) moodycamel::ConcurrentQueue<ts::job_function> queue_;
+  alignas(64) char end_ = 0;  // see the adapters' comment
 };
 #endif
 
@@ -380,10 +387,11 @@ void bm_producer_consumer(benchmark::State& state) {
   A queue(std::min(ops, pc_bounded_capacity));
 
   std::barrier<> sync(static_cast<std::ptrdiff_t>(producers + consumers + 1));
-  std::atomic<bool> quit{false};
-  std::atomic<std::uint64_t> consumed{0};
-  std::atomic<std::uint64_t> full_retries{0};
-  std::atomic<std::uint64_t> empty_polls{0};
+  // Each shared counter on a line of its own (consumers poll `consumed`).
+  alignas(64) std::atomic<bool> quit{false};
+  alignas(64) std::atomic<std::uint64_t> consumed{0};
+  alignas(64) std::atomic<std::uint64_t> full_retries{0};
+  alignas(64) std::atomic<std::uint64_t> empty_polls{0};
 
   auto producer = [&](std::size_t index) {
     const std::size_t share = ops / producers + (index < ops % producers ? 1 : 0);
