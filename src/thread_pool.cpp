@@ -44,8 +44,9 @@ constexpr int spin_polls = 256;
 // for one parallel_for and starts the next. Parking there costs a futex
 // wake-up per worker per round (tens of microseconds on a VM), and woken
 // threads often land on another CPU, away from the data they had cached.
-// oneTBB and rayon likewise yield for a while before they sleep.
-constexpr std::uint64_t yield_phase_ns = 100'000;
+// oneTBB and rayon likewise yield for a while before they sleep. The length
+// is detail::idle_yield_ns (100 us), shared with helping waits.
+constexpr auto yield_phase_ns = static_cast<std::uint64_t>(detail::idle_yield_ns);
 
 std::uint64_t now_ns() noexcept {
   return static_cast<std::uint64_t>(

@@ -17,6 +17,18 @@
 
 namespace ts = thread_system;
 
+namespace {
+// Runs parallel_for over [0, n) on `pool` from this thread and returns, per
+// index, the thread that ran it (a default id: never ran).
+std::vector<std::thread::id> threads_per_index(ts::thread_pool& pool, std::size_t n, std::size_t grain) {
+  std::vector<std::thread::id> ran_on(n);
+  ts::parallel_for(
+      pool, std::size_t{0}, n, [&](std::size_t i) { ran_on[i] = std::this_thread::get_id(); },
+      grain);  // disjoint indices
+  return ran_on;
+}
+}  // namespace
+
 TEST(ParallelFor, VisitsEveryIndexOnce) {
   ts::thread_pool pool{3, ts::test::pool_opts()};
   const std::size_t n = ts::test::scaled(1'000'003);
@@ -126,10 +138,7 @@ TEST(ParallelFor, OneLeafIsSplitOnDemandForAnIdleWorker) {
 // caller could not help at the end, so it hands the whole loop over and waits.
 TEST(ParallelFor, FromOutsideThePoolEveryIndexRunsOnAWorker) {
   ts::thread_pool pool{2, ts::test::pool_opts()};
-  const std::size_t n = 20'011;
-  std::vector<std::thread::id> ran_on(n);
-  ts::parallel_for(
-      pool, std::size_t{0}, n, [&](std::size_t i) { ran_on[i] = std::this_thread::get_id(); }, 100);
+  const std::vector<std::thread::id> ran_on = threads_per_index(pool, 20'011, 100);
   const auto caller = std::this_thread::get_id();
   std::size_t on_caller = 0;
   std::size_t missed = 0;
@@ -146,10 +155,7 @@ TEST(ParallelFor, FromOutsideThePoolEveryIndexRunsOnAWorker) {
 TEST(ParallelFor, StoppedPoolLeavesEveryIndexToTheCaller) {
   ts::thread_pool pool{2, ts::test::pool_opts()};
   pool.stop();
-  const std::size_t n = 5'003;
-  std::vector<std::thread::id> ran_on(n);
-  ts::parallel_for(
-      pool, std::size_t{0}, n, [&](std::size_t i) { ran_on[i] = std::this_thread::get_id(); }, 64);
+  const std::vector<std::thread::id> ran_on = threads_per_index(pool, 5'003, 64);
   const auto caller = std::this_thread::get_id();
   std::size_t elsewhere = 0;
   for (const auto& id : ran_on) elsewhere += id != caller;

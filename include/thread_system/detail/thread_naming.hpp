@@ -1,6 +1,7 @@
 // Platform helpers for worker threads (implemented in src/platform.cpp).
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string_view>
 
@@ -24,6 +25,11 @@ result<void> set_thread_affinity(int os_tid, std::span<const int> cpus) noexcept
 /// nice is per thread). Out of range: invalid_argument; raising priority
 /// without the privilege: not_supported with the errno text.
 result<void> set_thread_nice(int os_tid, int nice) noexcept;
+
+/// How long an idle worker (thread_pool's worker loop) and a helping wait
+/// with nothing to help (future.hpp) keep polling, yielding the CPU between
+/// polls, before they sleep. See thread_pool.cpp for the reasons.
+inline constexpr std::int64_t idle_yield_ns = 100'000;
 
 /// Pause instruction for spin loops.
 inline void cpu_relax() noexcept {

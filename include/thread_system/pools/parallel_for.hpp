@@ -59,9 +59,8 @@ namespace detail {
 // Piece and chunk boundaries fall on multiples of `split_alignment` indices
 // (relative to the range's start) whenever the sizes allow. A loop over an
 // array then starts every chunk on the same alignment as the array itself,
-// so vectorised bodies do not straddle cache lines on every access. With
-// odd chunk sizes (10^7 / 128 = 78125 indices) a vectorised float loop ran
-// 1-3% slower here.
+// so vectorised bodies do not straddle cache lines on every access (odd
+// sizes arise easily: 10^7 / 128 = 78125 indices).
 inline constexpr std::size_t split_alignment = 64;
 
 inline std::size_t aligned_down(std::size_t count) noexcept {
@@ -176,7 +175,8 @@ void parallel_for(thread_pool& pool, I first, I last, F&& f, std::size_t grain =
     detail::run_piece<I, body_t>(st, first, last);
   } else {
     // From outside the pool the root piece runs on a worker (see the header
-    // comment); a refusal (the pool is stopping) leaves it to this thread.
+    // comment); a refusal (stopping pool, full bounded queue) leaves it to
+    // this thread.
     if (!pool.enqueue([st, first, last] { detail::run_piece<I, body_t>(st, first, last); })) {
       detail::run_piece<I, body_t>(st, first, last);
     }

@@ -275,8 +275,9 @@ class adaptive_job_queue {
       std::uint64_t total = 0;
       const auto outcome = push_mutex(jobs, total);
       const bool pushed = outcome == job_queue::push_outcome::pushed;
-      if (pushed && !window_closed(total, jobs.size())) return {};
-      return finish_mutex_push(outcome, pushed && window_closed(total, jobs.size()), jobs);
+      const bool evaluate_now = pushed && window_closed(total, jobs.size());
+      if (pushed && !evaluate_now) return {};
+      return finish_mutex_push(outcome, evaluate_now, jobs);
     }
     return push_routed(jobs);
   }

@@ -101,7 +101,7 @@ class completion {
         // polling for a short while, yielding the CPU in between: the job is
         // often about to finish (the last piece of a parallel_for), and a
         // futex sleep would add a wake-up to the critical path.
-        if (yield_until == 0) yield_until = now_ns() + help_yield_ns;
+        if (yield_until == 0) yield_until = now_ns() + idle_yield_ns;
         if (now_ns() < yield_until) {
           std::this_thread::yield();
           continue;
@@ -116,9 +116,6 @@ class completion {
     }
     return true;
   }
-
-  // How long a helping wait polls (yielding) before it sleeps on the flag.
-  static constexpr std::int64_t help_yield_ns = 100'000;
 
   static std::int64_t now_ns() noexcept {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
