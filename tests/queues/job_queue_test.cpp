@@ -4,7 +4,9 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -216,4 +218,47 @@ TEST(JobQueue, PushReportsWhetherTheQueueWasEmpty) {
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), ts::error_code::invalid_argument);
   EXPECT_FALSE(was_empty) << "a refused push reports nothing";
+}
+
+// contended_operations(): zero while one thread works alone; under a
+// many-thread load it counts operations that found the lock held - more
+// than zero once threads really overlap, never more than the operations
+// made.
+TEST(JobQueue, CountsOperationsThatFoundTheLockHeld) {
+  ts::job_queue q(16);
+  ts::job_function out;
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_TRUE(q.try_push(ts::job_function([] {})));
+    ASSERT_TRUE(q.try_pop(out));
+  }
+  EXPECT_EQ(q.contended_operations(), 0U);
+
+  constexpr int threads = 4;
+  std::atomic<std::uint64_t> operations{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      ts::job_function job;
+      std::uint64_t local = 0;
+      // relaxed: a stop flag; the join below orders the rest.
+      while (!stop.load(std::memory_order_relaxed)) {
+        for (int i = 0; i < 256; ++i) {
+          if (!q.try_push(ts::job_function([] {}))) std::abort();
+          (void)q.try_pop(job);
+          local += 2;
+        }
+      }
+      operations.fetch_add(local, std::memory_order_relaxed);  // read after the joins
+    });
+  }
+  // Until contention shows up (normally within milliseconds), at most 10 s.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (q.contended_operations() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  stop.store(true, std::memory_order_relaxed);  // see the load above
+  for (auto& t : pool) t.join();
+  EXPECT_GT(q.contended_operations(), 0U);
+  EXPECT_LE(q.contended_operations(), operations.load(std::memory_order_relaxed));  // threads joined
 }

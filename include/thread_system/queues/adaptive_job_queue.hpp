@@ -26,8 +26,9 @@
 //     more threads than cores a spin lock's rare long waits (a preempted
 //     holder) dominate a mean latency, while the lock still moves far more
 //     jobs per second. The measurements add no shared read-modify-write to
-//     an operation: the mutex queue counts inside its critical section, the
-//     lock-free queue in counters it keeps anyway, and a window is
+//     an operation: the mutex queue counts contended operations itself (on
+//     the line its operations write anyway), the lock-free queue counts
+//     failed CASes in counters it keeps anyway, and a window is
 //     evaluated by one thread (steady_clock once).
 //
 // Switching without losing jobs or reordering a producer. The state word
@@ -61,8 +62,8 @@
 //
 // Cost on the mutex queue: a push or pop runs job_queue's own code
 // (push_admitted / pop_admitted), with the state check as the only addition
-// inside the critical section (plus, when the lock was found held, one
-// counter), and that common case is inlined into try_push / try_pop. Whether
+// inside the critical section, and that common case is inlined into
+// try_push / try_pop. Whether
 // a push closed a measurement window is decided after the lock is released,
 // from the push count read inside it, so the critical section reads no
 // line but the queue's own and the state word. Everything else (a window to
@@ -299,25 +300,18 @@ class adaptive_job_queue {
       return active_index(current) == mutex_index && is_drained(current);
     }
   };
-  struct count_push {  // counts contention and reads the push total (window_closed() looks at it after the lock)
-    adaptive_job_queue* queue;
+  struct read_push_total {  // the push count after this push (window_closed() looks at it after the lock)
+    const adaptive_job_queue* queue;
     std::uint64_t* total;
-    THREAD_SYSTEM_ALWAYS_INLINE void operator()(bool contended) const noexcept {
-      queue->count_contention(contended);
+    THREAD_SYSTEM_ALWAYS_INLINE void operator()(bool /*contended*/) const noexcept {
       // relaxed: written by push_locked() under the lock we hold.
       *total = queue->mutex_queue_.pushed_total_.load(std::memory_order_relaxed);
-    }
-  };
-  struct count_pop {
-    adaptive_job_queue* queue;
-    THREAD_SYSTEM_ALWAYS_INLINE void operator()(std::size_t /*taken*/, bool contended) const noexcept {
-      queue->count_contention(contended);
     }
   };
 
   // job_queue's own push, with the state re-checked under its lock.
   THREAD_SYSTEM_ALWAYS_INLINE job_queue::push_outcome push_mutex(std::span<job_function> jobs, std::uint64_t& total) {
-    return mutex_queue_.push_admitted(jobs, mutex_is_active{this}, count_push{this, &total});
+    return mutex_queue_.push_admitted(jobs, mutex_is_active{this}, read_push_total{this, &total});
   }
 
   // The rest of a mutex-queue push: a window to evaluate, a switch that
@@ -381,7 +375,7 @@ class adaptive_job_queue {
     const std::uint64_t hint = state_.load(std::memory_order_seq_cst);
     if (active_index(hint) != mutex_index || !is_drained(hint)) return not_mutex_only;
     const std::size_t taken =
-        mutex_queue_.pop_admitted(out, job_queue::take_all{}, mutex_is_the_only_source{this}, count_pop{this});
+        mutex_queue_.pop_admitted(out, job_queue::take_all{}, mutex_is_the_only_source{this}, job_queue::no_action{});
     return taken == job_queue::not_admitted ? not_mutex_only : taken;
   }
 
@@ -400,8 +394,7 @@ class adaptive_job_queue {
               current = state_.load(std::memory_order_seq_cst);
               return source_index(current) == mutex_index;
             },
-            [this, &current, &go_on, wanted = rest.size()](std::size_t popped, bool contended) noexcept {
-              count_contention(contended);
+            [this, &current, &go_on, wanted = rest.size()](std::size_t popped, bool /*contended*/) noexcept {
               if (popped < wanted && active_index(current) != mutex_index) {
                 // Previous, empty, and no push can enter it (pushes need it
                 // active, checked under this lock): empty for good. Nothing
@@ -442,22 +435,12 @@ class adaptive_job_queue {
     }
   }
 
-  // Called under the mutex queue's lock after an operation: counts a
-  // contention event if the lock was found held.
-  THREAD_SYSTEM_ALWAYS_INLINE void count_contention(bool contended) noexcept {
-    if (contended) {
-      // relaxed load+store: writers are serialised by the lock; readers only take statistics.
-      mutex_contended_.store(mutex_contended_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    }
-  }
-
   // After a mutex-queue push of `pushed` jobs that brought the queue's push
-  // count to `total` (read under the lock, by count_push): true when the
-  // count crossed a multiple of half a window, so evaluate() should look at
-  // the window. Checked after the lock is released: the critical section
-  // touches nothing but the mutex queue's own lines (and, when the lock was
-  // found held, the contention counter), so no other cache line travels
-  // with the lock.
+  // count to `total` (read under the lock, by read_push_total): true when
+  // the count crossed a multiple of half a window, so evaluate() should look
+  // at the window. Checked after the lock is released: the critical section
+  // touches nothing but the mutex queue's own lines and the state word, so
+  // no other cache line travels with the lock.
   THREAD_SYSTEM_ALWAYS_INLINE bool window_closed(std::uint64_t total, std::size_t pushed) const noexcept {
     if (strategy_ != queue_strategy::ADAPTIVE) return false;
     return ((total - pushed) & ~trigger_mask_) != (total & ~trigger_mask_);
@@ -483,7 +466,7 @@ class adaptive_job_queue {
     return 2 * pushed - std::min<std::uint64_t>(queued, pushed) + lockfree_queue_.jobs_moved();
   }
   [[nodiscard]] std::uint64_t contention_events() const noexcept {
-    return mutex_contended_.load(std::memory_order_relaxed) + lockfree_queue_.cas_retries();  // statistics
+    return mutex_queue_.contended_operations() + lockfree_queue_.cas_retries();
   }
 
   // Closes a measurement window if one is complete and decides (see the
@@ -575,9 +558,6 @@ class adaptive_job_queue {
   alignas(64) std::atomic<std::uint64_t> state_{0};
   std::uint64_t trigger_mask_ = 0;  // set by the constructor
   alignas(64) std::atomic<bool> evaluating_{false};
-  // Written under the mutex queue's lock (load + store) when it was found
-  // held - on this line, away from the state word that every operation reads.
-  std::atomic<std::uint64_t> mutex_contended_{0};
   std::atomic<std::uint64_t> switches_{0};
   std::atomic<std::uint64_t> probes_rejected_{0};
   // Owned by the thread holding evaluating_.

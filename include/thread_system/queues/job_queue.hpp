@@ -134,6 +134,12 @@ class job_queue {
     return pushed_total_.load(std::memory_order_acquire);  // pairs with the mutex-ordered stores below
   }
 
+  /// Operations (pushes and pops, batch ones included) that found the lock
+  /// held and had to wait for it: a measure of contention. Statistics only.
+  [[nodiscard]] std::uint64_t contended_operations() const noexcept {
+    return contended_.load(std::memory_order_relaxed);  // a snapshot; nothing is read through it
+  }
+
   /// Current ring size in bytes (grows, never shrinks).
   [[nodiscard]] std::size_t capacity_bytes() const {
     std::lock_guard lock(mutex_);
@@ -206,6 +212,7 @@ class job_queue {
   THREAD_SYSTEM_ALWAYS_INLINE push_outcome push_admitted(std::span<job_function> jobs, Admit admit, After after) {
     const bool contended = mutex_.lock_reporting_contention();
     std::lock_guard lock(mutex_, std::adopt_lock);
+    if (contended) count_contended();
     if (!admit(contended)) return push_outcome::not_admitted;
     if (closed_) return push_outcome::closed;
     try {
@@ -224,6 +231,7 @@ class job_queue {
                                                        After after) {
     const bool contended = mutex_.lock_reporting_contention();
     std::lock_guard lock(mutex_, std::adopt_lock);
+    if (contended) count_contended();
     if (!admit(contended)) return not_admitted;
     const std::size_t taken = pop_locked(out, limit(count_));
     after(taken, contended);
@@ -298,6 +306,13 @@ class job_queue {
     pushed_total_.store(pushed_total_.load(std::memory_order_relaxed) + n, std::memory_order_release);
   }
 
+  THREAD_SYSTEM_ALWAYS_INLINE void count_contended() noexcept {
+    // Writers are serialised by mutex_ (load+store is exact); readers take
+    // statistics only. On the line of size_, which every operation writes
+    // anyway, so counting moves no extra cache line between threads.
+    contended_.store(contended_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+
   // Doubles the ring until `needed` more words fit, repacking the queued
   // jobs from word 0 (padding dropped). Throws std::bad_alloc before
   // anything is moved.
@@ -331,8 +346,11 @@ class job_queue {
   std::size_t count_ = 0;         // guarded by mutex_: jobs queued
   bool closed_ = false;           // guarded by mutex_
   std::atomic<bool> closed_hint_{false};
-  std::atomic<std::size_t> size_{0};
+  // The line every operation writes: the size snapshot, the push count and
+  // the contention count.
+  alignas(64) std::atomic<std::size_t> size_{0};
   std::atomic<std::uint64_t> pushed_total_{0};
+  std::atomic<std::uint64_t> contended_{0};  // see contended_operations()
 };
 
 }  // namespace thread_system
