@@ -123,6 +123,8 @@ def main():
     for entry in data.get("benchmarks", []):
         run_name = entry.get("run_name", entry["name"])
         key, family, queue = split_name(run_name)
+        if family == "adaptive_paired":  # ratios of its own (scripts/report.py, adaptive_paired_benchmarks.cpp)
+            continue
         field, _, _, scale, _ = METRICS.get(family, DEFAULT_METRIC)
         if key not in queues_of:
             order.append(key)
