@@ -144,7 +144,11 @@ class adaptive_job_queue {
   explicit adaptive_job_queue(queue_strategy strategy = queue_strategy::ADAPTIVE, adaptive_policy policy = {})
       : strategy_(strategy), policy_(policy) {
     if (policy_.window == 0) policy_.window = 1;
-    trigger_mask_ = std::bit_floor(std::max<std::uint64_t>(policy_.window / 2, 1)) - 1;
+    // ADAPTIVE: the bits above half a window; forced strategies: none, so
+    // window_closed() is always false without testing the strategy.
+    window_bits_ = strategy == queue_strategy::ADAPTIVE
+                       ? ~(std::bit_floor(std::max<std::uint64_t>(policy_.window / 2, 1)) - 1)
+                       : std::uint64_t{0};
     window_start_ns_ = now_ns();
     // Generation parity names the active queue: even = mutex, odd = lock-free.
     // The previous queue starts drained (nothing was ever pushed into it);
@@ -438,12 +442,12 @@ class adaptive_job_queue {
   // After a mutex-queue push of `pushed` jobs that brought the queue's push
   // count to `total` (read under the lock, by read_push_total): true when
   // the count crossed a multiple of half a window, so evaluate() should look
-  // at the window. Checked after the lock is released: the critical section
-  // touches nothing but the mutex queue's own lines and the state word, so
-  // no other cache line travels with the lock.
+  // at the window (never with a forced strategy: window_bits_ is 0).
+  // Checked after the lock is released: the critical section touches
+  // nothing but the mutex queue's own lines and the state word, so no other
+  // cache line travels with the lock.
   THREAD_SYSTEM_ALWAYS_INLINE bool window_closed(std::uint64_t total, std::size_t pushed) const noexcept {
-    if (strategy_ != queue_strategy::ADAPTIVE) return false;
-    return ((total - pushed) & ~trigger_mask_) != (total & ~trigger_mask_);
+    return ((total - pushed) & window_bits_) != (total & window_bits_);
   }
 
   // After lock-free jobs moved: every few of this thread's jobs, look at the window.
@@ -556,7 +560,7 @@ class adaptive_job_queue {
   alignas(64) job_queue mutex_queue_;
   alignas(64) lockfree_queue lockfree_queue_;
   alignas(64) std::atomic<std::uint64_t> state_{0};
-  std::uint64_t trigger_mask_ = 0;  // set by the constructor
+  std::uint64_t window_bits_ = 0;  // set by the constructor; read with state_ on every push
   alignas(64) std::atomic<bool> evaluating_{false};
   std::atomic<std::uint64_t> switches_{0};
   std::atomic<std::uint64_t> probes_rejected_{0};
