@@ -40,7 +40,7 @@
 
 namespace thread_system {
 
-class job_queue {
+class alignas(64) job_queue {
  public:
   /// `initial_capacity`: jobs of four words (32 bytes packed) the ring holds
   /// before it first grows.
@@ -308,7 +308,7 @@ class job_queue {
 
   THREAD_SYSTEM_ALWAYS_INLINE void count_contended() noexcept {
     // Writers are serialised by mutex_ (load+store is exact); readers take
-    // statistics only. On the line of size_, which every operation writes
+    // statistics only. On the lock's line, which the operation holds
     // anyway, so counting moves no extra cache line between threads.
     contended_.store(contended_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
@@ -337,20 +337,24 @@ class job_queue {
     count_ = jobs;
   }
 
+  // Two cache lines (the class is aligned to a line). The first holds the
+  // lock and everything an operation reads or writes under it, the
+  // contention count included, so an empty poll - contended or not - moves
+  // only this line between threads.
   mutable spin_lock mutex_;
-  std::size_t ring_words_;        // guarded by mutex_; a power of two
-  std::unique_ptr<word[]> ring_;  // guarded by mutex_
-  std::size_t head_ = 0;          // guarded by mutex_: word index of the oldest entry (or a skip marker)
-  std::size_t tail_ = 0;          // guarded by mutex_: word index of the next entry
-  std::size_t used_ = 0;          // guarded by mutex_: words in use, padding included
-  std::size_t count_ = 0;         // guarded by mutex_: jobs queued
-  bool closed_ = false;           // guarded by mutex_
+  bool closed_ = false;  // guarded by mutex_
   std::atomic<bool> closed_hint_{false};
-  // The line every operation writes: the size snapshot, the push count and
-  // the contention count.
+  std::size_t ring_words_;                   // guarded by mutex_; a power of two
+  std::unique_ptr<word[]> ring_;             // guarded by mutex_
+  std::size_t head_ = 0;                     // guarded by mutex_: word index of the oldest entry (or a skip marker)
+  std::size_t tail_ = 0;                     // guarded by mutex_: word index of the next entry
+  std::size_t used_ = 0;                     // guarded by mutex_: words in use, padding included
+  std::size_t count_ = 0;                    // guarded by mutex_: jobs queued
+  std::atomic<std::uint64_t> contended_{0};  // see contended_operations()
+  // The second: what readers outside the lock poll (size_approx(),
+  // total_pushed()), written by pushes and non-empty pops.
   alignas(64) std::atomic<std::size_t> size_{0};
   std::atomic<std::uint64_t> pushed_total_{0};
-  std::atomic<std::uint64_t> contended_{0};  // see contended_operations()
 };
 
 }  // namespace thread_system
