@@ -37,7 +37,9 @@
 //   contention/threads:n/ops:N n threads, each doing N/n push-then-pop pairs
 // The threads are started once per benchmark run and serve every variant's
 // turn; each turn releases them together with a barrier and ends at a second
-// one. Waiting loops yield, as in queue_benchmarks.cpp.
+// one. A turn's time runs from the first thread's start to the last thread's
+// end, read by the threads themselves. Waiting loops yield, as in
+// queue_benchmarks.cpp.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -187,7 +189,8 @@ void push_pop_pairs(Q& q, std::size_t share) {
 // them with a barrier and waits for them at a second one.
 class crew {
  public:
-  crew(variants& queues, const workload& w) : queues_(queues), w_(w), sync_(static_cast<std::ptrdiff_t>(size(w) + 1)) {
+  crew(variants& queues, const workload& w)
+      : queues_(queues), w_(w), sync_(static_cast<std::ptrdiff_t>(size(w) + 1)), spans_(size(w)) {
     threads_.reserve(size(w));
     for (std::size_t t = 0; t < size(w); ++t) threads_.emplace_back([this, t] { loop(t); });
   }
@@ -200,14 +203,23 @@ class crew {
   }
 
   // Runs the workload once on variant `v`; returns the seconds from the
-  // release of the threads until the last one finished.
+  // first thread's start to the last thread's end, as the threads
+  // themselves read the clock. (Not the main thread's clock around the
+  // barriers: with more threads than cores the main thread may get a CPU
+  // only after the others finished, or long after, and its readings would
+  // then say nothing about the run.)
   double run(std::size_t v) {
     variant_ = v;                                   // the barrier publishes it
     consumed_.store(0, std::memory_order_relaxed);  // ordered before the threads' start by the barrier
     sync_.arrive_and_wait();                        // start
-    const auto start = clock_type::now();
-    sync_.arrive_and_wait();  // done
-    return std::chrono::duration<double>(clock_type::now() - start).count();
+    sync_.arrive_and_wait();                        // done: the threads' readings are visible
+    clock_type::time_point first = spans_[0].start;
+    clock_type::time_point last = spans_[0].end;
+    for (const auto& turn : spans_) {
+      first = std::min(first, turn.start);
+      last = std::max(last, turn.end);
+    }
+    return std::chrono::duration<double>(last - first).count();
   }
 
  private:
@@ -217,7 +229,9 @@ class crew {
     for (;;) {
       sync_.arrive_and_wait();  // start
       if (quit_) return;
+      spans_[t].start = clock_type::now();
       queues_.with(variant_, [&](auto& q) { work(q, t); });
+      spans_[t].end = clock_type::now();
       sync_.arrive_and_wait();  // done
     }
   }
@@ -238,6 +252,14 @@ class crew {
   variants& queues_;
   const workload w_;
   std::barrier<> sync_;
+  // Each thread's start and end of its work in the current turn, on lines
+  // of their own; written by that thread, read by the main thread after the
+  // "done" barrier.
+  struct alignas(64) work_span {
+    clock_type::time_point start;
+    clock_type::time_point end;
+  };
+  std::vector<work_span> spans_;
   std::vector<std::thread> threads_;
   std::size_t variant_ = 0;  // written by the main thread between barriers
   bool quit_ = false;        // likewise
