@@ -27,7 +27,7 @@
 //     holder) dominate a mean latency, while the lock still moves far more
 //     jobs per second. The measurements add no shared read-modify-write to
 //     an operation: the mutex queue counts contended operations itself (on
-//     the line its operations write anyway), the lock-free queue counts
+//     its lock's cache line), the lock-free queue counts
 //     failed CASes in counters it keeps anyway, and a window is
 //     evaluated by one thread (steady_clock once).
 //
@@ -63,10 +63,9 @@
 // Cost on the mutex queue: a push or pop runs job_queue's own code
 // (push_admitted / pop_admitted), with the state check as the only addition
 // inside the critical section, and that common case is inlined into
-// try_push / try_pop. Whether
-// a push closed a measurement window is decided after the lock is released,
-// from the push count read inside it, so the critical section reads no
-// line but the queue's own and the state word. Everything else (a window to
+// try_push / try_pop. Whether a push closed a measurement window is decided
+// after the lock is released, from the push count read inside it, so the
+// critical section reads no line but the queue's own and the state word. Everything else (a window to
 // evaluate, a switch, the lock-free queue, errors) is out of line.
 //
 // Contract:
@@ -291,14 +290,14 @@ class adaptive_job_queue {
   // with forced-inline calls: see job_queue::admit_all).
   struct mutex_is_active {  // a push may use the mutex queue
     const adaptive_job_queue* queue;
-    THREAD_SYSTEM_ALWAYS_INLINE bool operator()(bool /*contended*/) const noexcept {
+    THREAD_SYSTEM_ALWAYS_INLINE bool operator()() const noexcept {
       // seq_cst: see push_routed().
       return active_index(queue->state_.load(std::memory_order_seq_cst)) == mutex_index;
     }
   };
   struct mutex_is_the_only_source {  // the mutex queue is active and the lock-free one drained
     const adaptive_job_queue* queue;
-    THREAD_SYSTEM_ALWAYS_INLINE bool operator()(bool /*contended*/) const noexcept {
+    THREAD_SYSTEM_ALWAYS_INLINE bool operator()() const noexcept {
       // seq_cst: see push_routed().
       const std::uint64_t current = queue->state_.load(std::memory_order_seq_cst);
       return active_index(current) == mutex_index && is_drained(current);
@@ -307,7 +306,7 @@ class adaptive_job_queue {
   struct read_push_total {  // the push count after this push (window_closed() looks at it after the lock)
     const adaptive_job_queue* queue;
     std::uint64_t* total;
-    THREAD_SYSTEM_ALWAYS_INLINE void operator()(bool /*contended*/) const noexcept {
+    THREAD_SYSTEM_ALWAYS_INLINE void operator()() const noexcept {
       // relaxed: written by push_locked() under the lock we hold.
       *total = queue->mutex_queue_.pushed_total_.load(std::memory_order_relaxed);
     }
@@ -394,11 +393,11 @@ class adaptive_job_queue {
         const std::span<job_function> rest = out.subspan(taken);
         const std::size_t n = mutex_queue_.pop_admitted(
             rest, job_queue::take_all{},
-            [this, &current](bool) noexcept {
+            [this, &current]() noexcept {
               current = state_.load(std::memory_order_seq_cst);
               return source_index(current) == mutex_index;
             },
-            [this, &current, &go_on, wanted = rest.size()](std::size_t popped, bool /*contended*/) noexcept {
+            [this, &current, &go_on, wanted = rest.size()](std::size_t popped) noexcept {
               if (popped < wanted && active_index(current) != mutex_index) {
                 // Previous, empty, and no push can enter it (pushes need it
                 // active, checked under this lock): empty for good. Nothing

@@ -153,14 +153,13 @@ class alignas(64) job_queue {
 
   // The one implementation of a push and of a pop, shared with
   // adaptive_job_queue, which runs its own checks inside the same critical
-  // section: `admit(contended)` decides, under the lock, whether the
-  // operation may go on (`contended`: the lock was found held), and
-  // `after(...)` runs under the lock once it is done. job_queue's own
+  // section: `admit()` decides, under the lock, whether the operation may
+  // go on, and `after(...)` runs under the lock once it is done. job_queue's own
   // operations pass no-ops, which compile away. (Hooks are named types with
   // forced-inline calls, not lambdas: the whole fast path must inline into
   // the caller, whatever the compiler's inlining budget there.)
   struct admit_all {
-    THREAD_SYSTEM_ALWAYS_INLINE constexpr bool operator()(bool /*contended*/) const noexcept { return true; }
+    THREAD_SYSTEM_ALWAYS_INLINE constexpr bool operator()() const noexcept { return true; }
   };
   struct no_action {
     template <typename... A>
@@ -180,9 +179,7 @@ class alignas(64) job_queue {
     const job_queue* queue;
     std::size_t pushed;
     bool* was_empty;
-    THREAD_SYSTEM_ALWAYS_INLINE void operator()(bool /*contended*/) const noexcept {
-      *was_empty = queue->count_ == pushed;
-    }
+    THREAD_SYSTEM_ALWAYS_INLINE void operator()() const noexcept { *was_empty = queue->count_ == pushed; }
   };
   struct fair_share {  // one consumer's part of the backlog, at least one job
     std::size_t consumers;
@@ -207,34 +204,34 @@ class alignas(64) job_queue {
     return make_error(error_code::resource_exhausted, "job_queue: out of memory growing the ring");
   }
 
-  // after(contended) runs once the jobs are in.
+  // after() runs once the jobs are in.
   template <typename Admit, typename After>
   THREAD_SYSTEM_ALWAYS_INLINE push_outcome push_admitted(std::span<job_function> jobs, Admit admit, After after) {
     const bool contended = mutex_.lock_reporting_contention();
     std::lock_guard lock(mutex_, std::adopt_lock);
     if (contended) count_contended();
-    if (!admit(contended)) return push_outcome::not_admitted;
+    if (!admit()) return push_outcome::not_admitted;
     if (closed_) return push_outcome::closed;
     try {
       push_locked(jobs);
     } catch (const std::bad_alloc&) {
       return push_outcome::out_of_memory;
     }
-    after(contended);
+    after();
     return push_outcome::pushed;
   }
 
   // Takes up to min(out.size(), limit(queued)) jobs; returns how many, or
-  // not_admitted. after(taken, contended) runs once they are out (also for 0).
+  // not_admitted. after(taken) runs once they are out (also for 0).
   template <typename Limit, typename Admit, typename After>
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_admitted(std::span<job_function> out, Limit limit, Admit admit,
                                                        After after) {
     const bool contended = mutex_.lock_reporting_contention();
     std::lock_guard lock(mutex_, std::adopt_lock);
     if (contended) count_contended();
-    if (!admit(contended)) return not_admitted;
+    if (!admit()) return not_admitted;
     const std::size_t taken = pop_locked(out, limit(count_));
-    after(taken, contended);
+    after(taken);
     return taken;
   }
 
