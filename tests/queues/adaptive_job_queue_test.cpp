@@ -6,6 +6,7 @@
 
 #include <array>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -112,8 +113,11 @@ TEST(AdaptiveJobQueue, ForcedStrategiesNeverSwitch) {
   }
 }
 
+// A window is looked at only by an operation that found the lock held: a
+// queue that never meets contention never switches, even with a threshold
+// of 0 (which any looked-at window reaches).
 TEST(AdaptiveJobQueue, SingleThreadSeesNoContention) {
-  ts::adaptive_job_queue queue(ts::queue_strategy::ADAPTIVE, ts::adaptive_policy{16, 0.01, -1.0});
+  ts::adaptive_job_queue queue(ts::queue_strategy::ADAPTIVE, ts::adaptive_policy{16, 0.0, -1.0});
   std::vector<int> seen;
   ts::job_function job;
   for (int i = 0; i < 1000; ++i) {
@@ -300,30 +304,55 @@ TEST(AdaptiveJobQueue, ProducerFifoAcrossSwitches) {
 }
 
 // keep_faster: contention always "high enough" (threshold 0) makes ADAPTIVE
-// probe the lock-free queue; a probe that is not faster is undone, and the
-// back-off (8, 16, 32 ... windows) keeps the number of probes logarithmic in
-// the number of windows. Without back-off this run would switch hundreds of
-// times.
+// probe the lock-free queue at every window it looks at; a probe that is
+// not faster is undone, and the back-off (8, 16, 32 ... windows) keeps the
+// number of probes logarithmic in the number of windows. Two threads push
+// and pop so that operations meet the lock held (only those look at a
+// window); without back-off this run would switch about once per window.
 TEST(AdaptiveJobQueue, SlowerProbesAreUndoneWithBackoff) {
   ts::adaptive_policy policy;
   policy.window = 64;
-  policy.to_lockfree_threshold = 0.0;  // every mutex window asks for a probe
+  policy.to_lockfree_threshold = 0.0;  // every looked-at mutex window asks for a probe
   policy.to_mutex_threshold = -1.0;    // only a failed probe brings it back
   policy.keep_faster = true;
   ts::adaptive_job_queue queue(ts::queue_strategy::ADAPTIVE, policy);
-  std::vector<int> seen;
-  ts::job_function job;
-  constexpr int rounds = 64 * 200 / 2;  // 200 windows of jobs moved
-  for (int i = 0; i < rounds; ++i) {
-    ASSERT_TRUE(queue.try_push(recorder(seen, i)));
-    ASSERT_TRUE(queue.try_pop(job));
-    job();
+  constexpr int pairs_per_block = 64 * 400 / 4;  // 400 windows of jobs moved by two threads
+  std::atomic<int> ran{0};
+  auto worker = [&] {
+    ts::job_function job;
+    for (int i = 0; i < pairs_per_block; ++i) {
+      ASSERT_TRUE(queue.try_push(
+          ts::job_function([&ran] { ran.fetch_add(1, std::memory_order_relaxed); })));  // read after join
+      while (!queue.try_pop(job)) {  // the other thread may have taken ours; one is queued for us soon
+      }
+      job();
+      job.reset();
+    }
+  };
+  // Blocks until the threads have met the lock held often enough to look
+  // at several windows (one every 64 contended operations): usually the
+  // first block, but on a loaded machine the two threads may seldom run at
+  // the same time, so up to a time budget.
+  constexpr std::uint64_t enough_contention = 512;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  int blocks = 0;
+  while (blocks == 0 || (queue.get_statistics().contention_events < enough_contention &&
+                         std::chrono::steady_clock::now() < deadline)) {
+    std::thread other(worker);
+    worker();
+    other.join();
+    ++blocks;
   }
-  ASSERT_EQ(seen.size(), static_cast<std::size_t>(rounds));
-  for (int i = 0; i < rounds; ++i) ASSERT_EQ(seen[static_cast<std::size_t>(i)], i);
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 2 * pairs_per_block * blocks);  // (joined: no race)
+  EXPECT_TRUE(queue.empty_approx());
   const ts::adaptive_queue_statistics statistics = queue.get_statistics();
+  ASSERT_GE(statistics.contention_events, enough_contention) << "the threads hardly ever met the lock held";
   EXPECT_GE(statistics.switches, 1U);
-  EXPECT_LE(statistics.switches, 16U);
+  // Probes no sooner than windows 2, 2+8+1, +16+1, +32+1 ...: at most
+  // log2(windows) + 1 of them, each undone at most once. Without back-off:
+  // about one switch per window.
+  const auto windows = static_cast<unsigned>(statistics.operations / policy.window);
+  EXPECT_LE(statistics.switches, 2U * (std::bit_width(windows) + 1U));
   if (statistics.current_strategy == ts::queue_strategy::FORCE_MUTEX) {
     EXPECT_GE(statistics.probes_rejected, 1U);  // back on the mutex queue only through a rejected probe
   }

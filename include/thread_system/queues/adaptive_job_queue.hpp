@@ -30,6 +30,12 @@
 //     its lock's cache line), the lock-free queue counts
 //     failed CASes in counters it keeps anyway, and a window is
 //     evaluated by one thread (steady_clock once).
+//     Who looks at the window: on the mutex queue, every 64th operation
+//     that found the lock held (out of line, holding the lock); an
+//     uncontended operation never looks, since a window without contention
+//     has a ratio of 0 and asks for no switch. (So a threshold of 0 means
+//     "at the first contention", not "always".) On the lock-free queue,
+//     every 256th job a thread moves.
 //
 // Switching without losing jobs or reordering a producer. The state word
 // holds a generation whose parity names the *active* queue (pushes go
@@ -37,7 +43,9 @@
 // take from the previous queue until it is drained, then from the active
 // one. Nothing on the fast path is a shared read-modify-write:
 //   * Mutex queue: every push and pop re-reads the state inside the queue's
-//     critical section and goes elsewhere if it may not use it (a push needs
+//     critical section (the fast paths read its copy in job_queue's
+//     refusals_, refreshed under the lock after every change of the state)
+//     and goes elsewhere if it may not use it (a push needs
 //     it active; a pop needs it active with the other queue drained, or
 //     previous and not drained). Every state change that takes a permission
 //     away from the mutex queue (a switch, its `drained` bit) is made while
@@ -61,11 +69,13 @@
 //   * Switches are made by one thread at a time, under the mutex queue's lock.
 //
 // Cost on the mutex queue: a push or pop runs job_queue's own code
-// (push_admitted / pop_admitted), with the state check as the only addition
-// inside the critical section, and that common case is inlined into
-// try_push / try_pop. Whether a push closed a measurement window is decided
-// after the lock is released, from the push count read inside it, so the
-// critical section reads no line but the queue's own and the state word. Everything else (a window to
+// (push_admitted / pop_admitted), inlined into try_push / try_pop, plus one
+// read of the state word before taking the lock (so that in lock-free mode
+// no operation touches the lock). Inside the critical section the state is
+// read from job_queue's `refusals_` byte, a copy kept on the lock's cache
+// line (see refresh_refusals_locked()): a push checks it exactly as
+// job_queue checks its closed flag, a pop tests one more bit. An
+// uncontended operation does no measuring. Everything else (a window to
 // evaluate, a switch, the lock-free queue, errors) is out of line.
 //
 // Contract:
@@ -114,9 +124,13 @@ enum class queue_strategy { ADAPTIVE, FORCE_MUTEX, FORCE_LOCKFREE };
 /// When ADAPTIVE switches (see the header comment).
 struct adaptive_policy {
   /// Jobs moved (pushed or popped) per measurement window (at least 1).
+  /// On the mutex queue a window is looked at only by an operation that
+  /// found the lock held, so a window may span more jobs than this.
   std::size_t window = 4096;
   /// Switch from the mutex queue to the lock-free one at or above this
-  /// contention ratio (contention events per job moved).
+  /// contention ratio (contention events per job moved). Only windows with
+  /// contention are looked at: a queue that never meets its lock held never
+  /// switches, even with a threshold of 0.
   double to_lockfree_threshold = 0.25;
   /// Switch from the lock-free queue back to the mutex one at or below this ratio.
   double to_mutex_threshold = 0.02;
@@ -143,11 +157,6 @@ class adaptive_job_queue {
   explicit adaptive_job_queue(queue_strategy strategy = queue_strategy::ADAPTIVE, adaptive_policy policy = {})
       : strategy_(strategy), policy_(policy) {
     if (policy_.window == 0) policy_.window = 1;
-    // ADAPTIVE: the bits above half a window; forced strategies: none, so
-    // window_closed() is always false without testing the strategy.
-    window_bits_ = strategy == queue_strategy::ADAPTIVE
-                       ? ~(std::bit_floor(std::max<std::uint64_t>(policy_.window / 2, 1)) - 1)
-                       : std::uint64_t{0};
     window_start_ns_ = now_ns();
     // Generation parity names the active queue: even = mutex, odd = lock-free.
     // The previous queue starts drained (nothing was ever pushed into it);
@@ -156,6 +165,7 @@ class adaptive_job_queue {
     if (generation == 0) (void)lockfree_queue_.seal();
     state_.store(generation << generation_shift | drained_bit,
                  std::memory_order_relaxed);  // before the queue is shared
+    refresh_refusals_locked();                // (no lock needed yet: nothing else sees the queue)
   }
 
   adaptive_job_queue(const adaptive_job_queue&) = delete;
@@ -252,6 +262,8 @@ class adaptive_job_queue {
   static constexpr std::uint64_t max_backoff_windows = 4096;
   static constexpr double keep_margin = 0.9;
   static constexpr unsigned lockfree_check_every = 256;  // lock-free jobs per thread between window checks
+  // Contended mutex-queue operations between window checks (a power of two).
+  static constexpr std::uint64_t contended_check_every = 64;
 
   static std::size_t active_index(std::uint64_t state) noexcept {
     return static_cast<std::size_t>((state >> generation_shift) & 1U);
@@ -276,54 +288,43 @@ class adaptive_job_queue {
   THREAD_SYSTEM_ALWAYS_INLINE result<void> push_valid(std::span<job_function> jobs) {
     // seq_cst: see push_routed().
     if (active_index(state_.load(std::memory_order_seq_cst)) == mutex_index) {
-      std::uint64_t total = 0;
-      const auto outcome = push_mutex(jobs, total);
-      const bool pushed = outcome == job_queue::push_outcome::pushed;
-      const bool evaluate_now = pushed && window_closed(total, jobs.size());
-      if (pushed && !evaluate_now) return {};
-      return finish_mutex_push(outcome, evaluate_now, jobs);
+      const auto outcome = push_mutex(jobs);
+      if (outcome == job_queue::push_outcome::pushed) return {};
+      return finish_mutex_push(outcome, jobs);
     }
     return push_routed(jobs);
   }
 
   // The fast path's hooks into job_queue's critical section (named types
   // with forced-inline calls: see job_queue::admit_all).
-  struct mutex_is_active {  // a push may use the mutex queue
-    const adaptive_job_queue* queue;
-    THREAD_SYSTEM_ALWAYS_INLINE bool operator()() const noexcept {
-      // seq_cst: see push_routed().
-      return active_index(queue->state_.load(std::memory_order_seq_cst)) == mutex_index;
-    }
-  };
   struct mutex_is_the_only_source {  // the mutex queue is active and the lock-free one drained
     const adaptive_job_queue* queue;
     THREAD_SYSTEM_ALWAYS_INLINE bool operator()() const noexcept {
-      // seq_cst: see push_routed().
-      const std::uint64_t current = queue->state_.load(std::memory_order_seq_cst);
-      return active_index(current) == mutex_index && is_drained(current);
+      // The copy of the state on the lock's line (see refresh_refusals_locked()).
+      return (queue->mutex_queue_.refusals_ & job_queue::refuse_fast_pops) == 0;
     }
   };
-  struct read_push_total {  // the push count after this push (window_closed() looks at it after the lock)
-    const adaptive_job_queue* queue;
-    std::uint64_t* total;
-    THREAD_SYSTEM_ALWAYS_INLINE void operator()() const noexcept {
-      // relaxed: written by push_locked() under the lock we hold.
-      *total = queue->mutex_queue_.pushed_total_.load(std::memory_order_relaxed);
+  struct lock_was_held {  // a mutex-queue operation found the lock held (runs under it, before admit)
+    adaptive_job_queue* queue;
+    THREAD_SYSTEM_ALWAYS_INLINE void operator()(std::uint64_t contended_total) const noexcept {
+      // Every contended_check_every-th contended operation looks at the
+      // window; the others pay one test.
+      if ((contended_total & (contended_check_every - 1)) == 0) queue->evaluate_locked();
     }
   };
 
   // job_queue's own push, with the state re-checked under its lock.
-  THREAD_SYSTEM_ALWAYS_INLINE job_queue::push_outcome push_mutex(std::span<job_function> jobs, std::uint64_t& total) {
-    return mutex_queue_.push_admitted(jobs, mutex_is_active{this}, read_push_total{this, &total});
+  THREAD_SYSTEM_ALWAYS_INLINE job_queue::push_outcome push_mutex(std::span<job_function> jobs) {
+    // (job_queue refuses the push itself when the mutex queue is not active:
+    // refuse_pushes, see refresh_refusals_locked().)
+    return mutex_queue_.push_admitted(jobs, job_queue::admit_all{}, job_queue::no_action{}, lock_was_held{this});
   }
 
-  // The rest of a mutex-queue push: a window to evaluate, a switch that
-  // came first (pushed again, through push_routed()), or an error.
-  THREAD_SYSTEM_NOINLINE result<void> finish_mutex_push(job_queue::push_outcome outcome, bool window_done,
-                                                        std::span<job_function> jobs) {
+  // The rest of a mutex-queue push that did not simply succeed: a switch
+  // that came first (pushed again, through push_routed()), or an error.
+  THREAD_SYSTEM_NOINLINE result<void> finish_mutex_push(job_queue::push_outcome outcome, std::span<job_function> jobs) {
     switch (outcome) {
       case job_queue::push_outcome::pushed:
-        if (window_done) evaluate();
         return {};
       case job_queue::push_outcome::not_admitted:
         return push_routed(jobs);
@@ -342,11 +343,9 @@ class adaptive_job_queue {
       // hazard record (see the header comment).
       const std::uint64_t state = state_.load(std::memory_order_seq_cst);
       if (active_index(state) == mutex_index) {
-        std::uint64_t total = 0;
-        const auto outcome = push_mutex(jobs, total);
+        const auto outcome = push_mutex(jobs);
         if (outcome == job_queue::push_outcome::not_admitted) continue;  // switched meanwhile
-        return finish_mutex_push(outcome,
-                                 outcome == job_queue::push_outcome::pushed && window_closed(total, jobs.size()), jobs);
+        return finish_mutex_push(outcome, jobs);
       }
       const auto status =
           jobs.size() == 1 ? lockfree_queue_.push_one(std::move(jobs[0])) : lockfree_queue_.push_chain(jobs);
@@ -377,8 +376,8 @@ class adaptive_job_queue {
     // seq_cst: see push_routed(); a hint, re-validated under the lock.
     const std::uint64_t hint = state_.load(std::memory_order_seq_cst);
     if (active_index(hint) != mutex_index || !is_drained(hint)) return not_mutex_only;
-    const std::size_t taken =
-        mutex_queue_.pop_admitted(out, job_queue::take_all{}, mutex_is_the_only_source{this}, job_queue::no_action{});
+    const std::size_t taken = mutex_queue_.pop_admitted(out, job_queue::take_all{}, mutex_is_the_only_source{this},
+                                                        job_queue::no_action{}, lock_was_held{this});
     return taken == job_queue::not_admitted ? not_mutex_only : taken;
   }
 
@@ -403,9 +402,11 @@ class adaptive_job_queue {
                 // active, checked under this lock): empty for good. Nothing
                 // else changes the state while we hold the lock in this state.
                 state_.store(current | drained_bit, std::memory_order_seq_cst);
+                refresh_refusals_locked();
                 go_on = true;
               }
-            });
+            },
+            lock_was_held{this});
         if (n == job_queue::not_admitted) continue;  // the state changed after our hint
         taken += n;
         if (go_on) continue;
@@ -432,21 +433,28 @@ class adaptive_job_queue {
           });
       if (!popped) continue;  // the state changed after our hint
       taken += *popped;
+      if (go_on) {
+        // The previous lock-free queue was found drained (by this pop or
+        // another): the mutex queue's copy of the state may now let fast
+        // pops in. (Until this refresh they take this path: safe, slower.)
+        std::lock_guard lock(mutex_queue_.mutex_);
+        refresh_refusals_locked();
+      }
       if (*popped > 0) note_lockfree_jobs();
       if (taken < out.size() && go_on) continue;
       return taken;
     }
   }
 
-  // After a mutex-queue push of `pushed` jobs that brought the queue's push
-  // count to `total` (read under the lock, by read_push_total): true when
-  // the count crossed a multiple of half a window, so evaluate() should look
-  // at the window (never with a forced strategy: window_bits_ is 0).
-  // Checked after the lock is released: the critical section touches
-  // nothing but the mutex queue's own lines and the state word, so no other
-  // cache line travels with the lock.
-  THREAD_SYSTEM_ALWAYS_INLINE bool window_closed(std::uint64_t total, std::size_t pushed) const noexcept {
-    return ((total - pushed) & window_bits_) != (total & window_bits_);
+  // Every contended_check_every-th mutex-queue operation that found the
+  // lock held (counted by the mutex queue itself) looks at the window,
+  // holding the lock. Only contended operations look: a window with no
+  // contention has a contention ratio of 0, which asks for no switch (see
+  // adaptive_policy), so the common, uncontended operation measures
+  // nothing. Runs before the operation's own state check, so a switch made
+  // here is seen by the operation that made it.
+  THREAD_SYSTEM_NOINLINE void evaluate_locked() noexcept {
+    if (strategy_ == queue_strategy::ADAPTIVE) evaluate(lock_held::yes);
   }
 
   // After lock-free jobs moved: every few of this thread's jobs, look at the window.
@@ -458,7 +466,7 @@ class adaptive_job_queue {
       return;
     }
     countdown = static_cast<unsigned>(std::min<std::size_t>(policy_.window, lockfree_check_every)) - 1;
-    evaluate();
+    evaluate(lock_held::no);
   }
 
   [[nodiscard]] std::uint64_t jobs_moved() const noexcept {
@@ -472,9 +480,11 @@ class adaptive_job_queue {
     return mutex_queue_.contended_operations() + lockfree_queue_.cas_retries();
   }
 
+  enum class lock_held : bool { no, yes };  // does the caller hold the mutex queue's lock?
+
   // Closes a measurement window if one is complete and decides (see the
   // header comment). One thread at a time; others skip.
-  void evaluate() {
+  void evaluate(lock_held held) noexcept {
     // acquire/release: the window fields below are owned by the holder of
     // this flag; pairs with the release store at the end.
     if (evaluating_.exchange(true, std::memory_order_acquire)) return;
@@ -503,7 +513,7 @@ class adaptive_job_queue {
         if (backoff_left_ > 0) {
           --backoff_left_;
         } else if (ratio >= policy_.to_lockfree_threshold && (!policy_.keep_faster || mutex_windows_ >= 2) &&
-                   try_switch(lockfree_index)) {
+                   switch_to(lockfree_index, held)) {
           // (With keep_faster, only once two mutex windows give a reference:
           // the first one after a start or a switch is often cold.)
           probation_left_ = policy_.keep_faster ? 1 : 0;
@@ -512,14 +522,14 @@ class adaptive_job_queue {
       } else if (probation_left_ == 0) {
         // A lock-free queue that proved itself (or ADAPTIVE without
         // keep_faster): back to the mutex queue once contention is low.
-        if (ratio <= policy_.to_mutex_threshold && try_switch(mutex_index)) mutex_windows_ = 0;
+        if (ratio <= policy_.to_mutex_threshold && switch_to(mutex_index, held)) mutex_windows_ = 0;
       } else if (--probation_left_ == 0) {
         // End of probation. (Its low contention is no reason to leave during
         // probation: failed CASes and a held lock are not comparable.)
         // Kept only if clearly faster (by `keep_margin`): on a tie the mutex
         // queue, which spins less, is the better choice.
         if (ns_per_job > mutex_ns_per_job_ * keep_margin) {
-          if (try_switch(mutex_index)) {
+          if (switch_to(mutex_index, held)) {
             mutex_windows_ = 0;
             backoff_length_ =
                 std::min(backoff_length_ == 0 ? first_backoff_windows : 2 * backoff_length_, max_backoff_windows);
@@ -534,10 +544,40 @@ class adaptive_job_queue {
     evaluating_.store(false, std::memory_order_release);  // pairs with the exchange above
   }
 
+  bool switch_to(std::size_t target, lock_held held) noexcept {
+    if (held == lock_held::yes) return switch_locked(target);
+    return try_switch(target);
+  }
+
   // Switches the active queue to `target`; see the header comment.
-  bool try_switch(std::size_t target) {
+  bool try_switch(std::size_t target) noexcept {
     std::lock_guard lock(mutex_queue_.mutex_);
-    if (mutex_queue_.closed_) return false;  // no switch once closing began
+    return switch_locked(target);
+  }
+
+  // Copies what the state allows the mutex queue into its refusals_ (on
+  // the lock's line, read inside its critical sections). Called, holding
+  // the mutex queue's lock, after every change of state_: a change that
+  // takes a permission away from the mutex queue (a switch, or its own
+  // `drained` bit) is made under that lock, so no mutex-queue operation
+  // acts on an outdated copy; the one change made without the lock (the
+  // lock-free queue found drained, in pop_routed()) only grants a
+  // permission, and until its refresh the copy is merely stricter.
+  void refresh_refusals_locked() noexcept {
+    // seq_cst: see push_routed().
+    const std::uint64_t state = state_.load(std::memory_order_seq_cst);
+    std::uint8_t refusals = mutex_queue_.refusals_ & job_queue::refuse_closed;
+    if (active_index(state) != mutex_index) {
+      refusals |= job_queue::refuse_pushes | job_queue::refuse_fast_pops;
+    } else if (!is_drained(state)) {
+      refusals |= job_queue::refuse_fast_pops;  // older jobs may wait in the lock-free queue
+    }
+    mutex_queue_.refusals_ = refusals;
+  }
+
+  // try_switch() for a caller holding the mutex queue's lock.
+  bool switch_locked(std::size_t target) noexcept {
+    if ((mutex_queue_.refusals_ & job_queue::refuse_closed) != 0) return false;  // no switch once closing began
     const std::uint64_t state = state_.load(std::memory_order_seq_cst);
     if (active_index(state) == target || !is_drained(state)) return false;
     if (target == lockfree_index) {
@@ -550,6 +590,7 @@ class adaptive_job_queue {
     }
     // The old active queue becomes the previous one, not drained.
     state_.store(((state >> generation_shift) + 1) << generation_shift, std::memory_order_seq_cst);
+    refresh_refusals_locked();
     switches_.fetch_add(1, std::memory_order_relaxed);  // statistics only
     return true;
   }
@@ -559,7 +600,6 @@ class adaptive_job_queue {
   alignas(64) job_queue mutex_queue_;
   alignas(64) lockfree_queue lockfree_queue_;
   alignas(64) std::atomic<std::uint64_t> state_{0};
-  std::uint64_t window_bits_ = 0;  // set by the constructor; read with state_ on every push
   alignas(64) std::atomic<bool> evaluating_{false};
   std::atomic<std::uint64_t> switches_{0};
   std::atomic<std::uint64_t> probes_rejected_{0};

@@ -59,7 +59,7 @@ class alignas(64) job_queue {
   /// Appends `job`. On failure (`pool_stopped` after close(),
   /// `invalid_argument` for an empty job, `resource_exhausted` when the ring
   /// cannot grow) `job` is not moved from.
-  [[nodiscard]] result<void> try_push(job_function&& job) {
+  [[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE result<void> try_push(job_function&& job) {
     if (!job) return make_error(error_code::invalid_argument, "job_queue: empty job");
     return to_result(push_admitted(std::span<job_function>(&job, 1), admit_all{}, no_action{}));
   }
@@ -84,7 +84,7 @@ class alignas(64) job_queue {
   }
 
   /// Removes the oldest job into `out`; false when empty.
-  [[nodiscard]] bool try_pop(job_function& out) {
+  [[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE bool try_pop(job_function& out) {
     return pop_admitted(std::span<job_function>(&out, 1), take_all{}, admit_all{}, no_action{}) == 1;
   }
 
@@ -105,14 +105,14 @@ class alignas(64) job_queue {
   /// Refuses further pushes. Idempotent. Jobs already queued stay poppable.
   void close() {
     std::lock_guard lock(mutex_);
-    closed_ = true;
+    refusals_ |= refuse_closed;
     closed_hint_.store(true, std::memory_order_release);  // pairs with the acquire in is_closed()
   }
 
   /// Reopens a closed queue (used by pools that restart).
   void reopen() {
     std::lock_guard lock(mutex_);
-    closed_ = false;
+    refusals_ &= static_cast<std::uint8_t>(~refuse_closed);
     closed_hint_.store(false, std::memory_order_release);  // pairs with the acquire in is_closed()
   }
 
@@ -188,7 +188,21 @@ class alignas(64) job_queue {
       return fair == 0 ? std::size_t{1} : fair;
     }
   };
+  // What an operation that found the lock held does once it holds it
+  // (out of line, see spin_lock::lock_then_if_contended): counts itself,
+  // then calls the caller's hook with the new count.
+  template <typename Contended>
+  struct counting_contention {
+    job_queue* queue;
+    Contended hook;
+    THREAD_SYSTEM_ALWAYS_INLINE void operator()() const noexcept { hook(queue->count_contended()); }
+  };
+
   enum class push_outcome { pushed, not_admitted, closed, out_of_memory };
+  // refusals_ bits.
+  static constexpr std::uint8_t refuse_closed = 1;     // closed: pushes fail with pool_stopped
+  static constexpr std::uint8_t refuse_pushes = 2;     // pushes are not admitted (they belong elsewhere)
+  static constexpr std::uint8_t refuse_fast_pops = 4;  // adaptive_job_queue's fast pop is not admitted
   static constexpr std::size_t not_admitted = ~std::size_t{0};
 
   static result<void> to_result(push_outcome outcome) {
@@ -204,14 +218,20 @@ class alignas(64) job_queue {
     return make_error(error_code::resource_exhausted, "job_queue: out of memory growing the ring");
   }
 
-  // after() runs once the jobs are in.
-  template <typename Admit, typename After>
-  THREAD_SYSTEM_ALWAYS_INLINE push_outcome push_admitted(std::span<job_function> jobs, Admit admit, After after) {
-    const bool contended = mutex_.lock_reporting_contention();
+  // after() runs once the jobs are in. contended(n) runs only when the
+  // lock was found held, first thing inside the critical section (before
+  // admit(), so anything it changes under the lock is seen by admit()),
+  // with n the new contended_operations() count; an operation that had to
+  // wait pays for it, the common one does not.
+  template <typename Admit, typename After, typename Contended = no_action>
+  THREAD_SYSTEM_ALWAYS_INLINE push_outcome push_admitted(std::span<job_function> jobs, Admit admit, After after,
+                                                         Contended contended_hook = {}) {
+    mutex_.lock_then_if_contended(counting_contention<Contended>{this, contended_hook});
     std::lock_guard lock(mutex_, std::adopt_lock);
-    if (contended) count_contended();
+    if ((refusals_ & (refuse_closed | refuse_pushes)) != 0) {
+      return (refusals_ & refuse_closed) != 0 ? push_outcome::closed : push_outcome::not_admitted;
+    }
     if (!admit()) return push_outcome::not_admitted;
-    if (closed_) return push_outcome::closed;
     try {
       push_locked(jobs);
     } catch (const std::bad_alloc&) {
@@ -222,20 +242,20 @@ class alignas(64) job_queue {
   }
 
   // Takes up to min(out.size(), limit(queued)) jobs; returns how many, or
-  // not_admitted. after(taken) runs once they are out (also for 0).
-  template <typename Limit, typename Admit, typename After>
+  // not_admitted. after(taken) runs once they are out (also for 0);
+  // contended() as for a push.
+  template <typename Limit, typename Admit, typename After, typename Contended = no_action>
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_admitted(std::span<job_function> out, Limit limit, Admit admit,
-                                                       After after) {
-    const bool contended = mutex_.lock_reporting_contention();
+                                                       After after, Contended contended_hook = {}) {
+    mutex_.lock_then_if_contended(counting_contention<Contended>{this, contended_hook});
     std::lock_guard lock(mutex_, std::adopt_lock);
-    if (contended) count_contended();
     if (!admit()) return not_admitted;
     const std::size_t taken = pop_locked(out, limit(count_));
     after(taken);
     return taken;
   }
 
-  // Appends `jobs` (all valid); the caller holds mutex_ and checked closed_.
+  // Appends `jobs` (all valid); the caller holds mutex_ and checked refusals_.
   // Growing may throw std::bad_alloc before anything is moved.
   THREAD_SYSTEM_ALWAYS_INLINE void push_locked(std::span<job_function> jobs) {
     // Room for the jobs plus one skip marker's padding (shorter than one
@@ -303,11 +323,14 @@ class alignas(64) job_queue {
     pushed_total_.store(pushed_total_.load(std::memory_order_relaxed) + n, std::memory_order_release);
   }
 
-  THREAD_SYSTEM_ALWAYS_INLINE void count_contended() noexcept {
+  // Returns the new count.
+  THREAD_SYSTEM_ALWAYS_INLINE std::uint64_t count_contended() noexcept {
     // Writers are serialised by mutex_ (load+store is exact); readers take
     // statistics only. On the lock's line, which the operation holds
     // anyway, so counting moves no extra cache line between threads.
-    contended_.store(contended_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    const std::uint64_t count = contended_.load(std::memory_order_relaxed) + 1;
+    contended_.store(count, std::memory_order_relaxed);
+    return count;
   }
 
   // Doubles the ring until `needed` more words fit, repacking the queued
@@ -339,7 +362,11 @@ class alignas(64) job_queue {
   // contention count included, so an empty poll - contended or not - moves
   // only this line between threads.
   mutable spin_lock mutex_;
-  bool closed_ = false;  // guarded by mutex_
+  // Guarded by mutex_: why a push (or an adaptive_job_queue's pop) may not
+  // use this queue now. job_queue itself only ever sets refuse_closed; the
+  // other bits are adaptive_job_queue's (a copy of its routing state, kept
+  // here so that the check reads no line but the lock's).
+  std::uint8_t refusals_ = 0;
   std::atomic<bool> closed_hint_{false};
   std::size_t ring_words_;                   // guarded by mutex_; a power of two
   std::unique_ptr<word[]> ring_;             // guarded by mutex_

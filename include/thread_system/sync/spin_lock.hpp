@@ -35,13 +35,15 @@ class spin_lock {
     lock_contended();
   }
 
-  /// lock(), returning whether the lock was held by another thread at the
-  /// first attempt (a contention measure that costs nothing extra).
-  [[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE bool lock_reporting_contention() noexcept {
+  /// lock(); if the lock was held by another thread at the first attempt,
+  /// also calls `on_contended()` once the lock is taken (in the critical
+  /// section). That path is out of line, so the uncontended one stays the
+  /// few instructions of lock(), whatever `on_contended` does.
+  template <typename F>
+  THREAD_SYSTEM_ALWAYS_INLINE void lock_then_if_contended(F on_contended) noexcept {
     // acquire: as in lock().
-    if (!locked_.exchange(true, std::memory_order_acquire)) return false;
-    lock_contended();
-    return true;
+    if (!locked_.exchange(true, std::memory_order_acquire)) return;
+    lock_contended_then(on_contended);
   }
 
   [[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE bool try_lock() noexcept {
@@ -55,6 +57,12 @@ class spin_lock {
   }
 
  private:
+  template <typename F>
+  THREAD_SYSTEM_NOINLINE void lock_contended_then(F on_contended) noexcept {
+    lock_contended();
+    on_contended();
+  }
+
   // Out of line: the uncontended path above stays a few instructions.
   THREAD_SYSTEM_NOINLINE void lock_contended() noexcept {
     unsigned backoff = 1;
