@@ -6,9 +6,10 @@
 // separate benchmark runs, so comparing medians of separate runs (as the
 // pc/ and contention/ tables do) leaves a 0.9 threshold to chance. Here
 // every round runs the same workload on each variant back to back, in an
-// order that rotates from round to round, and the figure is the median over
-// rounds of the per-round ratio: drift of the machine's load between rounds
-// cancels out, and every variant runs as often first as last.
+// order that changes from round to round (see bm_adaptive_paired), and the
+// figure is the median over rounds of the per-round ratio: drift of the
+// machine's load between rounds cancels out, and every variant runs as
+// often first as last, and after each other variant as often.
 //
 // Variants (each on cache lines of its own, built once per benchmark run and
 // kept across rounds, so the adaptive queue keeps what it has learned):
@@ -28,6 +29,11 @@
 //   switches         the adaptive queue's switches during the run
 //   on_lockfree      1 if the adaptive queue ended the run on the lock-free queue
 // The iteration time is the adaptive queue's time for the round.
+//
+// Each workload's loop is a function of its own per queue type (noinline):
+// whether a loop is inlined into its caller, and how, is left to the
+// compiler's heuristics otherwise, and differs between queue types; code
+// placed differently alone moved single-thread ratios by 10-30%.
 //
 // Workloads (the same three kinds as queue_benchmarks.cpp):
 //   pair/ops:N                 one thread, N push-then-pop pairs
@@ -96,7 +102,7 @@ struct workload {
 
 // One thread, `ops` push-then-pop pairs.
 template <typename Q>
-double run_pair(Q& q, std::size_t ops) {
+[[gnu::noinline]] double run_pair(Q& q, std::size_t ops) {
   ts::job_function out;
   const auto start = clock_type::now();
   for (std::size_t i = 0; i < ops; ++i) {
@@ -110,7 +116,7 @@ double run_pair(Q& q, std::size_t ops) {
 
 // The five variants (see the header comment), each on lines of its own.
 struct variants {
-  static constexpr std::size_t count = 5;
+  static constexpr std::size_t count = 5;  // prime: see bm_adaptive_paired
   isolated<ts::adaptive_job_queue> adaptive{ts::queue_strategy::ADAPTIVE};
   isolated<ts::adaptive_job_queue> mutex_mode{ts::queue_strategy::FORCE_MUTEX};
   isolated<ts::adaptive_job_queue> lockfree_mode{ts::queue_strategy::FORCE_LOCKFREE};
@@ -143,7 +149,7 @@ struct variants {
 
 // A producer's share of a pc run: `share` jobs.
 template <typename Q>
-void produce(Q& q, std::size_t share) {
+[[gnu::noinline]] void produce(Q& q, std::size_t share) {
   for (std::size_t i = 0; i < share; ++i) {
     while (!push(q, i)) std::this_thread::yield();  // (unbounded queues: never refused)
   }
@@ -153,7 +159,7 @@ void produce(Q& q, std::size_t share) {
 // It publishes its count each time it finds the queue empty, so the last
 // job's consumer publishes on its next (failing) pop.
 template <typename Q>
-void consume(Q& q, std::atomic<std::uint64_t>& consumed, std::size_t ops) {
+[[gnu::noinline]] void consume(Q& q, std::atomic<std::uint64_t>& consumed, std::size_t ops) {
   ts::job_function job;
   std::uint64_t local = 0;
   for (;;) {
@@ -173,7 +179,7 @@ void consume(Q& q, std::atomic<std::uint64_t>& consumed, std::size_t ops) {
 
 // A contention thread's share: `share` push-then-pop pairs.
 template <typename Q>
-void push_pop_pairs(Q& q, std::size_t share) {
+[[gnu::noinline]] void push_pop_pairs(Q& q, std::size_t share) {
   ts::job_function out;
   std::uint64_t retries = 0;
   for (std::size_t i = 0; i < share; ++i) {
@@ -294,7 +300,14 @@ void bm_adaptive_paired(benchmark::State& state, workload w) {
   for (auto _ : state) {
     std::array<double, count> t{};
     for (std::size_t k = 0; k < count; ++k) {
-      const std::size_t v = (round + k) % count;  // rotating order
+      // Rotating order with a stride that changes every `count` rounds:
+      // `count` is prime, so every stride gives a permutation, and over
+      // count * (count - 1) rounds each variant runs in each position and
+      // right after each other variant equally often (what ran just before
+      // - a lock-free run that left a large node pool, say - is no longer
+      // always the same for a given variant).
+      const std::size_t stride = 1 + (round / count) % (count - 1);
+      const std::size_t v = (round + k * stride) % count;
       t[v] = run_once(*queues, threads.get(), w, v);
     }
     ++round;
