@@ -96,7 +96,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -317,7 +316,7 @@ class adaptive_job_queue {
   THREAD_SYSTEM_ALWAYS_INLINE job_queue::push_outcome push_mutex(std::span<job_function> jobs) {
     // (job_queue refuses the push itself when the mutex queue is not active:
     // refuse_pushes, see refresh_refusals_locked().)
-    return mutex_queue_.push_admitted(jobs, job_queue::admit_all{}, job_queue::no_action{}, lock_was_held{this});
+    return mutex_queue_.push_admitted(jobs, job_queue::no_action{}, lock_was_held{this});
   }
 
   // The rest of a mutex-queue push that did not simply succeed: a switch

@@ -61,7 +61,7 @@ class alignas(64) job_queue {
   /// cannot grow) `job` is not moved from.
   [[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE result<void> try_push(job_function&& job) {
     if (!job) return make_error(error_code::invalid_argument, "job_queue: empty job");
-    return to_result(push_admitted(std::span<job_function>(&job, 1), admit_all{}, no_action{}));
+    return to_result(push_admitted(std::span<job_function>(&job, 1), no_action{}));
   }
 
   /// try_push() that also reports whether the queue held no job just before
@@ -69,8 +69,7 @@ class alignas(64) job_queue {
   /// pool wakes a worker only on that transition: see thread_pool.cpp).
   [[nodiscard]] result<void> try_push(job_function&& job, bool& was_empty) {
     if (!job) return make_error(error_code::invalid_argument, "job_queue: empty job");
-    return to_result(
-        push_admitted(std::span<job_function>(&job, 1), admit_all{}, record_was_empty{this, 1, &was_empty}));
+    return to_result(push_admitted(std::span<job_function>(&job, 1), record_was_empty{this, 1, &was_empty}));
   }
 
   /// Appends every job of `jobs`, all or none, under one lock. Fails like
@@ -80,7 +79,7 @@ class alignas(64) job_queue {
     for (const auto& j : jobs) {
       if (!j) return make_error(error_code::invalid_argument, "job_queue: empty job in batch");
     }
-    return to_result(push_admitted(jobs, admit_all{}, no_action{}));
+    return to_result(push_admitted(jobs, no_action{}));
   }
 
   /// Removes the oldest job into `out`; false when empty.
@@ -153,8 +152,9 @@ class alignas(64) job_queue {
 
   // The one implementation of a push and of a pop, shared with
   // adaptive_job_queue, which runs its own checks inside the same critical
-  // section: `admit()` decides, under the lock, whether the operation may
-  // go on, and `after(...)` runs under the lock once it is done. job_queue's own
+  // section: a pop's `admit()` decides, under the lock, whether it may go
+  // on (a push is decided by refusals_), and `after(...)` runs under the
+  // lock once it is done. job_queue's own
   // operations pass no-ops, which compile away. (Hooks are named types with
   // forced-inline calls, not lambdas: the whole fast path must inline into
   // the caller, whatever the compiler's inlining budget there.)
@@ -218,20 +218,21 @@ class alignas(64) job_queue {
     return make_error(error_code::resource_exhausted, "job_queue: out of memory growing the ring");
   }
 
-  // after() runs once the jobs are in. contended(n) runs only when the
-  // lock was found held, first thing inside the critical section (before
-  // admit(), so anything it changes under the lock is seen by admit()),
+  // A push is admitted unless refusals_ refuses it (closed, or pushes
+  // belong elsewhere). after() runs once the jobs are in. contended(n) runs
+  // only when the lock was found held, first thing inside the critical
+  // section (before any check, so anything it changes under the lock is
+  // seen by the operation),
   // with n the new contended_operations() count; an operation that had to
   // wait pays for it, the common one does not.
-  template <typename Admit, typename After, typename Contended = no_action>
-  THREAD_SYSTEM_ALWAYS_INLINE push_outcome push_admitted(std::span<job_function> jobs, Admit admit, After after,
+  template <typename After, typename Contended = no_action>
+  THREAD_SYSTEM_ALWAYS_INLINE push_outcome push_admitted(std::span<job_function> jobs, After after,
                                                          Contended contended_hook = {}) {
     mutex_.lock_then_if_contended(counting_contention<Contended>{this, contended_hook});
     std::lock_guard lock(mutex_, std::adopt_lock);
     if ((refusals_ & (refuse_closed | refuse_pushes)) != 0) {
       return (refusals_ & refuse_closed) != 0 ? push_outcome::closed : push_outcome::not_admitted;
     }
-    if (!admit()) return push_outcome::not_admitted;
     try {
       push_locked(jobs);
     } catch (const std::bad_alloc&) {
