@@ -15,6 +15,7 @@
 #include <cassert>
 #include <exception>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -174,31 +175,34 @@ class [[nodiscard]] result {
   std::variant<T, thread_system::error> storage_;
 };
 
-/// Success or an error.
+/// Success or an error. A success holds nothing (one flag): returning one
+/// constructs no error, and destroying one frees nothing.
 template <>
 class [[nodiscard]] result<void> {
  public:
   using value_type = void;
 
   result() = default;
-  result(unexpected_error e) : error_(std::move(e.value)), failed_(true) {}  // NOLINT
-  result(thread_system::error e) : error_(std::move(e)), failed_(true) {}    // NOLINT
+  result(unexpected_error e) : error_(std::move(e.value)) {}  // NOLINT
+  result(thread_system::error e) : error_(std::move(e)) {}    // NOLINT
 
-  [[nodiscard]] bool has_value() const noexcept { return !failed_; }
+  [[nodiscard]] bool has_value() const noexcept { return !error_.has_value(); }
   explicit operator bool() const noexcept { return has_value(); }
   /// Throws `error_exception` if this holds an error.
   void value() const {
-    if (failed_) throw error_exception(error_);
+    if (error_) throw error_exception(*error_);
   }
+  /// The error. Precondition: `!has_value()` (asserted; a success returns
+  /// an empty error with code `ok`).
   [[nodiscard]] const thread_system::error& get_error() const& noexcept {
-    assert(failed_);
-    return error_;
+    assert(error_.has_value());
+    static const thread_system::error none;
+    return error_ ? *error_ : none;
   }
   [[nodiscard]] const thread_system::error& error() const& noexcept { return get_error(); }
 
  private:
-  thread_system::error error_;
-  bool failed_ = false;
+  std::optional<thread_system::error> error_;
 };
 
 /// Seed-compatible spelling of `result<void>`.
