@@ -833,6 +833,16 @@ def queue_goals(runs):
         goal("queues", "(not a goal) adaptive queue against the better of the bare job_queue / lockfree_queue, "
              "paired rounds", f"median {median:.2f}×, worst {worst[0]:.2f}× ({worst[1]}); "
              f"{sum(1 for r, _ in raw if r >= 0.9)} of {len(raw)} workloads at ≥ 0.9×", None)
+    # The controls: two instances of one queue type, measured like the rest.
+    twins = []
+    for key in paired_keys(runs):
+        for field in ("twin_job_queue", "twin_adaptive"):
+            st = runs.stat(key, field)
+            if st is not None and st[0] > 0:
+                twins.append(st[0])
+    if twins:
+        goal("queues", "(resolution) paired rounds between two instances of one queue (job_queue, adaptive), "
+             "every workload", f"{min(twins):.2f}–{max(twins):.2f}×, median {statistics.median(twins):.2f}×", None)
     for q in ("job_queue", "sharded_queue", "adaptive_job_queue", "lockfree_queue", "bounded_queue"):
         st = runs.stat(f"memory/{q}/jobs:100000", "bytes_per_job")
         if st is not None:
@@ -860,14 +870,17 @@ def table_adaptive_paired(runs, out):
                "order; each cell is the median over rounds of the per-round throughput ratio adaptive / other "
                "(> 1: ADAPTIVE moved jobs faster), then the median over repetitions (min–max). *better mode* is "
                "the goal's ratio (against the faster of the two forced modes in each round); *better queue* adds "
-               "what routing through `adaptive_job_queue` costs over the bare queues.\n")
+               "what routing through `adaptive_job_queue` costs over the bare queues. The *twin* columns are controls: "
+               "a second `job_queue` against the first, a second ADAPTIVE queue against the first (same code, same "
+               "page offset): how far from 1.00× the method reads when nothing differs.\n")
     keys = paired_keys(runs)
     if not keys:
         out.append("_No data (not run in this mode)._\n")
         return
     fields = [("vs_better_mode", "vs better mode"), ("vs_mutex_mode", "vs FORCE_MUTEX"),
               ("vs_lockfree_mode", "vs FORCE_LOCKFREE"), ("vs_better_queue", "vs better queue"),
-              ("vs_job_queue", "vs job_queue"), ("vs_lockfree_queue", "vs lockfree_queue")]
+              ("vs_job_queue", "vs job_queue"), ("vs_lockfree_queue", "vs lockfree_queue"),
+              ("twin_job_queue", "twin job_queue"), ("twin_adaptive", "twin adaptive")]
     out.append("| workload | " + " | ".join(label for _, label in fields) + " | switches |")
     out.append("|---|" + "---:|" * (len(fields) + 1))
     for key in keys:

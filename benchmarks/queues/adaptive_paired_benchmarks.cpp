@@ -11,13 +11,18 @@
 // machine's load between rounds cancels out, and every variant runs as
 // often first as last, and after each other variant as often.
 //
-// Variants (each on cache lines of its own, built once per benchmark run and
-// kept across rounds, so the adaptive queue keeps what it has learned):
+// Variants (built once per benchmark run and kept across rounds, so the
+// adaptive queue keeps what it has learned):
 //   adaptive         adaptive_job_queue(ADAPTIVE)
 //   mutex_mode       adaptive_job_queue(FORCE_MUTEX)     - its two strategies
 //   lockfree_mode    adaptive_job_queue(FORCE_LOCKFREE)
 //   job_queue        job_queue                           - the queues behind them
 //   lockfree_queue   lockfree_queue
+//   job_queue twin   a second job_queue                  - controls: same type,
+//   adaptive twin    a second adaptive_job_queue(ADAPTIVE) same code
+// Each queue sits alone in page-aligned memory, all at the same offset into
+// their page, and that offset moves by 7 cache lines from one benchmark run
+// to the next (see `placed`).
 // Counters, each the median over the run's rounds, > 1 meaning the adaptive
 // queue moved more jobs per second:
 //   vs_better_mode   min(t_mutex_mode, t_lockfree_mode) / t_adaptive (the goal)
@@ -26,8 +31,13 @@
 //                    goal's ratio plus what routing through
 //                    adaptive_job_queue costs over the bare queues
 //   vs_job_queue, vs_lockfree_queue
+//   twin_job_queue   t_job_queue_twin / t_job_queue and
+//   twin_adaptive    t_adaptive_twin / t_adaptive: what the method reads
+//                    between two instances of one queue, the resolution of
+//                    every other ratio here
 //   switches         the adaptive queue's switches during the run
 //   on_lockfree      1 if the adaptive queue ended the run on the lock-free queue
+//   page_offset      where in their page this run placed the queues
 // The iteration time is the adaptive queue's time for the round.
 //
 // Each workload's loop is a function of its own per queue type (noinline):
@@ -55,7 +65,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -76,15 +88,6 @@ struct tiny_job {
   void operator()() const noexcept { benchmark::DoNotOptimize(payload); }
 };
 static_assert(ts::job_function::stored_inline<tiny_job>);
-
-// A queue on cache lines of its own.
-template <typename Q>
-struct alignas(64) isolated {
-  template <typename... Args>
-  explicit isolated(Args&&... args) : queue(std::forward<Args>(args)...) {}
-  Q queue;
-  alignas(64) char end = 0;  // nothing else starts on the queue's last line
-};
 
 template <typename Q>
 THREAD_SYSTEM_ALWAYS_INLINE bool push(Q& q, std::uint64_t i) {
@@ -114,34 +117,106 @@ template <typename Q>
   return std::chrono::duration<double>(clock_type::now() - start).count();
 }
 
-// The five variants (see the header comment), each on lines of its own.
+// A queue alone in a page-aligned block of its own, constructed at byte
+// `offset` of the block's first page. Where a queue falls within a 4 KiB
+// page matters on the development machine: in ad-hoc single-thread
+// push/pop loops (not in the repository), two instances of the same queue
+// type allocated with plain `new` measured up to 0.76x of each other in
+// one process and 1.0x in the next, while instances at the same page
+// offset stayed within a few percent of each other. (A likely cause: a
+// load whose address matches an earlier store's modulo 4 KiB waits for
+// that store.) So every variant of a benchmark run is placed at the same
+// offset, and the offset changes from run to run, so that no queue keeps a
+// lucky or unlucky placement; the twin counters show what is left.
+template <typename Q>
+class placed {
+ public:
+  static constexpr std::size_t page = 4096;
+  template <typename... Args>
+  explicit placed(std::size_t offset, Args&&... args)
+      : block_(static_cast<std::byte*>(std::aligned_alloc(page, block_size(offset)))) {
+    if (block_ == nullptr) throw std::bad_alloc();
+    queue = new (block_ + offset) Q(std::forward<Args>(args)...);
+  }
+  placed(const placed&) = delete;
+  placed& operator=(const placed&) = delete;
+  ~placed() {
+    queue->~Q();
+    std::free(block_);
+  }
+  Q* queue;
+
+ private:
+  // Whole pages, with the queue's last line alone in them.
+  static std::size_t block_size(std::size_t offset) { return (offset + sizeof(Q) + 64 + page - 1) / page * page; }
+  std::byte* block_;
+};
+
+// The page offset of the next benchmark run's queues: steps of 7 cache
+// lines, so successive runs (workloads, repetitions) cover all 64 line
+// offsets of a page before one repeats.
+std::size_t next_page_offset() {
+  static std::size_t runs = 0;  // benchmark runs are sequential (one main thread)
+  return (runs++ * 7 % 64) * 64;
+}
+
+// The seven variants (see the header comment).
 struct variants {
-  static constexpr std::size_t count = 5;  // prime: see bm_adaptive_paired
-  isolated<ts::adaptive_job_queue> adaptive{ts::queue_strategy::ADAPTIVE};
-  isolated<ts::adaptive_job_queue> mutex_mode{ts::queue_strategy::FORCE_MUTEX};
-  isolated<ts::adaptive_job_queue> lockfree_mode{ts::queue_strategy::FORCE_LOCKFREE};
-  isolated<ts::job_queue> mutex_queue;
-  isolated<ts::lockfree_queue> lockfree;
+  static constexpr std::size_t count = 7;  // prime: see bm_adaptive_paired
+  enum : std::size_t {
+    adaptive,
+    mutex_mode,
+    lockfree_mode,
+    bare_job_queue,
+    bare_lockfree_queue,
+    job_queue_twin,
+    adaptive_twin,
+  };
+  explicit variants(std::size_t offset)
+      : page_offset(offset),
+        adaptive_queue(offset, ts::queue_strategy::ADAPTIVE),
+        mutex_mode_queue(offset, ts::queue_strategy::FORCE_MUTEX),
+        lockfree_mode_queue(offset, ts::queue_strategy::FORCE_LOCKFREE),
+        job_queue_a(offset),
+        lockfree_a(offset),
+        job_queue_b(offset),
+        adaptive_b(offset, ts::queue_strategy::ADAPTIVE) {}
+
+  const std::size_t page_offset;
+  placed<ts::adaptive_job_queue> adaptive_queue;
+  placed<ts::adaptive_job_queue> mutex_mode_queue;
+  placed<ts::adaptive_job_queue> lockfree_mode_queue;
+  placed<ts::job_queue> job_queue_a;
+  placed<ts::lockfree_queue> lockfree_a;
+  placed<ts::job_queue> job_queue_b;
+  placed<ts::adaptive_job_queue> adaptive_b;
 
   // Calls f(queue) with variant `v`'s queue (each call site is compiled
-  // for each queue type, so every queue runs its own inlined code).
+  // for each queue type, so every queue runs its own inlined code; a twin
+  // runs the very code of its original).
   template <typename F>
   THREAD_SYSTEM_ALWAYS_INLINE void with(std::size_t v, F&& f) {
     switch (v) {
-      case 0:
-        f(adaptive.queue);
+      case adaptive:
+        f(*adaptive_queue.queue);
         break;
-      case 1:
-        f(mutex_mode.queue);
+      case mutex_mode:
+        f(*mutex_mode_queue.queue);
         break;
-      case 2:
-        f(lockfree_mode.queue);
+      case lockfree_mode:
+        f(*lockfree_mode_queue.queue);
         break;
-      case 3:
-        f(mutex_queue.queue);
+      case bare_job_queue:
+        f(*job_queue_a.queue);
+        break;
+      case bare_lockfree_queue:
+        f(*lockfree_a.queue);
+        break;
+      case job_queue_twin:
+        f(*job_queue_b.queue);
         break;
       default:
-        f(lockfree.queue);
+        f(*adaptive_b.queue);
         break;
     }
   }
@@ -288,14 +363,26 @@ double median(std::vector<double> v) {
 }
 
 void bm_adaptive_paired(benchmark::State& state, workload w) {
-  auto queues = std::make_unique<variants>();
+  auto queues = std::make_unique<variants>(next_page_offset());
   std::unique_ptr<crew> threads;
   if (w.what != kind::pair) threads = std::make_unique<crew>(*queues, w);
   constexpr std::size_t count = variants::count;
   // Untimed warm-up: every queue reaches its working-set size.
   for (std::size_t v = 0; v < count; ++v) run_once(*queues, threads.get(), w, v);
 
-  std::array<std::vector<double>, 6> ratios;  // named below
+  // Per-round ratios, > 1 meaning the first-named queue moved jobs faster.
+  struct ratio {
+    const char* name;
+    std::vector<double> rounds;
+  };
+  std::array<ratio, 8> ratios{{{"vs_better_mode", {}},
+                               {"vs_mutex_mode", {}},
+                               {"vs_lockfree_mode", {}},
+                               {"vs_better_queue", {}},
+                               {"vs_job_queue", {}},
+                               {"vs_lockfree_queue", {}},
+                               {"twin_job_queue", {}},
+                               {"twin_adaptive", {}}}};
   std::size_t round = 0;
   for (auto _ : state) {
     std::array<double, count> t{};
@@ -308,25 +395,30 @@ void bm_adaptive_paired(benchmark::State& state, workload w) {
       // always the same for a given variant).
       const std::size_t stride = 1 + (round / count) % (count - 1);
       const std::size_t v = (round + k * stride) % count;
-      t[v] = run_once(*queues, threads.get(), w, v);
+      t[v] = std::max(run_once(*queues, threads.get(), w, v), 1e-12);
     }
     ++round;
-    state.SetIterationTime(t[0]);
-    const double a = std::max(t[0], 1e-12);
-    ratios[0].push_back(std::min(t[1], t[2]) / a);
-    ratios[1].push_back(t[1] / a);
-    ratios[2].push_back(t[2] / a);
-    ratios[3].push_back(std::min(t[3], t[4]) / a);
-    ratios[4].push_back(t[3] / a);
-    ratios[5].push_back(t[4] / a);
+    state.SetIterationTime(t[variants::adaptive]);
+    const double a = t[variants::adaptive];
+    const double mutex_mode = t[variants::mutex_mode];
+    const double lockfree_mode = t[variants::lockfree_mode];
+    const double job_queue = t[variants::bare_job_queue];
+    const double lockfree_queue = t[variants::bare_lockfree_queue];
+    ratios[0].rounds.push_back(std::min(mutex_mode, lockfree_mode) / a);
+    ratios[1].rounds.push_back(mutex_mode / a);
+    ratios[2].rounds.push_back(lockfree_mode / a);
+    ratios[3].rounds.push_back(std::min(job_queue, lockfree_queue) / a);
+    ratios[4].rounds.push_back(job_queue / a);
+    ratios[5].rounds.push_back(lockfree_queue / a);
+    ratios[6].rounds.push_back(job_queue / t[variants::job_queue_twin]);
+    ratios[7].rounds.push_back(a / t[variants::adaptive_twin]);
   }
   threads.reset();
-  const char* names[] = {"vs_better_mode",  "vs_mutex_mode", "vs_lockfree_mode",
-                         "vs_better_queue", "vs_job_queue",  "vs_lockfree_queue"};
-  for (std::size_t i = 0; i < ratios.size(); ++i) state.counters[names[i]] = median(ratios[i]);
-  const auto statistics = queues->adaptive.queue.get_statistics();
+  for (auto& r : ratios) state.counters[r.name] = median(std::move(r.rounds));
+  const auto statistics = queues->adaptive_queue.queue->get_statistics();
   state.counters["switches"] = static_cast<double>(statistics.switches);
   state.counters["on_lockfree"] = statistics.current_strategy == ts::queue_strategy::FORCE_LOCKFREE ? 1.0 : 0.0;
+  state.counters["page_offset"] = static_cast<double>(queues->page_offset);
   state.SetItemsProcessed(static_cast<std::int64_t>(w.ops) * state.iterations());
 }
 
