@@ -54,6 +54,27 @@ TEST(Result, VoidResult) {
   EXPECT_THROW(bad.value(), ts::error_exception);
 }
 
+TEST(Result, VoidResultCopiesMovesAndReassigns) {
+  // A message longer than any small-string buffer, so copies and moves
+  // really own heap memory (the sanitizer builds check it is freed once).
+  const std::string message(200, 'x');
+  ts::result<void> bad = ts::make_error(ts::error_code::queue_full, message);
+  ts::result<void> copy = bad;
+  ASSERT_FALSE(copy.has_value());
+  EXPECT_EQ(copy.error().code(), ts::error_code::queue_full);
+  EXPECT_EQ(copy.error().message(), message);
+  ts::result<void> moved = std::move(copy);
+  ASSERT_FALSE(moved.has_value());
+  EXPECT_EQ(moved.error().message(), message);
+  moved = ts::result<void>{};  // a success replaces the error
+  EXPECT_TRUE(moved.has_value());
+  EXPECT_NO_THROW(moved.value());
+  moved = bad;  // and an error replaces a success
+  ASSERT_FALSE(moved.has_value());
+  EXPECT_EQ(moved.error().code(), ts::error_code::queue_full);
+  EXPECT_EQ(bad.error().message(), message);  // the source is unchanged by the copy
+}
+
 TEST(Result, MoveOnlyValue) {
   ts::result<std::unique_ptr<int>> r = std::make_unique<int>(5);
   ASSERT_TRUE(r);
