@@ -272,6 +272,11 @@ class adaptive_job_queue {
   static std::size_t source_index(std::uint64_t state) noexcept {
     return is_drained(state) ? active_index(state) : 1 - active_index(state);
   }
+  // The mutex queue is active and the lock-free one drained (one test).
+  static bool mutex_is_the_only_source_in(std::uint64_t state) noexcept {
+    static_assert(mutex_index == 0);
+    return (state & (std::uint64_t{1} << generation_shift | drained_bit)) == drained_bit;
+  }
   static queue_strategy strategy_of(std::size_t index) noexcept {
     return index == mutex_index ? queue_strategy::FORCE_MUTEX : queue_strategy::FORCE_LOCKFREE;
   }
@@ -374,7 +379,7 @@ class adaptive_job_queue {
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_mutex_only(std::span<job_function> out) {
     // seq_cst: see push_routed(); a hint, re-validated under the lock.
     const std::uint64_t hint = state_.load(std::memory_order_seq_cst);
-    if (active_index(hint) != mutex_index || !is_drained(hint)) return not_mutex_only;
+    if (!mutex_is_the_only_source_in(hint)) return not_mutex_only;
     const std::size_t taken = mutex_queue_.pop_admitted(out, job_queue::take_all{}, mutex_is_the_only_source{this},
                                                         job_queue::no_action{}, lock_was_held{this});
     return taken == job_queue::not_admitted ? not_mutex_only : taken;
@@ -594,11 +599,14 @@ class adaptive_job_queue {
     return true;
   }
 
+  // First, so that its address is the object's (one register fewer in a
+  // caller's loop); its line is otherwise read-only (strategy_, policy_),
+  // and it changes only at a switch.
+  alignas(64) std::atomic<std::uint64_t> state_{0};
   const queue_strategy strategy_;
   adaptive_policy policy_;
   alignas(64) job_queue mutex_queue_;
   alignas(64) lockfree_queue lockfree_queue_;
-  alignas(64) std::atomic<std::uint64_t> state_{0};
   alignas(64) std::atomic<bool> evaluating_{false};
   std::atomic<std::uint64_t> switches_{0};
   std::atomic<std::uint64_t> probes_rejected_{0};
