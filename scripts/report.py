@@ -872,7 +872,9 @@ def table_adaptive_paired(runs, out):
                "the goal's ratio (against the faster of the two forced modes in each round); *better queue* adds "
                "what routing through `adaptive_job_queue` costs over the bare queues. The *twin* columns are controls: "
                "a second `job_queue` against the first, a second ADAPTIVE queue against the first (same code, same "
-               "page offset): how far from 1.00× the method reads when nothing differs.\n")
+               "page offset; > 1: the second was faster): how far from 1.00× the method reads when nothing "
+               "differs. (The two ADAPTIVE queues learn on their own: they compare alike only while both make "
+               "the same switches, hence the twin's switch count.)\n")
     keys = paired_keys(runs)
     if not keys:
         out.append("_No data (not run in this mode)._\n")
@@ -881,15 +883,16 @@ def table_adaptive_paired(runs, out):
               ("vs_lockfree_mode", "vs FORCE_LOCKFREE"), ("vs_better_queue", "vs better queue"),
               ("vs_job_queue", "vs job_queue"), ("vs_lockfree_queue", "vs lockfree_queue"),
               ("twin_job_queue", "twin job_queue"), ("twin_adaptive", "twin adaptive")]
-    out.append("| workload | " + " | ".join(label for _, label in fields) + " | switches |")
-    out.append("|---|" + "---:|" * (len(fields) + 1))
+    out.append("| workload | " + " | ".join(label for _, label in fields) + " | switches | twin switches |")
+    out.append("|---|" + "---:|" * (len(fields) + 2))
     for key in keys:
         row = [key[len("adaptive_paired/"):]]
         for field, _ in fields:
             st = runs.stat(key, field)
             row.append("n/a" if st is None else f"{st[0]:.2f}× ({st[1]:.2f}–{st[2]:.2f})")
-        st = runs.stat(key, "switches")
-        row.append("n/a" if st is None else f"{st[0]:.0f}")
+        for field in ("switches", "twin_switches"):
+            st = runs.stat(key, field)
+            row.append("n/a" if st is None else f"{st[0]:.0f}")
         out.append("| " + " | ".join(row) + " |")
     out.append("")
 

@@ -23,19 +23,24 @@
 // Each queue sits alone in page-aligned memory, all at the same offset into
 // their page, and that offset moves by 7 cache lines from one benchmark run
 // to the next (see `placed`).
-// Counters, each the median over the run's rounds, > 1 meaning the adaptive
-// queue moved more jobs per second:
+// Counters. The ratios are medians over the run's rounds of per-round time
+// ratios; for the vs_* ones > 1 means the adaptive queue moved more jobs
+// per second:
 //   vs_better_mode   min(t_mutex_mode, t_lockfree_mode) / t_adaptive (the goal)
 //   vs_mutex_mode, vs_lockfree_mode
 //   vs_better_queue  min(t_job_queue, t_lockfree_queue) / t_adaptive: the
 //                    goal's ratio plus what routing through
 //                    adaptive_job_queue costs over the bare queues
 //   vs_job_queue, vs_lockfree_queue
-//   twin_job_queue   t_job_queue_twin / t_job_queue and
-//   twin_adaptive    t_adaptive_twin / t_adaptive: what the method reads
-//                    between two instances of one queue, the resolution of
-//                    every other ratio here
+//   twin_job_queue   t_job_queue / t_job_queue_twin and
+//   twin_adaptive    t_adaptive / t_adaptive_twin (> 1: the twin moved more
+//                    jobs per second): what the method reads between two
+//                    instances of one queue, the resolution of every other
+//                    ratio here (the two ADAPTIVE queues learn on their own,
+//                    so they compare alike only while both stay on one
+//                    queue: see twin_switches)
 //   switches         the adaptive queue's switches during the run
+//   twin_switches    the adaptive twin's
 //   on_lockfree      1 if the adaptive queue ended the run on the lock-free queue
 //   page_offset      where in their page this run placed the queues
 // The iteration time is the adaptive queue's time for the round.
@@ -130,13 +135,20 @@ template <typename Q>
 // lucky or unlucky placement; the twin counters show what is left.
 template <typename Q>
 class placed {
+  static_assert(alignof(Q) <= 64, "offsets move in steps of one 64-byte line");
+
  public:
   static constexpr std::size_t page = 4096;
   template <typename... Args>
   explicit placed(std::size_t offset, Args&&... args)
       : block_(static_cast<std::byte*>(std::aligned_alloc(page, block_size(offset)))) {
     if (block_ == nullptr) throw std::bad_alloc();
-    queue = new (block_ + offset) Q(std::forward<Args>(args)...);
+    try {
+      queue = new (block_ + offset) Q(std::forward<Args>(args)...);
+    } catch (...) {
+      std::free(block_);
+      throw;
+    }
   }
   placed(const placed&) = delete;
   placed& operator=(const placed&) = delete;
@@ -370,7 +382,7 @@ void bm_adaptive_paired(benchmark::State& state, workload w) {
   // Untimed warm-up: every queue reaches its working-set size.
   for (std::size_t v = 0; v < count; ++v) run_once(*queues, threads.get(), w, v);
 
-  // Per-round ratios, > 1 meaning the first-named queue moved jobs faster.
+  // Per-round ratios (see the header comment for their direction).
   struct ratio {
     const char* name;
     std::vector<double> rounds;
@@ -417,6 +429,7 @@ void bm_adaptive_paired(benchmark::State& state, workload w) {
   for (auto& r : ratios) state.counters[r.name] = median(std::move(r.rounds));
   const auto statistics = queues->adaptive_queue.queue->get_statistics();
   state.counters["switches"] = static_cast<double>(statistics.switches);
+  state.counters["twin_switches"] = static_cast<double>(queues->adaptive_b.queue->get_statistics().switches);
   state.counters["on_lockfree"] = statistics.current_strategy == ts::queue_strategy::FORCE_LOCKFREE ? 1.0 : 0.0;
   state.counters["page_offset"] = static_cast<double>(queues->page_offset);
   state.SetItemsProcessed(static_cast<std::int64_t>(w.ops) * state.iterations());
