@@ -35,16 +35,7 @@ ts::timer_dispatch pool_target(ts::thread_pool& pool) {
   return [&pool](ts::job_function&& f) { return pool.enqueue(std::move(f)); };
 }
 
-// Polls `pred` until true or a generous deadline (a failure, not a hang).
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::seconds limit = 30s) {
-  const auto end = clock_type::now() + limit;
-  while (!pred()) {
-    if (clock_type::now() > end) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
+using thread_system::test::eventually;
 
 }  // namespace
 
@@ -56,6 +47,16 @@ TEST(TimerQueue, ThousandRandomTimersFireInDueOrderAndNeverEarly) {
   std::mutex m;
   std::vector<clock_type::time_point> fired_due;  // in run order
   std::atomic<int> early{0};
+  // A gate: the first timer holds the timer thread until every timer is
+  // scheduled. Otherwise a timer with a short delay could fire while the
+  // loop, preempted between computing a later timer's due time and
+  // inserting it, has not inserted an earlier-due one yet: a correct queue
+  // would then run them out of due order through no fault of its own.
+  std::atomic<bool> all_scheduled{false};
+  // seq_cst: pairs with the store after the loop
+  ASSERT_TRUE(timers.schedule_after(0ms, [&](const ts::timer_tick&) {
+    (void)eventually([&] { return all_scheduled.load(std::memory_order_seq_cst); });
+  }));
   for (int i = 0; i < n; ++i) {
     const auto before = clock_type::now();
     const auto delay = std::chrono::microseconds(delay_us(rng));
@@ -68,6 +69,7 @@ TEST(TimerQueue, ThousandRandomTimersFireInDueOrderAndNeverEarly) {
     });
     ASSERT_TRUE(h.has_value());
   }
+  all_scheduled.store(true, std::memory_order_seq_cst);  // seq_cst: pairs with the gate's load
   ASSERT_TRUE(eventually([&] {
     {
       std::lock_guard lock(m);
@@ -75,14 +77,14 @@ TEST(TimerQueue, ThousandRandomTimersFireInDueOrderAndNeverEarly) {
     }
     // The timer thread counts a timer as fired after its run returns (the
     // inline target runs it inside the dispatch): wait for the count too.
-    return timers.statistics().fired == static_cast<std::uint64_t>(n);
+    return timers.statistics().fired == static_cast<std::uint64_t>(n + 1);
   }));
   EXPECT_EQ(early.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
   const auto s = timers.statistics();
   std::lock_guard lock(m);
   EXPECT_TRUE(std::is_sorted(fired_due.begin(), fired_due.end()));
-  EXPECT_EQ(s.scheduled, static_cast<std::uint64_t>(n));
-  EXPECT_EQ(s.fired, static_cast<std::uint64_t>(n));
+  EXPECT_EQ(s.scheduled, static_cast<std::uint64_t>(n + 1));  // with the gate
+  EXPECT_EQ(s.fired, static_cast<std::uint64_t>(n + 1));
   EXPECT_EQ(s.cancelled, 0U);
   EXPECT_EQ(s.pending, 0U);
 }

@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "../support/test_support.hpp"
+
 namespace ts = thread_system;
 using namespace std::chrono_literals;
 
@@ -61,15 +63,7 @@ class recording_thread : public ts::thread_base {
   std::vector<std::string> events_;
 };
 
-template <typename Pred>
-bool eventually(Pred p, std::chrono::milliseconds limit = 10s) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (p()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return p();
-}
+using thread_system::test::eventually;
 
 }  // namespace
 

@@ -250,8 +250,12 @@ TEST(ThreadPool, StopCancelPendingCancelsQueuedJobsAndTheirFutures) {
   started.wait();
   std::vector<ts::future<int>> queued;
   for (int i = 0; i < 100; ++i) queued.push_back(pool.submit([i] { return i; }));
+  // The blocker is released once stop() has cancelled every queued job (their
+  // futures are ready), so the worker cannot run one of them first however
+  // the threads are scheduled. (A stop() that did not cancel them would
+  // leave this waiting: the watchdog reports it.)
   std::thread releaser([&] {
-    std::this_thread::sleep_for(20ms);
+    for (auto& f : queued) f.wait();
     release.store(true, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
   });
   const auto report = pool.stop(ts::stop_mode::cancel_pending);
@@ -440,7 +444,8 @@ TEST(ThreadPool, IdleWorkersSleep) {
   auto f = pool.submit([] { return 3; });
   EXPECT_EQ(f.get(), 3);
   pool.wait_idle();
-  std::this_thread::sleep_for(50ms);
+  // The woken worker parks again once its spin and yield phases end.
+  EXPECT_TRUE(ts::test::eventually([&] { return total_parks(pool) > parks_before; }));
   std::uint64_t parks_after = 0;
   std::int64_t idle_ns = 0;
   for (auto* w : pool.get_workers()) {

@@ -91,18 +91,27 @@ TEST(Scheduler, ChainOfWaitsInsideASingleWorkerPool) {
 TEST(Scheduler, IdleWorkersStealSpawnedWork) {
   ts::thread_pool pool{2, ts::test::pool_opts()};
   std::atomic<int> ran{0};
-  // One job spawns many slow children onto its own deque; the other worker
-  // must steal some of them.
-  ASSERT_TRUE(pool.enqueue([&pool, &ran] {
+  std::atomic<int> ran_elsewhere{0};  // children run by a thread other than the spawner's
+  // One job spawns many slow children onto its own deque, then holds its
+  // worker until another thread has run one of them: only a steal can give
+  // the other worker a child (so a slow start of that worker delays the
+  // test instead of letting the spawner run all 200 itself).
+  ASSERT_TRUE(pool.enqueue([&pool, &ran, &ran_elsewhere] {
+    const std::thread::id spawner = std::this_thread::get_id();
     for (int i = 0; i < 200; ++i) {
-      (void)pool.enqueue([&ran] {
+      (void)pool.enqueue([&ran, &ran_elsewhere, spawner] {
         std::this_thread::sleep_for(100us);
+        // seq_cst: pairs with the checking load(s)
+        if (std::this_thread::get_id() != spawner) ran_elsewhere.fetch_add(1, std::memory_order_seq_cst);
         ran.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
       });
     }
+    // seq_cst: pairs with the children's fetch_add
+    (void)ts::test::eventually([&] { return ran_elsewhere.load(std::memory_order_seq_cst) > 0; });
   }));
   pool.wait_idle();
-  EXPECT_EQ(ran.load(std::memory_order_seq_cst), 200);  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_EQ(ran.load(std::memory_order_seq_cst), 200);          // seq_cst: pairs with the writers' RMW/store
+  EXPECT_GT(ran_elsewhere.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_GT(pool.get_statistics().steals, 0U);
 }
 
@@ -221,8 +230,8 @@ TEST(TaskGroup, RunOnAStoppedPoolRunsInline) {
 
 TEST(TaskGroup, BlockedExternalWaiterIsWoken) {
   ts::thread_pool pool{2, ts::test::pool_opts()};
-  const std::size_t rounds = ts::test::scaled(20'000);
-  for (std::size_t i = 0; i < rounds; ++i) {
+  ts::test::round_budget budget(ts::test::scaled(20'000));
+  for (std::size_t i = 0; budget.next(i); ++i) {
     std::atomic<int> v{0};
     ts::task_group g(pool);
     g.run([&v] { v.store(1, std::memory_order_seq_cst); });  // seq_cst: pairs with the checking load(s)

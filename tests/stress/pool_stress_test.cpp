@@ -85,6 +85,8 @@ TEST_P(ShutdownUnderLoad, AccountsForEveryJob) {
       });
     }
     std::this_thread::sleep_for(100ms);
+    // At least one job accepted before the stop (seq_cst: pairs with the checking load(s)).
+    EXPECT_TRUE(ts::test::eventually([&] { return accepted_by_producers.load(std::memory_order_seq_cst) > 0; }));
     report = pool.stop(mode);                    // producers are still pushing
     go.store(false, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
     for (auto& t : producers) t.join();
@@ -130,10 +132,11 @@ TEST(PoolStress, DestroyingAPoolWhoseJobsKeepEnqueueingFinishes) {
     {
       ts::thread_pool pool{2, ts::test::pool_opts()};
       ASSERT_TRUE(pool.enqueue(spawner{&pool, &runs}));
-      std::this_thread::sleep_for(50ms);
+      // Stop once the jobs are feeding themselves (seq_cst: pairs with the writers' RMW/store).
+      ASSERT_TRUE(ts::test::eventually([&] { return runs.load(std::memory_order_seq_cst) >= 100; }));
       report = pool.stop(mode);
     }
-    EXPECT_GT(runs.load(std::memory_order_seq_cst), 1U);  // seq_cst: pairs with the writers' RMW/store
+    EXPECT_GE(runs.load(std::memory_order_seq_cst), 100U);  // seq_cst: pairs with the writers' RMW/store
     EXPECT_EQ(report.accepted, report.executed + report.cancelled);
     EXPECT_EQ(report.executed, runs.load(std::memory_order_seq_cst));  // seq_cst: pairs with the writers' RMW/store
   }
@@ -142,19 +145,20 @@ TEST(PoolStress, DestroyingAPoolWhoseJobsKeepEnqueueingFinishes) {
   {
     ts::thread_pool pool{2, ts::test::pool_opts()};
     ASSERT_TRUE(pool.enqueue(spawner{&pool, &runs}));
-    std::this_thread::sleep_for(20ms);
+    // seq_cst: pairs with the writers' RMW/store
+    ASSERT_TRUE(ts::test::eventually([&] { return runs.load(std::memory_order_seq_cst) >= 100; }));
   }
-  EXPECT_GT(runs.load(std::memory_order_seq_cst), 1U);  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_GE(runs.load(std::memory_order_seq_cst), 100U);  // seq_cst: pairs with the writers' RMW/store
 }
 
 // ---- lost wake-ups -------------------------------------------------------------
 
 TEST(PoolStress, NoLostWakeUpWhenIdlePoolGetsOneJob) {
-  const std::size_t rounds = ts::test::scaled(100'000);
+  ts::test::round_budget budget(ts::test::scaled(100'000), 10'000);
   ts::thread_pool pool{2, ts::test::pool_opts()};
   std::mt19937 rng(12345);
   std::uniform_int_distribution<int> pause(0, 20);
-  for (std::size_t i = 0; i < rounds; ++i) {
+  for (std::size_t i = 0; budget.next(i); ++i) {
     // Random short pauses let the workers reach every point of the
     // spin -> prepare_wait -> commit_wait path when the job arrives.
     const int p = pause(rng);
@@ -167,14 +171,14 @@ TEST(PoolStress, NoLostWakeUpWhenIdlePoolGetsOneJob) {
     ASSERT_EQ(f.get(), i);
   }
   pool.wait_idle();
-  EXPECT_EQ(pool.get_statistics().executed, rounds);
+  EXPECT_EQ(pool.get_statistics().executed, budget.ran());
 }
 
 TEST(PoolStress, WaitIdleNeverReturnsEarly) {
-  const std::size_t rounds = ts::test::scaled(20'000);
+  ts::test::round_budget budget(ts::test::scaled(20'000));
   ts::thread_pool pool{2, ts::test::pool_opts()};
   std::atomic<std::uint64_t> done{0};
-  for (std::size_t i = 0; i < rounds; ++i) {
+  for (std::size_t i = 0; budget.next(i); ++i) {
     const std::size_t burst = 1 + i % 7;
     for (std::size_t k = 0; k < burst; ++k)
       ASSERT_TRUE(pool.enqueue([&done] { done.fetch_add(1, std::memory_order_relaxed); }));

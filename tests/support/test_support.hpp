@@ -5,10 +5,12 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "thread_system/pools/thread_pool.hpp"
 
@@ -21,6 +23,56 @@ namespace thread_system::test {
 #endif
 constexpr std::size_t scale_divisor = THREAD_SYSTEM_TEST_SCALE_DIVISOR;
 constexpr std::size_t scaled(std::size_t n) { return n / scale_divisor == 0 ? 1 : n / scale_divisor; }
+
+/// A stress loop's stopping rule: at most `rounds` rounds, and once
+/// `min_rounds` have run, no new round after `budget` has passed. A round
+/// that hands work between threads costs whole scheduler time slices when
+/// threads outnumber free cores, so a fixed count that takes a second on an
+/// idle machine can outlast the watchdog on a loaded one. Tests assert on
+/// the rounds that ran (`ran()`), and a real hang is still caught by the
+/// watchdog, since a round in progress is never cut short.
+///
+///   test::round_budget budget(scaled(100'000));
+///   for (std::size_t i = 0; budget.next(i); ++i) { ... }
+///   EXPECT_EQ(count, budget.ran());
+class round_budget {
+ public:
+  explicit round_budget(std::size_t rounds, std::size_t min_rounds = 2'000,
+                        std::chrono::milliseconds budget = std::chrono::seconds(15))
+      : rounds_(rounds),
+        min_rounds_(min_rounds < rounds ? min_rounds : rounds),
+        deadline_(std::chrono::steady_clock::now() + budget) {}
+
+  /// Whether round `i` (counting from 0, called for every i in order) runs.
+  bool next(std::size_t i) {
+    if (i < rounds_ && (i < min_rounds_ || i % 64 != 0 || std::chrono::steady_clock::now() < deadline_)) return true;
+    ran_ = i;
+    if (i < rounds_) std::printf("round_budget: time budget spent after %zu of %zu rounds\n", i, rounds_);
+    return false;
+  }
+  /// Rounds run (valid once next() returned false).
+  [[nodiscard]] std::size_t ran() const noexcept { return ran_; }
+
+ private:
+  std::size_t rounds_;
+  std::size_t min_rounds_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::size_t ran_ = 0;
+};
+
+/// Polls `pred` every millisecond until it holds or `limit` passes; returns
+/// its last value. For waiting on something another thread will do, so that
+/// a slow machine delays the test instead of failing it, while a condition
+/// that never comes fails after `limit` instead of hanging.
+template <typename Pred>
+bool eventually(Pred pred, std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > end) return pred();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
 
 /// The injector queue the pool tests run with: THREAD_SYSTEM_TEST_POOL_QUEUE
 /// (mutex, lockfree, adaptive, sharded; default mutex). CTest registers the

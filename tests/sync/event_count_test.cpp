@@ -12,14 +12,17 @@ namespace ts = thread_system;
 // Ping-pong through two flags guarded only by event counts: a lost wake-up
 // would leave one side asleep forever (the watchdog would abort the test).
 TEST(EventCount, PingPongNeverLosesAWakeUp) {
-  const std::uint64_t rounds = ts::test::scaled(100'000);
+  ts::test::round_budget budget(ts::test::scaled(100'000), 10'000);
   ts::event_count ec;
   std::atomic<std::uint64_t> turn{0};  // even: ping's turn, odd: pong's turn
+  // Set by ping before it hands over its last turn; the turn's release/acquire
+  // orders it for pong, so relaxed is enough.
+  std::atomic<bool> stop{false};
 
   auto wait_for_turn = [&](std::uint64_t want) {
-    while (turn.load(std::memory_order_acquire) != want) {
+    while (turn.load(std::memory_order_acquire) != want) {  // pairs with the other side's release store
       const auto key = ec.prepare_wait();
-      if (turn.load(std::memory_order_acquire) == want) {
+      if (turn.load(std::memory_order_acquire) == want) {  // pairs with the other side's release store
         ec.cancel_wait();
         break;
       }
@@ -28,19 +31,25 @@ TEST(EventCount, PingPongNeverLosesAWakeUp) {
   };
 
   std::thread pong([&] {
-    for (std::uint64_t i = 0; i < rounds; ++i) {
+    for (std::uint64_t i = 0;; ++i) {
       wait_for_turn(2 * i + 1);
-      turn.store(2 * i + 2, std::memory_order_release);
+      if (stop.load(std::memory_order_relaxed)) return;  // ordered by the turn's acquire
+      turn.store(2 * i + 2, std::memory_order_release);  // pairs with ping's acquire in wait_for_turn
       ec.notify_all();
     }
   });
-  for (std::uint64_t i = 0; i < rounds; ++i) {
+  std::uint64_t i = 0;
+  for (;; ++i) {
     wait_for_turn(2 * i);
-    turn.store(2 * i + 1, std::memory_order_release);
+    const bool last = !budget.next(i);
+    if (last) stop.store(true, std::memory_order_relaxed);  // published by the release store below
+    turn.store(2 * i + 1, std::memory_order_release);       // pairs with pong's acquire in wait_for_turn
     ec.notify_all();
+    if (last) break;
   }
   pong.join();
-  EXPECT_EQ(turn.load(std::memory_order_seq_cst), 2 * rounds);  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_EQ(i, budget.ran());
+  EXPECT_EQ(turn.load(std::memory_order_seq_cst), 2 * budget.ran() + 1);  // after join()
   EXPECT_EQ(ec.waiters(), 0U);
 }
 
