@@ -80,7 +80,7 @@ TEST(BoundedQueue, WrapAroundSingleThread) {
 
 TEST(BoundedQueue, WrapAroundProducerConsumer) {
   ts::bounded_queue queue(2);
-  const std::size_t count = ts::test::scaled(40'000);  // 20 000 trips round the ring
+  const std::size_t count = ts::test::scaled(20'000);  // 10 000 trips round the ring
   std::size_t next_expected = 0;                       // touched only by the consumer (which runs the jobs)
   std::thread producer([&] {
     for (std::size_t i = 0; i < count; ++i) {
