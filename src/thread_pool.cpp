@@ -1,5 +1,6 @@
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/detail/chaos.hpp"
+#include "thread_system/detail/sample_clock.hpp"
 
 #include <array>
 #include <chrono>
@@ -622,7 +623,7 @@ void thread_pool::stamp_if_sampled(job_function& fn) const noexcept {
   if (tl_sample_countdown > latency_sample_every_) tl_sample_countdown = latency_sample_every_;
   if (--tl_sample_countdown != 0) return;
   tl_sample_countdown = latency_sample_every_;
-  fn.set_enqueue_stamp(now_ns());
+  fn.set_enqueue_stamp(detail::sample_clock::now_ns());
 }
 
 unexpected_error thread_pool::refusal(const error& queue_error) const {
@@ -930,13 +931,16 @@ void thread_pool::execute(thread_worker& w, job_function& fn) {
   const std::uint64_t stamp = fn.enqueue_stamp();
   std::uint64_t started = 0;
   if (stamp != 0) {
-    started = now_ns();
+    started = detail::sample_clock::now_ns();  // the stamp's clock (sample_clock.hpp)
     const std::uint64_t wait = started > stamp ? started - stamp : 0;
     w.wait_histogram_.record(wait);
     if (tag != 0) queue_->note_wait(tag, wait);
   }
   const job_outcome outcome = run_guarded(fn);
-  if (stamp != 0) w.run_histogram_.record(now_ns() - started);
+  if (stamp != 0) {
+    const std::uint64_t ended = detail::sample_clock::now_ns();
+    w.run_histogram_.record(ended > started ? ended - started : 0);
+  }
   if (outcome == job_outcome::cancelled) {
     // The job saw its token cancelled and completed its own future.
     queue_->note_cancelled(tag);
