@@ -77,7 +77,7 @@ MODES = {
         logger=r"^logger_",
         typed=None,
         control=None,
-        monitoring=r"^(empty_jobs/|BM_histogram_record$|BM_sample_clock_now$|BM_steady_clock_now$)",
+        monitoring=r"^(empty_jobs/|BM_histogram_record$)",
         monitoring_rounds=11,
         monitoring_min_time=0.1,
     ),
@@ -90,7 +90,7 @@ MODES = {
         logger=r"^logger_",
         typed=None,
         control=None,
-        monitoring=r"^(empty_jobs/|BM_histogram_record$|BM_sample_clock_now$|BM_steady_clock_now$)",
+        monitoring=r"^(empty_jobs/|BM_histogram_record$)",
         monitoring_rounds=15,
         monitoring_min_time=0.2,
     ),
@@ -1307,12 +1307,6 @@ def table_monitoring(runs, out, not_built, cores):
     if rec:
         out.append(f"One `latency_histogram::record` (what a worker does per sampled job, twice: wait and run time): "
                    f"{cell(rec, 'ns')}, single thread.\n")
-    clk = runs.stat("BM_sample_clock_now", "real_ns")
-    steady = runs.stat("BM_steady_clock_now", "real_ns")
-    if clk and steady:
-        out.append(f"One reading of the sampling clock (three per sampled job: its stamp, start and end; "
-                   f"`detail::sample_clock`, the time-stamp counter where the kernel's clocksource is `tsc`): "
-                   f"{cell(clk, 'ns')}, against {cell(steady, 'ns')} for `std::chrono::steady_clock::now()`.\n")
 
 
 def section_new_goals(out):

@@ -1,6 +1,5 @@
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/detail/chaos.hpp"
-#include "thread_system/detail/sample_clock.hpp"
 
 #include <array>
 #include <chrono>
@@ -623,7 +622,7 @@ void thread_pool::stamp_if_sampled(job_function& fn) const noexcept {
   if (tl_sample_countdown > latency_sample_every_) tl_sample_countdown = latency_sample_every_;
   if (--tl_sample_countdown != 0) return;
   tl_sample_countdown = latency_sample_every_;
-  fn.set_enqueue_stamp(detail::sample_clock::now_ns());
+  fn.set_enqueue_stamp(now_ns());
 }
 
 unexpected_error thread_pool::refusal(const error& queue_error) const {
@@ -931,16 +930,13 @@ void thread_pool::execute(thread_worker& w, job_function& fn) {
   const std::uint64_t stamp = fn.enqueue_stamp();
   std::uint64_t started = 0;
   if (stamp != 0) {
-    started = detail::sample_clock::now_ns();  // the stamp's clock (sample_clock.hpp)
+    started = now_ns();
     const std::uint64_t wait = started > stamp ? started - stamp : 0;
     w.wait_histogram_.record(wait);
     if (tag != 0) queue_->note_wait(tag, wait);
   }
   const job_outcome outcome = run_guarded(fn);
-  if (stamp != 0) {
-    const std::uint64_t ended = detail::sample_clock::now_ns();
-    w.run_histogram_.record(ended > started ? ended - started : 0);
-  }
+  if (stamp != 0) w.run_histogram_.record(now_ns() - started);
   if (outcome == job_outcome::cancelled) {
     // The job saw its token cancelled and completed its own future.
     queue_->note_cancelled(tag);

@@ -1,8 +1,6 @@
 // Cost of the monitoring pieces on the paths that matter:
 //   * latency_histogram::record (the worker's per-sample cost), snapshot,
 //     percentile;
-//   * one reading of the sampling clock (three per sampled job), next to
-//     std::chrono::steady_clock::now();
 //   * the overhead of latency sampling in the core on empty jobs: one pool
 //     per setting (latency_sample_every = 0 / default / 1), the three
 //     registered interleaved over several rounds in one process, and a
@@ -15,7 +13,6 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -25,7 +22,6 @@
 #include <string>
 #include <vector>
 
-#include "thread_system/detail/sample_clock.hpp"
 #include "thread_system/diagnostics/latency_histogram.hpp"
 #include "thread_system/monitoring/monitoring.hpp"
 #include "thread_system/pools/thread_pool.hpp"
@@ -85,24 +81,6 @@ void BM_histogram_percentiles(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(thread_system::monitoring::summarise(s));
 }
 BENCHMARK(BM_histogram_percentiles);
-
-void BM_sample_clock_now(benchmark::State& state) {
-  using thread_system::detail::sample_clock;
-  // Past the calibration, so the loop times the settled source.
-  const std::uint64_t settle_until = sample_clock::steady_ns() + 2 * sample_clock::calibration_ns;
-  while (sample_clock::current_source() == sample_clock::source::calibrating &&
-         sample_clock::steady_ns() < settle_until) {
-    (void)sample_clock::now_ns();
-  }
-  for (auto _ : state) benchmark::DoNotOptimize(sample_clock::now_ns());
-  state.SetLabel(sample_clock::current_source() == sample_clock::source::tsc ? "tsc" : "steady_clock");
-}
-BENCHMARK(BM_sample_clock_now);
-
-void BM_steady_clock_now(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(std::chrono::steady_clock::now());
-}
-BENCHMARK(BM_steady_clock_now);
 
 // ---- sampling overhead on empty jobs ------------------------------------------------
 
