@@ -1272,7 +1272,7 @@ def table_monitoring(runs, out, not_built, cores):
     out.append("## Monitoring: latency sampling overhead\n")
     out.append("From `thread_system_monitoring_benchmarks`: empty jobs, 100 000 per batch from one producer into a "
                "2-worker pool, wall clock until `wait_idle()` returns; one pool per setting of "
-               "`pool_options::latency_sample_every` (0 = off, 16 = the default, 1 = every job), the settings "
+               "`pool_options::latency_sample_every` (0 = off, N = the default, 1 = every job), the settings "
                "interleaved round by round (off, default, every job, off, …; the rounds are the repetitions). "
                "Overhead = 1 − jobs/s(setting) ÷ jobs/s(off), from the medians. Goal: default ≤ 5%.\n")
     if not_built:
@@ -1285,7 +1285,9 @@ def table_monitoring(runs, out, not_built, cores):
     out.append("| setting | jobs/s | rounds | overhead vs off | goal |")
     out.append("|---|---:|---:|---:|---|")
     out.append(f"| off (`latency_sample_every = 0`) | {cell(off, 'rate')} | {off[3]} | – | |")
-    for name, label in (("default", "default (every 16th job)"), ("every_job", "every job (`= 1`)")):
+    every = runs.stat("empty_jobs/sampling:default", "sample_every")
+    default_label = f"default (every {every[0]:.0f}th job)" if every else "default"
+    for name, label in (("default", default_label), ("every_job", "every job (`= 1`)")):
         st = runs.stat(f"empty_jobs/sampling:{name}", "items_per_second")
         if st is None:
             continue

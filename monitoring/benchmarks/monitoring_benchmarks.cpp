@@ -132,6 +132,9 @@ void empty_jobs(benchmark::State& state, sampling s) {
   for (auto _ : state) run_batch();
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * batch));
   state.counters["workers"] = workers;
+  if constexpr (has_sampling_option<thread_system::pool_options>) {
+    state.counters["sample_every"] = static_cast<double>(o.latency_sample_every);  // the setting's N (0 = off)
+  }
 }
 
 // Collects items_per_second per variant for the summary.

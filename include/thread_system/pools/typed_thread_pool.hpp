@@ -181,7 +181,7 @@ struct typed_pool_options {
   /// 0: strict priority. Otherwise the aging bound (see the header).
   std::chrono::nanoseconds aging_bound{0};
   /// As pool_options::latency_sample_every.
-  std::uint32_t latency_sample_every = 16;
+  std::uint32_t latency_sample_every = 32;
   /// As pool_options::backpressure: the bound covers all types together.
   thread_system::backpressure backpressure{};
   /// Null: one stderr line per failed fire-and-forget job.
