@@ -1268,6 +1268,12 @@ def table_control(runs, out, not_built, cores):
         out.append("")
 
 
+def ordinal(n):
+    """1st, 2nd, 3rd, 4th, ..., 11th-13th, ..., 21st, 32nd."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def table_monitoring(runs, out, not_built, cores):
     out.append("## Monitoring: latency sampling overhead\n")
     out.append("From `thread_system_monitoring_benchmarks`: empty jobs, 100 000 per batch from one producer into a "
@@ -1286,7 +1292,7 @@ def table_monitoring(runs, out, not_built, cores):
     out.append("|---|---:|---:|---:|---|")
     out.append(f"| off (`latency_sample_every = 0`) | {cell(off, 'rate')} | {off[3]} | – | |")
     every = runs.stat("empty_jobs/sampling:default", "sample_every")
-    default_label = f"default (every {every[0]:.0f}th job)" if every else "default"
+    default_label = f"default (every {ordinal(round(every[0]))} job)" if every else "default"
     for name, label in (("default", default_label), ("every_job", "every job (`= 1`)")):
         st = runs.stat(f"empty_jobs/sampling:{name}", "items_per_second")
         if st is None:
