@@ -5,7 +5,6 @@
 #include <atomic>
 #include <barrier>
 #include <chrono>
-#include <cstdio>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -20,17 +19,13 @@ namespace {
 
 // Two persistent threads that run one step each per round, started together.
 // Each round crosses three barriers, so on an oversubscribed machine a round
-// costs several scheduler time slices; the runner stops early once a time
-// budget is spent (after at least `min_rounds`) and returns the number of
-// rounds it ran, so the tests stay meaningful without risking the watchdog.
+// costs several scheduler time slices: the rounds run under a
+// test::round_budget, and run() returns how many ran.
 class round_runner {
  public:
-  static constexpr std::size_t min_rounds = 2'000;
-  static constexpr std::chrono::seconds budget{15};
-
   template <typename A, typename B, typename Check>
   static std::size_t run(std::size_t rounds, A&& a, B&& b, Check&& check) {
-    const auto deadline = std::chrono::steady_clock::now() + budget;
+    ts::test::round_budget budget(rounds);
     std::barrier start(2);
     std::barrier end(2);
     // Written by this thread before a start barrier and read by the other
@@ -45,20 +40,17 @@ class round_runner {
         end.arrive_and_wait();  // wait for the check before the next setup
       }
     });
-    std::size_t ran = 0;
-    for (; ran < rounds; ++ran) {
-      if (ran >= min_rounds && ran % 256 == 0 && std::chrono::steady_clock::now() > deadline) break;
+    for (std::size_t i = 0; budget.next(i); ++i) {
       start.arrive_and_wait();
-      a(ran);
+      a(i);
       end.arrive_and_wait();
-      check(ran);
+      check(i);
       end.arrive_and_wait();
     }
     stop.store(true, std::memory_order_relaxed);  // ordered by `start` below
     start.arrive_and_wait();
     other.join();
-    if (ran < rounds) std::printf("round_runner: time budget spent after %zu of %zu rounds\n", ran, rounds);
-    return ran;
+    return budget.ran();
   }
 };
 
