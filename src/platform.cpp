@@ -1,9 +1,20 @@
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <string>
+#include <thread>
 
+#include "thread_system/detail/os_thread.hpp"
 #include "thread_system/detail/thread_naming.hpp"
 
 #if defined(__linux__) || defined(__APPLE__)
 #include <pthread.h>
+#include <unistd.h>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#define THREAD_SYSTEM_POSIX_THREADS 1
 #endif
 #if defined(__linux__)
 #include <sched.h>
@@ -15,6 +26,158 @@
 #endif
 
 namespace thread_system::detail {
+
+// ---- os_thread ---------------------------------------------------------------
+
+namespace {
+// Starts left before they fail (tests only); -1: no limit.
+std::atomic<std::int64_t> g_thread_start_budget{-1};
+
+// True when the testing budget says this start must fail.
+bool start_refused_for_testing() noexcept {
+  // relaxed: a test knob; the test sets it before starting threads.
+  std::int64_t left = g_thread_start_budget.load(std::memory_order_relaxed);
+  while (left >= 0) {
+    if (left == 0) return true;
+    // relaxed: as above; the CAS only keeps concurrent starts counted exactly.
+    if (g_thread_start_budget.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) return false;
+  }
+  return false;
+}
+
+std::size_t page_size() noexcept {
+#if defined(THREAD_SYSTEM_POSIX_THREADS)
+  const long p = ::sysconf(_SC_PAGESIZE);
+  return p > 0 ? static_cast<std::size_t>(p) : 4096;
+#else
+  return 4096;
+#endif
+}
+
+std::size_t round_up(std::size_t n, std::size_t to) noexcept {
+  const std::size_t r = n % to;
+  if (r == 0) return n;
+  return n > static_cast<std::size_t>(-1) - (to - r) ? n - r : n + (to - r);
+}
+}  // namespace
+
+namespace testing {
+void set_thread_start_budget(std::int64_t successes) noexcept {
+  g_thread_start_budget.store(successes < 0 ? -1 : successes, std::memory_order_relaxed);  // a test knob
+}
+}  // namespace testing
+
+#if defined(THREAD_SYSTEM_POSIX_THREADS)
+struct os_thread::native {
+  pthread_t id{};
+};
+
+namespace {
+extern "C" void* os_thread_trampoline(void* arg) {
+  std::unique_ptr<os_thread::entry> e(static_cast<os_thread::entry*>(arg));
+  e->run();  // noexcept: an escaping exception terminates, as with std::thread
+  return nullptr;
+}
+}  // namespace
+
+std::size_t os_thread::min_stack_size() noexcept {
+  const long m = ::sysconf(_SC_THREAD_STACK_MIN);
+  return round_up(m > 0 ? static_cast<std::size_t>(m) : static_cast<std::size_t>(PTHREAD_STACK_MIN), page_size());
+}
+
+std::size_t os_thread::effective_stack_size(std::size_t requested) noexcept {
+  if (requested == 0) {
+    pthread_attr_t attr;
+    std::size_t size = 0;
+    if (::pthread_attr_init(&attr) == 0) {
+      (void)::pthread_attr_getstacksize(&attr, &size);
+      (void)::pthread_attr_destroy(&attr);
+    }
+    return size;
+  }
+  const std::size_t least = min_stack_size();
+  return round_up(requested < least ? least : requested, page_size());
+}
+
+result<os_thread> os_thread::start_entry(std::unique_ptr<entry> e, std::size_t stack_size) noexcept {
+  if (start_refused_for_testing()) {
+    return make_error(error_code::resource_exhausted, "out of threads");  // short: allocates nothing
+  }
+  native* h = nullptr;
+  try {
+    h = new native;
+  } catch (...) {
+    return out_of_memory();
+  }
+  pthread_attr_t attr;
+  if (::pthread_attr_init(&attr) != 0) {
+    delete h;
+    return out_of_memory();
+  }
+  int rc = 0;
+  if (stack_size != 0) rc = ::pthread_attr_setstacksize(&attr, effective_stack_size(stack_size));
+  if (rc == 0) rc = ::pthread_create(&h->id, &attr, &os_thread_trampoline, e.get());
+  (void)::pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    delete h;
+    return make_error_nothrow(rc == EINVAL ? error_code::invalid_argument : error_code::resource_exhausted, [&] {
+      return std::string("cannot start a thread: ") + std::strerror(rc) +
+             (stack_size != 0 ? " (stack size " + std::to_string(effective_stack_size(stack_size)) + " bytes)" : "");
+    });
+  }
+  (void)e.release();  // the trampoline owns it now
+  return os_thread(h);
+}
+
+void os_thread::join() noexcept {
+  (void)::pthread_join(handle_->id, nullptr);
+  delete handle_;
+  handle_ = nullptr;
+}
+
+bool os_thread::is_current() const noexcept {
+  return handle_ != nullptr && ::pthread_equal(handle_->id, ::pthread_self()) != 0;
+}
+#else
+struct os_thread::native {
+  std::thread t;
+};
+
+std::size_t os_thread::min_stack_size() noexcept { return 0; }
+std::size_t os_thread::effective_stack_size(std::size_t requested) noexcept { return requested; }
+
+result<os_thread> os_thread::start_entry(std::unique_ptr<entry> e, std::size_t stack_size) noexcept {
+  if (stack_size != 0) {
+    return make_error(error_code::not_supported, "thread stack sizes are not supported on this platform");
+  }
+  if (start_refused_for_testing()) return make_error(error_code::resource_exhausted, "out of threads");
+  native* h = nullptr;
+  try {
+    h = new native;
+    h->t = std::thread([body = std::move(e)] { body->run(); });
+  } catch (...) {
+    delete h;
+    return make_error(error_code::resource_exhausted, "out of threads");
+  }
+  return os_thread(h);
+}
+
+void os_thread::join() noexcept {
+  handle_->t.join();
+  delete handle_;
+  handle_ = nullptr;
+}
+
+bool os_thread::is_current() const noexcept {
+  return handle_ != nullptr && handle_->t.get_id() == std::this_thread::get_id();
+}
+#endif
+
+result<os_thread> os_thread::out_of_memory() noexcept {
+  return make_error(error_code::resource_exhausted, "out of memory");  // short: allocates nothing
+}
+
+// ---- thread naming, affinity, nice -------------------------------------------
 
 result<void> set_current_thread_name(std::string_view name) noexcept {
 #if defined(__linux__)

@@ -1,78 +1,164 @@
 #include "thread_system/core/thread_base.hpp"
 
-#include <future>
-#include <system_error>
+#include <exception>
+#include <string>
+#include <utility>
 
 #include "thread_system/detail/thread_naming.hpp"
 
 namespace thread_system {
 
-thread_base::thread_base(std::string name) : name_(std::move(name)) {}
+namespace {
+
+// The thread_base whose loop runs on this thread (nullptr elsewhere): lets
+// start()/stop() called from a hook answer without touching the thread
+// handle that another thread may be assigning.
+thread_local const thread_base* tl_current = nullptr;
+
+// `job_failed` naming the hook and the exception that escaped it. Never
+// throws: out of memory, the error carries only its code.
+error hook_exception(const std::string& name, const char* hook, std::exception_ptr e) noexcept {
+  return make_error_nothrow(error_code::job_failed,
+                            [&] {
+                              std::string what = "a non-standard exception";
+                              try {
+                                std::rethrow_exception(e);
+                              } catch (const std::exception& ex) {
+                                what = ex.what();
+                              } catch (...) {
+                              }
+                              return "thread_base '" + name + "': " + hook + " threw: " + what;
+                            })
+      .value;
+}
+
+}  // namespace
+
+thread_base::thread_base(std::string name, std::size_t stack_size) : name_(std::move(name)), stack_size_(stack_size) {}
 
 thread_base::~thread_base() {
-  // A derived class should already have stopped us; this join keeps the
-  // std::thread destructor from terminating if it did not.
-  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) {
-    {
-      std::lock_guard lock(mutex_);
-      stop_requested_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
+  // A derived class should already have stopped us (its hooks must not run
+  // while it is destroyed); this stop keeps the thread from outliving the
+  // object when it did not. From the thread itself there is nothing to join.
+  if (tl_current != this) (void)stop();
 }
 
 result<void> thread_base::start() {
+  if (tl_current == this) {
+    return make_error(error_code::already_started, "thread_base '" + name_ + "': start() called from its own thread");
+  }
+  std::lock_guard life(lifecycle_mutex_);
   if (thread_.joinable()) return make_error(error_code::already_started, "thread_base '" + name_ + "' is running");
   {
     std::lock_guard lock(mutex_);
     stop_requested_ = false;
     wake_requested_ = false;
+    phase_ = start_phase::starting;
+    start_error_.reset();
   }
-  std::promise<result<void>> started;
-  auto started_future = started.get_future();
-  try {
-    thread_ = std::thread([this, &started] {
-      (void)detail::set_current_thread_name(name_);
-      auto r = before_start();
-      const bool ok = r.has_value();
-      if (ok) running_.store(true, std::memory_order_release);  // pairs with is_running()
-      started.set_value(std::move(r));
-      if (ok) run();
+  auto t = detail::os_thread::start([this] { thread_main(); }, stack_size_);
+  if (!t) {
+    std::lock_guard lock(mutex_);
+    phase_ = start_phase::idle;
+    return make_error_nothrow(t.error().code(), [&] {
+      return "thread_base '" + name_ + "': cannot create its thread: " + t.error().message();
     });
-  } catch (const std::system_error& e) {
-    return make_error(error_code::resource_exhausted, std::string("thread_base: cannot create thread: ") + e.what());
   }
-  auto r = started_future.get();
-  if (!r) thread_.join();  // before_start() failed: the thread has already returned
-  return r;
+  thread_ = std::move(*t);
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [this] { return phase_ != start_phase::starting; });
+  if (phase_ == start_phase::failed) {
+    error e = std::move(*start_error_);
+    start_error_.reset();
+    phase_ = start_phase::idle;
+    lock.unlock();
+    thread_.join();  // before_start() failed: the thread is returning
+    return e;
+  }
+  return {};
+}
+
+void thread_base::thread_main() {
+  tl_current = this;
+  (void)detail::set_current_thread_name(name_);  // a convenience: failure changes nothing
+  std::optional<error> failure;
+  try {
+    if (auto r = before_start(); !r) failure = r.error();
+  } catch (...) {
+    failure = hook_exception(name_, "before_start()", std::current_exception());
+  }
+  const bool ok = !failure.has_value();
+  {
+    std::lock_guard lock(mutex_);
+    if (ok) {
+      running_.store(true, std::memory_order_release);  // pairs with is_running()
+      phase_ = start_phase::started;
+    } else {
+      start_error_ = std::move(failure);
+      phase_ = start_phase::failed;
+    }
+  }
+  cv_.notify_all();  // start() waits for the phase
+  if (ok) run();
+  tl_current = nullptr;
+}
+
+bool thread_base::continue_work_locked() {
+  // Caller holds mutex_.
+  try {
+    return should_continue_work();
+  } catch (...) {
+    continue_error_ = hook_exception(name_, "should_continue_work()", std::current_exception());
+    return false;
+  }
+}
+
+void thread_base::report(const error& e) noexcept {
+  try {
+    on_error(e);
+  } catch (...) {  // the handler itself threw: nowhere left to report
+  }
 }
 
 void thread_base::run() {
   for (;;) {
+    std::optional<error> pending;
+    bool leave = false;
     {
       std::unique_lock lock(mutex_);
-      auto ready = [this] { return stop_requested_ || wake_requested_ || should_continue_work(); };
+      auto ready = [this] { return stop_requested_ || wake_requested_ || continue_work_locked(); };
       if (interval_) {
         cv_.wait_for(lock, *interval_, ready);
       } else {
         cv_.wait(lock, ready);
       }
-      if (stop_requested_ && !should_continue_work()) break;
+      leave = stop_requested_ && !continue_work_locked();
       wake_requested_ = false;
+      pending.swap(continue_error_);
     }
-    if (auto r = do_work(); !r) on_error(r.error());
+    if (pending) report(*pending);
+    if (leave) break;
+    try {
+      if (auto r = do_work(); !r) report(r.error());
+    } catch (...) {
+      report(hook_exception(name_, "do_work()", std::current_exception()));
+    }
     rounds_.fetch_add(1, std::memory_order_relaxed);  // statistics only
   }
-  if (auto r = after_stop(); !r) on_error(r.error());
+  try {
+    if (auto r = after_stop(); !r) report(r.error());
+  } catch (...) {
+    report(hook_exception(name_, "after_stop()", std::current_exception()));
+  }
   running_.store(false, std::memory_order_release);  // pairs with is_running()
 }
 
 result<void> thread_base::stop() {
-  if (!thread_.joinable()) return {};
-  if (thread_.get_id() == std::this_thread::get_id()) {
+  if (tl_current == this) {
     return make_error(error_code::invalid_argument, "thread_base::stop() called from its own thread");
   }
+  std::lock_guard life(lifecycle_mutex_);
+  if (!thread_.joinable()) return {};
   {
     std::lock_guard lock(mutex_);
     stop_requested_ = true;
@@ -87,7 +173,7 @@ void thread_base::wake() {
     std::lock_guard lock(mutex_);
     wake_requested_ = true;
   }
-  cv_.notify_one();
+  cv_.notify_all();  // start() may wait on the same condition variable
 }
 
 void thread_base::set_wake_interval(std::optional<std::chrono::milliseconds> interval) {
@@ -95,7 +181,7 @@ void thread_base::set_wake_interval(std::optional<std::chrono::milliseconds> int
     std::lock_guard lock(mutex_);
     interval_ = interval;
   }
-  cv_.notify_one();
+  cv_.notify_all();
 }
 
 std::optional<std::chrono::milliseconds> thread_base::get_wake_interval() const {
@@ -104,7 +190,7 @@ std::optional<std::chrono::milliseconds> thread_base::get_wake_interval() const 
 }
 
 bool thread_base::is_running() const noexcept {
-  return running_.load(std::memory_order_acquire);  // pairs with the stores in start()/run()
+  return running_.load(std::memory_order_acquire);  // pairs with the stores in thread_main()/run()
 }
 
 std::uint64_t thread_base::work_rounds() const noexcept {

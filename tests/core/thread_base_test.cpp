@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -124,4 +126,228 @@ TEST(ThreadBase, ShouldContinueWorkDrainsBeforeStopping) {
   ASSERT_TRUE(t.stop());
   // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(t.pending.load(std::memory_order_seq_cst), 0) << "stop() must let the loop finish the work it reports";
+}
+
+namespace {
+
+// Hooks that throw, each on request.
+class throwing_thread : public ts::thread_base {
+ public:
+  enum class where { nowhere, before_start, do_work, after_stop, should_continue };
+  explicit throwing_thread(where w) : thread_base("thrower"), where_(w) {}
+  ~throwing_thread() override { (void)stop(); }
+
+  std::vector<ts::error> errors() {
+    std::lock_guard lock(m_);
+    return errors_;
+  }
+  std::atomic<int> rounds{0};
+
+ protected:
+  ts::result<void> before_start() override {
+    if (where_ == where::before_start) throw std::runtime_error("before_start failed");
+    return {};
+  }
+  bool should_continue_work() const override {
+    if (where_ == where::should_continue) throw std::runtime_error("should_continue_work failed");
+    return false;
+  }
+  ts::result<void> do_work() override {
+    rounds.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: pairs with the test's loads
+    if (where_ == where::do_work) throw std::runtime_error("do_work failed");
+    return {};
+  }
+  ts::result<void> after_stop() override {
+    if (where_ == where::after_stop) throw 42;  // not even a std::exception
+    return {};
+  }
+  void on_error(const ts::error& e) override {
+    std::lock_guard lock(m_);
+    errors_.push_back(e);
+  }
+
+ private:
+  where where_;
+  std::mutex m_;
+  std::vector<ts::error> errors_;
+};
+
+bool mentions(const ts::error& e, const char* text) { return e.message().find(text) != std::string::npos; }
+
+}  // namespace
+
+TEST(ThreadBase, ExceptionFromBeforeStartIsReturnedByStart) {
+  throwing_thread t(throwing_thread::where::before_start);
+  auto r = t.start();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::job_failed);
+  EXPECT_TRUE(mentions(r.error(), "before_start failed")) << r.error().to_string();
+  EXPECT_FALSE(t.is_running());
+}
+
+TEST(ThreadBase, ExceptionFromDoWorkGoesToOnErrorAndTheLoopGoesOn) {
+  throwing_thread t(throwing_thread::where::do_work);
+  ASSERT_TRUE(t.start());
+  t.wake();
+  // seq_cst: pairs with the thread's RMW
+  ASSERT_TRUE(eventually([&] { return t.rounds.load(std::memory_order_seq_cst) >= 1; }));
+  t.wake();
+  // seq_cst: pairs with the thread's RMW
+  ASSERT_TRUE(eventually([&] { return t.rounds.load(std::memory_order_seq_cst) >= 2; }));
+  ASSERT_TRUE(t.stop());
+  const auto errors = t.errors();
+  ASSERT_GE(errors.size(), 2U);
+  EXPECT_EQ(errors[0].code(), ts::error_code::job_failed);
+  EXPECT_TRUE(mentions(errors[0], "do_work failed")) << errors[0].to_string();
+}
+
+TEST(ThreadBase, ExceptionFromAfterStopGoesToOnError) {
+  throwing_thread t(throwing_thread::where::after_stop);
+  ASSERT_TRUE(t.start());
+  ASSERT_TRUE(t.stop());
+  const auto errors = t.errors();
+  ASSERT_EQ(errors.size(), 1U);
+  EXPECT_EQ(errors[0].code(), ts::error_code::job_failed);
+  EXPECT_TRUE(mentions(errors[0], "after_stop()")) << errors[0].to_string();
+}
+
+TEST(ThreadBase, ExceptionFromShouldContinueWorkIsReportedAsFalse) {
+  throwing_thread t(throwing_thread::where::should_continue);
+  ASSERT_TRUE(t.start());
+  t.wake();
+  // seq_cst: pairs with the thread's RMW
+  ASSERT_TRUE(eventually([&] { return t.rounds.load(std::memory_order_seq_cst) >= 1; }));
+  ASSERT_TRUE(t.stop());
+  const auto errors = t.errors();
+  ASSERT_GE(errors.size(), 1U);
+  EXPECT_TRUE(mentions(errors[0], "should_continue_work failed")) << errors[0].to_string();
+}
+
+namespace {
+// do_work() stops (and starts) itself on its first round, at once after
+// start(): the calls must answer without touching the thread handle that
+// start() may still be assigning.
+class self_stopping_thread : public ts::thread_base {
+ public:
+  self_stopping_thread() : thread_base("self-stop") {}
+  ~self_stopping_thread() override { (void)stop(); }
+  std::atomic<int> stop_code{-1};
+  std::atomic<int> start_code{-1};
+
+ protected:
+  bool should_continue_work() const override { return !done_.load(std::memory_order_acquire); }  // pairs with do_work
+  ts::result<void> do_work() override {
+    auto s = stop();
+    auto r = start();
+    // seq_cst: pairs with the test's loads
+    stop_code.store(s ? 0 : static_cast<int>(s.error().code()), std::memory_order_seq_cst);
+    start_code.store(r ? 0 : static_cast<int>(r.error().code()), std::memory_order_seq_cst);
+    done_.store(true, std::memory_order_release);  // pairs with should_continue_work()
+    return {};
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+};
+}  // namespace
+
+TEST(ThreadBase, StopAndStartFromItsOwnThreadAreRefusedWithoutARace) {
+  for (int i = 0; i < 50; ++i) {
+    self_stopping_thread t;
+    ASSERT_TRUE(t.start());
+    // seq_cst: pairs with do_work()'s stores
+    ASSERT_TRUE(eventually([&] { return t.start_code.load(std::memory_order_seq_cst) != -1; }));
+    EXPECT_EQ(t.stop_code.load(std::memory_order_seq_cst), static_cast<int>(ts::error_code::invalid_argument));
+    EXPECT_EQ(t.start_code.load(std::memory_order_seq_cst), static_cast<int>(ts::error_code::already_started));
+    ASSERT_TRUE(t.stop());
+  }
+}
+
+// 8 threads call start(), stop() and wake() on one object at random; every
+// call answers, exactly one start() wins while the thread is down, and the
+// object ends stopped and restartable (run under TSan in CI).
+TEST(ThreadBase, ConcurrentStartStopWakeFromEightThreads) {
+  recording_thread t;
+  std::atomic<bool> go{false};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> callers;
+  // At most 4000 calls in all, and no new call after 5 s (a loaded machine
+  // makes each start/stop pair cost whole time slices).
+  std::atomic<std::int64_t> calls_left{static_cast<std::int64_t>(ts::test::scaled(4000))};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (int c = 0; c < 8; ++c) {
+    callers.emplace_back([&, c] {
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();  // pairs with the release below
+      std::uint32_t x = 2463534242U + static_cast<std::uint32_t>(c);
+      // relaxed: a shared countdown only
+      while (calls_left.fetch_sub(1, std::memory_order_relaxed) > 0 && std::chrono::steady_clock::now() < deadline) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        switch (x % 3) {
+          case 0: {
+            auto r = t.start();
+            if (!r && r.error().code() != ts::error_code::already_started) {
+              failures.fetch_add(1, std::memory_order_relaxed);  // counted, checked after join
+            }
+            break;
+          }
+          case 1:
+            if (!t.stop()) failures.fetch_add(1, std::memory_order_relaxed);  // counted, checked after join
+            break;
+          default:
+            t.wake();
+            break;
+        }
+      }
+    });
+  }
+  go.store(true, std::memory_order_release);  // pairs with the callers' acquire
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(failures.load(std::memory_order_relaxed), 0);
+  ASSERT_TRUE(t.stop());
+  EXPECT_FALSE(t.is_running());
+  ASSERT_TRUE(t.start());
+  EXPECT_TRUE(t.is_running());
+  ASSERT_TRUE(t.stop());
+}
+
+TEST(ThreadBase, StartReportsAThreadTheSystemRefuses) {
+  recording_thread t;
+  ts::detail::testing::set_thread_start_budget(0);
+  auto r = t.start();
+  ts::detail::testing::set_thread_start_budget(-1);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::resource_exhausted);
+  EXPECT_FALSE(t.is_running());
+  ASSERT_TRUE(t.start());  // the object is usable afterwards
+  ASSERT_TRUE(t.stop());
+}
+
+TEST(ThreadBase, RunsOnAThreadWithTheRequestedStackSize) {
+  class stack_probe : public ts::thread_base {
+   public:
+    stack_probe() : thread_base("stack", std::size_t{256} << 20) {}
+    ~stack_probe() override { (void)stop(); }
+    std::atomic<bool> ok{false};
+
+   protected:
+    ts::result<void> before_start() override {
+      // 16 MiB of frames: twice the usual default stack (8 MiB).
+      ok.store(recurse(16 * 1024) != 0, std::memory_order_release);  // pairs with the test's acquire
+      return {};
+    }
+
+   private:
+    static int recurse(int kib) {
+      volatile char frame[1024];
+      frame[0] = static_cast<char>(kib);
+      if (kib == 0) return 1;
+      return recurse(kib - 1) + (frame[0] == 0 ? 1 : 0);
+    }
+  };
+  stack_probe p;
+  ASSERT_TRUE(p.start());
+  EXPECT_TRUE(p.ok.load(std::memory_order_acquire));  // pairs with before_start()
+  ASSERT_TRUE(p.stop());
 }

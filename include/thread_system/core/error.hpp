@@ -120,6 +120,19 @@ struct unexpected_error {
   return unexpected_error{error{code, std::move(message)}};
 }
 
+/// make_error() for paths that must not throw, even out of memory: calls
+/// `message()` (which returns something a std::string is built from) and,
+/// if that throws, returns an error that carries only its code (an empty
+/// message allocates nothing).
+template <typename MessageFn>
+[[nodiscard]] unexpected_error make_error_nothrow(error_code code, MessageFn&& message) noexcept {
+  try {
+    return unexpected_error{error{code, std::string(message())}};
+  } catch (...) {
+    return unexpected_error{error{code, std::string()}};
+  }
+}
+
 /// Either a `T` or an `error`. Accessing the wrong alternative is a
 /// precondition violation: `value()` throws `error_exception`, `operator*`
 /// and `error()` throw `std::bad_variant_access` (never undefined behaviour).

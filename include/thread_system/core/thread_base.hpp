@@ -18,37 +18,56 @@
 //     do_work()                            (an error goes to on_error(); the loop goes on)
 //   after_stop()
 //
-// Threading: start(), stop(), wake() and set_wake_interval() may be called
-// from any thread except that stop() must not be called from the thread
-// itself (it returns `invalid_argument`). should_continue_work() is called
-// with an internal mutex held: keep it short and do not call members of this
-// object from it. A derived class must call stop() in its own destructor:
-// the hooks are virtual and must not run while the derived part is being
-// destroyed. Everything the thread did is visible after stop() returns.
+// Threading: every public member may be called from any thread at any time,
+// concurrently. start() and stop() are serialised: two start() calls on one
+// object start one thread (the other returns `already_started`); a stop()
+// that meets a start() in progress waits for it and then stops. Called from
+// the object's own thread (inside a hook), stop() returns `invalid_argument`
+// and start() `already_started` instead of deadlocking. should_continue_work()
+// is called with an internal mutex held: keep it short and do not call
+// members of this object from it. A derived class must call stop() in its
+// own destructor: the hooks are virtual and must not run while the derived
+// part is being destroyed. Everything the thread did is visible after stop()
+// returns.
+//
+// Exceptions from the hooks are reported, never fatal:
+//   * before_start() throwing: start() returns `job_failed` with the
+//     exception's text (the thread is joined, nothing runs);
+//   * do_work() or after_stop() throwing: on_error() receives `job_failed`
+//     with the text, and the loop goes on (after_stop(): the thread ends);
+//   * should_continue_work() throwing counts as `false`, reported the same way;
+//   * on_error() throwing: the exception is dropped.
+//
+// Resources: the thread is created with the stack size given to the
+// constructor (0: the platform default); when the OS refuses a thread,
+// start() returns `resource_exhausted`.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "thread_system/core/error.hpp"
+#include "thread_system/detail/os_thread.hpp"
 
 namespace thread_system {
 
 class thread_base {
  public:
-  explicit thread_base(std::string name = "thread_base");
+  /// `stack_size` in bytes; 0 is the platform default (see os_thread.hpp).
+  explicit thread_base(std::string name = "thread_base", std::size_t stack_size = 0);
   virtual ~thread_base();
   thread_base(const thread_base&) = delete;
   thread_base& operator=(const thread_base&) = delete;
 
-  /// Starts the thread and waits for before_start(). Returns its error, or
-  /// `already_started` when running.
+  /// Starts the thread and waits for before_start(). Returns its error (or
+  /// `job_failed` when it threw), `already_started` when running, or
+  /// `resource_exhausted` when the thread cannot be created.
   result<void> start();
   /// Asks the loop to finish and joins. Idempotent; `invalid_argument` if
   /// called from the thread itself.
@@ -70,19 +89,30 @@ class thread_base {
   virtual bool should_continue_work() const { return false; }
   virtual result<void> do_work() { return {}; }
   virtual result<void> after_stop() { return {}; }
-  /// Receives errors of do_work() and after_stop(). Default: ignore.
+  /// Receives errors of do_work() and after_stop() (and what they throw, as
+  /// `job_failed`). Default: ignore.
   virtual void on_error(const error& /*e*/) {}
 
  private:
+  void thread_main();
   void run();
+  [[nodiscard]] bool continue_work_locked();
+  void report(const error& e) noexcept;
+
+  enum class start_phase { idle, starting, started, failed };
 
   std::string name_;
-  std::thread thread_;
+  std::size_t stack_size_;
+  std::mutex lifecycle_mutex_;  // serialises start(), stop() and the destructor
+  detail::os_thread thread_;    // guarded by lifecycle_mutex_
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool stop_requested_ = false;                        // guarded by mutex_
   bool wake_requested_ = false;                        // guarded by mutex_
   std::optional<std::chrono::milliseconds> interval_;  // guarded by mutex_
+  start_phase phase_ = start_phase::idle;              // guarded by mutex_: start() waits on cv_ for before_start()
+  std::optional<error> start_error_;                   // guarded by mutex_
+  std::optional<error> continue_error_;                // guarded by mutex_: should_continue_work() threw
   std::atomic<bool> running_{false};
   std::atomic<std::uint64_t> rounds_{0};
 };

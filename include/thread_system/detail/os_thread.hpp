@@ -1,0 +1,119 @@
+// os_thread: a joinable thread with a chosen stack size, whose creation
+// failures come back as errors instead of exceptions.
+//
+// std::thread cannot set a stack size and reports failures by throwing
+// (std::system_error, or std::bad_alloc for its state). The library's
+// threads (pool workers, the timer thread, thread_base) are started through
+// this instead:
+//
+//   auto t = detail::os_thread::start([] { work(); }, 1 << 20);  // 1 MiB stack
+//   if (!t) return t.error();          // resource_exhausted or invalid_argument
+//   ...
+//   t->join();
+//
+// Contract:
+//   * start() runs `f` on a new thread, or returns `resource_exhausted`
+//     (the OS refused the thread, or memory for it ran out) without having
+//     run it. `stack_size` 0 means the platform default (on Linux the
+//     RLIMIT_STACK soft limit, usually 8 MiB); other sizes are rounded up to
+//     the platform minimum and to whole pages. Where threads cannot be given
+//     a stack size (no POSIX threads), a non-zero size is `not_supported`.
+//   * `f` must not throw: an exception escaping it terminates the process,
+//     as with std::thread.
+//   * join() waits for the thread; it must be called exactly once for a
+//     started thread, and not from that thread. The destructor of a
+//     joinable os_thread joins it (a thread is never silently detached).
+//   * Everything the thread did is visible to the thread whose join()
+//     returned; everything the creating thread did before start() is
+//     visible to `f`.
+//   * Not thread-safe: one os_thread object is used by one thread at a time.
+//
+// Testing seam: detail::testing::set_thread_start_budget(n) makes the next
+// n starts succeed and every later start fail with resource_exhausted,
+// until it is reset with -1 (the default: no limit). Only tests call it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "thread_system/core/error.hpp"
+
+namespace thread_system::detail {
+
+class os_thread {
+ public:
+  os_thread() noexcept = default;
+  os_thread(os_thread&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  os_thread& operator=(os_thread&& other) noexcept {
+    if (this != &other) {
+      if (joinable()) join();
+      handle_ = std::exchange(other.handle_, nullptr);
+    }
+    return *this;
+  }
+  os_thread(const os_thread&) = delete;
+  os_thread& operator=(const os_thread&) = delete;
+  ~os_thread() {
+    if (joinable()) join();
+  }
+
+  /// Starts `f` on a new thread with `stack_size` bytes of stack (0: the
+  /// platform default). See the header for the errors.
+  template <typename F>
+  [[nodiscard]] static result<os_thread> start(F&& f, std::size_t stack_size = 0) noexcept {
+    using body_t = std::decay_t<F>;
+    static_assert(std::is_invocable_v<body_t&>, "os_thread::start needs a callable f()");
+    struct body final : entry {
+      explicit body(F&& g) : fn(std::forward<F>(g)) {}
+      void run() noexcept override { fn(); }
+      body_t fn;
+    };
+    std::unique_ptr<entry> e;
+    try {
+      e = std::make_unique<body>(std::forward<F>(f));
+    } catch (...) {  // out of memory (or the callable's copy threw): nothing started
+      return out_of_memory();
+    }
+    return start_entry(std::move(e), stack_size);
+  }
+
+  [[nodiscard]] bool joinable() const noexcept { return handle_ != nullptr; }
+  /// Waits for the thread to finish. Precondition: joinable(), and not
+  /// called from the thread itself.
+  void join() noexcept;
+  /// True when called on this thread.
+  [[nodiscard]] bool is_current() const noexcept;
+
+  /// The platform's minimum stack size (rounded up to whole pages).
+  [[nodiscard]] static std::size_t min_stack_size() noexcept;
+  /// The stack size a thread started with `requested` bytes (0: default) gets.
+  [[nodiscard]] static std::size_t effective_stack_size(std::size_t requested) noexcept;
+
+  // The type-erased thread body (public for the implementation's trampoline).
+  struct entry {
+    entry() = default;
+    entry(const entry&) = delete;
+    entry& operator=(const entry&) = delete;
+    virtual ~entry() = default;
+    virtual void run() noexcept = 0;
+  };
+
+ private:
+  struct native;  // defined in src/platform.cpp
+  explicit os_thread(native* h) noexcept : handle_(h) {}
+  static result<os_thread> start_entry(std::unique_ptr<entry> e, std::size_t stack_size) noexcept;
+  static result<os_thread> out_of_memory() noexcept;
+
+  native* handle_ = nullptr;
+};
+
+namespace testing {
+/// Tests only: the next `successes` thread starts succeed, every later one
+/// fails with resource_exhausted; -1 (the default) removes the limit.
+void set_thread_start_budget(std::int64_t successes) noexcept;
+}  // namespace testing
+
+}  // namespace thread_system::detail
