@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <set>
@@ -262,4 +264,138 @@ TEST(ParallelReduce, EmptyRangeGivesIdentity) {
   EXPECT_EQ(ts::parallel_reduce(
                 pool, 3, 3, 42, [](int, int, int acc) { return acc; }, std::plus<>{}),
             42);
+}
+
+// ---- ranges at the limits of the index type ----------------------------------
+
+namespace {
+// Per-thread counters, padded, so the body of a very long loop costs one
+// increment of a thread-local slot.
+struct alignas(64) padded_count {
+  std::uint64_t n = 0;
+};
+constexpr std::size_t count_slots = 64;
+std::array<padded_count, count_slots> g_counts;
+std::atomic<std::size_t> g_next_slot{0};
+thread_local std::size_t t_slot = g_next_slot.fetch_add(1, std::memory_order_relaxed) % count_slots;  // distinct ids
+
+std::uint64_t total_count() {
+  std::uint64_t sum = 0;
+  for (auto& c : g_counts) sum += c.n;
+  return sum;
+}
+void reset_counts() {
+  for (auto& c : g_counts) c.n = 0;
+}
+
+// Every index of [first, last) once: counts the calls and checks the two
+// indices at each end (the ones an overflowing length would get wrong).
+template <typename I>
+void expect_visits_exactly(ts::thread_pool& pool, I first, I last) {
+  reset_counts();
+  std::atomic<int> ends{0};
+  const I last_index = static_cast<I>(last - 1);
+  ts::parallel_for(pool, first, last, [&](I i) {
+    ++g_counts[t_slot].n;  // this thread's slot
+    if (i == first || i == last_index) ends.fetch_add(1, std::memory_order_relaxed);  // checked after the join
+  });
+  EXPECT_EQ(total_count(), ts::detail::range_length(first, last));
+  EXPECT_EQ(ends.load(std::memory_order_relaxed), first == last_index ? 1 : 2);
+}
+}  // namespace
+
+// -1.5e9 .. 1.5e9: last - first does not fit an int. Before lengths were
+// computed unsigned this was undefined behaviour and never returned.
+TEST(ParallelFor, IntRangeWiderThanIntMaxVisitsEveryIndexOnce) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  // The whole issue needs more than INT_MAX indices, whatever the build.
+  const int half = 1'100'000'000;
+  expect_visits_exactly(pool, -half, half);
+}
+
+TEST(ParallelFor, RangesAtTheLimitsOfTheirTypes) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  constexpr int n = 10'000;
+  expect_visits_exactly(pool, std::numeric_limits<int>::max() - n, std::numeric_limits<int>::max());
+  expect_visits_exactly(pool, std::numeric_limits<int>::min(), std::numeric_limits<int>::min() + n);
+  expect_visits_exactly(pool, std::numeric_limits<std::int64_t>::max() - n, std::numeric_limits<std::int64_t>::max());
+  expect_visits_exactly(pool, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::min() + n);
+  expect_visits_exactly(pool, std::numeric_limits<std::uint64_t>::max() - n,
+                        std::numeric_limits<std::uint64_t>::max());
+  expect_visits_exactly(pool, std::int8_t{-128}, std::int8_t{127});
+  expect_visits_exactly(pool, std::uint16_t{0}, std::uint16_t{65535});
+}
+
+TEST(ParallelFor, EmptyAndReversedRangesDoNothing) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  std::atomic<int> calls{0};
+  auto body = [&](auto) { calls.fetch_add(1, std::memory_order_relaxed); };  // counted, checked below
+  ts::parallel_for(pool, 5, 5, body);
+  ts::parallel_for(pool, 5, -5, body);
+  ts::parallel_for(pool, std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min(), body);
+  ts::parallel_for(pool, std::numeric_limits<std::uint64_t>::max(), std::uint64_t{0}, body);
+  EXPECT_EQ(calls.load(std::memory_order_relaxed), 0);
+  EXPECT_EQ(ts::parallel_reduce(
+                pool, 7, 7, 11, [](int, int, int acc) { return acc + 1; }, std::plus<>{}),
+            11);
+  EXPECT_EQ(ts::parallel_reduce(
+                pool, 7, -7, 11, [](int, int, int acc) { return acc + 1; }, std::plus<>{}),
+            11);
+}
+
+// The full range of int64_t and of uint64_t: 2^64 - 1 indices. Leaves of a
+// reduction see ranges, so the count is exact without visiting each index.
+TEST(ParallelReduce, WholeRangeOfSixtyFourBitTypes) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  auto count = [](auto lo, auto hi, std::uint64_t acc) { return acc + ts::detail::range_length(lo, hi); };
+  const std::uint64_t all = std::numeric_limits<std::uint64_t>::max();
+  EXPECT_EQ(ts::parallel_reduce(pool, std::numeric_limits<std::int64_t>::min(),
+                                std::numeric_limits<std::int64_t>::max(), std::uint64_t{0}, count, std::plus<>{}),
+            all);
+  EXPECT_EQ(ts::parallel_reduce(pool, std::uint64_t{0}, std::numeric_limits<std::uint64_t>::max(), std::uint64_t{0},
+                                count, std::plus<>{}),
+            all);
+  EXPECT_EQ(ts::parallel_reduce(pool, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(),
+                                std::uint64_t{0}, count, std::plus<>{}),
+            std::uint64_t{std::numeric_limits<std::uint32_t>::max()});
+}
+
+// A body that throws at once over a range of 2^64 - 1 indices: the call
+// returns promptly with the exception (the rest is skipped), even with the
+// smallest grain, from outside and from inside the pool.
+TEST(ParallelFor, ExceptionOverAHugeRangeReturnsPromptly) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  std::atomic<std::uint64_t> calls{0};
+  auto throwing = [&](std::int64_t) {
+    calls.fetch_add(1, std::memory_order_relaxed);  // counted, checked below
+    throw std::runtime_error("first call fails");
+  };
+  for (std::size_t grain : {std::size_t{0}, std::size_t{1}, std::size_t{1} << 40}) {
+    calls.store(0, std::memory_order_relaxed);
+    EXPECT_THROW(ts::parallel_for(pool, std::numeric_limits<std::int64_t>::min(),
+                                  std::numeric_limits<std::int64_t>::max(), throwing, grain),
+                 std::runtime_error);
+    // Every body call that ran threw; pieces already started ran one chunk
+    // call at most each: a handful, not billions.
+    EXPECT_LT(calls.load(std::memory_order_relaxed), 10'000U);
+  }
+  auto inner = pool.submit([&] {
+    ts::parallel_for(pool, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(),
+                     [](int) { throw std::runtime_error("inner"); });
+  });
+  EXPECT_THROW(inner.get(), std::runtime_error);
+}
+
+TEST(ParallelReduce, ExceptionOverAHugeRangeReturnsPromptly) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  std::atomic<std::uint64_t> leaves{0};
+  auto throwing = [&](std::int64_t, std::int64_t, int) -> int {
+    leaves.fetch_add(1, std::memory_order_relaxed);  // counted, checked below
+    throw std::runtime_error("leaf fails");
+  };
+  EXPECT_THROW((void)ts::parallel_reduce(pool, std::numeric_limits<std::int64_t>::min(),
+                                         std::numeric_limits<std::int64_t>::max(), 0, throwing, std::plus<>{},
+                                         std::size_t{1} << 20),
+               std::runtime_error);
+  EXPECT_LT(leaves.load(std::memory_order_relaxed), 10'000U);
 }

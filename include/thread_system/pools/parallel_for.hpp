@@ -21,6 +21,11 @@
 // worker is busy, and the last pieces are small, which keeps the workers'
 // finishing times close.
 //
+// Index types: any integer type of at most 64 bits but bool. Lengths are
+// computed in the unsigned counterpart of the index type, so every range
+// the type can express works, up to [min, max) of int64_t or uint64_t;
+// an empty or reversed range (first >= last) does nothing.
+//
 // Blocking: the call returns when every index has been processed.
 // Everything the body did is visible to the caller on return. Called on one
 // of the pool's workers, the calling thread takes part in the work and its
@@ -29,20 +34,25 @@
 // rayon does): a thread outside the pool cannot help at the end, so the
 // pieces it handed out would wait in the queue while it sat idle. The first
 // exception thrown by a body is rethrown to the caller after all other pieces
-// have finished (later exceptions are dropped). If the pool is stopping,
-// pieces it refuses run on the calling thread, so the call still processes
-// every index.
+// have finished (later exceptions are dropped); once a body has thrown, the
+// pieces and chunks that have not started yet are skipped (a chunk in
+// progress runs to its end), so the call returns promptly however large the
+// range. If the pool is stopping, pieces it refuses run on the calling
+// thread, so the call still processes every index.
 //
 // parallel_reduce applies `reduce_range(lo, hi, identity)` to leaf ranges and
 // `combine(left, right)` up a fixed binary tree that depends only on the
 // range and the grain, so the result is deterministic for a given input even
-// when `combine` is not associative over floating point.
+// when `combine` is not associative over floating point. An exception from
+// `reduce_range` or `combine` is rethrown after the pieces already running
+// have finished; leaves not started by then are skipped.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -54,7 +64,29 @@
 
 namespace thread_system {
 
+/// Index types parallel_for and parallel_reduce accept.
+template <typename I>
+concept parallel_index =
+    std::integral<I> && !std::same_as<std::remove_cv_t<I>, bool> && sizeof(I) <= sizeof(std::uint64_t);
+
 namespace detail {
+
+// The number of indices in [lo, hi), lo <= hi, computed in the unsigned
+// counterpart of I (last - first in I itself overflows for ranges wider
+// than I's maximum, e.g. int from -1.5e9 to 1.5e9).
+template <typename I>
+[[nodiscard]] constexpr std::uint64_t range_length(I lo, I hi) noexcept {
+  using U = std::make_unsigned_t<I>;
+  return static_cast<std::uint64_t>(static_cast<U>(static_cast<U>(hi) - static_cast<U>(lo)));
+}
+
+// lo + n, for n <= range_length(lo, hi) of a range starting at lo: the
+// result lies in [lo, hi], so the modular unsigned sum converts back exactly.
+template <typename I>
+[[nodiscard]] constexpr I advance_index(I lo, std::uint64_t n) noexcept {
+  using U = std::make_unsigned_t<I>;
+  return static_cast<I>(static_cast<U>(static_cast<U>(lo) + static_cast<U>(n)));
+}
 
 // Piece and chunk boundaries fall on multiples of `split_alignment` indices
 // (relative to the range's start) whenever the sizes allow. A loop over an
@@ -63,31 +95,31 @@ namespace detail {
 // sizes arise easily: 10^7 / 128 = 78125 indices).
 inline constexpr std::size_t split_alignment = 64;
 
-inline std::size_t aligned_down(std::size_t count) noexcept {
-  return count >= split_alignment ? count & ~(split_alignment - 1) : count;
+inline std::uint64_t aligned_down(std::uint64_t count) noexcept {
+  return count >= split_alignment ? count & ~std::uint64_t{split_alignment - 1} : count;
 }
 
 // The midpoint of [lo, hi), rounded to the split alignment.
 template <typename I>
 I aligned_mid(I lo, I hi) noexcept {
-  return lo + static_cast<I>(aligned_down(static_cast<std::size_t>(hi - lo) / 2));
+  return advance_index(lo, aligned_down(range_length(lo, hi) / 2));
 }
 
 template <typename I>
-std::size_t default_grain(std::size_t workers, I first, I last) {
-  const auto n = static_cast<std::size_t>(last - first);
-  const std::size_t pieces = std::max<std::size_t>(1, workers) * 8;
-  return std::max<std::size_t>(1, n / pieces);
+std::uint64_t default_grain(std::size_t workers, I first, I last) {
+  const std::uint64_t n = range_length(first, last);
+  const std::uint64_t pieces = std::uint64_t{std::max<std::size_t>(1, workers)} * 8;
+  return std::max<std::uint64_t>(1, n / pieces);
 }
 
 // Shared by all pieces of one parallel_for; kept alive by every piece (a
 // piece may still be inside `done.set()` when the caller returns).
 template <typename I, typename F>
 struct parallel_for_state {
-  parallel_for_state(thread_pool& p, F& body, std::size_t g) : pool(p), f(body), grain(g) {}
+  parallel_for_state(thread_pool& p, F& body, std::uint64_t g) : pool(p), f(body), grain(g) {}
   thread_pool& pool;
   F& f;
-  std::size_t grain;
+  std::uint64_t grain;
   std::atomic<std::size_t> pending{1};  // the root piece
   std::atomic<bool> failed{false};
   std::exception_ptr first_error;  // written once, by the thread that set `failed`
@@ -131,8 +163,11 @@ void hand_out(const std::shared_ptr<parallel_for_state<I, F>>& st, I mid, I hi) 
 
 template <typename I, typename F>
 void run_piece(const std::shared_ptr<parallel_for_state<I, F>>& st, I lo, I hi) {
+  // relaxed loads of `failed`: a hint to skip work after a failure; the
+  // exception itself is published through record() and done.set().
+  auto failed = [&st] { return st->failed.load(std::memory_order_relaxed); };
   try {
-    while (static_cast<std::size_t>(hi - lo) > st->grain) {
+    while (range_length(lo, hi) > st->grain && !failed()) {
       const I mid = aligned_mid(lo, hi);
       hand_out<I, F>(st, mid, hi);
       hi = mid;
@@ -141,14 +176,14 @@ void run_piece(const std::shared_ptr<parallel_for_state<I, F>>& st, I lo, I hi) 
     // body and the index, so the compiler can keep everything in registers
     // (and vectorise simple bodies).
     F& body = st->f;
-    const std::size_t chunk = std::max<std::size_t>(1, aligned_down(st->grain / 8));
-    while (lo < hi && !st->failed.load(std::memory_order_relaxed)) {  // a hint: skip work after a failure
-      const I stop = static_cast<std::size_t>(hi - lo) > chunk ? lo + static_cast<I>(chunk) : hi;
+    const std::uint64_t chunk = std::max<std::uint64_t>(1, aligned_down(st->grain / 8));
+    while (lo < hi && !failed()) {
+      const I stop = range_length(lo, hi) > chunk ? advance_index(lo, chunk) : hi;
       for (I i = lo; i < stop; ++i) body(i);
       lo = stop;
       // Lazy split (see the header comment): worth it only while at least
       // two chunks are left.
-      if (static_cast<std::size_t>(hi - lo) >= 2 * chunk && nothing_left_to_steal(st->pool)) {
+      if (range_length(lo, hi) / 2 >= chunk && nothing_left_to_steal(st->pool)) {
         const I mid = aligned_mid(lo, hi);
         hand_out<I, F>(st, mid, hi);
         hi = mid;
@@ -164,11 +199,12 @@ void run_piece(const std::shared_ptr<parallel_for_state<I, F>>& st, I lo, I hi) 
 
 /// Calls `f(i)` for every `i` in [first, last), in parallel on `pool`.
 /// `grain` (0 = automatic) is the largest piece run without splitting.
-template <std::integral I, typename F>
+template <parallel_index I, typename F>
 requires std::invocable<F&, I>
-void parallel_for(thread_pool& pool, I first, I last, F&& f, std::size_t grain = 0) {
+void parallel_for(thread_pool& pool, I first, I last, F&& f, std::size_t grain_indices = 0) {
   if (!(first < last)) return;
-  if (grain == 0) grain = detail::default_grain(pool.worker_count(), first, last);
+  const std::uint64_t grain =
+      grain_indices != 0 ? grain_indices : detail::default_grain(pool.worker_count(), first, last);
   using body_t = std::remove_reference_t<F>;
   auto st = std::make_shared<detail::parallel_for_state<I, body_t>>(pool, f, grain);
   if (pool.is_worker_thread()) {
@@ -187,22 +223,39 @@ void parallel_for(thread_pool& pool, I first, I last, F&& f, std::size_t grain =
 
 /// Reduces [first, last): leaves compute `reduce_range(lo, hi, identity)`,
 /// pairs are merged with `combine(left, right)`.
-template <std::integral I, typename T, typename RangeReduce, typename Combine>
+template <parallel_index I, typename T, typename RangeReduce, typename Combine>
 requires std::invocable<RangeReduce&, I, I, T> && std::invocable<Combine&, T, T> T parallel_reduce(
-    thread_pool& pool, I first, I last, T identity, RangeReduce reduce_range, Combine combine, std::size_t grain = 0) {
+    thread_pool& pool, I first, I last, T identity, RangeReduce reduce_range, Combine combine,
+    std::size_t grain_indices = 0) {
   if (!(first < last)) return identity;
-  if (grain == 0) grain = detail::default_grain(pool.worker_count(), first, last);
+  const std::uint64_t grain =
+      grain_indices != 0 ? grain_indices : detail::default_grain(pool.worker_count(), first, last);
+  // Set by the first failure; leaves not started yet are skipped (their
+  // value is never used: the exception reaches the caller instead).
+  std::atomic<bool> failed{false};
 
   struct node {
     thread_pool& pool;
     const T& identity;
     RangeReduce& reduce_range;
     Combine& combine;
-    std::size_t grain;
+    std::uint64_t grain;
+    std::atomic<bool>& failed;
 
     T operator()(I lo, I hi) const {
-      if (static_cast<std::size_t>(hi - lo) <= grain) return reduce_range(lo, hi, identity);
-      const I mid = lo + (hi - lo) / 2;
+      // relaxed: a hint only; the exception travels through the futures.
+      if (failed.load(std::memory_order_relaxed)) return identity;
+      try {
+        return reduce(lo, hi);
+      } catch (...) {
+        failed.store(true, std::memory_order_relaxed);  // a hint, as above
+        throw;
+      }
+    }
+
+    T reduce(I lo, I hi) const {
+      if (detail::range_length(lo, hi) <= grain) return reduce_range(lo, hi, identity);
+      const I mid = detail::advance_index(lo, detail::range_length(lo, hi) / 2);
       future<T> right;
       bool spawned = false;
       try {
@@ -225,7 +278,7 @@ requires std::invocable<RangeReduce&, I, I, T> && std::invocable<Combine&, T, T>
       return combine(std::move(left), std::move(r));
     }
   };
-  const node root{pool, identity, reduce_range, combine, grain};
+  const node root{pool, identity, reduce_range, combine, grain, failed};
   if (!pool.is_worker_thread()) {
     // As in parallel_for: from outside the pool the whole reduction runs on
     // the workers, where waits help; if the pool refuses it, it runs here.
