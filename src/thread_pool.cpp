@@ -383,6 +383,10 @@ result<void> thread_pool::resize(std::size_t n) {
 
 result<void> thread_pool::enqueue(std::unique_ptr<job> j) {
   if (!j) return make_error(error_code::invalid_argument, "thread_pool::enqueue: null job");
+  if (!j->runnable()) {
+    return make_error(error_code::invalid_argument,
+                      "thread_pool::enqueue: job '" + j->get_name() + "' has nothing to run (an empty callback)");
+  }
   return push_one(job_function(detail::seed_job_adapter{std::move(j)}));
 }
 
@@ -391,6 +395,10 @@ result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<job>> jobs) 
   batch.reserve(jobs.size());
   for (auto& j : jobs) {
     if (!j) return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: null job in batch");
+    if (!j->runnable()) {
+      return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: job '" + j->get_name() +
+                                                          "' has nothing to run (an empty callback)");
+    }
   }
   for (auto& j : jobs) batch.emplace_back(detail::seed_job_adapter{std::move(j)});
   return push_batch(batch);

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <sys/resource.h>
 #include <atomic>
+#include <functional>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -363,6 +364,27 @@ TEST(ThreadPool, SeedJobErrorIsReportedAsJobFailed) {
   pool.wait_idle();
   EXPECT_EQ(job_failed.load(std::memory_order_seq_cst), 1);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(pool.get_statistics().failed, 1U);
+}
+
+// core/job.hpp promises that a callback_job with nothing to run is refused
+// when it is enqueued, not accepted and failed later as job_failed.
+TEST(ThreadPool, EmptyCallbackJobIsRefusedAtEnqueue) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  std::function<ts::result_void()> empty;
+  auto r = pool.enqueue(std::make_unique<ts::callback_job>(empty, "empty"));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+  void (*null_fn)() = nullptr;
+  std::vector<std::unique_ptr<ts::job>> batch;
+  batch.push_back(std::make_unique<ts::callback_job>([] {}));
+  batch.push_back(std::make_unique<ts::callback_job>(null_fn));
+  auto b = pool.enqueue_batch(std::move(batch));
+  ASSERT_FALSE(b);
+  EXPECT_EQ(b.error().code(), ts::error_code::invalid_argument);
+  pool.wait_idle();
+  const auto stats = pool.get_statistics();
+  EXPECT_EQ(stats.accepted, 0U);  // all or none: the good job of the batch was not accepted either
+  EXPECT_EQ(stats.failed, 0U);
 }
 
 TEST(ThreadPool, NeverStartedPoolDrainsOnTheCaller) {

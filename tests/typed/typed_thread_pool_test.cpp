@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -546,4 +547,15 @@ TEST(TypedThreadPool, AHigherTypeArrivingDuringABatchRunsNext) {
   EXPECT_EQ(order[0], 0);
   EXPECT_EQ(order[1], -1);
   for (int i = 1; i < 40; ++i) EXPECT_EQ(order[static_cast<std::size_t>(i + 1)], i);
+}
+
+TEST(TypedThreadPool, EmptyCallbackTypedJobIsRefusedAtEnqueue) {
+  ts::typed_thread_pool_t<ts::job_types> pool{1};
+  std::function<ts::result_void()> empty;
+  auto r = pool.enqueue(std::make_unique<ts::callback_typed_job>(empty, ts::job_types::Batch));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+  pool.wait_idle();
+  EXPECT_EQ(pool.get_statistics().accepted, 0U);
+  EXPECT_EQ(pool.get_statistics().failed, 0U);
 }

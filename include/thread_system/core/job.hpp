@@ -7,7 +7,9 @@
 // A job whose `do_work()` returns an error is counted as failed and its error
 // reaches the pool's error handler as an `error_exception` with code
 // `job_failed` (the message keeps the job's own text). An exception thrown by
-// `do_work()` reaches the handler unchanged.
+// `do_work()` reaches the handler unchanged. A job with nothing to run (a
+// callback_job built from an empty std::function or a null pointer:
+// runnable() is false) is refused at enqueue with `invalid_argument`.
 //
 // Thread-safety: a job is run by exactly one worker, once; it needs no
 // internal synchronisation of its own.
@@ -31,6 +33,10 @@ class job {
 
   /// The work. Return `{}` on success or an error to report failure.
   [[nodiscard]] virtual result<void> do_work() = 0;
+
+  /// False when the job has nothing to run; pools refuse such a job with
+  /// `invalid_argument` instead of failing it later.
+  [[nodiscard]] virtual bool runnable() const noexcept { return true; }
 
   [[nodiscard]] const std::string& get_name() const noexcept { return name_; }
 
@@ -67,6 +73,7 @@ class callback_job final : public job {
 
   /// False when constructed from an empty callback.
   [[nodiscard]] bool has_callback() const noexcept { return static_cast<bool>(callback_); }
+  [[nodiscard]] bool runnable() const noexcept override { return has_callback(); }
 
  private:
   std::function<result<void>()> callback_;

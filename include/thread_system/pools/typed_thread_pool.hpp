@@ -166,6 +166,7 @@ class callback_typed_job_t final : public typed_job_t<T> {
 
   [[nodiscard]] result<void> do_work() override { return inner_.do_work(); }
   [[nodiscard]] bool has_callback() const noexcept { return inner_.has_callback(); }
+  [[nodiscard]] bool runnable() const noexcept override { return inner_.has_callback(); }
 
  private:
   callback_job inner_;
@@ -337,6 +338,10 @@ class typed_thread_pool_t {
   /// Seed-style typed job; its type() routes it. Null: `invalid_argument`.
   result<void> enqueue(std::unique_ptr<typed_job_t<T>> j) {
     if (!j) return make_error(error_code::invalid_argument, "typed_thread_pool::enqueue: null job");
+    if (!j->runnable()) {
+      return make_error(error_code::invalid_argument, "typed_thread_pool::enqueue: job '" + j->get_name() +
+                                                          "' has nothing to run (an empty callback)");
+    }
     const T type = j->type();
     return enqueue(type, job_function(detail::seed_job_adapter{std::move(j)}));
   }
