@@ -559,3 +559,15 @@ TEST(TypedThreadPool, EmptyCallbackTypedJobIsRefusedAtEnqueue) {
   EXPECT_EQ(pool.get_statistics().accepted, 0U);
   EXPECT_EQ(pool.get_statistics().failed, 0U);
 }
+
+TEST(TypedThreadPool, DuplicateInPriorityOrderIsRefused) {
+  ts::typed_pool_options<ts::job_types> o;
+  o.priority_order = {ts::job_types::Batch, ts::job_types::RealTime, ts::job_types::Batch};
+  try {
+    ts::typed_thread_pool_t<ts::job_types> pool{"dup", o};
+    FAIL() << "a priority order with a duplicate was accepted";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("Batch"), std::string::npos) << e.what();
+  }
+}

@@ -19,7 +19,8 @@
 //
 // Types and priority
 //   * T is any enum (or integer) type. Priority order: `priority_order` in the
-//     options, highest first; types not listed there are refused with
+//     options, highest first (a type listed twice makes the constructor
+//     throw `invalid_argument`); types not listed there are refused with
 //     `invalid_argument`. Without a list a type's rank is its underlying
 //     value (0 is the highest priority; for an enum without explicit values
 //     that is declaration order), and it must be in [0, 63].
@@ -175,7 +176,7 @@ class callback_typed_job_t final : public typed_job_t<T> {
 template <job_type T>
 struct typed_pool_options {
   std::string name = "typed_thread_pool";
-  /// Highest priority first; empty: by underlying value (see the header).
+  /// Highest priority first, each type once; empty: by underlying value (see the header).
   std::vector<T> priority_order;
   /// The queue each type gets (adaptive by default).
   pool_queue queue = pool_queue::adaptive;
@@ -463,6 +464,16 @@ class typed_thread_pool_t {
     injector_ = static_cast<detail::typed_injector*>(&core_.injector_ref());
     if (options_.priority_order.size() > max_types) {
       throw error_exception(error{error_code::invalid_argument, "typed_thread_pool: at most 64 job types"});
+    }
+    const auto& order = options_.priority_order;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (order[j] == order[i]) {
+          throw error_exception(error{error_code::invalid_argument, "typed_thread_pool: job type " +
+                                                                        type_name(order[i]) +
+                                                                        " appears twice in priority_order"});
+        }
+      }
     }
   }
 
