@@ -48,6 +48,10 @@
 # plain seconds ("0.1"); 1.8 and later want "0.1s". The script probes which
 # one the binaries accept.
 #
+# The peer-report binary's memory and idle-CPU benchmarks (memory_per_worker/,
+# idle_cpu/, queued_bytes/) want a process each, as scripts/report.py runs
+# them: compare those with a --filter that selects one at a time.
+#
 # Environment: OMP_WAIT_POLICY defaults to passive and THREAD_SYSTEM_REPORT_MODE
 # to quick (as scripts/report.py's shared runs). Builds run under `nice -n 10`
 # (AB_BUILD_NICE to change); the benchmarks at the caller's priority.
