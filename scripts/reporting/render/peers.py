@@ -1,0 +1,293 @@
+"""Thread System against the peer libraries (thread_system_report_benchmarks),
+and the seed's pool-level tables: throughput, scaling, producers x workers,
+submit-to-start latency, creation, memory."""
+
+import re
+
+from .common import (LIB_LABEL, cell, fmt_ratio, job_label, oversub, per_workers_table, present_libs, ratio,
+                     section, tkey, values)
+
+
+@section
+def table_comparison(ctx, out):
+    runs, cores = ctx.runs, ctx.cores
+    out.append("## Comparison with other libraries\n")
+    out.append(f"Mirrors the seed's *Comparison with Other Libraries* (whose figures were not measured side by side). "
+               f"Here every library runs in this run on this machine with {cores} workers and one producer; ratios vs "
+               "Thread System (> 1: the peer is faster).\n")
+    job_sizes = [j for j in (0, 1000, 10000) if runs.stat(tkey(j, cores, 1, "thread_system"), "items_per_second")]
+    if not job_sizes:
+        out.append("_No data._\n")
+        return
+    out.append("| library | " + " | ".join(f"{job_label(j)}: jobs/s | ratio" for j in job_sizes) + " |")
+    out.append("|---|" + "---:|---:|" * len(job_sizes))
+    for lib in present_libs(runs, "throughput"):
+        row = [LIB_LABEL[lib]]
+        for j in job_sizes:
+            s = runs.stat(tkey(j, cores, 1, lib), "items_per_second")
+            ours = runs.stat(tkey(j, cores, 1, "thread_system"), "items_per_second")
+            row += [cell(s, "rate"), fmt_ratio(ratio(s, ours, True))]
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+
+
+@section
+def table_throughput(ctx, out):
+    runs, cores = ctx.runs, ctx.cores
+    out.append("## Throughput by job complexity × workers\n")
+    out.append("Mirrors the seed's *Throughput by Job Complexity* and *Real-World Measurements*. One producer (the "
+               "benchmark thread) submits the jobs; wall clock from the first submit until the last job finished "
+               "(a counter the jobs increment, the producer yields until it is reached — the same for every "
+               "library); jobs/s counts jobs that ran. OpenMP with a team of 1 runs each task inline in the creating thread (no hand-off at all), so its 1-worker figures are not a queue measurement; with more threads libgomp also runs a new task inline once many are pending (task throttling), so for empty jobs much of OpenMP's figure is the creating thread calling the jobs directly. Cells: median jobs/s (min–max) and ratio vs Thread System "
+               f"(> 1: the peer is faster). This machine has {cores} cores: more workers than that is "
+               "oversubscribed. OpenMP: the producing thread is one of the team. std::async: a thread per job "
+               "(1000 jobs at most per iteration), shown in the column of the core count.\n")
+    job_sizes = values(runs, "throughput", "job_ns")
+    ws = values(runs, "throughput", "workers")
+    if not job_sizes:
+        out.append("_No data._\n")
+        return
+    libs = present_libs(runs, "throughput")
+    series = {}
+    for j in job_sizes:
+        out.append(f"### {job_label(j)}\n")
+        out.append("| library | " + " | ".join(f"{w} worker{'s' if w > 1 else ''}{oversub(w, cores)}" for w in ws) + " |")
+        out.append("|---|" + "---:|" * len(ws))
+        for lib in libs:
+            row = [LIB_LABEL[lib]]
+            for w in ws:
+                s = runs.stat(tkey(j, w, 1, lib), "items_per_second")
+                ours = runs.stat(tkey(j, w, 1, "thread_system"), "items_per_second")
+                if s is None:
+                    row.append("–")
+                    continue
+                if lib == "thread_system":
+                    row.append(cell(s, "rate"))
+                else:
+                    config = f"{job_label(j)}, {w} workers{oversub(w, cores)}, 1 producer"
+                    # OpenMP runs tasks inline in the producing thread with a
+                    # team of 1, and throttles to inline execution when many
+                    # empty tasks are pending: not a hand-off, so say so
+                    # wherever the comparison is listed.
+                    inline = lib == "openmp" and (w == 1 or j == 0)
+                    if inline:
+                        config += " (OpenMP runs these tasks inline: not a queue hand-off)"
+                    r = ctx.compare("throughput", config, lib, "jobs/s", s, ours, True)
+                    mark = "†" if inline else ""
+                    row.append(f"{cell(s, 'rate')} **{fmt_ratio(r)}**{mark}")
+                series.setdefault((j, lib), []).append((w, s))
+            out.append("| " + " | ".join(row) + " |")
+        if "openmp" in libs:
+            out.append("")
+            out.append("† OpenMP ran these tasks inline in the producing thread (team of 1, or task throttling with empty "
+                       "tasks): the figure measures calling the job, not handing it to another thread.")
+        out.append("")
+    ctx.plot("throughput", (job_sizes, series))
+    out.append("![throughput vs workers, one panel per job size](throughput.png)\n")
+
+
+@section
+def table_scaling(ctx, out):
+    runs, cores = ctx.runs, ctx.cores
+    out.append("## Worker scaling efficiency\n")
+    out.append("Mirrors the seed's *Worker Thread Scaling Efficiency*, from the throughput runs above with the largest "
+               "job size measured (one producer): speedup = jobs/s(N workers) / jobs/s(1 worker); efficiency = "
+               f"speedup / N, and speedup / min(N, {cores} cores) (the most this machine can give).\n")
+    job_sizes = values(runs, "throughput", "job_ns")
+    ws = values(runs, "throughput", "workers")
+    if not job_sizes or len(ws) < 2:
+        out.append("_Not enough data._\n")
+        return
+    j = max(job_sizes)
+    libs = [l for l in present_libs(runs, "throughput") if runs.stat(tkey(j, 1, 1, l), "items_per_second")]
+    out.append(f"Job: {job_label(j)}.\n")
+    out.append("| library | " + " | ".join(f"{w} workers{oversub(w, cores)}: speedup / eff. / eff. vs cores" for w in ws) + " |")
+    out.append("|---|" + "---:|" * len(ws))
+    dat = []
+    for lib in libs:
+        base = runs.stat(tkey(j, 1, 1, lib), "items_per_second")[0]
+        row = [LIB_LABEL[lib]]
+        pts = []
+        for w in ws:
+            s = runs.stat(tkey(j, w, 1, lib), "items_per_second")
+            if s is None:
+                row.append("–")
+                continue
+            sp = s[0] / base
+            row.append(f"{sp:.2f}× / {100 * sp / w:.0f}% / {100 * sp / min(w, cores):.0f}%")
+            pts.append((w, 100 * sp / min(w, cores)))
+        dat.append((lib, pts))
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+    ctx.plot("scaling", (j, dat))
+    out.append("![scaling efficiency vs workers](scaling.png)\n")
+
+
+@section
+def table_producer_matrix(ctx, out):
+    runs, cores = ctx.runs, ctx.cores
+    out.append("## Producers × workers (seed 004)\n")
+    out.append("Mirrors seed 004's producer × worker table: empty jobs, P producer threads (parked on a barrier "
+               "between iterations) each submitting 1/P of the jobs into a pool of W workers; median jobs/s (min–max) "
+               "and, for peers, the ratio vs Thread System in the same cell. OpenMP has no external producers (not "
+               f"measured); std::async is left out (a thread per job, one worker count). {cores} cores: P + W > {cores} is oversubscribed.\n")
+    ps = values(runs, "throughput", "producers")
+    ws = values(runs, "throughput", "workers")
+    if len(ps) < 2:
+        out.append("_Only one producer count measured in this mode._\n")
+        return
+    libs = [l for l in present_libs(runs, "throughput") if l != "std_async" and any(runs.stat(tkey(0, w, p, l), "items_per_second") for w in ws for p in ps if p > 1)]
+    heat = {}
+    for lib in libs:
+        out.append(f"### {LIB_LABEL[lib]}\n")
+        out.append("| producers \\ workers | " + " | ".join(str(w) for w in ws) + " |")
+        out.append("|---:|" + "---:|" * len(ws))
+        for p in ps:
+            row = [str(p)]
+            for w in ws:
+                s = runs.stat(tkey(0, w, p, lib), "items_per_second")
+                if s is None:
+                    row.append("–")
+                    continue
+                heat[(lib, p, w)] = s[0]
+                if lib == "thread_system":
+                    row.append(cell(s, "rate"))
+                else:
+                    ours = runs.stat(tkey(0, w, p, "thread_system"), "items_per_second")
+                    if p > 1:  # p == 1 is already in the throughput table
+                        r = ctx.compare("producers × workers", f"empty job, {p} producers, {w} workers", lib, "jobs/s", s, ours, True)
+                    else:
+                        r = ratio(s, ours, True)
+                    row.append(f"{cell(s, 'rate')} **{fmt_ratio(r)}**")
+            out.append("| " + " | ".join(row) + " |")
+        out.append("")
+    ctx.plot("heatmap", (libs, ps, ws, heat))
+    out.append("![producers × workers heat map, M jobs/s](heatmap.png)\n")
+
+
+@section
+def table_idle_latency(ctx, out):
+    runs = ctx.runs
+    out.append("## Submit→start latency on an idle pool, per library\n")
+    out.append("Mirrors the seed's *Job Submission Latency* (empty-queue row), for every library: the pool has "
+               "`workers` threads, parked (500 µs sleep before each sample); the job stores a steady_clock stamp. "
+               "Percentiles are over the samples of one repetition; the table shows their median over repetitions "
+               "(min–max). OpenMP's figure includes forking the team (`parallel`/`single`/`task`); std::async's "
+               "includes creating a thread. Ratio on p50: > 1 means the peer starts jobs sooner.\n")
+    libs = present_libs(runs, "latency")
+    if not libs:
+        out.append("_No data._\n")
+        return
+    w = values(runs, "latency", "workers")
+    w = w[0] if w else 2
+    out.append(f"| library (workers: {w}) | p50 | p95 | p99 | max | p50 ratio |")
+    out.append("|---|---:|---:|---:|---:|---:|")
+    ours = runs.stat(f"latency/thread_system/workers:{w}", "p50_ns")
+    dat = []
+    for lib in libs:
+        key = f"latency/{lib}/workers:{w}"
+        stats = [runs.stat(key, f) for f in ("p50_ns", "p95_ns", "p99_ns", "max_ns")]
+        r = None if lib == "thread_system" else ctx.compare("idle latency", f"workers:{w}", lib, "p50 submit→start", stats[0], ours, False)
+        out.append(f"| {LIB_LABEL[lib]} | " + " | ".join(cell(s, "ns") for s in stats) + f" | {fmt_ratio(r) if lib != 'thread_system' else '1.00×'} |")
+        if all(s is not None for s in stats[:3]):
+            dat.append((lib, [s[0] / 1e3 for s in stats[:3]]))
+    out.append("")
+    if dat:
+        ctx.plot("latency", dat)
+        out.append("![submit→start latency percentiles per library](latency.png)\n")
+
+
+@section
+def table_queue_depth_latency(ctx, out):
+    runs = ctx.runs
+    out.append("## Job submission latency by queue depth (Thread System)\n")
+    out.append("Mirrors the seed's *Job Submission Latency*: submit→start of one job with N empty jobs queued ahead of "
+               "it (2 workers held while the queue is filled; 0 = idle pool, parked workers). From "
+               "`thread_system_benchmarks` `BM_SubmitToStartLatency`; Thread System only (peers: see the idle-pool "
+               "latency table).\n")
+    rows = []
+    for key in sorted(runs.reps):
+        m = re.match(r"^BM_SubmitToStartLatency/queued:(\d+)$", key)
+        if m:
+            rows.append((int(m.group(1)), key))
+    if not rows:
+        out.append("_No data (BM_SubmitToStartLatency not run)._\n")
+        return
+    out.append("| queued ahead | p50 | p95 | p99 |")
+    out.append("|---:|---:|---:|---:|")
+    for depth, key in sorted(rows):
+        out.append(f"| {depth} | " + " | ".join(cell(runs.stat(key, f), "ns") for f in ("p50_ns", "p95_ns", "p99_ns")) + " |")
+    out.append("")
+
+
+@section
+def table_creation(ctx, out):
+    runs = ctx.runs
+    out.append("## Thread pool creation\n")
+    out.append("Mirrors the seed's *Thread Pool Creation Performance*. One iteration = construct the pool, start its N "
+               "threads, stop and join them (wall clock). Only pools that own their threads: oneTBB and OpenMP keep a "
+               "process-wide thread pool, std::async has none.\n")
+    libs = present_libs(runs, "create")
+    ws = values(runs, "create", "workers")
+    if not ws:
+        out.append("_No data (create/ benchmarks not run in this mode)._\n")
+        return
+    per_workers_table(ctx, out, libs, ws, "create", "real_ns", "ns", "creation", "workers:{w}", "create+join time",
+                      header_ratio=True)
+
+
+@section
+def table_memory(ctx, out):
+    runs = ctx.runs
+    out.append("## Memory usage\n")
+    out.append("Mirrors the seed's *Memory Usage by Configuration* and *Memory Allocation Impact*. Each figure comes "
+               "from its own process (threads and heap left by other benchmarks do not count). **RSS per worker**: "
+               "VmRSS after creating a pool of N threads with all N running a job (malloc_trim first) minus VmRSS "
+               "before, divided by N — thread stacks (the touched pages) and per-thread malloc arenas are included. "
+               "oneTBB's arena and OpenMP's team come from a process-wide pool created on first use, so their "
+               "figure is the first use. Ratio: > 1 means the peer uses less.\n")
+    libs = present_libs(runs, "memory_per_worker")
+    ws = values(runs, "memory_per_worker", "workers")
+    if not libs:
+        out.append("_No data._\n")
+    else:
+        per_workers_table(ctx, out, libs, ws, "memory_per_worker", "rss_per_worker_bytes", "bytes", "memory",
+                          "{w} workers", "RSS per worker")
+
+    out.append("### Bytes per queued job\n")
+    out.append("100 000 empty jobs (an 8-byte capture) queued behind the only worker, which is blocked; VmRSS delta / "
+               "100 000 (includes the queue's own growth). Thread System packs such a job into 24 bytes of its "
+               "injector's ring, which doubles as it grows: the smaller rings it left behind are freed but may stay "
+               "in the process's RSS (glibc keeps them for reuse), which the delta counts; the bare queue's figure "
+               "is in the queue-level memory rows. The naive pool stores std::function in a std::deque.\n")
+    libs = present_libs(runs, "queued_bytes")
+    if not libs:
+        out.append("_No data._\n")
+    else:
+        ours = runs.stat("queued_bytes/thread_system/jobs:100000", "bytes_per_job")
+        out.append("| library | bytes/job | ratio |")
+        out.append("|---|---:|---:|")
+        for lib in libs:
+            s = runs.stat(f"queued_bytes/{lib}/jobs:100000", "bytes_per_job")
+            r = "1.00×" if lib == "thread_system" else fmt_ratio(ctx.compare("memory", "100K queued jobs", lib, "bytes per queued job", s, ours, False))
+            out.append(f"| {LIB_LABEL[lib]} | {cell(s, 'bytes')} | {r} |")
+        out.append("")
+
+    out.append("### Idle CPU\n")
+    out.append("CPU time of the whole process (getrusage) over 0.5 s with an idle pool of N workers, after every "
+               "worker ran a job; in percent of one core. OpenMP runs with the environment's OMP_WAIT_POLICY "
+               "(unset: libgomp's default, spin then sleep).\n")
+    libs = present_libs(runs, "idle_cpu")
+    ws = values(runs, "idle_cpu", "workers")
+    if not libs:
+        out.append("_No data._\n")
+    else:
+        out.append("| workers | " + " | ".join(LIB_LABEL[l] for l in libs) + " |")
+        out.append("|---:|" + "---:|" * len(libs))
+        for w in ws:
+            row = [str(w)]
+            for lib in libs:
+                s = runs.stat(f"idle_cpu/{lib}/workers:{w}", "cpu_percent")
+                row.append("n/a" if s is None else f"{s[0]:.2f}% ({s[1]:.2f}–{s[2]:.2f})")
+            out.append("| " + " | ".join(row) + " |")
+        out.append("")

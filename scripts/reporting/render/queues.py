@@ -1,0 +1,112 @@
+"""The job queues (thread_system_queue_benchmarks): injectors under
+producer/consumer load, the queue-level table of scripts/queue-ratios.py, and
+the adaptive queue's paired rounds. Their goals are in reporting/goals.py."""
+
+import os
+import re
+import subprocess
+import sys
+
+from .common import ROOT, cell, fmt_ratio, ratio, section
+
+
+@section
+def table_injector(ctx, out):
+    runs = ctx.runs
+    out.append("## Injector queues under producer/consumer load (seed 004, first table)\n")
+    out.append("Seed 004 compares a mutex queue, a bounded DVyukov MPMC ring and a sharded ring as the pool's "
+               "injector. Here: `thread_system_queue_benchmarks` `pc/` (P producers, C consumers, P = C = the "
+               "thread count), mutex+deque vs bounded_queue (Vyukov) vs sharded_queue (and job_queue, the pool's "
+               "injector). Median M jobs/s consumed (min–max); ratio vs mutex+deque.\n")
+    rows = {}
+    for key in runs.reps:
+        m = re.match(r"^pc/([^/]+)/P:(\d+)/C:(\d+)/ops:(\d+)$", key)
+        if m:
+            rows.setdefault((int(m.group(4)), int(m.group(2))), {})[m.group(1)] = key
+    if not rows:
+        out.append("_No data (queue benchmarks not run or `pc/` filtered out)._\n")
+        return
+    queues = [q for q in ("mutex_deque", "job_queue", "bounded_queue", "sharded_queue") if any(q in r for r in rows.values())]
+    if "sharded_queue" not in queues:
+        out.append("_sharded_queue not in this build's queue benchmarks._\n")
+    out.append("| threads (P = C) | tasks | " + " | ".join(queues) + " |")
+    out.append("|---:|---:|" + "---:|" * len(queues))
+    for (ops, threads) in sorted(rows, key=lambda t: (t[1], t[0])):
+        r = rows[(ops, threads)]
+        base = runs.stat(r.get("mutex_deque", ""), "items_per_second")
+        row = [str(threads), f"{ops:,}"]
+        for q in queues:
+            s = runs.stat(r.get(q, ""), "items_per_second")
+            row.append(cell(s, "rate") + ("" if q == "mutex_deque" else f" {fmt_ratio(ratio(s, base, True))}"))
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+
+
+@section
+def table_queues(ctx, out):
+    out.append("## Queue-level operations and contention\n")
+    out.append("Mirrors the seed's *Queue Level Benchmarks* (basic operations, batch, contention, memory). Produced by "
+               "`scripts/queue-ratios.py` from the `thread_system_queue_benchmarks` run of this report; ratios > 1: "
+               "the row's queue is better than the reference.\n")
+    queue_json = ctx.queue_json
+    if not queue_json or not os.path.exists(queue_json):
+        out.append("_No data (queue benchmarks not built or not run)._\n")
+        return
+    res = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "queue-ratios.py"), queue_json],
+                         capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        out.append(f"_queue-ratios.py failed: {res.stderr.strip()[:300]}_\n")
+        return
+    table = [l for l in res.stdout.splitlines() if l.startswith("|")]
+    out.extend(table)
+    out.append("")
+
+
+def paired_keys(runs):
+    """The adaptive_paired workloads of this run, in registration order."""
+    keys = [k for k in runs.reps if k.startswith("adaptive_paired/")]
+
+    def order(key):
+        parts = key.split("/")
+        kind = ["pair", "pc", "contention"].index(parts[1]) if parts[1] in ("pair", "pc", "contention") else 3
+        nums = [int(p.split(":")[1]) for p in parts[2:] if ":" in p and p.split(":")[1].isdigit()]
+        return (kind, list(reversed(nums)))
+
+    return sorted(set(keys), key=order)
+
+
+@section
+def table_adaptive_paired(ctx, out):
+    runs = ctx.runs
+    out.append("### The adaptive queue against its strategies, in paired rounds\n")
+    out.append("`adaptive_paired/` in `thread_system_queue_benchmarks` (`benchmarks/queues/adaptive_paired_benchmarks.cpp`): "
+               "every round runs the workload on `adaptive_job_queue` in ADAPTIVE mode, in FORCE_MUTEX and "
+               "FORCE_LOCKFREE mode, and on the bare `job_queue` and `lockfree_queue`, back to back in a rotating "
+               "order; each cell is the median over rounds of the per-round throughput ratio adaptive / other "
+               "(> 1: ADAPTIVE moved jobs faster), then the median over repetitions (min–max). *better mode* is "
+               "the goal's ratio (against the faster of the two forced modes in each round); *better queue* adds "
+               "what routing through `adaptive_job_queue` costs over the bare queues. The *twin* columns are controls: "
+               "a second `job_queue` against the first, a second ADAPTIVE queue against the first (same code, same "
+               "page offset; > 1: the second was faster): how far from 1.00× the method reads when nothing "
+               "differs. (The two ADAPTIVE queues learn on their own: they compare alike only while both make "
+               "the same switches, hence the twin's switch count.)\n")
+    keys = paired_keys(runs)
+    if not keys:
+        out.append("_No data (not run in this mode)._\n")
+        return
+    fields = [("vs_better_mode", "vs better mode"), ("vs_mutex_mode", "vs FORCE_MUTEX"),
+              ("vs_lockfree_mode", "vs FORCE_LOCKFREE"), ("vs_better_queue", "vs better queue"),
+              ("vs_job_queue", "vs job_queue"), ("vs_lockfree_queue", "vs lockfree_queue"),
+              ("twin_job_queue", "twin job_queue"), ("twin_adaptive", "twin adaptive")]
+    out.append("| workload | " + " | ".join(label for _, label in fields) + " | switches | twin switches |")
+    out.append("|---|" + "---:|" * (len(fields) + 2))
+    for key in keys:
+        row = [key[len("adaptive_paired/"):]]
+        for field, _ in fields:
+            st = runs.stat(key, field)
+            row.append("n/a" if st is None else f"{st[0]:.2f}× ({st[1]:.2f}–{st[2]:.2f})")
+        for field in ("switches", "twin_switches"):
+            st = runs.stat(key, field)
+            row.append("n/a" if st is None else f"{st[0]:.0f}")
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
