@@ -280,13 +280,19 @@ result<void> thread_pool::set_nice(std::size_t worker, int nice) {
   return detail::set_thread_nice(*tid, nice);
 }
 
-timer_queue* thread_pool::timers() {
+result<timer_queue*> thread_pool::timers() {
   std::lock_guard lock(timers_mutex_);
-  if (timers_closed_) return nullptr;
+  if (timers_closed_) return stopped_error();
   if (!timers_) {
     timer_queue_options o;
     o.name = name_.substr(0, 9) + "-timer";
-    timers_ = std::make_unique<timer_queue>([this](job_function&& f) { return push_one(std::move(f)); }, o);
+    try {
+      timers_ = std::make_unique<timer_queue>([this](job_function&& f) { return push_one(std::move(f)); }, o);
+    } catch (const error_exception& e) {
+      return unexpected_error{e.get_error()};
+    } catch (const std::bad_alloc&) {
+      return make_error(error_code::resource_exhausted, "out of memory");
+    }
   }
   return timers_.get();
 }

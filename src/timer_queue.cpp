@@ -2,11 +2,16 @@
 // contract). The heap is the textbook array binary heap with each entry's
 // index kept in the entry, so cancel() removes a timer in O(log n) instead
 // of leaving it to wake the thread at its due time.
+//
+// A periodic timer leaves the heap when its run is dispatched and joins the
+// core's in-flight list; the run re-arms it when it ends (or is discarded),
+// at the first grid point still ahead. So the timer thread never wakes for a
+// timer whose run is still going, and stop() still finds every timer.
 #include "thread_system/scheduler/timer_queue.hpp"
 
 #include <condition_variable>
 #include <exception>
-#include <system_error>
+#include <new>
 #include <vector>
 
 #include "thread_system/detail/thread_naming.hpp"
@@ -19,18 +24,24 @@ namespace thread_system {
 
 namespace detail {
 
+namespace {
+// The timer_core whose thread this is (nullptr elsewhere): stop() from the
+// timer thread is refused instead of joining itself.
+thread_local const timer_core* tl_timer_core = nullptr;
+}  // namespace
+
 struct timer_core {
   using clock = std::chrono::steady_clock;
 
   std::mutex mutex;
   std::condition_variable wake;                    // new earliest timer, or stop
   std::vector<std::shared_ptr<timer_entry>> heap;  // guarded by mutex
+  timer_entry* in_flight_head = nullptr;           // guarded by mutex: periodic timers whose run is out
   std::uint64_t next_seq = 0;                      // guarded by mutex
   bool stopping = false;                           // guarded by mutex
   stop_mode mode = stop_mode::drain;               // guarded by mutex
   clock::time_point stop_time{};                   // guarded by mutex
   std::atomic<bool> running{true};                 // mirror of !stopping for is_running()
-  std::thread::id timer_thread;                    // written before the thread starts its loop
   std::shared_ptr<timer_counters> counters = std::make_shared<timer_counters>();
   timer_dispatch target;
   std::string name;
@@ -71,8 +82,9 @@ struct timer_core {
     place(i, std::move(e));
   }
 
+  // May throw std::bad_alloc (growing the array) before anything changed.
   void push(std::shared_ptr<timer_entry> e) {
-    heap.push_back(nullptr);  // may throw; nothing changed yet
+    heap.push_back(nullptr);
     place(heap.size() - 1, std::move(e));
     sift_up(heap.size() - 1);
   }
@@ -103,7 +115,82 @@ struct timer_core {
   void remove(timer_entry& e) noexcept {
     if (e.heap_index != timer_entry::not_in_heap) remove_at(e.heap_index);
   }
+
+  // ---- in-flight list (caller holds mutex) ---------------------------------
+
+  void flight_insert(timer_entry& e) noexcept {
+    e.in_flight = true;
+    e.flight_prev = nullptr;
+    e.flight_next = in_flight_head;
+    if (in_flight_head != nullptr) in_flight_head->flight_prev = &e;
+    in_flight_head = &e;
+  }
+
+  void flight_remove(timer_entry& e) noexcept {
+    if (!e.in_flight) return;
+    if (e.flight_prev != nullptr) {
+      e.flight_prev->flight_next = e.flight_next;
+    } else {
+      in_flight_head = e.flight_next;
+    }
+    if (e.flight_next != nullptr) e.flight_next->flight_prev = e.flight_prev;
+    e.flight_prev = e.flight_next = nullptr;
+    e.in_flight = false;
+  }
 };
+
+namespace {
+
+void count_cancelled(timer_entry& e) noexcept {
+  e.counters->cancelled.fetch_add(1, std::memory_order_relaxed);  // statistics only
+}
+
+// A periodic timer's run has ended (ran, or was discarded unrun): take the
+// timer off the in-flight list and, when `rearm`, put it back in the heap at
+// the first grid point after now. `unrun` counts the run's own grid point as
+// skipped. The skipped grid points are counted in O(1).
+void settle_periodic(timer_entry& e, bool rearm, bool unrun) noexcept {
+  std::shared_ptr<timer_core> core = e.core.lock();
+  if (!core) {  // the queue is gone: nothing will ever run this timer again
+    if (rearm && e.try_cancel()) count_cancelled(e);
+    return;
+  }
+  bool cancel_it = false;
+  bool notify = false;
+  {
+    std::lock_guard lock(core->mutex);
+    core->flight_remove(e);
+    if (!rearm) return;
+    if (core->stopping) {
+      cancel_it = true;
+    } else if (e.status.load(std::memory_order_acquire) != timer_entry::cancelled) {  // pairs with try_cancel()
+      const auto now = timer_core::clock::now();
+      std::uint64_t skipped = unrun ? 1 : 0;
+      auto next = saturating_add(e.due, e.period);
+      std::uint64_t advance = 1;
+      if (next <= now && next != timer_core::clock::time_point::max()) {
+        const auto behind = static_cast<std::uint64_t>((now - next) / e.period) + 1;
+        next = saturating_add(next, e.period * static_cast<timer_core::clock::duration::rep>(behind));
+        advance += behind;
+        skipped += behind;
+      }
+      e.due = next;
+      e.index += advance;
+      e.seq = core->next_seq++;
+      try {
+        core->push(e.shared_from_this());
+        notify = e.heap_index == 0;
+      } catch (const std::bad_alloc&) {
+        cancel_it = true;  // the heap cannot grow: the timer cannot be kept
+      }
+      if (skipped != 0) e.counters->skipped_periods.fetch_add(skipped, std::memory_order_relaxed);  // statistics
+    }
+  }
+  if (notify) core->wake.notify_one();  // the timer thread may sleep until a later due time
+  if (cancel_it && e.try_cancel()) count_cancelled(e);
+}
+
+}  // namespace
 
 // The job handed to the target for one run. Holds the timer alive; fits a
 // job_function's inline storage, so a run allocates nothing.
@@ -119,7 +206,9 @@ class timer_run {
     if (armed_) discard();  // dropped without running or cancel(): a discard
   }
 
-  void operator()() {
+  // Runs the timer's function, or reports `cancelled` when the timer was
+  // cancelled after this run was handed over.
+  job_outcome run_and_report() {
     armed_ = false;
     timer_entry& e = *entry_;
     std::uint32_t s = timer_entry::pending;
@@ -127,17 +216,21 @@ class timer_run {
     // (acquire) and announce that it is in use (release, for try_cancel()).
     if (!e.status.compare_exchange_strong(s, timer_entry::running, std::memory_order_acq_rel,
                                           std::memory_order_acquire)) {
-      end_in_flight();  // cancelled before it started: the canceller destroyed the function
-      return;
+      // Cancelled before it started: the canceller destroyed the function.
+      if (e.periodic()) settle_periodic(e, /*rearm=*/false, /*unrun=*/true);
+      return job_outcome::cancelled;
     }
+    e.counters->fired.fetch_add(1, std::memory_order_relaxed);  // statistics only
     struct after_run {
       timer_run* self;
       ~after_run() { self->finish(); }
     } guard{this};  // also when the function throws (the target reports that)
     e.invoke(tick_);
+    return job_outcome::succeeded;
   }
 
-  // The target discards the job unrun (thread_pool's stop(cancel_pending)).
+  // The target discards the job unrun (thread_pool's stop(cancel_pending),
+  // or a refusal).
   void cancel() noexcept {
     if (armed_) {
       armed_ = false;
@@ -151,29 +244,23 @@ class timer_run {
     if (!e.periodic()) {
       e.destroy_callable();
       e.status.store(timer_entry::done, std::memory_order_release);  // pairs with try_cancel()'s acquire
-    } else {
-      std::uint32_t s = timer_entry::running;
-      // release: hands the function back for the next run or a cancel.
-      if (!e.status.compare_exchange_strong(s, timer_entry::pending, std::memory_order_acq_rel,
-                                            std::memory_order_acquire)) {
-        e.destroy_callable();  // cancelled while running: the function is ours to destroy
-      }
+      return;
     }
-    end_in_flight();
+    std::uint32_t s = timer_entry::running;
+    // release: hands the function back for the next run or a cancel.
+    const bool still_active = e.status.compare_exchange_strong(s, timer_entry::pending, std::memory_order_acq_rel,
+                                                               std::memory_order_acquire);
+    if (!still_active) e.destroy_callable();  // cancelled while running: the function is ours to destroy
+    settle_periodic(e, /*rearm=*/still_active, /*unrun=*/false);
   }
 
   void discard() noexcept {
     timer_entry& e = *entry_;
-    if (!e.periodic() && e.try_cancel()) {
-      e.counters->cancelled.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    if (!e.periodic()) {
+      if (e.try_cancel()) count_cancelled(e);
+      return;
     }
-    end_in_flight();
-  }
-
-  void end_in_flight() noexcept {
-    // release: the run's effects happen-before the timer thread's acquire
-    // load that lets the next run of this timer be dispatched.
-    entry_->in_flight.store(false, std::memory_order_release);
+    settle_periodic(e, /*rearm=*/true, /*unrun=*/true);
   }
 
   std::shared_ptr<timer_entry> entry_;
@@ -185,89 +272,71 @@ static_assert(job_function::stored_inline<timer_run>, "a timer run should not al
 
 namespace {
 
-timer_core::clock::time_point saturating_add(timer_core::clock::time_point t, timer_core::clock::duration d) noexcept {
-  return d >= timer_core::clock::time_point::max() - t ? timer_core::clock::time_point::max() : t + d;
-}
-
 // Hands one run to the target. Called without the mutex.
-void dispatch(timer_core& core, const std::shared_ptr<timer_entry>& e, timer_tick tick) {
+void dispatch(timer_core& core, const std::shared_ptr<timer_entry>& e, timer_tick tick) noexcept {
   job_function fn(timer_run{e, tick});
   result<void> r;
   try {
     r = core.target(std::move(fn));
   } catch (...) {
-    r = make_error(error_code::resource_exhausted, "timer_queue: the dispatch target threw");
+    r = make_error(error_code::resource_exhausted, "target threw");
   }
-  if (r) {
-    core.counters->fired.fetch_add(1, std::memory_order_relaxed);  // statistics only
-    return;
-  }
+  if (r) return;  // `fired` is counted by the run when it starts
   core.counters->refused.fetch_add(1, std::memory_order_relaxed);  // statistics only
   // A refused job is left with us: its discard path cancels a one-shot
-  // timer (counted there) and clears in_flight of a periodic one.
+  // timer (counted there) and re-arms a periodic one (the period skipped).
   fn.cancel();
   fn.reset();
-  if (!e->periodic()) return;
-  if (r.error().code() == error_code::queue_full) {
-    core.counters->skipped_periods.fetch_add(1, std::memory_order_relaxed);  // statistics only
-    return;
-  }
+  if (!e->periodic() || r.error().code() == error_code::queue_full) return;
+  // Any other refusal (pool_stopped): the periodic timer ends.
   if (e->try_cancel()) {
-    core.counters->cancelled.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    count_cancelled(*e);
     std::lock_guard lock(core.mutex);
     core.remove(*e);
   }
 }
 
-// The due timer at the top of the heap: pop it (re-arm a periodic one) and
-// dispatch. Enters and leaves with `lock` held; releases it to dispatch.
-void fire_top(timer_core& core, std::unique_lock<std::mutex>& lock, timer_core::clock::time_point now) {
+// The due timer at the top of the heap: pop it and dispatch it (a periodic
+// one goes on the in-flight list until its run ends). Enters and leaves with
+// `lock` held; releases it to dispatch.
+void fire_top(timer_core& core, std::unique_lock<std::mutex>& lock) {
   std::shared_ptr<timer_entry> e = core.pop_top();
   if (e->status.load(std::memory_order_acquire) == timer_entry::cancelled) return;  // pairs with try_cancel()
   const timer_tick tick{e->due, e->index};
-  if (!e->periodic()) {
-    lock.unlock();
-    dispatch(core, e, tick);
-    lock.lock();
-    return;
-  }
-  // acquire: pairs with end_in_flight(); the previous run has ended.
-  const bool free = !e->in_flight.load(std::memory_order_acquire);
-  std::uint64_t skipped = free ? 0 : 1;
-  // Next grid point; grid points already past are skipped, not run late in a burst.
-  e->due = saturating_add(e->due, e->period);
-  e->index += 1;
-  if (e->due <= now) {
-    const auto behind = static_cast<std::uint64_t>((now - e->due) / e->period) + 1;
-    e->due = saturating_add(e->due, e->period * static_cast<timer_core::clock::duration::rep>(behind));
-    e->index += behind;
-    skipped += behind;
-  }
-  if (skipped != 0) core.counters->skipped_periods.fetch_add(skipped, std::memory_order_relaxed);  // statistics
-  e->seq = core.next_seq++;
-  core.push(e);  // re-armed before the run is dispatched, so cancel() finds it
-  if (!free) return;
-  // relaxed: the target's hand-off orders it before the run's clearing store.
-  e->in_flight.store(true, std::memory_order_relaxed);
+  if (e->periodic()) core.flight_insert(*e);
   lock.unlock();
   dispatch(core, e, tick);
   lock.lock();
 }
 
+// Cancels every timer in the heap and in flight. Enters and leaves with
+// `lock` held; releases it around each cancellation (which destroys a
+// user's function).
 void cancel_all(timer_core& core, std::unique_lock<std::mutex>& lock) {
   std::vector<std::shared_ptr<timer_entry>> rest;
   rest.swap(core.heap);
   for (auto& e : rest) e->heap_index = timer_entry::not_in_heap;
   lock.unlock();
   for (auto& e : rest) {
-    if (e->try_cancel()) core.counters->cancelled.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    if (e->try_cancel()) count_cancelled(*e);
   }
   rest.clear();  // the functions of cancelled timers were destroyed by try_cancel()
   lock.lock();
+  while (core.in_flight_head != nullptr) {
+    // The run holds the entry alive; this reference keeps it alive while
+    // the lock is released (no allocation: an existing control block).
+    std::shared_ptr<timer_entry> e = core.in_flight_head->shared_from_this();
+    core.flight_remove(*e);
+    lock.unlock();
+    if (e->try_cancel()) count_cancelled(*e);
+    e.reset();
+    lock.lock();
+  }
 }
 
 void timer_main(const std::shared_ptr<timer_core>& core_ptr) {
   timer_core& core = *core_ptr;
+  tl_timer_core = &core;
   (void)detail::set_current_thread_name(core.name);  // a name is a convenience: failure changes nothing
 #if defined(__linux__)
   // Linux lets a timed sleep overrun by the thread's timer slack (50 us by
@@ -278,36 +347,39 @@ void timer_main(const std::shared_ptr<timer_core>& core_ptr) {
   while (!core.stopping) {
     if (core.heap.empty()) {
       core.wake.wait(lock);
+      core.counters->wakeups.fetch_add(1, std::memory_order_relaxed);  // statistics only
       continue;
     }
-    const auto now = timer_core::clock::now();
     // A copy: the entry may be cancelled and freed while we sleep.
     const timer_core::clock::time_point next_due = core.heap.front()->due;
-    if (next_due > now) {
+    if (next_due > timer_core::clock::now()) {
       core.wake.wait_until(lock, next_due);
+      core.counters->wakeups.fetch_add(1, std::memory_order_relaxed);  // statistics only
       continue;
     }
-    fire_top(core, lock, now);
+    fire_top(core, lock);
   }
   // Stopping: drain dispatches the one-shot timers that were due when
   // stop() was called; everything else is cancelled.
   if (core.mode == stop_mode::drain) {
-    std::vector<std::shared_ptr<timer_entry>> keep;
     while (!core.heap.empty() && core.heap.front()->due <= core.stop_time) {
       std::shared_ptr<timer_entry> e = core.pop_top();
-      if (e->periodic()) {
-        keep.push_back(std::move(e));
+      if (e->periodic() || e->status.load(std::memory_order_acquire) == timer_entry::cancelled) {  // pairs with
+        lock.unlock();                                                                               // try_cancel()
+        if (e->try_cancel()) count_cancelled(*e);
+        e.reset();
+        lock.lock();
         continue;
       }
-      if (e->status.load(std::memory_order_acquire) == timer_entry::cancelled) continue;  // pairs with try_cancel()
       const timer_tick tick{e->due, e->index};
       lock.unlock();
       dispatch(core, e, tick);
+      e.reset();
       lock.lock();
     }
-    for (auto& e : keep) core.push(std::move(e));
   }
   cancel_all(core, lock);
+  tl_timer_core = nullptr;
 }
 
 }  // namespace
@@ -318,7 +390,7 @@ void timer_main(const std::shared_ptr<timer_core>& core_ptr) {
 
 bool timer_handle::cancel() noexcept {
   if (entry_ == nullptr || !entry_->try_cancel()) return false;
-  entry_->counters->cancelled.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  detail::count_cancelled(*entry_);
   if (auto core = core_.lock()) {
     std::lock_guard lock(core->mutex);
     core->remove(*entry_);  // no notify: a stale wake-up finds the next timer
@@ -339,24 +411,26 @@ timer_queue::timer_queue(timer_dispatch target, timer_queue_options options)
   if (!target) throw error_exception(error{error_code::invalid_argument, "timer_queue: empty dispatch target"});
   core_->target = std::move(target);
   core_->name = std::move(options.name);
-  try {
-    thread_ = std::thread([core = core_] { detail::timer_main(core); });
-  } catch (const std::system_error& e) {
-    throw error_exception(error{error_code::resource_exhausted, std::string("timer_queue: ") + e.what()});
-  }
-  core_->timer_thread = thread_.get_id();  // read only by stop(), which the join below orders
+  auto t = detail::os_thread::start([core = core_] { detail::timer_main(core); });
+  if (!t) throw error_exception(error{t.error().code(), "timer_queue: " + t.error().message()});
+  thread_ = std::move(*t);
 }
 
 timer_queue::~timer_queue() { (void)stop(stop_mode::drain); }
 
 result<timer_handle> timer_queue::add(std::shared_ptr<detail::timer_entry> e) {
   e->counters = core_->counters;
+  e->core = core_;
   bool earliest = false;
   {
     std::lock_guard lock(core_->mutex);
     if (core_->stopping) return make_error(error_code::pool_stopped, "timer_queue: stopped");
     e->seq = core_->next_seq++;
-    core_->push(e);
+    try {
+      core_->push(e);
+    } catch (const std::bad_alloc&) {
+      return make_error(error_code::resource_exhausted, "out of memory");
+    }
     earliest = e->heap_index == 0;
     core_->counters->scheduled.fetch_add(1, std::memory_order_relaxed);  // statistics only
   }
@@ -365,7 +439,7 @@ result<timer_handle> timer_queue::add(std::shared_ptr<detail::timer_entry> e) {
 }
 
 timer_statistics timer_queue::stop(stop_mode mode) {
-  if (std::this_thread::get_id() == core_->timer_thread) {
+  if (detail::tl_timer_core == core_.get()) {
     throw error_exception(error{error_code::invalid_argument, "timer_queue::stop() called on the timer thread"});
   }
   std::lock_guard stop_lock(stop_mutex_);
@@ -392,6 +466,7 @@ timer_statistics timer_queue::statistics() const {
   s.cancelled = c.cancelled.load(std::memory_order_relaxed);
   s.skipped_periods = c.skipped_periods.load(std::memory_order_relaxed);
   s.refused = c.refused.load(std::memory_order_relaxed);
+  s.wakeups = c.wakeups.load(std::memory_order_relaxed);
   std::lock_guard lock(core_->mutex);
   s.pending = core_->heap.size();
   return s;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -557,7 +558,12 @@ TEST(TimerQueue, QueueMayBeDestroyedBeforeItsRunsExecute) {
     ts::timer_queue timers{pool_target(pool)};
     // seq_cst: pairs with the checking load(s)
     h = timers.schedule_after(0ms, [&] { ran.fetch_add(1, std::memory_order_seq_cst); }).value();
-    ASSERT_TRUE(eventually([&] { return timers.statistics().fired == 1; }));
+    // The run has been handed to the pool (its function has not started:
+    // `fired` counts starts).
+    const bool handed_over = eventually([&] { return pool.get_statistics().accepted == 2; });
+    if (!handed_over) gate.store(true, std::memory_order_seq_cst);  // seq_cst: as below; lets the pool stop
+    ASSERT_TRUE(handed_over);
+    EXPECT_EQ(timers.statistics().fired, 0U);
   }
   EXPECT_TRUE(h->is_active());
   gate.store(true, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
@@ -603,4 +609,154 @@ TEST(TimerQueue, IdleQueueUsesNoCpu) {
   const auto c0 = cpu();
   std::this_thread::sleep_for(300ms);
   EXPECT_LT(cpu() - c0, 60ms);
+}
+
+// ---- accounting, idle timer thread, bad durations -----------------------------
+
+// One-shot timers handed to a busy pool and cancelled while their runs wait
+// in its queue: each timer is counted once, as fired or as cancelled, and
+// the pool counts a cancelled hand-off as cancelled, not executed.
+TEST(TimerQueue, OneShotCountsFiredOrCancelledExactlyOnce) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  std::atomic<bool> gate{false};
+  ASSERT_TRUE(pool.enqueue([&] {
+    while (!gate.load(std::memory_order_acquire)) std::this_thread::yield();  // pairs with the release below
+  }));
+  const std::size_t n = ts::test::scaled(5000);
+  std::atomic<std::uint64_t> ran{0};
+  std::vector<ts::timer_handle> handles;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto h = pool.schedule_after(0ms, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); });  // counted
+    ASSERT_TRUE(h.has_value());
+    handles.push_back(*h);
+  }
+  // Every run is handed to the pool (queued behind the gate) ...
+  const bool handed = eventually([&] { return pool.get_statistics().accepted == n + 1; });
+  if (!handed) gate.store(true, std::memory_order_release);  // pairs with the gate job's acquire
+  ASSERT_TRUE(handed);
+  // ... then every other timer is cancelled while its run waits.
+  std::uint64_t cancelled_by_us = 0;
+  for (std::size_t i = 0; i < n; i += 2) cancelled_by_us += handles[i].cancel() ? 1 : 0;
+  gate.store(true, std::memory_order_release);  // pairs with the gate job's acquire
+  pool.wait_idle();
+  EXPECT_EQ(cancelled_by_us, (n + 1) / 2);
+  const auto t = pool.get_timer_statistics();
+  EXPECT_EQ(t.scheduled, n);
+  EXPECT_EQ(t.fired + t.cancelled, t.scheduled) << "fired " << t.fired << " cancelled " << t.cancelled;
+  EXPECT_EQ(t.cancelled, cancelled_by_us);
+  EXPECT_EQ(t.fired, ran.load(std::memory_order_relaxed));
+  const auto p = pool.get_statistics();
+  EXPECT_EQ(p.executed, ran.load(std::memory_order_relaxed) + 1);  // + the gate job
+  EXPECT_EQ(p.cancelled, cancelled_by_us);
+  EXPECT_EQ(p.accepted, p.executed + p.cancelled);
+}
+
+namespace {
+std::chrono::microseconds process_cpu_time() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return std::chrono::seconds(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         std::chrono::microseconds(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+}  // namespace
+
+// A 1 us period whose body takes far longer: while the body runs, the timer
+// is not re-armed, so the timer thread sleeps (no wake-ups, no CPU), and the
+// periods passed over are counted when the body ends.
+TEST(TimerQueue, PeriodicLongerThanItsPeriodLeavesTheTimerThreadAsleep) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  std::atomic<int> body_state{0};  // 0 not started, 1 blocked in the first run, 2 released
+  std::atomic<std::uint64_t> runs{0};
+  auto h = pool.schedule_every(1us, [&] {
+    runs.fetch_add(1, std::memory_order_relaxed);  // counted
+    int expected = 0;
+    // acq_rel: the first run announces itself; the test releases it with 2.
+    if (body_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+      body_state.wait(1, std::memory_order_acquire);  // sleeps until the test stores 2 (pairs with its release)
+    }
+  });
+  ASSERT_TRUE(h.has_value());
+  ASSERT_TRUE(eventually([&] { return body_state.load(std::memory_order_acquire) == 1; }));  // pairs with the CAS
+  const auto wakeups_before = pool.get_timer_statistics().wakeups;
+  const auto cpu_before = process_cpu_time();
+  const auto wall_before = clock_type::now();
+  std::this_thread::sleep_for(300ms);
+  const auto cpu_used = process_cpu_time() - cpu_before;
+  const auto wakeups_during = pool.get_timer_statistics().wakeups - wakeups_before;
+  const auto blocked_for = clock_type::now() - wall_before;
+  body_state.store(2, std::memory_order_release);  // pairs with the body's acquire wait
+  body_state.notify_all();
+  ASSERT_TRUE(eventually([&] { return runs.load(std::memory_order_relaxed) >= 3; }));  // counted
+  EXPECT_TRUE(h->cancel());
+  pool.wait_idle();
+  EXPECT_LE(wakeups_during, 2U) << "the timer thread woke while the body ran";
+  EXPECT_LT(cpu_used, 60ms) << "a core was burnt while the body ran";
+  // Every 1 us grid point passed while the body was blocked was skipped.
+  const auto skipped = pool.get_timer_statistics().skipped_periods;
+  EXPECT_GE(skipped, static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(blocked_for).count()) - 1000)
+      << "skipped " << skipped;
+}
+
+TEST(TimerQueue, NanAndNegativeDurationsAreRefused) {
+  ts::timer_queue timers{inline_target()};
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  using fsec = std::chrono::duration<double>;
+  auto code = [](const auto& r) { return r ? ts::error_code::ok : r.error().code(); };
+  EXPECT_EQ(code(timers.schedule_after(fsec(nan), [] {})), ts::error_code::invalid_argument);
+  EXPECT_EQ(code(timers.schedule_after(fsec(-inf), [] {})), ts::error_code::invalid_argument);
+  EXPECT_EQ(code(timers.schedule_after(fsec(-1e-9), [] {})), ts::error_code::invalid_argument);
+  EXPECT_EQ(code(timers.schedule_every(fsec(nan), [] {})), ts::error_code::invalid_argument);
+  EXPECT_EQ(code(timers.schedule_every(1ms, fsec(nan), [] {})), ts::error_code::invalid_argument);
+  EXPECT_EQ(code(timers.schedule_every(fsec(nan), 1ms, [] {})), ts::error_code::invalid_argument);
+  EXPECT_EQ(code(timers.schedule_every(fsec(-inf), [] {})), ts::error_code::invalid_argument);
+  EXPECT_EQ(code(timers.schedule_every(fsec(0.0), [] {})), ts::error_code::invalid_argument);
+  const std::chrono::time_point<clock_type, fsec> nan_time{fsec(nan)};
+  EXPECT_EQ(code(timers.schedule_at(nan_time, [] {})), ts::error_code::invalid_argument);
+  EXPECT_EQ(timers.statistics().scheduled, 0U);
+}
+
+// Delays too long for the clock saturate to "never"; a period that long
+// fires once. None of them is undefined behaviour or an error.
+TEST(TimerQueue, InfiniteAndHugeDurationsMeanNever) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  const double inf = std::numeric_limits<double>::infinity();
+  using fsec = std::chrono::duration<double>;
+  std::atomic<int> fired{0};
+  auto count = [&fired] { fired.fetch_add(1, std::memory_order_relaxed); };  // counted
+  auto a = pool.schedule_after(fsec(inf), count);
+  auto b = pool.schedule_after(std::chrono::hours::max(), count);
+  auto c = pool.schedule_after(std::chrono::duration<std::int64_t, std::ratio<86400 * 365>>::max(), count);
+  auto d = pool.schedule_at(clock_type::time_point::max(), count);
+  std::atomic<int> periodic{0};
+  auto e = pool.schedule_every(0ms, fsec(inf), [&periodic] { periodic.fetch_add(1, std::memory_order_relaxed); });
+  ASSERT_TRUE(a && b && c && d && e);
+  ASSERT_TRUE(eventually([&] { return periodic.load(std::memory_order_relaxed) == 1; }));  // the first run is due now
+  pool.wait_idle();
+  EXPECT_EQ(fired.load(std::memory_order_relaxed), 0);
+  EXPECT_EQ(periodic.load(std::memory_order_relaxed), 1);
+  EXPECT_TRUE(a->is_active() && b->is_active() && c->is_active() && d->is_active() && e->is_active());
+  EXPECT_TRUE(b->cancel());
+  const auto report = pool.stop();
+  (void)report;
+  const auto t = pool.get_timer_statistics();
+  EXPECT_EQ(t.scheduled, 5U);
+  EXPECT_EQ(t.fired, 1U);
+  EXPECT_EQ(t.cancelled, 5U);  // b by its handle, the rest by stop(); e after its one run
+  EXPECT_EQ(fired.load(std::memory_order_relaxed), 0);
+}
+
+// The timer thread is created by the first schedule_*(): when the OS
+// refuses it, that call returns the error (it used to throw).
+TEST(TimerQueue, PoolReportsATimerThreadTheSystemRefuses) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  ts::detail::testing::set_thread_start_budget(0);
+  auto r = pool.schedule_after(1ms, [] {});
+  ts::detail::testing::set_thread_start_budget(-1);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), ts::error_code::resource_exhausted);
+  std::atomic<bool> ran{false};
+  auto again = pool.schedule_after(0ms, [&ran] { ran.store(true, std::memory_order_release); });  // pairs below
+  ASSERT_TRUE(again.has_value());
+  EXPECT_TRUE(eventually([&] { return ran.load(std::memory_order_acquire); }));  // pairs with the store above
 }

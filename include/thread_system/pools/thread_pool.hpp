@@ -426,37 +426,38 @@ class thread_pool {
   // prevents runs not yet started. stop() stops the timers first: drain
   // dispatches one-shot timers already due and cancels (and counts, see
   // get_timer_statistics()) every other timer; afterwards schedule_*()
-  // returns `pool_stopped`.
+  // returns `pool_stopped`. The first schedule_*() starts the timer thread:
+  // when the OS refuses it, that call returns `resource_exhausted`.
 
   /// Runs `f` once, `delay` from now.
   template <typename Rep, typename Period, typename F>
   result<timer_handle> schedule_after(std::chrono::duration<Rep, Period> delay, F&& f) {
-    timer_queue* t = timers();
-    if (t == nullptr) return stopped_error();
-    return t->schedule_after(delay, std::forward<F>(f));
+    auto t = timers();
+    if (!t) return unexpected_error{t.error()};
+    return (*t)->schedule_after(delay, std::forward<F>(f));
   }
   /// Runs `f` once at `when` (steady_clock; at once if that has passed).
   template <typename Duration, typename F>
   result<timer_handle> schedule_at(std::chrono::time_point<std::chrono::steady_clock, Duration> when, F&& f) {
-    timer_queue* t = timers();
-    if (t == nullptr) return stopped_error();
-    return t->schedule_at(when, std::forward<F>(f));
+    auto t = timers();
+    if (!t) return unexpected_error{t.error()};
+    return (*t)->schedule_at(when, std::forward<F>(f));
   }
   /// Runs `f` every `period`, first after one period. `f` may take a
   /// `const timer_tick&` (its scheduled time and index).
   template <typename Rep, typename Period, typename F>
   result<timer_handle> schedule_every(std::chrono::duration<Rep, Period> period, F&& f) {
-    timer_queue* t = timers();
-    if (t == nullptr) return stopped_error();
-    return t->schedule_every(period, std::forward<F>(f));
+    auto t = timers();
+    if (!t) return unexpected_error{t.error()};
+    return (*t)->schedule_every(period, std::forward<F>(f));
   }
   /// Runs `f` every `period`, first after `initial_delay`.
   template <typename Rep1, typename Period1, typename Rep2, typename Period2, typename F>
   result<timer_handle> schedule_every(std::chrono::duration<Rep1, Period1> initial_delay,
                                       std::chrono::duration<Rep2, Period2> period, F&& f) {
-    timer_queue* t = timers();
-    if (t == nullptr) return stopped_error();
-    return t->schedule_every(initial_delay, period, std::forward<F>(f));
+    auto t = timers();
+    if (!t) return unexpected_error{t.error()};
+    return (*t)->schedule_every(initial_delay, period, std::forward<F>(f));
   }
   /// Timers scheduled, fired, cancelled (including by stop()), skipped.
   [[nodiscard]] timer_statistics get_timer_statistics() const;
@@ -586,7 +587,10 @@ class thread_pool {
     return r;
   }
   result<void> acquire_room(std::span<job_function> fns, bool& ran_inline);
-  timer_queue* timers();
+  // The pool's timer queue, created on first use: `pool_stopped` after
+  // stop(), `resource_exhausted` when its thread cannot be started (a later
+  // call tries again).
+  result<timer_queue*> timers();
   unexpected_error stopped_error() const {
     return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
   }

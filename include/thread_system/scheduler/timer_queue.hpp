@@ -29,28 +29,40 @@
 //   * Periodic timers keep to their grid: run k is due at
 //     first_due + k * period however long runs take (no drift); the
 //     function may take a `const timer_tick&` to learn its scheduled time and
-//     k. A periodic timer never overlaps itself: a due time that arrives
-//     while the previous run is still queued or running is skipped (counted
-//     in skipped_periods), as are due times the timer thread reaches late
-//     (one run, not a burst of catch-up runs).
+//     k. A periodic timer never overlaps itself: it is not re-armed while a
+//     run is queued or running. When that run ends, the timer is re-armed at
+//     the first grid point still ahead, and the grid points passed over
+//     meanwhile are counted in skipped_periods (computed in O(1), not one by
+//     one); so are grid points the timer thread reaches late (one run, not a
+//     burst of catch-up runs). The timer thread sleeps meanwhile: a body
+//     longer than its period costs no timer-thread CPU.
 //   * timer_handle::cancel() returns true when it prevented at least one run
 //     that had not started: after it returns no new run of that timer starts
 //     (a run already started finishes; cancel() does not wait for it, so a
 //     function may cancel its own timer). The function object is destroyed
 //     by cancel() when no run is in progress, else when that run ends.
+//   * Accounting: `fired` counts runs whose function started; a run handed
+//     to the target but cancelled before it started is not fired, and it
+//     reports itself to the target as cancelled (job_outcome::cancelled:
+//     a thread_pool counts it in `cancelled`, not `executed`). So for
+//     one-shot timers fired + cancelled == scheduled once all have ended.
 //   * Target refusals: a one-shot timer whose run is refused is cancelled;
 //     a periodic one skips that period when the refusal is queue_full and
 //     is cancelled for any other error (pool_stopped). A run the target
 //     accepted but discards unrun (stop(cancel_pending) on the pool) counts
-//     as cancelled for a one-shot timer.
+//     as cancelled for a one-shot timer; a periodic timer is re-armed.
 //   * stop(stop_mode::drain): one-shot timers already due at the moment of
 //     the call are dispatched; every other timer (not yet due, and every
-//     periodic timer) is cancelled and counted. stop(cancel_pending) cancels
-//     all. After stop() begins, schedule_*() returns pool_stopped. stop() is
-//     idempotent and returns the final statistics.
-//   * Bad input — an empty function, a negative delay, a zero or negative
-//     period — is refused with invalid_argument. schedule_at() with a time in
-//     the past runs as soon as possible.
+//     periodic timer, including one whose run is in flight) is cancelled and
+//     counted. stop(cancel_pending) cancels all. After stop() begins,
+//     schedule_*() returns pool_stopped. stop() is idempotent and returns
+//     the final statistics.
+//   * Bad input — an empty function, a negative or NaN delay, a zero,
+//     negative or NaN period — is refused with invalid_argument. Delays and
+//     periods too long for the steady clock (infinity, hours::max()) are
+//     not errors: they saturate to "never" (a timer due at
+//     time_point::max() never fires; a period that long fires once). A
+//     schedule_at() time in the past runs as soon as possible.
 //   * Destruction: the destructor is stop(stop_mode::drain). Runs already
 //     handed to the target keep the timer's state alive, so the timer_queue
 //     may be destroyed before they run; handles may outlive it (cancel()
@@ -64,6 +76,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <thread>
@@ -72,6 +85,8 @@
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/detail/duration.hpp"
+#include "thread_system/detail/os_thread.hpp"
 #include "thread_system/pools/stop_mode.hpp"
 
 namespace thread_system {
@@ -86,11 +101,12 @@ struct timer_tick {
 /// Counters of a timer_queue (each one monotonic).
 struct timer_statistics {
   std::uint64_t scheduled = 0;        ///< Timers accepted by schedule_*().
-  std::uint64_t fired = 0;            ///< Runs handed to the target and accepted.
+  std::uint64_t fired = 0;            ///< Runs whose function started.
   std::uint64_t cancelled = 0;        ///< Timers ended before all their runs: cancel(), stop, refusal, discard.
-  std::uint64_t skipped_periods = 0;  ///< Periodic due times passed over (overlap, lateness, queue_full).
+  std::uint64_t skipped_periods = 0;  ///< Periodic due times passed over (run in flight, lateness, queue_full).
   std::uint64_t refused = 0;          ///< Runs the target refused.
-  std::uint64_t pending = 0;          ///< Timers waiting in the heap now.
+  std::uint64_t pending = 0;          ///< Timers waiting in the heap now (not counting runs in flight).
+  std::uint64_t wakeups = 0;          ///< Times the timer thread woke up (a measure of its CPU use).
 };
 
 struct timer_queue_options {
@@ -113,11 +129,12 @@ struct timer_counters {
   std::atomic<std::uint64_t> cancelled{0};
   std::atomic<std::uint64_t> skipped_periods{0};
   std::atomic<std::uint64_t> refused{0};
+  std::atomic<std::uint64_t> wakeups{0};
 };
 
 // One timer. The schedule fields are guarded by the core's mutex; status
-// and in_flight are atomics shared with the runs and the handles.
-class timer_entry {
+// is an atomic shared with the runs and the handles.
+class timer_entry : public std::enable_shared_from_this<timer_entry> {
  public:
   using clock = std::chrono::steady_clock;
   static constexpr std::size_t not_in_heap = static_cast<std::size_t>(-1);
@@ -167,9 +184,14 @@ class timer_entry {
   std::uint64_t index = 0;               // guarded by the core's mutex
   std::uint64_t seq = 0;                 // guarded by the core's mutex
   std::size_t heap_index = not_in_heap;  // guarded by the core's mutex
+  // A periodic timer whose run is in flight (dispatched, not yet ended) is
+  // out of the heap and on the core's in-flight list (guarded by its mutex).
+  timer_entry* flight_prev = nullptr;
+  timer_entry* flight_next = nullptr;
+  bool in_flight = false;
   std::atomic<std::uint32_t> status{pending};
-  std::atomic<bool> in_flight{false};        // a run is queued or running (no-overlap rule)
   std::shared_ptr<timer_counters> counters;  // set before the entry is shared
+  std::weak_ptr<timer_core> core;            // set before the entry is shared: runs re-arm through it
 };
 
 template <typename F>
@@ -224,7 +246,8 @@ class timer_queue {
   using clock = std::chrono::steady_clock;
 
   /// Starts the timer thread. Throws error_exception{invalid_argument} for
-  /// an empty target, {resource_exhausted} when the thread cannot start.
+  /// an empty target, {resource_exhausted} when the thread cannot start
+  /// (thread_pool's schedule_*() return that error instead).
   explicit timer_queue(timer_dispatch target, timer_queue_options options = {});
   timer_queue(const timer_queue&) = delete;
   timer_queue& operator=(const timer_queue&) = delete;
@@ -234,15 +257,24 @@ class timer_queue {
   /// Runs `f` once, `delay` from now.
   template <typename Rep, typename Period, typename F>
   result<timer_handle> schedule_after(std::chrono::duration<Rep, Period> delay, F&& f) {
-    if (delay < delay.zero()) return make_error(error_code::invalid_argument, "timer_queue: negative delay");
+    if (auto r = check_delay(delay, "delay"); !r) return unexpected_error{r.error()};
     return schedule_impl(after_now(delay), clock::duration::zero(), std::forward<F>(f));
   }
 
   /// Runs `f` once at `when` (at once if that has passed).
   template <typename Duration, typename F>
   result<timer_handle> schedule_at(std::chrono::time_point<clock, Duration> when, F&& f) {
-    return schedule_impl(std::chrono::time_point_cast<clock::duration>(when), clock::duration::zero(),
-                         std::forward<F>(f));
+    const auto since_epoch = when.time_since_epoch();
+    switch (detail::classify(since_epoch)) {
+      case detail::duration_kind::nan:
+        return make_error(error_code::invalid_argument, "timer_queue: the time point is not a number");
+      case detail::duration_kind::negative:
+        // Before the clock's epoch: long past, so due at once.
+        return schedule_impl(clock::time_point{}, clock::duration::zero(), std::forward<F>(f));
+      default:
+        return schedule_impl(clock::time_point{detail::to_clock_duration(since_epoch)}, clock::duration::zero(),
+                             std::forward<F>(f));
+    }
   }
 
   /// Runs `f` every `period`, first one period from now.
@@ -255,13 +287,17 @@ class timer_queue {
   template <typename Rep1, typename Period1, typename Rep2, typename Period2, typename F>
   result<timer_handle> schedule_every(std::chrono::duration<Rep1, Period1> initial_delay,
                                       std::chrono::duration<Rep2, Period2> period, F&& f) {
-    if (initial_delay < initial_delay.zero()) {
-      return make_error(error_code::invalid_argument, "timer_queue: negative initial delay");
+    if (auto r = check_delay(initial_delay, "initial delay"); !r) return unexpected_error{r.error()};
+    switch (detail::classify(period)) {
+      case detail::duration_kind::nan:
+        return make_error(error_code::invalid_argument, "timer_queue: the period is not a number");
+      case detail::duration_kind::negative:
+      case detail::duration_kind::zero:
+        return make_error(error_code::invalid_argument, "timer_queue: the period must be positive");
+      default:
+        break;
     }
-    if (period <= period.zero()) {
-      return make_error(error_code::invalid_argument, "timer_queue: the period must be positive");
-    }
-    const clock::duration p = to_clock_duration(period);
+    const clock::duration p = detail::to_clock_duration(period);
     if (p <= clock::duration::zero()) {
       return make_error(error_code::invalid_argument, "timer_queue: the period rounds to zero");
     }
@@ -278,19 +314,21 @@ class timer_queue {
   [[nodiscard]] bool is_running() const noexcept;
 
  private:
+  // NaN and negative delays are refused; too long ones saturate (see the header).
   template <typename Rep, typename Period>
-  static clock::duration to_clock_duration(std::chrono::duration<Rep, Period> d) noexcept {
-    // Saturate instead of overflowing; round up so a run is never early.
-    if (std::chrono::duration<double>(d) >= std::chrono::duration<double>(clock::duration::max())) {
-      return clock::duration::max();
+  static result<void> check_delay(std::chrono::duration<Rep, Period> d, const char* what) {
+    switch (detail::classify(d)) {
+      case detail::duration_kind::nan:
+        return make_error(error_code::invalid_argument, std::string("timer_queue: the ") + what + " is not a number");
+      case detail::duration_kind::negative:
+        return make_error(error_code::invalid_argument, std::string("timer_queue: negative ") + what);
+      default:
+        return {};
     }
-    return std::chrono::ceil<clock::duration>(d);
   }
   template <typename Rep, typename Period>
   static clock::time_point after_now(std::chrono::duration<Rep, Period> d) noexcept {
-    const clock::time_point now = clock::now();
-    const clock::duration dd = to_clock_duration(d);
-    return dd >= clock::time_point::max() - now ? clock::time_point::max() : now + dd;
+    return detail::saturating_add(clock::now(), detail::to_clock_duration(d));
   }
 
   template <typename F>
@@ -301,14 +339,20 @@ class timer_queue {
     if constexpr (std::is_pointer_v<D> || std::is_member_pointer_v<D> || requires(const D& d) { d == nullptr; }) {
       if (f == nullptr) return make_error(error_code::invalid_argument, "timer_queue: empty function");
     }
-    return add(std::make_shared<detail::timer_entry_impl<D>>(std::forward<F>(f), due, period));
+    std::shared_ptr<detail::timer_entry> e;
+    try {
+      e = std::make_shared<detail::timer_entry_impl<D>>(std::forward<F>(f), due, period);
+    } catch (const std::bad_alloc&) {
+      return make_error(error_code::resource_exhausted, "out of memory");
+    }
+    return add(std::move(e));
   }
 
   result<timer_handle> add(std::shared_ptr<detail::timer_entry> e);
 
   std::shared_ptr<detail::timer_core> core_;
-  std::mutex stop_mutex_;  // serialises stop()
-  std::thread thread_;
+  std::mutex stop_mutex_;      // serialises stop()
+  detail::os_thread thread_;  // guarded by stop_mutex_
 };
 
 }  // namespace thread_system

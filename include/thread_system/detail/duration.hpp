@@ -1,0 +1,74 @@
+// Checked conversion of user-supplied durations to the steady clock's
+// duration, shared by every call that takes a timeout, a delay or a period.
+//
+// A std::chrono::duration may hold anything its representation can: NaN or
+// infinity in a floating-point one, a count whose conversion to nanoseconds
+// overflows in an integer one. Converting those with duration_cast is
+// undefined behaviour. classify() sorts a duration first; to_clock_duration()
+// then converts with saturation and rounds up, so a timer never fires early.
+#pragma once
+
+#include <chrono>
+#include <cmath>
+#include <type_traits>
+
+namespace thread_system::detail {
+
+enum class duration_kind {
+  nan,       ///< not a number (floating-point representations only)
+  negative,  ///< below zero, including -infinity
+  zero,
+  positive,  ///< finite and representable on the steady clock
+  too_long,  ///< +infinity, or beyond steady_clock::duration::max()
+};
+
+template <typename Rep, typename Period>
+[[nodiscard]] constexpr duration_kind classify(std::chrono::duration<Rep, Period> d) noexcept {
+  using clock_duration = std::chrono::steady_clock::duration;
+  if constexpr (std::is_floating_point_v<Rep>) {
+    if (std::isnan(d.count())) return duration_kind::nan;
+  }
+  if (d < d.zero()) return duration_kind::negative;
+  if (d == d.zero()) return duration_kind::zero;
+  // Compared in long double: exact for every integer count up to 2^64 and
+  // free of the overflow a duration_cast would risk.
+  const long double seconds =
+      static_cast<long double>(d.count()) * static_cast<long double>(Period::num) / static_cast<long double>(Period::den);
+  const long double limit = static_cast<long double>(clock_duration::max().count()) *
+                            static_cast<long double>(clock_duration::period::num) /
+                            static_cast<long double>(clock_duration::period::den);
+  // One second of margin: a value just below the limit could round past it
+  // when converted (the limit is about 292 years, so nothing is lost).
+  return seconds >= limit - 1.0L ? duration_kind::too_long : duration_kind::positive;
+}
+
+/// `d` on the steady clock, rounded up (so a wait or a timer is never
+/// short), saturating at duration::max(); zero for zero, NaN and negative
+/// durations (callers that refuse those check classify() first).
+template <typename Rep, typename Period>
+[[nodiscard]] constexpr std::chrono::steady_clock::duration to_clock_duration(
+    std::chrono::duration<Rep, Period> d) noexcept {
+  using clock_duration = std::chrono::steady_clock::duration;
+  switch (classify(d)) {
+    case duration_kind::nan:
+    case duration_kind::negative:
+    case duration_kind::zero:
+      return clock_duration::zero();
+    case duration_kind::too_long:
+      return clock_duration::max();
+    case duration_kind::positive:
+      break;
+  }
+  const clock_duration c = std::chrono::ceil<clock_duration>(d);
+  return c < clock_duration::zero() ? clock_duration::max() : c;  // rounding at the very top
+}
+
+/// `from + d`, saturating at time_point::max().
+[[nodiscard]] inline std::chrono::steady_clock::time_point saturating_add(
+    std::chrono::steady_clock::time_point from, std::chrono::steady_clock::duration d) noexcept {
+  using tp = std::chrono::steady_clock::time_point;
+  if (d <= d.zero()) return from;
+  return d >= tp::max() - from ? tp::max() : from + d;
+}
+
+}  // namespace thread_system::detail
