@@ -1,6 +1,7 @@
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/detail/chaos.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -62,7 +63,8 @@ thread_local std::uint32_t tl_sample_countdown = 1;
 
 std::size_t thread_pool::default_worker_count() noexcept {
   const unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : n;
+  if (n == 0) return 1;
+  return n < max_workers ? n : max_workers;
 }
 
 namespace {
@@ -70,30 +72,64 @@ std::uint32_t default_max_spinners() noexcept {
   const std::size_t half = thread_pool::default_worker_count() / 2;
   return static_cast<std::uint32_t>(half == 0 ? 1 : half);
 }
-}  // namespace
 
-thread_pool::thread_pool(std::string name)
-    : name_(std::move(name)),
-      queue_(detail::make_injector(pool_queue::mutex, 1024)),
-      max_spinners_(default_max_spinners()) {}
-
-namespace {
 void validate(const backpressure& b) {
   if (b.capacity != 0 && b.on_full == backpressure::policy::block_for && b.timeout.count() < 0) {
     throw error_exception(error{error_code::invalid_argument, "backpressure::block_for: negative timeout"});
   }
 }
+
+std::exception_ptr make_out_of_memory_report(const std::string& pool_name) {
+  return std::make_exception_ptr(error_exception(
+      error{error_code::resource_exhausted, "thread_pool '" + pool_name +
+                                                "': a worker could not allocate (it runs jobs one at a time "
+                                                "until memory is available again)"}));
+}
+
+// The threads of one launch wait here until every thread of the batch
+// exists; then all run (go) or all return at once (abort), so a batch of
+// workers starts all or none.
+struct launch_gate {
+  static constexpr std::uint32_t waiting = 0;
+  static constexpr std::uint32_t go = 1;
+  static constexpr std::uint32_t abort = 2;
+  std::atomic<std::uint32_t> state{waiting};
+
+  void open(std::uint32_t verdict) noexcept {
+    // release: everything the launcher did (publishing the workers) is
+    // visible to a thread that sees `go`.
+    state.store(verdict, std::memory_order_release);
+    detail::futex_wake(state, detail::futex_wake_all);
+  }
+  [[nodiscard]] bool wait() noexcept {
+    std::uint32_t s = state.load(std::memory_order_acquire);  // pairs with open()
+    while (s == waiting) {
+      detail::futex_wait(state, waiting);
+      s = state.load(std::memory_order_acquire);  // pairs with open()
+    }
+    return s == go;
+  }
+};
 }  // namespace
 
+thread_pool::thread_pool(std::string name)
+    : name_(std::move(name)),
+      queue_(detail::make_injector(pool_queue::mutex, 1024)),
+      max_spinners_(default_max_spinners()),
+      out_of_memory_report_(make_out_of_memory_report(name_)) {}
+
 thread_pool::thread_pool(detail::custom_injector_t, std::string name, std::unique_ptr<detail::injector> queue,
-                         std::uint32_t latency_sample_every, error_handler on_error, backpressure bounds)
+                         std::uint32_t latency_sample_every, error_handler on_error, backpressure bounds,
+                         std::size_t worker_stack_size)
     : name_(std::move(name)),
       queue_(std::move(queue)),
       bounds_(bounds),
       local_deques_(false),
       injector_batch_(max_batch),
       latency_sample_every_(latency_sample_every),
-      max_spinners_(default_max_spinners()) {
+      max_spinners_(default_max_spinners()),
+      stack_size_(worker_stack_size),
+      out_of_memory_report_(make_out_of_memory_report(name_)) {
   validate(bounds_);
   if (on_error) handler_ = std::make_shared<const error_handler>(std::move(on_error));
 }
@@ -104,24 +140,34 @@ thread_pool::thread_pool(std::size_t worker_count, pool_options options)
       queue_kind_(options.queue),
       bounds_(options.backpressure),
       latency_sample_every_(options.latency_sample_every),
-      max_spinners_(default_max_spinners()) {
+      max_spinners_(default_max_spinners()),
+      stack_size_(options.worker_stack_size),
+      out_of_memory_report_(make_out_of_memory_report(name_)) {
   validate(bounds_);
   if (worker_count == 0) {
     throw error_exception(error{error_code::invalid_argument, "thread_pool: worker_count must be at least 1"});
   }
+  if (worker_count > max_workers) throw error_exception(too_many_workers(worker_count).value);
   if (options.on_error) handler_ = std::make_shared<const error_handler>(std::move(options.on_error));
-  workers_.reserve(worker_count);
-  for (std::size_t i = 0; i < worker_count; ++i) workers_.push_back(std::make_unique<thread_worker>());
-  if (auto r = start(); !r) {
-    // Some threads may be running (a partial start): join them before the
-    // members they use are destroyed by the throw.
-    (void)stop(stop_mode::cancel_pending);
-    throw error_exception(r.error());
+  try {
+    workers_.reserve(worker_count);
+    for (std::size_t i = 0; i < worker_count; ++i) workers_.push_back(std::make_unique<thread_worker>());
+  } catch (const std::bad_alloc&) {
+    throw error_exception(error{error_code::resource_exhausted, "thread_pool: out of memory for the workers"});
   }
+  // All or none: when start() fails no thread is running, so throwing here
+  // leaves nothing behind.
+  if (auto r = start(); !r) throw error_exception(r.error());
 }
 
 thread_pool::~thread_pool() {
   if (state_.load(std::memory_order_acquire) != state::stopped) (void)stop(stop_mode::drain);
+}
+
+unexpected_error thread_pool::too_many_workers(std::size_t requested) const {
+  return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': " + std::to_string(requested) +
+                                                      " workers requested; a pool has at most " +
+                                                      std::to_string(max_workers));
 }
 
 // ---- workers -----------------------------------------------------------------
@@ -129,7 +175,11 @@ thread_pool::~thread_pool() {
 result<void> thread_pool::enqueue(std::unique_ptr<thread_worker> worker) {
   if (!worker) return make_error(error_code::invalid_argument, "thread_pool::enqueue: null worker");
   std::vector<std::unique_ptr<thread_worker>> one;
-  one.push_back(std::move(worker));
+  try {
+    one.push_back(std::move(worker));
+  } catch (const std::bad_alloc&) {
+    return make_error(error_code::resource_exhausted, "out of memory");
+  }
   return enqueue_batch(std::move(one));
 }
 
@@ -142,18 +192,24 @@ result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<thread_worke
   if (st == state::stopping || st == state::stopped) {
     return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "': cannot add workers after stop()");
   }
+  if (workers.size() > max_workers - workers_.size()) return too_many_workers(workers_.size() + workers.size());
+  const std::size_t first = workers_.size();
+  std::vector<thread_worker*> added;
+  try {
+    workers_.reserve(first + workers.size());
+    added.reserve(workers.size());
+  } catch (const std::bad_alloc&) {
+    return make_error(error_code::resource_exhausted, "out of memory");
+  }
   for (auto& w : workers) {
-    thread_worker& ref = *w;
-    ref.index_ = workers_.size();
-    workers_.push_back(std::move(w));
-    if (st == state::running) {
-      try {
-        start_worker(ref);
-      } catch (const std::system_error& e) {
-        workers_.pop_back();
-        return make_error(error_code::resource_exhausted,
-                          std::string("thread_pool: cannot start the worker: ") + e.what());
-      }
+    w->index_ = workers_.size();
+    added.push_back(w.get());
+    workers_.push_back(std::move(w));  // capacity reserved: no allocation
+  }
+  if (st == state::running) {
+    if (auto r = launch(added, [] {}); !r) {
+      workers_.resize(first);  // never published, never ran: gone again
+      return r;
     }
   }
   return {};
@@ -173,46 +229,91 @@ result<void> thread_pool::start() {
   if (workers_.empty()) {
     return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': start() with zero workers");
   }
-  state_.store(state::running, std::memory_order_release);  // pairs with acquire loads in is_running()/push paths
-  std::size_t started = 0;
+  std::vector<thread_worker*> all;
   try {
-    for (auto& w : workers_) {
-      w->index_ = started;
-      start_worker(*w);
-      ++started;
-    }
-  } catch (const std::system_error& e) {
-    // Keep the threads that did start; the pool runs with fewer workers and says so.
-    workers_.resize(started);
-    if (started == 0) {
-      state_.store(state::created, std::memory_order_release);  // nothing runs; start() may be retried
-    }
-    return make_error(error_code::resource_exhausted,
-                      "thread_pool '" + name_ + "': started only " + std::to_string(started) + " workers: " + e.what());
+    all.reserve(workers_.size());
+  } catch (const std::bad_alloc&) {
+    return make_error(error_code::resource_exhausted, "out of memory");
   }
+  for (std::size_t i = 0; i < workers_.size(); ++i) {
+    workers_[i]->index_ = i;
+    all.push_back(workers_[i].get());
+  }
+  // pairs with acquire loads in is_running()/push paths; set before the
+  // workers run, so a job they run sees a running pool.
+  return launch(all, [this] { state_.store(state::running, std::memory_order_release); });
+}
+
+template <typename BeforeGo>
+result<void> thread_pool::launch(std::span<thread_worker* const> batch, BeforeGo before_go) {
+  // Caller holds lifecycle_mutex_.
+  std::size_t new_slots = 0;
+  for (thread_worker* w : batch) new_slots += w->published_ ? 0 : 1;
+  // relaxed: published_ is only written under lifecycle_mutex_.
+  if (new_slots > max_workers - published_.load(std::memory_order_relaxed)) return too_many_workers(batch.size());
+  std::shared_ptr<launch_gate> gate;
+  try {
+    gate = std::make_shared<launch_gate>();
+    for (thread_worker* w : batch) prepare_worker(*w);
+  } catch (const std::system_error& e) {  // group_for(): too many distinct responsibility sets
+    return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': " + e.what());
+  } catch (const std::bad_alloc&) {
+    return make_error(error_code::resource_exhausted, "thread_pool '" + name_ + "': out of memory for the workers");
+  }
+  std::size_t created = 0;
+  result<void> refused;
+  for (thread_worker* w : batch) {
+    if (w->thread_.joinable()) w->thread_.join();  // a worker that left earlier (resize) and comes back
+    auto t = detail::os_thread::start(
+        [this, w, gate] {
+          if (gate->wait()) worker_main(*w);
+        },
+        stack_size_);
+    if (!t) {
+      refused = unexpected_error{t.error()};
+      break;
+    }
+    w->thread_ = std::move(*t);
+    ++created;
+  }
+  if (created < batch.size()) {
+    gate->open(launch_gate::abort);
+    for (std::size_t i = 0; i < created; ++i) batch[i]->thread_.join();
+    return make_error_nothrow(error_code::resource_exhausted, [&] {
+      return "thread_pool '" + name_ + "': started none of " + std::to_string(batch.size()) +
+             " workers (the system refused thread " + std::to_string(created + 1) +
+             "): " + refused.error().message();
+    });
+  }
+  for (thread_worker* w : batch) publish_worker(*w);
+  before_go();
+  gate->open(launch_gate::go);
   return {};
 }
 
-void thread_pool::start_worker(thread_worker& w) {
+void thread_pool::prepare_worker(thread_worker& w) {
   // Caller holds lifecycle_mutex_.
-  const std::size_t slot = published_.load(std::memory_order_relaxed);  // only written under lifecycle_mutex_
-  if (slot >= max_workers) {
-    throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
-                            "thread_pool: more than " + std::to_string(max_workers) + " workers");
-  }
+  if (w.prepared_) return;
   w.node_cache_.attach(&node_pool_);
-  w.rng_state_ = static_cast<std::uint32_t>(slot * 2654435761U + 1U);
   w.group_ = &group_for(w.responsibility_mask_);
   if (!local_deques_ && !w.kind_counts_) {
     w.kind_counts_.reset(new std::atomic<std::uint64_t>[2 * 256] {});  // executed, failed per tag
   }
-  // The thread first: if it cannot be created nothing has been published,
-  // so no thief can ever see a worker that the caller then discards. Until
-  // the release below the new worker's deque is simply not stolen from.
-  w.thread_ = std::thread([this, &w] { worker_main(w); });
+  w.thread_name_ = w.name_.empty() ? name_ + "-" + std::to_string(w.index_) : w.name_;
+  w.prepared_ = true;
+}
+
+void thread_pool::publish_worker(thread_worker& w) noexcept {
+  // Caller holds lifecycle_mutex_.
+  // relaxed: membership is published to the thread by the gate's release.
+  w.membership_.store(thread_worker::active, std::memory_order_relaxed);
+  if (w.published_) return;  // back after leaving: its steal slot is still there
+  const std::size_t slot = published_.load(std::memory_order_relaxed);  // only written under lifecycle_mutex_
+  w.rng_state_ = static_cast<std::uint32_t>(slot * 2654435761U + 1U);
   steal_table_[slot].store(&w, std::memory_order_relaxed);  // published by the release below
   published_.store(slot + 1, std::memory_order_release);    // pairs with the acquire in try_steal()/work_visible()
   worker_count_.fetch_add(1, std::memory_order_relaxed);    // fair-share hint only
+  w.published_ = true;
 }
 
 detail::wake_group& thread_pool::group_for(std::uint64_t mask) {
@@ -224,8 +325,9 @@ detail::wake_group& thread_pool::group_for(std::uint64_t mask) {
   }
   if (n == max_groups) {
     throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
-                            "thread_pool: more than " + std::to_string(max_groups) + " distinct responsibility sets");
+                            "more than " + std::to_string(max_groups) + " distinct responsibility sets");
   }
+  owned_groups_.reserve(owned_groups_.size() + 1);  // may throw: nothing changed yet
   owned_groups_.push_back(std::make_unique<detail::wake_group>(mask, max_spinners_));
   groups_[n].store(owned_groups_.back().get(), std::memory_order_relaxed);  // published by the release below
   group_count_.store(n + 1, std::memory_order_release);  // pairs with the acquire in wake_worker_if_needed()
@@ -312,64 +414,77 @@ std::size_t thread_pool::active_workers_locked() const noexcept {
   return n;
 }
 
-void thread_pool::restart_worker(thread_worker& w) {
-  // Caller holds lifecycle_mutex_; w left its loop (exited) and keeps its
-  // published steal slot, group and node cache.
-  if (w.thread_.joinable()) w.thread_.join();
-  w.membership_.store(thread_worker::active, std::memory_order_relaxed);  // the thread start below publishes it
-  try {
-    w.thread_ = std::thread([this, &w] { worker_main(w); });
-  } catch (...) {
-    w.membership_.store(thread_worker::exited, std::memory_order_relaxed);  // no thread: not a worker
-    throw;
-  }
-}
-
 result<void> thread_pool::resize(std::size_t n) {
-  if (n == 0 || n > max_workers) {
-    return make_error(error_code::invalid_argument,
-                      "thread_pool::resize: the worker count must be in [1, " + std::to_string(max_workers) + "]");
-  }
+  if (n == 0) return make_error(error_code::invalid_argument, "thread_pool::resize: the worker count must be at least 1");
+  if (n > max_workers) return too_many_workers(n);
   std::lock_guard lock(lifecycle_mutex_);
   const state st = state_.load(std::memory_order_relaxed);  // state_ only changes under this mutex
   if (st == state::stopping || st == state::stopped) {
     return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "': cannot resize after stop()");
   }
   if (st == state::created) {
-    while (workers_.size() < n) workers_.push_back(std::make_unique<thread_worker>());
+    try {
+      while (workers_.size() < n) workers_.push_back(std::make_unique<thread_worker>());
+    } catch (const std::bad_alloc&) {
+      return make_error(error_code::resource_exhausted, "out of memory");
+    }
     workers_.resize(n);
     return {};
   }
   std::size_t active = active_workers_locked();
-  try {
-    // Grow: first take back workers that were leaving or have left.
-    for (auto& w : workers_) {
-      if (active >= n) break;
-      int m = thread_worker::retiring;
-      // acq_rel: pairs with the worker's CAS retiring -> exited; whoever wins decides.
-      if (w->membership_.compare_exchange_strong(m, thread_worker::active, std::memory_order_acq_rel)) {
-        ++active;
-      } else if (m == thread_worker::exited) {
-        restart_worker(*w);
-        ++active;
+  if (active < n) {
+    const std::size_t old_size = workers_.size();
+    std::vector<thread_worker*> revived;  // were leaving, taken back without a new thread
+    std::vector<thread_worker*> batch;    // need a thread: left earlier, or new
+    try {
+      revived.reserve(n);
+      batch.reserve(n);
+      // Grow: first take back workers that are leaving, then those that
+      // left, then new ones.
+      for (auto& w : workers_) {
+        if (active + revived.size() >= n) break;
+        int m = thread_worker::retiring;
+        // acq_rel: pairs with the worker's CAS retiring -> exited; whoever wins decides.
+        if (w->membership_.compare_exchange_strong(m, thread_worker::active, std::memory_order_acq_rel)) {
+          revived.push_back(w.get());
+        }
       }
-    }
-    while (active < n) {
-      auto w = std::make_unique<thread_worker>();
-      thread_worker& ref = *w;
-      ref.index_ = workers_.size();
-      workers_.push_back(std::move(w));
-      try {
-        start_worker(ref);
-      } catch (...) {
-        workers_.pop_back();
-        throw;
+      for (auto& w : workers_) {
+        if (active + revived.size() + batch.size() >= n) break;
+        // relaxed: exited is final until this mutex's holder revives it.
+        if (w->membership_.load(std::memory_order_relaxed) == thread_worker::exited) batch.push_back(w.get());
       }
-      ++active;
+      workers_.reserve(old_size + n);
+      while (active + revived.size() + batch.size() < n) {
+        auto w = std::make_unique<thread_worker>();
+        w->index_ = workers_.size();
+        batch.push_back(w.get());
+        workers_.push_back(std::move(w));
+      }
+    } catch (const std::bad_alloc&) {
+      for (thread_worker* w : revived) {
+        // release: pairs with the acquire at the top of the worker loop.
+        w->membership_.store(thread_worker::retiring, std::memory_order_release);
+      }
+      workers_.resize(old_size);
+      wake_all_groups();
+      return make_error(error_code::resource_exhausted, "out of memory");
     }
-  } catch (const std::system_error& e) {
-    return make_error(error_code::resource_exhausted, "thread_pool '" + name_ + "': resize stopped at " +
-                                                          std::to_string(active) + " workers: " + e.what());
+    if (auto r = launch(batch, [] {}); !r) {
+      // Back to the previous size: the revived workers leave again, the new
+      // ones never ran.
+      for (thread_worker* w : revived) {
+        // release: pairs with the acquire at the top of the worker loop.
+        w->membership_.store(thread_worker::retiring, std::memory_order_release);
+      }
+      workers_.resize(old_size);
+      wake_all_groups();
+      return make_error_nothrow(r.error().code(), [&] {
+        return "thread_pool '" + name_ + "': resize to " + std::to_string(n) + " kept " + std::to_string(active) +
+               " workers: " + r.error().message();
+      });
+    }
+    active = n;
   }
   // Shrink: the newest active workers leave.
   for (auto it = workers_.rbegin(); it != workers_.rend() && active > n; ++it) {
@@ -421,9 +536,18 @@ result<void> thread_pool::push_local(thread_worker& w, job_function&& fn) {
   if (st == state::stopping || st == state::stopped) {
     return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
   }
+  // A node, and room on the deque for the job the slot may displace. Out of
+  // memory, the job goes through the injector instead (which reports its
+  // own failure to the caller).
+  detail::job_node* node = w.node_cache_.try_allocate();
+  if (node == nullptr || !w.deque_.reserve(1)) {
+    if (node != nullptr) w.node_cache_.release(node);
+    note_allocation_failure(w);
+    return push_to_injector(std::move(fn));
+  }
+  w.degraded_ = false;
   stamp_if_sampled(fn);
   fn.set_tag(static_cast<std::uint8_t>(fn.tag() & ~bounded_tag));  // local jobs hold no room
-  detail::job_node* node = w.node_cache_.allocate();
   node->fn = std::move(fn);
   // release: the accepted count is published before the job can be stolen
   // and finished (see idle_now()).
@@ -441,11 +565,18 @@ result<void> thread_pool::push_local(thread_worker& w, job_function&& fn) {
     // release: as above. A thief may have emptied the slot since the load;
     // then there is nothing to move to the deque.
     if (detail::job_node* displaced = w.lifo_slot_.exchange(node, std::memory_order_release)) {
-      w.deque_.push(displaced);
+      w.deque_.push(displaced);  // room reserved above: no allocation
     }
   }
   wake_worker_if_needed();
   return {};
+}
+
+void thread_pool::note_allocation_failure(thread_worker& w) noexcept {
+  thread_worker::add(w.alloc_failures_, 1);  // statistics only
+  if (w.degraded_) return;                   // reported at the start of this run of failures
+  w.degraded_ = true;
+  report_failure(out_of_memory_report_);
 }
 
 bool thread_pool::take_from_lifo_slot(thread_worker& w, bool helping, detail::job_node*& out) noexcept {
@@ -461,10 +592,17 @@ bool thread_pool::take_from_lifo_slot(thread_worker& w, bool helping, detail::jo
     // the deque was empty. A helping wait skips this: it wants the newest
     // jobs, most likely the one it waits for.
     w.lifo_streak_ = 0;
+    if (!w.deque_.reserve(1)) {
+      // Out of memory: the deque cannot take the slot's job, so run it now
+      // (the budget waits for the next round).
+      note_allocation_failure(w);
+      out = w.lifo_slot_.exchange(nullptr, std::memory_order_relaxed);  // relaxed: as below
+      return out != nullptr;
+    }
     // relaxed: the owner's own job (or nullptr if a thief took it first;
     // the exchange is then the thief's only competitor).
     if (detail::job_node* newest = w.lifo_slot_.exchange(nullptr, std::memory_order_relaxed)) {
-      w.deque_.push(newest);
+      w.deque_.push(newest);  // room reserved above: no allocation
     }
     auto oldest = w.deque_.steal();  // the FIFO end (the owner may steal like any thief)
     if (!oldest) return false;       // taken by a thief meanwhile: the normal order goes on
@@ -484,6 +622,10 @@ result<void> thread_pool::push_one(job_function&& fn) {
   if (local_deques_) {
     if (thread_worker* w = own_worker()) return push_local(*w, std::move(fn));
   }
+  return push_to_injector(std::move(fn));
+}
+
+result<void> thread_pool::push_to_injector(job_function&& fn) {
   stamp_if_sampled(fn);
   // The queue counts the job as accepted inside its critical section, so
   // close() in stop() makes the accepted total exact and no worker can
@@ -675,7 +817,7 @@ void thread_pool::worker_main(thread_worker& w) {
   tl_context = worker_context{this, &w};
   // release: pairs with the acquire load in worker_os_tid().
   w.os_tid_.store(detail::current_os_thread_id(), std::memory_order_release);
-  (void)detail::set_current_thread_name(w.name_.empty() ? name_ + "-" + std::to_string(w.index_) : w.name_);
+  (void)detail::set_current_thread_name(w.thread_name_);  // a convenience: failure changes nothing
   std::array<job_function, max_batch> local;
   std::uint64_t busy_since = 0;
   // A busy stretch runs from waking up until no work is found; its start is
@@ -800,6 +942,19 @@ bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, 
   if (paused_.load(std::memory_order_acquire) && !queue_->is_closed()) return false;
   const std::size_t batch_limit = helping ? 1 : std::min(local.size(), injector_batch_);
   auto run_from_injector = [&](std::size_t limit) -> bool {
+    // All but the first job of a batch go onto the deque, in nodes: take
+    // only as many as there is room for without allocating. Out of memory
+    // that is one job, which needs neither.
+    if (limit > 1) {
+      const bool nodes = w.node_cache_.reserve(limit - 1);
+      const bool slots = w.deque_.reserve(limit - 1);
+      if (nodes && slots) {
+        w.degraded_ = false;
+      } else {
+        note_allocation_failure(w);
+        limit = 1 + std::min({limit - 1, w.node_cache_.available(), w.deque_.room()});
+      }
+    }
     const std::size_t share = worker_count_.load(std::memory_order_relaxed);  // a hint
     const std::size_t n = queue_->pop_for(w.responsibility_mask_, local.first(limit), share);
     if (n == 0) return false;
@@ -811,9 +966,9 @@ bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, 
     // array instead, a job could wait forever on one queued behind it.
     // They were counted by the injector already, so spawned_ stays as is.
     for (std::size_t i = n; i-- > 1;) {
-      detail::job_node* moved = w.node_cache_.allocate();
+      detail::job_node* moved = w.node_cache_.allocate();  // reserved above: no allocation
       moved->fn = std::move(local[i]);
-      w.deque_.push(moved);
+      w.deque_.push(moved);  // reserved above: no allocation
     }
     // More work than this worker will run now: make sure someone else is coming.
     if (n > 1) {
@@ -1084,15 +1239,16 @@ stop_report thread_pool::stop(stop_mode mode) {
   }
   if (timer_queue_to_stop != nullptr) (void)timer_queue_to_stop->stop(mode);
   std::lock_guard stop_lock(stop_mutex_);
-  std::vector<thread_worker*> to_join;
   bool was_running = false;
   {
     std::lock_guard lock(lifecycle_mutex_);
     if (state_.load(std::memory_order_relaxed) == state::stopped) return final_report_;
     was_running = state_.load(std::memory_order_relaxed) == state::running;
     state_.store(state::stopping, std::memory_order_release);  // pairs with acquire in is_running()
-    for (auto& w : workers_) to_join.push_back(w.get());
   }
+  // From here workers_ no longer changes: adding, starting and resizing
+  // are refused once stopping (under lifecycle_mutex_, which the store
+  // above held), and only stop() - serialised by stop_mutex_ - joins.
   // Producers blocked by backpressure give up with pool_stopped (the state
   // store above is ordered before this notify's fence).
   room_available_.notify_all();
@@ -1109,7 +1265,7 @@ stop_report thread_pool::stop(stop_mode mode) {
     cancelled_by_stop_.fetch_add(cancel_queued(), std::memory_order_release);
   }
   wake_all_groups();
-  for (thread_worker* w : to_join) {
+  for (auto& w : workers_) {
     if (w->thread_.joinable()) w->thread_.join();
   }
   if (!was_running) {
@@ -1205,6 +1361,7 @@ pool_statistics thread_pool::get_statistics() const {
     s.steals += ws.steals;
     s.parks += ws.parks;
     s.wakeups += ws.wakeups;
+    s.allocation_failures += ws.allocation_failures;
     s.queued += w->deque_.size_approx();
     s.queued += w->lifo_slot_.load(std::memory_order_relaxed) != nullptr ? 1 : 0;  // statistics only
   }

@@ -7,9 +7,13 @@
 #include <atomic>
 #include <functional>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <latch>
+#include <limits>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -18,6 +22,7 @@
 
 #include "../support/test_support.hpp"
 #include "thread_system/core/job.hpp"
+#include "thread_system/pools/typed_thread_pool.hpp"
 
 namespace ts = thread_system;
 using namespace std::chrono_literals;
@@ -490,4 +495,178 @@ TEST(ThreadPool, IdlePoolUsesNoCpu) {
   std::this_thread::sleep_for(500ms);
   const double used = cpu_seconds() - before;
   EXPECT_LT(used, 0.05) << "an idle 4-worker pool used " << used << " s of CPU in 0.5 s";
+}
+
+// ---- worker counts, thread creation failures, stack size ----------------------
+
+namespace {
+// Threads of this process now (Linux; 0 elsewhere).
+std::size_t process_threads() {
+  std::size_t n = 0;
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+      if (std::strncmp(line, "Threads:", 8) == 0) n = static_cast<std::size_t>(std::strtoul(line + 8, nullptr, 10));
+    }
+    std::fclose(f);
+  }
+  return n;
+}
+
+// Makes every thread start fail while alive (restored on destruction), so a
+// check that happens "before any thread starts" is told apart from one that
+// happens after a start was tried.
+struct no_thread_starts {
+  no_thread_starts() { ts::detail::testing::set_thread_start_budget(0); }
+  ~no_thread_starts() { ts::detail::testing::set_thread_start_budget(-1); }
+  no_thread_starts(const no_thread_starts&) = delete;
+  no_thread_starts& operator=(const no_thread_starts&) = delete;
+};
+
+struct thread_start_budget {
+  explicit thread_start_budget(std::int64_t n) { ts::detail::testing::set_thread_start_budget(n); }
+  ~thread_start_budget() { ts::detail::testing::set_thread_start_budget(-1); }
+  thread_start_budget(const thread_start_budget&) = delete;
+  thread_start_budget& operator=(const thread_start_budget&) = delete;
+};
+
+ts::error_code construction_error(std::size_t workers) {
+  try {
+    ts::thread_pool pool{workers, ts::test::pool_opts()};
+  } catch (const ts::error_exception& e) {
+    return e.code();
+  }
+  return ts::error_code::ok;
+}
+}  // namespace
+
+// One documented limit, checked before any thread starts, the same error
+// from every entry point.
+TEST(ThreadPool, WorkerCountsBeyondTheLimitAreRefusedBeforeAnyThreadStarts) {
+  const std::size_t threads_before = process_threads();
+  {
+    no_thread_starts guard;
+    EXPECT_EQ(construction_error(100'000), ts::error_code::invalid_argument);
+    EXPECT_EQ(construction_error(ts::thread_pool::max_workers + 1), ts::error_code::invalid_argument);
+    EXPECT_EQ(construction_error(std::numeric_limits<std::size_t>::max()), ts::error_code::invalid_argument);
+    EXPECT_EQ(construction_error(0), ts::error_code::invalid_argument);
+    try {
+      ts::typed_thread_pool_t<ts::job_types> typed{100'000};
+      ADD_FAILURE() << "a typed pool of 100000 workers was accepted";
+    } catch (const ts::error_exception& e) {
+      EXPECT_EQ(e.code(), ts::error_code::invalid_argument);
+    }
+  }
+  EXPECT_EQ(process_threads(), threads_before);
+
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  {
+    no_thread_starts guard;
+    auto r = pool.resize(ts::thread_pool::max_workers + 1);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+    std::vector<std::unique_ptr<ts::thread_worker>> many;
+    for (std::size_t i = 0; i < ts::thread_pool::max_workers; ++i) many.push_back(std::make_unique<ts::thread_worker>());
+    auto b = pool.enqueue_batch(std::move(many));  // 1 + 256 > 256
+    ASSERT_FALSE(b);
+    EXPECT_EQ(b.error().code(), ts::error_code::invalid_argument);
+  }
+  EXPECT_EQ(pool.worker_count(), 1U);
+  EXPECT_EQ(pool.get_workers().size(), 1U);
+  ASSERT_TRUE(pool.resize(ts::thread_pool::max_workers));  // the limit itself is fine
+  EXPECT_EQ(pool.worker_count(), ts::thread_pool::max_workers);
+}
+
+// The system refuses the third thread of four: nothing stays started, and
+// the error says so.
+TEST(ThreadPool, ThreadCreationFailurePartWayStartsNothing) {
+  const std::size_t threads_before = process_threads();
+  {
+    thread_start_budget budget(2);
+    EXPECT_EQ(construction_error(4), ts::error_code::resource_exhausted);
+  }
+  EXPECT_EQ(process_threads(), threads_before);
+
+  // Seed style: start() fails, the pool stays startable and keeps its jobs.
+  auto pool = std::make_shared<ts::thread_pool>("retry");
+  std::vector<std::unique_ptr<ts::thread_worker>> workers;
+  for (int i = 0; i < 3; ++i) workers.push_back(std::make_unique<ts::thread_worker>());
+  ASSERT_TRUE(pool->enqueue_batch(std::move(workers)));
+  std::atomic<int> ran{0};
+  ASSERT_TRUE(pool->enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));  // counted
+  {
+    thread_start_budget budget(1);
+    auto r = pool->start();
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), ts::error_code::resource_exhausted);
+  }
+  EXPECT_FALSE(pool->is_running());
+  EXPECT_EQ(process_threads(), threads_before);
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 0);
+  ASSERT_TRUE(pool->start());
+  pool->wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 1);
+  EXPECT_EQ(pool->worker_count(), 3U);
+}
+
+TEST(ThreadPool, ResizeThatCannotStartThreadsKeepsThePreviousSize) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  const std::size_t threads_before = process_threads();
+  {
+    thread_start_budget budget(1);
+    auto r = pool.resize(5);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), ts::error_code::resource_exhausted);
+  }
+  EXPECT_EQ(pool.worker_count(), 2U);
+  EXPECT_EQ(process_threads(), threads_before);
+  // Shrink, then a failing grow: the workers taken back are let go again.
+  ASSERT_TRUE(pool.resize(1));
+  {
+    thread_start_budget budget(0);
+    auto r = pool.resize(4);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), ts::error_code::resource_exhausted);
+  }
+  EXPECT_EQ(pool.worker_count(), 1U);
+  // Adding workers to a running pool is all or none too.
+  {
+    thread_start_budget budget(1);
+    std::vector<std::unique_ptr<ts::thread_worker>> two;
+    two.push_back(std::make_unique<ts::thread_worker>());
+    two.push_back(std::make_unique<ts::thread_worker>());
+    const std::size_t listed = pool.get_workers().size();
+    auto r = pool.enqueue_batch(std::move(two));
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), ts::error_code::resource_exhausted);
+    EXPECT_EQ(pool.get_workers().size(), listed);
+  }
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 100);  // counted
+  ASSERT_TRUE(pool.resize(4));
+  EXPECT_EQ(pool.worker_count(), 4U);
+}
+
+namespace {
+// Each level submits the next and waits for it: a chain of helping waits,
+// each nested on the waiting worker's stack.
+int nested_depth(ts::thread_pool& pool, int depth) {
+  if (depth == 0) return 0;
+  auto child = pool.submit([&pool, depth] { return nested_depth(pool, depth - 1); });
+  return child.get() + 1;
+}
+}  // namespace
+
+// Helping waits nest on the worker's stack; a configured stack allows a
+// nesting far deeper than the default stack (8 MiB) can hold (about 20 000
+// levels crash a release build with the default).
+TEST(ThreadPool, DeepHelpingRecursionWithAConfiguredStack) {
+  ts::pool_options o = ts::test::pool_opts();
+  o.worker_stack_size = std::size_t{1} << 30;  // 1 GiB of address space; only the pages touched are used
+  ts::thread_pool pool{1, o};
+  const int depth = 40'000;
+  auto f = pool.submit([&pool, depth] { return nested_depth(pool, depth); });
+  EXPECT_EQ(f.get(), depth);
 }

@@ -7,6 +7,10 @@
 // batch to the shared spill list (one mutex acquisition per batch), and a
 // worker whose list is empty takes a batch from there before allocating a new
 // chunk. Memory is bounded by the peak number of jobs in flight.
+//
+// Out of memory: allocate() throws std::bad_alloc; try_allocate() and
+// reserve() report failure instead, and the cache stays usable (a worker
+// that cannot get a node falls back to a path that needs none).
 #pragma once
 
 #include <cstddef>
@@ -44,6 +48,22 @@ class job_node_pool {
       free_.pop_back();
       return n;
     }
+    /// A node, or nullptr when none is cached and none can be allocated.
+    job_node* try_allocate() noexcept { return reserve(1) ? allocate() : nullptr; }
+    /// Makes `n` nodes available without allocation; false (nothing lost)
+    /// when memory ran out first. At most a chunk's worth is kept.
+    bool reserve(std::size_t n) noexcept {
+      while (free_.size() < n) {
+        try {
+          pool_->refill(free_);
+        } catch (...) {
+          return false;
+        }
+      }
+      return true;
+    }
+    /// Nodes available now without allocation.
+    [[nodiscard]] std::size_t available() const noexcept { return free_.size(); }
     void release(job_node* n) {
       free_.push_back(n);
       if (free_.size() >= 4 * batch_size) pool_->spill(free_);
@@ -56,6 +76,8 @@ class job_node_pool {
 
  private:
   // Moves `batch_size` nodes from the shared list (or a new chunk) into `out`.
+  // Throws std::bad_alloc (leaving everything as it was) when a new chunk
+  // cannot be allocated.
   void refill(std::vector<job_node*>& out) {
     std::lock_guard lock(mutex_);
     if (!spilled_.empty()) {
@@ -64,10 +86,13 @@ class job_node_pool {
       spilled_.resize(spilled_.size() - n);
       return;
     }
-    chunks_.push_back(std::make_unique<job_node[]>(chunk_size));
-    // The spill list can hold at most every node: size it with each chunk
-    // so that spilling never allocates.
-    spilled_.reserve(chunks_.size() * chunk_size);
+    // Every allocation first, then the changes: a failure leaves the pool
+    // as it was. The spill list can hold at most every node: size it with
+    // each chunk so that spilling never allocates.
+    auto chunk_owner = std::make_unique<job_node[]>(chunk_size);
+    chunks_.reserve(chunks_.size() + 1);
+    spilled_.reserve((chunks_.size() + 1) * chunk_size);
+    chunks_.push_back(std::move(chunk_owner));
     job_node* chunk = chunks_.back().get();
     for (std::size_t i = 0; i < chunk_size; ++i) out.push_back(&chunk[i]);
   }

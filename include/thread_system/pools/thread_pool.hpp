@@ -32,6 +32,34 @@
 //     to 100 us more while yielding its CPU, then parks (no CPU use).
 //   * The destructor is stop(stop_mode::drain).
 //
+// Workers and their threads
+//   * A pool has at most `thread_pool::max_workers` (256) workers. Asking
+//     for more (the constructor, enqueue_batch(), resize()) is refused with
+//     `invalid_argument` before any thread starts.
+//   * Workers start as a batch, all or none: when the OS refuses a thread
+//     part-way, the threads already created are joined before they run
+//     anything, nothing changes, and the call returns (the constructor
+//     throws) `resource_exhausted`. resize() keeps its previous size then.
+//   * pool_options::worker_stack_size sets the workers' stack (0: the
+//     platform default, 8 MiB on Linux). Waits inside jobs that help (a
+//     future's get(), task_group::wait(), parallel_for) run other jobs on
+//     that stack, so helping waits nest: with the default stack about
+//     11 000 levels of a job waiting on a job that waits on a job... fit
+//     in a release build (about 2 000 under AddressSanitizer; measured on
+//     x86-64 with GCC 12); a bigger stack allows proportionally more (tests/pools/thread_pool_test.cpp,
+//     DeepHelpingRecursionWithAConfiguredStack).
+//
+// Out of memory
+//   * A submission that cannot allocate is refused with `resource_exhausted`
+//     (submit() throws it as error_exception); nothing is accepted then.
+//   * A worker that cannot allocate (a job node, a bigger deque) never
+//     fails a job and never terminates: it takes jobs one at a time, which
+//     needs no allocation, and a job it spawns goes to the pool's queue
+//     instead of its own deque. Each failure is counted
+//     (pool_statistics::allocation_failures) and the first of a run of
+//     failures is passed to the error handler as error_exception
+//     {resource_exhausted}; the worker tries again on its next batch.
+//
 // Scheduling (ARCHITECTURE.md has the whole picture)
 //   * A job submitted from outside goes to the pool's queue (the injector,
 //     pool_options::queue); a job submitted by a job running on a worker
@@ -113,6 +141,9 @@ struct pool_options {
   /// A bound on queued jobs and the policy when it is reached (see
   /// backpressure.hpp). Default: unbounded.
   thread_system::backpressure backpressure{};
+  /// Stack size of each worker thread in bytes; 0: the platform default.
+  /// See "Workers and their threads" above for the nesting it allows.
+  std::size_t worker_stack_size = 0;
 };
 
 /// The job that is running on this thread, as seen from inside it.
@@ -312,6 +343,9 @@ struct seed_job_adapter {
 
 class thread_pool {
  public:
+  /// The most workers one pool can have (see "Workers and their threads").
+  static constexpr std::size_t max_workers = 256;
+
   /// Jobs a worker takes from its LIFO slot in a row before it runs the
   /// oldest job of its deque (see Scheduling above).
   static constexpr std::uint32_t lifo_slot_budget = 3;
@@ -537,7 +571,8 @@ class thread_pool {
   // its kind and priority are known); a worker's deque only holds the rest of
   // a batch of its highest kind, and there is no stealing. Not started.
   thread_pool(detail::custom_injector_t, std::string name, std::unique_ptr<detail::injector> queue,
-              std::uint32_t latency_sample_every, error_handler on_error, thread_system::backpressure bounds);
+              std::uint32_t latency_sample_every, error_handler on_error, thread_system::backpressure bounds,
+              std::size_t worker_stack_size);
 
   // Pushes through the injector with `push()` (which returns result<void>),
   // then wakes a worker for the kinds in `kind_mask`.
@@ -610,10 +645,10 @@ class thread_pool {
   [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> kind_totals(std::uint8_t tag) const;
   [[nodiscard]] detail::injector& injector_ref() const noexcept { return *queue_; }
 
-  /// Hard limit on workers per pool (the steal table is fixed-size).
-  static constexpr std::size_t max_workers = 256;
 
   result<void> push_one(job_function&& fn);
+  // push_one() for a job that goes through the injector.
+  result<void> push_to_injector(job_function&& fn);
   result<void> push_local(thread_worker& w, job_function&& fn);
   bool find_and_run(thread_worker& w, std::span<job_function> local, bool helping);
   // The job in w's LIFO slot, within its budget (see lifo_budget in the
@@ -628,8 +663,18 @@ class thread_pool {
   void wake_worker_if_needed(std::uint64_t kind_mask = ~std::uint64_t{0}) noexcept;
   void wake_all_groups() noexcept;
   detail::wake_group& group_for(std::uint64_t mask);
-  void start_worker(thread_worker& w);
-  void restart_worker(thread_worker& w);
+  // Starts the threads of `batch`, all or none (see "Workers and their
+  // threads"); `before_go()` runs once they all exist, before any of them
+  // runs. Caller holds lifecycle_mutex_.
+  template <typename BeforeGo>
+  result<void> launch(std::span<thread_worker* const> batch, BeforeGo before_go);
+  // The parts of a worker's set-up that allocate; may throw std::bad_alloc.
+  void prepare_worker(thread_worker& w);
+  // Makes a started worker visible to thieves (a new one gets a steal slot).
+  void publish_worker(thread_worker& w) noexcept;
+  [[nodiscard]] unexpected_error too_many_workers(std::size_t requested) const;
+  // A worker's allocation failed: count it, report the first of a run.
+  void note_allocation_failure(thread_worker& w) noexcept;
   [[nodiscard]] std::size_t active_workers_locked() const noexcept;
   void worker_main(thread_worker& w);
   void run_batch(thread_worker& w, std::span<job_function> batch);
@@ -687,6 +732,10 @@ class thread_pool {
   std::size_t injector_batch_ = 16;
   std::uint32_t latency_sample_every_ = 32;
   std::uint32_t max_spinners_ = 1;
+  std::size_t stack_size_ = 0;  // worker threads' stack, bytes (0: default)
+  // What the error handler receives when a worker runs out of memory (built
+  // up front: out of memory there is nothing left to build it with).
+  std::exception_ptr out_of_memory_report_;
 
   // Wake groups (see detail::wake_group): slots [0, group_count_) are set
   // and never change; written under lifecycle_mutex_.

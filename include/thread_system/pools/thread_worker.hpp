@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "thread_system/detail/job_node.hpp"
+#include "thread_system/detail/os_thread.hpp"
 #include "thread_system/queues/work_stealing_deque.hpp"
 #include "thread_system/scheduler/worker_statistics.hpp"
 
@@ -56,6 +57,7 @@ class thread_worker {
     s.steals = steals_.load(std::memory_order_relaxed);
     s.wakeups = wakeups_.load(std::memory_order_relaxed);
     s.local_spawns = spawned_.load(std::memory_order_relaxed);
+    s.allocation_failures = alloc_failures_.load(std::memory_order_relaxed);
     s.avg_processing_time_ns =
         s.jobs_processed == 0 ? 0 : static_cast<std::uint64_t>(s.busy_time.count()) / s.jobs_processed;
     s.busy_since_ns = busy_since_ns_.load(std::memory_order_relaxed);  // statistics only
@@ -94,8 +96,13 @@ class thread_worker {
   }
 
   std::string name_;
-  std::thread thread_;
+  detail::os_thread thread_;
   std::size_t index_ = 0;
+  // Set by the pool before the thread starts (the thread allocates nothing
+  // to name itself): name_, or "<pool name>-<index>".
+  std::string thread_name_;
+  bool prepared_ = false;   // the pool has set up the node cache, group and counters
+  bool published_ = false;  // has a steal slot (kept when the worker leaves and comes back)
 
   // Written only by this worker's thread; padded away from other workers'.
   // processed_ is stored with release: wait_idle() reads it with acquire so
@@ -113,6 +120,9 @@ class thread_worker {
   // the injector). Stored with release before the push; idle detection adds
   // it to the accepted total.
   std::atomic<std::uint64_t> spawned_{0};
+  // Allocations that failed on this worker's thread (it fell back to a path
+  // that needs none; see thread_pool.hpp, "Out of memory").
+  std::atomic<std::uint64_t> alloc_failures_{0};
 
   // Sampled jobs' enqueue->start and run times; written by this worker only.
   latency_histogram wait_histogram_;
@@ -132,6 +142,7 @@ class thread_worker {
   std::uint32_t rng_state_ = 0;                // owner thread only: victim selection
   std::uint32_t tick_ = 0;                     // owner thread only: injector fairness
   unsigned batch_rank_ = 0;                    // owner thread only: typed pools, the kind on the deque
+  bool degraded_ = false;                      // owner thread only: the last allocation attempt failed
 
  protected:
   // Job kinds this worker serves (bit r = rank r; typed pools). Set before

@@ -188,6 +188,8 @@ struct typed_pool_options {
   thread_system::backpressure backpressure{};
   /// Null: one stderr line per failed fire-and-forget job.
   error_handler on_error;
+  /// As pool_options::worker_stack_size.
+  std::size_t worker_stack_size = 0;
 };
 
 /// Per-type statistics of a typed pool (only types that have been used).
@@ -460,7 +462,7 @@ class typed_thread_pool_t {
       : options_(std::move(options)),
         core_(detail::custom_injector_t{}, options_.name,
               std::make_unique<detail::typed_injector>(options_.queue, options_.aging_bound),
-              options_.latency_sample_every, options_.on_error, options_.backpressure) {
+              options_.latency_sample_every, options_.on_error, options_.backpressure, options_.worker_stack_size) {
     injector_ = static_cast<detail::typed_injector*>(&core_.injector_ref());
     if (options_.priority_order.size() > max_types) {
       throw error_exception(error{error_code::invalid_argument, "typed_thread_pool: at most 64 job types"});

@@ -51,13 +51,40 @@ class work_stealing_deque {
   explicit work_stealing_deque(std::size_t initial_capacity = 256) {
     std::size_t cap = 2;
     while (cap < initial_capacity) cap *= 2;
+    // Room for every ring the deque can ever own (each doubles the last),
+    // so that growing allocates only the ring itself.
+    rings_.reserve(64);
     rings_.push_back(std::make_unique<ring>(cap));
     ring_.store(rings_.back().get(), std::memory_order_relaxed);  // before any other thread sees the deque
   }
   work_stealing_deque(const work_stealing_deque&) = delete;
   work_stealing_deque& operator=(const work_stealing_deque&) = delete;
 
-  /// Owner only. Never fails (the ring grows).
+  /// Owner only. Makes room for `n` more pushes without allocation; false
+  /// (nothing changed) when the bigger ring cannot be allocated.
+  [[nodiscard]] bool reserve(std::size_t n) noexcept {
+    const std::int64_t b = bottom_.load(std::memory_order_relaxed);  // only the owner writes bottom_
+    const std::int64_t t = top_.load(std::memory_order_acquire);     // pairs with the thieves' CAS on top_
+    ring* r = ring_.load(std::memory_order_relaxed);                 // only the owner replaces the ring
+    try {
+      while (static_cast<std::size_t>(b - t) + n > r->mask + 1) r = grow(r, t, b);
+    } catch (...) {  // std::bad_alloc
+      return false;
+    }
+    return true;
+  }
+
+  /// Owner only. Pushes possible now without allocation.
+  [[nodiscard]] std::size_t room() const noexcept {
+    const std::int64_t b = bottom_.load(std::memory_order_relaxed);  // only the owner writes bottom_
+    const std::int64_t t = top_.load(std::memory_order_relaxed);     // a lower bound on the room: t only grows
+    const ring* r = ring_.load(std::memory_order_relaxed);           // only the owner replaces the ring
+    return r->mask + 1 - static_cast<std::size_t>(b - t);
+  }
+
+  /// Owner only. Grows the ring when full; throws std::bad_alloc (nothing
+  /// pushed) when it cannot, so a push after a successful reserve() never
+  /// fails.
   void push(T value) {
     const std::int64_t b = bottom_.load(std::memory_order_relaxed);  // only the owner writes bottom_
     const std::int64_t t = top_.load(std::memory_order_acquire);     // pairs with the thieves' CAS on top_

@@ -23,6 +23,7 @@ struct worker_statistics {
   std::uint64_t wakeups = 0;                 ///< Times it woke from sleep (parks minus a sleep in progress).
   std::uint64_t steals = 0;                  ///< Jobs taken from other workers' deques.
   std::uint64_t local_spawns = 0;            ///< Jobs its jobs submitted onto its own deque.
+  std::uint64_t allocation_failures = 0;     ///< Allocations that failed on its thread (it carried on without).
   /// steady_clock time (ns since its epoch) at which the current busy
   /// stretch began; 0 while the worker is parked, spinning idle or stopped.
   /// A stretch that stays open while jobs_processed does not move means the
@@ -48,6 +49,7 @@ struct pool_statistics {
   std::uint64_t wakeups = 0;     ///< Times a worker woke from sleep.
   std::uint64_t dropped = 0;     ///< Jobs cancelled by backpressure::drop_oldest (also in `cancelled`).
   std::uint64_t caller_ran = 0;  ///< Jobs backpressure::caller_runs ran on the submitting thread (also in `executed`).
+  std::uint64_t allocation_failures = 0;  ///< Allocations that failed on worker threads (each worker carried on).
   bool paused = false;           ///< pause() is in effect.
 };
 
