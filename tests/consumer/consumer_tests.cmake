@@ -13,6 +13,7 @@
 #   consumer.pkg_config                 c++ $(pkg-config --cflags --libs ...)
 #   consumer.add_subdirectory           an outer project add_subdirectory()s
 #                                       the source tree
+# (the last two only with THREAD_SYSTEM_TEST_BUILD_SYSTEM, on by default)
 get_property(consumer_components GLOBAL PROPERTY THREAD_SYSTEM_INSTALLED_COMPONENTS)
 list(JOIN consumer_components "," consumer_components_csv)
 set(consumer_work "${PROJECT_BINARY_DIR}/tests/consumer_work")
@@ -41,23 +42,26 @@ add_test(NAME consumer.find_package_missing_component
 set_tests_properties(consumer.find_package_components consumer.find_package_missing_component
   PROPERTIES FIXTURES_REQUIRED thread_system_installed)
 
-find_program(THREAD_SYSTEM_PKG_CONFIG NAMES pkg-config pkgconf)
-if(THREAD_SYSTEM_PKG_CONFIG)
-  add_test(NAME consumer.pkg_config
-    COMMAND sh ${PROJECT_SOURCE_DIR}/tests/consumer/run_pkg_config_test.sh
-      "${consumer_work}/prefix" "${CMAKE_INSTALL_LIBDIR}" "${consumer_work}/pkg_config"
-      "${PROJECT_SOURCE_DIR}" "${CMAKE_CXX_COMPILER}" "${CMAKE_CXX_FLAGS}" "${CMAKE_EXE_LINKER_FLAGS}"
-      ${consumer_components})
-  set_tests_properties(consumer.pkg_config PROPERTIES FIXTURES_REQUIRED thread_system_installed)
-else()
-  message(STATUS "pkg-config not found: consumer.pkg_config skipped (apt-get install pkgconf)")
-endif()
+# The two that build again (Thread System itself, or the consumer twice)
+# test the build system, which sanitizers and chaos do not change: those
+# presets switch them off.
+option(THREAD_SYSTEM_TEST_BUILD_SYSTEM "Also test pkg-config and add_subdirectory use (each builds again)" ON)
 
-add_test(NAME consumer.add_subdirectory COMMAND ${consumer_driver} -DMODE=add_subdirectory -P ${consumer_script})
-
-set(consumer_tests consumer.install consumer.find_package_components consumer.find_package_missing_component
-                   consumer.add_subdirectory)
-if(THREAD_SYSTEM_PKG_CONFIG)
-  list(APPEND consumer_tests consumer.pkg_config)
+set(consumer_tests consumer.install consumer.find_package_components consumer.find_package_missing_component)
+if(THREAD_SYSTEM_TEST_BUILD_SYSTEM)
+  find_program(THREAD_SYSTEM_PKG_CONFIG NAMES pkg-config pkgconf)
+  if(THREAD_SYSTEM_PKG_CONFIG)
+    add_test(NAME consumer.pkg_config
+      COMMAND sh ${PROJECT_SOURCE_DIR}/tests/consumer/run_pkg_config_test.sh
+        "${consumer_work}/prefix" "${CMAKE_INSTALL_LIBDIR}" "${consumer_work}/pkg_config"
+        "${PROJECT_SOURCE_DIR}" "${CMAKE_CXX_COMPILER}" "${CMAKE_CXX_FLAGS}" "${CMAKE_EXE_LINKER_FLAGS}"
+        ${consumer_components})
+    set_tests_properties(consumer.pkg_config PROPERTIES FIXTURES_REQUIRED thread_system_installed)
+    list(APPEND consumer_tests consumer.pkg_config)
+  else()
+    message(STATUS "pkg-config not found: consumer.pkg_config skipped (apt-get install pkgconf)")
+  endif()
+  add_test(NAME consumer.add_subdirectory COMMAND ${consumer_driver} -DMODE=add_subdirectory -P ${consumer_script})
+  list(APPEND consumer_tests consumer.add_subdirectory)
 endif()
 set_tests_properties(${consumer_tests} PROPERTIES LABELS packaging TIMEOUT 600)
