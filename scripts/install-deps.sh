@@ -1,31 +1,67 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Thread System needs to build, test and
 # benchmark. Idempotent: packages already present are not reinstalled.
-# Usage: scripts/install-deps.sh [--with-peers]
-#   --with-peers  also the comparison peers of the benchmark report
-#                 (oneTBB, Boost.Asio, moodycamel::ConcurrentQueue, spdlog; OpenMP is
-#                 GCC's libgomp, installed with g++) and gnuplot for its plots.
+# Usage: scripts/install-deps.sh [--with-peers] [--with-prometheus]
+#   --with-peers       also the comparison peers of the benchmark report
+#                      (oneTBB, Boost.Asio, moodycamel::ConcurrentQueue, spdlog; OpenMP is
+#                      GCC's libgomp, installed with g++) and gnuplot for its plots.
+#   --with-prometheus  also Prometheus (about 100 MB): promtool checks the
+#                      metrics exposition and the server scrapes the HTTP
+#                      example in the monitoring tests, which skip themselves
+#                      without it. Its service is not started.
 set -euo pipefail
 
-packages=(g++ cmake ninja-build libgtest-dev libgmock-dev libbenchmark-dev python3 libfmt-dev)
-if [[ "${1:-}" == "--with-peers" ]]; then
-  packages+=(libtbb-dev libboost-dev libconcurrentqueue-dev libspdlog-dev gnuplot-nox)
-fi
-
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+packages=(g++ cmake ninja-build libgtest-dev libgmock-dev libbenchmark-dev python3 libfmt-dev pkgconf)
+# Installed without recommends (prometheus-node-exporter) and with service
+# starts denied.
+quiet_packages=()
+for arg in "$@"; do
+  case "$arg" in
+    --with-peers) packages+=(libtbb-dev libboost-dev libconcurrentqueue-dev libspdlog-dev gnuplot-nox) ;;
+    --with-prometheus) quiet_packages+=(prometheus) ;;
+    *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
 done
-if ((${#missing[@]} == 0)); then
+
+not_installed() {
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+mapfile -t missing < <(not_installed "${packages[@]}")
+mapfile -t missing_quiet < <(not_installed "${quiet_packages[@]}")
+if ((${#missing[@]} == 0 && ${#missing_quiet[@]} == 0)); then
   exit 0
 fi
 
 SUDO=""
 if [[ $(id -u) -ne 0 ]]; then
-  command -v sudo >/dev/null || { echo "need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  command -v sudo >/dev/null || { echo "need root (or sudo) to install: ${missing[*]} ${missing_quiet[*]}" >&2; exit 1; }
   SUDO=sudo
 fi
-echo "installing: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq "${missing[@]}"
+if ((${#missing[@]} > 0)); then
+  echo "installing: ${missing[*]}"
+  $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+if ((${#missing_quiet[@]} > 0)); then
+  echo "installing (no recommends, no service start): ${missing_quiet[*]}"
+  # A package's maintainer scripts start its service through invoke-rc.d,
+  # which asks policy-rc.d; exit status 101 means "not allowed". Only when
+  # the machine has no policy of its own, and only for this install.
+  policy=/usr/sbin/policy-rc.d
+  made_policy=0
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+    $SUDO chmod 755 "$policy"
+    made_policy=1
+  fi
+  status=0
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing_quiet[@]}" || status=$?
+  if ((made_policy)); then
+    $SUDO rm -f "$policy"
+  fi
+  exit "$status"
+fi

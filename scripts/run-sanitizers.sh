@@ -4,6 +4,9 @@
 # randomisation; setarch -R provides it where allowed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The test presets leave parallelism to the machine: one test per core
+# unless CTEST_PARALLEL_LEVEL says otherwise.
+export CTEST_PARALLEL_LEVEL="${CTEST_PARALLEL_LEVEL:-$(nproc)}"
 scripts/install-deps.sh
 cmake --workflow --preset asan
 if setarch "$(uname -m)" -R true 2>/dev/null; then

@@ -4,5 +4,8 @@
 # consumer-of-the-installed-package, examples).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The test presets leave parallelism to the machine: one test per core
+# unless CTEST_PARALLEL_LEVEL says otherwise.
+export CTEST_PARALLEL_LEVEL="${CTEST_PARALLEL_LEVEL:-$(nproc)}"
 scripts/install-deps.sh
 cmake --workflow --preset release

@@ -6,6 +6,7 @@
 //   GET /health    {"status": "ok" | "warning" | "critical", "checks": [...]}
 //
 //   thread_system_monitoring_http_example [--port 9464] [--requests N]
+//   (--port 0: any free port; the first line printed names it)
 //   curl -s localhost:9464/metrics
 //
 // A load thread keeps the pool busy with short jobs (1 in 50 fails) so the
@@ -121,6 +122,10 @@ int main(int argc, char** argv) {
     ::close(listener);
     return 1;
   }
+  // --port 0 lets the system pick a free port; report the one bound.
+  sockaddr_in bound{};
+  socklen_t bound_len = sizeof bound;
+  if (::getsockname(listener, reinterpret_cast<sockaddr*>(&bound), &bound_len) == 0) port = ntohs(bound.sin_port);
   std::printf("serving http://127.0.0.1:%d/metrics (/json, /health)\n", port);
   std::fflush(stdout);
 

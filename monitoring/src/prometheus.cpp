@@ -72,7 +72,7 @@ std::string format_prometheus_value(double v) {
 const std::vector<std::uint64_t>& prometheus_writer::histogram_bounds_ns() {
   static const std::vector<std::uint64_t> bounds = [] {
     std::vector<std::uint64_t> b;
-    for (unsigned k = 4; k <= 18; ++k) b.push_back((std::uint64_t{1} << (2 * k)) - 1);  // 4^k - 1: a bucket's upper end
+    for (unsigned k = 8; k <= 36; ++k) b.push_back((std::uint64_t{1} << k) - 1);  // 2^k - 1: a bucket's upper end
     return b;
   }();
   return bounds;
@@ -169,7 +169,10 @@ void append_prometheus(prometheus_writer& w, const monitor_report& r) {
   w.counter("thread_system_pool_jobs_executed_total", "Jobs run to completion, failed ones included.", pool,
             m.executed);
   w.counter("thread_system_pool_jobs_failed_total", "Jobs that threw or reported an error.", pool, m.failed);
-  w.counter("thread_system_pool_jobs_cancelled_total", "Jobs discarded by stop(cancel_pending).", pool, m.cancelled);
+  w.counter("thread_system_pool_jobs_cancelled_total",
+            "Accepted jobs cancelled instead of completed: by stop(cancel_pending), by their cancellation token, or by "
+            "backpressure::drop_oldest.",
+            pool, m.cancelled);
   w.counter("thread_system_pool_steals_total", "Jobs moved between workers by stealing.", pool, m.steals);
   w.counter("thread_system_pool_parks_total", "Times a worker went to sleep for lack of work.", pool, m.parks);
   w.gauge("thread_system_pool_queue_depth", "Jobs waiting now.", pool, static_cast<double>(m.queue_depth));
@@ -191,17 +194,14 @@ void append_prometheus(prometheus_writer& w, const monitor_report& r) {
   }
 
   if (m.has_latency) {
-    w.histogram("thread_system_pool_job_wait_seconds", "Sampled time from enqueue to start of a job.", pool, m.wait);
-    w.histogram("thread_system_pool_job_run_seconds", "Sampled run time of a job.", pool, m.run);
-    const std::pair<const char*, double> quantiles[] = {{"0.5", 0.5}, {"0.95", 0.95}, {"0.99", 0.99}, {"0.999", 0.999}};
-    for (const auto& [label, q] : quantiles) {
-      w.gauge("thread_system_pool_job_wait_quantile_seconds", "Quantiles of the enqueue-to-start wait.",
-              with(pool, "quantile", label), seconds(m.wait.percentile(q)));
-    }
-    for (const auto& [label, q] : quantiles) {
-      w.gauge("thread_system_pool_job_run_quantile_seconds", "Quantiles of the run time.",
-              with(pool, "quantile", label), seconds(m.run.percentile(q)));
-    }
+    // Histograms only: Prometheus derives any percentile over any window
+    // from the buckets (histogram_quantile over rate(..._bucket[5m])).
+    // Percentiles of everything since the pool started (a summary) would
+    // barely move on a long-running pool; JSON export carries those.
+    w.histogram("thread_system_pool_job_wait_seconds",
+                "Time from enqueue to start, of sampled jobs (pool_options::latency_sample_every).", pool, m.wait);
+    w.histogram("thread_system_pool_job_run_seconds", "Run time of sampled jobs (pool_options::latency_sample_every).",
+                pool, m.run);
   }
 
   for (std::size_t i = 0; i < m.workers.size(); ++i) {
@@ -210,7 +210,9 @@ void append_prometheus(prometheus_writer& w, const monitor_report& r) {
     w.counter("thread_system_worker_jobs_processed_total", "Jobs this worker ran, failed ones included.", worker,
               wm.processed);
     w.counter("thread_system_worker_jobs_failed_total", "Jobs this worker ran that failed.", worker, wm.failed);
-    w.counter("thread_system_worker_jobs_cancelled_total", "Jobs this worker discarded at stop.", worker, wm.cancelled);
+    w.counter("thread_system_worker_jobs_cancelled_total",
+              "Jobs this worker took and cancelled: at stop(cancel_pending), or by their cancellation token.", worker,
+              wm.cancelled);
     w.counter("thread_system_worker_busy_seconds_total", "Time running or looking for jobs.", worker,
               std::chrono::duration<double>(wm.busy_time).count());
     w.counter("thread_system_worker_idle_seconds_total", "Time parked waiting for work.", worker,
@@ -227,10 +229,13 @@ void append_prometheus(prometheus_writer& w, const monitor_report& r) {
     w.counter("thread_system_job_type_enqueued_total", "Jobs of this type accepted.", type, t.enqueued);
     w.counter("thread_system_job_type_executed_total", "Jobs of this type run.", type, t.executed);
     w.counter("thread_system_job_type_failed_total", "Jobs of this type that failed.", type, t.failed);
-    w.counter("thread_system_job_type_cancelled_total", "Jobs of this type cancelled.", type, t.cancelled);
+    w.counter("thread_system_job_type_cancelled_total",
+              "Jobs of this type cancelled: by stop(cancel_pending), their cancellation token or drop_oldest.", type,
+              t.cancelled);
     w.gauge("thread_system_job_type_waiting", "Jobs of this type waiting now.", type, static_cast<double>(t.waiting));
     if (t.has_latency) {
-      w.histogram("thread_system_job_type_wait_seconds", "Sampled enqueue-to-start wait of this type.", type, t.wait);
+      w.histogram("thread_system_job_type_wait_seconds", "Time from enqueue to start, of sampled jobs of this type.",
+                  type, t.wait);
     }
   }
 }

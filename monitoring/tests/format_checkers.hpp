@@ -400,6 +400,13 @@ class prometheus_checker {
       if (doc.types[family] == "counter" && !family.ends_with("_total")) {
         return fail(line_no, "counter " + family + " does not end in _total");
       }
+      // Label names the format reserves (promtool check metrics rejects both).
+      if (s.labels.count("quantile") != 0 && doc.types[family] != "summary") {
+        return fail(line_no, family + ": a quantile label outside a summary");
+      }
+      if (s.labels.count("le") != 0 && doc.types[family] != "histogram") {
+        return fail(line_no, family + ": an le label outside a histogram");
+      }
       doc.samples.push_back(std::move(s));
     }
     if (!check_histograms(doc)) return std::nullopt;

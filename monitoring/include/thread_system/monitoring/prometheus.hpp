@@ -5,11 +5,15 @@
 // valid for any number of pools). Counters end in `_total`; times are in
 // seconds; label values are escaped (backslash, double quote, newline).
 //
-// Latency histograms are exported as Prometheus histograms with fixed
-// bucket bounds of (4^k - 1) ns for k = 4..18, i.e. 255 ns ... 68.7 s, plus
-// +Inf. Each bound is the inclusive upper end of a histogram bucket (see
-// latency_histogram.hpp), so every cumulative count is exact. The
-// percentiles are exported separately as gauges with a `quantile` label.
+// Latency histograms are exported as Prometheus histograms
+// (`<name>_bucket{le="..."}`, `<name>_sum`, `<name>_count`) with fixed
+// bucket bounds of (2^k - 1) ns for k = 8..36, i.e. 255 ns ... 68.7 s, plus
+// +Inf. Each bound is the inclusive upper end of a latency_histogram bucket
+// (see latency_histogram.hpp), so every cumulative count is exact, not
+// interpolated. Percentiles are left to the server (histogram_quantile()
+// over any window); nothing is exported with a `quantile` label, which
+// Prometheus reserves for summaries. The output passes
+// `promtool check metrics` (tested when promtool is installed).
 //
 // Serve the text with content type `prometheus_content_type`.
 //
