@@ -112,15 +112,18 @@ struct launch_gate {
 };
 }  // namespace
 
-thread_pool::thread_pool(std::string name)
+thread_pool::thread_pool(std::string name) try
     : name_(std::move(name)),
       queue_(detail::make_injector(pool_queue::mutex, 1024)),
       max_spinners_(default_max_spinners()),
-      out_of_memory_report_(make_out_of_memory_report(name_)) {}
+      out_of_memory_report_(make_out_of_memory_report(name_)) {
+} catch (const std::bad_alloc&) {
+  throw error_exception(detail::out_of_memory_error().value);
+}
 
 thread_pool::thread_pool(detail::custom_injector_t, std::string name, std::unique_ptr<detail::injector> queue,
                          std::uint32_t latency_sample_every, error_handler on_error, backpressure bounds,
-                         std::size_t worker_stack_size)
+                         std::size_t worker_stack_size) try
     : name_(std::move(name)),
       queue_(std::move(queue)),
       bounds_(bounds),
@@ -132,9 +135,11 @@ thread_pool::thread_pool(detail::custom_injector_t, std::string name, std::uniqu
       out_of_memory_report_(make_out_of_memory_report(name_)) {
   validate(bounds_);
   if (on_error) handler_ = std::make_shared<const error_handler>(std::move(on_error));
+} catch (const std::bad_alloc&) {
+  throw error_exception(detail::out_of_memory_error().value);
 }
 
-thread_pool::thread_pool(std::size_t worker_count, pool_options options)
+thread_pool::thread_pool(std::size_t worker_count, pool_options options) try
     : name_(std::move(options.name)),
       queue_(detail::make_injector(options.queue, options.initial_queue_capacity)),
       queue_kind_(options.queue),
@@ -149,15 +154,13 @@ thread_pool::thread_pool(std::size_t worker_count, pool_options options)
   }
   if (worker_count > max_workers) throw error_exception(too_many_workers(worker_count).value);
   if (options.on_error) handler_ = std::make_shared<const error_handler>(std::move(options.on_error));
-  try {
-    workers_.reserve(worker_count);
-    for (std::size_t i = 0; i < worker_count; ++i) workers_.push_back(std::make_unique<thread_worker>());
-  } catch (const std::bad_alloc&) {
-    throw error_exception(error{error_code::resource_exhausted, "thread_pool: out of memory for the workers"});
-  }
+  workers_.reserve(worker_count);
+  for (std::size_t i = 0; i < worker_count; ++i) workers_.push_back(std::make_unique<thread_worker>());
   // All or none: when start() fails no thread is running, so throwing here
   // leaves nothing behind.
   if (auto r = start(); !r) throw error_exception(r.error());
+} catch (const std::bad_alloc&) {
+  throw error_exception(detail::out_of_memory_error().value);
 }
 
 thread_pool::~thread_pool() {
@@ -508,12 +511,16 @@ result<void> thread_pool::enqueue(std::unique_ptr<job> j) {
     return make_error(error_code::invalid_argument,
                       "thread_pool::enqueue: job '" + j->get_name() + "' has nothing to run (an empty callback)");
   }
-  return push_one(job_function(detail::seed_job_adapter{std::move(j)}));
+  return push_one(job_function(detail::seed_job_adapter{std::move(j)}));  // inline: allocates nothing
 }
 
 result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<job>> jobs) {
   std::vector<job_function> batch;
-  batch.reserve(jobs.size());
+  try {
+    batch.reserve(jobs.size());
+  } catch (const std::bad_alloc&) {
+    return detail::out_of_memory_error();
+  }
   for (auto& j : jobs) {
     if (!j) return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: null job in batch");
     if (!j->runnable()) {
@@ -619,6 +626,10 @@ bool thread_pool::take_from_lifo_slot(thread_worker& w, bool helping, detail::jo
 
 result<void> thread_pool::push_one(job_function&& fn) {
   if (!fn) return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': empty job");
+  return detail::refuse_if_out_of_memory([&] { return push_one_unchecked(std::move(fn)); });
+}
+
+result<void> thread_pool::push_one_unchecked(job_function&& fn) {
   if (local_deques_) {
     if (thread_worker* w = own_worker()) return push_local(*w, std::move(fn));
   }
@@ -642,6 +653,10 @@ result<void> thread_pool::push_to_injector(job_function&& fn) {
 
 result<void> thread_pool::push_batch(std::span<job_function> fns) {
   if (fns.empty()) return {};
+  return detail::refuse_if_out_of_memory([&] { return push_batch_unchecked(fns); });
+}
+
+result<void> thread_pool::push_batch_unchecked(std::span<job_function> fns) {
   for (auto& fn : fns) stamp_if_sampled(fn);
   // One wake-up; the woken worker wakes the next while work remains
   // (see worker_main), so a burst wakes only as many workers as it keeps busy.
@@ -956,7 +971,17 @@ bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, 
       }
     }
     const std::size_t share = worker_count_.load(std::memory_order_relaxed);  // a hint
-    const std::size_t n = queue_->pop_for(w.responsibility_mask_, local.first(limit), share);
+    std::size_t n = 0;
+    try {
+      n = queue_->pop_for(w.responsibility_mask_, local.first(limit), share);
+    } catch (const std::bad_alloc&) {
+      // The queue could not take a job without memory (a lock-free queue's
+      // hazard record): nothing was taken. Give the CPU away and look again
+      // later; other workers and the deque's jobs go on meanwhile.
+      note_allocation_failure(w);
+      std::this_thread::yield();
+      return false;
+    }
     if (n == 0) return false;
     // Typed pools: the kind of the batch whose rest goes onto the deque.
     if (n > 1 && !local_deques_) w.batch_rank_ = static_cast<unsigned>((local[0].tag() & 0x7f) - 1);
@@ -1138,6 +1163,11 @@ void thread_pool::report_failure(std::exception_ptr e) noexcept {
       (*handler)(e);
       return;
     }
+    if (e == out_of_memory_report_) {  // not a job's failure: a worker ran out of memory
+      std::fprintf(stderr, "thread_system: pool '%s': a worker could not allocate; it goes on one job at a time\n",
+                   name_.c_str());
+      return;
+    }
     try {
       std::rethrow_exception(e);
     } catch (const std::exception& ex) {
@@ -1207,11 +1237,29 @@ void thread_pool::wait_idle() {
   }
 }
 
+namespace {
+// queue.pop_share(out, 1), retried while the queue throws std::bad_alloc
+// (nothing is taken then): at most `attempts` times, yielding in between;
+// 0 attempts means until it works. Returns 0 when it gave up.
+std::size_t pop_retrying(detail::injector& queue, std::span<job_function> out, unsigned attempts) noexcept {
+  for (unsigned i = 0; attempts == 0 || i < attempts; ++i) {
+    try {
+      return queue.pop_share(out, 1);
+    } catch (const std::bad_alloc&) {
+      std::this_thread::yield();
+    }
+  }
+  return 0;
+}
+}  // namespace
+
 std::uint64_t thread_pool::cancel_queued() noexcept {
   std::array<job_function, max_batch> local;
   std::uint64_t n = 0;
   for (;;) {
-    const std::size_t got = queue_->pop_share(local, 1);
+    // Giving up is safe: cancel_requested_ is set, so the workers cancel
+    // whatever is left as they take it.
+    const std::size_t got = pop_retrying(*queue_, local, 1000);
     if (got == 0) return n;
     for (std::size_t i = 0; i < got; ++i) {
       const std::uint8_t tag = local[i].tag();
@@ -1271,7 +1319,8 @@ stop_report thread_pool::stop(stop_mode mode) {
   if (!was_running) {
     // No worker ever ran: drain on this thread so "drain" keeps its promise.
     std::array<job_function, max_batch> local;
-    for (std::size_t n = queue_->pop_share(local, 1); n > 0; n = queue_->pop_share(local, 1)) {
+    // Until it works: no one else will ever take these jobs.
+    for (std::size_t n = pop_retrying(*queue_, local, 0); n > 0; n = pop_retrying(*queue_, local, 0)) {
       run_batch(caller_runner_, std::span(local.data(), n));
     }
   }

@@ -218,6 +218,40 @@ class [[nodiscard]] result<void> {
   std::optional<thread_system::error> error_;
 };
 
+namespace detail {
+
+/// The error every entry point reports when memory runs out. Its message
+/// is short enough to be stored without allocating.
+[[nodiscard]] inline unexpected_error out_of_memory_error() noexcept {
+  return unexpected_error{error{error_code::resource_exhausted, std::string("out of memory")}};
+}
+
+/// Calls `f` (which returns a result) and turns a std::bad_alloc it throws
+/// into `resource_exhausted`: the one way every result-returning entry
+/// point reports an allocation failure.
+template <typename F>
+[[nodiscard]] auto refuse_if_out_of_memory(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return out_of_memory_error();
+  }
+}
+
+/// Calls `f` and turns a std::bad_alloc it throws into
+/// error_exception{resource_exhausted}: the same for entry points that
+/// report refusals by throwing (constructors, submit()).
+template <typename F>
+decltype(auto) throw_if_out_of_memory(F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    throw error_exception(out_of_memory_error().value);
+  }
+}
+
+}  // namespace detail
+
 /// Seed-compatible spelling of `result<void>`.
 using result_void = result<void>;
 

@@ -37,8 +37,10 @@
 // have finished (later exceptions are dropped); once a body has thrown, the
 // pieces and chunks that have not started yet are skipped (a chunk in
 // progress runs to its end), so the call returns promptly however large the
-// range. If the pool is stopping, pieces it refuses run on the calling
-// thread, so the call still processes every index.
+// range. Pieces the pool refuses (it is stopping, a bounded queue is full,
+// memory ran out) run on the calling thread, so the call still processes
+// every index; with no memory even for its bookkeeping the whole loop runs
+// serially on the caller.
 //
 // parallel_reduce applies `reduce_range(lo, hi, identity)` to leaf ranges and
 // `combine(left, right)` up a fixed binary tree that depends only on the
@@ -54,6 +56,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <new>
 #include <memory>
 #include <mutex>
 #include <type_traits>
@@ -206,7 +209,14 @@ void parallel_for(thread_pool& pool, I first, I last, F&& f, std::size_t grain_i
   const std::uint64_t grain =
       grain_indices != 0 ? grain_indices : detail::default_grain(pool.worker_count(), first, last);
   using body_t = std::remove_reference_t<F>;
-  auto st = std::make_shared<detail::parallel_for_state<I, body_t>>(pool, f, grain);
+  std::shared_ptr<detail::parallel_for_state<I, body_t>> st;
+  try {
+    st = std::make_shared<detail::parallel_for_state<I, body_t>>(pool, f, grain);
+  } catch (const std::bad_alloc&) {
+    // No memory to share the loop: run it here, serially, which needs none.
+    for (I i = first; i < last; ++i) f(i);
+    return;
+  }
   if (pool.is_worker_thread()) {
     detail::run_piece<I, body_t>(st, first, last);
   } else {
@@ -261,8 +271,7 @@ requires std::invocable<RangeReduce&, I, I, T> && std::invocable<Combine&, T, T>
       try {
         right = pool.submit([this, mid, hi] { return (*this)(mid, hi); });
         spawned = true;
-      } catch (const error_exception& e) {
-        if (e.code() != error_code::pool_stopped) throw;
+      } catch (const error_exception&) {  // refused (stopping, full, out of memory): this thread does it
       }
       // If the left half throws, the right half must still finish before
       // this frame (which it references) goes away.

@@ -15,8 +15,9 @@
 // Contract:
 //   * run() may be called from any thread, including from jobs of the group.
 //     From one of the pool's workers the job goes onto that worker's deque
-//     (idle workers steal it). If the pool refuses it (stopping), run()
-//     executes it on the calling thread, so a group never loses a job.
+//     (idle workers steal it). If the pool refuses it (stopping, full, out
+//     of memory), run() executes it on the calling thread, so a group never
+//     loses a job and run() itself never fails.
 //   * wait() returns when every job run() so far has finished; on a worker
 //     it helps run other jobs meanwhile. Everything the jobs did is visible
 //     after wait() returns. The first exception thrown by a job is rethrown
@@ -28,6 +29,7 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <new>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -57,18 +59,19 @@ class task_group {
     // relaxed: the enqueue below publishes the job, and its finish() RMW is
     // ordered after this increment through it.
     pending_.fetch_add(1, std::memory_order_relaxed);
+    std::optional<job_function> wrapped;
     try {
-      job_function wrapped(group_job<std::decay_t<F>>{this, std::decay_t<F>(std::forward<F>(f))});
-      // A refused job_function is left untouched (see thread_pool::enqueue),
-      // so the group can run it here instead of losing it.
-      if (auto r = pool_.enqueue(std::move(wrapped)); !r) wrapped();
-    } catch (...) {
-      // Out of memory before the job existed: it will never finish, so take
-      // its count back (no waiter can be sleeping on this count yet: the
-      // group's own thread is here).
-      pending_.fetch_sub(1, std::memory_order_relaxed);
-      throw;
+      wrapped.emplace(group_job<std::decay_t<F>>{this, std::decay_t<F>(std::forward<F>(f))});
+    } catch (const std::bad_alloc&) {
+      // No memory to wrap the job (a capture too large to store inline):
+      // run it here, now, which needs none. f was not moved from: the
+      // allocation comes before the copy.
+      run_here(f);
+      return;
     }
+    // A refused job_function is left untouched (see thread_pool::enqueue),
+    // so the group runs it here instead of losing it.
+    if (auto r = pool_.enqueue(std::move(*wrapped)); !r) (*wrapped)();
   }
 
   /// Waits for every job run() so far; rethrows the first exception.
@@ -106,6 +109,18 @@ class task_group {
   }
 
  private:
+  // Runs `f` on this thread as a job of the group (its exception recorded
+  // like any job's) and counts it finished.
+  template <typename F>
+  void run_here(F& f) noexcept {
+    try {
+      f();
+    } catch (...) {
+      record(std::current_exception());
+    }
+    finish();
+  }
+
   static constexpr std::uint32_t sleeper_bit = 0x8000'0000U;
   static constexpr std::uint32_t count_mask = 0x7fff'ffffU;
 

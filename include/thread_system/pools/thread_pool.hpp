@@ -396,24 +396,25 @@ class thread_pool {
   requires std::is_invocable_v < std::decay_t<F>
   & > &&(!std::is_convertible_v<F, std::unique_ptr<job>>)&&(!std::is_convertible_v<F, std::unique_ptr<thread_worker>>)
           result<void> enqueue(F&& f) {
-    job_function fn(std::forward<F>(f));
-    return push_one(std::move(fn));
+    return detail::refuse_if_out_of_memory([&] { return push_one(job_function(std::forward<F>(f))); });
   }
 
   /// A range of callables, accepted all or none under one queue lock.
   template <std::ranges::input_range R>
   requires std::is_invocable_v < std::decay_t<std::ranges::range_reference_t<R>>
   & > result<void> enqueue_batch(R&& callables) {
-    std::vector<job_function> batch;
-    if constexpr (std::ranges::sized_range<R>) batch.reserve(std::ranges::size(callables));
-    for (auto&& c : callables) {
-      if constexpr (std::is_rvalue_reference_v<R&&>) {
-        batch.emplace_back(std::move(c));
-      } else {
-        batch.emplace_back(c);
+    return detail::refuse_if_out_of_memory([&]() -> result<void> {
+      std::vector<job_function> batch;
+      if constexpr (std::ranges::sized_range<R>) batch.reserve(std::ranges::size(callables));
+      for (auto&& c : callables) {
+        if constexpr (std::is_rvalue_reference_v<R&&>) {
+          batch.emplace_back(std::move(c));
+        } else {
+          batch.emplace_back(c);
+        }
       }
-    }
-    return push_batch(batch);
+      return push_batch(batch);
+    });
   }
 
   /// Runs `f(args...)` once and returns a future for its result or
@@ -425,9 +426,11 @@ class thread_pool {
   requires std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>
   [[nodiscard]] auto submit(F&& f, Args&&... args)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
-    auto [result_future, fn] = detail::make_submission(std::forward<F>(f), std::forward<Args>(args)...);
-    if (auto r = push_one(std::move(fn)); !r) throw error_exception(r.error());
-    return std::move(result_future);
+    return detail::throw_if_out_of_memory([&] {
+      auto [result_future, fn] = detail::make_submission(std::forward<F>(f), std::forward<Args>(args)...);
+      if (auto r = push_one(std::move(fn)); !r) throw error_exception(r.error());
+      return std::move(result_future);
+    });
   }
 
   /// `f()` as a job carrying `token`: if the token is cancelled before the
@@ -436,8 +439,8 @@ class thread_pool {
   template <typename F>
   requires std::is_invocable_v < std::decay_t<F>
   & > result<void> enqueue(cancellation_token token, F&& f) {
-    job_function fn = detail::make_cancellable_job(std::move(token), std::forward<F>(f));
-    return push_one(std::move(fn));
+    return detail::refuse_if_out_of_memory(
+        [&] { return push_one(detail::make_cancellable_job(std::move(token), std::forward<F>(f))); });
   }
 
   /// submit() with a token: cancelled before it starts, the job does not run
@@ -446,10 +449,12 @@ class thread_pool {
   requires std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>
   [[nodiscard]] auto submit(cancellation_token token, F&& f, Args&&... args)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
-    auto [result_future, fn] =
-        detail::make_cancellable_submission(std::move(token), std::forward<F>(f), std::forward<Args>(args)...);
-    if (auto r = push_one(std::move(fn)); !r) throw error_exception(r.error());
-    return std::move(result_future);
+    return detail::throw_if_out_of_memory([&] {
+      auto [result_future, fn] =
+          detail::make_cancellable_submission(std::move(token), std::forward<F>(f), std::forward<Args>(args)...);
+      if (auto r = push_one(std::move(fn)); !r) throw error_exception(r.error());
+      return std::move(result_future);
+    });
   }
 
   // ---- timers --------------------------------------------------------------
@@ -647,6 +652,8 @@ class thread_pool {
 
 
   result<void> push_one(job_function&& fn);
+  result<void> push_one_unchecked(job_function&& fn);
+  result<void> push_batch_unchecked(std::span<job_function> fns);
   // push_one() for a job that goes through the injector.
   result<void> push_to_injector(job_function&& fn);
   result<void> push_local(thread_worker& w, job_function&& fn);

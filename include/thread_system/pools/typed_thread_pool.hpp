@@ -215,6 +215,8 @@ class typed_thread_pool_t {
   /// Seed style: no workers, not started.
   explicit typed_thread_pool_t(std::string name = "typed_thread_pool", typed_pool_options<T> options = {})
       : typed_thread_pool_t(with_name(std::move(options), std::move(name))) {}
+  // (Arguments are built by the caller: an allocation failure there is the
+  // caller's std::bad_alloc, before this pool exists.)
 
   /// Concise: `universal_workers` universal workers, started. Throws
   /// error_exception (invalid_argument for 0 workers, or the start error).
@@ -223,16 +225,26 @@ class typed_thread_pool_t {
     if (universal_workers == 0) {
       throw error_exception(error{error_code::invalid_argument, "typed_thread_pool: worker count must be at least 1"});
     }
+    if (universal_workers > thread_pool::max_workers) {
+      throw error_exception(error{error_code::invalid_argument,
+                                  "typed_thread_pool: " + std::to_string(universal_workers) +
+                                      " workers requested; a pool has at most " +
+                                      std::to_string(thread_pool::max_workers)});
+    }
     for (std::size_t i = 0; i < universal_workers; ++i) {
-      if (auto r = add_worker(std::make_unique<worker_type>()); !r) throw error_exception(r.error());
+      auto w = detail::throw_if_out_of_memory([] { return std::make_unique<worker_type>(); });
+      if (auto r = add_worker(std::move(w)); !r) throw error_exception(r.error());
     }
     if (auto r = start(); !r) {
       (void)stop(stop_mode::cancel_pending);
       throw error_exception(r.error());
     }
   }
-  explicit typed_thread_pool_t(std::size_t universal_workers)
-      : typed_thread_pool_t(universal_workers, typed_pool_options<T>{}) {}
+  explicit typed_thread_pool_t(std::size_t universal_workers) try
+      : typed_thread_pool_t(universal_workers, typed_pool_options<T>{}) {
+  } catch (const std::bad_alloc&) {  // the default options' name
+    throw error_exception(detail::out_of_memory_error().value);
+  }
 
   typed_thread_pool_t(const typed_thread_pool_t&) = delete;
   typed_thread_pool_t& operator=(const typed_thread_pool_t&) = delete;
@@ -262,45 +274,17 @@ class typed_thread_pool_t {
   /// after stop: `pool_stopped`. On a running pool it starts at once.
   result<void> add_worker(std::unique_ptr<worker_type> worker) {
     if (!worker) return make_error(error_code::invalid_argument, "typed_thread_pool::add_worker: null worker");
-    std::vector<std::unique_ptr<worker_type>> one;
-    one.push_back(std::move(worker));
-    return enqueue_batch(std::move(one));
+    return detail::refuse_if_out_of_memory([&] {
+      std::vector<std::unique_ptr<worker_type>> one;
+      one.push_back(std::move(worker));
+      return enqueue_batch(std::move(one));
+    });
   }
   result<void> enqueue(std::unique_ptr<worker_type> worker) { return add_worker(std::move(worker)); }
 
   /// Adds all workers, or none when one is refused up front (see add_worker).
   result<void> enqueue_batch(std::vector<std::unique_ptr<worker_type>> workers) {
-    std::lock_guard lock(config_mutex_);
-    std::vector<std::uint64_t> masks;
-    masks.reserve(workers.size());
-    for (const auto& w : workers) {
-      if (!w) return make_error(error_code::invalid_argument, "typed_thread_pool::enqueue_batch: null worker in batch");
-      if (w->attached_.load(std::memory_order_acquire)) {  // pairs with the release below
-        return make_error(error_code::invalid_argument, "typed_thread_pool: the worker already belongs to a pool");
-      }
-      std::uint64_t mask = 0;
-      if (w->responsibilities_.empty()) {
-        mask = ~std::uint64_t{0};
-      } else {
-        for (T t : w->responsibilities_) {
-          auto rank = rank_of(t);
-          if (!rank) return unexpected_error(rank.error());
-          mask |= std::uint64_t{1} << *rank;
-        }
-      }
-      masks.push_back(mask);
-    }
-    std::vector<std::unique_ptr<thread_worker>> base;
-    base.reserve(workers.size());
-    for (std::size_t i = 0; i < workers.size(); ++i) {
-      workers[i]->responsibility_mask_ = masks[i];
-      // release: a later set_responsibilities() that sees it refuses.
-      workers[i]->attached_.store(true, std::memory_order_release);
-      base.push_back(std::move(workers[i]));
-    }
-    auto r = core_.enqueue_batch(std::move(base));
-    refresh_served();  // exactly the workers the pool kept (a start may fail part-way)
-    return r;
+    return detail::refuse_if_out_of_memory([&] { return add_workers(std::move(workers)); });
   }
 
   /// Starts the workers (as thread_pool::start()).
@@ -324,18 +308,19 @@ class typed_thread_pool_t {
   template <typename F>
   requires std::is_invocable_v < std::decay_t<F>
   & > result<void> enqueue(T type, F&& f) {
-    job_function fn(std::forward<F>(f));
-    return enqueue(type, std::move(fn));
+    return detail::refuse_if_out_of_memory([&] { return enqueue(type, job_function(std::forward<F>(f))); });
   }
 
   /// A job_function of `type`. On refusal `fn` is left untouched.
   result<void> enqueue(T type, job_function&& fn) {
     if (!fn) return make_error(error_code::invalid_argument, "typed_thread_pool '" + core_.get_name() + "': empty job");
-    auto rank = routable_rank(type);
-    if (!rank) return unexpected_error(rank.error());
-    core_.stamp_if_sampled(fn);
-    return core_.push_external(std::uint64_t{1} << *rank, std::span<job_function>(&fn, 1),
-                               [&] { return injector().push_kind(*rank, std::move(fn)); });
+    return detail::refuse_if_out_of_memory([&]() -> result<void> {
+      auto rank = routable_rank(type);
+      if (!rank) return unexpected_error(rank.error());
+      core_.stamp_if_sampled(fn);
+      return core_.push_external(std::uint64_t{1} << *rank, std::span<job_function>(&fn, 1),
+                                 [&] { return injector().push_kind(*rank, std::move(fn)); });
+    });
   }
 
   /// Seed-style typed job; its type() routes it. Null: `invalid_argument`.
@@ -353,6 +338,12 @@ class typed_thread_pool_t {
   template <std::ranges::input_range R>
   requires std::is_invocable_v < std::decay_t<std::ranges::range_reference_t<R>>
   & > result<void> enqueue_batch(T type, R&& callables) {
+    return detail::refuse_if_out_of_memory([&] { return enqueue_range(type, std::forward<R>(callables)); });
+  }
+
+ private:
+  template <typename R>
+  result<void> enqueue_range(T type, R&& callables) {
     auto rank = routable_rank(type);
     if (!rank) return unexpected_error(rank.error());
     std::vector<job_function> batch;
@@ -373,6 +364,8 @@ class typed_thread_pool_t {
                                [&] { return injector().push_kind_batch(*rank, batch); });
   }
 
+ public:
+
   /// Runs `f(args...)` as a job of `type`; the future carries its result or
   /// exception, and waiting on it from one of this pool's workers helps run
   /// other jobs that worker serves. Throws error_exception when refused.
@@ -382,9 +375,11 @@ class typed_thread_pool_t {
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
     auto rank = routable_rank(type);
     if (!rank) throw error_exception(rank.error());
-    auto [result_future, fn] = detail::make_submission(std::forward<F>(f), std::forward<Args>(args)...);
-    if (auto r = enqueue(type, std::move(fn)); !r) throw error_exception(r.error());
-    return std::move(result_future);
+    return detail::throw_if_out_of_memory([&] {
+      auto [result_future, fn] = detail::make_submission(std::forward<F>(f), std::forward<Args>(args)...);
+      if (auto r = enqueue(type, std::move(fn)); !r) throw error_exception(r.error());
+      return std::move(result_future);
+    });
   }
 
   // ---- lifecycle ---------------------------------------------------------------
@@ -458,7 +453,41 @@ class typed_thread_pool_t {
   }
 
  private:
-  explicit typed_thread_pool_t(typed_pool_options<T>&& options)
+  result<void> add_workers(std::vector<std::unique_ptr<worker_type>> workers) {
+    std::lock_guard lock(config_mutex_);
+    std::vector<std::uint64_t> masks;
+    masks.reserve(workers.size());
+    for (const auto& w : workers) {
+      if (!w) return make_error(error_code::invalid_argument, "typed_thread_pool::enqueue_batch: null worker in batch");
+      if (w->attached_.load(std::memory_order_acquire)) {  // pairs with the release below
+        return make_error(error_code::invalid_argument, "typed_thread_pool: the worker already belongs to a pool");
+      }
+      std::uint64_t mask = 0;
+      if (w->responsibilities_.empty()) {
+        mask = ~std::uint64_t{0};
+      } else {
+        for (T t : w->responsibilities_) {
+          auto rank = rank_of(t);
+          if (!rank) return unexpected_error(rank.error());
+          mask |= std::uint64_t{1} << *rank;
+        }
+      }
+      masks.push_back(mask);
+    }
+    std::vector<std::unique_ptr<thread_worker>> base;
+    base.reserve(workers.size());
+    for (std::size_t i = 0; i < workers.size(); ++i) {
+      workers[i]->responsibility_mask_ = masks[i];
+      // release: a later set_responsibilities() that sees it refuses.
+      workers[i]->attached_.store(true, std::memory_order_release);
+      base.push_back(std::move(workers[i]));
+    }
+    auto r = core_.enqueue_batch(std::move(base));
+    refresh_served();  // exactly the workers the pool kept (a start may fail part-way)
+    return r;
+  }
+
+  explicit typed_thread_pool_t(typed_pool_options<T>&& options) try
       : options_(std::move(options)),
         core_(detail::custom_injector_t{}, options_.name,
               std::make_unique<detail::typed_injector>(options_.queue, options_.aging_bound),
@@ -477,6 +506,8 @@ class typed_thread_pool_t {
         }
       }
     }
+  } catch (const std::bad_alloc&) {
+    throw error_exception(detail::out_of_memory_error().value);
   }
 
   static typed_pool_options<T> with_name(typed_pool_options<T> o, std::string name) {

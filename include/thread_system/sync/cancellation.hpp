@@ -380,7 +380,8 @@ inline void cancellation_registration::detach() noexcept {
 class cancellation_token {
  public:
   /// Seed API: a token with a new state of its own (allocates).
-  cancellation_token() : state_(std::make_shared<detail::cancellation_state>()) {}
+  cancellation_token()
+      : state_(detail::throw_if_out_of_memory([] { return std::make_shared<detail::cancellation_state>(); })) {}
 
   /// Seed API: same as the default constructor.
   [[nodiscard]] static cancellation_token create() { return cancellation_token{}; }
@@ -421,7 +422,7 @@ class cancellation_token {
 
   /// Registers `f` (invocable as `f()`, must not throw). See the header
   /// comment for exactly-once, inline-after-cancel and unregister semantics.
-  /// Throws std::bad_alloc if the node cannot be allocated.
+  /// Throws error_exception{resource_exhausted} if the node cannot be allocated.
   template <typename F>
       [[nodiscard(
           "the callback is unregistered when the handle dies; keep it or call .detach()")]] cancellation_registration
@@ -434,7 +435,7 @@ class cancellation_token {
       local();
       return {};
     }
-    auto* n = new detail::cancellation_callback_node<D>(std::forward<F>(f));
+    auto* n = detail::throw_if_out_of_memory([&] { return new detail::cancellation_callback_node<D>(std::forward<F>(f)); });
     if (!state_->try_link(n)) {
       n->invoke();
       delete n;  // never shared
@@ -469,7 +470,8 @@ class cancellation_token {
 class cancellation_source {
  public:
   /// A new, uncancelled state.
-  cancellation_source() : state_(std::make_shared<detail::cancellation_state>()) {}
+  cancellation_source()
+      : state_(detail::throw_if_out_of_memory([] { return std::make_shared<detail::cancellation_state>(); })) {}
 
   /// A new state cancelled as soon as any of `parents` is (at once if one
   /// already is). Tokens of none() are ignored.
