@@ -1287,11 +1287,9 @@ stop_report thread_pool::stop(stop_mode mode) {
   }
   if (timer_queue_to_stop != nullptr) (void)timer_queue_to_stop->stop(mode);
   std::lock_guard stop_lock(stop_mutex_);
-  bool was_running = false;
   {
     std::lock_guard lock(lifecycle_mutex_);
     if (state_.load(std::memory_order_relaxed) == state::stopped) return final_report_;
-    was_running = state_.load(std::memory_order_relaxed) == state::running;
     state_.store(state::stopping, std::memory_order_release);  // pairs with acquire in is_running()
   }
   // From here workers_ no longer changes: adding, starting and resizing
@@ -1316,8 +1314,13 @@ stop_report thread_pool::stop(stop_mode mode) {
   for (auto& w : workers_) {
     if (w->thread_.joinable()) w->thread_.join();
   }
-  if (!was_running) {
-    // No worker ever ran: drain on this thread so "drain" keeps its promise.
+  // Whatever is still queued runs (drain) or is cancelled (cancel_pending,
+  // through execute()) on this thread, so every accepted job is accounted
+  // for: jobs no worker ever ran (the pool never started), and jobs a
+  // worker left behind because its last pop needed memory it could not get
+  // (a worker leaves once the queue is closed and a look finds nothing).
+  // Workers are joined: nothing races with these pops.
+  {
     std::array<job_function, max_batch> local;
     // Until it works: no one else will ever take these jobs.
     for (std::size_t n = pop_retrying(*queue_, local, 0); n > 0; n = pop_retrying(*queue_, local, 0)) {

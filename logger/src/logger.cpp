@@ -50,7 +50,7 @@ std::size_t checked_capacity(const logger_options& o) {
 
 }  // namespace
 
-logger::logger(std::vector<std::shared_ptr<log_sink>> sinks, logger_options options)
+logger::logger(std::vector<std::shared_ptr<log_sink>> sinks, logger_options options) try
     : options_(std::move(options)), sinks_(checked_sinks(std::move(sinks))), ring_(checked_capacity(options_)) {
   constexpr std::size_t default_max_message_bytes = 16 * 1024;
   const std::size_t fits = detail::record_ring::max_text_for(ring_.capacity());
@@ -66,6 +66,10 @@ logger::logger(std::vector<std::shared_ptr<log_sink>> sinks, logger_options opti
     throw error_exception(
         thread_system::error{error_code::resource_exhausted, std::string("logger: cannot start writer: ") + e.what()});
   }
+} catch (const std::bad_alloc&) {
+  // Out of memory anywhere above (the buffer, the batch, the thread): the
+  // same refusal as every other entry point.
+  throw error_exception(detail::out_of_memory_error().value);
 }
 
 logger::~logger() { stop(); }
@@ -74,9 +78,15 @@ logger::~logger() { stop(); }
 // producers
 // ---------------------------------------------------------------------------
 
-result<void> logger::refuse_format(const char* what) {
+result<void> logger::refuse_format(const char* what) noexcept {
   rejected_.fetch_add(1, std::memory_order_relaxed);  // a statistic; publishes nothing
-  return make_error(error_code::invalid_argument, std::string("logger: formatting failed: ") + what);
+  return make_error_nothrow(error_code::invalid_argument,
+                            [what] { return std::string("logger: formatting failed: ") + what; });
+}
+
+result<void> logger::refuse_out_of_memory() noexcept {
+  rejected_.fetch_add(1, std::memory_order_relaxed);  // a statistic; publishes nothing
+  return detail::out_of_memory_error();
 }
 
 result<void> logger::enqueue(log_level level, const std::source_location& location, std::string_view text) {

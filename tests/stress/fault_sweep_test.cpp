@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/fault_sweep.hpp"
 #include "../support/test_support.hpp"
 #include "thread_system/pools/parallel_for.hpp"
 #include "thread_system/pools/task_group.hpp"
@@ -40,119 +41,12 @@
 #include "thread_system/pools/typed_thread_pool.hpp"
 #include "thread_system/sync/cancellation.hpp"
 
-namespace {
-// Armed: allocations are counted; the one whose number equals g_fail_at
-// throws. All relaxed: a count shared by every thread, no data published.
-std::atomic<bool> g_armed{false};
-std::atomic<std::uint64_t> g_count{0};
-std::atomic<std::uint64_t> g_fail_at{0};
-
-bool should_fail() noexcept {
-  if (!g_armed.load(std::memory_order_relaxed)) return false;
-  const std::uint64_t n = g_count.fetch_add(1, std::memory_order_relaxed) + 1;
-  return n == g_fail_at.load(std::memory_order_relaxed);
-}
-
-void* allocate(std::size_t n) {
-  if (should_fail()) throw std::bad_alloc();
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-
-void* allocate_aligned(std::size_t n, std::align_val_t al) {
-  if (should_fail()) throw std::bad_alloc();
-  const auto a = static_cast<std::size_t>(al);
-  const std::size_t rounded = (n + a - 1) / a * a;
-  if (void* p = std::aligned_alloc(a, rounded == 0 ? a : rounded)) return p;
-  throw std::bad_alloc();
-}
-}  // namespace
-
-// Replacements of the global allocation functions. Every form is replaced,
-// so each allocation is counted and each is paired with free().
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void* operator new(std::size_t n) { return allocate(n); }
-void* operator new[](std::size_t n) { return allocate(n); }
-void* operator new(std::size_t n, std::align_val_t a) { return allocate_aligned(n, a); }
-void* operator new[](std::size_t n, std::align_val_t a) { return allocate_aligned(n, a); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return allocate(n);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return allocate(n);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-
 namespace ts = thread_system;
 using namespace std::chrono_literals;
 
 namespace {
+using fault::outcome;
 
-// What one run of the workload saw.
-struct outcome {
-  std::uint64_t unreported = 0;  // a std::bad_alloc (or other foreign exception) escaped a library call
-  std::uint64_t refused = 0;     // refusals for lack of memory (resource_exhausted), reported as errors
-  std::uint64_t broken = 0;      // an accounting invariant failed
-  std::uint64_t on_workers = 0;  // allocation failures workers counted (and survived)
-  std::string first_problem;
-
-  void problem(const std::string& what) {
-    ++broken;
-    if (first_problem.empty()) first_problem = what;
-  }
-};
-
-// Calls `f` (a library call). Returns true when it was accepted; counts a
-// refusal reported as an error, or a foreign exception as unreported.
-template <typename F>
-bool attempt_at(outcome& out, int line, F&& f) {
-  try {
-    if constexpr (std::is_void_v<decltype(f())>) {
-      f();
-      return true;
-    } else {
-      auto r = f();
-      if (r) return true;
-      if (r.error().code() == ts::error_code::resource_exhausted) ++out.refused;
-      return false;
-    }
-  } catch (const ts::error_exception& e) {
-    if (e.code() == ts::error_code::resource_exhausted) ++out.refused;
-    return false;
-  } catch (...) {
-    ++out.unreported;
-    if (out.first_problem.empty()) {
-      try {
-        throw;
-      } catch (const std::exception& e) {
-        out.first_problem = "unreported exception at line " + std::to_string(line) + ": " + e.what();
-      } catch (...) {
-        out.first_problem = "unreported non-standard exception at line " + std::to_string(line);
-      }
-    }
-    return false;
-  }
-}
-
-// attempt(out, f): attempt_at() naming the caller's line.
-#define attempt(out, ...) attempt_at(out, __LINE__, __VA_ARGS__)
 
 void check_report(outcome& out, const ts::stop_report& r, const char* pool) {
   if (r.accepted != r.executed + r.cancelled) {
@@ -320,61 +214,60 @@ void workload(outcome& out) {
   }
 }
 
-std::uint64_t run_once(std::uint64_t fail_at, outcome& out) {
-  out.first_problem.reserve(256);  // a problem found while armed is recorded without allocating
-  g_count.store(0, std::memory_order_relaxed);
-  g_fail_at.store(fail_at, std::memory_order_relaxed);
-  g_armed.store(true, std::memory_order_relaxed);
-  try {
-    workload(out);
-  } catch (...) {  // a library call the workload did not expect to throw
-    ++out.unreported;
-    if (out.first_problem.empty()) out.first_problem = "an exception escaped an unguarded call";
-  }
-  g_armed.store(false, std::memory_order_relaxed);
-  return g_count.load(std::memory_order_relaxed);
-}
-
 }  // namespace
 
-TEST(FaultSweep, EveryAllocationFailureIsSurvivedAndReported) {
-  // A clean run counts the allocations (N varies a little between runs:
-  // threads race for the node chunks).
-  outcome clean;
-  const std::uint64_t n = run_once(0, clean);
-  ASSERT_EQ(clean.unreported, 0U) << clean.first_problem;
-  ASSERT_EQ(clean.broken, 0U) << clean.first_problem;
-  ASSERT_EQ(clean.refused, 0U) << "a clean run refused something";
-  ASSERT_GT(n, 0U);
+TEST(FaultSweep, EveryAllocationFailureIsSurvivedAndReported) { fault::sweep(workload); }
 
-  // Every k while the budget lasts, in a random order (so a short budget
-  // still covers the whole range), at least `min_runs` of them.
-  std::uint64_t seed = std::random_device{}();
-  if (const char* env = std::getenv("THREAD_SYSTEM_FAULT_SEED")) seed = std::strtoull(env, nullptr, 10);
-  std::vector<std::uint64_t> ks(n);
-  std::iota(ks.begin(), ks.end(), 1);
-  std::shuffle(ks.begin(), ks.end(), std::mt19937_64(seed));
-  const std::size_t min_runs = std::min<std::size_t>(ks.size(), ts::test::scaled(200));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
-  std::uint64_t injected = 0;
-  std::uint64_t survived = 0;
-  std::uint64_t refusals = 0;
-  std::uint64_t on_workers = 0;
-  for (std::size_t i = 0; i < ks.size(); ++i) {
-    if (i >= min_runs && std::chrono::steady_clock::now() > deadline) break;
-    outcome out;
-    (void)run_once(ks[i], out);
-    ++injected;
-    refusals += out.refused;
-    on_workers += out.on_workers;
-    EXPECT_EQ(out.unreported, 0U) << "k = " << ks[i] << " (seed " << seed << "): " << out.first_problem;
-    EXPECT_EQ(out.broken, 0U) << "k = " << ks[i] << " (seed " << seed << "): " << out.first_problem;
-    if (out.unreported == 0 && out.broken == 0) ++survived;
-  }
-  std::printf("faults injected: %llu, survived: %llu (of N = %llu allocations per run; seed %llu; %llu refusals "
-              "reported as errors, %llu failures absorbed by workers)\n",
-              static_cast<unsigned long long>(injected), static_cast<unsigned long long>(survived),
-              static_cast<unsigned long long>(n), static_cast<unsigned long long>(seed),
-              static_cast<unsigned long long>(refusals), static_cast<unsigned long long>(on_workers));
-  EXPECT_EQ(survived, injected);
+// A worker that cannot allocate goes on without: a job makes every
+// allocation of its worker's thread fail, then spawns children. Each child
+// needs a deque node the worker cannot get, so it goes through the
+// injector instead (or is refused with resource_exhausted when that needs
+// memory too). The failures are counted in the statistics, the first is
+// reported to the error handler, and every accepted child runs.
+TEST(WorkerOutOfMemory, IsCountedReportedAndLosesNoAcceptedJob) {
+  std::atomic<int> oom_reports{0};
+  std::atomic<int> other_reports{0};
+  ts::pool_options o = ts::test::pool_opts("oom");
+  o.on_error = [&](std::exception_ptr e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const ts::error_exception& x) {
+      (x.code() == ts::error_code::resource_exhausted ? oom_reports : other_reports).fetch_add(1);
+    } catch (...) {
+      other_reports.fetch_add(1);
+    }
+  };
+  ts::thread_pool pool{1, o};
+  constexpr int children = 5000;
+  std::atomic<int> ran{0};
+  int accepted = 0;
+  int refused = 0;
+  int unreported = 0;
+  auto spawner = pool.submit([&] {
+    fault::tl_fail_all = true;  // from here every allocation of this worker's thread fails
+    for (int i = 0; i < children; ++i) {
+      try {
+        if (pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); })) {
+          ++accepted;
+        } else {
+          ++refused;
+        }
+      } catch (...) {
+        ++unreported;
+      }
+    }
+    fault::tl_fail_all = false;
+  });
+  spawner.get();
+  pool.wait_idle();
+  const auto stats = pool.get_statistics();
+  const ts::stop_report report = pool.stop();
+  EXPECT_EQ(unreported, 0);
+  EXPECT_EQ(accepted + refused, children);
+  EXPECT_GT(accepted, 0) << "the injector had room: children must get through without a deque node";
+  EXPECT_EQ(ran.load(), accepted);
+  EXPECT_GE(stats.allocation_failures, 1U);
+  EXPECT_GE(oom_reports.load(), 1);
+  EXPECT_EQ(other_reports.load(), 0);
+  EXPECT_EQ(report.accepted, report.executed + report.cancelled);
 }

@@ -27,7 +27,10 @@
 //     drops since the previous such record) before the next records it
 //     writes, at flush() and at stop. A call after stop() returns
 //     `pool_stopped` and is counted in `rejected`; a call whose formatting
-//     throws returns `invalid_argument` and is counted in `rejected`.
+//     throws returns `invalid_argument` and is counted in `rejected`; one
+//     whose formatting runs out of memory returns `resource_exhausted`,
+//     counted likewise. No logging member throws std::bad_alloc
+//     (tests: logger_fault_sweep_test.cpp fails each allocation in turn).
 //   * overflow_policy::block: a call that finds the buffer full spins
 //     briefly, then sleeps until the writer frees room (no busy wait). It
 //     fails with `pool_stopped` if stop() begins while it waits. A call from
@@ -119,7 +122,7 @@ struct logger_statistics {
   std::uint64_t accepted = 0;      ///< Calls whose record entered the buffer.
   std::uint64_t written = 0;       ///< Records handed to the sinks (excludes the "dropped" notices).
   std::uint64_t dropped = 0;       ///< Calls refused because the buffer was full (drop policy).
-  std::uint64_t rejected = 0;      ///< Calls refused after stop() or because formatting threw.
+  std::uint64_t rejected = 0;      ///< Calls refused after stop(), because formatting threw, or out of memory.
   std::uint64_t truncated = 0;     ///< Accepted records whose message was cut.
   std::uint64_t blocked = 0;       ///< Times a producer slept waiting for room (block policy).
   std::uint64_t sink_errors = 0;   ///< Failed sink writes and flushes.
@@ -156,7 +159,8 @@ class logger {
  public:
   /// Starts the writer thread. Throws error_exception: invalid_argument (a
   /// null sink, capacity 0, max_message_bytes not fitting the buffer,
-  /// batch_size 0), resource_exhausted (the thread could not be started).
+  /// batch_size 0), resource_exhausted (the thread could not be started, or
+  /// memory ran out; never a raw std::bad_alloc).
   explicit logger(std::vector<std::shared_ptr<log_sink>> sinks, logger_options options = {});
   logger(const logger&) = delete;
   logger& operator=(const logger&) = delete;
@@ -211,7 +215,8 @@ class logger {
 
   // ---- logging with the outcome -------------------------------------------
   /// Success when accepted or filtered by level; otherwise queue_full (drop
-  /// policy), pool_stopped (stopped) or invalid_argument (formatting threw).
+  /// policy), pool_stopped (stopped), invalid_argument (formatting threw) or
+  /// resource_exhausted (formatting ran out of memory). Never throws.
   template <typename... Args>
   [[nodiscard]] result<void> try_log(log_level level, log_format<Args...> format, Args&&... args) {
     if (!should_log(level)) return {};
@@ -224,6 +229,8 @@ class logger {
     buffer.clear();
     try {
       fmt::vformat_to(fmt::appender(buffer), text, fmt::make_format_args(args...));
+    } catch (const std::bad_alloc&) {
+      return refuse_out_of_memory();
     } catch (const std::exception& e) {
       return refuse_format(e.what());
     }
@@ -259,7 +266,8 @@ class logger {
   }
 
   result<void> enqueue(log_level level, const std::source_location& location, std::string_view text);
-  result<void> refuse_format(const char* what);
+  result<void> refuse_format(const char* what) noexcept;
+  result<void> refuse_out_of_memory() noexcept;
   bool wait_for_room(std::size_t slots);
   void writer_main();
   std::size_t drain_batch();
