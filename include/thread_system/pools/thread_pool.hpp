@@ -369,9 +369,11 @@ class thread_pool {
   /// Adds a worker. Before start() it waits for start(); on a running pool it
   /// starts at once. Null is `invalid_argument`; after stop, `pool_stopped`.
   result<void> enqueue(std::unique_ptr<thread_worker> worker);
-  /// Adds all workers or none when refused up front (a null entry, or after
-  /// stop). On a running pool, if the OS refuses a thread part-way
-  /// (`resource_exhausted`), the workers before it stay added and running.
+  /// Adds all workers or none: refused up front for a null entry
+  /// (`invalid_argument`), more than max_workers in all (`invalid_argument`)
+  /// or after stop (`pool_stopped`); on a running pool, if the OS refuses a
+  /// thread part-way (`resource_exhausted`), the threads already made are
+  /// joined before any of them ran a job and none of the workers is added.
   result<void> enqueue_batch(std::vector<std::unique_ptr<thread_worker>> workers);
   /// Starts the workers. `invalid_argument` with no workers,
   /// `already_started` when running, `pool_stopped` after stop().
@@ -545,7 +547,8 @@ class thread_pool {
   /// exits mid-job; resize() does not wait for that. Before start() it sets
   /// how many workers start() starts. `invalid_argument` for 0 or more than
   /// 256; `pool_stopped` after stop(); `resource_exhausted` when the OS
-  /// refuses a thread (the workers started so far stay).
+  /// refuses a thread (nothing changes: the threads made for this call are
+  /// joined before they run a job, and the pool keeps its previous size).
   result<void> resize(std::size_t n);
 
   // ---- observation ----------------------------------------------------------

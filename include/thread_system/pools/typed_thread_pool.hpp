@@ -291,7 +291,7 @@ class typed_thread_pool_t {
   result<void> start() {
     std::lock_guard lock(config_mutex_);
     auto r = core_.start();
-    refresh_served();  // a partial start drops the workers whose thread failed
+    refresh_served();  // all workers started, or none (the pool stays startable)
     return r;
   }
 
