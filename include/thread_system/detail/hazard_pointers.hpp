@@ -43,6 +43,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace thread_system::detail {
@@ -170,8 +171,11 @@ class hazard_domain {
         return *current;
       }
     }
-    auto* fresh = new record;  // in_use starts true: it is ours
-    fresh->retired.reserve(64);
+    // in_use starts true: it is ours. Owned here until published, so a
+    // reserve() that runs out of memory frees it again.
+    auto owned = std::make_unique<record>();
+    owned->retired.reserve(64);
+    record* fresh = owned.release();
     // relaxed: a guess for the CAS below.
     record* head = records_.load(std::memory_order_relaxed);
     do {
