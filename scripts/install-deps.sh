@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Thread System needs to build, test and
 # benchmark. Idempotent: packages already present are not reinstalled.
-# Usage: scripts/install-deps.sh [--with-peers] [--with-prometheus]
+# Usage: scripts/install-deps.sh [--with-peers] [--with-prometheus] [--with-clang]
 #   --with-peers       also the comparison peers of the benchmark report
 #                      (oneTBB, Boost.Asio, moodycamel::ConcurrentQueue, spdlog; OpenMP is
 #                      GCC's libgomp, installed with g++) and gnuplot for its plots.
@@ -9,6 +9,10 @@
 #                      metrics exposition and the server scrapes the HTTP
 #                      example in the monitoring tests, which skip themselves
 #                      without it. Its service is not started.
+#   --with-clang       also the other toolchains CI proves: Clang 16 (with
+#                      GCC's libstdc++) and Clang 19 with libc++ 19 (the
+#                      clang and libcxx presets; GoogleTest is rebuilt from
+#                      the sources libgtest-dev installs in /usr/src/googletest).
 set -euo pipefail
 
 packages=(g++ cmake ninja-build libgtest-dev libgmock-dev libbenchmark-dev python3 libfmt-dev pkgconf)
@@ -19,6 +23,7 @@ for arg in "$@"; do
   case "$arg" in
     --with-peers) packages+=(libtbb-dev libboost-dev libconcurrentqueue-dev libspdlog-dev gnuplot-nox) ;;
     --with-prometheus) quiet_packages+=(prometheus) ;;
+    --with-clang) packages+=(clang-16 clang-19 libc++-19-dev libc++abi-19-dev googletest) ;;
     *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done

@@ -140,7 +140,7 @@ class native_adapter {
 
  private:
   alignas(64) Q queue_;
-  alignas(64) char end_ = 0;  // nothing else starts on the queue's last line
+  [[maybe_unused]] alignas(64) char end_ = 0;  // nothing else starts on the queue's last line
 };
 
 struct job_queue_adapter : native_adapter<ts::job_queue> {
@@ -204,7 +204,7 @@ class mutex_deque_adapter {
  private:
   alignas(64) std::mutex mutex_;
   std::deque<ts::job_function> jobs_;
-  alignas(64) char end_ = 0;  // see the adapters' comment
+  [[maybe_unused]] alignas(64) char end_ = 0;  // see the adapters' comment
 };
 
 #if defined(THREAD_SYSTEM_HAVE_MOODYCAMEL)
@@ -226,7 +226,7 @@ class moodycamel_adapter {
 
  private:
   alignas(64) moodycamel::ConcurrentQueue<ts::job_function> queue_;
-  alignas(64) char end_ = 0;  // see the adapters' comment
+  [[maybe_unused]] alignas(64) char end_ = 0;  // see the adapters' comment
 };
 #endif
 

@@ -21,6 +21,10 @@ namespace thread_system::monitoring::test {
 
 // ---- JSON -------------------------------------------------------------------
 
+// An object member. Declared before json_value is complete: a vector of an
+// incomplete type is fine (C++17), a std::pair of one is not.
+struct json_member;
+
 struct json_value {
   enum class kind { null, boolean, number, string, array, object };
   kind type = kind::null;
@@ -28,14 +32,9 @@ struct json_value {
   double number = 0.0;
   std::string text;
   std::vector<json_value> items;
-  std::vector<std::pair<std::string, json_value>> members;
+  std::vector<json_member> members;
 
-  [[nodiscard]] const json_value* get(std::string_view key) const {
-    for (const auto& [k, v] : members) {
-      if (k == key) return &v;
-    }
-    return nullptr;
-  }
+  [[nodiscard]] const json_value* get(std::string_view key) const;
   /// Follows a path of object keys; nullptr when any is missing.
   [[nodiscard]] const json_value* at(std::initializer_list<std::string_view> path) const {
     const json_value* v = this;
@@ -46,6 +45,18 @@ struct json_value {
     return v;
   }
 };
+
+struct json_member {
+  std::string key;
+  json_value value;
+};
+
+inline const json_value* json_value::get(std::string_view key) const {
+  for (const auto& [k, v] : members) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
 
 class json_parser {
  public:
@@ -128,7 +139,7 @@ class json_parser {
       for (const auto& [k, ignored] : v.members) {
         if (k == key) return bad("duplicate key " + key);
       }
-      v.members.emplace_back(std::move(key), std::move(member));
+      v.members.push_back(json_member{std::move(key), std::move(member)});
       skip_ws();
       if (pos_ < s_.size() && s_[pos_] == ',') {
         ++pos_;

@@ -229,10 +229,10 @@ TEST(LatencyHistogram, ResetEmptiesIt) {
 
 TEST(LatencyHistogram, RecordConcurrentCountsEverySampleFromManyWriters) {
   latency_histogram h;
-  const std::size_t per_thread = test::scaled(100'000);
+  constexpr std::size_t per_thread = test::scaled(100'000);
   std::vector<std::thread> threads;
   for (std::uint64_t t = 0; t < 4; ++t) {
-    threads.emplace_back([&h, t, per_thread] {
+    threads.emplace_back([&h, t] {
       for (std::size_t i = 0; i < per_thread; ++i) h.record_concurrent(t * 1000 + i % 1000);
     });
   }

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <memory>
 #include <optional>
-#include <stop_token>
 #include <thread>
 #include <vector>
 
@@ -369,6 +368,9 @@ TEST(Cancellation, LinkedChildDestructionRacesWithParentCancel) {
   EXPECT_LE(total, static_cast<int>(ran_rounds));
 }
 
+// std::stop_token interop exists where the standard library has it
+// (detail/config.hpp).
+#if THREAD_SYSTEM_HAS_STOP_TOKEN
 TEST(Cancellation, FromStdStopToken) {
   std::stop_source ss;
   ts::cancellation_token tok = ts::cancellation_token::from_stop_token(ss.get_token());
@@ -421,6 +423,8 @@ TEST(Cancellation, ToStdStopTokenRacingWithCancelNeverLosesTheStop) {
         src.emplace();
       });
 }
+
+#endif  // THREAD_SYSTEM_HAS_STOP_TOKEN
 
 TEST(Cancellation, ThrowIfCancelledAndCheckCancelled) {
   ts::cancellation_source src;

@@ -46,8 +46,8 @@ TEST(Scheduler, RecursiveFibCountsAreExact) {
   for (std::size_t workers : {1U, 2U, 4U}) {
     ts::thread_pool pool{workers, ts::test::pool_opts()};
     std::atomic<std::uint64_t> calls{0};
-    const int n = ts::test::scale_divisor > 1 ? 14 : 20;
-    auto root = pool.submit([&pool, &calls, n] { return fib_tasks(pool, n, calls); });
+    constexpr int n = ts::test::scale_divisor > 1 ? 14 : 20;
+    auto root = pool.submit([&pool, &calls] { return fib_tasks(pool, n, calls); });
     EXPECT_EQ(root.get(), n == 20 ? 6765U : 377U) << workers << " workers";
     EXPECT_EQ(calls.load(std::memory_order_seq_cst), fib_calls(n));  // seq_cst: pairs with the writers' RMW/store
     pool.wait_idle();
@@ -60,8 +60,8 @@ TEST(Scheduler, RecursiveFibCountsAreExact) {
 TEST(Scheduler, TreeSpawnCountIsExact) {
   ts::thread_pool pool{3, ts::test::pool_opts()};
   std::atomic<std::uint64_t> nodes{0};
-  const int depth = ts::test::scale_divisor > 1 ? 6 : 9;
-  ASSERT_TRUE(pool.enqueue([&pool, &nodes, depth] { spawn_tree(pool, depth, 3, nodes); }));
+  constexpr int depth = ts::test::scale_divisor > 1 ? 6 : 9;
+  ASSERT_TRUE(pool.enqueue([&pool, &nodes] { spawn_tree(pool, depth, 3, nodes); }));
   pool.wait_idle();
   std::uint64_t expected = 0;
   for (int d = 0, level = 1; d <= depth; ++d, level *= 3) expected += static_cast<std::uint64_t>(level);
@@ -189,10 +189,10 @@ std::uint64_t fib_group(ts::thread_pool& pool, int n) {
 TEST(TaskGroup, FibFromOutsideAndInside) {
   for (std::size_t workers : {1U, 2U, 3U}) {
     ts::thread_pool pool{workers, ts::test::pool_opts()};
-    const int n = ts::test::scale_divisor > 1 ? 15 : 22;
+    constexpr int n = ts::test::scale_divisor > 1 ? 15 : 22;
     const std::uint64_t expected = n == 22 ? 17711U : 610U;
     EXPECT_EQ(fib_group(pool, n), expected) << "called from outside, " << workers << " workers";
-    auto f = pool.submit([&pool, n] { return fib_group(pool, n); });
+    auto f = pool.submit([&pool] { return fib_group(pool, n); });
     EXPECT_EQ(f.get(), expected) << "called from a worker";
     pool.wait_idle();
     const auto s = pool.get_statistics();

@@ -18,3 +18,19 @@
 #else
 #define THREAD_SYSTEM_NOINLINE
 #endif
+
+// std::stop_token / std::stop_source / std::stop_callback (and std::jthread):
+// C++20, but behind -fexperimental-library in libc++ up to 19. The library
+// compiles its std::stop_token interop only where the standard library
+// provides it (the feature-test macro __cpp_lib_jthread covers both), and
+// is complete without it. Override with -DTHREAD_SYSTEM_HAS_STOP_TOKEN=0/1.
+#if !defined(THREAD_SYSTEM_HAS_STOP_TOKEN)
+#if __has_include(<version>)
+#include <version>
+#endif
+#if defined(__cpp_lib_jthread) && __cpp_lib_jthread >= 201911L
+#define THREAD_SYSTEM_HAS_STOP_TOKEN 1
+#else
+#define THREAD_SYSTEM_HAS_STOP_TOKEN 0
+#endif
+#endif

@@ -43,7 +43,11 @@
 //     cancellation_token::create_linked({a, b})) is cancelled when any parent
 //     is; it unregisters from its parents when its last source, token and
 //     registration are gone. Parents are not kept alive by the child.
-//   * std::stop_token interop goes both ways, through callback bridges:
+//   * std::stop_token interop goes both ways, through callback bridges
+//     (where the standard library has std::stop_token: see
+//     THREAD_SYSTEM_HAS_STOP_TOKEN in detail/config.hpp; libc++ up to 19
+//     keeps it behind -fexperimental-library, and everything else here is
+//     the same without it):
 //     cancellation_source::from_stop_token(st) gives a state cancelled when
 //     `st` has stop requested; token.get_stop_token() gives a std::stop_token
 //     whose stop is requested (after this state's own callbacks ran) when
@@ -75,7 +79,10 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include "thread_system/detail/config.hpp"
+#if THREAD_SYSTEM_HAS_STOP_TOKEN
 #include <stop_token>
+#endif
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -156,17 +163,20 @@ class cancellation_callback_node final : public cancellation_node {
 };
 
 // Bridges a std::stop_token into a state (see cancellation_source::from_stop_token).
+// The base exists without std::stop_token too, so the state's layout does not change.
 struct std_stop_link_base {
   std_stop_link_base() = default;
   std_stop_link_base(const std_stop_link_base&) = delete;
   std_stop_link_base& operator=(const std_stop_link_base&) = delete;
   virtual ~std_stop_link_base() = default;
 };
+#if THREAD_SYSTEM_HAS_STOP_TOKEN
 template <typename F>
 struct std_stop_link final : std_stop_link_base {
   std_stop_link(const std::stop_token& t, F f) : callback(t, std::move(f)) {}
   std::stop_callback<F> callback;
 };
+#endif
 
 }  // namespace detail
 
@@ -256,8 +266,10 @@ class cancellation_state {
     // A plain stop_source (nostopstate when there is no bridge) rather than a
     // copy of the optional: GCC 12 misreports the optional's copy as
     // maybe-uninitialized at -O2.
+#if THREAD_SYSTEM_HAS_STOP_TOKEN
     std::stop_source bridge{std::nostopstate};
     if (stop_bridge_) bridge = *stop_bridge_;
+#endif
     while (head_ != nullptr) {
       cancellation_node* n = head_;
       unlink(n);
@@ -268,7 +280,9 @@ class cancellation_state {
       lock_.lock();
     }
     lock_.unlock();
+#if THREAD_SYSTEM_HAS_STOP_TOKEN
     if (bridge.stop_possible()) bridge.request_stop();
+#endif
     return true;
   }
 
@@ -309,6 +323,7 @@ class cancellation_state {
     return false;
   }
 
+#if THREAD_SYSTEM_HAS_STOP_TOKEN
   std::stop_token stop_token() {
     lock_.lock();
     if (!stop_bridge_) {
@@ -327,6 +342,7 @@ class cancellation_state {
     if (cancelled) src.request_stop();
     return src.get_token();
   }
+#endif
 
   // Filled once, before the state is shared (see the factories).
   std::vector<cancellation_registration> parent_links_;
@@ -353,7 +369,9 @@ class cancellation_state {
   cancellation_node* head_ = nullptr;            // guarded by lock_
   cancellation_node* tail_ = nullptr;            // guarded by lock_
   std::thread::id cancelling_thread_;            // guarded by lock_; set once
+#if THREAD_SYSTEM_HAS_STOP_TOKEN
   std::optional<std::stop_source> stop_bridge_;  // guarded by lock_
+#endif
 };
 
 }  // namespace detail
@@ -393,9 +411,11 @@ class cancellation_token {
   /// Seed API: a new token cancelled when any of `parents` is.
   [[nodiscard]] static cancellation_token create_linked(std::initializer_list<cancellation_token> parents);
 
+#if THREAD_SYSTEM_HAS_STOP_TOKEN
   /// A new token cancelled when `st` has stop requested (see from_stop_token
   /// on the source).
   [[nodiscard]] static cancellation_token from_stop_token(const std::stop_token& st);
+#endif
 
   [[nodiscard]] bool is_cancelled() const noexcept { return state_ != nullptr && state_->is_cancelled(); }
   /// False only for none(): such a token can never be cancelled.
@@ -444,6 +464,7 @@ class cancellation_token {
     return cancellation_registration{state_, n};
   }
 
+#if THREAD_SYSTEM_HAS_STOP_TOKEN
   /// A std::stop_token whose stop is requested when this state is cancelled
   /// (after this state's callbacks ran). Every call on one state returns a
   /// token of the same std::stop_source. none() gives a default
@@ -452,6 +473,7 @@ class cancellation_token {
     if (state_ == nullptr) return {};
     return state_->stop_token();
   }
+#endif
 
   /// True when both tokens view the same state (or both have none).
   friend bool operator==(const cancellation_token& a, const cancellation_token& b) noexcept {
@@ -490,6 +512,7 @@ class cancellation_source {
     return s;
   }
 
+#if THREAD_SYSTEM_HAS_STOP_TOKEN
   /// A new state cancelled when `st` has stop requested (at once if it
   /// already has). The bridge is a std::stop_callback held by the state.
   [[nodiscard]] static cancellation_source from_stop_token(const std::stop_token& st) {
@@ -501,6 +524,7 @@ class cancellation_source {
     s.state_->std_link_ = std::make_unique<detail::std_stop_link<decltype(fire)>>(st, std::move(fire));
     return s;
   }
+#endif
 
   [[nodiscard]] cancellation_token token() const noexcept { return cancellation_token{state_}; }
 
@@ -531,8 +555,10 @@ inline cancellation_token cancellation_token::create_linked(std::initializer_lis
   return cancellation_source::linked(parents).token();
 }
 
+#if THREAD_SYSTEM_HAS_STOP_TOKEN
 inline cancellation_token cancellation_token::from_stop_token(const std::stop_token& st) {
   return cancellation_source::from_stop_token(st).token();
 }
+#endif
 
 }  // namespace thread_system

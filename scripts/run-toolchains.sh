@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The whole suite with the other toolchains CI proves (README: Supported
+# toolchains): Clang 16 with libstdc++ (preset clang) and Clang 19 with
+# libc++ 19 (preset libcxx: GoogleTest built from Debian's sources, {fmt}
+# header-only, no benchmarks). Both optimised, warnings as errors.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# The test presets leave parallelism to the machine: one test per core
+# unless CTEST_PARALLEL_LEVEL says otherwise.
+export CTEST_PARALLEL_LEVEL="${CTEST_PARALLEL_LEVEL:-$(nproc)}"
+scripts/install-deps.sh --with-clang
+cmake --workflow --preset clang
+cmake --workflow --preset libcxx
