@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "thread_system/detail/duration.hpp"
 #include "thread_system/detail/thread_naming.hpp"
 
 namespace thread_system {
@@ -128,7 +129,11 @@ void thread_base::run() {
       std::unique_lock lock(mutex_);
       auto ready = [this] { return stop_requested_ || wake_requested_ || continue_work_locked(); };
       if (interval_) {
-        cv_.wait_for(lock, *interval_, ready);
+        // Saturating (detail/duration.hpp): a negative interval is zero, a
+        // huge one means "only when woken"; wait_for() would overflow.
+        const auto until =
+            detail::saturating_add(std::chrono::steady_clock::now(), detail::to_clock_duration(*interval_));
+        cv_.wait_until(lock, until, ready);
       } else {
         cv_.wait(lock, ready);
       }

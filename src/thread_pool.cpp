@@ -8,6 +8,7 @@
 #include <string>
 #include <system_error>
 
+#include "thread_system/detail/duration.hpp"
 #include "thread_system/detail/thread_naming.hpp"
 
 namespace thread_system {
@@ -742,7 +743,8 @@ result<void> thread_pool::acquire_room(std::span<job_function> fns, bool& ran_in
   if (on_own_worker() && (policy == backpressure::policy::block || policy == backpressure::policy::block_for)) {
     policy = backpressure::policy::caller_runs;
   }
-  const auto deadline = std::chrono::steady_clock::now() + bounds_.timeout;
+  // Saturating: block_for(n, nanoseconds::max()) waits without a deadline.
+  const auto deadline = detail::saturating_add(std::chrono::steady_clock::now(), bounds_.timeout);
   auto stopped = [this] {
     const state st = state_.load(std::memory_order_acquire);  // pairs with the release in stop()
     return st == state::stopping || st == state::stopped;

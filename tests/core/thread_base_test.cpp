@@ -118,6 +118,25 @@ TEST(ThreadBase, WakeIntervalRepeatsWork) {
   EXPECT_GE(t.work_rounds(), 5U);
 }
 
+// The longest interval means "only when woken" (the wait saturates instead
+// of overflowing: UBSan flags the overflow); a negative one counts as zero.
+TEST(ThreadBase, ExtremeWakeIntervalsAreSaturated) {
+  recording_thread t;
+  t.set_wake_interval(std::chrono::milliseconds::max());
+  ASSERT_TRUE(t.start());
+  std::this_thread::sleep_for(20ms);
+  // No round without a wake (an overflowing deadline lies in the past: rounds without end).
+  EXPECT_EQ(t.work.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
+  t.wake();
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_TRUE(eventually([&] { return t.work.load(std::memory_order_seq_cst) >= 1; }));
+  t.set_wake_interval(std::chrono::milliseconds(-5));
+  t.wake();  // the new interval applies from the next round
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_TRUE(eventually([&] { return t.work.load(std::memory_order_seq_cst) >= 5; }));
+  ASSERT_TRUE(t.stop());
+}
+
 TEST(ThreadBase, ShouldContinueWorkDrainsBeforeStopping) {
   recording_thread t;
   ASSERT_TRUE(t.start());

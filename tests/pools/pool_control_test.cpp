@@ -153,6 +153,23 @@ TEST(PoolBackpressure, BlockForTimesOutAndLeavesTheJobToTheCaller) {
   pool.wait_idle();
 }
 
+// block_for with the largest timeout waits for room like block (the
+// deadline saturates; now + nanoseconds::max() used to overflow into the
+// past and time out at once).
+TEST(PoolBackpressure, BlockForWithTheLargestTimeoutWaitsForRoom) {
+  ts::thread_pool pool{1, bounded(ts::backpressure::block_for(1, std::chrono::nanoseconds::max()))};
+  held_worker held(pool);
+  ASSERT_TRUE(pool.enqueue([] {}));  // the one place: full from here
+  std::thread releaser([&held] {
+    std::this_thread::sleep_for(20ms);  // the producer below is most likely waiting by then; either way it must succeed
+    held.release();
+  });
+  auto r = pool.enqueue([] {});
+  releaser.join();
+  EXPECT_TRUE(r) << r.error().to_string();
+  pool.wait_idle();
+}
+
 TEST(PoolBackpressure, BlockedProducersWakeWithPoolStoppedWhenThePoolStops) {
   ts::thread_pool pool{1, bounded(ts::backpressure::block(1))};
   held_worker held(pool);

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <latch>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -297,6 +299,26 @@ TEST(Scheduler, FutureWaitsSaturateHugeDurations) {
   EXPECT_EQ(f.wait_until(std::chrono::steady_clock::time_point::max()), std::future_status::ready);
   EXPECT_EQ(f.wait_for(std::chrono::nanoseconds(-1)), std::future_status::ready);
   EXPECT_EQ(f.get(), 5);
+}
+
+// A NaN, negative or zero duration on a future that is not ready reports
+// timeout at once (a NaN used to mean "no deadline": a wait forever).
+TEST(Scheduler, FutureWaitForNanOrNegativeOnlyReportsReadiness) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  std::latch gate{1};
+  auto f = pool.submit([&gate] {
+    gate.wait();
+    return 3;
+  });
+  const std::chrono::duration<double> nan{std::numeric_limits<double>::quiet_NaN()};
+  EXPECT_EQ(f.wait_for(nan), std::future_status::timeout);
+  EXPECT_EQ(f.wait_for(std::chrono::duration<double>(-std::numeric_limits<double>::infinity())),
+            std::future_status::timeout);
+  EXPECT_EQ(f.wait_for(std::chrono::nanoseconds(0)), std::future_status::timeout);
+  gate.count_down();
+  EXPECT_EQ(f.wait_for(std::chrono::duration<double>(std::numeric_limits<double>::infinity())),
+            std::future_status::ready);
+  EXPECT_EQ(f.get(), 3);
 }
 
 // The LIFO slot: the newest spawn runs next on the same worker.

@@ -76,6 +76,9 @@ class thread_base {
   void wake();
 
   /// With an interval, do_work() also runs every `interval` without wake().
+  /// A negative interval counts as zero; one too long for the steady clock
+  /// means do_work() runs only when woken (never undefined behaviour). A
+  /// new interval applies from the next round: wake() starts one at once.
   void set_wake_interval(std::optional<std::chrono::milliseconds> interval);
   [[nodiscard]] std::optional<std::chrono::milliseconds> get_wake_interval() const;
 

@@ -37,6 +37,7 @@
 #include <utility>
 
 #include "thread_system/core/error.hpp"
+#include "thread_system/detail/duration.hpp"
 #include "thread_system/detail/futex.hpp"
 #include "thread_system/detail/thread_naming.hpp"
 
@@ -195,15 +196,16 @@ class future {
   template <typename Rep, typename Period>
   std::future_status wait_for(const std::chrono::duration<Rep, Period>& d) const {
     check_valid();
-    // Saturating: a duration too long to represent waits without a deadline.
-    using std::chrono::nanoseconds;
+    // Zero, negative and NaN durations only report readiness; one too long
+    // to represent waits without a deadline (detail/duration.hpp).
     const std::int64_t now = detail::completion::now_ns();
     std::int64_t deadline = 0;  // 0: no deadline
-    if (d <= std::chrono::duration<Rep, Period>::zero()) {
-      deadline = now;  // already expired: only report readiness
-    } else if (std::chrono::duration<long double, std::nano>(d).count() <
-               static_cast<long double>(std::numeric_limits<std::int64_t>::max() - now)) {
-      deadline = now + std::chrono::duration_cast<nanoseconds>(d).count();
+    const detail::duration_kind kind = detail::classify(d);
+    if (kind == detail::duration_kind::positive) {
+      const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(detail::to_clock_duration(d)).count();
+      if (ns < std::numeric_limits<std::int64_t>::max() - now) deadline = now + ns;
+    } else if (kind != detail::duration_kind::too_long) {
+      deadline = now;  // already expired
     }
     return state_->done.wait(deadline) ? std::future_status::ready : std::future_status::timeout;
   }
