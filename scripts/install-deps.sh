@@ -12,7 +12,8 @@
 #   --with-clang       also the other toolchains CI proves: Clang 16 (with
 #                      GCC's libstdc++) and Clang 19 with libc++ 19 (the
 #                      clang and libcxx presets; GoogleTest is rebuilt from
-#                      the sources libgtest-dev installs in /usr/src/googletest).
+#                      the sources libgtest-dev installs in /usr/src/googletest),
+#                      and clang-format-16 (scripts/check-format.sh).
 set -euo pipefail
 
 packages=(g++ cmake ninja-build libgtest-dev libgmock-dev libbenchmark-dev python3 libfmt-dev pkgconf)
@@ -23,7 +24,7 @@ for arg in "$@"; do
   case "$arg" in
     --with-peers) packages+=(libtbb-dev libboost-dev libconcurrentqueue-dev libspdlog-dev gnuplot-nox) ;;
     --with-prometheus) quiet_packages+=(prometheus) ;;
-    --with-clang) packages+=(clang-16 clang-19 libc++-19-dev libc++abi-19-dev googletest) ;;
+    --with-clang) packages+=(clang-16 clang-19 libc++-19-dev libc++abi-19-dev googletest clang-format-16) ;;
     *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done

@@ -285,8 +285,7 @@ result<void> thread_pool::launch(std::span<thread_worker* const> batch, BeforeGo
     for (std::size_t i = 0; i < created; ++i) batch[i]->thread_.join();
     return make_error_nothrow(error_code::resource_exhausted, [&] {
       return "thread_pool '" + name_ + "': started none of " + std::to_string(batch.size()) +
-             " workers (the system refused thread " + std::to_string(created + 1) +
-             "): " + refused.error().message();
+             " workers (the system refused thread " + std::to_string(created + 1) + "): " + refused.error().message();
     });
   }
   for (thread_worker* w : batch) publish_worker(*w);
@@ -419,7 +418,8 @@ std::size_t thread_pool::active_workers_locked() const noexcept {
 }
 
 result<void> thread_pool::resize(std::size_t n) {
-  if (n == 0) return make_error(error_code::invalid_argument, "thread_pool::resize: the worker count must be at least 1");
+  if (n == 0)
+    return make_error(error_code::invalid_argument, "thread_pool::resize: the worker count must be at least 1");
   if (n > max_workers) return too_many_workers(n);
   std::lock_guard lock(lifecycle_mutex_);
   const state st = state_.load(std::memory_order_relaxed);  // state_ only changes under this mutex

@@ -248,8 +248,8 @@ class timer_run {
     }
     std::uint32_t s = timer_entry::running;
     // release: hands the function back for the next run or a cancel.
-    const bool still_active = e.status.compare_exchange_strong(s, timer_entry::pending, std::memory_order_acq_rel,
-                                                               std::memory_order_acquire);
+    const bool still_active =
+        e.status.compare_exchange_strong(s, timer_entry::pending, std::memory_order_acq_rel, std::memory_order_acquire);
     if (!still_active) e.destroy_callable();  // cancelled while running: the function is ours to destroy
     settle_periodic(e, /*rearm=*/still_active, /*unrun=*/false);
   }
@@ -281,7 +281,7 @@ void dispatch(timer_core& core, const std::shared_ptr<timer_entry>& e, timer_tic
   } catch (...) {
     r = make_error(error_code::resource_exhausted, "target threw");
   }
-  if (r) return;  // `fired` is counted by the run when it starts
+  if (r) return;                                                   // `fired` is counted by the run when it starts
   core.counters->refused.fetch_add(1, std::memory_order_relaxed);  // statistics only
   // A refused job is left with us: its discard path cancels a one-shot
   // timer (counted there) and re-arms a periodic one (the period skipped).
@@ -365,7 +365,7 @@ void timer_main(const std::shared_ptr<timer_core>& core_ptr) {
     while (!core.heap.empty() && core.heap.front()->due <= core.stop_time) {
       std::shared_ptr<timer_entry> e = core.pop_top();
       if (e->periodic() || e->status.load(std::memory_order_acquire) == timer_entry::cancelled) {  // pairs with
-        lock.unlock();                                                                               // try_cancel()
+        lock.unlock();                                                                             // try_cancel()
         if (e->try_cancel()) count_cancelled(*e);
         e.reset();
         lock.lock();

@@ -541,7 +541,7 @@ void omp_memory_per_worker(benchmark::State& state, std::size_t workers) {
     trim_heap();
     const double before = rss_bytes();
     double after = 0;
-#pragma omp parallel num_threads(static_cast <int>(workers))
+#pragma omp parallel num_threads(static_cast<int>(workers))
     {
 #pragma omp barrier
 #pragma omp master
@@ -558,7 +558,7 @@ void omp_idle_cpu(benchmark::State& state, std::size_t workers) {
   omp_set_dynamic(0);
   double percent = 0;
   for (auto _ : state) {
-#pragma omp parallel num_threads(static_cast <int>(workers))
+#pragma omp parallel num_threads(static_cast<int>(workers))
     {}
     const double before = process_cpu_seconds();
     std::this_thread::sleep_for(std::chrono::milliseconds(500));

@@ -77,9 +77,8 @@ struct logger_workload {
 TEST(LoggerFaultSweep, EveryAllocationFailureIsSurvivedAndReported) {
   // The sink exists before any fault is armed: it is the test's, not the logger's.
   std::atomic<std::uint64_t> seen{0};
-  auto sink = std::make_shared<ts::callback_sink>([&seen](const ts::log_entry&) {
-    seen.fetch_add(1, std::memory_order_relaxed);
-  });
+  auto sink = std::make_shared<ts::callback_sink>(
+      [&seen](const ts::log_entry&) { seen.fetch_add(1, std::memory_order_relaxed); });
   std::vector<std::shared_ptr<ts::log_sink>> sinks;
   (void)long_text();
   fault::sweep(logger_workload{&sinks, &seen}, [&] { sinks.assign({sink}); });

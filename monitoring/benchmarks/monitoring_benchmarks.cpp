@@ -85,9 +85,7 @@ BENCHMARK(BM_histogram_percentiles);
 // ---- sampling overhead on empty jobs ------------------------------------------------
 
 template <typename O>
-constexpr bool has_sampling_option = requires(O o) {
-  o.latency_sample_every = 1u;
-};
+constexpr bool has_sampling_option = requires(O o) { o.latency_sample_every = 1u; };
 
 enum class sampling { off, default_setting, every_job };
 

@@ -23,13 +23,9 @@ namespace {
 using namespace std::chrono_literals;
 
 template <typename P>
-constexpr bool pool_has_latency_api = requires(const P& p) {
-  p.latency().wait;
-};
+constexpr bool pool_has_latency_api = requires(const P& p) { p.latency().wait; };
 template <typename O>
-constexpr bool options_have_sampling = requires(O o) {
-  o.latency_sample_every = 1u;
-};
+constexpr bool options_have_sampling = requires(O o) { o.latency_sample_every = 1u; };
 
 template <typename O>
 void set_latency_sampling(O& o, std::uint32_t every) {

@@ -693,7 +693,9 @@ TEST(TimerQueue, PeriodicLongerThanItsPeriodLeavesTheTimerThreadAsleep) {
   EXPECT_LT(cpu_used, 60ms) << "a core was burnt while the body ran";
   // Every 1 us grid point passed while the body was blocked was skipped.
   const auto skipped = pool.get_timer_statistics().skipped_periods;
-  EXPECT_GE(skipped, static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(blocked_for).count()) - 1000)
+  EXPECT_GE(
+      skipped,
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(blocked_for).count()) - 1000)
       << "skipped " << skipped;
 }
 

@@ -296,7 +296,7 @@ void expect_visits_exactly(ts::thread_pool& pool, I first, I last) {
   std::atomic<int> ends{0};
   const I last_index = static_cast<I>(last - 1);
   ts::parallel_for(pool, first, last, [&](I i) {
-    ++g_counts[t_slot].n;  // this thread's slot
+    ++g_counts[t_slot].n;                                                             // this thread's slot
     if (i == first || i == last_index) ends.fetch_add(1, std::memory_order_relaxed);  // checked after the join
   });
   EXPECT_EQ(total_count(), ts::detail::range_length(first, last));
@@ -320,8 +320,7 @@ TEST(ParallelFor, RangesAtTheLimitsOfTheirTypes) {
   expect_visits_exactly(pool, std::numeric_limits<int>::min(), std::numeric_limits<int>::min() + n);
   expect_visits_exactly(pool, std::numeric_limits<std::int64_t>::max() - n, std::numeric_limits<std::int64_t>::max());
   expect_visits_exactly(pool, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::min() + n);
-  expect_visits_exactly(pool, std::numeric_limits<std::uint64_t>::max() - n,
-                        std::numeric_limits<std::uint64_t>::max());
+  expect_visits_exactly(pool, std::numeric_limits<std::uint64_t>::max() - n, std::numeric_limits<std::uint64_t>::max());
   expect_visits_exactly(pool, std::int8_t{-128}, std::int8_t{127});
   expect_visits_exactly(pool, std::uint16_t{0}, std::uint16_t{65535});
 }

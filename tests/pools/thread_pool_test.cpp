@@ -5,13 +5,13 @@
 #include <dirent.h>
 #include <sys/resource.h>
 #include <atomic>
-#include <functional>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <latch>
 #include <limits>
 #include <set>
@@ -574,7 +574,8 @@ TEST(ThreadPool, WorkerCountsBeyondTheLimitAreRefusedBeforeAnyThreadStarts) {
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
     std::vector<std::unique_ptr<ts::thread_worker>> many;
-    for (std::size_t i = 0; i < ts::thread_pool::max_workers; ++i) many.push_back(std::make_unique<ts::thread_worker>());
+    for (std::size_t i = 0; i < ts::thread_pool::max_workers; ++i)
+      many.push_back(std::make_unique<ts::thread_worker>());
     auto b = pool.enqueue_batch(std::move(many));  // 1 + 256 > 256
     ASSERT_FALSE(b);
     EXPECT_EQ(b.error().code(), ts::error_code::invalid_argument);

@@ -47,7 +47,6 @@ using namespace std::chrono_literals;
 namespace {
 using fault::outcome;
 
-
 void check_report(outcome& out, const ts::stop_report& r, const char* pool) {
   if (r.accepted != r.executed + r.cancelled) {
     out.problem(std::string(pool) + ": accepted " + std::to_string(r.accepted) + " != executed " +
@@ -88,7 +87,8 @@ void workload(outcome& out) {
         ++accepted;
       }
       if (i % 8 == 0 && attempt(out, [&] {
-            return pool->enqueue([&ran, big] { ran.fetch_add(1 + static_cast<std::uint64_t>(big[0]), std::memory_order_relaxed); });
+            return pool->enqueue(
+                [&ran, big] { ran.fetch_add(1 + static_cast<std::uint64_t>(big[0]), std::memory_order_relaxed); });
           })) {
         ++accepted;
       }
@@ -127,7 +127,8 @@ void workload(outcome& out) {
       fib = f.get();
     });
     std::array<std::uint8_t, 4096> hits{};
-    const bool looped = attempt(out, [&] { ts::parallel_for(*pool, 0, 4096, [&](int i) { ++hits[static_cast<std::size_t>(i)]; }); });
+    const bool looped =
+        attempt(out, [&] { ts::parallel_for(*pool, 0, 4096, [&](int i) { ++hits[static_cast<std::size_t>(i)]; }); });
     std::uint64_t reduced = 0;
     const bool reduced_ok = attempt(out, [&] {
       reduced = ts::parallel_reduce(

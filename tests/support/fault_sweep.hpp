@@ -138,11 +138,12 @@ void sweep(Workload workload, Prepare prepare = {}) {
     EXPECT_EQ(out.broken, 0U) << "k = " << ks[i] << " (seed " << seed << "): " << out.first_problem;
     if (out.unreported == 0 && out.broken == 0) ++survived;
   }
-  std::printf("faults injected: %llu, survived: %llu (of N = %llu allocations per run; seed %llu; %llu refusals "
-              "reported as errors, %llu failures absorbed by the library's threads)\n",
-              static_cast<unsigned long long>(injected), static_cast<unsigned long long>(survived),
-              static_cast<unsigned long long>(n), static_cast<unsigned long long>(seed),
-              static_cast<unsigned long long>(refusals), static_cast<unsigned long long>(on_threads));
+  std::printf(
+      "faults injected: %llu, survived: %llu (of N = %llu allocations per run; seed %llu; %llu refusals "
+      "reported as errors, %llu failures absorbed by the library's threads)\n",
+      static_cast<unsigned long long>(injected), static_cast<unsigned long long>(survived),
+      static_cast<unsigned long long>(n), static_cast<unsigned long long>(seed),
+      static_cast<unsigned long long>(refusals), static_cast<unsigned long long>(on_threads));
   EXPECT_EQ(survived, injected);
 }
 }  // namespace fault

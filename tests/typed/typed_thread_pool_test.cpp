@@ -5,10 +5,10 @@
 #include <pthread.h>
 #include <algorithm>
 #include <atomic>
-#include <functional>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <latch>
 #include <memory>
 #include <mutex>

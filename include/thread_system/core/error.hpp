@@ -144,10 +144,9 @@ class [[nodiscard]] result {
   using value_type = T;
 
   template <typename U = T>
-  requires std::is_constructible_v<T, U&&> &&
-      (!std::is_same_v<std::remove_cvref_t<U>, result>)&&(!std::is_same_v<std::remove_cvref_t<U>, unexpected_error>)
-          result(U&& v)
-      : storage_(std::in_place_index<0>, std::forward<U>(v)) {}  // NOLINT(google-explicit-constructor)
+    requires std::is_constructible_v<T, U&&> && (!std::is_same_v<std::remove_cvref_t<U>, result>) &&
+             (!std::is_same_v<std::remove_cvref_t<U>, unexpected_error>)
+  result(U&& v) : storage_(std::in_place_index<0>, std::forward<U>(v)) {}  // NOLINT(google-explicit-constructor)
   result(unexpected_error e) : storage_(std::in_place_index<1>, std::move(e.value)) {}  // NOLINT
   result(thread_system::error e) : storage_(std::in_place_index<1>, std::move(e)) {}    // NOLINT
 

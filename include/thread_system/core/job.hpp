@@ -49,9 +49,8 @@ class job {
 class callback_job final : public job {
  public:
   template <typename F, typename D = std::decay_t<F>>
-  requires std::is_invocable_v<D&> &&
-      (!std::is_same_v<D, callback_job>)explicit callback_job(F&& callback, std::string name = "callback_job")
-      : job(std::move(name)) {
+    requires std::is_invocable_v<D&> && (!std::is_same_v<D, callback_job>)
+  explicit callback_job(F&& callback, std::string name = "callback_job") : job(std::move(name)) {
     if constexpr (requires { callback == nullptr; }) {
       if (callback == nullptr) return;  // empty std::function / null pointer: refused at enqueue
     }

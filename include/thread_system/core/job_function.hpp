@@ -45,13 +45,11 @@ enum class job_outcome : unsigned char {
 namespace detail {
 template <typename F>
 concept has_cancel_hook = requires(F& f) {
-  { f.cancel() }
-  noexcept;
+  { f.cancel() } noexcept;
 };
 template <typename F>
 concept has_cancel_reason_hook = requires(F& f, const char* why) {
-  { f.cancel_because(why) }
-  noexcept;
+  { f.cancel_because(why) } noexcept;
 };
 template <typename F>
 concept has_report_hook = requires(F& f) {
@@ -71,8 +69,8 @@ class job_function {
 
   /// True when a callable of type F is stored without heap allocation.
   template <typename F>
-  static constexpr bool stored_inline = sizeof(F) <= inline_capacity &&
-                                        alignof(F) <= inline_alignment&& std::is_nothrow_move_constructible_v<F>;
+  static constexpr bool stored_inline =
+      sizeof(F) <= inline_capacity && alignof(F) <= inline_alignment && std::is_nothrow_move_constructible_v<F>;
 
   job_function() noexcept = default;
   job_function(std::nullptr_t) noexcept {}  // NOLINT(google-explicit-constructor)
@@ -80,8 +78,8 @@ class job_function {
   /// Wraps `f`. A null function pointer or an empty std::function gives an
   /// empty job_function (which pools refuse with `invalid_argument`).
   template <typename F, typename D = std::decay_t<F>>
-  requires(!std::is_same_v<D, job_function> && detail::job_callable<D> && std::is_constructible_v<D, F&&>)
-      job_function(F&& f) {  // NOLINT(google-explicit-constructor)
+    requires(!std::is_same_v<D, job_function> && detail::job_callable<D> && std::is_constructible_v<D, F &&>)
+  job_function(F&& f) {  // NOLINT(google-explicit-constructor)
     if constexpr (std::is_pointer_v<D> || std::is_member_pointer_v<D> || requires { f == nullptr; }) {
       if (f == nullptr) return;
     }

@@ -32,8 +32,8 @@ template <typename Rep, typename Period>
   if (d == d.zero()) return duration_kind::zero;
   // Compared in long double: exact for every integer count up to 2^64 and
   // free of the overflow a duration_cast would risk.
-  const long double seconds =
-      static_cast<long double>(d.count()) * static_cast<long double>(Period::num) / static_cast<long double>(Period::den);
+  const long double seconds = static_cast<long double>(d.count()) * static_cast<long double>(Period::num) /
+                              static_cast<long double>(Period::den);
   const long double limit = static_cast<long double>(clock_duration::max().count()) *
                             static_cast<long double>(clock_duration::period::num) /
                             static_cast<long double>(clock_duration::period::den);

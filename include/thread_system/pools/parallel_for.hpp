@@ -56,9 +56,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <new>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <type_traits>
 #include <utility>
 
@@ -203,7 +203,7 @@ void run_piece(const std::shared_ptr<parallel_for_state<I, F>>& st, I lo, I hi) 
 /// Calls `f(i)` for every `i` in [first, last), in parallel on `pool`.
 /// `grain` (0 = automatic) is the largest piece run without splitting.
 template <parallel_index I, typename F>
-requires std::invocable<F&, I>
+  requires std::invocable<F&, I>
 void parallel_for(thread_pool& pool, I first, I last, F&& f, std::size_t grain_indices = 0) {
   if (!(first < last)) return;
   const std::uint64_t grain =
@@ -234,9 +234,9 @@ void parallel_for(thread_pool& pool, I first, I last, F&& f, std::size_t grain_i
 /// Reduces [first, last): leaves compute `reduce_range(lo, hi, identity)`,
 /// pairs are merged with `combine(left, right)`.
 template <parallel_index I, typename T, typename RangeReduce, typename Combine>
-requires std::invocable<RangeReduce&, I, I, T> && std::invocable<Combine&, T, T> T parallel_reduce(
-    thread_pool& pool, I first, I last, T identity, RangeReduce reduce_range, Combine combine,
-    std::size_t grain_indices = 0) {
+  requires std::invocable<RangeReduce&, I, I, T> && std::invocable<Combine&, T, T>
+T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce reduce_range, Combine combine,
+                  std::size_t grain_indices = 0) {
   if (!(first < last)) return identity;
   const std::uint64_t grain =
       grain_indices != 0 ? grain_indices : detail::default_grain(pool.worker_count(), first, last);

@@ -54,8 +54,8 @@ class task_group {
   }
 
   template <typename F>
-  requires std::is_invocable_v < std::decay_t<F>
-  & > void run(F&& f) {
+    requires std::is_invocable_v<std::decay_t<F>&>
+  void run(F&& f) {
     // relaxed: the enqueue below publishes the job, and its finish() RMW is
     // ordered after this increment through it.
     pending_.fetch_add(1, std::memory_order_relaxed);

@@ -236,9 +236,7 @@ struct submitted_job {
 };
 
 template <typename F>
-concept has_cancel_because = requires(F& f) {
-  f.cancel_because("");
-};
+concept has_cancel_because = requires(F& f) { f.cancel_because(""); };
 
 // A job with a cancellation token: if the token is cancelled before the job
 // starts it does not run (a submit() future completes with `cancelled`) and
@@ -395,16 +393,16 @@ class thread_pool {
   /// Any callable `f()`, run once. An empty std::function or null function
   /// pointer is `invalid_argument`.
   template <typename F>
-  requires std::is_invocable_v < std::decay_t<F>
-  & > &&(!std::is_convertible_v<F, std::unique_ptr<job>>)&&(!std::is_convertible_v<F, std::unique_ptr<thread_worker>>)
-          result<void> enqueue(F&& f) {
+    requires std::is_invocable_v<std::decay_t<F>&> && (!std::is_convertible_v<F, std::unique_ptr<job>>) &&
+             (!std::is_convertible_v<F, std::unique_ptr<thread_worker>>)
+  result<void> enqueue(F&& f) {
     return detail::refuse_if_out_of_memory([&] { return push_one(job_function(std::forward<F>(f))); });
   }
 
   /// A range of callables, accepted all or none under one queue lock.
   template <std::ranges::input_range R>
-  requires std::is_invocable_v < std::decay_t<std::ranges::range_reference_t<R>>
-  & > result<void> enqueue_batch(R&& callables) {
+    requires std::is_invocable_v<std::decay_t<std::ranges::range_reference_t<R>>&>
+  result<void> enqueue_batch(R&& callables) {
     return detail::refuse_if_out_of_memory([&]() -> result<void> {
       std::vector<job_function> batch;
       if constexpr (std::ranges::sized_range<R>) batch.reserve(std::ranges::size(callables));
@@ -425,7 +423,7 @@ class thread_pool {
   /// Waiting on the future from one of this pool's workers helps run other
   /// jobs (see future.hpp), so a job may wait for a child it submitted.
   template <typename F, typename... Args>
-  requires std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>
+    requires std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>
   [[nodiscard]] auto submit(F&& f, Args&&... args)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
     return detail::throw_if_out_of_memory([&] {
@@ -439,8 +437,8 @@ class thread_pool {
   /// job starts, it never runs and is counted as cancelled; while it runs,
   /// this_job::token() / this_job::is_cancelled() let it poll the token.
   template <typename F>
-  requires std::is_invocable_v < std::decay_t<F>
-  & > result<void> enqueue(cancellation_token token, F&& f) {
+    requires std::is_invocable_v<std::decay_t<F>&>
+  result<void> enqueue(cancellation_token token, F&& f) {
     return detail::refuse_if_out_of_memory(
         [&] { return push_one(detail::make_cancellable_job(std::move(token), std::forward<F>(f))); });
   }
@@ -448,7 +446,7 @@ class thread_pool {
   /// submit() with a token: cancelled before it starts, the job does not run
   /// and the future completes with error_exception{cancelled}.
   template <typename F, typename... Args>
-  requires std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>
+    requires std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>
   [[nodiscard]] auto submit(cancellation_token token, F&& f, Args&&... args)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
     return detail::throw_if_out_of_memory([&] {
@@ -653,7 +651,6 @@ class thread_pool {
   [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> kind_totals(std::uint8_t tag) const;
   [[nodiscard]] detail::injector& injector_ref() const noexcept { return *queue_; }
 
-
   result<void> push_one(job_function&& fn);
   result<void> push_one_unchecked(job_function&& fn);
   result<void> push_batch_unchecked(std::span<job_function> fns);
@@ -708,7 +705,7 @@ class thread_pool {
   std::atomic<std::size_t> worker_count_{0};
   // Started workers, for thieves (lock-free reads): slots [0, published_)
   // are set and never change. Written under lifecycle_mutex_.
-  std::unique_ptr<std::atomic<thread_worker*>[]> steal_table_ { new std::atomic<thread_worker*>[ max_workers ] };
+  std::unique_ptr<std::atomic<thread_worker*>[]> steal_table_{new std::atomic<thread_worker*>[max_workers]};
   std::atomic<std::size_t> published_{0};
   detail::job_node_pool node_pool_;
   stop_report final_report_{};  // guarded by lifecycle_mutex_
@@ -751,7 +748,7 @@ class thread_pool {
   // and never change; written under lifecycle_mutex_.
   static constexpr std::size_t max_groups = 64;
   std::vector<std::unique_ptr<detail::wake_group>> owned_groups_;  // guarded by lifecycle_mutex_
-  std::unique_ptr<std::atomic<detail::wake_group*>[]> groups_ { new std::atomic<detail::wake_group*>[ max_groups ] };
+  std::unique_ptr<std::atomic<detail::wake_group*>[]> groups_{new std::atomic<detail::wake_group*>[max_groups]};
   std::atomic<std::size_t> group_count_{0};
 
   event_count became_idle_;  // wait_idle() parks here

@@ -160,9 +160,8 @@ template <job_type T>
 class callback_typed_job_t final : public typed_job_t<T> {
  public:
   template <typename F, typename D = std::decay_t<F>>
-  requires std::is_invocable_v<D&> &&
-      (!std::is_same_v<D, callback_typed_job_t>)callback_typed_job_t(F&& callback, T type,
-                                                                     std::string name = "callback_typed_job")
+    requires std::is_invocable_v<D&> && (!std::is_same_v<D, callback_typed_job_t>)
+  callback_typed_job_t(F&& callback, T type, std::string name = "callback_typed_job")
       : typed_job_t<T>(type, name), inner_(std::forward<F>(callback), std::move(name)) {}
 
   [[nodiscard]] result<void> do_work() override { return inner_.do_work(); }
@@ -226,10 +225,10 @@ class typed_thread_pool_t {
       throw error_exception(error{error_code::invalid_argument, "typed_thread_pool: worker count must be at least 1"});
     }
     if (universal_workers > thread_pool::max_workers) {
-      throw error_exception(error{error_code::invalid_argument,
-                                  "typed_thread_pool: " + std::to_string(universal_workers) +
-                                      " workers requested; a pool has at most " +
-                                      std::to_string(thread_pool::max_workers)});
+      throw error_exception(
+          error{error_code::invalid_argument, "typed_thread_pool: " + std::to_string(universal_workers) +
+                                                  " workers requested; a pool has at most " +
+                                                  std::to_string(thread_pool::max_workers)});
     }
     for (std::size_t i = 0; i < universal_workers; ++i) {
       auto w = detail::throw_if_out_of_memory([] { return std::make_unique<worker_type>(); });
@@ -306,8 +305,8 @@ class typed_thread_pool_t {
 
   /// Any callable `f()` as a job of `type`. On refusal the callable is not run.
   template <typename F>
-  requires std::is_invocable_v < std::decay_t<F>
-  & > result<void> enqueue(T type, F&& f) {
+    requires std::is_invocable_v<std::decay_t<F>&>
+  result<void> enqueue(T type, F&& f) {
     return detail::refuse_if_out_of_memory([&] { return enqueue(type, job_function(std::forward<F>(f))); });
   }
 
@@ -336,8 +335,8 @@ class typed_thread_pool_t {
 
   /// A range of callables of one type, accepted all or none.
   template <std::ranges::input_range R>
-  requires std::is_invocable_v < std::decay_t<std::ranges::range_reference_t<R>>
-  & > result<void> enqueue_batch(T type, R&& callables) {
+    requires std::is_invocable_v<std::decay_t<std::ranges::range_reference_t<R>>&>
+  result<void> enqueue_batch(T type, R&& callables) {
     return detail::refuse_if_out_of_memory([&] { return enqueue_range(type, std::forward<R>(callables)); });
   }
 
@@ -365,12 +364,11 @@ class typed_thread_pool_t {
   }
 
  public:
-
   /// Runs `f(args...)` as a job of `type`; the future carries its result or
   /// exception, and waiting on it from one of this pool's workers helps run
   /// other jobs that worker serves. Throws error_exception when refused.
   template <typename F, typename... Args>
-  requires std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>
+    requires std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>
   [[nodiscard]] auto submit(T type, F&& f, Args&&... args)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
     auto rank = routable_rank(type);
@@ -500,9 +498,9 @@ class typed_thread_pool_t {
     for (std::size_t i = 0; i < order.size(); ++i) {
       for (std::size_t j = 0; j < i; ++j) {
         if (order[j] == order[i]) {
-          throw error_exception(error{error_code::invalid_argument, "typed_thread_pool: job type " +
-                                                                        type_name(order[i]) +
-                                                                        " appears twice in priority_order"});
+          throw error_exception(
+              error{error_code::invalid_argument,
+                    "typed_thread_pool: job type " + type_name(order[i]) + " appears twice in priority_order"});
         }
       }
     }

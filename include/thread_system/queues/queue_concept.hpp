@@ -38,15 +38,15 @@
 namespace thread_system {
 
 template <typename Q>
-concept job_queue_model = requires(Q& queue, const Q& const_queue, job_function&& job, job_function& out,
-                                   std::span<job_function> jobs) {
-  { queue.try_push(std::move(job)) } -> std::same_as<result<void>>;
-  { queue.try_pop(out) } -> std::same_as<bool>;
-  { queue.push_batch(jobs) } -> std::same_as<result<void>>;
-  { queue.pop_batch(jobs) } -> std::same_as<std::size_t>;
-  { const_queue.size_approx() } -> std::convertible_to<std::size_t>;
-  queue.close();
-  { const_queue.is_closed() } -> std::same_as<bool>;
-};
+concept job_queue_model =
+    requires(Q& queue, const Q& const_queue, job_function&& job, job_function& out, std::span<job_function> jobs) {
+      { queue.try_push(std::move(job)) } -> std::same_as<result<void>>;
+      { queue.try_pop(out) } -> std::same_as<bool>;
+      { queue.push_batch(jobs) } -> std::same_as<result<void>>;
+      { queue.pop_batch(jobs) } -> std::same_as<std::size_t>;
+      { const_queue.size_approx() } -> std::convertible_to<std::size_t>;
+      queue.close();
+      { const_queue.is_closed() } -> std::same_as<bool>;
+    };
 
 }  // namespace thread_system

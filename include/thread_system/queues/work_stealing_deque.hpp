@@ -45,7 +45,7 @@ struct steal_result {
 };
 
 template <typename T>
-requires std::is_trivially_copyable_v<T>
+  requires std::is_trivially_copyable_v<T>
 class work_stealing_deque {
  public:
   explicit work_stealing_deque(std::size_t initial_capacity = 256) {

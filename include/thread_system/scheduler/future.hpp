@@ -202,7 +202,8 @@ class future {
     std::int64_t deadline = 0;  // 0: no deadline
     const detail::duration_kind kind = detail::classify(d);
     if (kind == detail::duration_kind::positive) {
-      const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(detail::to_clock_duration(d)).count();
+      const std::int64_t ns =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(detail::to_clock_duration(d)).count();
       if (ns < std::numeric_limits<std::int64_t>::max() - now) deadline = now + ns;
     } else if (kind != detail::duration_kind::too_long) {
       deadline = now;  // already expired

@@ -351,7 +351,7 @@ class timer_queue {
   result<timer_handle> add(std::shared_ptr<detail::timer_entry> e);
 
   std::shared_ptr<detail::timer_core> core_;
-  std::mutex stop_mutex_;      // serialises stop()
+  std::mutex stop_mutex_;     // serialises stop()
   detail::os_thread thread_;  // guarded by stop_mutex_
 };
 

@@ -86,9 +86,9 @@ class service_registry {
   /// Registers a factory `F() -> std::shared_ptr<I or derived>`.
   /// invalid_argument for an empty factory or when I is already registered.
   template <typename I, typename F>
-      result<void> register_factory(F&& factory, service_lifetime lifetime = service_lifetime::singleton) requires
-      std::is_convertible_v < std::invoke_result_t < std::decay_t<F>
-  & >, std::shared_ptr < I >> {
+  result<void> register_factory(F&& factory, service_lifetime lifetime = service_lifetime::singleton)
+    requires std::is_convertible_v<std::invoke_result_t<std::decay_t<F>&>, std::shared_ptr<I>>
+  {
     auto e = make_factory_entry<I>(std::forward<F>(factory), lifetime);
     if (e == nullptr) return empty_factory<I>();
     return insert(key<I>(), std::move(e), /*replace=*/false);
@@ -103,9 +103,9 @@ class service_registry {
 
   /// Registers or overwrites I's factory. invalid_argument for an empty one.
   template <typename I, typename F>
-      result<void> replace_factory(F&& factory, service_lifetime lifetime = service_lifetime::singleton) requires
-      std::is_convertible_v < std::invoke_result_t < std::decay_t<F>
-  & >, std::shared_ptr < I >> {
+  result<void> replace_factory(F&& factory, service_lifetime lifetime = service_lifetime::singleton)
+    requires std::is_convertible_v<std::invoke_result_t<std::decay_t<F>&>, std::shared_ptr<I>>
+  {
     auto e = make_factory_entry<I>(std::forward<F>(factory), lifetime);
     if (e == nullptr) return empty_factory<I>();
     return insert(key<I>(), std::move(e), /*replace=*/true);
@@ -328,10 +328,9 @@ class scoped_override {
   }
   /// Overrides with a factory.
   template <typename F>
-      scoped_override(service_registry& registry, F&& factory,
-                      service_lifetime lifetime = service_lifetime::singleton) requires std::is_convertible_v <
-      std::invoke_result_t < std::decay_t<F>
-  & >, std::shared_ptr < I >> : registry_(registry) {
+  scoped_override(service_registry& registry, F&& factory, service_lifetime lifetime = service_lifetime::singleton)
+    requires std::is_convertible_v<std::invoke_result_t<std::decay_t<F>&>, std::shared_ptr<I>>
+      : registry_(registry) {
     auto e = service_registry::make_factory_entry<I>(std::forward<F>(factory), lifetime);
     if (e == nullptr) throw error_exception(service_registry::empty_factory<I>().value);
     install(std::move(e));

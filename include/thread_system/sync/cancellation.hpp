@@ -366,9 +366,9 @@ class cancellation_state {
 
   std::atomic<bool> cancelled_{false};
   spin_lock lock_;
-  cancellation_node* head_ = nullptr;            // guarded by lock_
-  cancellation_node* tail_ = nullptr;            // guarded by lock_
-  std::thread::id cancelling_thread_;            // guarded by lock_; set once
+  cancellation_node* head_ = nullptr;  // guarded by lock_
+  cancellation_node* tail_ = nullptr;  // guarded by lock_
+  std::thread::id cancelling_thread_;  // guarded by lock_; set once
 #if THREAD_SYSTEM_HAS_STOP_TOKEN
   std::optional<std::stop_source> stop_bridge_;  // guarded by lock_
 #endif
@@ -444,10 +444,11 @@ class cancellation_token {
   /// comment for exactly-once, inline-after-cancel and unregister semantics.
   /// Throws error_exception{resource_exhausted} if the node cannot be allocated.
   template <typename F>
-      [[nodiscard(
-          "the callback is unregistered when the handle dies; keep it or call .detach()")]] cancellation_registration
-      register_callback(F&& f) const requires std::is_invocable_v < std::decay_t<F>
-  & > {
+  [[nodiscard(
+      "the callback is unregistered when the handle dies; keep it or call .detach()")]] cancellation_registration
+  register_callback(F&& f) const
+    requires std::is_invocable_v<std::decay_t<F>&>
+  {
     using D = std::decay_t<F>;
     if (state_ == nullptr) return {};
     if (state_->is_cancelled()) {  // no allocation when already cancelled
@@ -455,7 +456,8 @@ class cancellation_token {
       local();
       return {};
     }
-    auto* n = detail::throw_if_out_of_memory([&] { return new detail::cancellation_callback_node<D>(std::forward<F>(f)); });
+    auto* n =
+        detail::throw_if_out_of_memory([&] { return new detail::cancellation_callback_node<D>(std::forward<F>(f)); });
     if (!state_->try_link(n)) {
       n->invoke();
       delete n;  // never shared
@@ -498,8 +500,9 @@ class cancellation_source {
   /// A new state cancelled as soon as any of `parents` is (at once if one
   /// already is). Tokens of none() are ignored.
   template <typename... Tokens>
-  [[nodiscard]] static cancellation_source linked(const Tokens&... parents) requires(
-      std::is_convertible_v<const Tokens&, const cancellation_token&>&&...) {
+  [[nodiscard]] static cancellation_source linked(const Tokens&... parents)
+    requires(std::is_convertible_v<const Tokens&, const cancellation_token&> && ...)
+  {
     cancellation_source s;
     s.state_->parent_links_.reserve(sizeof...(Tokens));
     (s.link_to(parents), ...);

@@ -135,7 +135,7 @@ namespace detail {
 template <typename... Args>
 struct format_with_location {
   template <typename S>
-  requires std::is_convertible_v<const S&, fmt::string_view>
+    requires std::is_convertible_v<const S&, fmt::string_view>
   consteval format_with_location(const S& s,  // NOLINT(google-explicit-constructor)
                                  std::source_location l = std::source_location::current())
       : format(s), location(l) {}

@@ -43,7 +43,8 @@ class json_writer {
   json_writer& value(double d);  ///< shortest round-trip form; NaN/inf become null
   json_writer& null();
   template <std::integral T>
-  requires(!std::same_as<T, bool>) json_writer& value(T v) {
+    requires(!std::same_as<T, bool>)
+  json_writer& value(T v) {
     separate();
     out_->append(std::to_string(v));
     return *this;

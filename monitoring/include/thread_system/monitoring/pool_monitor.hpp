@@ -101,11 +101,8 @@ struct monitor_report {
 /// Anything collect_into() can read: a pool with statistics, workers or
 /// per-type statistics.
 template <typename P>
-concept monitorable_pool = requires(const P& p) {
-  p.get_statistics();
-}
-|| requires(const P& p) { p.get_workers(); }
-|| requires(const P& p) { p.get_type_statistics(); };
+concept monitorable_pool = requires(const P& p) { p.get_statistics(); } || requires(const P& p) { p.get_workers(); } ||
+                           requires(const P& p) { p.get_type_statistics(); };
 
 class pool_monitor {
  public:
