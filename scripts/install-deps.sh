@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Thread System needs to build, test and
 # benchmark. Idempotent: packages already present are not reinstalled.
-# Usage: scripts/install-deps.sh [--with-peers] [--with-prometheus] [--with-clang]
+# Usage: scripts/install-deps.sh [--with-peers] [--with-prometheus] [--with-clang] [--with-docs]
 #   --with-peers       also the comparison peers of the benchmark report
 #                      (oneTBB, Boost.Asio, moodycamel::ConcurrentQueue, spdlog; OpenMP is
 #                      GCC's libgomp, installed with g++) and gnuplot for its plots.
@@ -13,7 +13,9 @@
 #                      GCC's libstdc++) and Clang 19 with libc++ 19 (the
 #                      clang and libcxx presets; GoogleTest is rebuilt from
 #                      the sources libgtest-dev installs in /usr/src/googletest),
-#                      and clang-format-16 (scripts/check-format.sh).
+#                      clang-format-16 and clang-tidy-16 (scripts/check-format.sh,
+#                      scripts/check-tidy.sh).
+#   --with-docs        also Doxygen, for the API reference (scripts/check-docs.sh).
 set -euo pipefail
 
 packages=(g++ cmake ninja-build libgtest-dev libgmock-dev libbenchmark-dev python3 libfmt-dev pkgconf)
@@ -24,7 +26,8 @@ for arg in "$@"; do
   case "$arg" in
     --with-peers) packages+=(libtbb-dev libboost-dev libconcurrentqueue-dev libspdlog-dev gnuplot-nox) ;;
     --with-prometheus) quiet_packages+=(prometheus) ;;
-    --with-clang) packages+=(clang-16 clang-19 libc++-19-dev libc++abi-19-dev googletest clang-format-16) ;;
+    --with-docs) packages+=(doxygen) ;;
+    --with-clang) packages+=(clang-16 clang-19 libc++-19-dev libc++abi-19-dev googletest clang-format-16 clang-tidy-16) ;;
     *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done

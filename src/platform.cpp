@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include "thread_system/detail/os_thread.hpp"
@@ -26,6 +27,12 @@
 #endif
 
 namespace thread_system::detail {
+
+namespace {
+// The text of an errno value. std::strerror may share a static buffer
+// between threads; the generic category's message() is thread-safe.
+std::string errno_text(int e) { return std::generic_category().message(e); }
+}  // namespace
 
 // ---- os_thread ---------------------------------------------------------------
 
@@ -121,7 +128,7 @@ result<os_thread> os_thread::start_entry(std::unique_ptr<entry> e, std::size_t s
   if (rc != 0) {
     delete h;
     return make_error_nothrow(rc == EINVAL ? error_code::invalid_argument : error_code::resource_exhausted, [&] {
-      return std::string("cannot start a thread: ") + std::strerror(rc) +
+      return std::string("cannot start a thread: ") + errno_text(rc) +
              (stack_size != 0 ? " (stack size " + std::to_string(effective_stack_size(stack_size)) + " bytes)" : "");
     });
   }
@@ -224,7 +231,7 @@ result<void> set_thread_affinity(int os_tid, std::span<const int> cpus) noexcept
   if (::sched_setaffinity(os_tid, sizeof set, &set) != 0) {
     const int e = errno;
     return make_error(e == EINVAL ? error_code::invalid_argument : error_code::not_supported,
-                      std::string("set_affinity: sched_setaffinity failed: ") + std::strerror(e));
+                      std::string("set_affinity: sched_setaffinity failed: ") + errno_text(e));
   }
   return {};
 #else
@@ -241,7 +248,7 @@ result<void> set_thread_nice(int os_tid, int nice) noexcept {
   }
   if (::setpriority(PRIO_PROCESS, static_cast<id_t>(os_tid), nice) != 0) {
     const int e = errno;
-    return make_error(error_code::not_supported, std::string("set_nice: setpriority failed: ") + std::strerror(e));
+    return make_error(error_code::not_supported, std::string("set_nice: setpriority failed: ") + errno_text(e));
   }
   return {};
 #else

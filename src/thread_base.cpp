@@ -69,7 +69,8 @@ result<void> thread_base::start() {
   std::unique_lock lock(mutex_);
   cv_.wait(lock, [this] { return phase_ != start_phase::starting; });
   if (phase_ == start_phase::failed) {
-    error e = std::move(*start_error_);
+    // Set with phase_ = failed by the thread; the fallback is never taken.
+    error e = start_error_ ? std::move(*start_error_) : error{error_code::job_failed, "start failed"};
     start_error_.reset();
     phase_ = start_phase::idle;
     lock.unlock();

@@ -300,7 +300,7 @@ void thread_pool::prepare_worker(thread_worker& w) {
   w.node_cache_.attach(&node_pool_);
   w.group_ = &group_for(w.responsibility_mask_);
   if (!local_deques_ && !w.kind_counts_) {
-    w.kind_counts_.reset(new std::atomic<std::uint64_t>[2 * 256] {});  // executed, failed per tag
+    w.kind_counts_.reset(new std::atomic<std::uint64_t>[std::size_t{2} * 256] {});  // executed, failed per tag
   }
   w.thread_name_ = w.name_.empty() ? name_ + "-" + std::to_string(w.index_) : w.name_;
   w.prepared_ = true;
@@ -1154,7 +1154,7 @@ void thread_pool::run_batch(thread_worker& w, std::span<job_function> batch) {
   for (auto& fn : batch) execute(w, fn);
 }
 
-void thread_pool::report_failure(std::exception_ptr e) noexcept {
+void thread_pool::report_failure(const std::exception_ptr& e) noexcept {
   std::shared_ptr<const error_handler> handler;
   {
     std::lock_guard lock(handler_mutex_);

@@ -285,7 +285,7 @@ void dispatch(timer_core& core, const std::shared_ptr<timer_entry>& e, timer_tic
   core.counters->refused.fetch_add(1, std::memory_order_relaxed);  // statistics only
   // A refused job is left with us: its discard path cancels a one-shot
   // timer (counted there) and re-arms a periodic one (the period skipped).
-  fn.cancel();
+  fn.cancel();  // NOLINT(bugprone-use-after-move): a refused job is left untouched (timer_dispatch)
   fn.reset();
   if (!e->periodic() || r.error().code() == error_code::queue_full) return;
   // Any other refusal (pool_stopped): the periodic timer ends.

@@ -52,14 +52,14 @@ std::size_t checked_capacity(const logger_options& o) {
 
 logger::logger(std::vector<std::shared_ptr<log_sink>> sinks, logger_options options) try
     : options_(std::move(options)), sinks_(checked_sinks(std::move(sinks))), ring_(checked_capacity(options_)) {
-  constexpr std::size_t default_max_message_bytes = 16 * 1024;
+  constexpr std::size_t default_max_message_bytes = std::size_t{16} * 1024;
   const std::size_t fits = detail::record_ring::max_text_for(ring_.capacity());
   max_message_bytes_ = options_.max_message_bytes != 0
                            ? options_.max_message_bytes
                            : (fits < default_max_message_bytes ? fits : default_max_message_bytes);
   level_.store(options_.level, std::memory_order_relaxed);  // before the logger is shared
   batch_.reserve(options_.batch_size);
-  batch_text_.reserve(64 * 1024);
+  batch_text_.reserve(std::size_t{64} * 1024);
   try {
     writer_ = std::thread([this] { writer_main(); });
   } catch (const std::system_error& e) {

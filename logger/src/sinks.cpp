@@ -128,7 +128,7 @@ result<std::FILE*> open_log_file(const std::filesystem::path& path, bool truncat
                       "cannot open " + path.string() + ": " + system_reason(err));
   }
   // Full buffering; flush() pushes the buffer out. Failure just keeps the default buffer.
-  (void)std::setvbuf(file, nullptr, _IOFBF, 64 * 1024);
+  (void)std::setvbuf(file, nullptr, _IOFBF, std::size_t{64} * 1024);
   return file;
 }
 }  // namespace detail

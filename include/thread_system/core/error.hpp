@@ -75,9 +75,12 @@ enum class error_code : int {
 class error {
  public:
   error() = default;
+  /// A failure with the given code and human-readable explanation.
   error(error_code code, std::string message) : code_(code), message_(std::move(message)) {}
 
+  /// The machine-readable reason.
   [[nodiscard]] error_code code() const noexcept { return code_; }
+  /// The human-readable explanation (may be empty).
   [[nodiscard]] const std::string& message() const noexcept { return message_; }
   /// "code: message", for logs.
   [[nodiscard]] std::string to_string() const {
@@ -89,6 +92,7 @@ class error {
     return s;
   }
 
+  /// Errors compare equal when their codes are equal; messages are ignored.
   friend bool operator==(const error& a, const error& b) noexcept { return a.code_ == b.code_; }
 
  private:
@@ -100,9 +104,13 @@ class error {
 /// `get()` of a future whose job was cancelled).
 class error_exception : public std::exception {
  public:
+  /// Wraps `err`; what() returns `err.to_string()`.
   explicit error_exception(error err) : error_(std::move(err)), what_(error_.to_string()) {}
+  /// "code: message" of the wrapped error.
   [[nodiscard]] const char* what() const noexcept override { return what_.c_str(); }
+  /// The wrapped error.
   [[nodiscard]] const error& get_error() const noexcept { return error_; }
+  /// The code of the wrapped error.
   [[nodiscard]] error_code code() const noexcept { return error_.code(); }
 
  private:
@@ -112,6 +120,7 @@ class error_exception : public std::exception {
 
 /// Wraps an error so that it converts to any `result<T>` (like std::unexpected).
 struct unexpected_error {
+  /// The error the converted `result` will hold.
   error value;
 };
 
@@ -141,16 +150,23 @@ class [[nodiscard]] result {
   static_assert(!std::is_reference_v<T>, "result<T&> is not supported");
 
  public:
+  /// The type of the success alternative.
   using value_type = T;
 
+  /// Holds a value constructed from `v`.
   template <typename U = T>
     requires std::is_constructible_v<T, U&&> && (!std::is_same_v<std::remove_cvref_t<U>, result>) &&
              (!std::is_same_v<std::remove_cvref_t<U>, unexpected_error>)
+  // NOLINTNEXTLINE(bugprone-forwarding-reference-overload): the constraint excludes result itself
   result(U&& v) : storage_(std::in_place_index<0>, std::forward<U>(v)) {}  // NOLINT(google-explicit-constructor)
+  /// Holds the wrapped error (what make_error() returns).
   result(unexpected_error e) : storage_(std::in_place_index<1>, std::move(e.value)) {}  // NOLINT
-  result(thread_system::error e) : storage_(std::in_place_index<1>, std::move(e)) {}    // NOLINT
+  /// Holds `e`.
+  result(thread_system::error e) : storage_(std::in_place_index<1>, std::move(e)) {}  // NOLINT
 
+  /// True if this holds a value, false if it holds an error.
   [[nodiscard]] bool has_value() const noexcept { return storage_.index() == 0; }
+  /// Same as has_value().
   explicit operator bool() const noexcept { return has_value(); }
 
   /// The value; throws `error_exception` holding the error if there is none.
@@ -158,17 +174,23 @@ class [[nodiscard]] result {
     if (!has_value()) throw error_exception(std::get<1>(storage_));
     return std::get<0>(storage_);
   }
+  /// The value; throws `error_exception` holding the error if there is none.
   const T& value() const& {
     if (!has_value()) throw error_exception(std::get<1>(storage_));
     return std::get<0>(storage_);
   }
+  /// The value, moved out; throws `error_exception` holding the error if there is none.
   T&& value() && {
     if (!has_value()) throw error_exception(std::get<1>(storage_));
     return std::get<0>(std::move(storage_));
   }
+  /// The value; throws `std::bad_variant_access` if this holds an error.
   T& operator*() & { return std::get<0>(storage_); }
+  /// The value; throws `std::bad_variant_access` if this holds an error.
   const T& operator*() const& { return std::get<0>(storage_); }
+  /// Points to the value; throws `std::bad_variant_access` if this holds an error.
   T* operator->() { return &std::get<0>(storage_); }
+  /// Points to the value; throws `std::bad_variant_access` if this holds an error.
   const T* operator->() const { return &std::get<0>(storage_); }
 
   /// The error. Precondition: `!has_value()`.
@@ -176,8 +198,10 @@ class [[nodiscard]] result {
     assert(!has_value());
     return std::get<1>(storage_);
   }
+  /// Same as get_error(). Precondition: `!has_value()`.
   [[nodiscard]] const thread_system::error& error() const& { return get_error(); }
 
+  /// A copy of the value, or `fallback` converted to `T` if this holds an error.
   template <typename U>
   [[nodiscard]] T value_or(U&& fallback) const& {
     return has_value() ? std::get<0>(storage_) : static_cast<T>(std::forward<U>(fallback));
@@ -192,13 +216,19 @@ class [[nodiscard]] result {
 template <>
 class [[nodiscard]] result<void> {
  public:
+  /// No success value: `void`.
   using value_type = void;
 
+  /// A success.
   result() = default;
+  /// Holds the wrapped error (what make_error() returns).
   result(unexpected_error e) : error_(std::move(e.value)) {}  // NOLINT
-  result(thread_system::error e) : error_(std::move(e)) {}    // NOLINT
+  /// Holds `e`.
+  result(thread_system::error e) : error_(std::move(e)) {}  // NOLINT
 
+  /// True on success, false if this holds an error.
   [[nodiscard]] bool has_value() const noexcept { return !error_.has_value(); }
+  /// Same as has_value().
   explicit operator bool() const noexcept { return has_value(); }
   /// Throws `error_exception` if this holds an error.
   void value() const {
@@ -211,6 +241,7 @@ class [[nodiscard]] result<void> {
     static const thread_system::error none;
     return error_ ? *error_ : none;
   }
+  /// Same as get_error().
   [[nodiscard]] const thread_system::error& error() const& noexcept { return get_error(); }
 
  private:

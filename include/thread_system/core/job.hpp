@@ -24,8 +24,10 @@
 
 namespace thread_system {
 
+/// Base of seed-style jobs: subclasses implement do_work(); a pool runs the job once, on one worker.
 class job {
  public:
+  /// A job named `name` (the name appears in error messages).
   explicit job(std::string name = "job") : name_(std::move(name)) {}
   virtual ~job() = default;
   job(const job&) = delete;
@@ -38,6 +40,7 @@ class job {
   /// `invalid_argument` instead of failing it later.
   [[nodiscard]] virtual bool runnable() const noexcept { return true; }
 
+  /// The name given at construction.
   [[nodiscard]] const std::string& get_name() const noexcept { return name_; }
 
  private:
@@ -48,6 +51,8 @@ class job {
 /// error is reported) or `void`.
 class callback_job final : public job {
  public:
+  /// Wraps `callback` (returning `result<void>` or `void`). An empty std::function or a null pointer gives a job
+  /// that is not runnable() and is refused at enqueue.
   template <typename F, typename D = std::decay_t<F>>
     requires std::is_invocable_v<D&> && (!std::is_same_v<D, callback_job>)
   explicit callback_job(F&& callback, std::string name = "callback_job") : job(std::move(name)) {
@@ -64,6 +69,7 @@ class callback_job final : public job {
     }
   }
 
+  /// Runs the callback; an `invalid_argument` error if there is none.
   [[nodiscard]] result<void> do_work() override {
     if (!callback_)
       return make_error(error_code::invalid_argument, "callback_job '" + get_name() + "' has no callback");
@@ -72,6 +78,7 @@ class callback_job final : public job {
 
   /// False when constructed from an empty callback.
   [[nodiscard]] bool has_callback() const noexcept { return static_cast<bool>(callback_); }
+  /// Same as has_callback().
   [[nodiscard]] bool runnable() const noexcept override { return has_callback(); }
 
  private:

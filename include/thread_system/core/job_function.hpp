@@ -61,24 +61,35 @@ template <typename D>
 concept job_callable = std::is_invocable_v<D&> || has_report_hook<D>;
 }  // namespace detail
 
+// storage_ is raw storage, written only when a callable is placed in it:
+// zeroing it in every constructor would cost every job.
+// NOLINTBEGIN(cppcoreguidelines-pro-type-member-init)
+
+/// Move-only, type-erased callable that pools store and run; small callables are held without allocation.
 class job_function {
  public:
   /// Bytes available for a callable stored without allocation.
   static constexpr std::size_t inline_capacity = 48;
+  /// Largest alignment of a callable stored without heap allocation.
   static constexpr std::size_t inline_alignment = 8;
 
   /// True when a callable of type F is stored without heap allocation.
+  // NOLINTBEGIN(misc-redundant-expression): a comparison true for one F is not for every F
   template <typename F>
   static constexpr bool stored_inline =
       sizeof(F) <= inline_capacity && alignof(F) <= inline_alignment && std::is_nothrow_move_constructible_v<F>;
+  // NOLINTEND(misc-redundant-expression)
 
+  /// An empty job_function.
   job_function() noexcept = default;
+  /// An empty job_function.
   job_function(std::nullptr_t) noexcept {}  // NOLINT(google-explicit-constructor)
 
   /// Wraps `f`. A null function pointer or an empty std::function gives an
   /// empty job_function (which pools refuse with `invalid_argument`).
   template <typename F, typename D = std::decay_t<F>>
     requires(!std::is_same_v<D, job_function> && detail::job_callable<D> && std::is_constructible_v<D, F &&>)
+  // NOLINTNEXTLINE(bugprone-forwarding-reference-overload): the constraint excludes job_function itself
   job_function(F&& f) {  // NOLINT(google-explicit-constructor)
     if constexpr (std::is_pointer_v<D> || std::is_member_pointer_v<D> || requires { f == nullptr; }) {
       if (f == nullptr) return;
@@ -92,6 +103,7 @@ class job_function {
     vtable_ = &vtable_for<D>;
   }
 
+  /// Takes `other`'s callable and metadata; `other` becomes empty.
   job_function(job_function&& other) noexcept : vtable_(other.vtable_), meta_(other.meta_) {
     other.meta_ = 0;
     if (vtable_ != nullptr) {
@@ -100,6 +112,7 @@ class job_function {
     }
   }
 
+  /// Destroys the held callable, then takes `other`'s callable and metadata; `other` becomes empty.
   THREAD_SYSTEM_ALWAYS_INLINE job_function& operator=(job_function&& other) noexcept {
     if (this != &other) {
       reset();
@@ -114,9 +127,12 @@ class job_function {
     return *this;
   }
 
+  /// Not copyable.
   job_function(const job_function&) = delete;
+  /// Not copyable.
   job_function& operator=(const job_function&) = delete;
 
+  /// Destroys the held callable, if any.
   ~job_function() { reset(); }
 
   /// True when a callable is held.
@@ -137,6 +153,7 @@ class job_function {
 
   /// Runs the callable. Exceptions propagate. Precondition: non-empty.
   job_outcome run() { return vtable_->invoke(storage_); }
+  /// Runs the callable and discards the outcome. Exceptions propagate. Precondition: non-empty.
   void operator()() { (void)run(); }
 
   /// Tells the callable it will never run (its `cancel()` hook, if any). The
@@ -179,6 +196,7 @@ class job_function {
   }
   /// A small number a pool attaches to the job (a typed pool: the type's rank + 1).
   [[nodiscard]] std::uint8_t tag() const noexcept { return static_cast<std::uint8_t>(meta_ >> 56); }
+  /// Sets the tag (tag()) to `t`; the enqueue stamp is kept.
   void set_tag(std::uint8_t t) noexcept { meta_ = (meta_ & max_stamp) | (std::uint64_t{t} << 56); }
 
   // ---- packed form (for queues that store jobs compactly) -----------------
@@ -199,7 +217,7 @@ class job_function {
   /// Words of the packed job at `source` (written by pack_into()).
   [[nodiscard]] static std::size_t packed_words_at(const void* source) noexcept {
     const vtable_t* vt = nullptr;
-    std::memcpy(&vt, source, sizeof(vt));
+    std::memcpy(&vt, source, sizeof(vt));  // NOLINT(bugprone-sizeof-expression): the pointer itself is copied
     return 2 + vt->payload_words;
   }
 
@@ -207,7 +225,7 @@ class job_function {
   /// this job becomes empty. Precondition: non-empty.
   THREAD_SYSTEM_ALWAYS_INLINE void pack_into(void* destination) noexcept {
     auto* out = static_cast<unsigned char*>(destination);
-    std::memcpy(out, &vtable_, sizeof(vtable_));
+    std::memcpy(out, &vtable_, sizeof(vtable_));  // NOLINT(bugprone-sizeof-expression): the pointer itself
     std::memcpy(out + 8, &meta_, sizeof(meta_));
     if (vtable_->relocate == nullptr) {
       copy_words(out + 16, storage_, vtable_->payload_words);
@@ -222,7 +240,7 @@ class job_function {
   /// the words at `source` hold nothing afterwards.
   THREAD_SYSTEM_ALWAYS_INLINE void unpack_from(void* source) noexcept {
     auto* in = static_cast<unsigned char*>(source);
-    std::memcpy(&vtable_, in, sizeof(vtable_));
+    std::memcpy(&vtable_, in, sizeof(vtable_));  // NOLINT(bugprone-sizeof-expression): the pointer itself
     std::memcpy(&meta_, in + 8, sizeof(meta_));
     if (vtable_->relocate == nullptr) {
       copy_words(storage_, in + 16, vtable_->payload_words);
@@ -305,6 +323,9 @@ class job_function {
   // size unknown at compile time.
   THREAD_SYSTEM_ALWAYS_INLINE static void copy_words(unsigned char* to, const unsigned char* from,
                                                      std::uint32_t words) noexcept {
+    // In 32 bits on purpose: GCC 12 reads a 64-bit index as possibly huge and
+    // warns (stringop-overflow) about the copy.
+    // NOLINTNEXTLINE(bugprone-implicit-widening-of-multiplication-result): at most 6 words
     for (std::uint32_t i = 0; i < words; ++i) std::memcpy(to + 8 * i, from + 8 * i, 8);
   }
 
@@ -320,6 +341,7 @@ class job_function {
   const vtable_t* vtable_ = nullptr;
   std::uint64_t meta_ = 0;  // tag in the top 8 bits, enqueue stamp below
 };
+// NOLINTEND(cppcoreguidelines-pro-type-member-init)
 
 static_assert(sizeof(job_function) == 64, "a job_function should fill exactly one cache line");
 

@@ -57,12 +57,16 @@
 
 namespace thread_system {
 
+/// A named thread with a start/stop lifecycle that calls the virtual hooks below in a loop (see the header comment).
 class thread_base {
  public:
   /// `stack_size` in bytes; 0 is the platform default (see os_thread.hpp).
   explicit thread_base(std::string name = "thread_base", std::size_t stack_size = 0);
+  /// Stops the thread if it still runs; a derived class must already have called stop() in its own destructor.
   virtual ~thread_base();
+  /// Not copyable.
   thread_base(const thread_base&) = delete;
+  /// Not copyable.
   thread_base& operator=(const thread_base&) = delete;
 
   /// Starts the thread and waits for before_start(). Returns its error (or
@@ -80,17 +84,25 @@ class thread_base {
   /// means do_work() runs only when woken (never undefined behaviour). A
   /// new interval applies from the next round: wake() starts one at once.
   void set_wake_interval(std::optional<std::chrono::milliseconds> interval);
+  /// The current wake interval; empty when do_work() runs only when woken.
   [[nodiscard]] std::optional<std::chrono::milliseconds> get_wake_interval() const;
 
+  /// True from a successful before_start() until after_stop() has returned.
   [[nodiscard]] bool is_running() const noexcept;
+  /// The name given at construction (also the OS thread name where supported).
   [[nodiscard]] const std::string& get_name() const noexcept { return name_; }
   /// do_work() rounds completed so far.
   [[nodiscard]] std::uint64_t work_rounds() const noexcept;
 
  protected:
+  /// Runs on the new thread before the loop; an error (or exception) aborts start(), which returns it. Default: no-op.
   virtual result<void> before_start() { return {}; }
+  /// Polled under an internal mutex while the loop waits: true runs do_work() without wake() and keeps the loop
+  /// going after stop(). Default: false.
   virtual bool should_continue_work() const { return false; }
+  /// One round of work; an error (or exception) goes to on_error() and the loop goes on. Default: no-op.
   virtual result<void> do_work() { return {}; }
+  /// Runs on the thread after the loop has left; an error (or exception) goes to on_error(). Default: no-op.
   virtual result<void> after_stop() { return {}; }
   /// Receives errors of do_work() and after_stop() (and what they throw, as
   /// `job_failed`). Default: ignore.

@@ -52,7 +52,8 @@ namespace thread_system {
 
 /// Bucket geometry shared by the histogram and its snapshots.
 struct histogram_layout {
-  static constexpr unsigned sub_bucket_bits = 4;                            ///< 16 sub-buckets per power of two
+  static constexpr unsigned sub_bucket_bits = 4;  ///< 16 sub-buckets per power of two
+  /// Sub-buckets per power-of-two range.
   static constexpr std::uint64_t sub_bucket_count = 1u << sub_bucket_bits;  // 16
   static constexpr unsigned highest_bit = 41;                               ///< top regular range [2^41, 2^42)
   /// Values 0..2*sub_bucket_count-1 are exact; then 16 buckets per power of two.
@@ -106,12 +107,14 @@ struct histogram_snapshot {
   /// Bound on |percentile(q) - exact| / exact (see the file comment).
   static constexpr double relative_error = 1.0 / (2.0 * histogram_layout::sub_bucket_count);
 
+  /// Samples per bucket, indexed as histogram_layout::index_of() maps values.
   std::array<std::uint64_t, histogram_layout::bucket_count> counts{};
   std::uint64_t count = 0;  ///< samples (the sum of `counts`)
   std::uint64_t sum = 0;    ///< sum of the samples (ns)
   std::uint64_t min = 0;    ///< smallest sample, 0 when empty
   std::uint64_t max = 0;    ///< largest sample, 0 when empty
 
+  /// True when no sample was recorded.
   [[nodiscard]] bool empty() const noexcept { return count == 0; }
 
   /// Arithmetic mean in ns; 0 when empty.
@@ -192,10 +195,14 @@ struct histogram_snapshot {
   }
 };
 
+/// Log-bucketed histogram of nanosecond durations: one writer (or record_concurrent() callers), any readers.
 class latency_histogram {
  public:
+  /// An empty histogram.
   latency_histogram() = default;
+  /// Not copyable.
   latency_histogram(const latency_histogram&) = delete;
+  /// Not copyable.
   latency_histogram& operator=(const latency_histogram&) = delete;
 
   /// Single writer: adds one sample of `ns` nanoseconds.

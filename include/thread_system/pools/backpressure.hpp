@@ -37,29 +37,41 @@
 
 namespace thread_system {
 
+/// A bound on the jobs queued in a pool and what a submission does when it is reached (see the header comment).
 struct backpressure {
+  /// What a submission to a full pool does: wait for room, wait up to `timeout` (then fail with `timeout`), fail
+  /// at once with `queue_full`, run the job on the submitting thread, or cancel the oldest queued job.
   enum class policy { block, block_for, reject, caller_runs, drop_oldest };
 
   /// 0: unbounded (no backpressure; the default).
   std::size_t capacity = 0;
+  /// What a submission does when `capacity` jobs are queued. Default: block.
   policy on_full = policy::block;
   /// For block_for.
   std::chrono::nanoseconds timeout{0};
 
+  /// No bound (the default).
   [[nodiscard]] static backpressure unbounded() noexcept { return {}; }
+  /// At most `capacity` queued jobs; a submission to a full pool waits for room (or `pool_stopped`).
   [[nodiscard]] static backpressure block(std::size_t capacity) noexcept { return {capacity, policy::block, {}}; }
+  /// At most `capacity` queued jobs; a submission to a full pool waits up to `timeout` for room, then fails with
+  /// `timeout`.
   [[nodiscard]] static backpressure block_for(std::size_t capacity, std::chrono::nanoseconds timeout) noexcept {
     return {capacity, policy::block_for, timeout};
   }
+  /// At most `capacity` queued jobs; a submission to a full pool fails at once with `queue_full`.
   [[nodiscard]] static backpressure reject(std::size_t capacity) noexcept { return {capacity, policy::reject, {}}; }
+  /// At most `capacity` queued jobs; a submission to a full pool runs the job on the submitting thread.
   [[nodiscard]] static backpressure caller_runs(std::size_t capacity) noexcept {
     return {capacity, policy::caller_runs, {}};
   }
+  /// At most `capacity` queued jobs; a submission to a full pool cancels the oldest queued job and queues the new one.
   [[nodiscard]] static backpressure drop_oldest(std::size_t capacity) noexcept {
     return {capacity, policy::drop_oldest, {}};
   }
 };
 
+/// The policy's name ("block", "block_for", ...).
 [[nodiscard]] constexpr const char* to_string(backpressure::policy p) noexcept {
   switch (p) {
     case backpressure::policy::block:

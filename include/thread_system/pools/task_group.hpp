@@ -41,11 +41,16 @@
 
 namespace thread_system {
 
+/// Runs jobs on a pool and waits for all of them (fork-join), with no future per job; see the header comment.
 class task_group {
  public:
+  /// A group whose jobs run on `pool`, which must outlive the group.
   explicit task_group(thread_pool& pool) noexcept : pool_(pool) {}
+  /// Not copyable.
   task_group(const task_group&) = delete;
+  /// Not copyable.
   task_group& operator=(const task_group&) = delete;
+  /// Waits for every job run() so far; an exception of a job is dropped if wait() was not called.
   ~task_group() {
     try {
       wait();
@@ -53,6 +58,8 @@ class task_group {
     }
   }
 
+  /// Runs `f` as a job of the group on the pool (on this worker's deque when called from one of its workers);
+  /// if the pool refuses it, runs it on the calling thread instead. Never fails.
   template <typename F>
     requires std::is_invocable_v<std::decay_t<F>&>
   void run(F&& f) {

@@ -121,7 +121,9 @@ namespace thread_system {
 /// are swallowed (and counted in `failed` already).
 using error_handler = std::function<void(std::exception_ptr)>;
 
+/// Settings for the concise-style thread_pool constructor.
 struct pool_options {
+  /// Pool name: in error messages, and worker threads are named "<name>-<index>".
   std::string name = "thread_pool";
   /// Null: print one line per failure to stderr.
   error_handler on_error;
@@ -339,6 +341,7 @@ struct seed_job_adapter {
 
 }  // namespace detail
 
+/// A fixed set of worker threads running jobs from a shared queue, with work stealing (see the header comment).
 class thread_pool {
  public:
   /// The most workers one pool can have (see "Workers and their threads").
@@ -355,8 +358,11 @@ class thread_pool {
   /// `error_exception{invalid_argument}` when worker_count is 0.
   explicit thread_pool(std::size_t worker_count = default_worker_count(), pool_options options = {});
 
+  /// stop(stop_mode::drain) unless already stopped. Must not be called from one of this pool's workers.
   ~thread_pool();
+  /// Not copyable.
   thread_pool(const thread_pool&) = delete;
+  /// Not copyable.
   thread_pool& operator=(const thread_pool&) = delete;
 
   /// hardware_concurrency(), or 1 when unknown.
@@ -523,7 +529,9 @@ class thread_pool {
   /// may still start; backpressure::caller_runs runs jobs on the submitting
   /// thread; a worker leaving after resize() runs the jobs on its own deque.
   void pause() noexcept;
+  /// Ends pause(): queued jobs start again and parked workers are woken.
   void resume() noexcept;
+  /// True between pause() and resume().
   [[nodiscard]] bool is_paused() const noexcept;
 
   /// Blocks until every job accepted before the call has finished (or been
@@ -535,7 +543,9 @@ class thread_pool {
   /// runs the pending jobs on the calling thread.
   stop_report stop(stop_mode mode = stop_mode::drain);
 
+  /// True from a successful start() (or the concise constructor) until stop() begins.
   [[nodiscard]] bool is_running() const noexcept;
+  /// True once stop() has finished.
   [[nodiscard]] bool is_stopped() const noexcept;
 
   /// Changes the number of workers to `n` (1..256), under load. Growing
@@ -551,13 +561,16 @@ class thread_pool {
 
   // ---- observation ----------------------------------------------------------
 
+  /// A snapshot of the pool's counters (see worker_statistics.hpp for its consistency).
   [[nodiscard]] pool_statistics get_statistics() const;
   /// Wait and run times of sampled jobs, merged over all workers (see
   /// pool_options::latency_sample_every).
   [[nodiscard]] worker_latency latency() const;
+  /// Workers in the pool, not counting those resize() asked to leave.
   [[nodiscard]] std::size_t worker_count() const;
   /// True when the calling thread is one of this pool's workers.
   [[nodiscard]] bool is_worker_thread() const noexcept { return on_own_worker(); }
+  /// The pool's name (pool_options::name, or the seed-style constructor's argument).
   [[nodiscard]] const std::string& get_name() const noexcept { return name_; }
   /// The injector queue this pool was built with.
   [[nodiscard]] pool_queue queue_kind() const noexcept { return queue_kind_; }
@@ -686,7 +699,7 @@ class thread_pool {
   void worker_main(thread_worker& w);
   void run_batch(thread_worker& w, std::span<job_function> batch);
   [[nodiscard]] thread_worker* own_worker() const noexcept;
-  void report_failure(std::exception_ptr e) noexcept;
+  void report_failure(const std::exception_ptr& e) noexcept;
   [[nodiscard]] bool idle_now() const noexcept;
   [[nodiscard]] bool on_own_worker() const noexcept;
   [[nodiscard]] bool nothing_left_to_steal_from_caller() const noexcept;  // see detail::nothing_left_to_steal()

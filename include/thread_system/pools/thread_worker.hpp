@@ -33,17 +33,22 @@ namespace detail {
 struct wake_group;
 }
 
+/// One worker thread of a thread_pool; seed-style code creates workers and hands them to a pool, which owns them.
 class thread_worker {
  public:
   /// `name` becomes the OS thread name (truncated to 15 bytes on Linux);
   /// empty means "<pool name>-<index>".
   explicit thread_worker(std::string name = {}) : name_(std::move(name)) {}
+  /// Not copyable.
   thread_worker(const thread_worker&) = delete;
+  /// Not copyable.
   thread_worker& operator=(const thread_worker&) = delete;
   virtual ~thread_worker() = default;  // the owning pool joins the thread first
 
+  /// The name given at construction (empty: the pool names the thread "<pool name>-<index>").
   [[nodiscard]] const std::string& get_name() const noexcept { return name_; }
 
+  /// A snapshot of this worker's counters; callable from any thread at any time.
   [[nodiscard]] worker_statistics get_statistics() const noexcept {
     worker_statistics s;
     // All loads relaxed: monotonic counters read for reporting; no data is
@@ -145,8 +150,8 @@ class thread_worker {
   bool degraded_ = false;                      // owner thread only: the last allocation attempt failed
 
  protected:
-  // Job kinds this worker serves (bit r = rank r; typed pools). Set before
-  // the worker is started and constant afterwards.
+  /// Job kinds this worker serves (bit r = rank r; typed pools). Set before
+  /// the worker is started and constant afterwards.
   std::uint64_t responsibility_mask_ = ~std::uint64_t{0};
 
  private:

@@ -114,8 +114,10 @@ using job_type_value_t =
 template <job_type T>
 class typed_thread_worker_t : public thread_worker {
  public:
+  /// A worker serving `responsibilities` (empty: every type), optionally named as for thread_worker.
   explicit typed_thread_worker_t(std::vector<T> responsibilities = {}, std::string name = {})
       : thread_worker(std::move(name)), responsibilities_(std::move(responsibilities)) {}
+  /// A universal worker named `name` (as for thread_worker).
   explicit typed_thread_worker_t(std::string name) : thread_worker(std::move(name)) {}
 
   /// Sets the types this worker serves (empty: all). Only before the worker
@@ -128,12 +130,14 @@ class typed_thread_worker_t : public thread_worker {
     responsibilities_ = std::move(types);
     return {};
   }
+  /// As set_responsibilities(std::vector<T>).
   result<void> set_responsibilities(std::initializer_list<T> types) {
     return set_responsibilities(std::vector<T>(types));
   }
 
   /// The types this worker serves (empty: all).
   [[nodiscard]] const std::vector<T>& get_responsibilities() const noexcept { return responsibilities_; }
+  /// True when the worker serves every type (no responsibilities set).
   [[nodiscard]] bool is_universal() const noexcept { return responsibilities_.empty(); }
 
  private:
@@ -148,7 +152,9 @@ class typed_thread_worker_t : public thread_worker {
 template <job_type T>
 class typed_job_t : public job {
  public:
+  /// A job of `type`, named `name`.
   explicit typed_job_t(T type, std::string name = "typed_job") : job(std::move(name)), type_(type) {}
+  /// The type the job was created with; it picks the queue the job goes to.
   [[nodiscard]] T type() const noexcept { return type_; }
 
  private:
@@ -159,21 +165,28 @@ class typed_job_t : public job {
 template <job_type T>
 class callback_typed_job_t final : public typed_job_t<T> {
  public:
+  /// Wraps `callback` as a job of `type`. An empty std::function or a null pointer gives a job that is not
+  /// runnable() and is refused at enqueue.
   template <typename F, typename D = std::decay_t<F>>
     requires std::is_invocable_v<D&> && (!std::is_same_v<D, callback_typed_job_t>)
   callback_typed_job_t(F&& callback, T type, std::string name = "callback_typed_job")
       : typed_job_t<T>(type, name), inner_(std::forward<F>(callback), std::move(name)) {}
 
+  /// Runs the callback; an `invalid_argument` error if there is none.
   [[nodiscard]] result<void> do_work() override { return inner_.do_work(); }
+  /// False when constructed from an empty callback.
   [[nodiscard]] bool has_callback() const noexcept { return inner_.has_callback(); }
+  /// Same as has_callback().
   [[nodiscard]] bool runnable() const noexcept override { return inner_.has_callback(); }
 
  private:
   callback_job inner_;
 };
 
+/// Settings of a typed_thread_pool_t.
 template <job_type T>
 struct typed_pool_options {
+  /// Pool name: in error messages, and worker threads are named "<name>-<index>".
   std::string name = "typed_thread_pool";
   /// Highest priority first, each type once; empty: by underlying value (see the header).
   std::vector<T> priority_order;
@@ -193,6 +206,7 @@ struct typed_pool_options {
 
 /// Per-type statistics of a typed pool (only types that have been used).
 struct job_type_statistics {
+  /// The type's name as typed_thread_pool_t::type_name() gives it.
   std::string type_name;
   std::size_t rank = 0;         ///< 0 = highest priority.
   std::uint64_t enqueued = 0;   ///< Jobs accepted.
@@ -203,12 +217,16 @@ struct job_type_statistics {
   histogram_snapshot wait;      ///< Sampled enqueue -> start times, ns.
 };
 
+/// A pool whose jobs have a type (a priority class) and whose workers serve the types they are responsible for,
+/// highest priority first (see the header comment).
 template <typename T>
 class typed_thread_pool_t {
   static_assert(job_type<T>, "typed_thread_pool_t<T>: T must be an enum or integer type");
 
  public:
+  /// The worker class this pool accepts.
   using worker_type = typed_thread_worker_t<T>;
+  /// Most job types a pool can have: ranks 0..63.
   static constexpr std::size_t max_types = detail::typed_injector::max_kinds;
 
   /// Seed style: no workers, not started.
@@ -239,13 +257,16 @@ class typed_thread_pool_t {
       throw error_exception(r.error());
     }
   }
+  /// Concise with default options: `universal_workers` universal workers, started. Throws as the constructor above.
   explicit typed_thread_pool_t(std::size_t universal_workers) try
       : typed_thread_pool_t(universal_workers, typed_pool_options<T>{}) {
   } catch (const std::bad_alloc&) {  // the default options' name
     throw error_exception(detail::out_of_memory_error().value);
   }
 
+  /// Not copyable.
   typed_thread_pool_t(const typed_thread_pool_t&) = delete;
+  /// Not copyable.
   typed_thread_pool_t& operator=(const typed_thread_pool_t&) = delete;
   /// stop(stop_mode::drain), while every member jobs may still use exists.
   ~typed_thread_pool_t() { (void)core_.stop(stop_mode::drain); }
@@ -260,6 +281,7 @@ class typed_thread_pool_t {
     if (strategy == queue_strategy::FORCE_LOCKFREE) kind = pool_queue::lockfree;
     return set_queue(kind);
   }
+  /// As set_queue_strategy(), with a pool_queue kind. Before the first job only: afterwards `already_started`.
   result<void> set_queue(pool_queue kind) {
     if (!injector().set_queue_kind(kind)) {
       return make_error(error_code::already_started,
@@ -279,6 +301,7 @@ class typed_thread_pool_t {
       return enqueue_batch(std::move(one));
     });
   }
+  /// Same as add_worker().
   result<void> enqueue(std::unique_ptr<worker_type> worker) { return add_worker(std::move(worker)); }
 
   /// Adds all workers, or none when one is refused up front (see add_worker).
@@ -386,19 +409,28 @@ class typed_thread_pool_t {
   void wait_idle() { core_.wait_idle(); }
   /// As thread_pool::stop().
   stop_report stop(stop_mode mode = stop_mode::drain) { return core_.stop(mode); }
+  /// As thread_pool::is_running().
   [[nodiscard]] bool is_running() const noexcept { return core_.is_running(); }
+  /// As thread_pool::is_stopped().
   [[nodiscard]] bool is_stopped() const noexcept { return core_.is_stopped(); }
 
   // ---- observation ----------------------------------------------------------
 
+  /// The pool's name (typed_pool_options::name, or the seed-style constructor's argument).
   [[nodiscard]] const std::string& get_name() const noexcept { return core_.get_name(); }
+  /// Workers added to the pool (as thread_pool::worker_count()).
   [[nodiscard]] std::size_t worker_count() const { return core_.worker_count(); }
+  /// The pool's counters over all types (as thread_pool::get_statistics()).
   [[nodiscard]] pool_statistics get_statistics() const { return core_.get_statistics(); }
+  /// Wait and run times of sampled jobs over all types and workers (as thread_pool::latency()).
   [[nodiscard]] worker_latency latency() const { return core_.latency(); }
   /// As thread_pool::pause() / resume().
   void pause() noexcept { core_.pause(); }
+  /// Ends pause() (as thread_pool::resume()).
   void resume() noexcept { core_.resume(); }
+  /// True between pause() and resume().
   [[nodiscard]] bool is_paused() const noexcept { return core_.is_paused(); }
+  /// Replaces the failure handler; null restores the default stderr line (as thread_pool::set_error_handler()).
   void set_error_handler(error_handler handler) { core_.set_error_handler(std::move(handler)); }
 
   /// One entry per type that has been used, highest priority first.

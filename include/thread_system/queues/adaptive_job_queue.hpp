@@ -149,10 +149,14 @@ struct adaptive_queue_statistics {
   std::uint64_t probes_rejected = 0;    ///< Switches to the lock-free queue undone because it was slower.
 };
 
+/// A job queue that routes every operation to a mutex queue or a lock-free queue, switching between them by measured
+/// contention and throughput; FIFO per producer (see the header comment).
 class adaptive_job_queue {
  public:
+  /// The seed's name for thread_system::queue_strategy.
   using queue_strategy = thread_system::queue_strategy;
 
+  /// A queue using `strategy`; `policy` says when ADAPTIVE switches (a window of 0 counts as 1).
   explicit adaptive_job_queue(queue_strategy strategy = queue_strategy::ADAPTIVE, adaptive_policy policy = {})
       : strategy_(strategy), policy_(policy) {
     if (policy_.window == 0) policy_.window = 1;
@@ -167,7 +171,9 @@ class adaptive_job_queue {
     refresh_refusals_locked();                // (no lock needed yet: nothing else sees the queue)
   }
 
+  /// Not copyable.
   adaptive_job_queue(const adaptive_job_queue&) = delete;
+  /// Not copyable.
   adaptive_job_queue& operator=(const adaptive_job_queue&) = delete;
 
   /// Appends `job` to the active queue. Fails with `invalid_argument` (empty
@@ -212,6 +218,8 @@ class adaptive_job_queue {
     closed_.store(true, std::memory_order_release);
   }
 
+  /// True once close() has closed both queues: every push fails, and a pop that returns false proves the queue
+  /// empty for good.
   [[nodiscard]] bool is_closed() const noexcept {
     return closed_.load(std::memory_order_acquire);  // pairs with the release in close()
   }
@@ -220,6 +228,7 @@ class adaptive_job_queue {
   [[nodiscard]] std::size_t size_approx() const noexcept {
     return mutex_queue_.size_approx() + lockfree_queue_.size_approx();
   }
+  /// True when size_approx() is 0; approximate under concurrency.
   [[nodiscard]] bool empty_approx() const noexcept { return size_approx() == 0; }
 
   /// The strategy chosen at construction.
@@ -231,6 +240,7 @@ class adaptive_job_queue {
     return strategy_of(active_index(state_.load(std::memory_order_relaxed)));
   }
 
+  /// A snapshot of the counters (relaxed reads; see adaptive_queue_statistics).
   [[nodiscard]] adaptive_queue_statistics get_statistics() const noexcept {
     adaptive_queue_statistics statistics;
     statistics.current_strategy = current_strategy();

@@ -69,6 +69,7 @@
 
 namespace thread_system {
 
+/// A fixed-capacity, lock-free multi-producer multi-consumer FIFO of jobs (Vyukov's bounded queue).
 class bounded_queue {
  public:
   /// Largest capacity accepted: positions keep the top bit of `tail_` free
@@ -79,6 +80,8 @@ class bounded_queue {
   /// more allocation per push (see the header comment).
   static constexpr std::size_t inline_job_bytes = 24;
 
+  /// A queue of `capacity` rounded up to a power of two (at least 2). Throws error_exception{invalid_argument} for
+  /// 0 or a capacity above max_capacity.
   explicit bounded_queue(std::size_t capacity) {
     if (capacity == 0 || capacity > max_capacity) {
       throw error_exception(error{error_code::invalid_argument, "bounded_queue: capacity must be in [1, 2^62]"});
@@ -93,7 +96,9 @@ class bounded_queue {
     }
   }
 
+  /// Not copyable.
   bounded_queue(const bounded_queue&) = delete;
+  /// Not copyable.
   bounded_queue& operator=(const bounded_queue&) = delete;
 
   /// Jobs still queued are destroyed (not run, not cancelled). Requires that
@@ -177,6 +182,7 @@ class bounded_queue {
     tail_.fetch_or(closed_bit, std::memory_order_acq_rel);
   }
 
+  /// True once close() has been called: every push fails with `pool_stopped`.
   [[nodiscard]] bool is_closed() const noexcept {
     return (tail_.load(std::memory_order_acquire) & closed_bit) != 0;  // pairs with close()
   }
@@ -190,6 +196,7 @@ class bounded_queue {
     if (tail <= head) return 0;
     return tail - head > capacity_ ? capacity_ : tail - head;
   }
+  /// True when size_approx() is 0; approximate under concurrency.
   [[nodiscard]] bool empty_approx() const noexcept { return size_approx() == 0; }
 
   /// The capacity after rounding up (see the header comment).

@@ -40,6 +40,7 @@
 
 namespace thread_system {
 
+/// The mutex-protected (spin-locked), unbounded FIFO of jobs, stored packed in a growable ring.
 class alignas(64) job_queue {
  public:
   /// `initial_capacity`: jobs of four words (32 bytes packed) the ring holds
@@ -47,7 +48,9 @@ class alignas(64) job_queue {
   explicit job_queue(std::size_t initial_capacity = 1024)
       : ring_words_(std::bit_ceil(std::max<std::size_t>(initial_capacity, 2) * 4)), ring_(new word[ring_words_]) {}
 
+  /// Not copyable.
   job_queue(const job_queue&) = delete;
+  /// Not copyable.
   job_queue& operator=(const job_queue&) = delete;
 
   /// Destroys the jobs still queued (not run, not cancelled), exactly once.
@@ -97,6 +100,7 @@ class alignas(64) job_queue {
     return pop_admitted(out, fair_share{share}, admit_all{}, no_action{});
   }
 
+  /// Removes up to `min(out.size(), max)` of the oldest jobs, in order; returns how many.
   [[nodiscard]] std::size_t pop_batch(std::span<job_function> out, std::size_t max) {
     return pop_admitted(out, at_most{max}, admit_all{}, no_action{});
   }
@@ -115,6 +119,7 @@ class alignas(64) job_queue {
     closed_hint_.store(false, std::memory_order_release);  // pairs with the acquire in is_closed()
   }
 
+  /// True after close() until reopen(): pushes fail with `pool_stopped`.
   [[nodiscard]] bool is_closed() const noexcept {
     return closed_hint_.load(std::memory_order_acquire);  // pairs with close()
   }
@@ -123,6 +128,7 @@ class alignas(64) job_queue {
   [[nodiscard]] std::size_t size_approx() const noexcept {
     return size_.load(std::memory_order_relaxed);  // a snapshot, not a synchronisation point
   }
+  /// True when size_approx() is 0; approximate under concurrency.
   [[nodiscard]] bool empty_approx() const noexcept { return size_approx() == 0; }
 
   /// Jobs ever accepted by try_push/push_batch. Exact once the queue is

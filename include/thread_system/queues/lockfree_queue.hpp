@@ -84,14 +84,17 @@
 
 namespace thread_system {
 
+/// An unbounded, lock-free multi-producer multi-consumer FIFO of jobs (Michael-Scott queue with hazard pointers).
 class lockfree_queue {
  public:
+  /// Default bound on the reclaimed nodes kept for reuse.
   static constexpr std::size_t default_max_pooled_nodes = 8192;
 
   /// Callables up to this size are stored in the queue's node; larger ones
   /// cost one more allocation per push (see the header comment).
   static constexpr std::size_t inline_job_bytes = 16;
 
+  /// An empty queue that keeps at most `max_pooled_nodes` reclaimed nodes for reuse; the rest are freed.
   explicit lockfree_queue(std::size_t max_pooled_nodes = default_max_pooled_nodes)
       : max_pooled_(max_pooled_nodes), domain_(&reclaim_node, this) {
     node* dummy = new node;
@@ -100,9 +103,13 @@ class lockfree_queue {
     tail_.store(dummy, std::memory_order_relaxed);   // likewise
   }
 
+  /// Not copyable.
   lockfree_queue(const lockfree_queue&) = delete;
+  /// Not copyable.
   lockfree_queue& operator=(const lockfree_queue&) = delete;
 
+  /// Destroys the jobs still queued (not run, not cancelled) and frees every node. Requires that no other member is
+  /// running.
   ~lockfree_queue() {
     // Quiescent: no hazard is set, so every retired node is reclaimed (into
     // the pool or freed).
@@ -180,6 +187,7 @@ class lockfree_queue {
     closed_.store(true, std::memory_order_release);  // pairs with the acquire in is_closed()
   }
 
+  /// True once close() has returned: every push fails with `pool_stopped`.
   [[nodiscard]] bool is_closed() const noexcept {
     return closed_.load(std::memory_order_acquire);  // pairs with close()
   }
@@ -191,6 +199,7 @@ class lockfree_queue {
     const std::size_t pushed = pushed_.load(std::memory_order_relaxed);
     return pushed > popped ? pushed - popped : 0;
   }
+  /// True when size_approx() is 0; approximate under concurrency.
   [[nodiscard]] bool empty_approx() const noexcept { return size_approx() == 0; }
 
   /// Nodes currently allocated (queued + dummy + pooled + retired + in use by
@@ -225,12 +234,14 @@ class lockfree_queue {
   void collect() { domain_.collect(); }
 
  private:
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init): `job` is raw words (see below)
   struct node {
     // Successor in the queue, or the next free node while on the pool. Both
     // uses are atomic because a stale thread may read it after the node
     // changed role (its CAS then fails).
     std::atomic<node*> next{nullptr};
     // A job while the node is queued (not the dummy); nothing otherwise.
+    // Raw words, written when a job is stored (not zeroed: a cost per node).
     detail::packed_slot<4> job;
   };
   static_assert(sizeof(node) == 40, "a node should be one 48-byte malloc chunk");

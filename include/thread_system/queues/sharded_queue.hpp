@@ -93,10 +93,14 @@ inline std::size_t this_thread_slot() noexcept {
 
 }  // namespace detail
 
+/// A multi-producer multi-consumer job queue split into growable shards, one per producer thread slot; FIFO per
+/// producer, optionally bounded in total (see the header comment).
 class sharded_queue {
  public:
+  /// An unbounded queue with default options.
   sharded_queue() : sharded_queue(sharded_queue_options{}) {}
 
+  /// A queue shaped by `options`. Throws error_exception{invalid_argument} for more than 65536 shards.
   explicit sharded_queue(sharded_queue_options options) : capacity_(options.capacity) {
     std::size_t count = options.shards;
     if (count == 0) count = std::max<std::size_t>(1, std::thread::hardware_concurrency());
@@ -111,7 +115,9 @@ class sharded_queue {
     }
   }
 
+  /// Not copyable.
   sharded_queue(const sharded_queue&) = delete;
+  /// Not copyable.
   sharded_queue& operator=(const sharded_queue&) = delete;
 
   /// Appends `job` to this thread's shard. Fails with `invalid_argument`
@@ -181,6 +187,8 @@ class sharded_queue {
     closed_.store(true, std::memory_order_release);
   }
 
+  /// True once close() has closed every shard: every push fails with `pool_stopped`, and a pop that returns false
+  /// proves the queue empty for good.
   [[nodiscard]] bool is_closed() const noexcept {
     return closed_.load(std::memory_order_acquire);  // pairs with the release in close()
   }
@@ -191,11 +199,14 @@ class sharded_queue {
     for (std::size_t i = 0; i < shard_count_; ++i) total += shards_[i].queue->size_approx();
     return total;
   }
+  /// True when size_approx() is 0; approximate under concurrency.
   [[nodiscard]] bool empty_approx() const noexcept { return size_approx() == 0; }
 
+  /// Number of shards (a power of two).
   [[nodiscard]] std::size_t shard_count() const noexcept { return shard_count_; }
   /// Total capacity in bounded mode; 0 when unbounded.
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+  /// True when constructed with a total capacity (bounded mode).
   [[nodiscard]] bool is_bounded() const noexcept { return capacity_ != 0; }
   /// The shard this thread pushes into.
   [[nodiscard]] std::size_t this_thread_shard() const noexcept { return detail::this_thread_slot() & mask_; }

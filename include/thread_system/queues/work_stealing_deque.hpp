@@ -37,17 +37,23 @@ namespace thread_system {
 /// from "lost a race, try again".
 enum class steal_status : unsigned char { success, empty, lost_race };
 
+/// What steal() returns: a status and, on success, the stolen element.
 template <typename T>
 struct steal_result {
+  /// success, empty or lost_race.
   steal_status status = steal_status::empty;
+  /// The stolen element when `status` is success; `T{}` otherwise.
   T value{};
+  /// True when `status` is success.
   explicit operator bool() const noexcept { return status == steal_status::success; }
 };
 
+/// The Chase-Lev deque: one owner thread pushes and pops at the bottom (LIFO); any thread steals from the top (FIFO).
 template <typename T>
   requires std::is_trivially_copyable_v<T>
 class work_stealing_deque {
  public:
+  /// An empty deque whose ring holds `initial_capacity` rounded up to a power of two (at least 2).
   explicit work_stealing_deque(std::size_t initial_capacity = 256) {
     std::size_t cap = 2;
     while (cap < initial_capacity) cap *= 2;
@@ -57,7 +63,9 @@ class work_stealing_deque {
     rings_.push_back(std::make_unique<ring>(cap));
     ring_.store(rings_.back().get(), std::memory_order_relaxed);  // before any other thread sees the deque
   }
+  /// Not copyable.
   work_stealing_deque(const work_stealing_deque&) = delete;
+  /// Not copyable.
   work_stealing_deque& operator=(const work_stealing_deque&) = delete;
 
   /// Owner only. Makes room for `n` more pushes without allocation; false
@@ -146,6 +154,7 @@ class work_stealing_deque {
     const std::int64_t t = top_.load(std::memory_order_relaxed);     // a snapshot
     return b > t ? static_cast<std::size_t>(b - t) : 0;
   }
+  /// True when size_approx() is 0; approximate under concurrency.
   [[nodiscard]] bool empty_approx() const noexcept { return size_approx() == 0; }
 
   /// Current ring capacity (owner thread, or when quiescent).

@@ -171,14 +171,22 @@ struct future_state {
 
 }  // namespace detail
 
+/// The result of thread_pool::submit(): std::future's interface, but a wait on a pool worker helps run other jobs
+/// (see the header comment).
 template <typename T>
 class future {
  public:
+  /// An invalid future (valid() is false).
   future() noexcept = default;
+  /// A future completed through `state`, which the submitted job shares (made by the pools).
   explicit future(std::shared_ptr<detail::future_state<T>> state) noexcept : state_(std::move(state)) {}
+  /// Takes over the other future's result; that future becomes invalid.
   future(future&&) noexcept = default;
+  /// Takes over the other future's result (dropping this one's); that future becomes invalid.
   future& operator=(future&&) noexcept = default;
+  /// Not copyable.
   future(const future&) = delete;
+  /// Not copyable.
   future& operator=(const future&) = delete;
 
   /// True until get() has been called (or for a default-constructed future, never).
@@ -193,6 +201,9 @@ class future {
     state_->done.wait(0);
   }
 
+  /// Waits (helping, on a worker) until the result is ready or `d` has passed: `ready` or `timeout`. A zero,
+  /// negative or NaN `d` only checks; one too long to represent waits without a deadline. Throws
+  /// std::future_error(no_state) on an invalid future.
   template <typename Rep, typename Period>
   std::future_status wait_for(const std::chrono::duration<Rep, Period>& d) const {
     check_valid();
@@ -211,6 +222,7 @@ class future {
     return state_->done.wait(deadline) ? std::future_status::ready : std::future_status::timeout;
   }
 
+  /// wait_for() the time left until `t` (by `Clock`); a `t` more than 100 years away waits without a deadline.
   template <typename Clock, typename Duration>
   std::future_status wait_until(const std::chrono::time_point<Clock, Duration>& t) const {
     const auto now = Clock::now();

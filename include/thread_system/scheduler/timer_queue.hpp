@@ -94,7 +94,9 @@ namespace thread_system {
 /// What a timer's function may receive: the due time of this run and its
 /// index k on the timer's grid (0 for one-shot timers).
 struct timer_tick {
+  /// When this run was due on the timer's grid (steady_clock).
   std::chrono::steady_clock::time_point scheduled_time{};
+  /// Which run this is: k for run k of a periodic timer (first_due + k * period); 0 for a one-shot timer.
   std::uint64_t index = 0;
 };
 
@@ -109,6 +111,7 @@ struct timer_statistics {
   std::uint64_t wakeups = 0;          ///< Times the timer thread woke up (a measure of its CPU use).
 };
 
+/// Settings of a timer_queue.
 struct timer_queue_options {
   std::string name = "ts-timer";  ///< The timer thread's name (OS-visible, 15 bytes kept on Linux).
 };
@@ -220,6 +223,7 @@ class timer_entry_impl final : public timer_entry {
 /// (default-constructed) handle refers to none.
 class timer_handle {
  public:
+  /// An empty handle: refers to no timer.
   timer_handle() noexcept = default;
 
   /// Prevents every run that has not started. True when that prevented at
@@ -230,6 +234,7 @@ class timer_handle {
   /// True while a run of this timer can still start.
   [[nodiscard]] bool is_active() const noexcept;
 
+  /// True when the handle refers to a timer (not default-constructed).
   explicit operator bool() const noexcept { return entry_ != nullptr; }
 
  private:
@@ -241,15 +246,20 @@ class timer_handle {
   std::weak_ptr<detail::timer_core> core_;
 };
 
+/// Delayed and periodic jobs, handed to a dispatch target (usually a thread_pool) by one timer thread; see the
+/// header comment.
 class timer_queue {
  public:
+  /// The clock of due times.
   using clock = std::chrono::steady_clock;
 
   /// Starts the timer thread. Throws error_exception{invalid_argument} for
   /// an empty target, {resource_exhausted} when the thread cannot start
   /// (thread_pool's schedule_*() return that error instead).
   explicit timer_queue(timer_dispatch target, timer_queue_options options = {});
+  /// Not copyable.
   timer_queue(const timer_queue&) = delete;
+  /// Not copyable.
   timer_queue& operator=(const timer_queue&) = delete;
   /// stop(stop_mode::drain).
   ~timer_queue();
@@ -308,6 +318,7 @@ class timer_queue {
   /// Idempotent; returns the final statistics.
   timer_statistics stop(stop_mode mode = stop_mode::drain);
 
+  /// A snapshot of the counters; `pending` is the number of timers waiting now.
   [[nodiscard]] timer_statistics statistics() const;
 
   /// False once stop() has begun.

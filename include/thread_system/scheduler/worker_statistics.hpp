@@ -12,6 +12,7 @@
 
 namespace thread_system {
 
+/// Counters of one worker thread (thread_worker::get_statistics()).
 struct worker_statistics {
   std::uint64_t jobs_processed = 0;          ///< Jobs this worker ran (including failed ones).
   std::uint64_t jobs_failed = 0;             ///< Jobs that threw or reported an error.
@@ -37,6 +38,7 @@ struct worker_latency {
   histogram_snapshot run;   ///< start -> finish, nanoseconds
 };
 
+/// Counters of a whole pool (thread_pool::get_statistics()).
 struct pool_statistics {
   std::uint64_t accepted = 0;    ///< Jobs accepted by enqueue/submit.
   std::uint64_t executed = 0;    ///< Jobs that ran to completion (including failed ones).

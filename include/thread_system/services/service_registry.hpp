@@ -63,6 +63,7 @@ enum class service_lifetime {
   transient,  ///< On every resolve.
 };
 
+/// Looks up shared services by interface type; thread-safe, with optional parent fallback (see the header comment).
 class service_registry {
  public:
   service_registry() = default;

@@ -155,6 +155,7 @@ template <typename F>
 class cancellation_callback_node final : public cancellation_node {
  public:
   template <typename G>
+  // NOLINTNEXTLINE(bugprone-forwarding-reference-overload): nodes are never copied or moved (heap, refcounted)
   explicit cancellation_callback_node(G&& g) : fn_(std::forward<G>(g)) {}
   void invoke() noexcept override { fn_(); }
 
@@ -185,11 +186,16 @@ struct std_stop_link final : std_stop_link_base {
 /// the token had no state.
 class cancellation_registration {
  public:
+  /// An empty handle.
   cancellation_registration() noexcept = default;
+  /// Not copyable.
   cancellation_registration(const cancellation_registration&) = delete;
+  /// Not copyable.
   cancellation_registration& operator=(const cancellation_registration&) = delete;
+  /// Takes over `o`'s registration; `o` becomes empty.
   cancellation_registration(cancellation_registration&& o) noexcept
       : state_(std::move(o.state_)), node_(std::exchange(o.node_, nullptr)) {}
+  /// Unregisters the callback this handle holds (as unregister()), then takes over `o`'s registration.
   cancellation_registration& operator=(cancellation_registration&& o) noexcept {
     if (this != &o) {
       (void)unregister();
@@ -198,6 +204,7 @@ class cancellation_registration {
     }
     return *this;
   }
+  /// Unregisters the callback (as unregister()).
   ~cancellation_registration() { (void)unregister(); }
 
   /// Removes the callback. Returns true when it was removed before it ran
@@ -212,6 +219,7 @@ class cancellation_registration {
 
   /// True while the handle holds a registration (ran or not).
   [[nodiscard]] bool active() const noexcept { return node_ != nullptr; }
+  /// Same as active().
   explicit operator bool() const noexcept { return active(); }
 
  private:
@@ -417,6 +425,7 @@ class cancellation_token {
   [[nodiscard]] static cancellation_token from_stop_token(const std::stop_token& st);
 #endif
 
+  /// True once the state has been cancelled; always false for none().
   [[nodiscard]] bool is_cancelled() const noexcept { return state_ != nullptr && state_->is_cancelled(); }
   /// False only for none(): such a token can never be cancelled.
   [[nodiscard]] bool can_be_cancelled() const noexcept { return state_ != nullptr; }
@@ -508,6 +517,7 @@ class cancellation_source {
     (s.link_to(parents), ...);
     return s;
   }
+  /// As linked(parents...), for a list of tokens.
   [[nodiscard]] static cancellation_source linked(std::initializer_list<cancellation_token> parents) {
     cancellation_source s;
     s.state_->parent_links_.reserve(parents.size());
@@ -529,6 +539,7 @@ class cancellation_source {
   }
 #endif
 
+  /// A token viewing this source's state.
   [[nodiscard]] cancellation_token token() const noexcept { return cancellation_token{state_}; }
 
   /// Cancels the state and runs its callbacks (see the header). Returns true
@@ -538,6 +549,7 @@ class cancellation_source {
     return keep->request_cancel();
   }
 
+  /// True once the state has been cancelled.
   [[nodiscard]] bool is_cancelled() const noexcept { return state_->is_cancelled(); }
 
  private:

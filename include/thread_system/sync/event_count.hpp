@@ -34,12 +34,18 @@
 
 namespace thread_system {
 
+/// Parks a thread until "something may have changed", without lost wake-ups and with no mutex on the notifying
+/// side (see the header comment for the protocol).
 class event_count {
  public:
+  /// The epoch a waiter read in prepare_wait(), handed to commit_wait().
   using key_type = std::uint32_t;
 
+  /// An event count with no waiter.
   event_count() = default;
+  /// Not copyable.
   event_count(const event_count&) = delete;
+  /// Not copyable.
   event_count& operator=(const event_count&) = delete;
 
   /// Announces the intent to wait; returns the key for commit_wait().

@@ -22,12 +22,17 @@
 
 namespace thread_system {
 
+/// A test-and-test-and-set lock with bounded exponential backoff, then yielding; Lockable, not recursive, not fair.
 class spin_lock {
  public:
+  /// An unlocked lock.
   spin_lock() = default;
+  /// Not copyable.
   spin_lock(const spin_lock&) = delete;
+  /// Not copyable.
   spin_lock& operator=(const spin_lock&) = delete;
 
+  /// Takes the lock, spinning (then yielding) while another thread holds it.
   THREAD_SYSTEM_ALWAYS_INLINE void lock() noexcept {
     // acquire: pairs with the release in unlock(); the critical section
     // sees everything the previous holder wrote.
@@ -46,12 +51,14 @@ class spin_lock {
     lock_contended_then(on_contended);
   }
 
+  /// Takes the lock if it is free; true when taken. Never waits.
   [[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE bool try_lock() noexcept {
     // relaxed pre-check avoids taking the cache line exclusively when held;
     // acquire on success pairs with unlock().
     return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
   }
 
+  /// Releases the lock. Only the thread that locked may call it.
   THREAD_SYSTEM_ALWAYS_INLINE void unlock() noexcept {
     locked_.store(false, std::memory_order_release);  // pairs with the acquire in lock()/try_lock()
   }

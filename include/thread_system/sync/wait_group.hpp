@@ -57,15 +57,20 @@ using std::binary_semaphore;
 using std::counting_semaphore;
 using std::latch;
 
+/// Waits for a dynamic number of pieces of work, like Go's sync.WaitGroup; a wait on a pool worker helps run other
+/// jobs (see the header comment).
 class wait_group {
  public:
   /// Largest count the group can hold.
   static constexpr std::uint32_t max_count = 0x7fff'ffffU;
 
+  /// A group with a count of zero.
   wait_group() = default;
   /// Starts with `initial` pending pieces (clamped to max_count).
   explicit wait_group(std::uint32_t initial) noexcept : word_(initial < max_count ? initial : max_count) {}
+  /// Not copyable.
   wait_group(const wait_group&) = delete;
+  /// Not copyable.
   wait_group& operator=(const wait_group&) = delete;
 
   /// Adds `n` pending pieces. invalid_argument when the count would exceed
@@ -118,6 +123,8 @@ class wait_group {
     return wait_until(std::chrono::steady_clock::now() + timeout);
   }
 
+  /// Like wait(), until `deadline` (by `Clock`). Returns true when the count reached zero, false when the deadline
+  /// passed first; a deadline already past only checks the count.
   template <typename Clock, typename Duration>
   [[nodiscard]] bool wait_until(std::chrono::time_point<Clock, Duration> deadline) noexcept {
     const auto remaining = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now()).count();

@@ -37,7 +37,9 @@
 
 namespace thread_system {
 
+/// One accepted log call as a sink receives it; its views are valid only during the log_sink::write() call.
 struct log_record {
+  /// The level the call was made at.
   log_level level = log_level::info;
   std::chrono::system_clock::time_point time{};  ///< Taken by the producer at the call.
   std::uint32_t thread_id = 0;                   ///< Producer's OS thread id (Linux: gettid()).
@@ -56,8 +58,11 @@ struct log_record {
 /// only the microseconds. Not thread-safe: one instance per thread.
 class line_formatter {
  public:
+  /// A formatter with an empty cache.
   line_formatter();
+  /// Not copyable.
   line_formatter(const line_formatter&) = delete;
+  /// Not copyable.
   line_formatter& operator=(const line_formatter&) = delete;
 
   /// Formats `record` and returns the line (ending in '\n'); the view is
@@ -78,10 +83,14 @@ class line_formatter {
 /// A record plus its lazily formatted line; what `log_sink::write()` gets.
 class log_entry {
  public:
+  /// Wraps `record`, formatting its line with `formatter` when first asked; both must outlive the entry.
   log_entry(const log_record& record, line_formatter& formatter) noexcept : record_(record), formatter_(formatter) {}
+  /// Not copyable.
   log_entry(const log_entry&) = delete;
+  /// Not copyable.
   log_entry& operator=(const log_entry&) = delete;
 
+  /// The record, with its views valid during the write() call.
   [[nodiscard]] const log_record& record() const noexcept { return record_; }
 
   /// The text line, '\n'-terminated; formatted on the first call.
@@ -98,6 +107,7 @@ class log_entry {
     (void)line();
     return level_begin_;
   }
+  /// End (exclusive) of the level name inside line() (formats if needed).
   [[nodiscard]] std::size_t level_end() const {
     (void)line();
     return level_end_;

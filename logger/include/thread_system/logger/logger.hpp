@@ -93,12 +93,14 @@ enum class overflow_policy {
   drop,   ///< Refuse with queue_full; counted and reported by the writer.
 };
 
+/// Settings of a logger, fixed at construction.
 struct logger_options {
   /// Name of the writer thread (at most 15 bytes are kept on Linux).
   std::string name = "logger";
   /// Buffer size in 128-byte slots (rounded up to a power of two). A message
   /// of up to 72 bytes takes one slot; each further 120 bytes one more.
   std::size_t capacity = 8192;
+  /// What a log call does when the buffer is full. Default: block.
   overflow_policy overflow = overflow_policy::block;
   /// Initial level; set_level() changes it at run time.
   log_level level = log_level::info;
@@ -118,6 +120,7 @@ struct logger_options {
   std::function<void(const error&)> error_handler;
 };
 
+/// Counters of a logger (logger::statistics()); final once stop() has returned.
 struct logger_statistics {
   std::uint64_t accepted = 0;      ///< Calls whose record entered the buffer.
   std::uint64_t written = 0;       ///< Records handed to the sinks (excludes the "dropped" notices).
@@ -152,9 +155,13 @@ struct format_with_location {
 fmt::memory_buffer& thread_format_buffer() noexcept;
 }  // namespace detail
 
+/// The format-string parameter of the logging members: a format string checked at compile time (or
+/// fmt::runtime(text)) plus the caller's source location.
 template <typename... Args>
 using log_format = detail::format_with_location<std::type_identity_t<Args>...>;
 
+/// An asynchronous logger: producers format and copy messages into a bounded lock-free buffer; one writer thread
+/// hands them to the sinks (see the header comment).
 class logger {
  public:
   /// Starts the writer thread. Throws error_exception: invalid_argument (a
@@ -162,47 +169,60 @@ class logger {
   /// batch_size 0), resource_exhausted (the thread could not be started, or
   /// memory ran out; never a raw std::bad_alloc).
   explicit logger(std::vector<std::shared_ptr<log_sink>> sinks, logger_options options = {});
+  /// Not copyable.
   logger(const logger&) = delete;
+  /// Not copyable.
   logger& operator=(const logger&) = delete;
   /// stop(); see the contract for when destruction is allowed.
   ~logger();
 
   // ---- level -------------------------------------------------------------
+  /// Sets the level filter: calls below `level` are ignored; log_level::off lets nothing through.
   void set_level(log_level level) noexcept {
     level_.store(level, std::memory_order_relaxed);  // a filter setting; publishes no data
   }
+  /// The current level filter.
   [[nodiscard]] log_level level() const noexcept {
     return level_.load(std::memory_order_relaxed);  // a filter setting; publishes no data
   }
+  /// True when a call at `level` would pass the filter (never for log_level::off).
   [[nodiscard]] bool should_log(log_level level) const noexcept {
     return level != log_level::off && level >= level_.load(std::memory_order_relaxed);  // as level()
   }
 
   // ---- logging: refusals counted in statistics(), no result --------------
+  /// Logs at log_level::trace (see log()).
   template <typename... Args>
   void trace(log_format<Args...> format, Args&&... args) {
     log(log_level::trace, format, std::forward<Args>(args)...);
   }
+  /// Logs at log_level::debug (see log()).
   template <typename... Args>
   void debug(log_format<Args...> format, Args&&... args) {
     log(log_level::debug, format, std::forward<Args>(args)...);
   }
+  /// Logs at log_level::info (see log()).
   template <typename... Args>
   void info(log_format<Args...> format, Args&&... args) {
     log(log_level::info, format, std::forward<Args>(args)...);
   }
+  /// Logs at log_level::warn (see log()).
   template <typename... Args>
   void warn(log_format<Args...> format, Args&&... args) {
     log(log_level::warn, format, std::forward<Args>(args)...);
   }
+  /// Logs at log_level::error (see log()).
   template <typename... Args>
   void error(log_format<Args...> format, Args&&... args) {
     log(log_level::error, format, std::forward<Args>(args)...);
   }
+  /// Logs at log_level::critical (see log()).
   template <typename... Args>
   void critical(log_format<Args...> format, Args&&... args) {
     log(log_level::critical, format, std::forward<Args>(args)...);
   }
+  /// Formats the message with `args` and queues it at `level`, as try_log() but without the outcome: refusals are
+  /// only counted in statistics().
   template <typename... Args>
   void log(log_level level, log_format<Args...> format, Args&&... args) {
     (void)try_log(level, format, std::forward<Args>(args)...);  // refusals are counted in statistics()
@@ -236,6 +256,7 @@ class logger {
     }
     return enqueue(level, format.location, std::string_view(buffer.data(), buffer.size()));
   }
+  /// try_log() for a message that is already text (not a format string).
   [[nodiscard]] result<void> try_log_text(log_level level, std::string_view text,
                                           std::source_location location = std::source_location::current()) {
     if (!should_log(level)) return {};
@@ -248,8 +269,11 @@ class logger {
   /// Drains, flushes and joins; idempotent and safe to call concurrently.
   void stop();
 
+  /// A snapshot of the counters.
   [[nodiscard]] logger_statistics statistics() const noexcept;
+  /// Buffer size in 128-byte slots (logger_options::capacity rounded up to a power of two).
   [[nodiscard]] std::size_t capacity() const noexcept { return ring_.capacity(); }
+  /// The options given at construction (`level` there is the initial level; level() gives the current one).
   [[nodiscard]] const logger_options& options() const noexcept { return options_; }
 
  private:

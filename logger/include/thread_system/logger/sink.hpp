@@ -27,8 +27,11 @@
 
 namespace thread_system {
 
+/// Where a logger's records go: implement write() and flush(); both are called on the logger's writer thread only
+/// (see the header comment).
 class log_sink {
  public:
+  /// Destroyed when its last owner (a logger or the application) lets go.
   virtual ~log_sink() = default;
 
   /// Writes one record. Called on the writer thread only.
@@ -38,8 +41,11 @@ class log_sink {
   virtual result<void> flush() = 0;
 
  protected:
+  /// For derived classes.
   log_sink() = default;
+  /// Copyable by derived classes; the base holds no state.
   log_sink(const log_sink&) = default;
+  /// Copyable by derived classes; the base holds no state.
   log_sink& operator=(const log_sink&) = default;
 };
 

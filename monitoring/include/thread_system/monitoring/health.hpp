@@ -31,8 +31,10 @@
 
 namespace thread_system::monitoring {
 
+/// Outcome of a check or of a whole report, best to worst.
 enum class health_status : int { ok = 0, warning = 1, critical = 2 };
 
+/// The status's name: "ok", "warning" or "critical".
 [[nodiscard]] constexpr std::string_view to_string(health_status s) noexcept {
   switch (s) {
     case health_status::ok:
@@ -48,10 +50,13 @@ enum class health_status : int { ok = 0, warning = 1, critical = 2 };
 /// A warning and a critical level. For "above" checks the value is bad when
 /// it exceeds the level; for "below" checks (throughput) when it falls under.
 struct threshold {
+  /// The level at which the check reports `warning`.
   double warning = 0.0;
+  /// The level at which the check reports `critical`.
   double critical = 0.0;
 };
 
+/// Levels of each check (std::nullopt: the check is off). Defaults are in the header comment's table.
 struct health_thresholds {
   std::optional<threshold> throughput_per_s = threshold{50'000.0, 10'000.0};  ///< below
   std::optional<threshold> queue_depth = threshold{50.0, 200.0};              ///< above
@@ -68,34 +73,48 @@ struct health_inputs {
   bool have_window = false;        ///< at least two samples, so rates exist
   double throughput_per_s = 0.0;   ///< jobs finished per second over the window
   bool backlog_sustained = false;  ///< queue depth > 0 at every sample of the window
+  /// Jobs waiting now.
   std::uint64_t queue_depth = 0;
   std::uint64_t window_executed = 0;  ///< jobs run in the window (failed included)
+  /// Jobs that failed in the window.
   std::uint64_t window_failed = 0;
   double utilisation = 0.0;  ///< mean over workers, last interval
+  /// True when `wait_p99_ns` comes from latency samples.
   bool have_wait_latency = false;
+  /// p99 enqueue->start wait of sampled jobs, in ns.
   std::uint64_t wait_p99_ns = 0;
+  /// Workers the pool lists (pool_metrics::workers).
   std::size_t workers = 0;
+  /// Workers seen in one job without progress for at least health_thresholds::stuck_after.
   std::size_t stuck_workers = 0;
 };
 
+/// The outcome of one check.
 struct health_check {
   std::string name;  ///< "throughput", "queue_depth", ...
+  /// `warning` or `critical` when the value is beyond that level; `ok` otherwise or when not applicable.
   health_status status = health_status::ok;
   bool applicable = true;  ///< false: not enough data; status is ok
+  /// The measured value (0 when not applicable).
   double value = 0.0;
+  /// The warning level it was graded against (for stuck_workers: 1).
   double warning = 0.0;
+  /// The critical level it was graded against (for stuck_workers: the worker count).
   double critical = 0.0;
   std::string detail;  ///< one human-readable line
 };
 
+/// The outcome of every evaluated check, folded into one status.
 struct health_report {
   health_status status = health_status::ok;  ///< the worst check
+  /// One entry per evaluated check, in the order of the header comment's table.
   std::vector<health_check> checks;
 
   /// The check called `name`, or nullptr.
   [[nodiscard]] const health_check* find(std::string_view name) const noexcept;
 };
 
+/// Runs every check whose threshold is set and folds them into a report (the worst status wins). Pure; any thread.
 [[nodiscard]] health_report evaluate_health(const health_inputs& in, const health_thresholds& t);
 
 }  // namespace thread_system::monitoring

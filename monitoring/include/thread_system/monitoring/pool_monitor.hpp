@@ -55,11 +55,13 @@
 
 namespace thread_system::monitoring {
 
+/// Settings of a pool_monitor.
 struct monitor_options {
   /// Period of the background sampler (start()); must be positive.
   std::chrono::nanoseconds interval = std::chrono::seconds{1};
   /// Ring size: rates cover the last window_samples - 1 intervals (>= 2).
   std::size_t window_samples = 60;
+  /// Levels of the health checks evaluated at each sample.
   health_thresholds thresholds;
   /// steady-clock nanoseconds; null means std::chrono::steady_clock. Tests
   /// inject a manual clock to make windows and stuck spans exact.
@@ -71,12 +73,14 @@ struct monitor_options {
 /// Per-worker figures that need more than one sample.
 struct worker_report {
   double recent_utilisation = 0.0;  ///< busy time / elapsed since the previous sample
+  /// True once no_progress_for has reached health_thresholds::stuck_after (never when that is zero).
   bool stuck = false;
   /// How long the current job has been observed unfinished (0 unless a
   /// busy stretch without progress is being tracked).
   std::chrono::nanoseconds no_progress_for{0};
 };
 
+/// What one sample produced: the raw metrics plus figures derived from the monitor's history.
 struct monitor_report {
   pool_metrics metrics;                ///< the raw sample (steady_ns is the monitor's clock)
   std::vector<worker_report> workers;  ///< parallel to metrics.workers
@@ -85,16 +89,22 @@ struct monitor_report {
   std::chrono::nanoseconds window{0};  ///< span of the rates below (0 with one sample)
   double throughput_per_s = 0.0;       ///< jobs finished (executed + cancelled) per second
   double submit_rate_per_s = 0.0;      ///< jobs accepted per second
+  /// Jobs run in the window (failed included).
   std::uint64_t window_executed = 0;
+  /// Jobs that failed in the window.
   std::uint64_t window_failed = 0;
   double error_rate = 0.0;  ///< window_failed / window_executed (0 without jobs)
+  /// Largest queue depth any sample saw since the monitor was created.
   std::uint64_t peak_queue_depth = 0;
+  /// Smallest queue depth among the window's samples (non-zero: the backlog was sustained).
   std::uint64_t window_min_queue_depth = 0;
   double recent_utilisation = 0.0;  ///< mean of workers[i].recent_utilisation
+  /// Workers whose worker_report::stuck is true.
   std::size_t stuck_workers = 0;
 
   latency_summary wait;  ///< pool-wide enqueue->start wait (when has_latency)
   latency_summary run;   ///< pool-wide run time
+  /// The health checks of this sample, against monitor_options::thresholds.
   health_report health;
 };
 
@@ -104,6 +114,8 @@ template <typename P>
 concept monitorable_pool = requires(const P& p) { p.get_statistics(); } || requires(const P& p) { p.get_workers(); } ||
                            requires(const P& p) { p.get_type_statistics(); };
 
+/// Samples a pool, keeps a short history and derives rates, peaks, stuck workers and health (see the header
+/// comment).
 class pool_monitor {
  public:
   /// Fills a pool_metrics from whatever is monitored.
@@ -120,8 +132,11 @@ class pool_monitor {
   /// interval or window_samples < 2.
   pool_monitor(collector source, monitor_options options);
 
+  /// Stops and joins the background sampler; must not be called from the sampler itself.
   ~pool_monitor();
+  /// Not copyable.
   pool_monitor(const pool_monitor&) = delete;
+  /// Not copyable.
   pool_monitor& operator=(const pool_monitor&) = delete;
 
   /// Starts the background sampler (one thread, one sample per interval).
@@ -130,6 +145,7 @@ class pool_monitor {
   result<void> start();
   /// Stops and joins the sampler; idempotent; samples taken stay.
   void stop() noexcept;
+  /// True from a successful start() until stop().
   [[nodiscard]] bool is_running() const noexcept;
 
   /// Takes a sample now and returns the resulting report.
@@ -139,6 +155,7 @@ class pool_monitor {
   /// Health of the latest sample (takes one first if there is none).
   [[nodiscard]] health_report health();
 
+  /// The options given at construction.
   [[nodiscard]] const monitor_options& options() const noexcept { return options_; }
 
  private:

@@ -32,21 +32,28 @@
 
 namespace thread_system::monitoring {
 
+/// The content type to serve the exposition text with.
 inline constexpr std::string_view prometheus_content_type = "text/plain; version=0.0.4; charset=utf-8";
 
+/// Label name/value pairs of one sample, written in this order.
 using prometheus_labels = std::vector<std::pair<std::string, std::string>>;
 
 /// Collects samples per family and writes them grouped.
 class prometheus_writer {
  public:
+  /// Adds an integer sample with `labels` to counter family `name`; a family keeps the `help` of its first sample.
   void counter(std::string_view name, std::string_view help, const prometheus_labels& labels, std::uint64_t value);
+  /// As counter() above, for a floating-point value (shortest round-trip form).
   void counter(std::string_view name, std::string_view help, const prometheus_labels& labels, double value);
+  /// Adds a sample with `labels` to gauge family `name`; a family keeps the `help` of its first sample.
   void gauge(std::string_view name, std::string_view help, const prometheus_labels& labels, double value);
   /// `h` in nanoseconds, exported in seconds with the fixed bounds above.
   void histogram(std::string_view name, std::string_view help, const prometheus_labels& labels,
                  const histogram_snapshot& h);
 
+  /// Writes str() to `os`.
   void write(std::ostream& os) const;
+  /// Every family in order of first use: its HELP and TYPE lines, then all of its samples.
   [[nodiscard]] std::string str() const;
 
   /// Bucket bounds used by histogram(), in ns (ascending, without +Inf).
@@ -73,9 +80,13 @@ void append_prometheus_label_value(std::string& out, std::string_view v);
 /// NaN / +Inf / -Inf spelled as the format wants.
 [[nodiscard]] std::string format_prometheus_value(double v);
 
+/// Adds every metric of `r` to `w` (several reports may share one writer).
 void append_prometheus(prometheus_writer& w, const monitor_report& r);
+/// The exposition text of one report.
 [[nodiscard]] std::string to_prometheus(const monitor_report& r);
+/// The exposition text of several reports, each family written once.
 [[nodiscard]] std::string to_prometheus(const std::vector<monitor_report>& reports);
+/// Writes to_prometheus(r) to `os`.
 void write_prometheus(std::ostream& os, const monitor_report& r);
 
 }  // namespace thread_system::monitoring

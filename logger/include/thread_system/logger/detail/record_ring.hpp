@@ -237,6 +237,7 @@ class record_ring {
   // One slot per 128 bytes, aligned so that a slot never straddles lines
   // beyond its own two (the consumer reading slot i does not pull a line a
   // producer is writing for slot i + 1).
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init): the payload is written before it is published
   struct alignas(64) slot {
     std::atomic<std::uint64_t> sequence{0};
     char payload[payload_bytes];

@@ -15,11 +15,15 @@
 
 namespace thread_system {
 
+/// A sink that hands each record to a user function on the logger's writer thread (see the header comment).
 class callback_sink final : public log_sink {
  public:
+  /// Called once per record; the entry and the views in its record are valid only during the call.
   using callback = std::function<void(const log_entry&)>;
+  /// Called each time the sink is flushed.
   using flush_callback = std::function<void()>;
 
+  /// Calls `on_write` for each record (an empty one ignores records) and `on_flush`, if set, at each flush.
   explicit callback_sink(callback on_write, flush_callback on_flush = {})
       : on_write_(std::move(on_write)), on_flush_(std::move(on_flush)) {}
 

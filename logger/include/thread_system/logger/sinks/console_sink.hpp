@@ -19,10 +19,14 @@
 
 namespace thread_system {
 
+/// When a console_sink colours the level name: only if the stream is a terminal, always, or never.
 enum class colour_mode { automatic, always, never };
 
+/// Writes each record's line to a stdio stream, with the level name coloured by ANSI codes when enabled.
 class console_sink final : public log_sink {
  public:
+  /// Writes to `stream` (null: stdout), which must stay open for the sink's lifetime and is not closed by it;
+  /// `mode` decides colour once, here.
   explicit console_sink(std::FILE* stream = stdout, colour_mode mode = colour_mode::automatic);
 
   result<void> write(const log_entry& entry) override;

@@ -19,19 +19,27 @@
 
 namespace thread_system {
 
+/// Whether file_sink::create() appends to an existing file or empties it first.
 enum class file_open_mode { append, truncate };
 
+/// Appends each record's line to a file, buffered (64 KiB); flush() hands the buffer to the kernel (no fsync).
 class file_sink final : public log_sink {
  public:
+  /// Opens `path` for writing per `mode`. Errors: `not_found` when a directory on the path is missing,
+  /// `resource_exhausted` otherwise (with the system's reason).
   [[nodiscard]] static result<std::shared_ptr<file_sink>> create(const std::filesystem::path& path,
                                                                  file_open_mode mode = file_open_mode::append);
+  /// Closes the file.
   ~file_sink() override;
+  /// Not copyable.
   file_sink(const file_sink&) = delete;
+  /// Not copyable.
   file_sink& operator=(const file_sink&) = delete;
 
   result<void> write(const log_entry& entry) override;
   result<void> flush() override;
 
+  /// The path given to create().
   [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
   /// Bytes written through this sink (including buffered ones).
   [[nodiscard]] std::uint64_t bytes_written() const noexcept { return bytes_; }

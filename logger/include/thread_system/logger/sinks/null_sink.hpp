@@ -13,6 +13,7 @@
 
 namespace thread_system {
 
+/// Discards records without formatting them and counts them; for benchmarks and switched-off output.
 class null_sink final : public log_sink {
  public:
   result<void> write(const log_entry& /*entry*/) override {
@@ -22,6 +23,7 @@ class null_sink final : public log_sink {
   }
   result<void> flush() override { return {}; }
 
+  /// Records written so far: a relaxed snapshot, exact after the logger's flush() or stop() returned.
   [[nodiscard]] std::uint64_t records() const noexcept {
     return records_.load(std::memory_order_relaxed);  // a snapshot; see the header comment
   }

@@ -43,6 +43,7 @@
 
 namespace thread_system {
 
+/// Settings of a rotating_file_sink (see the header comment for the rotation rules).
 struct rotating_file_options {
   std::filesystem::path path;                                    ///< e.g. "logs/app.log"
   std::uint64_t max_bytes = 0;                                   ///< 0: no size rotation
@@ -51,11 +52,17 @@ struct rotating_file_options {
   std::function<std::chrono::system_clock::time_point()> clock;  ///< default: system_clock::now
 };
 
+/// A file sink that starts a new file by size and/or by period, keeping at most `max_files` files.
 class rotating_file_sink final : public log_sink {
  public:
+  /// Opens `options.path` for appending. `invalid_argument` for max_files == 0, an empty path or a negative period;
+  /// otherwise fails as file_sink::create().
   [[nodiscard]] static result<std::shared_ptr<rotating_file_sink>> create(rotating_file_options options);
+  /// Closes the active file.
   ~rotating_file_sink() override;
+  /// Not copyable.
   rotating_file_sink(const rotating_file_sink&) = delete;
+  /// Not copyable.
   rotating_file_sink& operator=(const rotating_file_sink&) = delete;
 
   result<void> write(const log_entry& entry) override;
