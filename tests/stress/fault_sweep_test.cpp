@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <new>
 #include <numeric>
 #include <optional>
@@ -35,10 +36,12 @@
 
 #include "../support/fault_sweep.hpp"
 #include "../support/test_support.hpp"
+#include "thread_system/detail/hazard_pointers.hpp"
 #include "thread_system/pools/parallel_for.hpp"
 #include "thread_system/pools/task_group.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/pools/typed_thread_pool.hpp"
+#include "thread_system/queues/lockfree_queue.hpp"
 #include "thread_system/sync/cancellation.hpp"
 
 namespace ts = thread_system;
@@ -286,4 +289,61 @@ TEST(WorkerOutOfMemory, IsCountedReportedAndLosesNoAcceptedJob) {
   EXPECT_GE(oom_reports.load(std::memory_order_relaxed), 1);    // relaxed: reports happen-before wait_idle() returns
   EXPECT_EQ(other_reports.load(std::memory_order_relaxed), 0);  // relaxed: as above
   EXPECT_EQ(report.accepted, report.executed + report.cancelled);
+}
+
+// Retiring never throws: a lock-free pop retires the node it unlinked after
+// it has moved the job out, so a std::bad_alloc thrown there would lose the
+// job (the fault sweep hung on exactly that: an accepted job neither run
+// nor cancelled). Both allocations retire could make are forced here while
+// every allocation of this thread fails: nine records make the scan
+// threshold (2 * 2 * 9 + 32 = 68) exceed the 64 entries reserved for the
+// retired list, and a hazard held by another record needs room in the
+// scan's scratch list.
+TEST(HazardDomainOutOfMemory, RetireNeverThrowsAndReclaimsEverything) {
+  std::size_t reclaimed = 0;
+  ts::detail::hazard_domain domain([](void* context, void*) noexcept { ++*static_cast<std::size_t*>(context); },
+                                   &reclaimed);
+  constexpr std::size_t pointers = 500;
+  std::vector<int> targets(pointers + 1);  // distinct addresses; the last one stays protected
+  {
+    std::vector<std::unique_ptr<ts::detail::hazard_holder>> holders;
+    for (int i = 0; i < 9; ++i) holders.push_back(std::make_unique<ts::detail::hazard_holder>(domain));
+    ASSERT_EQ(domain.record_count(), 9U);
+    holders[0]->set(0, &targets[pointers]);  // a hazard the scans must gather
+    fault::tl_fail_all = true;               // every allocation of this thread fails from here
+    std::size_t threw = 0;
+    for (std::size_t i = 0; i < pointers; ++i) {
+      try {
+        holders[1]->retire(&targets[i]);
+      } catch (...) {  // only reachable while retire may throw
+        ++threw;
+      }
+    }
+    fault::tl_fail_all = false;
+    EXPECT_EQ(threw, 0U);
+  }
+  domain.collect();  // no holder left: every retired pointer goes
+  EXPECT_EQ(reclaimed, pointers);
+}
+
+// Closing a lock-free queue never fails for lack of memory: close() needs a
+// hazard record, and a thread that had none allocated one, so a pool's
+// stop() threw std::bad_alloc half-way (the fault sweep found it). The queue
+// now keeps a record for it. Every allocation of this thread fails here,
+// and the thread has never used the queue.
+TEST(LockfreeQueueOutOfMemory, CloseNeverFails) {
+  ts::lockfree_queue queue;
+  bool threw = false;
+  fault::tl_fail_all = true;  // every allocation of this thread fails from here
+  try {
+    queue.close();
+  } catch (...) {  // only reachable while close() may throw
+    threw = true;
+  }
+  fault::tl_fail_all = false;
+  EXPECT_FALSE(threw);
+  EXPECT_TRUE(queue.is_closed());
+  auto r = queue.try_push(ts::job_function([] {}));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::pool_stopped);
 }

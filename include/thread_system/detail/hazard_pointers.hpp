@@ -26,6 +26,13 @@
 //     `2 * slots_per_record * records + 32` entries, so at most that many
 //     nodes per record wait for reclamation; collect() scans every record
 //     that is free at the time (all of them when the domain is quiescent).
+//   * Memory: only taking a new record allocates (it may throw
+//     std::bad_alloc, in the holder's constructor, before the operation has
+//     touched anything). An operation that must not fail takes its holder
+//     with `hazard_holder::never_fails`: out of memory, it waits for a record
+//     to be released (reserve_record() makes sure one exists). Retiring and scanning never throw: an operation
+//     that has unlinked a node can always finish. A full retired list grows
+//     when it can and is otherwise emptied by a scan that needs no memory.
 //   * Reclaimed pointers go to the reclaim function given at construction,
 //     called on the thread that scans. It must not use the domain.
 //   * Memory orders: publishing a hazard, re-reading the source, the
@@ -44,6 +51,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
+#include <thread>
 #include <vector>
 
 namespace thread_system::detail {
@@ -81,7 +90,7 @@ class hazard_domain {
   /// Scans every record no operation holds right now and reclaims what no
   /// hazard protects. With no operation in progress, this empties every
   /// retired list.
-  void collect() {
+  void collect() noexcept {
     // acquire: pairs with the release CAS that published each record.
     for (record* current = records_.load(std::memory_order_acquire); current != nullptr; current = current->next) {
       if (!try_take(*current)) continue;
@@ -113,6 +122,11 @@ class hazard_domain {
     }
     return false;
   }
+  /// Publishes one free record ahead of need, so that an operation that
+  /// must not fail (a hazard_holder built with `hazard_holder::never_fails`)
+  /// always has a record to wait for. Throws std::bad_alloc.
+  void reserve_record() { release(acquire_record()); }
+
   /// Records allocated so far (never shrinks until destruction).
   [[nodiscard]] std::size_t record_count() const noexcept {
     return record_count_.load(std::memory_order_relaxed);  // statistics only
@@ -189,36 +203,96 @@ class hazard_domain {
     return *fresh;
   }
 
-  void retire(record& r, void* pointer) {
-    r.retired.push_back(pointer);
+  // Never throws: the caller has already unlinked the node (a pop has taken
+  // its job), so a retire that failed would lose what the operation took.
+  // The list has room reserved ahead (64 entries from the start); when it
+  // is full and cannot grow, scan() makes room without allocating.
+  // acquire_record() that never throws: out of memory, it waits for a
+  // record another operation releases. Records are never freed before the
+  // domain, and reserve_record() made at least one, so this ends once the
+  // operations holding them finish (each holds one for one operation only).
+  record& acquire_record_or_wait() noexcept {
+    for (;;) {
+      try {
+        return acquire_record();
+      } catch (const std::bad_alloc&) {
+      }
+      std::this_thread::yield();
+    }
+  }
+
+  void retire(record& r, void* pointer) noexcept {
+    if (r.retired.size() == r.retired.capacity()) make_room(r);
+    r.retired.push_back(pointer);                                       // capacity checked above: no allocation
     r.retired_size.store(r.retired.size(), std::memory_order_relaxed);  // statistics only
     // relaxed: a threshold; a stale count only changes when we scan.
     const std::size_t threshold = 2 * slots_per_record * record_count_.load(std::memory_order_relaxed) + 32;
     if (r.retired.size() >= threshold) scan(r);
   }
 
-  void scan(record& r) {
-    if (r.retired.empty()) return;
-    r.found.clear();
+  // Room for one more retired pointer in a full list: twice the capacity,
+  // or, out of memory, a scan that reclaims what no hazard holds. A scan
+  // keeps at most one pointer per hazard slot, each held by an operation in
+  // progress that will end, so this loop ends once those operations move
+  // on; it never waits for memory.
+  void make_room(record& r) noexcept {
+    try {
+      r.retired.reserve(2 * r.retired.capacity() + 1);
+      return;
+    } catch (const std::bad_alloc&) {
+    }
+    for (;;) {
+      scan(r);
+      if (r.retired.size() < r.retired.capacity()) return;
+      std::this_thread::yield();
+    }
+  }
+
+  // True when some hazard slot of some record holds `pointer`. seq_cst
+  // loads, as in scan().
+  bool hazard_holds(const void* pointer) const noexcept {
     // acquire: pairs with the release CAS that published each record.
     for (record* current = records_.load(std::memory_order_acquire); current != nullptr; current = current->next) {
-      for (auto& slot : current->hazards) {
-        // seq_cst: pairs with the seq_cst store in hazard_holder::protect();
-        // this load comes after the retiring thread's seq_cst unlink, so if
-        // it misses a hazard, the protector's re-read sees the unlink.
-        if (const void* hazard = slot.load(std::memory_order_seq_cst); hazard != nullptr) r.found.push_back(hazard);
+      for (const auto& slot : current->hazards) {
+        if (slot.load(std::memory_order_seq_cst) == pointer) return true;  // as in scan()
       }
     }
-    std::sort(r.found.begin(), r.found.end());
+    return false;
+  }
+
+  // Reclaims every pointer of r's retired list that no hazard slot holds.
+  // Never throws and never needs memory: the hazards are gathered into a
+  // sorted scratch list when it can grow, and otherwise looked up slot by
+  // slot for each pointer (slower, same answer).
+  void scan(record& r) noexcept {
+    if (r.retired.empty()) return;
+    r.found.clear();
+    bool gathered = true;
+    try {
+      // acquire: pairs with the release CAS that published each record.
+      for (record* current = records_.load(std::memory_order_acquire); current != nullptr; current = current->next) {
+        for (auto& slot : current->hazards) {
+          // seq_cst: pairs with the seq_cst store in hazard_holder::protect();
+          // this load comes after the retiring thread's seq_cst unlink, so if
+          // it misses a hazard, the protector's re-read sees the unlink.
+          if (const void* hazard = slot.load(std::memory_order_seq_cst); hazard != nullptr) r.found.push_back(hazard);
+        }
+      }
+    } catch (const std::bad_alloc&) {
+      gathered = false;
+    }
+    if (gathered) std::sort(r.found.begin(), r.found.end());
     std::size_t kept = 0;
     for (void* pointer : r.retired) {
-      if (std::binary_search(r.found.begin(), r.found.end(), static_cast<const void*>(pointer))) {
+      const bool held = gathered ? std::binary_search(r.found.begin(), r.found.end(), static_cast<const void*>(pointer))
+                                 : hazard_holds(pointer);
+      if (held) {
         r.retired[kept++] = pointer;
       } else {
         reclaim_(context_, pointer);
       }
     }
-    r.retired.resize(kept);
+    r.retired.resize(kept);                                 // shrinking: no allocation
     r.retired_size.store(kept, std::memory_order_relaxed);  // statistics only
   }
 
@@ -234,6 +308,14 @@ class hazard_domain {
 class hazard_holder {
  public:
   explicit hazard_holder(hazard_domain& domain) : domain_(domain), record_(domain.acquire_record()) {}
+  /// Tag for the constructor that never fails.
+  struct never_fails_t {};
+  static constexpr never_fails_t never_fails{};
+  /// Never throws: out of memory, waits until another operation releases a
+  /// record. Only for operations that must not fail (closing a queue), on a
+  /// domain that has run reserve_record().
+  hazard_holder(hazard_domain& domain, never_fails_t) noexcept
+      : domain_(domain), record_(domain.acquire_record_or_wait()) {}
   hazard_holder(const hazard_holder&) = delete;
   hazard_holder& operator=(const hazard_holder&) = delete;
   ~hazard_holder() {
@@ -272,7 +354,8 @@ class hazard_holder {
 
   /// Hands `pointer`, already unlinked (no thread can newly reach it), to
   /// the domain; it is reclaimed once no hazard slot holds it.
-  void retire(void* pointer) { domain_.retire(record_, pointer); }
+  /// Never throws (see hazard_domain::retire()).
+  void retire(void* pointer) noexcept { domain_.retire(record_, pointer); }
 
  private:
   hazard_domain& domain_;

@@ -97,6 +97,7 @@ class lockfree_queue {
   /// An empty queue that keeps at most `max_pooled_nodes` reclaimed nodes for reuse; the rest are freed.
   explicit lockfree_queue(std::size_t max_pooled_nodes = default_max_pooled_nodes)
       : max_pooled_(max_pooled_nodes), domain_(&reclaim_node, this) {
+    domain_.reserve_record();  // close() waits for a record rather than fail for lack of memory
     node* dummy = new node;
     allocated_.store(1, std::memory_order_relaxed);  // before the queue is shared
     head_.store(dummy, std::memory_order_relaxed);   // published by the constructor's completion
@@ -164,8 +165,10 @@ class lockfree_queue {
   }
 
   /// Refuses further pushes. Idempotent; jobs already queued stay poppable.
-  void close() {
-    detail::hazard_holder holder(domain_);
+  /// Never fails: out of memory, it waits for a hazard record that another
+  /// operation releases instead of allocating one.
+  void close() noexcept {
+    detail::hazard_holder holder(domain_, detail::hazard_holder::never_fails);
     for (;;) {
       node* last = holder.protect(0, tail_);
       // acquire: pairs with the release CAS that linked last's successor.
