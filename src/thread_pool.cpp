@@ -8,6 +8,7 @@
 #include <string>
 #include <system_error>
 
+#include "thread_system/detail/clock.hpp"
 #include "thread_system/detail/duration.hpp"
 #include "thread_system/detail/thread_naming.hpp"
 
@@ -50,11 +51,8 @@ constexpr int spin_polls = 256;
 // is detail::idle_yield_ns (100 us), shared with helping waits.
 constexpr auto yield_phase_ns = static_cast<std::uint64_t>(detail::idle_yield_ns);
 
-std::uint64_t now_ns() noexcept {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
+using detail::steady_now_ns;
+inline std::uint64_t now_ns() noexcept { return steady_now_ns(); }
 
 // Per submitting thread: jobs left until the next one is stamped for the
 // latency histograms (shared by all pools; sampling is statistical anyway).
@@ -830,8 +828,25 @@ void thread_pool::wake_all_groups() noexcept {
   }
 }
 
+// A worker thread's help_source (sync/helping_wait.hpp): a helping wait on
+// the worker runs one job of this pool through its worker.
+class thread_pool::worker_help final : public detail::help_source {
+ public:
+  worker_help(thread_pool& pool, thread_worker& worker) noexcept : pool_(pool), worker_(worker) {}
+  bool help_once() override {
+    std::array<job_function, 1> one;
+    return pool_.find_and_run(worker_, one, /*helping=*/true);
+  }
+
+ private:
+  thread_pool& pool_;
+  thread_worker& worker_;
+};
+
 void thread_pool::worker_main(thread_worker& w) {
   tl_context = worker_context{this, &w};
+  worker_help help(*this, w);
+  detail::help_source* const outer_help = detail::set_help_source(&help);
   // release: pairs with the acquire load in worker_os_tid().
   w.os_tid_.store(detail::current_os_thread_id(), std::memory_order_release);
   (void)detail::set_current_thread_name(w.thread_name_);  // a convenience: failure changes nothing
@@ -929,6 +944,7 @@ void thread_pool::worker_main(thread_worker& w) {
     thread_worker::add(w.wakeups_, 1);
   }
   tl_context = worker_context{};
+  (void)detail::set_help_source(outer_help);
 }
 
 bool thread_pool::work_visible(const thread_worker& w) const noexcept {
@@ -1447,16 +1463,7 @@ worker_latency thread_pool::latency() const {
 
 namespace detail {
 
-bool on_pool_worker() noexcept { return tl_context.pool != nullptr; }
-
 bool nothing_left_to_steal(const thread_pool& pool) noexcept { return pool.nothing_left_to_steal_from_caller(); }
-
-bool help_current_pool_once() {
-  worker_context ctx = tl_context;
-  if (ctx.pool == nullptr) return false;
-  std::array<job_function, 1> one;
-  return ctx.pool->find_and_run(*ctx.worker, one, /*helping=*/true);
-}
 
 }  // namespace detail
 

@@ -38,6 +38,7 @@
 #include "thread_system/detail/futex.hpp"
 #include "thread_system/detail/thread_naming.hpp"
 #include "thread_system/pools/thread_pool.hpp"
+#include "thread_system/sync/helping_wait.hpp"
 
 namespace thread_system {
 
@@ -65,7 +66,7 @@ class task_group {
   void run(F&& f) {
     // relaxed: the enqueue below publishes the job, and its finish() RMW is
     // ordered after this increment through it.
-    pending_.fetch_add(1, std::memory_order_relaxed);
+    pending_.word().fetch_add(1, std::memory_order_relaxed);
     std::optional<job_function> wrapped;
     try {
       wrapped.emplace(group_job<std::decay_t<F>>{this, std::decay_t<F>(std::forward<F>(f))});
@@ -83,32 +84,9 @@ class task_group {
 
   /// Waits for every job run() so far; rethrows the first exception.
   void wait() {
-    unsigned idle_rounds = 0;
-    for (;;) {
-      std::uint32_t v = pending_.load(std::memory_order_acquire);  // pairs with finish()'s release part
-      if ((v & count_mask) == 0) break;
-      if (detail::on_pool_worker()) {
-        // The last jobs may run elsewhere: help, poll, then sleep in short
-        // slices (new work for this worker may still appear).
-        std::int64_t slice_ns = 0;
-        if (detail::help_or_back_off(idle_rounds, slice_ns) != detail::helping_round::sleep) continue;
-        if ((v & sleeper_bit) == 0 &&
-            !pending_.compare_exchange_weak(v, v | sleeper_bit, std::memory_order_acq_rel, std::memory_order_acquire)) {
-          continue;
-        }
-        detail::futex_wait_for(pending_, v | sleeper_bit, slice_ns);
-        continue;
-      }
-      // Announce a sleeper in the top bit, then sleep while nothing changes.
-      // acquire on failure: re-read and re-check.
-      if ((v & sleeper_bit) == 0 &&
-          !pending_.compare_exchange_weak(v, v | sleeper_bit, std::memory_order_acq_rel, std::memory_order_acquire)) {
-        continue;
-      }
-      detail::futex_wait(pending_, v | sleeper_bit);
-    }
-    pending_.fetch_and(count_mask, std::memory_order_relaxed);  // clear a stale sleeper bit; no data published
-    if (failed_.load(std::memory_order_acquire)) {              // pairs with record()
+    (void)pending_.wait(0);                         // the one helping wait (sync/helping_wait.hpp)
+    pending_.clear_sleeper();                       // this group has one waiter: its owner
+    if (failed_.load(std::memory_order_acquire)) {  // pairs with record()
       std::exception_ptr e = std::move(error_);
       failed_.store(false, std::memory_order_relaxed);  // only the waiter touches it now
       std::rethrow_exception(e);
@@ -128,9 +106,6 @@ class task_group {
     finish();
   }
 
-  static constexpr std::uint32_t sleeper_bit = 0x8000'0000U;
-  static constexpr std::uint32_t count_mask = 0x7fff'ffffU;
-
   // The pool job: runs the body, destroys it, and only then counts it as
   // finished, so the body's captures never outlive wait().
   template <typename D>
@@ -149,14 +124,11 @@ class task_group {
   };
 
   void finish() noexcept {
-    // acq_rel: the job's writes happen-before the waiter's acquire load that
-    // sees the count reach zero. This RMW is the last access to *this: the
-    // futex wake below only names the address (a private futex wake does
-    // not touch the memory), so the waiter may already have destroyed the
-    // group.
+    // The job's writes happen-before the waiter's acquire that sees the
+    // count reach zero; this is the last access to *this (see
+    // pending_count::finish()).
     THREAD_SYSTEM_CHAOS_POINT();
-    const std::uint32_t old = pending_.fetch_sub(1, std::memory_order_acq_rel);
-    if ((old & count_mask) == 1 && (old & sleeper_bit) != 0) detail::futex_wake(pending_, detail::futex_wake_all);
+    pending_.finish();
   }
 
   void record(std::exception_ptr e) noexcept {
@@ -167,7 +139,7 @@ class task_group {
   }
 
   thread_pool& pool_;
-  std::atomic<std::uint32_t> pending_{0};
+  detail::pending_count pending_;  // jobs run() and not finished, and the owner's sleeper bit
   std::atomic<bool> failed_{false};
   std::exception_ptr error_;
 };

@@ -94,7 +94,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <ranges>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -103,9 +102,10 @@
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job.hpp"
+#include "thread_system/core/job_batch.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/core/stop_mode.hpp"
 #include "thread_system/pools/backpressure.hpp"
-#include "thread_system/pools/stop_mode.hpp"
 #include "thread_system/pools/thread_worker.hpp"
 #include "thread_system/scheduler/future.hpp"
 #include "thread_system/scheduler/injector.hpp"
@@ -406,19 +406,10 @@ class thread_pool {
   }
 
   /// A range of callables, accepted all or none under one queue lock.
-  template <std::ranges::input_range R>
-    requires std::is_invocable_v<std::decay_t<std::ranges::range_reference_t<R>>&>
+  template <callable_range R>
   result<void> enqueue_batch(R&& callables) {
     return detail::refuse_if_out_of_memory([&]() -> result<void> {
-      std::vector<job_function> batch;
-      if constexpr (std::ranges::sized_range<R>) batch.reserve(std::ranges::size(callables));
-      for (auto&& c : callables) {
-        if constexpr (std::is_rvalue_reference_v<R&&>) {
-          batch.emplace_back(std::move(c));
-        } else {
-          batch.emplace_back(c);
-        }
-      }
+      std::vector<job_function> batch = detail::to_job_batch(std::forward<R>(callables));
       return push_batch(batch);
     });
   }
@@ -580,7 +571,6 @@ class thread_pool {
  private:
   enum class state : int { created, running, stopping, stopped };
 
-  friend bool detail::help_current_pool_once();
   friend bool detail::nothing_left_to_steal(const thread_pool& pool) noexcept;
   template <typename T>
   friend class typed_thread_pool_t;
@@ -671,6 +661,7 @@ class thread_pool {
   result<void> push_to_injector(job_function&& fn);
   result<void> push_local(thread_worker& w, job_function&& fn);
   bool find_and_run(thread_worker& w, std::span<job_function> local, bool helping);
+  class worker_help;  // a worker's detail::help_source (src/thread_pool.cpp)
   // The job in w's LIFO slot, within its budget (see lifo_budget in the
   // source); owner thread only.
   bool take_from_lifo_slot(thread_worker& w, bool helping, detail::job_node*& out) noexcept;

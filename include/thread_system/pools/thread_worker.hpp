@@ -21,6 +21,7 @@
 #include <thread>
 #include <utility>
 
+#include "thread_system/detail/clock.hpp"
 #include "thread_system/detail/job_node.hpp"
 #include "thread_system/detail/os_thread.hpp"
 #include "thread_system/queues/work_stealing_deque.hpp"
@@ -87,9 +88,7 @@ class thread_worker {
       // The stretch may have closed between the two loads: re-read the total.
       return std::max(closed, busy_ns_.load(std::memory_order_relaxed));
     }
-    const auto now = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-            .count());
+    const std::uint64_t now = detail::steady_now_ns();
     return closed + (now > since ? now - since : 0);
   }
 

@@ -79,7 +79,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <ranges>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -87,6 +86,7 @@
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job.hpp"
+#include "thread_system/core/job_batch.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/pools/job_types.hpp"
 #include "thread_system/pools/thread_pool.hpp"
@@ -357,8 +357,7 @@ class typed_thread_pool_t {
   }
 
   /// A range of callables of one type, accepted all or none.
-  template <std::ranges::input_range R>
-    requires std::is_invocable_v<std::decay_t<std::ranges::range_reference_t<R>>&>
+  template <callable_range R>
   result<void> enqueue_batch(T type, R&& callables) {
     return detail::refuse_if_out_of_memory([&] { return enqueue_range(type, std::forward<R>(callables)); });
   }
@@ -368,17 +367,9 @@ class typed_thread_pool_t {
   result<void> enqueue_range(T type, R&& callables) {
     auto rank = routable_rank(type);
     if (!rank) return unexpected_error(rank.error());
-    std::vector<job_function> batch;
-    if constexpr (std::ranges::sized_range<R>) batch.reserve(std::ranges::size(callables));
-    for (auto&& c : callables) {
-      if constexpr (std::is_rvalue_reference_v<R&&>) {
-        batch.emplace_back(std::move(c));
-      } else {
-        batch.emplace_back(c);
-      }
-      if (!batch.back()) {
-        return make_error(error_code::invalid_argument, "typed_thread_pool::enqueue_batch: empty job in batch");
-      }
+    std::vector<job_function> batch = detail::to_job_batch(std::forward<R>(callables));
+    for (const auto& fn : batch) {
+      if (!fn) return make_error(error_code::invalid_argument, "typed_thread_pool::enqueue_batch: empty job in batch");
     }
     if (batch.empty()) return {};
     for (auto& fn : batch) core_.stamp_if_sampled(fn);

@@ -108,6 +108,7 @@
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/detail/clock.hpp"
 #include "thread_system/detail/config.hpp"
 #include "thread_system/queues/job_queue.hpp"
 #include "thread_system/queues/lockfree_queue.hpp"
@@ -290,11 +291,7 @@ class adaptive_job_queue {
   static queue_strategy strategy_of(std::size_t index) noexcept {
     return index == mutex_index ? queue_strategy::FORCE_MUTEX : queue_strategy::FORCE_LOCKFREE;
   }
-  static std::uint64_t now_ns() noexcept {
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-            .count());
-  }
+  static std::uint64_t now_ns() noexcept { return detail::steady_now_ns(); }
 
   // Pushes `jobs` (all valid, at least one). The common case is inline (the
   // mutex queue is active and no window closes): job_queue's own push plus

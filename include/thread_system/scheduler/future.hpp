@@ -37,40 +37,15 @@
 #include <utility>
 
 #include "thread_system/core/error.hpp"
+#include "thread_system/detail/clock.hpp"
 #include "thread_system/detail/duration.hpp"
 #include "thread_system/detail/futex.hpp"
 #include "thread_system/detail/thread_naming.hpp"
+#include "thread_system/sync/helping_wait.hpp"
 
 namespace thread_system {
 
 namespace detail {
-
-// Implemented by the scheduler (src/thread_pool.cpp): when the calling thread
-// is a pool worker, run one job of its pool and return true; otherwise, or
-// when no job was found, return false.
-bool help_current_pool_once();
-[[nodiscard]] bool on_pool_worker() noexcept;
-
-// One round of a helping wait, for a waiter on a pool worker whose condition
-// is still false: runs one job of the current pool (`helped`), or - when
-// there is none, the awaited work running elsewhere - polls gently for the
-// first rounds (`polled`), then tells the caller to sleep for at most
-// `max_sleep_ns` before looking again (`sleep`): new jobs to help with may
-// appear, so a worker never sleeps indefinitely. `idle_rounds` belongs to
-// the caller's wait and starts at 0.
-enum class helping_round { helped, polled, sleep };
-inline helping_round help_or_back_off(unsigned& idle_rounds, std::int64_t& max_sleep_ns) {
-  if (help_current_pool_once()) {
-    idle_rounds = 0;
-    return helping_round::helped;
-  }
-  if (++idle_rounds < 64) {
-    for (int i = 0; i < 32; ++i) cpu_relax();
-    return helping_round::polled;
-  }
-  max_sleep_ns = idle_rounds < 128 ? 20'000 : 200'000;
-  return helping_round::sleep;
-}
 
 // Completion flag with a futex-friendly word: 0 = pending, 1 = ready,
 // 2 = pending and a thread sleeps on it.
@@ -85,63 +60,29 @@ class completion {
     if (word_.exchange(1, std::memory_order_acq_rel) == 2) futex_wake(word_, futex_wake_all);
   }
 
-  /// Waits until ready or `deadline_ns` (steady clock, 0 = none) passes.
-  /// Helps the current pool when on a worker. Returns ready().
+  /// Waits until ready or `deadline_ns` (steady clock, 0 = none) passes,
+  /// helping the current pool when on a worker (sync/helping_wait.hpp).
+  /// Returns ready().
   bool wait(std::int64_t deadline_ns) noexcept {
-    unsigned idle_rounds = 0;
-    std::int64_t yield_until = 0;
-    while (!ready()) {
-      if (deadline_ns != 0 && now_ns() >= deadline_ns) return ready();
-      if (on_pool_worker()) {
-        if (help_current_pool_once()) {
-          idle_rounds = 0;
-          yield_until = 0;
-          continue;
-        }
-        // Nothing to help with: the awaited job runs elsewhere. First keep
-        // polling for a short while, yielding the CPU in between: the job is
-        // often about to finish (the last piece of a parallel_for), and a
-        // futex sleep would add a wake-up to the critical path.
-        if (yield_until == 0) yield_until = now_ns() + idle_yield_ns;
-        if (now_ns() < yield_until) {
-          std::this_thread::yield();
-          continue;
-        }
-        // Then sleep briefly on the flag (new work may appear, so not
-        // indefinitely).
-        ++idle_rounds;
-        sleep_on_flag(idle_rounds < 8 ? 20'000 : 200'000, deadline_ns);
-      } else {
-        sleep_on_flag(-1, deadline_ns);
-      }
-    }
-    return true;
+    // noexcept: a helped job's exception is caught by the pool that runs it.
+    return helping_wait([this] { return ready(); }, [this](std::int64_t limit) { sleep_on_flag(limit); }, deadline_ns);
   }
 
-  static std::int64_t now_ns() noexcept {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
+  static std::int64_t now_ns() noexcept { return steady_now_ns_signed(); }
 
  private:
-  // Sleeps until set() or for `max_ns` (-1: unbounded) or the deadline.
-  void sleep_on_flag(std::int64_t max_ns, std::int64_t deadline_ns) noexcept {
+  // Sleeps until set() or for at most `limit_ns` (-1: until set()).
+  void sleep_on_flag(std::int64_t limit_ns) noexcept {
     std::uint32_t expected = 0;
     // acquire on failure: we may have seen `1`, and then read the value.
     if (!word_.compare_exchange_strong(expected, 2, std::memory_order_acq_rel, std::memory_order_acquire) &&
         expected == 1) {
       return;
     }
-    std::int64_t limit = max_ns;
-    if (deadline_ns != 0) {
-      const std::int64_t left = deadline_ns - now_ns();
-      if (left <= 0) return;
-      if (limit < 0 || left < limit) limit = left;
-    }
-    if (limit < 0) {
+    if (limit_ns < 0) {
       futex_wait(word_, 2);
     } else {
-      futex_wait_for(word_, 2, limit);
+      futex_wait_for(word_, 2, limit_ns);
     }
   }
 

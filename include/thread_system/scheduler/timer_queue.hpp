@@ -85,9 +85,9 @@
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/core/stop_mode.hpp"
 #include "thread_system/detail/duration.hpp"
 #include "thread_system/detail/os_thread.hpp"
-#include "thread_system/pools/stop_mode.hpp"
 
 namespace thread_system {
 

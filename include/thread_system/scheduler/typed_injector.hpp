@@ -41,6 +41,7 @@
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/detail/clock.hpp"
 #include "thread_system/diagnostics/latency_histogram.hpp"
 #include "thread_system/scheduler/injector.hpp"
 
@@ -244,11 +245,7 @@ class typed_injector final : public injector {
     latency_histogram wait;  // sampled enqueue->start times, any worker records
   };
 
-  static std::uint64_t clock_ns() noexcept {
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-            .count());
-  }
+  static std::uint64_t clock_ns() noexcept { return detail::steady_now_ns(); }
 
   static unexpected_error closed_error() { return make_error(error_code::pool_stopped, "queue is closed"); }
 

@@ -48,7 +48,7 @@
 #include "thread_system/core/error.hpp"
 #include "thread_system/detail/futex.hpp"
 #include "thread_system/detail/thread_naming.hpp"
-#include "thread_system/scheduler/future.hpp"
+#include "thread_system/sync/helping_wait.hpp"
 
 namespace thread_system {
 
@@ -67,7 +67,7 @@ class wait_group {
   /// A group with a count of zero.
   wait_group() = default;
   /// Starts with `initial` pending pieces (clamped to max_count).
-  explicit wait_group(std::uint32_t initial) noexcept : word_(initial < max_count ? initial : max_count) {}
+  explicit wait_group(std::uint32_t initial) noexcept : pending_(initial < max_count ? initial : max_count) {}
   /// Not copyable.
   wait_group(const wait_group&) = delete;
   /// Not copyable.
@@ -78,19 +78,20 @@ class wait_group {
   result<void> add(std::uint32_t n = 1) noexcept {
     // relaxed: add() publishes nothing; the work it announces is handed over
     // (and ordered) by whatever starts it.
-    std::uint32_t v = word_.load(std::memory_order_relaxed);
+    std::uint32_t v = pending_.word().load(std::memory_order_relaxed);
     for (;;) {
       if (n > max_count - (v & count_mask)) {
         return make_error(error_code::invalid_argument, "wait_group::add: count would exceed max_count");
       }
-      if (word_.compare_exchange_weak(v, v + n, std::memory_order_relaxed, std::memory_order_relaxed)) return {};
+      if (pending_.word().compare_exchange_weak(v, v + n, std::memory_order_relaxed, std::memory_order_relaxed))
+        return {};
     }
   }
 
   /// Marks one piece finished. invalid_argument (and no change) when the
   /// count is already zero.
   result<void> done() noexcept {
-    std::uint32_t v = word_.load(std::memory_order_relaxed);
+    std::uint32_t v = pending_.word().load(std::memory_order_relaxed);
     for (;;) {
       const std::uint32_t c = v & count_mask;
       if (c == 0) {
@@ -101,8 +102,8 @@ class wait_group {
       // release: this thread's work happens-before a waiter's acquire load
       // that sees the lower count (acq_rel so that chains of done() carry
       // every earlier piece's writes to the waiter through the RMW order).
-      if (word_.compare_exchange_weak(v, next, std::memory_order_acq_rel, std::memory_order_relaxed)) {
-        if (c == 1 && (v & sleeper_bit) != 0) detail::futex_wake(word_, detail::futex_wake_all);
+      if (pending_.word().compare_exchange_weak(v, next, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+        if (c == 1 && (v & sleeper_bit) != 0) detail::futex_wake(pending_.word(), detail::futex_wake_all);
         return {};
       }
     }
@@ -110,7 +111,7 @@ class wait_group {
 
   /// Pending pieces now (a snapshot).
   [[nodiscard]] std::uint32_t count() const noexcept {
-    return word_.load(std::memory_order_acquire) & count_mask;  // pairs with done()
+    return pending_.count();  // acquire: pairs with done()
   }
 
   /// Blocks (or helps, on a pool worker) until the count is zero.
@@ -129,49 +130,25 @@ class wait_group {
   [[nodiscard]] bool wait_until(std::chrono::time_point<Clock, Duration> deadline) noexcept {
     const auto remaining = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now()).count();
     if (remaining <= 0) return count() == 0;
-    const std::int64_t now = detail::completion::now_ns();
+    const std::int64_t now = detail::steady_now_ns_signed();
     // Saturate: a far deadline must not overflow into the past.
     const std::int64_t limit = std::numeric_limits<std::int64_t>::max() - now;
     return wait_impl(now + (remaining < limit ? remaining : limit));
   }
 
  private:
-  static constexpr std::uint32_t sleeper_bit = 0x8000'0000U;
-  static constexpr std::uint32_t count_mask = max_count;
+  static constexpr std::uint32_t sleeper_bit = detail::pending_count::sleeper_bit;
+  static constexpr std::uint32_t count_mask = detail::pending_count::count_mask;
+  static_assert(count_mask == max_count);
 
-  // deadline_ns: steady clock in nanoseconds, 0 = none.
+  // deadline_ns: steady clock in nanoseconds, 0 = none. The one helping
+  // wait (sync/helping_wait.hpp) on the shared count-and-sleeper word.
   bool wait_impl(std::int64_t deadline_ns) noexcept {
-    unsigned idle_rounds = 0;
-    for (;;) {
-      std::uint32_t v = word_.load(std::memory_order_acquire);  // pairs with done()'s release
-      if ((v & count_mask) == 0) return true;
-      std::int64_t slice_ns = -1;  // -1: until woken
-      if (deadline_ns != 0) {
-        const std::int64_t left = deadline_ns - detail::completion::now_ns();
-        if (left <= 0) return false;
-        slice_ns = left;
-      }
-      if (detail::on_pool_worker()) {
-        // The pool catches a helped job's exception on its failure path.
-        std::int64_t cap = 0;
-        if (detail::help_or_back_off(idle_rounds, cap) != detail::helping_round::sleep) continue;
-        slice_ns = slice_ns < 0 || slice_ns > cap ? cap : slice_ns;
-      }
-      // Announce a sleeper, then sleep while the word is unchanged.
-      // acquire on failure: re-read and re-check.
-      if ((v & sleeper_bit) == 0 &&
-          !word_.compare_exchange_weak(v, v | sleeper_bit, std::memory_order_acquire, std::memory_order_acquire)) {
-        continue;
-      }
-      if (slice_ns < 0) {
-        detail::futex_wait(word_, v | sleeper_bit);
-      } else {
-        detail::futex_wait_for(word_, v | sleeper_bit, slice_ns);
-      }
-    }
+    // noexcept: a helped job's exception is caught by the pool that runs it.
+    return pending_.wait(deadline_ns);
   }
 
-  std::atomic<std::uint32_t> word_{0};  // low 31 bits: count; top bit: a thread sleeps on it
+  detail::pending_count pending_;  // low 31 bits: count; top bit: a thread sleeps on it
 };
 
 }  // namespace thread_system

@@ -24,17 +24,14 @@
 #include <string>
 #include <utility>
 
+#include "thread_system/detail/clock.hpp"
 #include "thread_system/monitoring/metrics.hpp"
 
 namespace thread_system::monitoring {
 
 namespace detail {
 
-[[nodiscard]] inline std::uint64_t steady_now_ns() noexcept {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
+using thread_system::detail::steady_now_ns;
 
 [[nodiscard]] inline std::int64_t unix_now_ms() noexcept {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())

@@ -1,4 +1,5 @@
-// How a pool stops, and what stopping reports.
+// How a pool (and the timer queue) stops, and what stopping reports: the
+// vocabulary of stop(), below every layer that has a stop().
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,203 @@
+// The one helping wait: how every blocking wait of the library waits —
+// future::wait/get (and parallel_for, parallel_reduce through it),
+// task_group::wait and wait_group::wait.
+//
+// The policy, in one place (helping_wait() below):
+//   * On one of a pool's worker threads the wait *helps*: while the
+//     condition is false it runs jobs of that pool, one at a time (never a
+//     batch, so helping allocates nothing and cannot fail for lack of
+//     memory). A job may therefore wait for a child it submitted even in a
+//     pool with one worker.
+//   * With nothing to help with, the awaited work runs on another thread
+//     and is usually about to finish (the last piece of a parallel_for), so
+//     the worker first polls (spin_rounds short spins), then yields the CPU
+//     for up to idle_yield_ns, and only then parks on the waiter's word in
+//     slices (park_slice_short_ns for the first park_short_slices, then
+//     park_slice_long_ns): new jobs to help with may appear meanwhile, so a
+//     worker never parks indefinitely. A helped job restarts the sequence.
+//   * Off the pool's workers the wait parks at once, until woken (no
+//     spinning, no CPU while waiting).
+//   * A deadline (steady clock in nanoseconds, detail/clock.hpp; 0 = none)
+//     is checked between helped jobs, not during one: a wait may return
+//     later than its deadline by the run time of the job it was helping with.
+//
+// The waiter supplies the condition and the parking: helping_wait() calls
+// `ready()` (which must acquire what the waker published) and
+// `park(limit_ns)`, which sleeps on the waiter's own word until woken or
+// for at most limit_ns (-1: until woken) and may return early. The wakers
+// (completion::set, wait_group::done) publish with a release and wake the
+// word's sleepers.
+//
+// Who is a worker: the pool registers each of its worker threads with
+// set_help_source() (src/helping_wait.cpp holds the thread-local pointer),
+// so this layer calls into the pool through help_source without depending
+// on it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+
+#include "thread_system/detail/clock.hpp"
+#include "thread_system/detail/duration.hpp"
+#include "thread_system/detail/futex.hpp"
+#include "thread_system/detail/thread_naming.hpp"
+
+namespace thread_system::detail {
+
+/// What a helping wait on a pool worker runs: the pool of that worker.
+class help_source {
+ public:
+  /// Runs one job of the pool; false when none was found.
+  virtual bool help_once() = 0;
+
+ protected:
+  help_source() = default;
+  help_source(const help_source&) = default;
+  help_source& operator=(const help_source&) = default;
+  ~help_source() = default;
+};
+
+/// Registers `source` for the calling thread (null: none) and returns the
+/// previous one. A pool's worker loop registers itself for its thread.
+help_source* set_help_source(help_source* source) noexcept;
+/// True when the calling thread is a pool worker.
+[[nodiscard]] bool on_pool_worker() noexcept;
+/// On a pool worker: runs one job of its pool and returns true; otherwise,
+/// or when no job was found, returns false.
+bool help_current_pool_once();
+
+/// The idle phases of a helping wait on a worker (see the header comment).
+class helping_backoff {
+ public:
+  static constexpr int spin_rounds = 64;      ///< polls before yielding
+  static constexpr int spins_per_round = 32;  ///< pause instructions per poll
+  static constexpr std::int64_t park_slice_short_ns = 20'000;
+  static constexpr std::int64_t park_slice_long_ns = 200'000;
+  static constexpr unsigned park_short_slices = 8;
+
+  /// A helped job: start over.
+  void reset() noexcept {
+    spins_ = 0;
+    yield_until_ = 0;
+    parks_ = 0;
+  }
+
+  /// The next idle step: 0 when it polled or yielded (look again now),
+  /// else how long to park at most.
+  [[nodiscard]] std::int64_t next() noexcept {
+    if (spins_ < spin_rounds) {
+      ++spins_;
+      for (int i = 0; i < spins_per_round; ++i) cpu_relax();
+      return 0;
+    }
+    const std::int64_t now = steady_now_ns_signed();
+    if (yield_until_ == 0) yield_until_ = now + idle_yield_ns;
+    if (now < yield_until_) {
+      std::this_thread::yield();
+      return 0;
+    }
+    ++parks_;
+    return parks_ <= park_short_slices ? park_slice_short_ns : park_slice_long_ns;
+  }
+
+ private:
+  int spins_ = 0;
+  std::int64_t yield_until_ = 0;
+  unsigned parks_ = 0;
+};
+
+/// Waits until `ready()` or until `deadline_ns` passes (steady clock, 0 =
+/// none), helping on a pool worker; see the header comment. Returns ready().
+template <typename Ready, typename Park>
+bool helping_wait(Ready&& ready, Park&& park, std::int64_t deadline_ns) {
+  helping_backoff backoff;
+  const bool worker = on_pool_worker();
+  while (!ready()) {
+    std::int64_t limit = -1;  // -1: until woken
+    if (deadline_ns != 0) {
+      const std::int64_t left = deadline_ns - steady_now_ns_signed();
+      if (left <= 0) return ready();
+      limit = left;
+    }
+    if (worker) {
+      if (help_current_pool_once()) {
+        backoff.reset();
+        continue;
+      }
+      const std::int64_t slice = backoff.next();
+      if (slice == 0) continue;
+      if (limit < 0 || slice < limit) limit = slice;
+    }
+    park(limit);
+  }
+  return true;
+}
+
+/// A count of pending pieces with a sleeper bit in one futex word: the
+/// protocol wait_group and task_group share. The low 31 bits count, the top
+/// bit says a thread parks on the word.
+class pending_count {
+ public:
+  static constexpr std::uint32_t sleeper_bit = 0x8000'0000U;
+  static constexpr std::uint32_t count_mask = 0x7fff'ffffU;
+
+  pending_count() = default;
+  explicit pending_count(std::uint32_t initial) noexcept : word_(initial & count_mask) {}
+
+  /// The word itself (the owner's add/done protocols operate on it).
+  std::atomic<std::uint32_t>& word() noexcept { return word_; }
+
+  /// Pending pieces now (acquire: pairs with the release of finish()).
+  [[nodiscard]] std::uint32_t count() const noexcept { return word_.load(std::memory_order_acquire) & count_mask; }
+
+  /// One piece finished: a single RMW. acq_rel: the piece's writes
+  /// happen-before the waiter's acquire load that sees the count reach zero
+  /// (chains of finish() carry every earlier piece's writes through the RMW
+  /// order). This RMW is the last access to the object: the futex wake only
+  /// names the address, so a waiter may already have destroyed it.
+  void finish() noexcept {
+    const std::uint32_t old = word_.fetch_sub(1, std::memory_order_acq_rel);
+    if ((old & count_mask) == 1 && (old & sleeper_bit) != 0) futex_wake(word_, futex_wake_all);
+  }
+
+  /// Wakes the sleepers if `old` (the word before an RMW that made the count
+  /// zero) had the sleeper bit.
+  void wake_if_slept(std::uint32_t old) noexcept {
+    if ((old & sleeper_bit) != 0) futex_wake(word_, futex_wake_all);
+  }
+
+  /// Waits until the count is zero or the deadline passes (helping on a
+  /// worker). Returns true when it reached zero.
+  bool wait(std::int64_t deadline_ns) {
+    return helping_wait([this] { return count() == 0; }, [this](std::int64_t limit) { park(limit); }, deadline_ns);
+  }
+
+  /// Clears a stale sleeper bit (finish() leaves it when the count reaches
+  /// zero). Only for a word with a single waiter, after its wait: with
+  /// several, another waiter's fresh bit could be lost. No data published,
+  /// hence relaxed.
+  void clear_sleeper() noexcept { word_.fetch_and(count_mask, std::memory_order_relaxed); }
+
+ private:
+  // Announces a sleeper in the top bit, then sleeps while the word is
+  // unchanged; returns at once when the count changed meanwhile.
+  void park(std::int64_t limit_ns) noexcept {
+    std::uint32_t v = word_.load(std::memory_order_acquire);  // pairs with finish()
+    if ((v & count_mask) == 0) return;
+    // acquire on failure: the caller re-reads and re-checks.
+    if ((v & sleeper_bit) == 0 &&
+        !word_.compare_exchange_strong(v, v | sleeper_bit, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      return;
+    }
+    if (limit_ns < 0) {
+      futex_wait(word_, v | sleeper_bit);
+    } else {
+      futex_wait_for(word_, v | sleeper_bit, limit_ns);
+    }
+  }
+
+  std::atomic<std::uint32_t> word_{0};
+};
+
+}  // namespace thread_system::detail

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Checks docs/ARCHITECTURE.md's "Layers" block against the tree.
+
+1. The block lists exactly the headers under include/thread_system/<folder>/
+   and the sources under src/ (nothing missing, nothing that does not exist).
+2. Every #include of one folder's header by another goes down the layer
+   order (the block's folder order, lowest first; detail/ and core/ form one
+   layer, services/ and diagnostics/ sit beside sync/), and src/ files
+   include only headers.
+
+Exit status 0 when both hold; otherwise every difference is printed.
+Usage: scripts/check-architecture.py [repository root]
+"""
+import pathlib
+import re
+import sys
+
+root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
+doc = (root / "docs" / "ARCHITECTURE.md").read_text()
+section = doc.split("## Layers", 1)[1]
+block = section.split("```", 2)[1]
+
+listed = {}  # folder -> set of files, in the block's order
+order = []
+current = None
+for line in block.splitlines():
+    m = re.match(r"^  ([a-z_]+)/\s+(.*)$", line)
+    if m:
+        current = m.group(1)
+        order.append(current)
+        listed[current] = set(m.group(2).split())
+        continue
+    m = re.match(r"^src/\s+(.*)$", line)
+    if m:
+        current = "src"
+        listed["src"] = set(m.group(1).split())
+        continue
+    if current and line.startswith("      ") and line.strip() and not line.strip().startswith("("):
+        listed[current] |= set(line.split())
+for files in listed.values():
+    files.discard("(umbrella)")
+
+problems = []
+include_root = root / "include" / "thread_system"
+actual = {d.name: {f.name for f in d.glob("*.hpp")} for d in include_root.iterdir() if d.is_dir()}
+actual["src"] = {f.name for f in (root / "src").glob("*.cpp")}
+for folder in sorted(set(actual) | set(listed)):
+    have, doc_has = actual.get(folder, set()), listed.get(folder, set())
+    for name in sorted(have - doc_has):
+        problems.append(f"{folder}/{name} exists but docs/ARCHITECTURE.md does not list it")
+    for name in sorted(doc_has - have):
+        problems.append(f"docs/ARCHITECTURE.md lists {folder}/{name}, which does not exist")
+
+# Layer ranks: the block's order, with detail/core sharing the lowest and
+# services/diagnostics beside sync.
+same_as = {"core": "detail", "services": "sync", "diagnostics": "sync"}
+rank = {}
+next_rank = 0
+for folder in order:
+    if folder in same_as and same_as[folder] in rank:
+        rank[folder] = rank[same_as[folder]]
+    else:
+        rank[folder] = next_rank
+        next_rank += 1
+
+include_re = re.compile(r'^\s*#\s*include\s+"thread_system/([a-z_]+)/([a-z_]+\.hpp)"', re.M)
+for folder, files in actual.items():
+    if folder == "src":
+        continue
+    for name in files:
+        text = (include_root / folder / name).read_text()
+        for target_folder, target in include_re.findall(text):
+            if target_folder == folder:
+                continue
+            if target_folder not in rank or folder not in rank:
+                continue
+            if rank[target_folder] > rank[folder]:
+                problems.append(
+                    f"{folder}/{name} includes {target_folder}/{target}: {target_folder}/ is above {folder}/"
+                )
+
+if problems:
+    print("docs/ARCHITECTURE.md and the tree disagree:")
+    for p in problems:
+        print("  " + p)
+    sys.exit(1)
+count = sum(len(v) for v in actual.values())
+print(f"architecture: {count} files listed, every include goes down the layers")
