@@ -43,7 +43,7 @@ for files in listed.values():
 problems = []
 include_root = root / "include" / "thread_system"
 actual = {d.name: {f.name for f in d.glob("*.hpp")} for d in include_root.iterdir() if d.is_dir()}
-actual["src"] = {f.name for f in (root / "src").glob("*.cpp")}
+actual["src"] = {f.name for f in (root / "src").iterdir() if f.suffix in (".cpp", ".hpp")}
 for folder in sorted(set(actual) | set(listed)):
     have, doc_has = actual.get(folder, set()), listed.get(folder, set())
     for name in sorted(have - doc_has):

@@ -1,121 +1,12 @@
-// The injectors over each queue implementation (the interface and its
-// accounting contract are in scheduler/injector.hpp). Only this file
-// includes the queues, so the pool headers stay light.
+// make_injector(): the injector of each kind (the classes are in
+// src/injectors.hpp, a private header).
 #include "thread_system/scheduler/injector.hpp"
 
-#include <algorithm>
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
 #include <memory>
-#include <span>
-#include <thread>
-#include <utility>
 
-#include "thread_system/detail/chaos.hpp"
-#include "thread_system/queues/adaptive_job_queue.hpp"
-#include "thread_system/queues/job_queue.hpp"
-#include "thread_system/queues/lockfree_queue.hpp"
-#include "thread_system/queues/queue_concept.hpp"
-#include "thread_system/queues/sharded_queue.hpp"
+#include "injectors.hpp"
 
 namespace thread_system::detail {
-namespace {
-
-// job_queue counts acceptance inside its own critical section: exact, free.
-class mutex_injector final : public injector {
- public:
-  explicit mutex_injector(std::size_t capacity) : queue_(capacity) {}
-  result<void> push(job_function&& fn) override { return queue_.try_push(std::move(fn)); }
-  result<void> push_batch(std::span<job_function> fns) override { return queue_.push_batch(fns); }
-  result<void> push_and_check(job_function&& fn, bool& wake) override {
-    wake = true;  // try_push sets it only when the job went in
-    return queue_.try_push(std::move(fn), wake);
-  }
-  std::size_t pop_share(std::span<job_function> out, std::size_t consumers) override {
-    return queue_.pop_fair_share(out, consumers);
-  }
-  bool empty_approx() const noexcept override { return queue_.empty_approx(); }
-  std::size_t size_approx() const noexcept override { return queue_.size_approx(); }
-  void close() override { queue_.close(); }
-  bool is_closed() const noexcept override { return queue_.is_closed(); }
-  std::uint64_t accepted() const noexcept override { return queue_.total_pushed(); }
-
- private:
-  job_queue queue_;
-};
-
-// Any other queue: acceptance is counted around the push. A push announces
-// itself in pushes_in_flight_ and re-checks `closed_` (Dekker with close(),
-// both sides seq_cst), so once close() has run and the in-flight count has
-// drained, no push can still be accepted and the count is final.
-template <job_queue_model Q>
-class counting_injector final : public injector {
- public:
-  template <typename... A>
-  explicit counting_injector(A&&... args) : queue_(std::forward<A>(args)...) {}
-
-  result<void> push(job_function&& fn) override {
-    return counted(1, [&] { return queue_.try_push(std::move(fn)); });
-  }
-  result<void> push_batch(std::span<job_function> fns) override {
-    return counted(fns.size(), [&] { return queue_.push_batch(fns); });
-  }
-  std::size_t pop_share(std::span<job_function> out, std::size_t consumers) override {
-    const std::size_t size = queue_.size_approx();
-    std::size_t fair = consumers <= 1 ? size : size / consumers;
-    fair = std::clamp<std::size_t>(fair, 1, out.size());
-    return queue_.pop_batch(out.first(fair));
-  }
-  bool empty_approx() const noexcept override { return queue_.size_approx() == 0; }
-  std::size_t size_approx() const noexcept override { return queue_.size_approx(); }
-  void close() override {
-    closed_.store(true, std::memory_order_seq_cst);  // Dekker with push(): see counted()
-    queue_.close();
-  }
-  bool is_closed() const noexcept override { return queue_.is_closed(); }
-  std::uint64_t accepted() const noexcept override {
-    return accepted_.load(std::memory_order_acquire);  // pairs with the release increment in counted()
-  }
-  void wait_for_pushes() const noexcept override {
-    // seq_cst: ordered after close()'s store of closed_ (same thread).
-    while (pushes_in_flight_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
-  }
-
- private:
-  template <typename Push>
-  result<void> counted(std::size_t n, Push push) {
-    // seq_cst RMW then seq_cst load of closed_: either close() sees us in
-    // flight (and waits), or we see closed_ and refuse without counting.
-    pushes_in_flight_.fetch_add(1, std::memory_order_seq_cst);
-    THREAD_SYSTEM_CHAOS_POINT();
-    if (closed_.load(std::memory_order_seq_cst)) {
-      pushes_in_flight_.fetch_sub(1, std::memory_order_release);  // pairs with wait_for_pushes()
-      return make_error(error_code::pool_stopped, "queue is closed");
-    }
-    // release: counted before the job becomes poppable (see idle_now()).
-    accepted_.fetch_add(n, std::memory_order_release);
-    THREAD_SYSTEM_CHAOS_POINT();
-    result<void> r;
-    try {
-      r = push();
-    } catch (...) {  // e.g. bad_alloc while growing: not accepted, and no longer in flight
-      accepted_.fetch_sub(n, std::memory_order_release);          // pairs with accepted()'s acquire
-      pushes_in_flight_.fetch_sub(1, std::memory_order_release);  // pairs with wait_for_pushes()
-      throw;
-    }
-    if (!r) accepted_.fetch_sub(n, std::memory_order_release);  // refused after all: not accepted
-    pushes_in_flight_.fetch_sub(1, std::memory_order_release);  // pairs with wait_for_pushes()
-    return r;
-  }
-
-  Q queue_;
-  alignas(64) std::atomic<std::uint64_t> accepted_{0};
-  alignas(64) std::atomic<std::uint32_t> pushes_in_flight_{0};
-  std::atomic<bool> closed_{false};
-};
-
-}  // namespace
 
 std::unique_ptr<injector> make_injector(pool_queue kind, std::size_t initial_capacity) {
   switch (kind) {

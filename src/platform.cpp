@@ -216,45 +216,51 @@ int current_os_thread_id() noexcept {
 
 result<void> set_thread_affinity(int os_tid, std::span<const int> cpus) noexcept {
 #if defined(__linux__)
-  if (cpus.empty()) return make_error(error_code::invalid_argument, "set_affinity: empty CPU list");
+  if (cpus.empty())
+    return make_error_nothrow(error_code::invalid_argument, [&] { return "set_affinity: empty CPU list"; });
   const long online = ::sysconf(_SC_NPROCESSORS_CONF);
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int cpu : cpus) {
     if (cpu < 0 || cpu >= CPU_SETSIZE || (online > 0 && cpu >= online)) {
-      return make_error(error_code::invalid_argument, "set_affinity: CPU " + std::to_string(cpu) +
-                                                          " does not exist (this machine has " +
-                                                          std::to_string(online) + ")");
+      return make_error_nothrow(error_code::invalid_argument, [&] {
+        return "set_affinity: CPU " + std::to_string(cpu) + " does not exist (this machine has " +
+               std::to_string(online) + ")";
+      });
     }
     CPU_SET(cpu, &set);
   }
   if (::sched_setaffinity(os_tid, sizeof set, &set) != 0) {
     const int e = errno;
-    return make_error(e == EINVAL ? error_code::invalid_argument : error_code::not_supported,
-                      std::string("set_affinity: sched_setaffinity failed: ") + errno_text(e));
+    return make_error_nothrow(e == EINVAL ? error_code::invalid_argument : error_code::not_supported,
+                              [&] { return std::string("set_affinity: sched_setaffinity failed: ") + errno_text(e); });
   }
   return {};
 #else
   (void)os_tid;
   (void)cpus;
-  return make_error(error_code::not_supported, "set_affinity: CPU affinity is not supported on this platform");
+  return make_error_nothrow(error_code::not_supported,
+                            [&] { return "set_affinity: CPU affinity is not supported on this platform"; });
 #endif
 }
 
 result<void> set_thread_nice(int os_tid, int nice) noexcept {
 #if defined(__linux__)
   if (nice < -20 || nice > 19) {
-    return make_error(error_code::invalid_argument, "set_nice: " + std::to_string(nice) + " is outside -20..19");
+    return make_error_nothrow(error_code::invalid_argument,
+                              [&] { return "set_nice: " + std::to_string(nice) + " is outside -20..19"; });
   }
   if (::setpriority(PRIO_PROCESS, static_cast<id_t>(os_tid), nice) != 0) {
     const int e = errno;
-    return make_error(error_code::not_supported, std::string("set_nice: setpriority failed: ") + errno_text(e));
+    return make_error_nothrow(error_code::not_supported,
+                              [&] { return std::string("set_nice: setpriority failed: ") + errno_text(e); });
   }
   return {};
 #else
   (void)os_tid;
   (void)nice;
-  return make_error(error_code::not_supported, "set_nice: per-thread nice levels are not supported on this platform");
+  return make_error_nothrow(error_code::not_supported,
+                            [&] { return "set_nice: per-thread nice levels are not supported on this platform"; });
 #endif
 }
 

@@ -406,7 +406,7 @@ bool timer_handle::is_active() const noexcept {
 
 // ---- timer_queue ---------------------------------------------------------
 
-timer_queue::timer_queue(timer_dispatch target, timer_queue_options options)
+timer_queue::timer_queue(timer_dispatch target, timer_queue_options options) try
     : core_(std::make_shared<detail::timer_core>()) {
   if (!target) throw error_exception(error{error_code::invalid_argument, "timer_queue: empty dispatch target"});
   core_->target = std::move(target);
@@ -414,6 +414,8 @@ timer_queue::timer_queue(timer_dispatch target, timer_queue_options options)
   auto t = detail::os_thread::start([core = core_] { detail::timer_main(core); });
   if (!t) throw error_exception(error{t.error().code(), "timer_queue: " + t.error().message()});
   thread_ = std::move(*t);
+} catch (const std::bad_alloc&) {  // out of memory: the library's code, not a raw bad_alloc
+  throw error_exception(detail::out_of_memory_error().value);
 }
 
 timer_queue::~timer_queue() { (void)stop(stop_mode::drain); }

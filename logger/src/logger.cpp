@@ -128,11 +128,12 @@ result<void> logger::enqueue(log_level level, const std::source_location& locati
       // relaxed: the writer reads this after acquiring a later record or a
       // flush request of this thread, which orders this increment before it.
       dropped_.fetch_add(1, std::memory_order_relaxed);
-      return make_error(error_code::queue_full, "logger: buffer full, message dropped");
+      // nothrow: a refusal is reported even when its message cannot be allocated.
+      return make_error_nothrow(error_code::queue_full, [] { return "logger: buffer full, message dropped"; });
     }
     if (!wait_for_room(header.slots)) {
       rejected_.fetch_add(1, std::memory_order_relaxed);  // a statistic
-      return make_error(error_code::pool_stopped, "logger: stopped while waiting for room");
+      return make_error_nothrow(error_code::pool_stopped, [] { return "logger: stopped while waiting for room"; });
     }
   }
 }
@@ -321,7 +322,8 @@ void logger::report_sink_error(const thread_system::error& e) {
 
 result<void> logger::flush() {
   if (std::this_thread::get_id() == writer_id_.load(std::memory_order_relaxed)) {  // set once by the writer
-    return make_error(error_code::invalid_argument, "logger: flush() called on the writer thread (from a sink)");
+    return make_error_nothrow(error_code::invalid_argument,
+                              [] { return "logger: flush() called on the writer thread (from a sink)"; });
   }
   // Every record accepted before this call claimed its slots before this
   // load (coherence on tail_), so its position is below the target.

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <functional>
 #include <latch>
 #include <memory>
 #include <mutex>
@@ -214,6 +215,29 @@ TEST(PoolBackpressure, CallerRunsRunsOnTheSubmittingThread) {
   EXPECT_EQ(s.caller_ran, 2U);
   EXPECT_EQ(s.executed, 4U);
   EXPECT_EQ(s.accepted, 4U);
+}
+
+// A batch with an empty job is refused whole before any policy sees it:
+// caller_runs on a full pool used to run the batch here, empty job included.
+TEST(PoolBackpressure, ABatchWithAnEmptyJobIsRefusedBeforeThePolicyActs) {
+  // Capacity 2 with one job queued: the batch of two does not fit, so the
+  // policy would act on it (a batch larger than the capacity is refused
+  // before any policy anyway).
+  for (auto policy :
+       {ts::backpressure::caller_runs(2), ts::backpressure::reject(2), ts::backpressure::drop_oldest(2)}) {
+    ts::thread_pool pool{1, bounded(policy)};
+    held_worker held(pool);
+    std::atomic<int> ran{0};
+    ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));  // half the room is taken
+    std::vector<std::function<void()>> batch{[&ran] { ran.fetch_add(10, std::memory_order_relaxed); }, nullptr};
+    auto r = pool.enqueue_batch(batch);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+    EXPECT_EQ(ran.load(std::memory_order_relaxed), 0);  // relaxed: nothing ran yet, anywhere
+    held.release();
+    pool.wait_idle();
+    EXPECT_EQ(ran.load(std::memory_order_relaxed), 1);  // relaxed: wait_idle() ordered the run; nothing dropped
+  }
 }
 
 TEST(PoolBackpressure, DropOldestCancelsTheOldestQueuedJob) {

@@ -174,6 +174,7 @@ TEST(Scheduler, ShutdownWhileJobsSpawnJobsInBothModes) {
 
 // ---- task_group -------------------------------------------------------------
 
+#include "thread_system/pools/parallel_for.hpp"
 #include "thread_system/pools/task_group.hpp"
 
 namespace {
@@ -380,4 +381,90 @@ TEST(Scheduler, ChildInTheLifoSlotOfABlockedWorkerIsStolen) {
     pool.wait_idle();
     ASSERT_TRUE(parent_saw_child.load(std::memory_order_relaxed)) << "round " << round;
   }
+}
+
+// A job of a group that the pool accepts and then discards unrun still
+// counts as finished: wait() reports error_exception{cancelled} instead of
+// waiting forever. Both ways a pool discards: stop(cancel_pending) and
+// backpressure::drop_oldest.
+namespace {
+// Occupies a pool's only worker until released.
+struct worker_blocker {
+  std::atomic<bool> started{false};
+  std::atomic<bool> release{false};
+  void hold(ts::thread_pool& pool) {
+    ASSERT_TRUE(pool.enqueue([this] {
+      started.store(true, std::memory_order_release);  // pairs with the acquire in eventually()
+      while (!release.load(std::memory_order_acquire)) std::this_thread::sleep_for(100us);
+    }));
+    ASSERT_TRUE(ts::test::eventually([this] { return started.load(std::memory_order_acquire); }));
+  }
+  void let_go() { release.store(true, std::memory_order_release); }  // pairs with the loop above
+};
+
+bool throws_cancelled(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ts::error_exception& e) {
+    return e.code() == ts::error_code::cancelled;
+  }
+  return false;
+}
+}  // namespace
+
+TEST(TaskGroup, AJobDiscardedByStopCancelPendingMakesWaitThrowCancelled) {
+  ts::thread_pool pool{1, ts::test::pool_opts("tg-cancel")};
+  worker_blocker blocker;
+  blocker.hold(pool);
+  std::atomic<int> ran{0};
+  ts::task_group g(pool);
+  for (int i = 0; i < 3; ++i) g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+  ts::stop_report report;
+  std::thread stopper([&] { report = pool.stop(ts::stop_mode::cancel_pending); });
+  EXPECT_TRUE(throws_cancelled([&] { g.wait(); }));  // before the fix: waited forever
+  blocker.let_go();
+  stopper.join();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 0);  // relaxed: stop() joined the worker
+  EXPECT_EQ(report.cancelled, 3U);
+  EXPECT_EQ(report.accepted, report.executed + report.cancelled);
+}
+
+TEST(TaskGroup, AJobDroppedByBackpressureMakesWaitThrowCancelled) {
+  ts::pool_options o = ts::test::pool_opts("tg-drop");
+  o.backpressure = ts::backpressure::drop_oldest(1);
+  ts::thread_pool pool{1, o};
+  worker_blocker blocker;
+  blocker.hold(pool);
+  std::atomic<int> ran{0};
+  ts::task_group g(pool);
+  g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });   // queued: the room is taken
+  g.run([&ran] { ran.fetch_add(10, std::memory_order_relaxed); });  // drops the first one
+  blocker.let_go();
+  EXPECT_TRUE(throws_cancelled([&] { g.wait(); }));
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 10);                // relaxed: wait() ordered the run
+  g.run([&ran] { ran.fetch_add(100, std::memory_order_relaxed); });  // the group is reusable afterwards
+  EXPECT_NO_THROW(g.wait());
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 110);  // relaxed: as above
+}
+
+TEST(ParallelFor, APieceDiscardedByStopCancelPendingMakesTheCallThrowCancelled) {
+  ts::thread_pool pool{1, ts::test::pool_opts("pf-cancel")};
+  worker_blocker blocker;
+  blocker.hold(pool);
+  std::atomic<std::uint64_t> visited{0};
+  std::atomic<bool> outcome_cancelled{false};
+  // From outside the pool the whole loop is one job for the (busy) worker.
+  std::thread caller([&] {
+    outcome_cancelled.store(
+        throws_cancelled(
+            [&] { ts::parallel_for(pool, 0, 1000, [&](int) { visited.fetch_add(1, std::memory_order_relaxed); }); }),
+        std::memory_order_relaxed);  // read after join()
+  });
+  ASSERT_TRUE(ts::test::eventually([&] { return pool.get_statistics().queued >= 1; }));
+  std::thread stopper([&] { (void)pool.stop(ts::stop_mode::cancel_pending); });
+  caller.join();  // before the fix: the call waited forever
+  blocker.let_go();
+  stopper.join();
+  EXPECT_TRUE(outcome_cancelled.load(std::memory_order_relaxed));  // relaxed: joined
+  EXPECT_EQ(visited.load(std::memory_order_relaxed), 0U);          // relaxed: joined
 }

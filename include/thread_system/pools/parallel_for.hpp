@@ -40,7 +40,10 @@
 // range. Pieces the pool refuses (it is stopping, a bounded queue is full,
 // memory ran out) run on the calling thread, so the call still processes
 // every index; with no memory even for its bookkeeping the whole loop runs
-// serially on the caller.
+// serially on the caller. A piece the pool accepted and then discarded unrun
+// (stop(stop_mode::cancel_pending), backpressure::drop_oldest) leaves its
+// indices unvisited: once every other piece has finished, the call throws
+// error_exception{cancelled} (a body's exception takes precedence).
 //
 // parallel_reduce applies `reduce_range(lo, hi, identity)` to leaf ranges and
 // `combine(left, right)` up a fixed binary tree that depends only on the
@@ -125,7 +128,8 @@ struct parallel_for_state {
   std::uint64_t grain;
   std::atomic<std::size_t> pending{1};  // the root piece
   std::atomic<bool> failed{false};
-  std::exception_ptr first_error;  // written once, by the thread that set `failed`
+  std::atomic<bool> cancelled{false};  // a piece was discarded unrun by the pool (see for_piece::cancel())
+  std::exception_ptr first_error;      // written once, by the thread that set `failed`
   completion done;
 
   void record(std::exception_ptr e) noexcept {
@@ -145,6 +149,22 @@ struct parallel_for_state {
 template <typename I, typename F>
 void run_piece(const std::shared_ptr<parallel_for_state<I, F>>& st, I lo, I hi);
 
+// A piece handed to the pool. If the pool discards it unrun
+// (stop(stop_mode::cancel_pending), backpressure::drop_oldest), it still
+// counts as finished, and the loop reports error_exception{cancelled}.
+template <typename I, typename F>
+struct for_piece {
+  std::shared_ptr<parallel_for_state<I, F>> st;
+  I lo;
+  I hi;
+  void operator()() const { run_piece<I, F>(st, lo, hi); }
+  void cancel() noexcept {
+    // relaxed: published by finish_piece()'s release RMW and done.set().
+    st->cancelled.store(true, std::memory_order_relaxed);
+    st->finish_piece();
+  }
+};
+
 // Hands [mid, hi) to the pool as a piece of its own; if the pool refuses it
 // (stopping), runs it here.
 template <typename I, typename F>
@@ -152,7 +172,7 @@ void hand_out(const std::shared_ptr<parallel_for_state<I, F>>& st, I mid, I hi) 
   st->pending.fetch_add(1, std::memory_order_relaxed);  // ordered before the piece's own decrement by the push
   result<void> r;
   try {
-    r = st->pool.enqueue([st, mid, hi] { run_piece<I, F>(st, mid, hi); });
+    r = st->pool.enqueue(for_piece<I, F>{st, mid, hi});
   } catch (...) {
     st->pending.fetch_sub(1, std::memory_order_relaxed);  // out of memory: that piece never existed
     throw;
@@ -223,12 +243,17 @@ void parallel_for(thread_pool& pool, I first, I last, F&& f, std::size_t grain_i
     // From outside the pool the root piece runs on a worker (see the header
     // comment); a refusal (stopping pool, full bounded queue) leaves it to
     // this thread.
-    if (!pool.enqueue([st, first, last] { detail::run_piece<I, body_t>(st, first, last); })) {
+    if (!pool.enqueue(detail::for_piece<I, body_t>{st, first, last})) {
       detail::run_piece<I, body_t>(st, first, last);
     }
   }
   st->done.wait(0);  // helps when called on a worker
   if (st->first_error) std::rethrow_exception(st->first_error);
+  // relaxed: done.wait() acquired what the pieces published.
+  if (st->cancelled.load(std::memory_order_relaxed)) {
+    throw error_exception(
+        error{error_code::cancelled, "parallel_for: a piece was discarded by the pool before it ran"});
+  }
 }
 
 /// Reduces [first, last): leaves compute `reduce_range(lo, hi, identity)`,

@@ -21,7 +21,10 @@
 //   * wait() returns when every job run() so far has finished; on a worker
 //     it helps run other jobs meanwhile. Everything the jobs did is visible
 //     after wait() returns. The first exception thrown by a job is rethrown
-//     by wait() (later ones are dropped).
+//     by wait() (later ones are dropped). A job the pool accepted and then
+//     discarded unrun (stop(stop_mode::cancel_pending), or
+//     backpressure::drop_oldest) counts as finished, and wait() throws
+//     error_exception{cancelled} when no job threw.
 //   * The destructor waits too (and swallows the exception if wait() was not
 //     called). The group must outlive its jobs, which the waiting ensures.
 #pragma once
@@ -88,8 +91,14 @@ class task_group {
     pending_.clear_sleeper();                       // this group has one waiter: its owner
     if (failed_.load(std::memory_order_acquire)) {  // pairs with record()
       std::exception_ptr e = std::move(error_);
-      failed_.store(false, std::memory_order_relaxed);  // only the waiter touches it now
+      failed_.store(false, std::memory_order_relaxed);     // only the waiter touches it now
+      cancelled_.store(false, std::memory_order_relaxed);  // likewise
       std::rethrow_exception(e);
+    }
+    // relaxed: ordered by the acquire in wait() on the count (finish()'s release).
+    if (cancelled_.load(std::memory_order_relaxed)) {
+      cancelled_.store(false, std::memory_order_relaxed);  // only the waiter touches it now
+      throw error_exception(error{error_code::cancelled, "task_group: a job was discarded by the pool before it ran"});
     }
   }
 
@@ -121,6 +130,15 @@ class task_group {
       body.reset();
       group->finish();  // last access to the group
     }
+    // The pool discarded the job (stop(stop_mode::cancel_pending), or
+    // backpressure::drop_oldest): it never runs, but it still counts as
+    // finished, and wait() reports it.
+    void cancel() noexcept {
+      // relaxed: published to the waiter by finish()'s release RMW.
+      group->cancelled_.store(true, std::memory_order_relaxed);
+      body.reset();
+      group->finish();  // last access to the group
+    }
   };
 
   void finish() noexcept {
@@ -141,6 +159,7 @@ class task_group {
   thread_pool& pool_;
   detail::pending_count pending_;  // jobs run() and not finished, and the owner's sleeper bit
   std::atomic<bool> failed_{false};
+  std::atomic<bool> cancelled_{false};  // a job of the group was discarded unrun (see group_job::cancel())
   std::exception_ptr error_;
 };
 

@@ -196,6 +196,10 @@ struct wake_group {
 /// Tag for the constructor typed pools use.
 struct custom_injector_t {};
 
+/// error_exception{cancelled} made when the library loaded, for a job
+/// cancelled when there is no memory to say why (src/thread_pool_accounting.cpp).
+[[nodiscard]] const std::exception_ptr& cancelled_without_memory() noexcept;
+
 // The job behind submit(): runs the callable and completes the future; on
 // cancellation completes it with a `cancelled` error.
 template <typename R, typename Fn>
@@ -231,8 +235,8 @@ struct submitted_job {
     fn.reset();
     try {
       state->set_exception(std::make_exception_ptr(error_exception(error{error_code::cancelled, why})));
-    } catch (...) {  // allocation of the exception failed: complete with what we can
-      state->set_exception(std::make_exception_ptr(std::bad_alloc()));
+    } catch (...) {  // no memory for the reason: the same code, made when the library loaded
+      state->set_exception(cancelled_without_memory());
     }
   }
 };
@@ -468,32 +472,40 @@ class thread_pool {
   /// Runs `f` once, `delay` from now.
   template <typename Rep, typename Period, typename F>
   result<timer_handle> schedule_after(std::chrono::duration<Rep, Period> delay, F&& f) {
-    auto t = timers();
-    if (!t) return unexpected_error{t.error()};
-    return (*t)->schedule_after(delay, std::forward<F>(f));
+    return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
+      auto t = timers();
+      if (!t) return unexpected_error{t.error()};
+      return (*t)->schedule_after(delay, std::forward<F>(f));
+    });
   }
   /// Runs `f` once at `when` (steady_clock; at once if that has passed).
   template <typename Duration, typename F>
   result<timer_handle> schedule_at(std::chrono::time_point<std::chrono::steady_clock, Duration> when, F&& f) {
-    auto t = timers();
-    if (!t) return unexpected_error{t.error()};
-    return (*t)->schedule_at(when, std::forward<F>(f));
+    return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
+      auto t = timers();
+      if (!t) return unexpected_error{t.error()};
+      return (*t)->schedule_at(when, std::forward<F>(f));
+    });
   }
   /// Runs `f` every `period`, first after one period. `f` may take a
   /// `const timer_tick&` (its scheduled time and index).
   template <typename Rep, typename Period, typename F>
   result<timer_handle> schedule_every(std::chrono::duration<Rep, Period> period, F&& f) {
-    auto t = timers();
-    if (!t) return unexpected_error{t.error()};
-    return (*t)->schedule_every(period, std::forward<F>(f));
+    return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
+      auto t = timers();
+      if (!t) return unexpected_error{t.error()};
+      return (*t)->schedule_every(period, std::forward<F>(f));
+    });
   }
   /// Runs `f` every `period`, first after `initial_delay`.
   template <typename Rep1, typename Period1, typename Rep2, typename Period2, typename F>
   result<timer_handle> schedule_every(std::chrono::duration<Rep1, Period1> initial_delay,
                                       std::chrono::duration<Rep2, Period2> period, F&& f) {
-    auto t = timers();
-    if (!t) return unexpected_error{t.error()};
-    return (*t)->schedule_every(initial_delay, period, std::forward<F>(f));
+    return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
+      auto t = timers();
+      if (!t) return unexpected_error{t.error()};
+      return (*t)->schedule_every(initial_delay, period, std::forward<F>(f));
+    });
   }
   /// Timers scheduled, fired, cancelled (including by stop()), skipped.
   [[nodiscard]] timer_statistics get_timer_statistics() const;
@@ -662,6 +674,10 @@ class thread_pool {
   result<void> push_local(thread_worker& w, job_function&& fn);
   bool find_and_run(thread_worker& w, std::span<job_function> local, bool helping);
   class worker_help;  // a worker's detail::help_source (src/thread_pool.cpp)
+  // Jobs a worker takes from the injector per pop, at most. The queue hands
+  // out only a fair share (queued / workers), so a small backlog is spread
+  // over the workers instead of hoarded by one.
+  static constexpr std::size_t max_batch = 16;
   // The job in w's LIFO slot, within its budget (see lifo_budget in the
   // source); owner thread only.
   bool take_from_lifo_slot(thread_worker& w, bool helping, detail::job_node*& out) noexcept;
@@ -740,7 +756,7 @@ class thread_pool {
 
   // false in typed pools: see the custom-injector constructor.
   bool local_deques_ = true;
-  std::size_t injector_batch_ = 16;
+  std::size_t injector_batch_ = max_batch;
   std::uint32_t latency_sample_every_ = 32;
   std::uint32_t max_spinners_ = 1;
   std::size_t stack_size_ = 0;  // worker threads' stack, bytes (0: default)

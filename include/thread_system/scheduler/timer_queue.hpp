@@ -267,24 +267,28 @@ class timer_queue {
   /// Runs `f` once, `delay` from now.
   template <typename Rep, typename Period, typename F>
   result<timer_handle> schedule_after(std::chrono::duration<Rep, Period> delay, F&& f) {
-    if (auto r = check_delay(delay, "delay"); !r) return unexpected_error{r.error()};
-    return schedule_impl(after_now(delay), clock::duration::zero(), std::forward<F>(f));
+    return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
+      if (auto r = check_delay(delay, "delay"); !r) return unexpected_error{r.error()};
+      return schedule_impl(after_now(delay), clock::duration::zero(), std::forward<F>(f));
+    });
   }
 
   /// Runs `f` once at `when` (at once if that has passed).
   template <typename Duration, typename F>
   result<timer_handle> schedule_at(std::chrono::time_point<clock, Duration> when, F&& f) {
-    const auto since_epoch = when.time_since_epoch();
-    switch (detail::classify(since_epoch)) {
-      case detail::duration_kind::nan:
-        return make_error(error_code::invalid_argument, "timer_queue: the time point is not a number");
-      case detail::duration_kind::negative:
-        // Before the clock's epoch: long past, so due at once.
-        return schedule_impl(clock::time_point{}, clock::duration::zero(), std::forward<F>(f));
-      default:
-        return schedule_impl(clock::time_point{detail::to_clock_duration(since_epoch)}, clock::duration::zero(),
-                             std::forward<F>(f));
-    }
+    return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
+      const auto since_epoch = when.time_since_epoch();
+      switch (detail::classify(since_epoch)) {
+        case detail::duration_kind::nan:
+          return make_error(error_code::invalid_argument, "timer_queue: the time point is not a number");
+        case detail::duration_kind::negative:
+          // Before the clock's epoch: long past, so due at once.
+          return schedule_impl(clock::time_point{}, clock::duration::zero(), std::forward<F>(f));
+        default:
+          return schedule_impl(clock::time_point{detail::to_clock_duration(since_epoch)}, clock::duration::zero(),
+                               std::forward<F>(f));
+      }
+    });
   }
 
   /// Runs `f` every `period`, first one period from now.
@@ -297,21 +301,23 @@ class timer_queue {
   template <typename Rep1, typename Period1, typename Rep2, typename Period2, typename F>
   result<timer_handle> schedule_every(std::chrono::duration<Rep1, Period1> initial_delay,
                                       std::chrono::duration<Rep2, Period2> period, F&& f) {
-    if (auto r = check_delay(initial_delay, "initial delay"); !r) return unexpected_error{r.error()};
-    switch (detail::classify(period)) {
-      case detail::duration_kind::nan:
-        return make_error(error_code::invalid_argument, "timer_queue: the period is not a number");
-      case detail::duration_kind::negative:
-      case detail::duration_kind::zero:
-        return make_error(error_code::invalid_argument, "timer_queue: the period must be positive");
-      default:
-        break;
-    }
-    const clock::duration p = detail::to_clock_duration(period);
-    if (p <= clock::duration::zero()) {
-      return make_error(error_code::invalid_argument, "timer_queue: the period rounds to zero");
-    }
-    return schedule_impl(after_now(initial_delay), p, std::forward<F>(f));
+    return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
+      if (auto r = check_delay(initial_delay, "initial delay"); !r) return unexpected_error{r.error()};
+      switch (detail::classify(period)) {
+        case detail::duration_kind::nan:
+          return make_error(error_code::invalid_argument, "timer_queue: the period is not a number");
+        case detail::duration_kind::negative:
+        case detail::duration_kind::zero:
+          return make_error(error_code::invalid_argument, "timer_queue: the period must be positive");
+        default:
+          break;
+      }
+      const clock::duration p = detail::to_clock_duration(period);
+      if (p <= clock::duration::zero()) {
+        return make_error(error_code::invalid_argument, "timer_queue: the period rounds to zero");
+      }
+      return schedule_impl(after_now(initial_delay), p, std::forward<F>(f));
+    });
   }
 
   /// Stops the timer thread (see the header for what happens to timers).

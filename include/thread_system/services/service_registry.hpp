@@ -16,7 +16,9 @@
 //     something convertible to std::shared_ptr<I>.
 //   * Registering I twice is refused with invalid_argument (so two modules
 //     cannot silently overwrite each other); replace_*() is the explicit
-//     overwrite, unregister<I>() the removal (not_found when absent).
+//     overwrite, unregister<I>() the removal (not_found when absent). A
+//     registration that runs out of memory returns resource_exhausted and
+//     changes nothing.
 //   * Factories:
 //       - service_lifetime::singleton (default): called at most once, on
 //         the first resolve, outside the registry's lock (a factory may
@@ -80,8 +82,10 @@ class service_registry {
   /// already registered here.
   template <typename I>
   result<void> register_instance(std::shared_ptr<I> instance) {
-    if (instance == nullptr) return null_instance<I>();
-    return insert(key<I>(), make_instance_entry(std::move(instance)), /*replace=*/false);
+    return detail::refuse_if_out_of_memory([&]() -> result<void> {
+      if (instance == nullptr) return null_instance<I>();
+      return insert(key<I>(), make_instance_entry(std::move(instance)), /*replace=*/false);
+    });
   }
 
   /// Registers a factory `F() -> std::shared_ptr<I or derived>`.
@@ -90,16 +94,20 @@ class service_registry {
   result<void> register_factory(F&& factory, service_lifetime lifetime = service_lifetime::singleton)
     requires std::is_convertible_v<std::invoke_result_t<std::decay_t<F>&>, std::shared_ptr<I>>
   {
-    auto e = make_factory_entry<I>(std::forward<F>(factory), lifetime);
-    if (e == nullptr) return empty_factory<I>();
-    return insert(key<I>(), std::move(e), /*replace=*/false);
+    return detail::refuse_if_out_of_memory([&]() -> result<void> {
+      auto e = make_factory_entry<I>(std::forward<F>(factory), lifetime);
+      if (e == nullptr) return empty_factory<I>();
+      return insert(key<I>(), std::move(e), /*replace=*/false);
+    });
   }
 
   /// Registers or overwrites I's instance. invalid_argument for null.
   template <typename I>
   result<void> replace_instance(std::shared_ptr<I> instance) {
-    if (instance == nullptr) return null_instance<I>();
-    return insert(key<I>(), make_instance_entry(std::move(instance)), /*replace=*/true);
+    return detail::refuse_if_out_of_memory([&]() -> result<void> {
+      if (instance == nullptr) return null_instance<I>();
+      return insert(key<I>(), make_instance_entry(std::move(instance)), /*replace=*/true);
+    });
   }
 
   /// Registers or overwrites I's factory. invalid_argument for an empty one.
@@ -107,9 +115,11 @@ class service_registry {
   result<void> replace_factory(F&& factory, service_lifetime lifetime = service_lifetime::singleton)
     requires std::is_convertible_v<std::invoke_result_t<std::decay_t<F>&>, std::shared_ptr<I>>
   {
-    auto e = make_factory_entry<I>(std::forward<F>(factory), lifetime);
-    if (e == nullptr) return empty_factory<I>();
-    return insert(key<I>(), std::move(e), /*replace=*/true);
+    return detail::refuse_if_out_of_memory([&]() -> result<void> {
+      auto e = make_factory_entry<I>(std::forward<F>(factory), lifetime);
+      if (e == nullptr) return empty_factory<I>();
+      return insert(key<I>(), std::move(e), /*replace=*/true);
+    });
   }
 
   /// Removes I's registration from this registry (not from a parent).
@@ -118,7 +128,8 @@ class service_registry {
   result<void> unregister() {
     std::unique_lock lock(mutex_);
     if (entries_.erase(key<I>()) == 0) {
-      return make_error(error_code::not_found, std::string("service not registered: ") + typeid(I).name());
+      return make_error_nothrow(error_code::not_found,
+                                [] { return std::string("service not registered: ") + typeid(I).name(); });
     }
     return {};
   }

@@ -56,6 +56,9 @@
 //   * Destruction: a source, token or registration may be destroyed at any
 //     time, including inside a callback; destroying the last reference to a
 //     state from inside one of its own callbacks is safe.
+//   * Out of memory: every call that allocates (a new source or seed token,
+//     register_callback(), linked(), from_stop_token(), get_stop_token())
+//     throws error_exception{resource_exhausted}, never std::bad_alloc.
 //
 // Seed API (kept): `cancellation_token` default-constructs a new state of its
 // own, `cancellation_token::create()`, `create_linked({...})`, `cancel()`,
@@ -482,7 +485,7 @@ class cancellation_token {
   /// std::stop_token (stop_possible() == false).
   [[nodiscard]] std::stop_token get_stop_token() const {
     if (state_ == nullptr) return {};
-    return state_->stop_token();
+    return detail::throw_if_out_of_memory([this] { return state_->stop_token(); });
   }
 #endif
 
@@ -512,30 +515,36 @@ class cancellation_source {
   [[nodiscard]] static cancellation_source linked(const Tokens&... parents)
     requires(std::is_convertible_v<const Tokens&, const cancellation_token&> && ...)
   {
-    cancellation_source s;
-    s.state_->parent_links_.reserve(sizeof...(Tokens));
-    (s.link_to(parents), ...);
-    return s;
+    return detail::throw_if_out_of_memory([&] {
+      cancellation_source s;
+      s.state_->parent_links_.reserve(sizeof...(Tokens));
+      (s.link_to(parents), ...);
+      return s;
+    });
   }
   /// As linked(parents...), for a list of tokens.
   [[nodiscard]] static cancellation_source linked(std::initializer_list<cancellation_token> parents) {
-    cancellation_source s;
-    s.state_->parent_links_.reserve(parents.size());
-    for (const cancellation_token& p : parents) s.link_to(p);
-    return s;
+    return detail::throw_if_out_of_memory([&] {
+      cancellation_source s;
+      s.state_->parent_links_.reserve(parents.size());
+      for (const cancellation_token& p : parents) s.link_to(p);
+      return s;
+    });
   }
 
 #if THREAD_SYSTEM_HAS_STOP_TOKEN
   /// A new state cancelled when `st` has stop requested (at once if it
   /// already has). The bridge is a std::stop_callback held by the state.
   [[nodiscard]] static cancellation_source from_stop_token(const std::stop_token& st) {
-    cancellation_source s;
-    std::weak_ptr<detail::cancellation_state> w = s.state_;
-    auto fire = [w]() noexcept {
-      if (auto live = w.lock()) live->request_cancel();
-    };
-    s.state_->std_link_ = std::make_unique<detail::std_stop_link<decltype(fire)>>(st, std::move(fire));
-    return s;
+    return detail::throw_if_out_of_memory([&] {
+      cancellation_source s;
+      std::weak_ptr<detail::cancellation_state> w = s.state_;
+      auto fire = [w]() noexcept {
+        if (auto live = w.lock()) live->request_cancel();
+      };
+      s.state_->std_link_ = std::make_unique<detail::std_stop_link<decltype(fire)>>(st, std::move(fire));
+      return s;
+    });
   }
 #endif
 

@@ -81,7 +81,9 @@ class wait_group {
     std::uint32_t v = pending_.word().load(std::memory_order_relaxed);
     for (;;) {
       if (n > max_count - (v & count_mask)) {
-        return make_error(error_code::invalid_argument, "wait_group::add: count would exceed max_count");
+        // nothrow: add() is noexcept, and the refusal must survive a failed allocation.
+        return make_error_nothrow(error_code::invalid_argument,
+                                  [] { return "wait_group::add: count would exceed max_count"; });
       }
       if (pending_.word().compare_exchange_weak(v, v + n, std::memory_order_relaxed, std::memory_order_relaxed))
         return {};
@@ -95,7 +97,9 @@ class wait_group {
     for (;;) {
       const std::uint32_t c = v & count_mask;
       if (c == 0) {
-        return make_error(error_code::invalid_argument, "wait_group::done: called more often than add()");
+        // nothrow: as in add().
+        return make_error_nothrow(error_code::invalid_argument,
+                                  [] { return "wait_group::done: called more often than add()"; });
       }
       // Reaching zero also clears the sleeper bit: the sleepers are woken below.
       const std::uint32_t next = c == 1 ? 0 : v - 1;

@@ -1,0 +1,153 @@
+// What a job passes before it enters thread_pool's queue: backpressure
+// (room, blocking, caller_runs, drop_oldest) and the seed-style job API
+// (unique_ptr<job> adapted to job_function). The queues and the worker loop
+// are in thread_pool.cpp.
+#include "thread_system/pools/thread_pool.hpp"
+
+#include <chrono>
+#include <thread>
+
+#include "thread_system/detail/duration.hpp"
+
+namespace thread_system {
+
+result<void> thread_pool::enqueue(std::unique_ptr<job> j) {
+  if (!j) return make_error(error_code::invalid_argument, "thread_pool::enqueue: null job");
+  if (!j->runnable()) {
+    return make_error(error_code::invalid_argument,
+                      "thread_pool::enqueue: job '" + j->get_name() + "' has nothing to run (an empty callback)");
+  }
+  return push_one(job_function(detail::seed_job_adapter{std::move(j)}));  // inline: allocates nothing
+}
+
+result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<job>> jobs) {
+  std::vector<job_function> batch;
+  try {
+    batch.reserve(jobs.size());
+  } catch (const std::bad_alloc&) {
+    return detail::out_of_memory_error();
+  }
+  for (auto& j : jobs) {
+    if (!j) return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: null job in batch");
+    if (!j->runnable()) {
+      return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: job '" + j->get_name() +
+                                                          "' has nothing to run (an empty callback)");
+    }
+  }
+  for (auto& j : jobs) batch.emplace_back(detail::seed_job_adapter{std::move(j)});
+  return push_batch(batch);
+}
+
+bool thread_pool::try_reserve(std::size_t n) noexcept {
+  // relaxed: the count orders nothing else; room is a number, not a hand-over.
+  std::size_t cur = queued_external_.load(std::memory_order_relaxed);
+  do {
+    if (cur + n > bounds_.capacity) return false;
+  } while (!queued_external_.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed));
+  return true;
+}
+
+void thread_pool::release_room(std::size_t n) noexcept {
+  // seq_cst: Dekker with a blocked producer, whose prepare_wait() fence is
+  // followed by its own try_reserve(): either it sees the room, or the
+  // notify below sees it waiting.
+  queued_external_.fetch_sub(n, std::memory_order_seq_cst);
+  const auto p = bounds_.on_full;
+  if (p == backpressure::policy::block || p == backpressure::policy::block_for) {
+    if (n == 1) {
+      room_available_.notify_one();
+    } else {
+      room_available_.notify_all();
+    }
+  }
+}
+
+bool thread_pool::drop_oldest_queued() {
+  std::array<job_function, 1> oldest;
+  if (queue_->pop_victim(oldest) == 0) return false;
+  const std::uint8_t tag = oldest[0].tag();
+  oldest[0].cancel("job dropped by backpressure::drop_oldest to make room");
+  oldest[0].reset();
+  queue_->note_cancelled(tag);
+  if ((tag & bounded_tag) != 0) release_room(1);
+  // release: pairs with the acquire in idle_now(); the victim counts as finished.
+  dropped_.fetch_add(1, std::memory_order_release);
+  return true;
+}
+
+void thread_pool::run_on_caller(job_function& fn) {
+  const job_outcome outcome = run_guarded(fn);
+  if (outcome == job_outcome::cancelled) {
+    caller_cancelled_.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    return;
+  }
+  if (outcome == job_outcome::failed_reported) caller_failed_.fetch_add(1, std::memory_order_relaxed);  // statistics
+  caller_ran_.fetch_add(1, std::memory_order_relaxed);  // statistics only
+}
+
+result<void> thread_pool::acquire_room(std::span<job_function> fns, bool& ran_inline) {
+  const std::size_t n = fns.size();
+  if (n > bounds_.capacity) {
+    return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': a batch of " + std::to_string(n) +
+                                                        " jobs can never fit the capacity of " +
+                                                        std::to_string(bounds_.capacity));
+  }
+  auto policy = bounds_.on_full;
+  // A worker of this pool (typed pools route its submissions through here)
+  // must not block on its own pool: it runs the job itself instead.
+  if (on_own_worker() && (policy == backpressure::policy::block || policy == backpressure::policy::block_for)) {
+    policy = backpressure::policy::caller_runs;
+  }
+  // Saturating: block_for(n, nanoseconds::max()) waits without a deadline.
+  const auto deadline = detail::saturating_add(std::chrono::steady_clock::now(), bounds_.timeout);
+  auto stopped = [this] {
+    const state st = state_.load(std::memory_order_acquire);  // pairs with the release in stop()
+    return st == state::stopping || st == state::stopped;
+  };
+  for (;;) {
+    if (try_reserve(n)) return {};
+    if (stopped()) return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
+    switch (policy) {
+      case backpressure::policy::reject:
+        return make_error(error_code::queue_full, "thread_pool '" + name_ + "': queue is full (capacity " +
+                                                      std::to_string(bounds_.capacity) + ")");
+      case backpressure::policy::caller_runs:
+        for (auto& fn : fns) run_on_caller(fn);
+        ran_inline = true;
+        return {};
+      case backpressure::policy::drop_oldest:
+        // The oldest may already be on a worker's way to running (taken from
+        // the queue, not yet started): then its room frees in a moment.
+        if (!drop_oldest_queued()) std::this_thread::yield();
+        continue;
+      case backpressure::policy::block:
+      case backpressure::policy::block_for: {
+        const auto key = room_available_.prepare_wait();
+        if (try_reserve(n)) {
+          room_available_.cancel_wait();
+          return {};
+        }
+        if (stopped()) {
+          room_available_.cancel_wait();
+          return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
+        }
+        if (policy == backpressure::policy::block) {
+          room_available_.commit_wait(key);
+        } else if (!room_available_.commit_wait_until(key, deadline)) {
+          if (try_reserve(n)) return {};
+          return make_error(error_code::timeout, "thread_pool '" + name_ + "': no room within the block_for timeout");
+        }
+        break;
+      }
+    }
+  }
+}
+
+unexpected_error thread_pool::refusal(const error& queue_error) const {
+  if (queue_error.code() == error_code::pool_stopped) {
+    return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
+  }
+  return make_error(queue_error.code(), "thread_pool '" + name_ + "': " + queue_error.message());
+}
+
+}  // namespace thread_system

@@ -1,0 +1,605 @@
+// thread_pool's lifecycle: construction, adding and starting workers (a
+// batch starts all or none), resize, affinity, the timer queue, pause and
+// resume, and stop() with its report. The worker loop is in thread_pool.cpp.
+#include "thread_system/detail/chaos.hpp"
+#include "thread_system/pools/thread_pool.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "thread_system/detail/duration.hpp"
+#include "thread_system/detail/futex.hpp"
+#include "thread_system/detail/thread_naming.hpp"
+
+namespace thread_system {
+
+std::size_t thread_pool::default_worker_count() noexcept {
+  const unsigned n = std::thread::hardware_concurrency();
+  if (n == 0) return 1;
+  return n < max_workers ? n : max_workers;
+}
+
+namespace {
+std::uint32_t default_max_spinners() noexcept {
+  const std::size_t half = thread_pool::default_worker_count() / 2;
+  return static_cast<std::uint32_t>(half == 0 ? 1 : half);
+}
+
+void validate(const backpressure& b) {
+  if (b.capacity != 0 && b.on_full == backpressure::policy::block_for && b.timeout.count() < 0) {
+    throw error_exception(error{error_code::invalid_argument, "backpressure::block_for: negative timeout"});
+  }
+}
+
+std::exception_ptr make_out_of_memory_report(const std::string& pool_name) {
+  return std::make_exception_ptr(error_exception(
+      error{error_code::resource_exhausted, "thread_pool '" + pool_name +
+                                                "': a worker could not allocate (it runs jobs one at a time "
+                                                "until memory is available again)"}));
+}
+
+// The threads of one launch wait here until every thread of the batch
+// exists; then all run (go) or all return at once (abort), so a batch of
+// workers starts all or none.
+struct launch_gate {
+  static constexpr std::uint32_t waiting = 0;
+  static constexpr std::uint32_t go = 1;
+  static constexpr std::uint32_t abort = 2;
+  std::atomic<std::uint32_t> state{waiting};
+
+  void open(std::uint32_t verdict) noexcept {
+    // release: everything the launcher did (publishing the workers) is
+    // visible to a thread that sees `go`.
+    state.store(verdict, std::memory_order_release);
+    detail::futex_wake(state, detail::futex_wake_all);
+  }
+  [[nodiscard]] bool wait() noexcept {
+    std::uint32_t s = state.load(std::memory_order_acquire);  // pairs with open()
+    while (s == waiting) {
+      detail::futex_wait(state, waiting);
+      s = state.load(std::memory_order_acquire);  // pairs with open()
+    }
+    return s == go;
+  }
+};
+}  // namespace
+
+thread_pool::thread_pool(std::string name) try
+    : name_(std::move(name)),
+      queue_(detail::make_injector(pool_queue::mutex, 1024)),
+      max_spinners_(default_max_spinners()),
+      out_of_memory_report_(make_out_of_memory_report(name_)) {
+} catch (const std::bad_alloc&) {
+  throw error_exception(detail::out_of_memory_error().value);
+}
+
+thread_pool::thread_pool(detail::custom_injector_t, std::string name, std::unique_ptr<detail::injector> queue,
+                         std::uint32_t latency_sample_every, error_handler on_error, backpressure bounds,
+                         std::size_t worker_stack_size) try
+    : name_(std::move(name)),
+      queue_(std::move(queue)),
+      bounds_(bounds),
+      local_deques_(false),
+      injector_batch_(max_batch),
+      latency_sample_every_(latency_sample_every),
+      max_spinners_(default_max_spinners()),
+      stack_size_(worker_stack_size),
+      out_of_memory_report_(make_out_of_memory_report(name_)) {
+  validate(bounds_);
+  if (on_error) handler_ = std::make_shared<const error_handler>(std::move(on_error));
+} catch (const std::bad_alloc&) {
+  throw error_exception(detail::out_of_memory_error().value);
+}
+
+thread_pool::thread_pool(std::size_t worker_count, pool_options options) try
+    : name_(std::move(options.name)),
+      queue_(detail::make_injector(options.queue, options.initial_queue_capacity)),
+      queue_kind_(options.queue),
+      bounds_(options.backpressure),
+      latency_sample_every_(options.latency_sample_every),
+      max_spinners_(default_max_spinners()),
+      stack_size_(options.worker_stack_size),
+      out_of_memory_report_(make_out_of_memory_report(name_)) {
+  validate(bounds_);
+  if (worker_count == 0) {
+    throw error_exception(error{error_code::invalid_argument, "thread_pool: worker_count must be at least 1"});
+  }
+  if (worker_count > max_workers) throw error_exception(too_many_workers(worker_count).value);
+  if (options.on_error) handler_ = std::make_shared<const error_handler>(std::move(options.on_error));
+  workers_.reserve(worker_count);
+  for (std::size_t i = 0; i < worker_count; ++i) workers_.push_back(std::make_unique<thread_worker>());
+  // All or none: when start() fails no thread is running, so throwing here
+  // leaves nothing behind.
+  if (auto r = start(); !r) throw error_exception(r.error());
+} catch (const std::bad_alloc&) {
+  throw error_exception(detail::out_of_memory_error().value);
+}
+
+thread_pool::~thread_pool() {
+  if (state_.load(std::memory_order_acquire) != state::stopped) (void)stop(stop_mode::drain);
+}
+
+unexpected_error thread_pool::too_many_workers(std::size_t requested) const {
+  return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': " + std::to_string(requested) +
+                                                      " workers requested; a pool has at most " +
+                                                      std::to_string(max_workers));
+}
+
+result<void> thread_pool::enqueue(std::unique_ptr<thread_worker> worker) {
+  if (!worker) return make_error(error_code::invalid_argument, "thread_pool::enqueue: null worker");
+  std::vector<std::unique_ptr<thread_worker>> one;
+  try {
+    one.push_back(std::move(worker));
+  } catch (const std::bad_alloc&) {
+    return make_error(error_code::resource_exhausted, "out of memory");
+  }
+  return enqueue_batch(std::move(one));
+}
+
+result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<thread_worker>> workers) {
+  for (const auto& w : workers) {
+    if (!w) return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: null worker in batch");
+  }
+  std::lock_guard lock(lifecycle_mutex_);
+  const state st = state_.load(std::memory_order_relaxed);  // state_ only changes under this mutex
+  if (st == state::stopping || st == state::stopped) {
+    return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "': cannot add workers after stop()");
+  }
+  if (workers.size() > max_workers - workers_.size()) return too_many_workers(workers_.size() + workers.size());
+  const std::size_t first = workers_.size();
+  std::vector<thread_worker*> added;
+  try {
+    workers_.reserve(first + workers.size());
+    added.reserve(workers.size());
+  } catch (const std::bad_alloc&) {
+    return make_error(error_code::resource_exhausted, "out of memory");
+  }
+  for (auto& w : workers) {
+    w->index_ = workers_.size();
+    added.push_back(w.get());
+    workers_.push_back(std::move(w));  // capacity reserved: no allocation
+  }
+  if (st == state::running) {
+    if (auto r = launch(added, [] {}); !r) {
+      workers_.resize(first);  // never published, never ran: gone again
+      return r;
+    }
+  }
+  return {};
+}
+
+result<void> thread_pool::start() {
+  std::lock_guard lock(lifecycle_mutex_);
+  switch (state_.load(std::memory_order_relaxed)) {  // state_ only changes under this mutex
+    case state::running:
+      return make_error(error_code::already_started, "thread_pool '" + name_ + "' is already running");
+    case state::stopping:
+    case state::stopped:
+      return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' was stopped; create a new pool");
+    case state::created:
+      break;
+  }
+  if (workers_.empty()) {
+    return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': start() with zero workers");
+  }
+  std::vector<thread_worker*> all;
+  try {
+    all.reserve(workers_.size());
+  } catch (const std::bad_alloc&) {
+    return make_error(error_code::resource_exhausted, "out of memory");
+  }
+  for (std::size_t i = 0; i < workers_.size(); ++i) {
+    workers_[i]->index_ = i;
+    all.push_back(workers_[i].get());
+  }
+  // pairs with acquire loads in is_running()/push paths; set before the
+  // workers run, so a job they run sees a running pool.
+  return launch(all, [this] { state_.store(state::running, std::memory_order_release); });
+}
+
+template <typename BeforeGo>
+result<void> thread_pool::launch(std::span<thread_worker* const> batch, BeforeGo before_go) {
+  // Caller holds lifecycle_mutex_.
+  std::size_t new_slots = 0;
+  for (thread_worker* w : batch) new_slots += w->published_ ? 0 : 1;
+  // relaxed: published_ is only written under lifecycle_mutex_.
+  if (new_slots > max_workers - published_.load(std::memory_order_relaxed)) return too_many_workers(batch.size());
+  std::shared_ptr<launch_gate> gate;
+  try {
+    gate = std::make_shared<launch_gate>();
+    for (thread_worker* w : batch) prepare_worker(*w);
+  } catch (const std::system_error& e) {  // group_for(): too many distinct responsibility sets
+    return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': " + e.what());
+  } catch (const std::bad_alloc&) {
+    return make_error(error_code::resource_exhausted, "thread_pool '" + name_ + "': out of memory for the workers");
+  }
+  std::size_t created = 0;
+  result<void> refused;
+  for (thread_worker* w : batch) {
+    if (w->thread_.joinable()) w->thread_.join();  // a worker that left earlier (resize) and comes back
+    auto t = detail::os_thread::start(
+        [this, w, gate] {
+          if (gate->wait()) worker_main(*w);
+        },
+        stack_size_);
+    if (!t) {
+      refused = unexpected_error{t.error()};
+      break;
+    }
+    w->thread_ = std::move(*t);
+    ++created;
+  }
+  if (created < batch.size()) {
+    gate->open(launch_gate::abort);
+    for (std::size_t i = 0; i < created; ++i) batch[i]->thread_.join();
+    return make_error_nothrow(error_code::resource_exhausted, [&] {
+      return "thread_pool '" + name_ + "': started none of " + std::to_string(batch.size()) +
+             " workers (the system refused thread " + std::to_string(created + 1) + "): " + refused.error().message();
+    });
+  }
+  for (thread_worker* w : batch) publish_worker(*w);
+  before_go();
+  gate->open(launch_gate::go);
+  return {};
+}
+
+void thread_pool::prepare_worker(thread_worker& w) {
+  // Caller holds lifecycle_mutex_.
+  if (w.prepared_) return;
+  w.node_cache_.attach(&node_pool_);
+  w.group_ = &group_for(w.responsibility_mask_);
+  if (!local_deques_ && !w.kind_counts_) {
+    w.kind_counts_.reset(new std::atomic<std::uint64_t>[std::size_t{2} * 256] {});  // executed, failed per tag
+  }
+  w.thread_name_ = w.name_.empty() ? name_ + "-" + std::to_string(w.index_) : w.name_;
+  w.prepared_ = true;
+}
+
+void thread_pool::publish_worker(thread_worker& w) noexcept {
+  // Caller holds lifecycle_mutex_.
+  // relaxed: membership is published to the thread by the gate's release.
+  w.membership_.store(thread_worker::active, std::memory_order_relaxed);
+  if (w.published_) return;  // back after leaving: its steal slot is still there
+  const std::size_t slot = published_.load(std::memory_order_relaxed);  // only written under lifecycle_mutex_
+  w.rng_state_ = static_cast<std::uint32_t>(slot * 2654435761U + 1U);
+  steal_table_[slot].store(&w, std::memory_order_relaxed);  // published by the release below
+  published_.store(slot + 1, std::memory_order_release);    // pairs with the acquire in try_steal()/work_visible()
+  worker_count_.fetch_add(1, std::memory_order_relaxed);    // fair-share hint only
+  w.published_ = true;
+}
+
+detail::wake_group& thread_pool::group_for(std::uint64_t mask) {
+  // Caller holds lifecycle_mutex_.
+  const std::size_t n = group_count_.load(std::memory_order_relaxed);  // only written under lifecycle_mutex_
+  for (std::size_t i = 0; i < n; ++i) {
+    detail::wake_group* g = groups_[i].load(std::memory_order_relaxed);  // fixed once published
+    if (g->mask == mask) return *g;
+  }
+  if (n == max_groups) {
+    throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                            "more than " + std::to_string(max_groups) + " distinct responsibility sets");
+  }
+  owned_groups_.reserve(owned_groups_.size() + 1);  // may throw: nothing changed yet
+  owned_groups_.push_back(std::make_unique<detail::wake_group>(mask, max_spinners_));
+  groups_[n].store(owned_groups_.back().get(), std::memory_order_relaxed);  // published by the release below
+  group_count_.store(n + 1, std::memory_order_release);  // pairs with the acquire in wake_worker_if_needed()
+  return *owned_groups_.back();
+}
+
+std::vector<thread_worker*> thread_pool::get_workers() const {
+  std::lock_guard lock(lifecycle_mutex_);
+  std::vector<thread_worker*> out;
+  out.reserve(workers_.size());
+  for (const auto& w : workers_) out.push_back(w.get());
+  return out;
+}
+
+std::size_t thread_pool::worker_count() const {
+  std::lock_guard lock(lifecycle_mutex_);
+  return active_workers_locked();
+}
+
+result<int> thread_pool::worker_os_tid(std::size_t worker) const {
+  thread_worker* w = nullptr;
+  {
+    std::lock_guard lock(lifecycle_mutex_);
+    if (worker >= workers_.size()) {
+      return make_error(error_code::invalid_argument,
+                        "thread_pool '" + name_ + "': no worker " + std::to_string(worker));
+    }
+    w = workers_[worker].get();
+    // relaxed: membership only read for this check.
+    if (!w->thread_.joinable() || w->membership_.load(std::memory_order_relaxed) == thread_worker::exited) {
+      return make_error(error_code::invalid_argument,
+                        "thread_pool '" + name_ + "': worker " + std::to_string(worker) + " is not running");
+    }
+  }
+  // The thread may be starting: its id appears in a moment.
+  for (;;) {
+    const int tid = w->os_tid_.load(std::memory_order_acquire);  // pairs with the store in worker_main()
+    if (tid != 0) return tid;
+    std::this_thread::yield();
+  }
+}
+
+result<void> thread_pool::set_affinity(std::size_t worker, std::span<const int> cpus) {
+  auto tid = worker_os_tid(worker);
+  if (!tid) return unexpected_error(tid.error());
+  return detail::set_thread_affinity(*tid, cpus);
+}
+
+result<void> thread_pool::set_nice(std::size_t worker, int nice) {
+  auto tid = worker_os_tid(worker);
+  if (!tid) return unexpected_error(tid.error());
+  return detail::set_thread_nice(*tid, nice);
+}
+
+result<timer_queue*> thread_pool::timers() {
+  std::lock_guard lock(timers_mutex_);
+  if (timers_closed_) return stopped_error();
+  if (!timers_) {
+    timer_queue_options o;
+    o.name = name_.substr(0, 9) + "-timer";
+    try {
+      timers_ = std::make_unique<timer_queue>([this](job_function&& f) { return push_one(std::move(f)); }, o);
+    } catch (const error_exception& e) {
+      return unexpected_error{e.get_error()};
+    } catch (const std::bad_alloc&) {
+      return make_error(error_code::resource_exhausted, "out of memory");
+    }
+  }
+  return timers_.get();
+}
+
+timer_statistics thread_pool::get_timer_statistics() const {
+  std::lock_guard lock(timers_mutex_);
+  return timers_ ? timers_->statistics() : timer_statistics{};
+}
+
+std::size_t thread_pool::active_workers_locked() const noexcept {
+  std::size_t n = 0;
+  for (const auto& w : workers_) {
+    // relaxed: membership only changes under lifecycle_mutex_, except
+    // retiring -> exited, which does not change this count.
+    if (w->membership_.load(std::memory_order_relaxed) == thread_worker::active) ++n;
+  }
+  return n;
+}
+
+result<void> thread_pool::resize(std::size_t n) {
+  if (n == 0)
+    return make_error(error_code::invalid_argument, "thread_pool::resize: the worker count must be at least 1");
+  if (n > max_workers) return too_many_workers(n);
+  std::lock_guard lock(lifecycle_mutex_);
+  const state st = state_.load(std::memory_order_relaxed);  // state_ only changes under this mutex
+  if (st == state::stopping || st == state::stopped) {
+    return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "': cannot resize after stop()");
+  }
+  if (st == state::created) {
+    try {
+      while (workers_.size() < n) workers_.push_back(std::make_unique<thread_worker>());
+    } catch (const std::bad_alloc&) {
+      return make_error(error_code::resource_exhausted, "out of memory");
+    }
+    workers_.resize(n);
+    return {};
+  }
+  std::size_t active = active_workers_locked();
+  if (active < n) {
+    const std::size_t old_size = workers_.size();
+    std::vector<thread_worker*> revived;  // were leaving, taken back without a new thread
+    std::vector<thread_worker*> batch;    // need a thread: left earlier, or new
+    try {
+      revived.reserve(n);
+      batch.reserve(n);
+      // Grow: first take back workers that are leaving, then those that
+      // left, then new ones.
+      for (auto& w : workers_) {
+        if (active + revived.size() >= n) break;
+        int m = thread_worker::retiring;
+        // acq_rel: pairs with the worker's CAS retiring -> exited; whoever wins decides.
+        if (w->membership_.compare_exchange_strong(m, thread_worker::active, std::memory_order_acq_rel)) {
+          revived.push_back(w.get());
+        }
+      }
+      for (auto& w : workers_) {
+        if (active + revived.size() + batch.size() >= n) break;
+        // relaxed: exited is final until this mutex's holder revives it.
+        if (w->membership_.load(std::memory_order_relaxed) == thread_worker::exited) batch.push_back(w.get());
+      }
+      workers_.reserve(old_size + n);
+      while (active + revived.size() + batch.size() < n) {
+        auto w = std::make_unique<thread_worker>();
+        w->index_ = workers_.size();
+        batch.push_back(w.get());
+        workers_.push_back(std::move(w));
+      }
+    } catch (const std::bad_alloc&) {
+      for (thread_worker* w : revived) {
+        // release: pairs with the acquire at the top of the worker loop.
+        w->membership_.store(thread_worker::retiring, std::memory_order_release);
+      }
+      workers_.resize(old_size);
+      wake_all_groups();
+      return make_error(error_code::resource_exhausted, "out of memory");
+    }
+    if (auto r = launch(batch, [] {}); !r) {
+      // Back to the previous size: the revived workers leave again, the new
+      // ones never ran.
+      for (thread_worker* w : revived) {
+        // release: pairs with the acquire at the top of the worker loop.
+        w->membership_.store(thread_worker::retiring, std::memory_order_release);
+      }
+      workers_.resize(old_size);
+      wake_all_groups();
+      return make_error_nothrow(r.error().code(), [&] {
+        return "thread_pool '" + name_ + "': resize to " + std::to_string(n) + " kept " + std::to_string(active) +
+               " workers: " + r.error().message();
+      });
+    }
+    active = n;
+  }
+  // Shrink: the newest active workers leave.
+  for (auto it = workers_.rbegin(); it != workers_.rend() && active > n; ++it) {
+    int m = thread_worker::active;
+    // release: pairs with the acquire load at the top of the worker loop.
+    if ((*it)->membership_.compare_exchange_strong(m, thread_worker::retiring, std::memory_order_release,
+                                                   std::memory_order_relaxed)) {
+      --active;
+    }
+  }
+  worker_count_.store(active, std::memory_order_relaxed);  // fair-share hint only
+  wake_all_groups();                                       // parked leavers notice (work_visible() is true for them)
+  return {};
+}
+
+namespace {
+// queue.pop_share(out, 1), retried while the queue throws std::bad_alloc
+// (nothing is taken then): at most `attempts` times, yielding in between;
+// 0 attempts means until it works. Returns 0 when it gave up.
+std::size_t pop_retrying(detail::injector& queue, std::span<job_function> out, unsigned attempts) noexcept {
+  for (unsigned i = 0; attempts == 0 || i < attempts; ++i) {
+    try {
+      return queue.pop_share(out, 1);
+    } catch (const std::bad_alloc&) {
+      std::this_thread::yield();
+    }
+  }
+  return 0;
+}
+}  // namespace
+
+std::uint64_t thread_pool::cancel_queued() noexcept {
+  std::array<job_function, max_batch> local;
+  std::uint64_t n = 0;
+  for (;;) {
+    // Giving up is safe: cancel_requested_ is set, so the workers cancel
+    // whatever is left as they take it.
+    const std::size_t got = pop_retrying(*queue_, local, 1000);
+    if (got == 0) return n;
+    for (std::size_t i = 0; i < got; ++i) {
+      const std::uint8_t tag = local[i].tag();
+      local[i].cancel();
+      local[i].reset();
+      queue_->note_cancelled(tag);
+      if ((tag & bounded_tag) != 0) release_room(1);
+    }
+    n += got;
+  }
+}
+
+stop_report thread_pool::stop(stop_mode mode) {
+  if (on_own_worker()) {
+    throw error_exception(
+        error{error_code::invalid_argument, "thread_pool::stop() called from one of the pool's own workers"});
+  }
+  // Timers first, while the pool still accepts their due runs (see
+  // timer_queue.hpp: drain dispatches due one-shot timers, cancels the rest).
+  timer_queue* timer_queue_to_stop = nullptr;
+  {
+    std::lock_guard lock(timers_mutex_);
+    timers_closed_ = true;
+    timer_queue_to_stop = timers_.get();
+  }
+  if (timer_queue_to_stop != nullptr) (void)timer_queue_to_stop->stop(mode);
+  std::lock_guard stop_lock(stop_mutex_);
+  {
+    std::lock_guard lock(lifecycle_mutex_);
+    if (state_.load(std::memory_order_relaxed) == state::stopped) return final_report_;
+    state_.store(state::stopping, std::memory_order_release);  // pairs with acquire in is_running()
+  }
+  // From here workers_ no longer changes: adding, starting and resizing
+  // are refused once stopping (under lifecycle_mutex_, which the store
+  // above held), and only stop() - serialised by stop_mutex_ - joins.
+  // Producers blocked by backpressure give up with pool_stopped (the state
+  // store above is ordered before this notify's fence).
+  room_available_.notify_all();
+  // A paused pool still runs what it accepted (drain) or cancels it.
+  paused_.store(false, std::memory_order_seq_cst);  // see resume()
+  queue_->close();                                  // from here every push fails with pool_stopped
+  resumed_.notify_all();                            // a worker holding a job for resume() runs or cancels it now
+  queue_->wait_for_pushes();                        // pushes that raced with close() have settled: accepted() is final
+  if (mode == stop_mode::cancel_pending) {
+    // release: pairs with the acquire in execute(); set before draining so
+    // jobs already taken by workers but not started are cancelled too.
+    cancel_requested_.store(true, std::memory_order_release);
+    // release: pairs with the acquire in idle_now().
+    cancelled_by_stop_.fetch_add(cancel_queued(), std::memory_order_release);
+  }
+  wake_all_groups();
+  for (auto& w : workers_) {
+    if (w->thread_.joinable()) w->thread_.join();
+  }
+  // Whatever is still queued runs (drain) or is cancelled (cancel_pending,
+  // through execute()) on this thread, so every accepted job is accounted
+  // for: jobs no worker ever ran (the pool never started), and jobs a
+  // worker left behind because its last pop needed memory it could not get
+  // (a worker leaves once the queue is closed and a look finds nothing).
+  // Workers are joined: nothing races with these pops.
+  {
+    std::array<job_function, max_batch> local;
+    // Until it works: no one else will ever take these jobs.
+    for (std::size_t n = pop_retrying(*queue_, local, 0); n > 0; n = pop_retrying(*queue_, local, 0)) {
+      run_batch(caller_runner_, std::span(local.data(), n));
+    }
+  }
+  std::lock_guard lock(lifecycle_mutex_);
+  final_report_ = make_report();
+  state_.store(state::stopped, std::memory_order_release);  // pairs with acquire in is_stopped()/destructor
+  became_idle_.notify_all();
+  return final_report_;
+}
+
+stop_report thread_pool::make_report() const {
+  // Caller holds lifecycle_mutex_.
+  stop_report r;
+  r.accepted = queue_->accepted();
+  for (const auto& w : workers_) r.accepted += w->spawned_.load(std::memory_order_acquire);  // pairs with push_local()
+  r.cancelled = cancelled_by_stop_.load(std::memory_order_acquire);
+  r.cancelled += dropped_.load(std::memory_order_acquire);  // pairs with drop_oldest_queued()
+  // Jobs caller_runs ran on the submitting thread: accepted and finished at once.
+  const std::uint64_t by_caller = caller_ran_.load(std::memory_order_relaxed);                  // statistics only
+  const std::uint64_t cancelled_by_caller = caller_cancelled_.load(std::memory_order_relaxed);  // statistics only
+  r.accepted += by_caller + cancelled_by_caller;
+  r.executed += by_caller;
+  r.failed += caller_failed_.load(std::memory_order_relaxed);  // statistics only
+  r.cancelled += cancelled_by_caller;
+  auto add_worker = [&r](const thread_worker& w) {
+    const auto s = w.get_statistics();
+    r.executed += s.jobs_processed;
+    r.failed += s.jobs_failed;
+    r.cancelled += s.jobs_cancelled;
+  };
+  add_worker(caller_runner_);
+  for (const auto& w : workers_) add_worker(*w);
+  return r;
+}
+
+void thread_pool::pause() noexcept {
+  paused_.store(true, std::memory_order_seq_cst);  // workers see it before taking their next job
+}
+
+void thread_pool::resume() noexcept {
+  // seq_cst store, then wake every group: a worker that read paused_ == true
+  // after its prepare_wait() fence is woken by the notify that follows.
+  paused_.store(false, std::memory_order_seq_cst);
+  resumed_.notify_all();  // workers holding a job in wait_while_paused()
+  wake_all_groups();
+}
+
+bool thread_pool::is_paused() const noexcept {
+  return paused_.load(std::memory_order_acquire);  // pairs with pause()/resume()
+}
+
+bool thread_pool::is_running() const noexcept {
+  return state_.load(std::memory_order_acquire) == state::running;  // pairs with the release in start()
+}
+
+bool thread_pool::is_stopped() const noexcept {
+  return state_.load(std::memory_order_acquire) == state::stopped;  // pairs with the release in stop()
+}
+
+}  // namespace thread_system

@@ -1,0 +1,58 @@
+// core/job_batch.hpp: the callable_range concept and the conversion both
+// pools' enqueue_batch(range) use.
+#include "thread_system/core/job_batch.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <forward_list>
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ts = thread_system;
+
+namespace {
+struct move_only_job {
+  std::unique_ptr<int> value = std::make_unique<int>(7);
+  void operator()() const {}
+};
+}  // namespace
+
+static_assert(ts::callable_range<std::vector<std::function<void()>>>);
+static_assert(ts::callable_range<std::array<void (*)(), 3>&>);
+static_assert(ts::callable_range<std::forward_list<std::function<void()>>>);
+static_assert(!ts::sized_callable_range<std::forward_list<std::function<void()>>>);
+static_assert(ts::sized_callable_range<std::list<std::function<void()>>>);
+static_assert(!ts::callable_range<std::vector<int>>);                       // elements are not callables
+static_assert(!ts::callable_range<int>);                                    // not a range
+static_assert(!ts::callable_range<std::vector<std::function<void(int)>>>);  // callables that need an argument
+
+TEST(JobBatch, CopiesFromAnLvalueRangeInOrder) {
+  std::string trace;
+  std::vector<std::function<void()>> jobs;
+  for (char c : std::string("abc")) jobs.emplace_back([&trace, c] { trace += c; });
+  auto batch = ts::detail::to_job_batch(jobs);
+  ASSERT_EQ(batch.size(), 3U);
+  for (auto& fn : batch) fn();
+  EXPECT_EQ(trace, "abc");
+  for (auto& j : jobs) EXPECT_TRUE(static_cast<bool>(j));  // the source keeps its callables
+}
+
+TEST(JobBatch, MovesFromAnRvalueRange) {
+  std::vector<move_only_job> jobs(3);
+  auto batch = ts::detail::to_job_batch(std::move(jobs));
+  ASSERT_EQ(batch.size(), 3U);
+  for (auto& j : jobs) EXPECT_EQ(j.value, nullptr);  // NOLINT(bugprone-use-after-move): moved out, element by element
+  for (auto& fn : batch) EXPECT_TRUE(static_cast<bool>(fn));
+}
+
+TEST(JobBatch, AnUnsizedRangeAndAnEmptyCallableConvert) {
+  std::forward_list<std::function<void()>> jobs{[] {}, nullptr};
+  auto batch = ts::detail::to_job_batch(jobs);
+  ASSERT_EQ(batch.size(), 2U);
+  EXPECT_TRUE(static_cast<bool>(batch[0]));
+  EXPECT_FALSE(static_cast<bool>(batch[1]));  // the pools refuse this one with invalid_argument
+}
