@@ -12,6 +12,8 @@ thread_local help_source* tl_help_source = nullptr;
 
 help_source* set_help_source(help_source* source) noexcept { return std::exchange(tl_help_source, source); }
 
+help_source* current_help_source() noexcept { return tl_help_source; }
+
 bool on_pool_worker() noexcept { return tl_help_source != nullptr; }
 
 bool help_current_pool_once() {

@@ -61,6 +61,8 @@ class help_source {
 /// Registers `source` for the calling thread (null: none) and returns the
 /// previous one. A pool's worker loop registers itself for its thread.
 help_source* set_help_source(help_source* source) noexcept;
+/// The calling thread's help source; null when it is not a pool worker.
+[[nodiscard]] help_source* current_help_source() noexcept;
 /// True when the calling thread is a pool worker.
 [[nodiscard]] bool on_pool_worker() noexcept;
 /// On a pool worker: runs one job of its pool and returns true; otherwise,
@@ -111,8 +113,10 @@ class helping_backoff {
 /// none), helping on a pool worker; see the header comment. Returns ready().
 template <typename Ready, typename Park>
 bool helping_wait(Ready&& ready, Park&& park, std::int64_t deadline_ns) {
+  // Fast path first: fork-join waits often find the work already done.
+  if (ready()) return true;
   helping_backoff backoff;
-  const bool worker = on_pool_worker();
+  help_source* const source = current_help_source();  // looked up once per wait
   while (!ready()) {
     std::int64_t limit = -1;  // -1: until woken
     if (deadline_ns != 0) {
@@ -120,8 +124,8 @@ bool helping_wait(Ready&& ready, Park&& park, std::int64_t deadline_ns) {
       if (left <= 0) return ready();
       limit = left;
     }
-    if (worker) {
-      if (help_current_pool_once()) {
+    if (source != nullptr) {
+      if (source->help_once()) {
         backoff.reset();
         continue;
       }
