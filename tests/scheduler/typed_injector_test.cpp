@@ -1,0 +1,135 @@
+// scheduler/typed_injector.hpp: the typed pool's injector, one queue per
+// job kind, taken in priority order (strict, or with aging). Driven
+// directly, on one thread, over the mutex and lock-free queues.
+#include "thread_system/scheduler/typed_injector.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace ts = thread_system;
+using ts::detail::typed_injector;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::uint64_t bit(std::size_t rank) { return std::uint64_t{1} << rank; }
+
+// A job that appends `id` to `trace` when run.
+ts::job_function tracer(std::vector<int>& trace, int id) {
+  return ts::job_function([&trace, id] { trace.push_back(id); });
+}
+
+// Pops one job for `mask` and runs it; -1 when there was none.
+int run_one(typed_injector& q, std::uint64_t mask, std::vector<int>& trace) {
+  std::array<ts::job_function, 1> out;
+  if (q.pop_for(mask, out, 1) != 1) return -1;
+  out[0]();
+  return trace.back();
+}
+
+class TypedInjector : public ::testing::TestWithParam<ts::pool_queue> {};
+
+}  // namespace
+
+TEST_P(TypedInjector, StrictPriorityServesTheHighestKindInTheWorkersMask) {
+  typed_injector q(GetParam(), 0ns);
+  std::vector<int> trace;
+  ASSERT_TRUE(q.push_kind(2, tracer(trace, 20)));
+  ASSERT_TRUE(q.push_kind(0, tracer(trace, 0)));
+  ASSERT_TRUE(q.push_kind(1, tracer(trace, 10)));
+  EXPECT_EQ(q.created_mask(), bit(0) | bit(1) | bit(2));
+  EXPECT_EQ(q.pending_mask(), bit(0) | bit(1) | bit(2));
+  EXPECT_EQ(run_one(q, bit(2), trace), 20);  // a worker serving only kind 2 never takes a higher one
+  EXPECT_EQ(run_one(q, ~std::uint64_t{0}, trace), 0);
+  EXPECT_EQ(run_one(q, ~std::uint64_t{0}, trace), 10);
+  EXPECT_EQ(run_one(q, ~std::uint64_t{0}, trace), -1);
+  EXPECT_EQ(q.pending_mask(), 0U);
+  EXPECT_EQ(q.accepted(), 3U);
+}
+
+TEST_P(TypedInjector, OnlyTheWorkersHighestKindComesAsABatch) {
+  typed_injector q(GetParam(), 0ns);
+  std::vector<int> trace;
+  ASSERT_TRUE(q.push_kind(1, tracer(trace, 1)));  // kind 1's queue now exists...
+  EXPECT_EQ(run_one(q, bit(1), trace), 1);        // ...and is empty again
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(q.push_kind(3, tracer(trace, 30 + i)));
+  std::array<ts::job_function, 8> out;
+  // Kind 1 is the worker's highest, and empty: kind 3 comes one job at a time.
+  EXPECT_EQ(q.pop_for(bit(1) | bit(3), out, 1), 1U);
+  // With kind 1 never created, kind 3 would be the highest that exists: a batch.
+  typed_injector fresh(GetParam(), 0ns);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(fresh.push_kind(3, tracer(trace, 30 + i)));
+  EXPECT_EQ(fresh.pop_for(bit(1) | bit(3), out, 1), 4U);
+  trace.clear();
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(q.push_kind(1, tracer(trace, 10 + i)));
+  // Kind 1 has jobs: they may come as a batch (the whole queue, one consumer).
+  const std::size_t n = q.pop_for(bit(1) | bit(3), out, 1);
+  EXPECT_EQ(n, 4U);
+  for (std::size_t i = 0; i < n; ++i) out[i]();
+  EXPECT_EQ(trace, (std::vector<int>{10, 11, 12, 13}));
+}
+
+TEST_P(TypedInjector, UntypedPushesAreRefusedAndNothingIsQueued) {
+  typed_injector q(GetParam(), 0ns);
+  auto r = q.push(ts::job_function([] {}));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+  std::array<ts::job_function, 1> batch{ts::job_function([] {})};
+  auto rb = q.push_batch(batch);
+  ASSERT_FALSE(rb);
+  EXPECT_EQ(rb.error().code(), ts::error_code::invalid_argument);
+  EXPECT_EQ(q.accepted(), 0U);
+  EXPECT_TRUE(q.empty_approx());
+}
+
+TEST_P(TypedInjector, DropOldestTakesTheLowestPriorityKindFirst) {
+  typed_injector q(GetParam(), 0ns);
+  std::vector<int> trace;
+  ASSERT_TRUE(q.push_kind(0, tracer(trace, 0)));
+  ASSERT_TRUE(q.push_kind(4, tracer(trace, 40)));
+  ASSERT_TRUE(q.push_kind(4, tracer(trace, 41)));
+  std::array<ts::job_function, 1> out;
+  ASSERT_EQ(q.pop_victim(out), 1U);
+  out[0]();
+  EXPECT_EQ(trace.back(), 40);  // the oldest job of the lowest kind
+}
+
+TEST_P(TypedInjector, AKindThatWaitedBeyondTheAgingBoundIsServedFirst) {
+  typed_injector q(GetParam(), 1ns);  // every queued kind is past the bound at once
+  std::vector<int> trace;
+  ASSERT_TRUE(q.push_kind(5, tracer(trace, 50)));  // waiting longest
+  std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(q.push_kind(0, tracer(trace, 0)));
+  std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(run_one(q, ~std::uint64_t{0}, trace), 50);  // aging beats priority
+  EXPECT_EQ(run_one(q, ~std::uint64_t{0}, trace), 0);
+}
+
+TEST_P(TypedInjector, AfterCloseEveryPushIsRefusedAndQueuedJobsStayPoppable) {
+  typed_injector q(GetParam(), 0ns);
+  std::vector<int> trace;
+  ASSERT_TRUE(q.push_kind(1, tracer(trace, 10)));
+  q.close();
+  EXPECT_TRUE(q.is_closed());
+  q.wait_for_pushes();
+  auto existing = q.push_kind(1, tracer(trace, 11));
+  ASSERT_FALSE(existing);
+  EXPECT_EQ(existing.error().code(), ts::error_code::pool_stopped);
+  auto fresh = q.push_kind(7, tracer(trace, 70));  // a kind with no queue yet is not created after close()
+  ASSERT_FALSE(fresh);
+  EXPECT_EQ(fresh.error().code(), ts::error_code::pool_stopped);
+  EXPECT_EQ(q.created_mask(), bit(1));
+  EXPECT_EQ(run_one(q, ~std::uint64_t{0}, trace), 10);
+  EXPECT_EQ(q.accepted(), 1U);
+  EXPECT_EQ(q.view(1).accepted, 1U);
+  EXPECT_FALSE(q.view(7).exists);
+}
+
+INSTANTIATE_TEST_SUITE_P(Queues, TypedInjector, ::testing::Values(ts::pool_queue::mutex, ts::pool_queue::lockfree),
+                         [](const ::testing::TestParamInfo<ts::pool_queue>& p) {
+                           return std::string(ts::to_string(p.param));
+                         });
