@@ -14,11 +14,4 @@ help_source* set_help_source(help_source* source) noexcept { return std::exchang
 
 help_source* current_help_source() noexcept { return tl_help_source; }
 
-bool on_pool_worker() noexcept { return tl_help_source != nullptr; }
-
-bool help_current_pool_once() {
-  help_source* source = tl_help_source;
-  return source != nullptr && source->help_once();
-}
-
 }  // namespace thread_system::detail

@@ -56,7 +56,6 @@ constexpr int spin_polls = 256;
 constexpr auto yield_phase_ns = static_cast<std::uint64_t>(detail::idle_yield_ns);
 
 using detail::steady_now_ns;
-inline std::uint64_t now_ns() noexcept { return steady_now_ns(); }
 
 // Per submitting thread: jobs left until the next one is stamped for the
 // latency histograms (shared by all pools; sampling is statistical anyway).
@@ -224,7 +223,7 @@ void thread_pool::stamp_if_sampled(job_function& fn) const noexcept {
   if (tl_sample_countdown > latency_sample_every_) tl_sample_countdown = latency_sample_every_;
   if (--tl_sample_countdown != 0) return;
   tl_sample_countdown = latency_sample_every_;
-  fn.set_enqueue_stamp(now_ns());
+  fn.set_enqueue_stamp(steady_now_ns());
 }
 
 void thread_pool::wake_worker_if_needed(std::uint64_t kind_mask) noexcept {
@@ -277,7 +276,7 @@ void thread_pool::worker_main(thread_worker& w) {
   // A busy stretch runs from waking up until no work is found; its start is
   // published so statistics include a stretch in progress.
   auto start_stretch = [&w, &busy_since] {
-    busy_since = now_ns();
+    busy_since = steady_now_ns();
     w.busy_since_ns_.store(busy_since, std::memory_order_relaxed);  // statistics only
   };
   start_stretch();
@@ -292,9 +291,9 @@ void thread_pool::worker_main(thread_worker& w) {
       int m = thread_worker::retiring;
       // acq_rel: pairs with the CAS retiring -> active in resize().
       if (w.membership_.compare_exchange_strong(m, thread_worker::exited, std::memory_order_acq_rel)) {
-        thread_worker::add(w.busy_ns_, now_ns() - busy_since);  // statistics only
-        w.busy_since_ns_.store(0, std::memory_order_relaxed);   // statistics only
-        became_idle_.notify_all();                              // its last jobs may have made the pool idle
+        thread_worker::add(w.busy_ns_, steady_now_ns() - busy_since);  // statistics only
+        w.busy_since_ns_.store(0, std::memory_order_relaxed);          // statistics only
+        became_idle_.notify_all();                                     // its last jobs may have made the pool idle
         // A producer may have skipped its wake-up because this worker was
         // spinning when it was told to leave: pass the wake-up on.
         wake_worker_if_needed();
@@ -304,7 +303,7 @@ void thread_pool::worker_main(thread_worker& w) {
     }
     if (find_and_run(w, local, /*helping=*/false)) continue;
 
-    thread_worker::add(w.busy_ns_, now_ns() - busy_since);
+    thread_worker::add(w.busy_ns_, steady_now_ns() - busy_since);
     w.busy_since_ns_.store(0, std::memory_order_relaxed);  // statistics only
     if (queue_->is_closed()) {
       // Closed was observed (acquire): every injector push that succeeded
@@ -339,11 +338,11 @@ void thread_pool::worker_main(thread_worker& w) {
     // producers keep notifying, which costs them one relaxed load while no
     // worker is parked, and nothing in the wake-up protocol changes.
     if (!work_seen) {
-      const std::uint64_t until = now_ns() + yield_phase_ns;
+      const std::uint64_t until = steady_now_ns() + yield_phase_ns;
       do {
         std::this_thread::yield();
         work_seen = work_visible(w);
-      } while (!work_seen && now_ns() < until);
+      } while (!work_seen && steady_now_ns() < until);
     }
     if (work_seen) {
       start_stretch();
@@ -359,7 +358,7 @@ void thread_pool::worker_main(thread_worker& w) {
       continue;
     }
     thread_worker::add(w.parks_, 1);
-    const std::uint64_t parked_at = now_ns();
+    const std::uint64_t parked_at = steady_now_ns();
     group.work_available.commit_wait(key);
     start_stretch();
     thread_worker::add(w.idle_ns_, busy_since - parked_at);
@@ -564,13 +563,13 @@ void thread_pool::execute(thread_worker& w, job_function& fn) {
   const std::uint64_t stamp = fn.enqueue_stamp();
   std::uint64_t started = 0;
   if (stamp != 0) {
-    started = now_ns();
+    started = steady_now_ns();
     const std::uint64_t wait = started > stamp ? started - stamp : 0;
     w.wait_histogram_.record(wait);
     if (tag != 0) queue_->note_wait(tag, wait);
   }
   const job_outcome outcome = run_guarded(fn);
-  if (stamp != 0) w.run_histogram_.record(now_ns() - started);
+  if (stamp != 0) w.run_histogram_.record(steady_now_ns() - started);
   if (outcome == job_outcome::cancelled) {
     // The job saw its token cancelled and completed its own future.
     queue_->note_cancelled(tag);

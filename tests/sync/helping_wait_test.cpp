@@ -58,16 +58,15 @@ TEST(HelpingWait, RegistrationMakesTheThreadAWorkerAndReturnsThePreviousSource) 
   detail::pending_count pending(0);
   fake_source a(pending, 0);
   fake_source b(pending, 0);
-  EXPECT_FALSE(detail::on_pool_worker());
-  EXPECT_FALSE(detail::help_current_pool_once());  // no source: nothing to run
+  EXPECT_EQ(detail::current_help_source(), nullptr);
   EXPECT_EQ(detail::set_help_source(&a), nullptr);
-  EXPECT_TRUE(detail::on_pool_worker());
+  EXPECT_EQ(detail::current_help_source(), &a);
   EXPECT_EQ(detail::set_help_source(&b), &a);
-  EXPECT_FALSE(detail::help_current_pool_once());         // b has no job
-  EXPECT_EQ(b.calls.load(std::memory_order_relaxed), 1);  // relaxed: this thread made the calls
+  EXPECT_FALSE(detail::current_help_source()->help_once());  // b has no job
+  EXPECT_EQ(b.calls.load(std::memory_order_relaxed), 1);     // relaxed: this thread made the calls
   EXPECT_EQ(a.calls.load(std::memory_order_relaxed), 0);
   EXPECT_EQ(detail::set_help_source(nullptr), &b);
-  EXPECT_FALSE(detail::on_pool_worker());
+  EXPECT_EQ(detail::current_help_source(), nullptr);
 }
 
 TEST(HelpingWait, OnAWorkerItRunsJobsUntilTheConditionHolds) {

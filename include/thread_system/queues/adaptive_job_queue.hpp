@@ -161,7 +161,7 @@ class adaptive_job_queue {
   explicit adaptive_job_queue(queue_strategy strategy = queue_strategy::ADAPTIVE, adaptive_policy policy = {})
       : strategy_(strategy), policy_(policy) {
     if (policy_.window == 0) policy_.window = 1;
-    window_start_ns_ = now_ns();
+    window_start_ns_ = detail::steady_now_ns();
     // Generation parity names the active queue: even = mutex, odd = lock-free.
     // The previous queue starts drained (nothing was ever pushed into it);
     // a previous lock-free queue is sealed, as after a switch.
@@ -291,7 +291,6 @@ class adaptive_job_queue {
   static queue_strategy strategy_of(std::size_t index) noexcept {
     return index == mutex_index ? queue_strategy::FORCE_MUTEX : queue_strategy::FORCE_LOCKFREE;
   }
-  static std::uint64_t now_ns() noexcept { return detail::steady_now_ns(); }
 
   // Pushes `jobs` (all valid, at least one). The common case is inline (the
   // mutex queue is active and no window closes): job_queue's own push plus
@@ -512,7 +511,7 @@ class adaptive_job_queue {
       window_start_events_ = events;
       // relaxed: a snapshot; try_switch() re-reads the state under the lock.
       const std::size_t active = active_index(state_.load(std::memory_order_relaxed));
-      const std::uint64_t now = now_ns();
+      const std::uint64_t now = detail::steady_now_ns();
       const double ns_per_job = static_cast<double>(now - window_start_ns_) / jobs;
       window_start_ns_ = now;
       if (active == mutex_index) {

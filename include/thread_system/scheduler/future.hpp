@@ -68,8 +68,6 @@ class completion {
     return helping_wait([this] { return ready(); }, [this](std::int64_t limit) { sleep_on_flag(limit); }, deadline_ns);
   }
 
-  static std::int64_t now_ns() noexcept { return steady_now_ns_signed(); }
-
  private:
   // Sleeps until set() or for at most `limit_ns` (-1: until set()).
   void sleep_on_flag(std::int64_t limit_ns) noexcept {
@@ -150,7 +148,7 @@ class future {
     check_valid();
     // Zero, negative and NaN durations only report readiness; one too long
     // to represent waits without a deadline (detail/duration.hpp).
-    const std::int64_t now = detail::completion::now_ns();
+    const std::int64_t now = detail::steady_now_ns_signed();
     std::int64_t deadline = 0;  // 0: no deadline
     const detail::duration_kind kind = detail::classify(d);
     if (kind == detail::duration_kind::positive) {

@@ -115,7 +115,7 @@ class typed_injector final : public injector {
     mask &= created_.load(std::memory_order_acquire);  // pairs with the release in slot_for()
     if (mask == 0) return 0;
     if (aging_ns_ != 0) {
-      const std::uint64_t now = clock_ns();
+      const std::uint64_t now = steady_now_ns();
       // The kind that has waited longest beyond the bound goes first.
       for (;;) {
         kind_slot* oldest = nullptr;
@@ -239,13 +239,11 @@ class typed_injector final : public injector {
     const std::size_t rank;
     const std::unique_ptr<injector> queue;
     // Aging: since when this kind has had jobs waiting without one being
-    // started (clock_ns), 0 before its first push.
+    // started (steady_now_ns()), 0 before its first push.
     alignas(64) std::atomic<std::uint64_t> stalled_since{0};
     std::atomic<std::uint64_t> cancelled{0};
     latency_histogram wait;  // sampled enqueue->start times, any worker records
   };
-
-  static std::uint64_t clock_ns() noexcept { return detail::steady_now_ns(); }
 
   static unexpected_error closed_error() { return make_error(error_code::pool_stopped, "queue is closed"); }
 
@@ -289,7 +287,7 @@ class typed_injector final : public injector {
     // A push into an empty queue starts the kind's waiting time (pops restart
     // it, see take_one()). relaxed: a timing hint only.
     if (s.queue->empty_approx() || s.stalled_since.load(std::memory_order_relaxed) == 0) {
-      s.stalled_since.store(clock_ns(), std::memory_order_relaxed);
+      s.stalled_since.store(steady_now_ns(), std::memory_order_relaxed);
     }
   }
 

@@ -63,11 +63,6 @@ class help_source {
 help_source* set_help_source(help_source* source) noexcept;
 /// The calling thread's help source; null when it is not a pool worker.
 [[nodiscard]] help_source* current_help_source() noexcept;
-/// True when the calling thread is a pool worker.
-[[nodiscard]] bool on_pool_worker() noexcept;
-/// On a pool worker: runs one job of its pool and returns true; otherwise,
-/// or when no job was found, returns false.
-bool help_current_pool_once();
 
 /// The idle phases of a helping wait on a worker (see the header comment).
 class helping_backoff {
