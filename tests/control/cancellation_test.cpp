@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "../support/test_support.hpp"
@@ -322,7 +323,7 @@ TEST(Cancellation, LinkedSourceCancelsWhenAnyParentDoes) {
 
   // Seed spelling.
   ts::cancellation_token s1 = ts::cancellation_token::create();
-  ts::cancellation_token s2;
+  ts::cancellation_token s2 = ts::cancellation_token::create();
   ts::cancellation_token linked = ts::cancellation_token::create_linked({s1, s2});
   s2.cancel();
   EXPECT_TRUE(linked.is_cancelled());
@@ -454,8 +455,27 @@ TEST(Cancellation, NoneTokenIsNeverCancelled) {
   EXPECT_EQ(ran, 0);
 }
 
+TEST(Cancellation, DefaultTokenHasNoStateLikeStdStopToken) {
+  static_assert(std::is_nothrow_default_constructible_v<ts::cancellation_token>);
+  ts::cancellation_token token;
+  EXPECT_FALSE(token.can_be_cancelled());
+  EXPECT_FALSE(token.cancel());
+  EXPECT_FALSE(token.is_cancelled());
+  EXPECT_TRUE(token.check_cancelled());
+  EXPECT_EQ(token, ts::cancellation_token::none());
+  int ran = 0;
+  auto reg = token.register_callback([&] { ++ran; });
+  EXPECT_FALSE(reg.active());
+  EXPECT_EQ(ran, 0);
+  // create() gives a token with a state; two of them are distinct.
+  const ts::cancellation_token a = ts::cancellation_token::create();
+  const ts::cancellation_token b = ts::cancellation_token::create();
+  EXPECT_TRUE(a.can_be_cancelled());
+  EXPECT_NE(a, b);
+}
+
 TEST(Cancellation, SeedStyleTokenCancelsAndRunsDetachedCallbacks) {
-  ts::cancellation_token token;  // seed: default-constructed token owns a state
+  ts::cancellation_token token = ts::cancellation_token::create();  // seed: a token with a state of its own
   std::atomic<int> ran{0};
   // seq_cst: pairs with the checking load(s)
   token.register_callback([&] { ran.fetch_add(1, std::memory_order_seq_cst); }).detach();

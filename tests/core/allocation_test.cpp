@@ -14,6 +14,7 @@
 #include "thread_system/queues/bounded_queue.hpp"
 #include "thread_system/queues/job_queue.hpp"
 #include "thread_system/queues/lockfree_queue.hpp"
+#include "thread_system/sync/cancellation.hpp"
 
 namespace {
 std::atomic<std::uint64_t> g_allocations{0};
@@ -78,6 +79,19 @@ TEST(Allocation, SmallJobFunctionDoesNotAllocate) {
   }
   EXPECT_EQ(allocations() - before, 0U);
   EXPECT_EQ(value, 1);
+}
+
+TEST(Allocation, DefaultCancellationTokenDoesNotAllocate) {
+  const std::uint64_t before = allocations();
+  {
+    ts::cancellation_token token;
+    ts::cancellation_token copy = token;
+    EXPECT_FALSE(copy.is_cancelled());
+  }
+  EXPECT_EQ(allocations(), before);
+  ts::cancellation_token created = ts::cancellation_token::create();  // the seed's way to get a state
+  EXPECT_GT(allocations(), before);
+  EXPECT_TRUE(created.can_be_cancelled());
 }
 
 TEST(Allocation, LargeJobFunctionAllocatesOnce) {

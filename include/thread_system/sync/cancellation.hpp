@@ -60,11 +60,16 @@
 //     register_callback(), linked(), from_stop_token(), get_stop_token())
 //     throws error_exception{resource_exhausted}, never std::bad_alloc.
 //
-// Seed API (kept): `cancellation_token` default-constructs a new state of its
-// own, `cancellation_token::create()`, `create_linked({...})`, `cancel()`,
-// `is_cancelled()`, `check_cancelled()` (a result) and `throw_if_cancelled()`
-// (error_exception with error_code::cancelled). `cancellation_token::none()`
-// is a token with no state: never cancelled, registering does nothing.
+// Default construction: like std::stop_token{}, a default-constructed
+// `cancellation_token` has no state — it allocates nothing, is never
+// cancelled, cancel() on it returns false and registering does nothing
+// (`cancellation_token::none()` is the same token by name). A token that can
+// be cancelled comes from a cancellation_source or from create().
+//
+// Seed API (kept): `cancellation_token::create()` (a token with a new state
+// of its own), `create_linked({...})`, `cancel()`, `is_cancelled()`,
+// `check_cancelled()` (a result) and `throw_if_cancelled()` (error_exception
+// with error_code::cancelled).
 //
 // Algorithm: the callback list and the handshake between unregister and a
 // concurrent cancel follow the design of std::stop_callback (P0660, as in
@@ -408,16 +413,23 @@ inline void cancellation_registration::detach() noexcept {
 /// (seed API) cancel.
 class cancellation_token {
  public:
-  /// Seed API: a token with a new state of its own (allocates).
-  cancellation_token()
-      : state_(detail::throw_if_out_of_memory([] { return std::make_shared<detail::cancellation_state>(); })) {}
-
-  /// Seed API: same as the default constructor.
-  [[nodiscard]] static cancellation_token create() { return cancellation_token{}; }
-
-  /// A token with no state: never cancelled; cancel() does nothing and
+  /// A token with no state, as cheap as `std::stop_token{}` (no allocation,
+  /// noexcept): never cancelled; cancel() does nothing and returns false;
   /// register_callback() returns an empty registration without running f.
-  [[nodiscard]] static cancellation_token none() noexcept { return cancellation_token{nullptr}; }
+  /// A token that can be cancelled comes from a cancellation_source or from
+  /// create().
+  cancellation_token() noexcept = default;
+
+  /// Seed API: a token with a new state of its own (allocates; throws
+  /// error_exception{resource_exhausted} when it cannot), cancelled by
+  /// cancel() on it or on any copy.
+  [[nodiscard]] static cancellation_token create() {
+    return cancellation_token{
+        detail::throw_if_out_of_memory([] { return std::make_shared<detail::cancellation_state>(); })};
+  }
+
+  /// The same as a default-constructed token (kept for code that names it).
+  [[nodiscard]] static cancellation_token none() noexcept { return cancellation_token{}; }
 
   /// Seed API: a new token cancelled when any of `parents` is.
   [[nodiscard]] static cancellation_token create_linked(std::initializer_list<cancellation_token> parents);
@@ -498,7 +510,7 @@ class cancellation_token {
   friend class cancellation_source;
   explicit cancellation_token(std::shared_ptr<detail::cancellation_state> s) noexcept : state_(std::move(s)) {}
 
-  std::shared_ptr<detail::cancellation_state> state_;
+  std::shared_ptr<detail::cancellation_state> state_;  // null: no state (default, none())
 };
 
 /// Owns (shares) a cancellation state and is the side that cancels.
