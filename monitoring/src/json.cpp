@@ -203,7 +203,7 @@ void append_json(json_writer& w, const monitor_report& r) {
   w.key("sample").value(r.sample_number);
 
   w.key("counters").begin_object();
-  w.key("submitted").value(m.submitted);
+  w.key("accepted").value(m.accepted);
   w.key("executed").value(m.executed);
   w.key("failed").value(m.failed);
   w.key("cancelled").value(m.cancelled);
@@ -220,7 +220,7 @@ void append_json(json_writer& w, const monitor_report& r) {
   w.key("rates").begin_object();
   w.key("window_seconds").value(std::chrono::duration<double>(r.window).count());
   w.key("throughput_per_s").value(r.throughput_per_s);
-  w.key("submit_rate_per_s").value(r.submit_rate_per_s);
+  w.key("accept_rate_per_s").value(r.accept_rate_per_s);
   w.key("window_executed").value(r.window_executed);
   w.key("window_failed").value(r.window_failed);
   w.key("error_rate").value(r.error_rate);
@@ -286,7 +286,7 @@ void append_json(json_writer& w, const monitor_report& r) {
   for (const job_type_metrics& t : m.job_types) {
     w.begin_object();
     w.key("type").value(t.type_name);
-    w.key("enqueued").value(t.enqueued);
+    w.key("accepted").value(t.accepted);
     w.key("executed").value(t.executed);
     w.key("failed").value(t.failed);
     w.key("cancelled").value(t.cancelled);

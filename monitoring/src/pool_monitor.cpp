@@ -82,7 +82,7 @@ void pool_monitor::derive(monitor_report& r, std::uint64_t t) {
   r.sample_number = ++samples_;
 
   // History ring: overwrite the oldest entry.
-  ring_[ring_next_] = ring_entry{t, m.submitted, m.executed, m.cancelled, m.failed, m.queue_depth};
+  ring_[ring_next_] = ring_entry{t, m.accepted, m.executed, m.cancelled, m.failed, m.queue_depth};
   ring_next_ = (ring_next_ + 1) % ring_.size();
   ring_size_ = std::min(ring_size_ + 1, ring_.size());
   const ring_entry& newest = ring_[(ring_next_ + ring_.size() - 1) % ring_.size()];
@@ -105,7 +105,7 @@ void pool_monitor::derive(monitor_report& r, std::uint64_t t) {
       ring_size_ >= 2 ? delta(newest.executed + newest.cancelled, oldest.executed + oldest.cancelled) : 0;
   const double seconds = static_cast<double>(span) / 1e9;
   r.throughput_per_s = seconds > 0 ? static_cast<double>(finished) / seconds : 0.0;
-  r.submit_rate_per_s = seconds > 0 ? static_cast<double>(delta(newest.submitted, oldest.submitted)) / seconds : 0.0;
+  r.accept_rate_per_s = seconds > 0 ? static_cast<double>(delta(newest.accepted, oldest.accepted)) / seconds : 0.0;
   r.error_rate =
       r.window_executed > 0 ? static_cast<double>(r.window_failed) / static_cast<double>(r.window_executed) : 0.0;
 

@@ -165,7 +165,7 @@ void append_prometheus(prometheus_writer& w, const monitor_report& r) {
   const pool_metrics& m = r.metrics;
   const prometheus_labels pool{{"pool", m.pool_name}};
 
-  w.counter("thread_system_pool_jobs_submitted_total", "Jobs accepted by enqueue/submit.", pool, m.submitted);
+  w.counter("thread_system_pool_jobs_accepted_total", "Jobs accepted by enqueue/submit.", pool, m.accepted);
   w.counter("thread_system_pool_jobs_executed_total", "Jobs run to completion, failed ones included.", pool,
             m.executed);
   w.counter("thread_system_pool_jobs_failed_total", "Jobs that threw or reported an error.", pool, m.failed);
@@ -226,7 +226,7 @@ void append_prometheus(prometheus_writer& w, const monitor_report& r) {
 
   for (const job_type_metrics& t : m.job_types) {
     const prometheus_labels type = with(pool, "type", t.type_name);
-    w.counter("thread_system_job_type_enqueued_total", "Jobs of this type accepted.", type, t.enqueued);
+    w.counter("thread_system_job_type_accepted_total", "Jobs of this type accepted.", type, t.accepted);
     w.counter("thread_system_job_type_executed_total", "Jobs of this type run.", type, t.executed);
     w.counter("thread_system_job_type_failed_total", "Jobs of this type that failed.", type, t.failed);
     w.counter("thread_system_job_type_cancelled_total",

@@ -27,7 +27,7 @@ monitor_report scripted_report(std::string pool_name, std::string worker_name, b
   pool_monitor mon(
       [&](pool_metrics& m) {
         m.pool_name = pool_name;
-        m.submitted = 1000;
+        m.accepted = 1000;
         m.executed = 990;
         m.failed = 12;
         m.cancelled = 3;
@@ -62,7 +62,7 @@ monitor_report scripted_report(std::string pool_name, std::string worker_name, b
         if (with_types) {
           job_type_metrics t;
           t.type_name = "real\"time";
-          t.enqueued = 10;
+          t.accepted = 10;
           t.executed = 9;
           t.waiting = 1;
           t.has_latency = true;
@@ -143,7 +143,7 @@ TEST(JsonExport, ReportParsesAndCarriesTheValues) {
   const auto doc = p.parse();
   ASSERT_TRUE(doc) << p.error() << "\n" << text;
   EXPECT_EQ(doc->get("pool")->text, "pool \"one\"\n");
-  EXPECT_EQ(doc->at({"counters", "submitted"})->number, 1000);
+  EXPECT_EQ(doc->at({"counters", "accepted"})->number, 1000);
   EXPECT_EQ(doc->at({"counters", "failed"})->number, 12);
   EXPECT_EQ(doc->at({"queue", "depth"})->number, 7);
   EXPECT_EQ(doc->at({"queue", "peak"})->number, 7);
@@ -219,8 +219,8 @@ TEST(PrometheusExport, ReportIsValidTextWithMatchingValues) {
   ASSERT_TRUE(doc) << c.error() << "\n" << text;
 
   const std::map<std::string, std::string> pool{{"pool", "pool \"one\"\n\\"}};
-  EXPECT_EQ(doc->types.at("thread_system_pool_jobs_submitted_total"), "counter");
-  EXPECT_EQ(doc->value("thread_system_pool_jobs_submitted_total", pool), 1000.0);
+  EXPECT_EQ(doc->types.at("thread_system_pool_jobs_accepted_total"), "counter");
+  EXPECT_EQ(doc->value("thread_system_pool_jobs_accepted_total", pool), 1000.0);
   EXPECT_EQ(doc->value("thread_system_pool_jobs_failed_total", pool), 12.0);
   EXPECT_EQ(doc->value("thread_system_pool_queue_depth", pool), 7.0);
   EXPECT_EQ(doc->value("thread_system_pool_health_status", pool), static_cast<double>(r.health.status));
@@ -253,7 +253,7 @@ TEST(PrometheusExport, ReportIsValidTextWithMatchingValues) {
   EXPECT_DOUBLE_EQ(*doc->value("thread_system_worker_busy_seconds_total", worker), 0.3);
 
   const std::map<std::string, std::string> type{{"pool", "pool \"one\"\n\\"}, {"type", "real\"time"}};
-  EXPECT_EQ(doc->value("thread_system_job_type_enqueued_total", type), 10.0);
+  EXPECT_EQ(doc->value("thread_system_job_type_accepted_total", type), 10.0);
   EXPECT_EQ(doc->value("thread_system_job_type_wait_seconds_count", type), 2.0);
 
   std::ostringstream os;

@@ -27,13 +27,13 @@ TEST(Exposition, BusyPoolCountsEveryFateOfAJob) {
   ASSERT_TRUE(doc) << c.error() << "\n" << text;
 
   const labels pool{{"pool", "busy"}};
-  const double submitted = value_or_nan(*doc, "thread_system_pool_jobs_submitted_total", pool);
+  const double accepted = value_or_nan(*doc, "thread_system_pool_jobs_accepted_total", pool);
   const double executed = value_or_nan(*doc, "thread_system_pool_jobs_executed_total", pool);
   const double cancelled = value_or_nan(*doc, "thread_system_pool_jobs_cancelled_total", pool);
   const double failed = value_or_nan(*doc, "thread_system_pool_jobs_failed_total", pool);
   // Idle pool: every accepted job ran or was cancelled.
-  EXPECT_EQ(submitted, executed + cancelled);
-  EXPECT_EQ(submitted, static_cast<double>(1 + test::busy_flood + test::busy_token_jobs + 50 * test::busy_capacity));
+  EXPECT_EQ(accepted, executed + cancelled);
+  EXPECT_EQ(accepted, static_cast<double>(1 + test::busy_flood + test::busy_token_jobs + 50 * test::busy_capacity));
   // The token jobs, and at least one job dropped by drop_oldest.
   EXPECT_GT(cancelled, static_cast<double>(test::busy_token_jobs));
   EXPECT_GT(failed, 0.0);

@@ -100,7 +100,7 @@ TEST(PoolMonitor, CountersAreExactUnderConcurrentLoad) {
   mon.stop();
   EXPECT_FALSE(mon.is_running());
   EXPECT_EQ(ran.load(std::memory_order_seq_cst), total);  // seq_cst: pairs with the writers' RMW/store
-  EXPECT_EQ(r.metrics.submitted, total);
+  EXPECT_EQ(r.metrics.accepted, total);
   EXPECT_EQ(r.metrics.executed, total);
   EXPECT_EQ(r.metrics.failed, expected_failures);
   EXPECT_EQ(r.metrics.cancelled, 0u);
@@ -143,7 +143,7 @@ TEST(PoolMonitor, CollectNamesWorkersAndCountsASmallRun) {
   pool.wait_idle();
   const pool_metrics m = collect(pool);
   EXPECT_EQ(m.pool_name, "named");
-  EXPECT_EQ(m.submitted, 100u);
+  EXPECT_EQ(m.accepted, 100u);
   EXPECT_EQ(m.executed, 100u);
   ASSERT_EQ(m.workers.size(), 2u);
   EXPECT_EQ(m.workers[0].index, 0u);
@@ -277,11 +277,11 @@ TEST(PoolMonitor, BackgroundSamplerDetectsAndClearsAStuckWorkerInRealTime) {
 // ---- scripted source: exact window arithmetic ---------------------------------------------------
 
 struct scripted {
-  std::uint64_t submitted = 0, executed = 0, failed = 0, cancelled = 0, depth = 0;
+  std::uint64_t accepted = 0, executed = 0, failed = 0, cancelled = 0, depth = 0;
   pool_monitor::collector source() {
     return [this](pool_metrics& m) {
       m.pool_name = "scripted";
-      m.submitted = submitted;
+      m.accepted = accepted;
       m.executed = executed;
       m.failed = failed;
       m.cancelled = cancelled;
@@ -307,14 +307,14 @@ TEST(PoolMonitor, ThroughputErrorRateAndPeakOverTheWindow) {
   EXPECT_EQ(r.peak_queue_depth, 5u);
 
   clock.advance(1s);
-  s.submitted = 1200;
+  s.accepted = 1200;
   s.executed = 1000;
   s.failed = 10;
   s.depth = 300;
   r = mon.sample();
   EXPECT_EQ(r.window, 1s);
   EXPECT_DOUBLE_EQ(r.throughput_per_s, 1000.0);
-  EXPECT_DOUBLE_EQ(r.submit_rate_per_s, 1200.0);
+  EXPECT_DOUBLE_EQ(r.accept_rate_per_s, 1200.0);
   EXPECT_DOUBLE_EQ(r.error_rate, 0.01);
   EXPECT_EQ(r.peak_queue_depth, 300u);
 
@@ -364,7 +364,7 @@ TEST(PoolMonitor, PoolLabelOverridesTheName) {
 
 struct fake_type_statistics {
   std::string type_name;
-  std::uint64_t enqueued = 0, executed = 0, failed = 0, cancelled = 0, waiting = 0;
+  std::uint64_t accepted = 0, executed = 0, failed = 0, cancelled = 0, waiting = 0;
   histogram_snapshot wait;
 };
 

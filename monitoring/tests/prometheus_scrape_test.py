@@ -140,15 +140,15 @@ def main():
             raise RuntimeError(f"no scraped counter within {SCRAPE_DEADLINE_S} s; targets: {targets}")
 
         up = query(base, 'up{job="thread_system"}')
-        submitted = query(base, "thread_system_pool_jobs_submitted_total" + selector)
+        accepted = query(base, "thread_system_pool_jobs_accepted_total" + selector)
         failed = query(base, "thread_system_pool_jobs_failed_total" + selector)
         waits = query(base, "thread_system_pool_job_wait_seconds_count" + selector)
         p99 = query(base, "histogram_quantile(0.99, thread_system_pool_job_wait_seconds_bucket" + selector + ")")
-        print(f"up={up} executed={executed[0][1]} submitted={submitted} failed={failed} "
+        print(f"up={up} executed={executed[0][1]} accepted={accepted} failed={failed} "
               f"wait_count={waits} wait_p99={p99}", flush=True)
         checks = [
             (up and up[0][1] == 1.0, "up == 1"),
-            (submitted and submitted[0][1] >= executed[0][1], "submitted >= executed"),
+            (accepted and accepted[0][1] >= executed[0][1], "accepted >= executed"),
             (failed and failed[0][1] >= 0.0, "failed counter present"),
             (waits and waits[0][1] > 0.0, "the wait histogram has samples"),
             (p99 and p99[0][1] > 0.0 and p99[0][1] == p99[0][1], "histogram_quantile(0.99) is a positive number"),

@@ -44,7 +44,7 @@ TEST(TypedPoolMonitor, PerTypeCountersMatchWhatRan) {
   }
   ASSERT_NE(rt, nullptr);
   ASSERT_NE(bt, nullptr);
-  EXPECT_EQ(rt->enqueued, realtime);
+  EXPECT_EQ(rt->accepted, realtime);
   EXPECT_EQ(rt->executed, realtime);
   EXPECT_EQ(bt->executed, batch);
   EXPECT_EQ(bt->failed, (batch + 3) / 4);

@@ -343,7 +343,7 @@ TEST(TypedThreadPool, TypedCallbackJobsAndPerTypeCounts) {
   const auto stats = pool.get_type_statistics();
   ASSERT_EQ(stats.size(), 3U);
   EXPECT_EQ(stats[0].type_name, "RealTime");
-  EXPECT_EQ(stats[0].enqueued, 40U);
+  EXPECT_EQ(stats[0].accepted, 40U);
   EXPECT_EQ(stats[0].executed, 40U);
   EXPECT_EQ(stats[1].type_name, "Batch");
   EXPECT_EQ(stats[1].executed, 30U);
@@ -381,14 +381,14 @@ TEST(TypedThreadPool, ExactlyOnceAcrossTypesAndCancelAccounting) {
   EXPECT_EQ(report.executed + report.cancelled, report.accepted);
   EXPECT_EQ(static_cast<std::uint64_t>(tracker.invoked.load(std::memory_order_relaxed)), report.executed - 1);
   EXPECT_EQ(tracker.alive(), 0);  // every capture destroyed exactly once
-  std::uint64_t enqueued = 0;
+  std::uint64_t accepted_sum = 0;
   std::uint64_t done = 0;
   for (const auto& s : pool.get_type_statistics()) {
-    EXPECT_EQ(s.executed + s.cancelled, s.enqueued) << s.type_name;
-    enqueued += s.enqueued;
+    EXPECT_EQ(s.executed + s.cancelled, s.accepted) << s.type_name;
+    accepted_sum += s.accepted;
     done += s.executed + s.cancelled;
   }
-  EXPECT_EQ(enqueued, report.accepted);
+  EXPECT_EQ(accepted_sum, report.accepted);
   EXPECT_EQ(done, report.accepted);
 }
 

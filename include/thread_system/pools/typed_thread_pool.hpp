@@ -209,7 +209,7 @@ struct job_type_statistics {
   /// The type's name as typed_thread_pool_t::type_name() gives it.
   std::string type_name;
   std::size_t rank = 0;         ///< 0 = highest priority.
-  std::uint64_t enqueued = 0;   ///< Jobs accepted.
+  std::uint64_t accepted = 0;   ///< Jobs accepted.
   std::uint64_t executed = 0;   ///< Jobs run (including failed ones).
   std::uint64_t failed = 0;     ///< Jobs that threw or reported an error.
   std::uint64_t cancelled = 0;  ///< Jobs discarded by stop(cancel_pending) or their token.
@@ -435,7 +435,7 @@ class typed_thread_pool_t {
       job_type_statistics s;
       s.type_name = name_of_rank(rank);
       s.rank = rank;
-      s.enqueued = view.accepted;
+      s.accepted = view.accepted;
       s.executed = executed;
       s.failed = failed;
       s.cancelled = view.cancelled;

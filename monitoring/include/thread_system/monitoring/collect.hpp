@@ -3,7 +3,7 @@
 //
 // Works with any pool type that offers some of:
 //   get_name()                 -> pool_metrics::pool_name
-//   get_statistics()           -> pool_statistics (submitted, executed, ...)
+//   get_statistics()           -> pool_statistics (accepted, executed, ...)
 //   get_workers()              -> per-worker thread_worker::get_statistics(),
 //                                 get_name(), latency()
 //   latency()                  -> the pool's merged wait/run histograms
@@ -73,7 +73,7 @@ void collect_worker(const Worker& w, worker_metrics& m) {
 template <typename TypeStats>
 void copy_type_statistics(const TypeStats& t, job_type_metrics& m) {
   m.type_name = std::string(t.type_name);
-  m.enqueued = t.enqueued;
+  m.accepted = t.accepted;
   m.executed = t.executed;
   m.failed = t.failed;
   m.cancelled = t.cancelled;
@@ -107,7 +107,7 @@ void collect_into(const Pool& pool, pool_metrics& out) {
 
   if constexpr (requires { pool.get_statistics().accepted; }) {
     const auto s = pool.get_statistics();
-    out.submitted = s.accepted;
+    out.accepted = s.accepted;
     out.executed = s.executed;
     out.failed = s.failed;
     out.cancelled = s.cancelled;

@@ -83,7 +83,7 @@ struct job_type_metrics {
   /// The type's name (job_type_statistics::type_name).
   std::string type_name;
   /// Jobs of this type accepted.
-  std::uint64_t enqueued = 0;
+  std::uint64_t accepted = 0;
   /// Jobs of this type run (including failed ones).
   std::uint64_t executed = 0;
   /// Jobs of this type that threw or reported an error.
@@ -105,7 +105,7 @@ struct pool_metrics {
   /// Wall-clock ms since the Unix epoch when collected (for export).
   std::int64_t unix_ms = 0;
 
-  std::uint64_t submitted = 0;  ///< jobs accepted by enqueue/submit
+  std::uint64_t accepted = 0;  ///< jobs accepted by enqueue/submit
   std::uint64_t executed = 0;   ///< ran to completion, including failed ones
   /// Jobs that threw or reported an error.
   std::uint64_t failed = 0;

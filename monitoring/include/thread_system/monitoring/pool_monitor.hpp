@@ -88,7 +88,7 @@ struct monitor_report {
 
   std::chrono::nanoseconds window{0};  ///< span of the rates below (0 with one sample)
   double throughput_per_s = 0.0;       ///< jobs finished (executed + cancelled) per second
-  double submit_rate_per_s = 0.0;      ///< jobs accepted per second
+  double accept_rate_per_s = 0.0;      ///< jobs accepted per second
   /// Jobs run in the window (failed included).
   std::uint64_t window_executed = 0;
   /// Jobs that failed in the window.
@@ -161,7 +161,7 @@ class pool_monitor {
  private:
   struct ring_entry {
     std::uint64_t t = 0;
-    std::uint64_t submitted = 0;
+    std::uint64_t accepted = 0;
     std::uint64_t executed = 0;
     std::uint64_t cancelled = 0;
     std::uint64_t failed = 0;
