@@ -11,7 +11,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -88,6 +90,24 @@ TEST(AdaptiveJobQueue, SeedStyleConstruction) {
   ASSERT_TRUE(queue.try_pop(job));
   job();
   EXPECT_EQ(seen, std::vector<int>{1});
+}
+
+TEST(AdaptiveJobQueue, StrategyIsThePoolQueueEnumAndRefusesSharded) {
+  // One enum: the seed's queue_strategy names pool_queue's kinds.
+  static_assert(std::is_same_v<ts::queue_strategy, ts::pool_queue>);
+  static_assert(ts::queue_strategy::ADAPTIVE == ts::pool_queue::adaptive);
+  static_assert(ts::queue_strategy::FORCE_MUTEX == ts::pool_queue::mutex);
+  static_assert(ts::queue_strategy::FORCE_LOCKFREE == ts::pool_queue::lockfree);
+  EXPECT_STREQ(ts::to_string(ts::queue_strategy::FORCE_LOCKFREE), "lockfree");
+  ts::adaptive_job_queue forced{ts::pool_queue::lockfree};
+  EXPECT_EQ(forced.current_strategy(), ts::queue_strategy::FORCE_LOCKFREE);
+  try {
+    ts::adaptive_job_queue refused{ts::pool_queue::sharded};
+    ADD_FAILURE() << "a sharded adaptive queue was built";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("sharded"), std::string::npos) << e.what();
+  }
 }
 
 TEST(AdaptiveJobQueue, ForcedStrategiesNeverSwitch) {

@@ -273,15 +273,9 @@ class typed_thread_pool_t {
 
   // ---- configuration and workers --------------------------------------------
 
-  /// The queue kind for types used from now on (seed API). Before the first
-  /// job only: afterwards `already_started`.
-  result<void> set_queue_strategy(queue_strategy strategy) {
-    pool_queue kind = pool_queue::adaptive;
-    if (strategy == queue_strategy::FORCE_MUTEX) kind = pool_queue::mutex;
-    if (strategy == queue_strategy::FORCE_LOCKFREE) kind = pool_queue::lockfree;
-    return set_queue(kind);
-  }
-  /// As set_queue_strategy(), with a pool_queue kind. Before the first job only: afterwards `already_started`.
+  /// Seed API: the same as set_queue() (queue_strategy is pool_queue).
+  result<void> set_queue_strategy(queue_strategy strategy) { return set_queue(strategy); }
+  /// The queue kind for types used from now on. Before the first job only: afterwards `already_started`.
   result<void> set_queue(pool_queue kind) {
     if (!injector().set_queue_kind(kind)) {
       return make_error(error_code::already_started,

@@ -103,6 +103,7 @@
 #include <new>
 #include <optional>
 #include <span>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -113,13 +114,9 @@
 #include "thread_system/queues/job_queue.hpp"
 #include "thread_system/queues/lockfree_queue.hpp"
 #include "thread_system/queues/queue_concept.hpp"
+#include "thread_system/queues/queue_kind.hpp"
 
 namespace thread_system {
-
-/// How an adaptive_job_queue chooses its queue (seed names).
-/// current_strategy() reports the queue in use as FORCE_MUTEX or
-/// FORCE_LOCKFREE.
-enum class queue_strategy { ADAPTIVE, FORCE_MUTEX, FORCE_LOCKFREE };
 
 /// When ADAPTIVE switches (see the header comment).
 struct adaptive_policy {
@@ -154,12 +151,15 @@ struct adaptive_queue_statistics {
 /// contention and throughput; FIFO per producer (see the header comment).
 class adaptive_job_queue {
  public:
-  /// The seed's name for thread_system::queue_strategy.
+  /// The seed's name for thread_system::queue_strategy (= pool_queue).
   using queue_strategy = thread_system::queue_strategy;
 
-  /// A queue using `strategy`; `policy` says when ADAPTIVE switches (a window of 0 counts as 1).
+  /// A queue using `strategy`: ADAPTIVE (adaptive), FORCE_MUTEX (mutex) or
+  /// FORCE_LOCKFREE (lockfree); `policy` says when ADAPTIVE switches (a
+  /// window of 0 counts as 1). Any other pool_queue (sharded) throws
+  /// error_exception{invalid_argument}.
   explicit adaptive_job_queue(queue_strategy strategy = queue_strategy::ADAPTIVE, adaptive_policy policy = {})
-      : strategy_(strategy), policy_(policy) {
+      : strategy_(checked_strategy(strategy)), policy_(policy) {
     if (policy_.window == 0) policy_.window = 1;
     window_start_ns_ = detail::steady_now_ns();
     // Generation parity names the active queue: even = mutex, odd = lock-free.
@@ -287,6 +287,13 @@ class adaptive_job_queue {
   static bool mutex_is_the_only_source_in(std::uint64_t state) noexcept {
     static_assert(mutex_index == 0);
     return (state & (std::uint64_t{1} << generation_shift | drained_bit)) == drained_bit;
+  }
+  static queue_strategy checked_strategy(queue_strategy s) {
+    if (s != queue_strategy::ADAPTIVE && s != queue_strategy::FORCE_MUTEX && s != queue_strategy::FORCE_LOCKFREE)
+      throw error_exception(error{error_code::invalid_argument,
+                                  std::string("adaptive_job_queue: '") + to_string(s) +
+                                      "' is not a strategy (adaptive, mutex or lockfree)"});
+    return s;
   }
   static queue_strategy strategy_of(std::size_t index) noexcept {
     return index == mutex_index ? queue_strategy::FORCE_MUTEX : queue_strategy::FORCE_LOCKFREE;

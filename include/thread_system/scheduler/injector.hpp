@@ -23,30 +23,9 @@
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/queues/queue_kind.hpp"
 
 namespace thread_system {
-
-/// Which queue a thread_pool uses for jobs submitted from outside its workers.
-enum class pool_queue {
-  mutex,     ///< job_queue: a growing ring under a spin lock (the default).
-  lockfree,  ///< lockfree_queue: Michael-Scott with hazard pointers.
-  adaptive,  ///< adaptive_job_queue (ADAPTIVE): switches between the two above.
-  sharded,   ///< sharded_queue: per-producer shards.
-};
-
-[[nodiscard]] constexpr const char* to_string(pool_queue q) noexcept {
-  switch (q) {
-    case pool_queue::mutex:
-      return "mutex";
-    case pool_queue::lockfree:
-      return "lockfree";
-    case pool_queue::adaptive:
-      return "adaptive";
-    case pool_queue::sharded:
-      return "sharded";
-  }
-  return "unknown";
-}
 
 namespace detail {
 

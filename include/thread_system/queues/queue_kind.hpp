@@ -1,0 +1,49 @@
+// pool_queue: the one enum that names a job queue implementation — which
+// injector a pool uses (pool_options::queue, typed_pool_options::queue) and
+// how an adaptive_job_queue chooses its queue.
+//
+//   pool_options opt;
+//   opt.queue = pool_queue::lockfree;                  // modern spelling
+//   adaptive_job_queue q{queue_strategy::FORCE_MUTEX};  // the seed's spelling
+//
+// The seed's `queue_strategy` is this enum under another name, and its
+// enumerators are aliases: ADAPTIVE == adaptive, FORCE_MUTEX == mutex,
+// FORCE_LOCKFREE == lockfree. An adaptive_job_queue takes adaptive, mutex or
+// lockfree; any other kind makes its constructor throw
+// error_exception{invalid_argument}.
+#pragma once
+
+namespace thread_system {
+
+/// Which job queue: the injector of a pool, or the mode of an adaptive_job_queue.
+enum class pool_queue {
+  mutex,     ///< job_queue: a growing ring under a spin lock (the pools' default).
+  lockfree,  ///< lockfree_queue: Michael-Scott with hazard pointers.
+  adaptive,  ///< adaptive_job_queue: switches between the two above by measured contention.
+  sharded,   ///< sharded_queue: per-producer shards.
+
+  // The seed's names (adaptive_job_queue's queue_strategy):
+  ADAPTIVE = adaptive,        ///< Seed name of adaptive.
+  FORCE_MUTEX = mutex,        ///< Seed name of mutex.
+  FORCE_LOCKFREE = lockfree,  ///< Seed name of lockfree.
+};
+
+/// The seed's name for pool_queue (as `queue_strategy::ADAPTIVE` etc.).
+using queue_strategy = pool_queue;
+
+/// "mutex", "lockfree", "adaptive", "sharded" (the seed aliases print as the kind they alias).
+[[nodiscard]] constexpr const char* to_string(pool_queue q) noexcept {
+  switch (q) {
+    case pool_queue::mutex:
+      return "mutex";
+    case pool_queue::lockfree:
+      return "lockfree";
+    case pool_queue::adaptive:
+      return "adaptive";
+    case pool_queue::sharded:
+      return "sharded";
+  }
+  return "unknown";
+}
+
+}  // namespace thread_system
