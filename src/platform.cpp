@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "thread_system/detail/os_thread.hpp"
-#include "thread_system/detail/thread_naming.hpp"
+#include "thread_system/detail/thread_attributes.hpp"
 
 #if defined(__linux__) || defined(__APPLE__)
 #include <pthread.h>

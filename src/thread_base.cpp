@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "thread_system/detail/duration.hpp"
-#include "thread_system/detail/thread_naming.hpp"
+#include "thread_system/detail/thread_attributes.hpp"
 
 namespace thread_system {
 

@@ -15,7 +15,8 @@
 
 #include "thread_system/detail/clock.hpp"
 #include "thread_system/detail/duration.hpp"
-#include "thread_system/detail/thread_naming.hpp"
+#include "thread_system/detail/spin.hpp"
+#include "thread_system/detail/thread_attributes.hpp"
 #include "thread_system/sync/helping_wait.hpp"
 
 // The concrete injectors, so that their final overrides are visible here.

@@ -12,7 +12,7 @@
 
 #include "thread_system/detail/duration.hpp"
 #include "thread_system/detail/futex.hpp"
-#include "thread_system/detail/thread_naming.hpp"
+#include "thread_system/detail/thread_attributes.hpp"
 
 namespace thread_system {
 

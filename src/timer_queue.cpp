@@ -14,7 +14,7 @@
 #include <new>
 #include <vector>
 
-#include "thread_system/detail/thread_naming.hpp"
+#include "thread_system/detail/thread_attributes.hpp"
 
 #if defined(__linux__)
 #include <sys/prctl.h>

@@ -7,7 +7,8 @@
 #include <string>
 #include <utility>
 
-#include "thread_system/detail/thread_naming.hpp"
+#include "thread_system/detail/spin.hpp"
+#include "thread_system/detail/thread_attributes.hpp"
 
 namespace thread_system {
 

@@ -22,6 +22,8 @@
 #include <utility>
 #include <variant>
 
+#include "thread_system/core/concepts.hpp"
+
 namespace thread_system {
 
 /// Machine-readable reason for a failure. Stable: values are never reused.
@@ -155,8 +157,7 @@ class [[nodiscard]] result {
 
   /// Holds a value constructed from `v`.
   template <typename U = T>
-    requires std::is_constructible_v<T, U&&> && (!std::is_same_v<std::remove_cvref_t<U>, result>) &&
-             (!std::is_same_v<std::remove_cvref_t<U>, unexpected_error>)
+    requires std::constructible_from<T, U&&> && not_same_as<U, result> && not_same_as<U, unexpected_error>
   // NOLINTNEXTLINE(bugprone-forwarding-reference-overload): the constraint excludes result itself
   result(U&& v) : storage_(std::in_place_index<0>, std::forward<U>(v)) {}  // NOLINT(google-explicit-constructor)
   /// Holds the wrapped error (what make_error() returns).

@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
 
 namespace thread_system {
@@ -53,10 +54,10 @@ class callback_job final : public job {
  public:
   /// Wraps `callback` (returning `result<void>` or `void`). An empty std::function or a null pointer gives a job
   /// that is not runnable() and is refused at enqueue.
-  template <typename F, typename D = std::decay_t<F>>
-    requires std::is_invocable_v<D&> && (!std::is_same_v<D, callback_job>)
+  template <thread_system::runnable F, typename D = std::decay_t<F>>
+    requires not_same_as<F, callback_job>
   explicit callback_job(F&& callback, std::string name = "callback_job") : job(std::move(name)) {
-    if constexpr (requires { callback == nullptr; }) {
+    if constexpr (nullable_callable<F>) {
       if (callback == nullptr) return;  // empty std::function / null pointer: refused at enqueue
     }
     if constexpr (std::is_same_v<std::invoke_result_t<D&>, result<void>>) {

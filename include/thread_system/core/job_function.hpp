@@ -31,6 +31,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "thread_system/core/concepts.hpp"
 #include "thread_system/detail/config.hpp"
 
 namespace thread_system {
@@ -88,10 +89,10 @@ class job_function {
   /// Wraps `f`. A null function pointer or an empty std::function gives an
   /// empty job_function (which pools refuse with `invalid_argument`).
   template <typename F, typename D = std::decay_t<F>>
-    requires(!std::is_same_v<D, job_function> && detail::job_callable<D> && std::is_constructible_v<D, F &&>)
+    requires not_same_as<F, job_function> && detail::job_callable<D> && std::constructible_from<D, F&&>
   // NOLINTNEXTLINE(bugprone-forwarding-reference-overload): the constraint excludes job_function itself
   job_function(F&& f) {  // NOLINT(google-explicit-constructor)
-    if constexpr (std::is_pointer_v<D> || std::is_member_pointer_v<D> || requires { f == nullptr; }) {
+    if constexpr (nullable_callable<D>) {
       if (f == nullptr) return;
     }
     if constexpr (stored_inline<D>) {

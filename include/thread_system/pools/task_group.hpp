@@ -36,10 +36,11 @@
 #include <optional>
 #include <type_traits>
 #include <utility>
+#include "thread_system/core/concepts.hpp"
 #include "thread_system/detail/chaos.hpp"
 
 #include "thread_system/detail/futex.hpp"
-#include "thread_system/detail/thread_naming.hpp"
+#include "thread_system/detail/spin.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/sync/helping_wait.hpp"
 
@@ -64,8 +65,7 @@ class task_group {
 
   /// Runs `f` as a job of the group on the pool (on this worker's deque when called from one of its workers);
   /// if the pool refuses it, runs it on the calling thread instead. Never fails.
-  template <typename F>
-    requires std::is_invocable_v<std::decay_t<F>&>
+  template <runnable F>
   void run(F&& f) {
     // relaxed: the enqueue below publishes the job, and its finish() RMW is
     // ordered after this increment through it.

@@ -100,12 +100,16 @@
 #include <utility>
 #include <vector>
 
+#include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job.hpp"
 #include "thread_system/core/job_batch.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/core/stop_mode.hpp"
 #include "thread_system/pools/backpressure.hpp"
+#include "thread_system/pools/pool_options.hpp"
+#include "thread_system/pools/submission.hpp"
+#include "thread_system/pools/this_job.hpp"
 #include "thread_system/pools/thread_worker.hpp"
 #include "thread_system/scheduler/future.hpp"
 #include "thread_system/scheduler/injector.hpp"
@@ -115,57 +119,6 @@
 #include "thread_system/sync/event_count.hpp"
 
 namespace thread_system {
-
-/// Receives the exception of a failed fire-and-forget job. Called on the
-/// worker thread that ran the job; must be thread-safe. Exceptions it throws
-/// are swallowed (and counted in `failed` already).
-using error_handler = std::function<void(std::exception_ptr)>;
-
-/// Settings for the concise-style thread_pool constructor.
-struct pool_options {
-  /// Pool name: in error messages, and worker threads are named "<name>-<index>".
-  std::string name = "thread_pool";
-  /// Null: print one line per failure to stderr.
-  error_handler on_error;
-  /// The queue for jobs submitted from outside the pool's workers.
-  pool_queue queue = pool_queue::mutex;
-  /// Initial ring capacity of the mutex queue (it grows on demand).
-  std::size_t initial_queue_capacity = 1024;
-  /// Latency sampling: every Nth job a thread submits is stamped, and the
-  /// worker that runs it records its enqueue->start wait and its run time
-  /// (see latency()). 0 turns sampling off; 1 times every job. A sampled
-  /// job costs three steady_clock readings and two histogram records; on
-  /// empty jobs, timing every one costs about 35 ns of wall time per job
-  /// (docs/PERFORMANCE.md), so the default of 32 costs about 1 ns per job
-  /// (~2.5% of an empty job's ~43 ns; less for any real work) and still
-  /// samples tens of thousands of jobs per second from a busy pool.
-  std::uint32_t latency_sample_every = 32;
-  /// A bound on queued jobs and the policy when it is reached (see
-  /// backpressure.hpp). Default: unbounded.
-  thread_system::backpressure backpressure{};
-  /// Stack size of each worker thread in bytes; 0: the platform default.
-  /// See "Workers and their threads" above for the nesting it allows.
-  std::size_t worker_stack_size = 0;
-};
-
-/// The job that is running on this thread, as seen from inside it.
-namespace this_job {
-namespace detail {
-inline thread_local const cancellation_token* current_token = nullptr;
-}
-/// The cancellation token the running job was submitted with (a token that
-/// is never cancelled when it has none, or outside a job).
-[[nodiscard]] inline cancellation_token token() {
-  const cancellation_token* t = detail::current_token;
-  return t != nullptr ? *t : cancellation_token::none();
-}
-/// True when the running job's token has been cancelled: a long job polls
-/// this and returns early.
-[[nodiscard]] inline bool is_cancelled() noexcept {
-  const cancellation_token* t = detail::current_token;
-  return t != nullptr && t->is_cancelled();
-}
-}  // namespace this_job
 
 template <typename T>
 class typed_thread_pool_t;
@@ -196,152 +149,10 @@ struct wake_group {
 /// Tag for the constructor typed pools use.
 struct custom_injector_t {};
 
-/// error_exception{cancelled} made when the library loaded, for a job
-/// cancelled when there is no memory to say why (src/thread_pool_accounting.cpp).
-[[nodiscard]] const std::exception_ptr& cancelled_without_memory() noexcept;
-
-// The job behind submit(): runs the callable and completes the future; on
-// cancellation completes it with a `cancelled` error.
-template <typename R, typename Fn>
-struct submitted_job {
-  std::shared_ptr<future_state<R>> state;
-  // Destroyed before the future is completed, so a thread that sees the
-  // result ready also knows the callable and its bound arguments are gone.
-  std::optional<Fn> fn;
-
-  job_outcome run_and_report() {
-    try {
-      if constexpr (std::is_void_v<R>) {
-        std::invoke(*fn);
-        fn.reset();
-        state->set_value();
-      } else {
-        R value = std::invoke(*fn);
-        fn.reset();
-        state->set_value(std::move(value));
-      }
-      return job_outcome::succeeded;
-    } catch (...) {
-      fn.reset();
-      state->set_exception(std::current_exception());
-      return job_outcome::failed_reported;
-    }
-  }
-
-  void cancel() noexcept { cancel_because("job discarded by stop(stop_mode::cancel_pending)"); }
-
-  // Completes the future with a `cancelled` error saying why.
-  void cancel_because(const char* why) noexcept {
-    fn.reset();
-    try {
-      state->set_exception(std::make_exception_ptr(error_exception(error{error_code::cancelled, why})));
-    } catch (...) {  // no memory for the reason: the same code, made when the library loaded
-      state->set_exception(cancelled_without_memory());
-    }
-  }
-};
-
+// Neither a seed job nor a seed worker (those have enqueue overloads of their own).
 template <typename F>
-concept has_cancel_because = requires(F& f) { f.cancel_because(""); };
-
-// A job with a cancellation token: if the token is cancelled before the job
-// starts it does not run (a submit() future completes with `cancelled`) and
-// the pool counts it as cancelled. While it runs, this_job::token() is its
-// token.
-template <typename Fn>
-struct token_job {
-  cancellation_token token;
-  Fn fn;
-
-  job_outcome run_and_report() {
-    if (token.is_cancelled()) {
-      discard("job cancelled by its token before it started");
-      return job_outcome::cancelled;
-    }
-    struct scope {
-      const cancellation_token* saved;
-      explicit scope(const cancellation_token* t) : saved(this_job::detail::current_token) {
-        this_job::detail::current_token = t;
-      }
-      ~scope() { this_job::detail::current_token = saved; }
-      scope(const scope&) = delete;
-      scope& operator=(const scope&) = delete;
-    } current(&token);
-    if constexpr (has_report_hook<Fn>) {
-      return fn.run_and_report();
-    } else {
-      std::invoke(fn);
-      return job_outcome::succeeded;
-    }
-  }
-  void cancel() noexcept { discard("job discarded by stop(stop_mode::cancel_pending)"); }
-  void cancel_because(const char* why) noexcept { discard(why); }
-
- private:
-  void discard(const char* why) noexcept {
-    if constexpr (has_cancel_because<Fn>) {
-      fn.cancel_because(why);
-    } else if constexpr (has_cancel_hook<Fn>) {
-      (void)why;
-      fn.cancel();
-    } else {
-      (void)why;
-    }
-  }
-};
-
-// A submitted call: the future and the (typed) job that completes it.
-// Throws error_exception{invalid_argument} for a null callable.
-template <typename F, typename... Args>
-auto make_submitted_job(F&& f, Args&&... args) {
-  using R = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
-  if constexpr (requires { f == nullptr; }) {
-    if (f == nullptr) throw error_exception(error{error_code::invalid_argument, "submit: null callable"});
-  }
-  auto bound = [fn = std::decay_t<F>(std::forward<F>(f)),
-                ... bound_args = std::decay_t<Args>(std::forward<Args>(args))]() mutable -> R {
-    return std::invoke(std::move(fn), std::move(bound_args)...);
-  };
-  auto shared_state = std::make_shared<future_state<R>>();
-  future<R> result_future(shared_state);
-  using job_type = submitted_job<R, decltype(bound)>;
-  return std::pair<future<R>, job_type>(std::move(result_future), job_type{std::move(shared_state), std::move(bound)});
-}
-
-// The future and the job_function of a submitted call.
-template <typename F, typename... Args>
-auto make_submission(F&& f, Args&&... args) {
-  auto [result_future, job] = make_submitted_job(std::forward<F>(f), std::forward<Args>(args)...);
-  return std::pair(std::move(result_future), job_function(std::move(job)));
-}
-
-// make_submission() whose job carries `token`.
-template <typename F, typename... Args>
-auto make_cancellable_submission(cancellation_token token, F&& f, Args&&... args) {
-  auto [result_future, job] = make_submitted_job(std::forward<F>(f), std::forward<Args>(args)...);
-  using job_type = decltype(job);
-  return std::pair(std::move(result_future), job_function(token_job<job_type>{std::move(token), std::move(job)}));
-}
-
-// A callable as a job that carries `token`.
-template <typename F>
-job_function make_cancellable_job(cancellation_token token, F&& f) {
-  using D = std::decay_t<F>;
-  if constexpr (requires { f == nullptr; }) {
-    if (f == nullptr) return job_function{};
-  }
-  return job_function(token_job<D>{std::move(token), D(std::forward<F>(f))});
-}
-
-// The job behind enqueue(std::unique_ptr<job>): turns an error result into
-// an exception for the worker's failure path.
-struct seed_job_adapter {
-  std::unique_ptr<job> owned;
-  void operator()() const {
-    auto r = owned->do_work();
-    if (!r) throw error_exception(error{error_code::job_failed, owned->get_name() + ": " + r.error().to_string()});
-  }
-};
+concept not_a_seed_object =
+    !std::is_convertible_v<F, std::unique_ptr<job>> && !std::is_convertible_v<F, std::unique_ptr<thread_worker>>;
 
 }  // namespace detail
 
@@ -402,9 +213,8 @@ class thread_pool {
 
   /// Any callable `f()`, run once. An empty std::function or null function
   /// pointer is `invalid_argument`.
-  template <typename F>
-    requires std::is_invocable_v<std::decay_t<F>&> && (!std::is_convertible_v<F, std::unique_ptr<job>>) &&
-             (!std::is_convertible_v<F, std::unique_ptr<thread_worker>>)
+  template <runnable F>
+    requires detail::not_a_seed_object<F>
   result<void> enqueue(F&& f) {
     return detail::refuse_if_out_of_memory([&] { return push_one(job_function(std::forward<F>(f))); });
   }
@@ -424,7 +234,7 @@ class thread_pool {
   /// Waiting on the future from one of this pool's workers helps run other
   /// jobs (see future.hpp), so a job may wait for a child it submitted.
   template <typename F, typename... Args>
-    requires std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>
+    requires submittable<F, Args...>
   [[nodiscard]] auto submit(F&& f, Args&&... args)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
     return detail::throw_if_out_of_memory([&] {
@@ -437,8 +247,7 @@ class thread_pool {
   /// `f()` as a job carrying `token`: if the token is cancelled before the
   /// job starts, it never runs and is counted as cancelled; while it runs,
   /// this_job::token() / this_job::is_cancelled() let it poll the token.
-  template <typename F>
-    requires std::is_invocable_v<std::decay_t<F>&>
+  template <runnable F>
   result<void> enqueue(cancellation_token token, F&& f) {
     return detail::refuse_if_out_of_memory(
         [&] { return push_one(detail::make_cancellable_job(std::move(token), std::forward<F>(f))); });
@@ -447,7 +256,7 @@ class thread_pool {
   /// submit() with a token: cancelled before it starts, the job does not run
   /// and the future completes with error_exception{cancelled}.
   template <typename F, typename... Args>
-    requires std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>
+    requires submittable<F, Args...>
   [[nodiscard]] auto submit(cancellation_token token, F&& f, Args&&... args)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
     return detail::throw_if_out_of_memory([&] {

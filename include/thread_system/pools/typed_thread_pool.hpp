@@ -84,6 +84,7 @@
 #include <utility>
 #include <vector>
 
+#include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job.hpp"
 #include "thread_system/core/job_batch.hpp"
@@ -167,8 +168,8 @@ class callback_typed_job_t final : public typed_job_t<T> {
  public:
   /// Wraps `callback` as a job of `type`. An empty std::function or a null pointer gives a job that is not
   /// runnable() and is refused at enqueue.
-  template <typename F, typename D = std::decay_t<F>>
-    requires std::is_invocable_v<D&> && (!std::is_same_v<D, callback_typed_job_t>)
+  template <thread_system::runnable F, typename D = std::decay_t<F>>
+    requires not_same_as<F, callback_typed_job_t>
   callback_typed_job_t(F&& callback, T type, std::string name = "callback_typed_job")
       : typed_job_t<T>(type, name), inner_(std::forward<F>(callback), std::move(name)) {}
 
@@ -321,8 +322,7 @@ class typed_thread_pool_t {
   // ---- jobs --------------------------------------------------------------------
 
   /// Any callable `f()` as a job of `type`. On refusal the callable is not run.
-  template <typename F>
-    requires std::is_invocable_v<std::decay_t<F>&>
+  template <thread_system::runnable F, typename D = std::decay_t<F>>
   result<void> enqueue(T type, F&& f) {
     return detail::refuse_if_out_of_memory([&] { return enqueue(type, job_function(std::forward<F>(f))); });
   }
@@ -376,7 +376,7 @@ class typed_thread_pool_t {
   /// exception, and waiting on it from one of this pool's workers helps run
   /// other jobs that worker serves. Throws error_exception when refused.
   template <typename F, typename... Args>
-    requires std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>
+    requires submittable<F, Args...>
   [[nodiscard]] auto submit(T type, F&& f, Args&&... args)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
     auto rank = routable_rank(type);
@@ -460,7 +460,7 @@ class typed_thread_pool_t {
 
   /// "RealTime", or "type <n>" for a type without to_string().
   [[nodiscard]] static std::string type_name(T type) {
-    if constexpr (requires { to_string(type); }) {
+    if constexpr (has_to_string<T>) {
       return std::string(to_string(type));
     } else {
       return "type " + std::to_string(static_cast<long long>(static_cast<detail::job_type_value_t<T>>(type)));

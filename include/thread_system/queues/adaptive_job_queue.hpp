@@ -290,9 +290,9 @@ class adaptive_job_queue {
   }
   static queue_strategy checked_strategy(queue_strategy s) {
     if (s != queue_strategy::ADAPTIVE && s != queue_strategy::FORCE_MUTEX && s != queue_strategy::FORCE_LOCKFREE)
-      throw error_exception(error{error_code::invalid_argument,
-                                  std::string("adaptive_job_queue: '") + to_string(s) +
-                                      "' is not a strategy (adaptive, mutex or lockfree)"});
+      throw error_exception(error{
+          error_code::invalid_argument,
+          std::string("adaptive_job_queue: '") + to_string(s) + "' is not a strategy (adaptive, mutex or lockfree)"});
     return s;
   }
   static queue_strategy strategy_of(std::size_t index) noexcept {

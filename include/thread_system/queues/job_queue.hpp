@@ -112,14 +112,7 @@ class alignas(64) job_queue {
     closed_hint_.store(true, std::memory_order_release);  // pairs with the acquire in is_closed()
   }
 
-  /// Reopens a closed queue (used by pools that restart).
-  void reopen() {
-    std::lock_guard lock(mutex_);
-    refusals_ &= static_cast<std::uint8_t>(~refuse_closed);
-    closed_hint_.store(false, std::memory_order_release);  // pairs with the acquire in is_closed()
-  }
-
-  /// True after close() until reopen(): pushes fail with `pool_stopped`.
+  /// True after close(): pushes fail with `pool_stopped` (a queue is never reopened).
   [[nodiscard]] bool is_closed() const noexcept {
     return closed_hint_.load(std::memory_order_acquire);  // pairs with close()
   }

@@ -29,6 +29,8 @@
 #include <memory>
 #include <type_traits>
 #include <vector>
+
+#include "thread_system/core/concepts.hpp"
 #include "thread_system/detail/chaos.hpp"
 
 namespace thread_system {
@@ -49,8 +51,7 @@ struct steal_result {
 };
 
 /// The Chase-Lev deque: one owner thread pushes and pops at the bottom (LIFO); any thread steals from the top (FIFO).
-template <typename T>
-  requires std::is_trivially_copyable_v<T>
+template <trivially_copyable T>
 class work_stealing_deque {
  public:
   /// An empty deque whose ring holds `initial_capacity` rounded up to a power of two (at least 2).

@@ -40,7 +40,7 @@
 #include "thread_system/detail/clock.hpp"
 #include "thread_system/detail/duration.hpp"
 #include "thread_system/detail/futex.hpp"
-#include "thread_system/detail/thread_naming.hpp"
+#include "thread_system/detail/spin.hpp"
 #include "thread_system/sync/helping_wait.hpp"
 
 namespace thread_system {

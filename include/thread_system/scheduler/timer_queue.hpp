@@ -83,6 +83,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/core/stop_mode.hpp"
@@ -353,7 +354,7 @@ class timer_queue {
     using D = std::decay_t<F>;
     static_assert(std::is_invocable_v<D&, const timer_tick&> || std::is_invocable_v<D&>,
                   "a timer function is invocable as f() or f(const timer_tick&)");
-    if constexpr (std::is_pointer_v<D> || std::is_member_pointer_v<D> || requires(const D& d) { d == nullptr; }) {
+    if constexpr (nullable_callable<D>) {
       if (f == nullptr) return make_error(error_code::invalid_argument, "timer_queue: empty function");
     }
     std::shared_ptr<detail::timer_entry> e;

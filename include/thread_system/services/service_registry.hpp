@@ -55,6 +55,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
 
 namespace thread_system {
@@ -92,7 +93,7 @@ class service_registry {
   /// invalid_argument for an empty factory or when I is already registered.
   template <typename I, typename F>
   result<void> register_factory(F&& factory, service_lifetime lifetime = service_lifetime::singleton)
-    requires std::is_convertible_v<std::invoke_result_t<std::decay_t<F>&>, std::shared_ptr<I>>
+    requires factory_of<F, I>
   {
     return detail::refuse_if_out_of_memory([&]() -> result<void> {
       auto e = make_factory_entry<I>(std::forward<F>(factory), lifetime);
@@ -113,7 +114,7 @@ class service_registry {
   /// Registers or overwrites I's factory. invalid_argument for an empty one.
   template <typename I, typename F>
   result<void> replace_factory(F&& factory, service_lifetime lifetime = service_lifetime::singleton)
-    requires std::is_convertible_v<std::invoke_result_t<std::decay_t<F>&>, std::shared_ptr<I>>
+    requires factory_of<F, I>
   {
     return detail::refuse_if_out_of_memory([&]() -> result<void> {
       auto e = make_factory_entry<I>(std::forward<F>(factory), lifetime);
@@ -248,7 +249,7 @@ class service_registry {
   template <typename I, typename F>
   static std::shared_ptr<entry> make_factory_entry(F&& factory, service_lifetime lifetime) {
     using D = std::decay_t<F>;
-    if constexpr (std::is_pointer_v<D> || requires(const D& d) { d == nullptr; }) {
+    if constexpr (nullable_callable<D>) {
       if (factory == nullptr) return nullptr;
     }
     // Held through a shared_ptr so that move-only factories fit std::function.
@@ -341,7 +342,7 @@ class scoped_override {
   /// Overrides with a factory.
   template <typename F>
   scoped_override(service_registry& registry, F&& factory, service_lifetime lifetime = service_lifetime::singleton)
-    requires std::is_convertible_v<std::invoke_result_t<std::decay_t<F>&>, std::shared_ptr<I>>
+    requires factory_of<F, I>
       : registry_(registry) {
     auto e = service_registry::make_factory_entry<I>(std::forward<F>(factory), lifetime);
     if (e == nullptr) throw error_exception(service_registry::empty_factory<I>().value);

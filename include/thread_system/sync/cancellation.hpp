@@ -87,6 +87,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include "thread_system/core/concepts.hpp"
 #include "thread_system/detail/config.hpp"
 #if THREAD_SYSTEM_HAS_STOP_TOKEN
 #include <stop_token>
@@ -467,12 +468,10 @@ class cancellation_token {
   /// Registers `f` (invocable as `f()`, must not throw). See the header
   /// comment for exactly-once, inline-after-cancel and unregister semantics.
   /// Throws error_exception{resource_exhausted} if the node cannot be allocated.
-  template <typename F>
+  template <runnable F>
   [[nodiscard(
       "the callback is unregistered when the handle dies; keep it or call .detach()")]] cancellation_registration
-  register_callback(F&& f) const
-    requires std::is_invocable_v<std::decay_t<F>&>
-  {
+  register_callback(F&& f) const {
     using D = std::decay_t<F>;
     if (state_ == nullptr) return {};
     if (state_->is_cancelled()) {  // no allocation when already cancelled
@@ -525,7 +524,7 @@ class cancellation_source {
   /// already is). Tokens of none() are ignored.
   template <typename... Tokens>
   [[nodiscard]] static cancellation_source linked(const Tokens&... parents)
-    requires(std::is_convertible_v<const Tokens&, const cancellation_token&> && ...)
+    requires converts_to_each<const cancellation_token&, Tokens...>
   {
     return detail::throw_if_out_of_memory([&] {
       cancellation_source s;

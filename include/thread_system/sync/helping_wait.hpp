@@ -41,7 +41,7 @@
 #include "thread_system/detail/clock.hpp"
 #include "thread_system/detail/duration.hpp"
 #include "thread_system/detail/futex.hpp"
-#include "thread_system/detail/thread_naming.hpp"
+#include "thread_system/detail/spin.hpp"
 
 namespace thread_system::detail {
 

@@ -18,7 +18,7 @@
 #include "thread_system/detail/chaos.hpp"
 #include "thread_system/detail/config.hpp"
 
-#include "thread_system/detail/thread_naming.hpp"
+#include "thread_system/detail/spin.hpp"
 
 namespace thread_system {
 

@@ -47,7 +47,7 @@
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/detail/futex.hpp"
-#include "thread_system/detail/thread_naming.hpp"
+#include "thread_system/detail/spin.hpp"
 #include "thread_system/sync/helping_wait.hpp"
 
 namespace thread_system {

@@ -106,7 +106,7 @@ struct pool_metrics {
   std::int64_t unix_ms = 0;
 
   std::uint64_t accepted = 0;  ///< jobs accepted by enqueue/submit
-  std::uint64_t executed = 0;   ///< ran to completion, including failed ones
+  std::uint64_t executed = 0;  ///< ran to completion, including failed ones
   /// Jobs that threw or reported an error.
   std::uint64_t failed = 0;
   /// Jobs cancelled instead of run (pool_statistics::cancelled).

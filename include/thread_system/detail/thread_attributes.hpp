@@ -1,7 +1,8 @@
-// Platform helpers for worker threads (implemented in src/platform.cpp).
+// The OS attributes of a thread: its name, its OS id, the CPUs it may run
+// on and its nice level (implemented in src/platform.cpp). Every function
+// is noexcept and reports a refusal as a result error with the OS's reason.
 #pragma once
 
-#include <cstdint>
 #include <span>
 #include <string_view>
 
@@ -25,19 +26,5 @@ result<void> set_thread_affinity(int os_tid, std::span<const int> cpus) noexcept
 /// nice is per thread). Out of range: invalid_argument; raising priority
 /// without the privilege: not_supported with the errno text.
 result<void> set_thread_nice(int os_tid, int nice) noexcept;
-
-/// How long an idle worker (thread_pool's worker loop) and a helping wait
-/// with nothing to help (future.hpp) keep polling, yielding the CPU between
-/// polls, before they sleep. See thread_pool.cpp for the reasons.
-inline constexpr std::int64_t idle_yield_ns = 100'000;
-
-/// Pause instruction for spin loops.
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
 
 }  // namespace thread_system::detail

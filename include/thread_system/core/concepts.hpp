@@ -1,0 +1,62 @@
+// The named constraints of the public API. Every template of the library
+// that takes a callable says which of these it needs, so an error names the
+// concept that failed instead of a trait expression.
+//
+//   runnable<F>               f() can run as a job: a decayed copy of F is
+//                             invocable with no arguments (the result is
+//                             ignored).
+//   submittable<F, Args...>   f(args...) can run as a submitted job: a decayed
+//                             F invocable with decayed Args (submit() returns
+//                             a future of its result).
+//   nullable_callable<F>      F can be empty (a function or member pointer, a
+//                             std::function, anything that compares with
+//                             nullptr): the library checks it and refuses an
+//                             empty one with invalid_argument.
+//   factory_of<F, I>          a decayed F invocable with no arguments returns
+//                             something convertible to std::shared_ptr<I>
+//                             (service_registry).
+//   converts_to_each<To, From...>  every From converts to To.
+//   has_to_string<T>          to_string(t) is found for a T (typed pools name
+//                             their job types with it).
+#pragma once
+
+#include <concepts>
+#include <memory>
+#include <type_traits>
+
+namespace thread_system {
+
+/// f() can run as a job (a decayed copy of F invocable with no arguments).
+template <typename F>
+concept runnable = std::is_invocable_v<std::decay_t<F>&>;
+
+/// f(args...) can run as a submitted job (decayed F and Args, as std::async copies them).
+template <typename F, typename... Args>
+concept submittable = std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>;
+
+/// F can be empty and is compared with nullptr before it is accepted.
+template <typename F>
+concept nullable_callable = std::is_pointer_v<std::decay_t<F>> || std::is_member_pointer_v<std::decay_t<F>> ||
+                            requires(const std::decay_t<F>& f) { f == nullptr; };
+
+/// A factory of I: f() returns something convertible to std::shared_ptr<I>.
+template <typename F, typename I>
+concept factory_of = std::is_convertible_v<std::invoke_result_t<std::decay_t<F>&>, std::shared_ptr<I>>;
+
+/// Every From converts to To.
+template <typename To, typename... From>
+concept converts_to_each = (std::is_convertible_v<const From&, To> && ...);
+
+/// to_string(t) names a T (found by argument-dependent lookup).
+template <typename T>
+concept has_to_string = requires(const T& t) { to_string(t); };
+
+/// T can be copied with memcpy (a work_stealing_deque element).
+template <typename T>
+concept trivially_copyable = std::is_trivially_copyable_v<T>;
+
+/// A type other than Self (excluding the copy/move constructors from a forwarding constructor).
+template <typename T, typename Self>
+concept not_same_as = !std::is_same_v<std::remove_cvref_t<T>, Self>;
+
+}  // namespace thread_system

@@ -1,0 +1,58 @@
+// pool_options: the settings of a thread_pool built in the concise style
+// (`thread_pool pool{n, options}`), and error_handler, the callback that
+// receives the exception of a failed fire-and-forget job.
+//
+//   pool_options opt;
+//   opt.name = "io";
+//   opt.queue = pool_queue::sharded;
+//   opt.backpressure = backpressure::block_for(1024, std::chrono::milliseconds(5));
+//   thread_pool pool{4, opt};
+//
+// Every field has a default that gives a working pool; the constructor
+// checks them (README's refusal table says what it refuses).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <string>
+
+#include "thread_system/pools/backpressure.hpp"
+#include "thread_system/queues/queue_kind.hpp"
+
+namespace thread_system {
+
+/// Receives the exception of a failed fire-and-forget job. Called on the
+/// worker thread that ran the job; must be thread-safe. Exceptions it throws
+/// are swallowed (and counted in `failed` already).
+using error_handler = std::function<void(std::exception_ptr)>;
+
+/// Settings for the concise-style thread_pool constructor.
+struct pool_options {
+  /// Pool name: in error messages, and worker threads are named "<name>-<index>".
+  std::string name = "thread_pool";
+  /// Null: print one line per failure to stderr.
+  error_handler on_error;
+  /// The queue for jobs submitted from outside the pool's workers.
+  pool_queue queue = pool_queue::mutex;
+  /// Initial ring capacity of the mutex queue (it grows on demand).
+  std::size_t initial_queue_capacity = 1024;
+  /// Latency sampling: every Nth job a thread submits is stamped, and the
+  /// worker that runs it records its enqueue->start wait and its run time
+  /// (see latency()). 0 turns sampling off; 1 times every job. A sampled
+  /// job costs three steady_clock readings and two histogram records; on
+  /// empty jobs, timing every one costs about 35 ns of wall time per job
+  /// (docs/PERFORMANCE.md), so the default of 32 costs about 1 ns per job
+  /// (~2.5% of an empty job's ~43 ns; less for any real work) and still
+  /// samples tens of thousands of jobs per second from a busy pool.
+  std::uint32_t latency_sample_every = 32;
+  /// A bound on queued jobs and the policy when it is reached (see
+  /// backpressure.hpp). Default: unbounded.
+  thread_system::backpressure backpressure{};
+  /// Stack size of each worker thread in bytes; 0: the platform default.
+  /// See "Workers and their threads" in thread_pool.hpp for the nesting it allows.
+  std::size_t worker_stack_size = 0;
+};
+
+}  // namespace thread_system
