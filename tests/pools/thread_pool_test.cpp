@@ -344,7 +344,8 @@ TEST(ThreadPool, SeedStyleWorkersCallbackJobsAndStatistics) {
     processed += s.jobs_processed;
     if (s.jobs_processed > 0) {
       EXPECT_GT(s.busy_time.count(), 0);
-      EXPECT_EQ(s.avg_processing_time_ns, static_cast<std::uint64_t>(s.busy_time.count()) / s.jobs_processed);
+      const ts::histogram_snapshot run = w->latency().run;  // recorded before the job counted as processed
+      EXPECT_EQ(s.avg_processing_time_ns, run.count == 0 ? 0 : run.sum / run.count);
     }
   }
   EXPECT_EQ(processed, 100U);
@@ -680,4 +681,29 @@ TEST(ThreadPool, DeepHelpingRecursionWithAConfiguredStack) {
   constexpr int depth = ts::test::scale_divisor > 1 ? 4'000 : 40'000;
   auto f = pool.submit([&pool] { return nested_depth(pool, depth); });
   EXPECT_EQ(f.get(), depth);
+}
+
+// avg_processing_time_ns is the mean run time of sampled jobs, not busy time
+// (which includes looking for work) divided by jobs.
+TEST(ThreadPool, AverageProcessingTimeIsTheSampledRunTimeOnly) {
+  using namespace std::chrono_literals;
+  for (const std::uint32_t every : {0U, 1U}) {
+    ts::pool_options opt;
+    opt.latency_sample_every = every;
+    ts::thread_pool pool{1, opt};
+    constexpr int jobs = 5;
+    for (int i = 0; i < jobs; ++i) ASSERT_TRUE(pool.enqueue([] { std::this_thread::sleep_for(2ms); }));
+    pool.wait_idle();
+    const ts::worker_statistics s = pool.get_workers().front()->get_statistics();
+    ASSERT_EQ(s.jobs_processed, static_cast<std::uint64_t>(jobs));
+    if (every == 0) {
+      EXPECT_EQ(s.avg_processing_time_ns, 0U) << "nothing was sampled";
+    } else {
+      EXPECT_GE(s.avg_processing_time_ns, 2'000'000U);  // each job sleeps at least 2 ms
+      const ts::histogram_snapshot run = pool.get_workers().front()->latency().run;
+      ASSERT_EQ(run.count, static_cast<std::uint64_t>(jobs));
+      EXPECT_EQ(s.avg_processing_time_ns, run.sum / run.count);
+      EXPECT_LE(s.avg_processing_time_ns, static_cast<std::uint64_t>(s.busy_time.count()) / s.jobs_processed);
+    }
+  }
 }

@@ -238,6 +238,15 @@ class latency_histogram {
     return s;
   }
 
+  /// Any thread, any time: the mean of the samples in ns (0 when empty),
+  /// without copying the buckets. Relaxed reads: while samples are being
+  /// recorded the sum and the count may be from slightly different moments.
+  [[nodiscard]] std::uint64_t mean_ns() const noexcept {
+    std::uint64_t n = 0;
+    for (const auto& c : counts_) n += c.load(std::memory_order_relaxed);  // relaxed: monotonic counters
+    return n == 0 ? 0 : sum_.load(std::memory_order_relaxed) / n;          // relaxed: as above
+  }
+
   /// As snapshot(), into an existing object (avoids a 5 KB temporary).
   void snapshot_into(histogram_snapshot& s) const noexcept {
     s.count = 0;

@@ -64,8 +64,7 @@ class thread_worker {
     s.wakeups = wakeups_.load(std::memory_order_relaxed);
     s.local_spawns = spawned_.load(std::memory_order_relaxed);
     s.allocation_failures = alloc_failures_.load(std::memory_order_relaxed);
-    s.avg_processing_time_ns =
-        s.jobs_processed == 0 ? 0 : static_cast<std::uint64_t>(s.busy_time.count()) / s.jobs_processed;
+    s.avg_processing_time_ns = run_histogram_.mean_ns();
     s.busy_since_ns = busy_since_ns_.load(std::memory_order_relaxed);  // statistics only
     return s;
   }

@@ -14,17 +14,21 @@ namespace thread_system {
 
 /// Counters of one worker thread (thread_worker::get_statistics()).
 struct worker_statistics {
-  std::uint64_t jobs_processed = 0;          ///< Jobs this worker ran (including failed ones).
-  std::uint64_t jobs_failed = 0;             ///< Jobs that threw or reported an error.
-  std::uint64_t jobs_cancelled = 0;          ///< Jobs this worker discarded at stop(cancel_pending).
-  std::chrono::nanoseconds busy_time{0};     ///< Time spent running or looking for jobs (not parked).
-  std::chrono::nanoseconds idle_time{0};     ///< Time spent parked waiting for work.
-  std::uint64_t avg_processing_time_ns = 0;  ///< busy_time / jobs_processed.
-  std::uint64_t parks = 0;                   ///< Times the worker went to sleep.
-  std::uint64_t wakeups = 0;                 ///< Times it woke from sleep (parks minus a sleep in progress).
-  std::uint64_t steals = 0;                  ///< Jobs taken from other workers' deques.
-  std::uint64_t local_spawns = 0;            ///< Jobs its jobs submitted onto its own deque.
-  std::uint64_t allocation_failures = 0;     ///< Allocations that failed on its thread (it carried on without).
+  std::uint64_t jobs_processed = 0;       ///< Jobs this worker ran (including failed ones).
+  std::uint64_t jobs_failed = 0;          ///< Jobs that threw or reported an error.
+  std::uint64_t jobs_cancelled = 0;       ///< Jobs this worker discarded at stop(cancel_pending).
+  std::chrono::nanoseconds busy_time{0};  ///< Time spent running or looking for jobs (not parked).
+  std::chrono::nanoseconds idle_time{0};  ///< Time spent parked waiting for work.
+  /// Mean run time of the jobs this worker ran that were sampled
+  /// (pool_options::latency_sample_every); time spent looking for work is
+  /// not in it (busy_time has that). 0 when sampling is off or nothing was
+  /// sampled yet.
+  std::uint64_t avg_processing_time_ns = 0;
+  std::uint64_t parks = 0;                ///< Times the worker went to sleep.
+  std::uint64_t wakeups = 0;              ///< Times it woke from sleep (parks minus a sleep in progress).
+  std::uint64_t steals = 0;               ///< Jobs taken from other workers' deques.
+  std::uint64_t local_spawns = 0;         ///< Jobs its jobs submitted onto its own deque.
+  std::uint64_t allocation_failures = 0;  ///< Allocations that failed on its thread (it carried on without).
   /// steady_clock time (ns since its epoch) at which the current busy
   /// stretch began; 0 while the worker is parked, spinning idle or stopped.
   /// A stretch that stays open while jobs_processed does not move means the
