@@ -424,7 +424,7 @@ bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, 
     }
     if (n == 0) return false;
     // Typed pools: the kind of the batch whose rest goes onto the deque.
-    if (n > 1 && !local_deques_) w.batch_rank_ = static_cast<unsigned>((local[0].tag() & 0x7f) - 1);
+    if (n > 1 && !local_deques_) w.batch_rank_ = detail::job_tag::rank(local[0].tag());
     // All but the first job go onto this worker's deque (newest-first, so
     // the owner still takes them in FIFO order): there they can be stolen,
     // and a helping wait in the first job can reach them. Held in a private

@@ -550,9 +550,9 @@ class thread_pool {
 
   alignas(64) std::atomic<std::uint64_t> cancelled_by_stop_{0};
 
-  // The job_function tag bit of jobs that hold room in a bounded pool (the
-  // low bits are a typed pool's kind).
-  static constexpr std::uint8_t bounded_tag = 0x80;
+  // The job_function tag bit of jobs that hold room in a bounded pool
+  // (detail::job_tag in scheduler/injector.hpp has the whole byte).
+  static constexpr std::uint8_t bounded_tag = detail::job_tag::holds_room;
   thread_system::backpressure bounds_{};
   alignas(64) std::atomic<std::size_t> queued_external_{0};  // bounded pools: jobs holding room
   event_count room_available_;                               // producers blocked by backpressure

@@ -29,6 +29,32 @@ namespace thread_system {
 
 namespace detail {
 
+/// The tag byte of a job_function, shared by the scheduler core and its
+/// injector, stated once here:
+///   * bit 7 (`holds_room`) is the core's: the job holds room in a pool with
+///     backpressure and gives it back when it leaves the queue;
+///   * bits 0..6 are the injector's kind: 0 for an untyped job; a typed
+///     injector stores rank + 1 (rank < 64), which is also the index of the
+///     per-kind counters the core keeps.
+namespace job_tag {
+inline constexpr std::uint8_t holds_room = 0x80;
+inline constexpr std::uint8_t kind_bits = 0x7f;
+/// The kind bits of `tag` (0: untyped).
+[[nodiscard]] constexpr std::uint8_t kind(std::uint8_t tag) noexcept {
+  return static_cast<std::uint8_t>(tag & kind_bits);
+}
+/// `tag` with its kind bits set to rank + 1 and the core's bit kept.
+[[nodiscard]] constexpr std::uint8_t with_rank(std::uint8_t tag, std::size_t rank) noexcept {
+  return static_cast<std::uint8_t>((tag & ~kind_bits) | (rank + 1));
+}
+/// The rank a typed injector stored in `tag` (its kind must not be 0).
+[[nodiscard]] constexpr unsigned rank(std::uint8_t tag) noexcept { return kind(tag) - 1u; }
+/// `tag` without the core's bit.
+[[nodiscard]] constexpr std::uint8_t without_room(std::uint8_t tag) noexcept {
+  return static_cast<std::uint8_t>(tag & ~holds_room);
+}
+}  // namespace job_tag
+
 class injector {
  public:
   virtual ~injector() = default;

@@ -69,7 +69,7 @@ class typed_injector final : public injector {
   [[nodiscard]] result<void> push_kind(std::size_t rank, job_function&& fn) {
     kind_slot* slot = slot_for(rank);
     if (slot == nullptr) return closed_error();
-    fn.set_tag(kind_tag(fn.tag(), rank));
+    fn.set_tag(detail::job_tag::with_rank(fn.tag(), rank));
     if (aging_ns_ != 0) note_push(*slot);
     return slot->queue->push(std::move(fn));
   }
@@ -78,7 +78,7 @@ class typed_injector final : public injector {
   [[nodiscard]] result<void> push_kind_batch(std::size_t rank, std::span<job_function> fns) {
     kind_slot* slot = slot_for(rank);
     if (slot == nullptr) return closed_error();
-    for (auto& fn : fns) fn.set_tag(kind_tag(fn.tag(), rank));
+    for (auto& fn : fns) fn.set_tag(detail::job_tag::with_rank(fn.tag(), rank));
     if (aging_ns_ != 0) note_push(*slot);
     return slot->queue->push_batch(fns);
   }
@@ -264,16 +264,9 @@ class typed_injector final : public injector {
   }
 
   kind_slot* slot_of_tag(std::uint8_t tag) const noexcept {
-    tag &= kind_tag_mask;
+    tag = detail::job_tag::kind(tag);
     if (tag == 0 || tag > max_kinds) return nullptr;
     return slots_[tag - 1u].load(std::memory_order_acquire);  // pairs with slot_for()
-  }
-
-  // The kind lives in the tag's low 7 bits; the top bit belongs to the pool
-  // (bounded-queue bookkeeping) and is kept.
-  static constexpr std::uint8_t kind_tag_mask = 0x7f;
-  static std::uint8_t kind_tag(std::uint8_t old_tag, std::size_t rank) noexcept {
-    return static_cast<std::uint8_t>((old_tag & ~kind_tag_mask) | (rank + 1));
   }
 
   template <typename F>
