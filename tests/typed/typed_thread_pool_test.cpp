@@ -3,8 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -570,4 +576,81 @@ TEST(TypedThreadPool, DuplicateInPriorityOrderIsRefused) {
     EXPECT_EQ(e.code(), ts::error_code::invalid_argument);
     EXPECT_NE(std::string(e.what()).find("Batch"), std::string::npos) << e.what();
   }
+}
+
+// ---- as thread_pool: tokens and the workers' threads --------------------------
+
+TEST(TypedThreadPool, TokenJobsCancelledBeforeStartingNeverRunAndAreCounted) {
+  ts::typed_thread_pool_t<job_types> pool{1, typed_opts()};
+  blocker b;
+  b.block_on(pool, job_types::RealTime);  // the only worker is busy: what follows stays queued
+  ts::cancellation_source source;
+  std::atomic<int> ran{0};
+  ASSERT_TRUE(pool.enqueue(job_types::Batch, source.token(), [&ran] {
+    ran.fetch_add(1, std::memory_order_relaxed);  // relaxed: read after wait_idle()
+  }));
+  ts::future<int> f = pool.submit(
+      job_types::Background, source.token(),
+      [&ran](int x) {
+        ran.fetch_add(1, std::memory_order_relaxed);  // relaxed: read after wait_idle()
+        return x;
+      },
+      7);
+  EXPECT_TRUE(source.cancel());
+  b.release();
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 0);
+  try {
+    (void)f.get();
+    ADD_FAILURE() << "a job cancelled before it started ran";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::cancelled);
+  }
+  std::uint64_t cancelled = 0;
+  for (const auto& s : pool.get_type_statistics()) cancelled += s.cancelled;
+  EXPECT_EQ(cancelled, 2U);
+  EXPECT_EQ(pool.get_statistics().cancelled, 2U);
+}
+
+TEST(TypedThreadPool, TokenIsVisibleToTheRunningJob) {
+  ts::typed_thread_pool_t<job_types> pool{1, typed_opts()};
+  ts::cancellation_source source;
+  auto seen = pool.submit(job_types::RealTime, source.token(), [&source] {
+    const bool before = ts::this_job::is_cancelled();
+    source.cancel();
+    return !before && ts::this_job::is_cancelled() && ts::this_job::token() == source.token();
+  });
+  EXPECT_TRUE(seen.get());
+  // Refusals as for enqueue: an empty callable, an unknown type.
+  ASSERT_FALSE(pool.enqueue(job_types::Batch, source.token(), std::function<void()>{}));
+  EXPECT_THROW((void)pool.submit(static_cast<job_types>(100), source.token(), [] { return 0; }), ts::error_exception);
+}
+
+TEST(TypedThreadPool, AffinityAndNiceApplyToTheTypedWorker) {
+  ts::typed_thread_pool_t<job_types> pool{1, typed_opts()};
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  int first_cpu = 0;
+  while (first_cpu < CPU_SETSIZE && !CPU_ISSET(first_cpu, &allowed)) ++first_cpu;
+  ASSERT_LT(first_cpu, CPU_SETSIZE);
+  const int cpus[] = {first_cpu};
+  auto pinned = pool.set_affinity(0, cpus);
+  ASSERT_TRUE(pinned) << pinned.error().to_string();
+  auto where = pool.submit(job_types::Batch, [first_cpu] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    EXPECT_EQ(::sched_getaffinity(0, sizeof set, &set), 0);
+    return CPU_COUNT(&set) == 1 && CPU_ISSET(first_cpu, &set);
+  });
+  EXPECT_TRUE(where.get());
+  ASSERT_TRUE(pool.set_nice(0, 19));  // lowering priority needs no privilege
+  auto nice_seen = pool.submit(job_types::Batch, [] {
+    errno = 0;
+    return ::getpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)));
+  });
+  EXPECT_EQ(nice_seen.get(), 19);
+  auto no_worker = pool.set_affinity(5, cpus);
+  ASSERT_FALSE(no_worker);
+  EXPECT_EQ(no_worker.error().code(), ts::error_code::invalid_argument);
 }

@@ -65,6 +65,12 @@
 //     (per type too); submit() puts them into the future.
 //   * The destructor is stop(stop_mode::drain).
 //
+// As on thread_pool: cancellation tokens (enqueue(type, token, f),
+// submit(type, token, f, args...); this_job::token() inside the job),
+// pause()/resume(), set_affinity()/set_nice() of a worker, backpressure and
+// latency sampling (typed_pool_options), statistics and the error handler.
+// Not (yet) on a typed pool: timers (schedule_*) and resize().
+//
 // Threading: every member may be called from any thread, except that stop(),
 // wait_idle() and the destructor must not be called from one of this pool's
 // workers. Visibility as for thread_pool.
@@ -79,6 +85,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -90,10 +97,12 @@
 #include "thread_system/core/job_batch.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/pools/job_types.hpp"
+#include "thread_system/pools/submission.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/pools/thread_worker.hpp"
 #include "thread_system/queues/adaptive_job_queue.hpp"
 #include "thread_system/scheduler/typed_injector.hpp"
+#include "thread_system/sync/cancellation.hpp"
 
 namespace thread_system {
 
@@ -327,6 +336,15 @@ class typed_thread_pool_t {
     return detail::refuse_if_out_of_memory([&] { return enqueue(type, job_function(std::forward<F>(f))); });
   }
 
+  /// `f()` as a job of `type` carrying `token` (as thread_pool::enqueue(token, f)):
+  /// cancelled before it starts, it never runs and is counted as cancelled;
+  /// while it runs, this_job::token() / this_job::is_cancelled() see the token.
+  template <thread_system::runnable F>
+  result<void> enqueue(T type, cancellation_token token, F&& f) {
+    return detail::refuse_if_out_of_memory(
+        [&] { return enqueue(type, detail::make_cancellable_job(std::move(token), std::forward<F>(f))); });
+  }
+
   /// A job_function of `type`. On refusal `fn` is left untouched.
   result<void> enqueue(T type, job_function&& fn) {
     if (!fn) return make_error(error_code::invalid_argument, "typed_thread_pool '" + core_.get_name() + "': empty job");
@@ -387,6 +405,31 @@ class typed_thread_pool_t {
       return std::move(result_future);
     });
   }
+
+  /// submit() with a token (as thread_pool::submit(token, f, args...)): cancelled
+  /// before it starts, the job does not run and the future completes with
+  /// error_exception{cancelled}.
+  template <typename F, typename... Args>
+    requires submittable<F, Args...>
+  [[nodiscard]] auto submit(T type, cancellation_token token, F&& f, Args&&... args)
+      -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
+    auto rank = routable_rank(type);
+    if (!rank) throw error_exception(rank.error());
+    return detail::throw_if_out_of_memory([&] {
+      auto [result_future, fn] =
+          detail::make_cancellable_submission(std::move(token), std::forward<F>(f), std::forward<Args>(args)...);
+      if (auto r = enqueue(type, std::move(fn)); !r) throw error_exception(r.error());
+      return std::move(result_future);
+    });
+  }
+
+  // ---- workers' threads ------------------------------------------------------
+
+  /// Pins worker `worker` (an index into get_workers()) to `cpus`, as
+  /// thread_pool::set_affinity().
+  result<void> set_affinity(std::size_t worker, std::span<const int> cpus) { return core_.set_affinity(worker, cpus); }
+  /// Sets worker `worker`'s nice level, as thread_pool::set_nice().
+  result<void> set_nice(std::size_t worker, int nice) { return core_.set_nice(worker, nice); }
 
   // ---- lifecycle ---------------------------------------------------------------
 
