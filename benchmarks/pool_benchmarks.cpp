@@ -92,6 +92,39 @@ BENCHMARK(BM_EnqueueBatchThroughput)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
+// Seed table "batching overhead by batch size": one producer, W workers,
+// each worker taking up to `batch` jobs per visit to the pool's queue
+// (thread_worker::set_injector_batch, the seed's set_batch_processing).
+static void BM_WorkerInjectorBatch(benchmark::State& state) {
+  const auto batch = static_cast<std::size_t>(state.range(0));
+  const auto job_ns = static_cast<std::uint64_t>(state.range(1));
+  constexpr std::size_t workers = 2;
+  const std::size_t jobs = job_ns == 0 ? 200'000 : 20'000;
+  ts::thread_pool pool{workers};
+  for (ts::thread_worker* w : pool.get_workers()) {
+    if (!w->set_injector_batch(batch)) state.SkipWithError("batch size refused");
+  }
+  std::atomic<std::uint64_t> ran{0};
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < jobs; ++i) {
+      auto r = pool.enqueue([&ran, job_ns] {
+        tb::spin_for_ns(job_ns);
+        ran.fetch_add(1, std::memory_order_relaxed);
+      });
+      if (!r) state.SkipWithError(r.error().to_string().c_str());
+    }
+    pool.wait_idle();
+  }
+  // seq_cst: pairs with the writers' RMW/store
+  state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_seq_cst)));
+  state.counters["steals"] = static_cast<double>(pool.get_statistics().steals);
+}
+BENCHMARK(BM_WorkerInjectorBatch)
+    ->ArgNames({"batch", "job_ns"})
+    ->ArgsProduct({{1, 4, 16, 32, 64}, {0, 1000}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 // Seed table "Job Submission Latency": the time from submit() to the job's
 // first instruction, with `depth` empty jobs already queued ahead of it.
 // depth 0 measures an idle pool (parked workers must be woken).

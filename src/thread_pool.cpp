@@ -272,7 +272,7 @@ void thread_pool::worker_main(thread_worker& w) {
   // release: pairs with the acquire load in worker_os_tid().
   w.os_tid_.store(detail::current_os_thread_id(), std::memory_order_release);
   (void)detail::set_current_thread_name(w.thread_name_);  // a convenience: failure changes nothing
-  std::array<job_function, max_batch> local;
+  std::array<job_function, thread_worker::max_injector_batch> local;
   std::uint64_t busy_since = 0;
   // A busy stretch runs from waking up until no work is found; its start is
   // published so statistics include a stretch in progress.
@@ -395,7 +395,8 @@ bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, 
   // until it is closed: stop() runs or cancels everything even if a job
   // calls pause() while the pool drains.
   if (paused_.load(std::memory_order_acquire) && !queue_->is_closed()) return false;
-  const std::size_t batch_limit = helping ? 1 : std::min(local.size(), injector_batch_);
+  const std::size_t batch_limit =
+      helping ? 1 : std::min<std::size_t>(local.size(), w.injector_batch_.load(std::memory_order_relaxed));
   auto run_from_injector = [&](std::size_t limit) -> bool {
     // All but the first job of a batch go onto the deque, in nodes: take
     // only as many as there is room for without allocating. Out of memory

@@ -83,7 +83,6 @@ thread_pool::thread_pool(detail::custom_injector_t, std::string name, std::uniqu
       queue_(std::move(queue)),
       bounds_(bounds),
       local_deques_(false),
-      injector_batch_(max_batch),
       latency_sample_every_(latency_sample_every),
       max_spinners_(default_max_spinners()),
       stack_size_(worker_stack_size),

@@ -203,6 +203,10 @@ TEST(PoolMonitor, StuckWorkerIsReportedAndClearsWhenTheJobFinishes) {
 
   release.count_down();
   pool.wait_idle();
+  // Both workers parked: a busy stretch open at the next sample is a new one
+  // (the other worker may have been woken meanwhile, and on a loaded machine
+  // may still be looking for work when the sample is taken).
+  wait_for_busy_workers(pool, 0);
   clock.advance(5s);
   r = mon.sample();
   EXPECT_EQ(r.stuck_workers, 0u) << "progress clears it";

@@ -707,3 +707,80 @@ TEST(ThreadPool, AverageProcessingTimeIsTheSampledRunTimeOnly) {
     }
   }
 }
+
+// thread_worker::set_injector_batch / the seed's set_batch_processing: how
+// many jobs a worker takes from the pool's queue per visit.
+TEST(ThreadWorker, InjectorBatchIsCheckedAndTheSeedFormClamps) {
+  ts::thread_worker w;
+  EXPECT_EQ(w.injector_batch(), ts::thread_worker::default_injector_batch);
+  for (std::size_t bad : {std::size_t{0}, ts::thread_worker::max_injector_batch + 1}) {
+    auto r = w.set_injector_batch(bad);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+    EXPECT_EQ(w.injector_batch(), ts::thread_worker::default_injector_batch);  // unchanged
+  }
+  ASSERT_TRUE(w.set_injector_batch(ts::thread_worker::max_injector_batch));
+  EXPECT_EQ(w.injector_batch(), ts::thread_worker::max_injector_batch);
+  w.set_batch_processing(true, 32);  // the seed guides' "high concurrency" setting
+  EXPECT_EQ(w.injector_batch(), 32U);
+  EXPECT_TRUE(w.is_batch_processing_enabled());
+  w.set_batch_processing(false);
+  EXPECT_EQ(w.injector_batch(), 1U);
+  EXPECT_FALSE(w.is_batch_processing_enabled());
+  w.set_batch_processing(true, 1000);
+  EXPECT_EQ(w.injector_batch(), ts::thread_worker::max_injector_batch);
+  w.set_batch_processing(true, 0);
+  EXPECT_EQ(w.injector_batch(), 1U);
+}
+
+// With a batch of 1 a worker leaves every other job in the shared queue; with
+// a larger batch it keeps the rest of its visit on its own deque, where a
+// second worker can reach them only by stealing. Worker B takes jobs while
+// its first job blocks; worker A then runs everything else.
+TEST(ThreadWorker, InjectorBatchDecidesHowManyJobsAVisitTakes) {
+  for (const std::size_t batch : {std::size_t{1}, std::size_t{32}}) {
+    ts::pool_options opt = ts::test::pool_opts("batch");
+    opt.queue = ts::pool_queue::mutex;  // hands out a fair share per visit (queued / workers)
+    ts::thread_pool pool{2, opt};
+    for (ts::thread_worker* w : pool.get_workers()) ASSERT_TRUE(w->set_injector_batch(batch));
+    // Occupy both workers.
+    std::latch both_started{2};
+    std::latch release_a{1};
+    std::latch release_b{1};
+    std::atomic<int> which{0};
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_TRUE(pool.enqueue([&] {
+        // seq_cst: one blocker gets 0 (B), the other 1 (A).
+        const int me = which.fetch_add(1, std::memory_order_seq_cst);
+        both_started.count_down();
+        (me == 0 ? release_b : release_a).wait();
+      }));
+    }
+    both_started.wait();
+    const std::uint64_t steals_before = pool.get_statistics().steals;
+    // 40 jobs: the first blocks whoever runs it (B, the only free worker).
+    std::latch first_started{1};
+    std::latch release_first{1};
+    std::atomic<int> ran{0};
+    ASSERT_TRUE(pool.enqueue([&] {
+      first_started.count_down();
+      release_first.wait();
+    }));
+    for (int i = 0; i < 39; ++i) {
+      ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));  // relaxed: a count
+    }
+    release_b.count_down();
+    first_started.wait();  // B took its visit's jobs and runs the first one
+    release_a.count_down();
+    // A runs the 39 others: from the queue, or by stealing what B's visit took.
+    ASSERT_TRUE(ts::test::eventually([&ran] { return ran.load(std::memory_order_relaxed) == 39; }));
+    const std::uint64_t steals = pool.get_statistics().steals - steals_before;
+    if (batch == 1) {
+      EXPECT_EQ(steals, 0U) << "B took one job per visit: nothing to steal";
+    } else {
+      EXPECT_GE(steals, 1U) << "B's visit took more than one job onto its deque";
+    }
+    release_first.count_down();
+    pool.wait_idle();
+  }
+}

@@ -483,9 +483,10 @@ class thread_pool {
   result<void> push_local(thread_worker& w, job_function&& fn);
   bool find_and_run(thread_worker& w, std::span<job_function> local, bool helping);
   class worker_help;  // a worker's detail::help_source (src/thread_pool.cpp)
-  // Jobs a worker takes from the injector per pop, at most. The queue hands
-  // out only a fair share (queued / workers), so a small backlog is spread
-  // over the workers instead of hoarded by one.
+  // Jobs popped from the queue per call when the pool drains or cancels it
+  // (stop()). A worker's own batch is thread_worker::injector_batch(); the
+  // queue hands out only a fair share (queued / workers), so a small backlog
+  // is spread over the workers instead of hoarded by one.
   static constexpr std::size_t max_batch = 16;
   // The job in w's LIFO slot, within its budget (see lifo_budget in the
   // source); owner thread only.
@@ -565,7 +566,6 @@ class thread_pool {
 
   // false in typed pools: see the custom-injector constructor.
   bool local_deques_ = true;
-  std::size_t injector_batch_ = max_batch;
   std::uint32_t latency_sample_every_ = 32;
   std::uint32_t max_spinners_ = 1;
   std::size_t stack_size_ = 0;  // worker threads' stack, bytes (0: default)

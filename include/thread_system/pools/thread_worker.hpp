@@ -21,6 +21,7 @@
 #include <thread>
 #include <utility>
 
+#include "thread_system/core/error.hpp"
 #include "thread_system/detail/clock.hpp"
 #include "thread_system/detail/job_node.hpp"
 #include "thread_system/detail/os_thread.hpp"
@@ -68,6 +69,45 @@ class thread_worker {
     s.busy_since_ns = busy_since_ns_.load(std::memory_order_relaxed);  // statistics only
     return s;
   }
+
+  /// The most jobs a worker takes from its pool's queue per visit.
+  static constexpr std::size_t max_injector_batch = 64;
+  /// The batch a worker takes unless told otherwise.
+  static constexpr std::size_t default_injector_batch = 16;
+
+  /// At most `n` jobs per visit to the pool's queue (the injector): the
+  /// first runs at once, the rest go onto this worker's deque, where idle
+  /// workers can steal them. A larger batch spreads one visit's cost (the
+  /// queue's lock or CASes, one wake-up check) over more jobs and raises
+  /// throughput of short jobs; a smaller one keeps jobs in the shared queue
+  /// longer, where any worker can take them first, which shortens the wait
+  /// of a job queued behind a long one. A visit never takes more than a
+  /// fair share of the queue (queued jobs / workers, at least one), and a
+  /// helping wait always takes one. Any thread, any time; the worker uses
+  /// the new size from its next visit. `invalid_argument` for 0 or more
+  /// than max_injector_batch.
+  result<void> set_injector_batch(std::size_t n) {
+    if (n == 0 || n > max_injector_batch) {
+      return make_error(error_code::invalid_argument, "thread_worker::set_injector_batch: " + std::to_string(n) +
+                                                          " is outside 1.." + std::to_string(max_injector_batch));
+    }
+    injector_batch_.store(static_cast<std::uint32_t>(n), std::memory_order_relaxed);  // a setting; read by the worker
+    return {};
+  }
+  /// The batch size set_injector_batch() set (default_injector_batch at first).
+  [[nodiscard]] std::size_t injector_batch() const noexcept {
+    return injector_batch_.load(std::memory_order_relaxed);  // a setting, no data published with it
+  }
+
+  /// Seed API: enabled, up to `batch_size` jobs per visit (clamped to
+  /// 1..max_injector_batch: the seed's call is a hint and returns nothing);
+  /// disabled, one job per visit. set_injector_batch() is the checked form.
+  void set_batch_processing(bool enabled, std::size_t batch_size = 32) noexcept {
+    const std::size_t n = enabled ? std::clamp<std::size_t>(batch_size, 1, max_injector_batch) : 1;
+    injector_batch_.store(static_cast<std::uint32_t>(n), std::memory_order_relaxed);  // as set_injector_batch()
+  }
+  /// Seed API: true when the worker takes more than one job per visit.
+  [[nodiscard]] bool is_batch_processing_enabled() const noexcept { return injector_batch() > 1; }
 
   /// Wait and run times of the jobs this worker ran that were sampled.
   [[nodiscard]] worker_latency latency() const noexcept {
@@ -146,6 +186,9 @@ class thread_worker {
   std::uint32_t tick_ = 0;                     // owner thread only: injector fairness
   unsigned batch_rank_ = 0;                    // owner thread only: typed pools, the kind on the deque
   bool degraded_ = false;                      // owner thread only: the last allocation attempt failed
+  // Jobs per visit to the injector (set_injector_batch); any thread writes,
+  // the owner reads it once per visit (relaxed: a setting).
+  std::atomic<std::uint32_t> injector_batch_{default_injector_batch};
 
  protected:
   /// Job kinds this worker serves (bit r = rank r; typed pools). Set before
