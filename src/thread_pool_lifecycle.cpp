@@ -67,11 +67,19 @@ struct launch_gate {
 };
 }  // namespace
 
-thread_pool::thread_pool(std::string name) try
+thread_pool::thread_pool(std::string name) : thread_pool(std::move(name), pool_options{}) {}
+
+thread_pool::thread_pool(std::string name, const pool_options& options) try
     : name_(std::move(name)),
-      queue_(detail::make_injector(pool_queue::mutex, 1024)),
+      queue_(detail::make_injector(options.queue, options.initial_queue_capacity)),
+      queue_kind_(options.queue),
+      bounds_(options.backpressure),
+      latency_sample_every_(options.latency_sample_every),
       max_spinners_(default_max_spinners()),
+      stack_size_(options.worker_stack_size),
       out_of_memory_report_(make_out_of_memory_report(name_)) {
+  validate(bounds_);
+  if (options.on_error) handler_ = std::make_shared<const error_handler>(options.on_error);
 } catch (const std::bad_alloc&) {
   throw error_exception(detail::out_of_memory_error().value);
 }

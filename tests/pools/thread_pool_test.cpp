@@ -784,3 +784,40 @@ TEST(ThreadWorker, InjectorBatchDecidesHowManyJobsAVisitTakes) {
     pool.wait_idle();
   }
 }
+
+// Every construction path takes the options: a seed-style (named, not
+// started) pool chooses its injector, backpressure and error handler too.
+TEST(ThreadPool, SeedStyleConstructorTakesTheOptions) {
+  ts::pool_options opt;
+  opt.name = "ignored";
+  opt.queue = ts::pool_queue::lockfree;
+  opt.backpressure = ts::backpressure::reject(2);
+  std::atomic<int> handled{0};
+  opt.on_error = [&handled](std::exception_ptr) { handled.fetch_add(1, std::memory_order_relaxed); };  // a count
+  auto pool = std::make_shared<ts::thread_pool>("named", opt);
+  EXPECT_EQ(pool->get_name(), "named");
+  EXPECT_EQ(pool->queue_kind(), ts::pool_queue::lockfree);
+  EXPECT_FALSE(pool->is_running());
+  std::atomic<int> ran{0};
+  auto job = [&ran] { ran.fetch_add(1, std::memory_order_relaxed); };  // relaxed: read after wait_idle()
+  ASSERT_TRUE(pool->enqueue(job));
+  ASSERT_TRUE(pool->enqueue(job));
+  auto refused = pool->enqueue(job);  // the bound applies before start() too
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), ts::error_code::queue_full);
+  ASSERT_TRUE(pool->enqueue_batch([] {
+    std::vector<std::unique_ptr<ts::thread_worker>> w;
+    w.push_back(std::make_unique<ts::thread_worker>());
+    return w;
+  }()));
+  ASSERT_TRUE(pool->start());
+  pool->wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 2);
+  ASSERT_TRUE(pool->enqueue([] { throw std::runtime_error("to the handler"); }));  // the queue is empty again
+  pool->wait_idle();
+  EXPECT_EQ(handled.load(std::memory_order_relaxed), 1);
+  // Invalid options are refused as by the concise constructor.
+  ts::pool_options bad;
+  bad.backpressure = ts::backpressure::block_for(4, std::chrono::nanoseconds(-1));
+  EXPECT_THROW(ts::thread_pool("bad", bad), ts::error_exception);
+}

@@ -166,8 +166,15 @@ class thread_pool {
   /// oldest job of its deque (see Scheduling above).
   static constexpr std::uint32_t lifo_slot_budget = 3;
 
-  /// Seed style: a named pool with no workers, not started.
+  /// Seed style: a named pool with no workers, not started (default options).
   explicit thread_pool(std::string name);
+
+  /// Seed style with options: a pool named `name` (options.name is not
+  /// used), no workers, not started; the injector, backpressure, latency
+  /// sampling, stack size and error handler come from `options`. Throws
+  /// `error_exception{invalid_argument}` for invalid backpressure, as the
+  /// concise constructor.
+  thread_pool(std::string name, const pool_options& options);
 
   /// Concise style: `worker_count` workers, started. Throws
   /// `error_exception{invalid_argument}` when worker_count is 0.
