@@ -23,8 +23,8 @@ struct move_only_call {
   std::unique_ptr<int> p;
   void operator()() {}
 };
-int twice(int x) { return 2 * x; }
-void nothing() {}
+[[maybe_unused]] int twice(int x) { return 2 * x; }
+[[maybe_unused]] void nothing() {}
 enum class colour { red };
 [[maybe_unused]] const char* to_string(colour) { return "red"; }
 enum class shade { dark };
