@@ -396,6 +396,7 @@ bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, 
   // calls pause() while the pool drains.
   if (paused_.load(std::memory_order_acquire) && !queue_->is_closed()) return false;
   const std::size_t batch_limit =
+      // relaxed: a setting (set_injector_batch); nothing is published with it.
       helping ? 1 : std::min<std::size_t>(local.size(), w.injector_batch_.load(std::memory_order_relaxed));
   auto run_from_injector = [&](std::size_t limit) -> bool {
     // All but the first job of a batch go onto the deque, in nodes: take

@@ -155,12 +155,19 @@ TEST(PoolMonitor, CollectNamesWorkersAndCountsASmallRun) {
 // Waits (bounded by the test watchdog) until exactly `n` workers are inside a
 // busy stretch, so idle workers have parked and cannot look "stuck" while
 // still spinning between two quick samples.
+// Waits until exactly `n` workers have an open busy stretch (busy_since_ns
+// != 0); fails the test after 60 s instead of hanging.
 void wait_for_busy_workers(const thread_pool& pool, std::size_t n) {
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
   for (;;) {
     const pool_metrics m = collect(pool);
     std::size_t busy = 0;
     for (const auto& w : m.workers) busy += w.busy_since_ns != 0 ? 1 : 0;
     if (busy == n) return;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ADD_FAILURE() << busy << " workers busy, waited for " << n;
+      return;
+    }
     std::this_thread::sleep_for(1ms);
   }
 }
@@ -203,9 +210,10 @@ TEST(PoolMonitor, StuckWorkerIsReportedAndClearsWhenTheJobFinishes) {
 
   release.count_down();
   pool.wait_idle();
-  // Both workers parked: a busy stretch open at the next sample is a new one
-  // (the other worker may have been woken meanwhile, and on a loaded machine
-  // may still be looking for work when the sample is taken).
+  // No busy stretch open (both workers parked or idle-spinning): a stretch
+  // open at the next sample is a new one (the other worker may have been
+  // woken meanwhile, and on a loaded machine may still be looking for work
+  // when the sample is taken).
   wait_for_busy_workers(pool, 0);
   clock.advance(5s);
   r = mon.sample();

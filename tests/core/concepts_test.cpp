@@ -35,6 +35,16 @@ template <typename Pool, typename F, typename... Args>
 concept pool_submits = requires(Pool& p, F f, Args... args) { p.submit(std::move(f), std::move(args)...); };
 template <typename F>
 concept group_runs = requires(ts::task_group& g, F f) { g.run(std::move(f)); };
+using typed_pool = ts::typed_thread_pool_t<ts::job_types>;
+template <typename F>
+concept typed_enqueues = requires(typed_pool& p, F f) { p.enqueue(ts::job_types::Batch, std::move(f)); };
+template <typename F>
+concept typed_token_enqueues =
+    requires(typed_pool& p, ts::cancellation_token t, F f) { p.enqueue(ts::job_types::Batch, t, std::move(f)); };
+template <typename F, typename... Args>
+concept typed_token_submits = requires(typed_pool& p, ts::cancellation_token t, F f, Args... args) {
+  p.submit(ts::job_types::Batch, t, std::move(f), std::move(args)...);
+};
 }  // namespace
 
 TEST(Concepts, Runnable) {
@@ -89,5 +99,11 @@ TEST(Concepts, PoolEntryPointsAreConstrained) {
   static_assert(!pool_submits<ts::thread_pool, decltype(&twice), std::string>);
   static_assert(group_runs<decltype(&nothing)>);
   static_assert(!group_runs<int>);
+  static_assert(typed_enqueues<decltype(&nothing)>);
+  static_assert(!typed_enqueues<int>);
+  static_assert(typed_token_enqueues<decltype(&nothing)>);
+  static_assert(!typed_token_enqueues<int>);
+  static_assert(typed_token_submits<decltype(&twice), int>);
+  static_assert(!typed_token_submits<decltype(&twice), std::string>);
   SUCCEED();
 }

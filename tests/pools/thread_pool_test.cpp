@@ -770,7 +770,10 @@ TEST(ThreadWorker, InjectorBatchDecidesHowManyJobsAVisitTakes) {
       ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));  // relaxed: a count
     }
     release_b.count_down();
-    first_started.wait();  // B took its visit's jobs and runs the first one
+    // B took its visit's jobs and runs the first one. (Every 61st look a
+    // worker takes a single job from the queue for fairness; B has looked
+    // only a few times in this fresh pool, so its visit here is a batch.)
+    first_started.wait();
     release_a.count_down();
     // A runs the 39 others: from the queue, or by stealing what B's visit took.
     ASSERT_TRUE(ts::test::eventually([&ran] { return ran.load(std::memory_order_relaxed) == 39; }));

@@ -1,6 +1,9 @@
-// The named constraints of the public API. Every template of the library
-// that takes a callable says which of these it needs, so an error names the
-// concept that failed instead of a trait expression.
+// The named constraints of the public API: the pools' enqueue / submit and
+// their typed forms, task_group::run, callback jobs, cancellation callbacks
+// and service factories are constrained by these, so an error names the
+// concept that failed instead of a trait expression. (parallel_for and
+// parallel_reduce use std::invocable; timer functions, which may take a
+// timer_tick, are checked by a static_assert in timer_queue.)
 //
 //   runnable<F>               f() can run as a job: a decayed copy of F is
 //                             invocable with no arguments (the result is
@@ -18,6 +21,9 @@
 //   converts_to_each<To, From...>  every From converts to To.
 //   has_to_string<T>          to_string(t) is found for a T (typed pools name
 //                             their job types with it).
+//   trivially_copyable<T>     T can be copied with memcpy (work_stealing_deque).
+//   not_same_as<T, Self>      T, without cv/ref, is not Self (keeps a
+//                             forwarding constructor from hiding the copy).
 #pragma once
 
 #include <concepts>

@@ -1,6 +1,7 @@
-// pool_options: the settings of a thread_pool built in the concise style
-// (`thread_pool pool{n, options}`), and error_handler, the callback that
-// receives the exception of a failed fire-and-forget job.
+// pool_options: the settings of a thread_pool, for both constructors that
+// take them (`thread_pool pool{n, options}`, started; seed style
+// `thread_pool{name, options}`, not started), and error_handler, the
+// callback that receives the exception of a failed fire-and-forget job.
 //
 //   pool_options opt;
 //   opt.name = "io";
@@ -28,9 +29,10 @@ namespace thread_system {
 /// are swallowed (and counted in `failed` already).
 using error_handler = std::function<void(std::exception_ptr)>;
 
-/// Settings for the concise-style thread_pool constructor.
+/// Settings of a thread_pool (both constructors that take them).
 struct pool_options {
   /// Pool name: in error messages, and worker threads are named "<name>-<index>".
+  /// Not used by thread_pool(name, options), whose `name` wins.
   std::string name = "thread_pool";
   /// Null: print one line per failure to stderr.
   error_handler on_error;

@@ -9,7 +9,7 @@
 //   pool.wait_idle();
 //
 // Seed style (configure, then start):
-//   auto pool = std::make_shared<thread_pool>("name");
+//   auto pool = std::make_shared<thread_pool>("name");    // or ("name", pool_options) to choose the injector etc.
 //   pool->enqueue_batch(std::move(workers));             // vector<unique_ptr<thread_worker>>
 //   pool->start();
 //   pool->enqueue(std::make_unique<callback_job>([]() -> result_void { return {}; }));

@@ -77,7 +77,9 @@ class thread_worker {
 
   /// At most `n` jobs per visit to the pool's queue (the injector): the
   /// first runs at once, the rest go onto this worker's deque, where idle
-  /// workers can steal them. A larger batch spreads one visit's cost (the
+  /// workers of a thread_pool can steal them (in a typed pool workers do not
+  /// steal: only this worker runs them, and it takes a batch only of the
+  /// highest type it serves). A larger batch spreads one visit's cost (the
   /// queue's lock or CASes, one wake-up check) over more jobs and raises
   /// throughput of short jobs; a smaller one keeps jobs in the shared queue
   /// longer, where any worker can take them first, which shortens the wait

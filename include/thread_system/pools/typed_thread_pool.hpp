@@ -177,7 +177,7 @@ class callback_typed_job_t final : public typed_job_t<T> {
  public:
   /// Wraps `callback` as a job of `type`. An empty std::function or a null pointer gives a job that is not
   /// runnable() and is refused at enqueue.
-  template <thread_system::runnable F, typename D = std::decay_t<F>>
+  template <thread_system::runnable F>
     requires not_same_as<F, callback_typed_job_t>
   callback_typed_job_t(F&& callback, T type, std::string name = "callback_typed_job")
       : typed_job_t<T>(type, name), inner_(std::forward<F>(callback), std::move(name)) {}
@@ -331,7 +331,7 @@ class typed_thread_pool_t {
   // ---- jobs --------------------------------------------------------------------
 
   /// Any callable `f()` as a job of `type`. On refusal the callable is not run.
-  template <thread_system::runnable F, typename D = std::decay_t<F>>
+  template <thread_system::runnable F>
   result<void> enqueue(T type, F&& f) {
     return detail::refuse_if_out_of_memory([&] { return enqueue(type, job_function(std::forward<F>(f))); });
   }
