@@ -35,14 +35,9 @@ BENCHMARK(BM_PoolCreateStartStop)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
-// Seed table "Throughput by Job Complexity": N jobs of a given duration,
-// from one producer, into W workers; timed until all have run.
-static void BM_EnqueueThroughput(benchmark::State& state) {
-  const auto workers = static_cast<std::size_t>(state.range(0));
-  const auto job_ns = static_cast<std::uint64_t>(state.range(1));
-  const std::size_t jobs = job_ns == 0 ? 200'000 : 20'000;
-  ts::thread_pool pool{workers};
-  pool.wait_idle();
+// Each iteration: `jobs` jobs of ~job_ns from this thread, then wait_idle().
+// Items processed: the jobs that ran.
+static void run_spinning_jobs(benchmark::State& state, ts::thread_pool& pool, std::size_t jobs, std::uint64_t job_ns) {
   std::atomic<std::uint64_t> ran{0};
   for (auto _ : state) {
     for (std::size_t i = 0; i < jobs; ++i) {
@@ -56,6 +51,17 @@ static void BM_EnqueueThroughput(benchmark::State& state) {
   }
   // seq_cst: pairs with the writers' RMW/store
   state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_seq_cst)));
+}
+
+// Seed table "Throughput by Job Complexity": N jobs of a given duration,
+// from one producer, into W workers; timed until all have run.
+static void BM_EnqueueThroughput(benchmark::State& state) {
+  const auto workers = static_cast<std::size_t>(state.range(0));
+  const auto job_ns = static_cast<std::uint64_t>(state.range(1));
+  const std::size_t jobs = job_ns == 0 ? 200'000 : 20'000;
+  ts::thread_pool pool{workers};
+  pool.wait_idle();
+  run_spinning_jobs(state, pool, jobs, job_ns);
   state.counters["workers"] = static_cast<double>(workers);
   state.counters["oversubscribed"] = workers > std::thread::hardware_concurrency() ? 1 : 0;
 }
@@ -104,19 +110,7 @@ static void BM_WorkerInjectorBatch(benchmark::State& state) {
   for (ts::thread_worker* w : pool.get_workers()) {
     if (!w->set_injector_batch(batch)) state.SkipWithError("batch size refused");
   }
-  std::atomic<std::uint64_t> ran{0};
-  for (auto _ : state) {
-    for (std::size_t i = 0; i < jobs; ++i) {
-      auto r = pool.enqueue([&ran, job_ns] {
-        tb::spin_for_ns(job_ns);
-        ran.fetch_add(1, std::memory_order_relaxed);
-      });
-      if (!r) state.SkipWithError(r.error().to_string().c_str());
-    }
-    pool.wait_idle();
-  }
-  // seq_cst: pairs with the writers' RMW/store
-  state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_seq_cst)));
+  run_spinning_jobs(state, pool, jobs, job_ns);
   state.counters["steals"] = static_cast<double>(pool.get_statistics().steals);
 }
 BENCHMARK(BM_WorkerInjectorBatch)

@@ -635,28 +635,16 @@ TEST(PoolTimers, PeriodicJobNeverOverlapsItself) {
 
 TEST(PoolThreads, AffinityAndNiceApplyToTheWorkerThread) {
   ts::thread_pool pool{1, ts::test::pool_opts("pinned")};
-  // The first CPU this process may run on (a container's cpuset need not
-  // include CPU 0).
   int first_cpu = 0;
 #if defined(__linux__)
-  {
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
-    while (first_cpu < CPU_SETSIZE && !CPU_ISSET(first_cpu, &allowed)) ++first_cpu;
-    ASSERT_LT(first_cpu, CPU_SETSIZE);
-  }
+  first_cpu = ts::test::first_allowed_cpu();
+  ASSERT_GE(first_cpu, 0);
 #endif
   const int cpus[] = {first_cpu};
   auto pinned = pool.set_affinity(0, cpus);
 #if defined(__linux__)
   ASSERT_TRUE(pinned) << pinned.error().to_string();
-  auto where = pool.submit([first_cpu] {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    EXPECT_EQ(::sched_getaffinity(0, sizeof set, &set), 0);
-    return CPU_COUNT(&set) == 1 && CPU_ISSET(first_cpu, &set);
-  });
+  auto where = pool.submit([first_cpu] { return ts::test::pinned_to_only(first_cpu); });
   EXPECT_TRUE(where.get());
   ASSERT_TRUE(pool.set_nice(0, 19));  // lowering priority needs no privilege
   auto nice_seen = pool.submit([] {

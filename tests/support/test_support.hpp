@@ -1,6 +1,10 @@
 // Helpers shared by the test suites.
 #pragma once
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -59,6 +63,28 @@ class round_budget {
   std::chrono::steady_clock::time_point deadline_;
   std::size_t ran_ = 0;
 };
+
+#if defined(__linux__)
+/// The first CPU this process may run on (a container's cpuset need not
+/// include CPU 0); -1 when it cannot be read.
+inline int first_allowed_cpu() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) return cpu;
+  }
+  return -1;
+}
+
+/// True when the calling thread may run on `cpu` and on no other CPU.
+inline bool pinned_to_only(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return false;
+  return CPU_COUNT(&set) == 1 && CPU_ISSET(cpu, &set);
+}
+#endif
 
 /// Polls `pred` every millisecond until it holds or `limit` passes; returns
 /// its last value. For waiting on something another thread will do, so that

@@ -628,21 +628,12 @@ TEST(TypedThreadPool, TokenIsVisibleToTheRunningJob) {
 
 TEST(TypedThreadPool, AffinityAndNiceApplyToTheTypedWorker) {
   ts::typed_thread_pool_t<job_types> pool{1, typed_opts()};
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
-  int first_cpu = 0;
-  while (first_cpu < CPU_SETSIZE && !CPU_ISSET(first_cpu, &allowed)) ++first_cpu;
-  ASSERT_LT(first_cpu, CPU_SETSIZE);
+  const int first_cpu = ts::test::first_allowed_cpu();
+  ASSERT_GE(first_cpu, 0);
   const int cpus[] = {first_cpu};
   auto pinned = pool.set_affinity(0, cpus);
   ASSERT_TRUE(pinned) << pinned.error().to_string();
-  auto where = pool.submit(job_types::Batch, [first_cpu] {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    EXPECT_EQ(::sched_getaffinity(0, sizeof set, &set), 0);
-    return CPU_COUNT(&set) == 1 && CPU_ISSET(first_cpu, &set);
-  });
+  auto where = pool.submit(job_types::Batch, [first_cpu] { return ts::test::pinned_to_only(first_cpu); });
   EXPECT_TRUE(where.get());
   ASSERT_TRUE(pool.set_nice(0, 19));  // lowering priority needs no privilege
   auto nice_seen = pool.submit(job_types::Batch, [] {
