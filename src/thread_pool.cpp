@@ -582,8 +582,10 @@ void thread_pool::execute(thread_worker& w, job_function& fn) {
   const bool failed = outcome == job_outcome::failed_reported;
   if (failed) thread_worker::add(w.failed_, 1);
   if (w.kind_counts_) {
-    thread_worker::add(w.kind_counts_[tag], 1);                    // statistics only
+    // release: pairs with the acquire loads in kind_totals(), so a reader
+    // that counts this job also sees its type's accepted count include it.
     if (failed) thread_worker::add(w.kind_counts_[256 + tag], 1);  // statistics only
+    thread_worker::add(w.kind_counts_[tag], 1, std::memory_order_release);
   }
   // release: pairs with the acquire loads in idle_now(); everything the job
   // did is visible to a wait_idle() that sees this count.

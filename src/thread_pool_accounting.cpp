@@ -123,7 +123,7 @@ std::pair<std::uint64_t, std::uint64_t> thread_pool::kind_totals(std::uint8_t ta
   std::lock_guard lock(lifecycle_mutex_);
   for (const auto& w : workers_) {
     if (!w->kind_counts_) continue;
-    executed += w->kind_counts_[tag].load(std::memory_order_relaxed);      // statistics only
+    executed += w->kind_counts_[tag].load(std::memory_order_acquire);      // pairs with execute()
     failed += w->kind_counts_[256 + tag].load(std::memory_order_relaxed);  // statistics only
   }
   return {executed, failed};

@@ -561,27 +561,32 @@ stop_report thread_pool::stop(stop_mode mode) {
 }
 
 stop_report thread_pool::make_report() const {
-  // Caller holds lifecycle_mutex_.
+  // Caller holds lifecycle_mutex_. Completion counters first, accepted
+  // totals last (as in idle_now()): a job read as finished was accepted
+  // before its completion was published, so the accepted total read after
+  // it includes the job. A report taken while the pool runs therefore never
+  // shows more jobs finished than accepted.
   stop_report r;
-  r.accepted = queue_->accepted();
-  for (const auto& w : workers_) r.accepted += w->spawned_.load(std::memory_order_acquire);  // pairs with push_local()
   r.cancelled = cancelled_by_stop_.load(std::memory_order_acquire);
   r.cancelled += dropped_.load(std::memory_order_acquire);  // pairs with drop_oldest_queued()
-  // Jobs caller_runs ran on the submitting thread: accepted and finished at once.
-  const std::uint64_t by_caller = caller_ran_.load(std::memory_order_relaxed);                  // statistics only
-  const std::uint64_t cancelled_by_caller = caller_cancelled_.load(std::memory_order_relaxed);  // statistics only
-  r.accepted += by_caller + cancelled_by_caller;
-  r.executed += by_caller;
-  r.failed += caller_failed_.load(std::memory_order_relaxed);  // statistics only
-  r.cancelled += cancelled_by_caller;
   auto add_worker = [&r](const thread_worker& w) {
-    const auto s = w.get_statistics();
-    r.executed += s.jobs_processed;
-    r.failed += s.jobs_failed;
-    r.cancelled += s.jobs_cancelled;
+    // acquire: pairs with the release stores in execute(), so the
+    // injector's accepted count read below includes every job counted here.
+    r.executed += w.processed_.load(std::memory_order_acquire);
+    r.cancelled += w.cancelled_.load(std::memory_order_acquire);
+    r.failed += w.failed_.load(std::memory_order_relaxed);  // statistics only
   };
   add_worker(caller_runner_);
   for (const auto& w : workers_) add_worker(*w);
+  // Jobs caller_runs ran on the submitting thread: accepted and finished at
+  // once, so one read serves both totals.
+  const std::uint64_t by_caller = caller_ran_.load(std::memory_order_relaxed);                  // statistics only
+  const std::uint64_t cancelled_by_caller = caller_cancelled_.load(std::memory_order_relaxed);  // statistics only
+  r.executed += by_caller;
+  r.failed += caller_failed_.load(std::memory_order_relaxed);  // statistics only
+  r.cancelled += cancelled_by_caller;
+  r.accepted = queue_->accepted() + by_caller + cancelled_by_caller;
+  for (const auto& w : workers_) r.accepted += w->spawned_.load(std::memory_order_acquire);  // pairs with push_local()
   return r;
 }
 

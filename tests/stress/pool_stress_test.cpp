@@ -189,6 +189,42 @@ TEST(PoolStress, WaitIdleNeverReturnsEarly) {
   }
 }
 
+// ---- live statistics ------------------------------------------------------------
+
+// A snapshot taken while producers submit and workers run must never show
+// more jobs finished than accepted (a scrape of the Prometheus exporter
+// asserts accepted >= executed on exactly such a snapshot).
+TEST(PoolStress, LiveStatisticsNeverShowMoreFinishedThanAccepted) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> producers;
+  for (int p = 0; p < 2; ++p) {
+    producers.emplace_back([&] {
+      while (!done.load(std::memory_order_relaxed)) {  // a flag only; no data rides on it
+        ASSERT_TRUE(pool.enqueue([] {}));
+      }
+    });
+  }
+  std::size_t snapshots = 0;
+  std::size_t bad = 0;
+  ts::test::round_budget budget(ts::test::scaled(200'000), 1'000, 500ms);
+  for (std::size_t i = 0; budget.next(i); ++i) {
+    const auto s = pool.get_statistics();
+    ++snapshots;
+    if (s.accepted < s.executed + s.cancelled) {
+      ++bad;
+      ADD_FAILURE() << "snapshot " << i << ": accepted " << s.accepted << " < executed " << s.executed
+                    << " + cancelled " << s.cancelled;
+      if (bad > 5) break;
+    }
+  }
+  done.store(true, std::memory_order_relaxed);
+  for (auto& t : producers) t.join();
+  EXPECT_GT(snapshots, 0U);
+  const auto report = pool.stop(ts::stop_mode::drain);
+  EXPECT_EQ(report.accepted, report.executed);
+}
+
 // ---- a few seconds of everything at once ---------------------------------------
 
 TEST(PoolStress, MixedLoadForSeconds) {

@@ -366,6 +366,36 @@ TEST(TypedThreadPool, TypedCallbackJobsAndPerTypeCounts) {
   EXPECT_EQ(pool.get_statistics().failed, 5U);
 }
 
+// Per-type snapshots taken while jobs run never show a type with more jobs
+// executed than accepted (the exporters publish exactly these numbers).
+TEST(TypedThreadPool, LiveTypeStatisticsNeverShowMoreExecutedThanAccepted) {
+  ts::typed_thread_pool_t<job_types> pool{2, typed_opts()};
+  std::atomic<bool> done{false};
+  std::thread producer([&] {
+    while (!done.load(std::memory_order_relaxed)) {  // a flag only; no data rides on it
+      ASSERT_TRUE(pool.enqueue(job_types::Batch, [] {}));
+    }
+  });
+  // The type's entry exists once the producer's first job was accepted.
+  ASSERT_TRUE(ts::test::eventually([&pool] { return !pool.get_type_statistics().empty(); }));
+  std::size_t bad = 0;
+  ts::test::round_budget budget(ts::test::scaled(100'000), 1'000, 300ms);
+  for (std::size_t i = 0; budget.next(i) && bad <= 5; ++i) {
+    for (const auto& s : pool.get_type_statistics()) {
+      if (s.accepted < s.executed + s.cancelled) {
+        ++bad;
+        ADD_FAILURE() << s.type_name << ": accepted " << s.accepted << " < executed " << s.executed;
+      }
+    }
+  }
+  done.store(true, std::memory_order_relaxed);
+  producer.join();
+  pool.wait_idle();
+  const auto stats = pool.get_type_statistics();
+  ASSERT_EQ(stats.size(), 1U);
+  EXPECT_EQ(stats[0].accepted, stats[0].executed);
+}
+
 TEST(TypedThreadPool, ExactlyOnceAcrossTypesAndCancelAccounting) {
   ts::typed_thread_pool_t<job_types> pool{1, typed_opts()};
   blocker b;

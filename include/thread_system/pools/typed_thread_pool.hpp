@@ -467,8 +467,10 @@ class typed_thread_pool_t {
     const detail::typed_injector& inj = injector();
     for (std::uint64_t m = inj.created_mask(); m != 0; m &= m - 1) {
       const auto rank = static_cast<std::size_t>(std::countr_zero(m));
-      const auto view = inj.view(rank);
+      // Executed first, accepted after (kind_totals() loads with acquire):
+      // a live snapshot never shows more jobs run than accepted.
       const auto [executed, failed] = core_.kind_totals(static_cast<std::uint8_t>(rank + 1));
+      const auto view = inj.view(rank);
       job_type_statistics s;
       s.type_name = name_of_rank(rank);
       s.rank = rank;

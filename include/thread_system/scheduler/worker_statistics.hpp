@@ -2,7 +2,10 @@
 //
 // Snapshots are read without stopping the pool; each counter is exact at some
 // moment during the read, but different counters may be read at slightly
-// different moments.
+// different moments. One ordering is promised: a pool's snapshot
+// (pool_statistics, job_type_statistics) reads its completion counters
+// before its accepted counts, so even a snapshot taken while jobs run has
+// accepted >= executed + cancelled.
 #pragma once
 
 #include <chrono>
