@@ -345,26 +345,10 @@ result<void> thread_pool::set_nice(std::size_t worker, int nice) {
 }
 
 result<timer_queue*> thread_pool::timers() {
-  std::lock_guard lock(timers_mutex_);
-  if (timers_closed_) return stopped_error();
-  if (!timers_) {
-    timer_queue_options o;
-    o.name = name_.substr(0, 9) + "-timer";
-    try {
-      timers_ = std::make_unique<timer_queue>([this](job_function&& f) { return push_one(std::move(f)); }, o);
-    } catch (const error_exception& e) {
-      return unexpected_error{e.get_error()};
-    } catch (const std::bad_alloc&) {
-      return make_error(error_code::resource_exhausted, "out of memory");
-    }
-  }
-  return timers_.get();
+  return timers_.get("thread_pool", name_, [this](job_function&& f, timer_route) { return push_one(std::move(f)); });
 }
 
-timer_statistics thread_pool::get_timer_statistics() const {
-  std::lock_guard lock(timers_mutex_);
-  return timers_ ? timers_->statistics() : timer_statistics{};
-}
+timer_statistics thread_pool::get_timer_statistics() const { return timers_.statistics(); }
 
 std::size_t thread_pool::active_workers_locked() const noexcept {
   std::size_t n = 0;
@@ -505,13 +489,7 @@ stop_report thread_pool::stop(stop_mode mode) {
   }
   // Timers first, while the pool still accepts their due runs (see
   // timer_queue.hpp: drain dispatches due one-shot timers, cancels the rest).
-  timer_queue* timer_queue_to_stop = nullptr;
-  {
-    std::lock_guard lock(timers_mutex_);
-    timers_closed_ = true;
-    timer_queue_to_stop = timers_.get();
-  }
-  if (timer_queue_to_stop != nullptr) (void)timer_queue_to_stop->stop(mode);
+  timers_.close_and_stop(mode);
   std::lock_guard stop_lock(stop_mutex_);
   {
     std::lock_guard lock(lifecycle_mutex_);

@@ -43,7 +43,7 @@ struct timer_core {
   clock::time_point stop_time{};                   // guarded by mutex
   std::atomic<bool> running{true};                 // mirror of !stopping for is_running()
   std::shared_ptr<timer_counters> counters = std::make_shared<timer_counters>();
-  timer_dispatch target;
+  timer_routed_dispatch target;
   std::string name;
 
   // ---- heap (caller holds mutex) -------------------------------------------
@@ -277,7 +277,7 @@ void dispatch(timer_core& core, const std::shared_ptr<timer_entry>& e, timer_tic
   job_function fn(timer_run{e, tick});
   result<void> r;
   try {
-    r = core.target(std::move(fn));
+    r = core.target(std::move(fn), e->route);
   } catch (...) {
     r = make_error(error_code::resource_exhausted, "target threw");
   }
@@ -407,6 +407,15 @@ bool timer_handle::is_active() const noexcept {
 // ---- timer_queue ---------------------------------------------------------
 
 timer_queue::timer_queue(timer_dispatch target, timer_queue_options options) try
+    : timer_queue(target ? timer_routed_dispatch(
+                               [t = std::move(target)](job_function&& f, timer_route) { return t(std::move(f)); })
+                         : timer_routed_dispatch{},
+                  std::move(options)) {
+} catch (const std::bad_alloc&) {  // out of memory: the library's code, not a raw bad_alloc
+  throw error_exception(detail::out_of_memory_error().value);
+}
+
+timer_queue::timer_queue(timer_routed_dispatch target, timer_queue_options options) try
     : core_(std::make_shared<detail::timer_core>()) {
   if (!target) throw error_exception(error{error_code::invalid_argument, "timer_queue: empty dispatch target"});
   core_->target = std::move(target);
@@ -477,5 +486,44 @@ timer_statistics timer_queue::statistics() const {
 bool timer_queue::is_running() const noexcept {
   return core_->running.load(std::memory_order_relaxed);  // a status flag only
 }
+
+// ---- pool_timers -----------------------------------------------------------
+
+namespace detail {
+
+result<timer_queue*> pool_timers::get(std::string_view kind, const std::string& pool_name,
+                                      timer_routed_dispatch target) {
+  std::lock_guard lock(mutex_);
+  if (closed_) return make_error(error_code::pool_stopped, std::string(kind) + " '" + pool_name + "' is stopped");
+  if (!queue_) {
+    try {
+      timer_queue_options o;
+      o.name = pool_name.substr(0, 9) + "-timer";
+      queue_ = std::make_unique<timer_queue>(std::move(target), std::move(o));
+    } catch (const error_exception& e) {
+      return unexpected_error{e.get_error()};
+    } catch (const std::bad_alloc&) {
+      return out_of_memory_error();
+    }
+  }
+  return queue_.get();
+}
+
+void pool_timers::close_and_stop(stop_mode mode) {
+  timer_queue* q = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    q = queue_.get();  // never replaced or destroyed before *this: safe to use unlocked
+  }
+  if (q != nullptr) (void)q->stop(mode);
+}
+
+timer_statistics pool_timers::statistics() const {
+  std::lock_guard lock(mutex_);
+  return queue_ ? queue_->statistics() : timer_statistics{};
+}
+
+}  // namespace detail
 
 }  // namespace thread_system

@@ -511,6 +511,37 @@ TEST(TimerQueue, BadInputIsRefused) {
   EXPECT_THROW(ts::timer_queue{ts::timer_dispatch{}}, ts::error_exception);
 }
 
+TEST(TimerQueue, ARoutedTargetGetsEachRunWithItsTimersRoute) {
+  std::mutex m;
+  std::vector<std::uint32_t> routes;  // in run order; guarded by m
+  ts::timer_queue timers{ts::timer_routed_dispatch{[&](ts::job_function&& f, ts::timer_route r) -> ts::result<void> {
+    {
+      std::lock_guard lock(m);
+      routes.push_back(r.id);
+    }
+    f();
+    return {};
+  }}};
+  std::atomic<int> ticks{0};
+  ASSERT_TRUE(timers.schedule_after(ts::timer_route{7}, 1ms, [] {}));
+  ASSERT_TRUE(timers.schedule_at(ts::timer_route{9}, clock_type::now() + 2ms, [] {}));
+  ASSERT_TRUE(timers.schedule_after(3ms, [] {}));  // no route: 0
+  auto every = timers.schedule_every(ts::timer_route{5}, 4ms, 1ms, [&ticks] {
+    ticks.fetch_add(1, std::memory_order_relaxed);  // a polled count
+  });
+  ASSERT_TRUE(every);
+  ASSERT_TRUE(eventually([&] { return ticks.load(std::memory_order_relaxed) >= 2; }));
+  EXPECT_TRUE((*every).cancel());
+  (void)timers.stop();
+  std::lock_guard lock(m);
+  ASSERT_GE(routes.size(), 5U);
+  EXPECT_EQ(routes[0], 7U);
+  EXPECT_EQ(routes[1], 9U);
+  EXPECT_EQ(routes[2], 0U);
+  for (std::size_t i = 3; i < routes.size(); ++i) EXPECT_EQ(routes[i], 5U) << "run " << i;
+  EXPECT_THROW(ts::timer_queue{ts::timer_routed_dispatch{}}, ts::error_exception);
+}
+
 TEST(TimerQueue, PastDueTimeRunsAtOnce) {
   ts::timer_queue timers{inline_target()};
   std::atomic<bool> ran{false};

@@ -218,7 +218,26 @@ void workload(outcome& out) {
     }
     attempt(out, [&] { typed->wait_idle(); });
     if (ran.load(std::memory_order_relaxed) != accepted) out.problem("typed pool: ran != accepted");
+    // Typed timers: each one-shot accepted runs once as a job of its type or
+    // is cancelled (its run refused), exactly once.
+    std::atomic<int> fired{0};
+    int one_shots = 0;
+    for (int i = 0; i < 4; ++i) {
+      const auto type = static_cast<ts::job_types>(i % 3);
+      if (attempt(out, [&] {
+            return typed->schedule_after(type, 0ms, [&fired] { fired.fetch_add(1, std::memory_order_relaxed); });
+          })) {
+        ++one_shots;
+      }
+    }
     stop_and_check(out, *typed, "typed pool");
+    const auto t = typed->get_timer_statistics();
+    const auto runs = static_cast<std::uint64_t>(fired.load(std::memory_order_relaxed));
+    if (t.scheduled != static_cast<std::uint64_t>(one_shots) || t.fired != runs || runs + t.cancelled != t.scheduled) {
+      out.problem("typed timers: scheduled " + std::to_string(t.scheduled) + ", fired " + std::to_string(t.fired) +
+                  ", ran " + std::to_string(runs) + ", cancelled " + std::to_string(t.cancelled) + " (accepted " +
+                  std::to_string(one_shots) + ")");
+    }
   }
 
   // ---- backpressure: reject and drop_oldest

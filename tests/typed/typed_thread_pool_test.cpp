@@ -675,3 +675,135 @@ TEST(TypedThreadPool, AffinityAndNiceApplyToTheTypedWorker) {
   ASSERT_FALSE(no_worker);
   EXPECT_EQ(no_worker.error().code(), ts::error_code::invalid_argument);
 }
+
+// ---- as thread_pool: timers ------------------------------------------------------
+
+namespace {
+
+// A pool with one specialist worker per type, named after its type, so a job
+// can tell which type's worker runs it.
+std::unique_ptr<ts::typed_thread_pool_t<job_types>> specialist_pool() {
+  auto pool = std::make_unique<ts::typed_thread_pool_t<job_types>>("timers", typed_opts("timers"));
+  const std::pair<job_types, const char*> kinds[] = {
+      {job_types::RealTime, "rt"}, {job_types::Batch, "batch"}, {job_types::Background, "bg"}};
+  for (const auto& [type, name] : kinds) {
+    auto w = std::make_unique<ts::typed_thread_worker_t<job_types>>(name);
+    EXPECT_TRUE(w->set_responsibilities({type}));
+    EXPECT_TRUE(pool->add_worker(std::move(w)));
+  }
+  EXPECT_TRUE(pool->start());
+  return pool;
+}
+
+}  // namespace
+
+TEST(TypedPoolTimers, EachRunIsAJobOfTheTimersType) {
+  auto pool = specialist_pool();
+  std::mutex m;
+  std::vector<std::string> ran_on;  // guarded by m
+  auto record = [&] {
+    std::lock_guard lock(m);
+    ran_on.push_back(current_thread_name());
+  };
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(pool->schedule_after(job_types::Background, 2ms, record));
+  ASSERT_TRUE(pool->schedule_at(job_types::RealTime, start + 4ms, record));
+  std::atomic<int> ticks{0};
+  auto every = pool->schedule_every(job_types::Batch, 1ms, [&](const ts::timer_tick& t) {
+    record();
+    EXPECT_GE(std::chrono::steady_clock::now(), t.scheduled_time);  // never early
+    ticks.fetch_add(1, std::memory_order_relaxed);                  // a polled count
+  });
+  ASSERT_TRUE(every);
+  ASSERT_TRUE(ts::test::eventually([&] { return ticks.load(std::memory_order_relaxed) >= 3; }));
+  EXPECT_TRUE((*every).cancel());
+  ASSERT_TRUE(ts::test::eventually([&] { return pool->get_timer_statistics().fired >= 5; }));
+  pool->wait_idle();
+  std::lock_guard lock(m);
+  EXPECT_EQ(std::count(ran_on.begin(), ran_on.end(), "bg"), 1);
+  EXPECT_EQ(std::count(ran_on.begin(), ran_on.end(), "rt"), 1);
+  EXPECT_GE(std::count(ran_on.begin(), ran_on.end(), "batch"), 3);
+  EXPECT_EQ(static_cast<std::size_t>(std::count(ran_on.begin(), ran_on.end(), "batch")) + 2, ran_on.size());
+  // The per-type counters saw them as jobs of their types.
+  for (const auto& s : pool->get_type_statistics()) {
+    if (s.type_name == "Batch") {
+      EXPECT_GE(s.executed, 3U);
+    } else {
+      EXPECT_EQ(s.executed, 1U) << s.type_name;
+    }
+  }
+}
+
+TEST(TypedPoolTimers, TypeIsCheckedWhenTheTimerIsScheduled) {
+  ts::typed_thread_pool_t<job_types> pool{"no-bg", typed_opts("no-bg")};
+  auto w = std::make_unique<ts::typed_thread_worker_t<job_types>>();
+  ASSERT_TRUE(w->set_responsibilities({job_types::RealTime}));
+  ASSERT_TRUE(pool.add_worker(std::move(w)));
+  ASSERT_TRUE(pool.start());
+  auto unserved = pool.schedule_after(job_types::Background, 1ms, [] {});
+  ASSERT_FALSE(unserved);
+  EXPECT_EQ(unserved.error().code(), ts::error_code::no_worker);
+  auto bad = pool.schedule_every(job_types::RealTime, 0ms, [] {});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code(), ts::error_code::invalid_argument);
+  std::function<void()> empty;
+  auto none = pool.schedule_after(job_types::RealTime, 1ms, empty);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code(), ts::error_code::invalid_argument);
+  EXPECT_EQ(pool.get_timer_statistics().scheduled, 0U);
+}
+
+TEST(TypedPoolTimers, StopStopsTheTimersFirstAndCountsWhatItCancels) {
+  auto pool = specialist_pool();
+  std::atomic<int> ran{0};
+  auto add = [&ran](int n) { return [&ran, n] { ran.fetch_add(n, std::memory_order_relaxed); }; };  // bookkeeping
+  auto h1 = pool->schedule_after(job_types::Batch, 1h, add(1));
+  auto h2 = pool->schedule_every(job_types::RealTime, 1h, add(1));
+  auto h3 = pool->schedule_after(job_types::Background, 1ms, add(100));
+  ASSERT_TRUE(h1 && h2 && h3);
+  // relaxed: a polled count, nothing else is read through it
+  ASSERT_TRUE(ts::test::eventually([&] { return ran.load(std::memory_order_relaxed) == 100; }));
+  const auto report = pool->stop(ts::stop_mode::drain);
+  const auto t = pool->get_timer_statistics();
+  EXPECT_EQ(t.scheduled, 3U);
+  EXPECT_EQ(t.fired, 1U);
+  EXPECT_EQ(t.cancelled, 2U);  // the hour-long one-shot and the periodic one
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 100);
+  EXPECT_EQ(report.executed, 1U);
+  EXPECT_FALSE((*h1).is_active());
+  EXPECT_FALSE((*h2).is_active());
+  auto late = pool->schedule_after(job_types::Batch, 1ms, [] {});
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error().code(), ts::error_code::pool_stopped);
+}
+
+TEST(TypedPoolTimers, ARunQueuedBehindABusyWorkerRunsAtDrain) {
+  // The run was handed to the pool but has not started when stop(drain)
+  // begins: drain runs it (and the timer counts it fired), it is not lost.
+  ts::typed_thread_pool_t<job_types> pool{1, typed_opts()};
+  blocker b;
+  b.block_on(pool, job_types::RealTime);
+  std::atomic<int> ran{0};
+  ASSERT_TRUE(pool.schedule_after(job_types::Batch, 0ms, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));
+  // pending == 0: the timer has left the heap, its run is queued behind the blocker.
+  ASSERT_TRUE(ts::test::eventually([&] { return pool.get_timer_statistics().pending == 0; }));
+  std::thread releaser([&b] {
+    std::this_thread::sleep_for(5ms);
+    b.release();
+  });
+  const auto report = pool.stop(ts::stop_mode::drain);
+  releaser.join();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 1);  // relaxed: read after stop() joined the workers
+  EXPECT_EQ(report.executed, 2U);
+  EXPECT_EQ(pool.get_timer_statistics().fired, 1U);
+}
+
+TEST(TypedPoolTimers, DestroyingThePoolWithTimersPendingIsClean) {
+  ts::test::lifetime_tracker tracker;
+  {
+    auto pool = specialist_pool();
+    ASSERT_TRUE(pool->schedule_after(job_types::Batch, 1h, ts::test::counting_functor(tracker)));
+    ASSERT_TRUE(pool->schedule_every(job_types::RealTime, 1h, ts::test::counting_functor(tracker)));
+  }
+  EXPECT_EQ(tracker.alive(), 0);
+}

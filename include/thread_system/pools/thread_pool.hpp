@@ -591,9 +591,7 @@ class thread_pool {
 
   // Declared last: destroyed first, so its thread is gone before the queue
   // and workers it dispatches into.
-  mutable std::mutex timers_mutex_;
-  std::unique_ptr<timer_queue> timers_;  // created under timers_mutex_, never replaced
-  bool timers_closed_ = false;           // guarded by timers_mutex_
+  detail::pool_timers timers_;
 };
 
 }  // namespace thread_system

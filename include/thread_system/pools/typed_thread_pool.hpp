@@ -69,7 +69,8 @@
 // submit(type, token, f, args...); this_job::token() inside the job),
 // pause()/resume(), set_affinity()/set_nice() of a worker, backpressure and
 // latency sampling (typed_pool_options), statistics and the error handler.
-// Not (yet) on a typed pool: timers (schedule_*) and resize().
+// Timers: schedule_after/at/every(type, ...) queue each run as a job of
+// that type. Not (yet) on a typed pool: resize().
 //
 // Threading: every member may be called from any thread, except that stop(),
 // wait_idle() and the destructor must not be called from one of this pool's
@@ -279,7 +280,7 @@ class typed_thread_pool_t {
   /// Not copyable.
   typed_thread_pool_t& operator=(const typed_thread_pool_t&) = delete;
   /// stop(stop_mode::drain), while every member jobs may still use exists.
-  ~typed_thread_pool_t() { (void)core_.stop(stop_mode::drain); }
+  ~typed_thread_pool_t() { (void)stop(stop_mode::drain); }
 
   // ---- configuration and workers --------------------------------------------
 
@@ -351,9 +352,7 @@ class typed_thread_pool_t {
     return detail::refuse_if_out_of_memory([&]() -> result<void> {
       auto rank = routable_rank(type);
       if (!rank) return unexpected_error(rank.error());
-      core_.stamp_if_sampled(fn);
-      return core_.push_external(std::uint64_t{1} << *rank, std::span<job_function>(&fn, 1),
-                                 [&] { return injector().push_kind(*rank, std::move(fn)); });
+      return push_rank(*rank, std::move(fn));
     });
   }
 
@@ -423,6 +422,45 @@ class typed_thread_pool_t {
     });
   }
 
+  // ---- timers ------------------------------------------------------------------
+  // Delayed and periodic jobs of a type, as thread_pool's schedule_*() (the
+  // contract is timer_queue's: never early, periodic runs on their grid and
+  // never overlapping, cancel() through the handle). The type is checked
+  // when the timer is scheduled (as enqueue(type, f) checks it); each run is
+  // then queued as a job of that type. One timer thread per pool, started
+  // by the first schedule_*(). stop() stops the timers first (drain
+  // dispatches one-shot timers already due, cancels and counts the rest);
+  // afterwards schedule_*() returns `pool_stopped`.
+
+  /// Runs `f` once as a job of `type`, `delay` from now.
+  template <typename Rep, typename Period, typename F>
+  result<timer_handle> schedule_after(T type, std::chrono::duration<Rep, Period> delay, F&& f) {
+    return with_timers(type,
+                       [&](timer_queue& q, timer_route r) { return q.schedule_after(r, delay, std::forward<F>(f)); });
+  }
+  /// Runs `f` once as a job of `type` at `when` (steady_clock; at once if that has passed).
+  template <typename Duration, typename F>
+  result<timer_handle> schedule_at(T type, std::chrono::time_point<std::chrono::steady_clock, Duration> when, F&& f) {
+    return with_timers(type, [&](timer_queue& q, timer_route r) { return q.schedule_at(r, when, std::forward<F>(f)); });
+  }
+  /// Runs `f` as a job of `type` every `period`, first after one period; `f`
+  /// may take a `const timer_tick&`.
+  template <typename Rep, typename Period, typename F>
+  result<timer_handle> schedule_every(T type, std::chrono::duration<Rep, Period> period, F&& f) {
+    return with_timers(type,
+                       [&](timer_queue& q, timer_route r) { return q.schedule_every(r, period, std::forward<F>(f)); });
+  }
+  /// Runs `f` as a job of `type` every `period`, first after `initial_delay`.
+  template <typename Rep1, typename Period1, typename Rep2, typename Period2, typename F>
+  result<timer_handle> schedule_every(T type, std::chrono::duration<Rep1, Period1> initial_delay,
+                                      std::chrono::duration<Rep2, Period2> period, F&& f) {
+    return with_timers(type, [&](timer_queue& q, timer_route r) {
+      return q.schedule_every(r, initial_delay, period, std::forward<F>(f));
+    });
+  }
+  /// Timers scheduled, fired, cancelled (including by stop()), skipped, refused.
+  [[nodiscard]] timer_statistics get_timer_statistics() const { return timers_.statistics(); }
+
   // ---- workers' threads ------------------------------------------------------
 
   /// Pins worker `worker` (an index into get_workers()) to `cpus`, as
@@ -435,8 +473,12 @@ class typed_thread_pool_t {
 
   /// Blocks until every job accepted before the call has finished.
   void wait_idle() { core_.wait_idle(); }
-  /// As thread_pool::stop().
-  stop_report stop(stop_mode mode = stop_mode::drain) { return core_.stop(mode); }
+  /// As thread_pool::stop(): the timers first, then the workers.
+  stop_report stop(stop_mode mode = stop_mode::drain) {
+    if (core_.is_worker_thread()) return core_.stop(mode);  // throws invalid_argument, stops nothing
+    timers_.close_and_stop(mode);
+    return core_.stop(mode);
+  }
   /// As thread_pool::is_running().
   [[nodiscard]] bool is_running() const noexcept { return core_.is_running(); }
   /// As thread_pool::is_stopped().
@@ -586,6 +628,27 @@ class typed_thread_pool_t {
     return type_name(static_cast<T>(rank));
   }
 
+  // Queues `fn` (left untouched on refusal) as a job of the type of `rank`.
+  result<void> push_rank(std::size_t rank, job_function&& fn) {
+    core_.stamp_if_sampled(fn);
+    return core_.push_external(std::uint64_t{1} << rank, std::span<job_function>(&fn, 1),
+                               [&] { return injector().push_kind(rank, std::move(fn)); });
+  }
+
+  // Runs `schedule(queue, route)` on the pool's timer queue (created on
+  // first use), the route naming the rank of `type`.
+  template <typename Schedule>
+  result<timer_handle> with_timers(T type, Schedule&& schedule) {
+    return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
+      auto rank = routable_rank(type);
+      if (!rank) return unexpected_error(rank.error());
+      auto q = timers_.get("typed_thread_pool", core_.get_name(),
+                           [this](job_function&& fn, timer_route r) { return push_rank(r.id, std::move(fn)); });
+      if (!q) return unexpected_error{q.error()};
+      return schedule(**q, timer_route{static_cast<std::uint32_t>(*rank)});
+    });
+  }
+
   // The rank of `type` if some added worker serves it.
   result<std::size_t> routable_rank(T type) const {
     auto rank = rank_of(type);
@@ -614,6 +677,8 @@ class typed_thread_pool_t {
   thread_pool core_;
   detail::typed_injector* injector_ = nullptr;  // == core_.queue_, owned there
   std::atomic<std::uint64_t> served_{0};        // types some added worker serves (bit per rank)
+  // Its runs go into core_: stopped (by stop() or the destructor) before it.
+  detail::pool_timers timers_;
 };
 
 /// The seed's names for the default job types.

@@ -79,6 +79,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -120,6 +121,16 @@ struct timer_queue_options {
 /// Where due runs go: returns success when it took the job, an error (the
 /// job_function left untouched) when it refused it.
 using timer_dispatch = std::function<result<void>(job_function&&)>;
+
+/// Which of a target's queues a timer's runs go to (a typed pool's job
+/// type, say): given to schedule_*() and handed back with every run.
+struct timer_route {
+  std::uint32_t id = 0;  ///< Chosen by the target; 0 for timers scheduled without a route.
+};
+
+/// A dispatch target with several queues: receives each run with its
+/// timer's route. Refusal as for timer_dispatch.
+using timer_routed_dispatch = std::function<result<void>(job_function&&, timer_route)>;
 
 namespace detail {
 
@@ -193,6 +204,7 @@ class timer_entry : public std::enable_shared_from_this<timer_entry> {
   timer_entry* flight_prev = nullptr;
   timer_entry* flight_next = nullptr;
   bool in_flight = false;
+  timer_route route{};  // set before the entry is shared; handed to the target with each run
   std::atomic<std::uint32_t> status{pending};
   std::shared_ptr<timer_counters> counters;  // set before the entry is shared
   std::weak_ptr<timer_core> core;            // set before the entry is shared: runs re-arm through it
@@ -258,6 +270,10 @@ class timer_queue {
   /// an empty target, {resource_exhausted} when the thread cannot start
   /// (thread_pool's schedule_*() return that error instead).
   explicit timer_queue(timer_dispatch target, timer_queue_options options = {});
+  /// A target with several queues: each run is handed over with the route
+  /// its timer was scheduled with (the schedule_*() overloads taking a
+  /// timer_route; the others use route 0). Throws as the constructor above.
+  explicit timer_queue(timer_routed_dispatch target, timer_queue_options options = {});
   /// Not copyable.
   timer_queue(const timer_queue&) = delete;
   /// Not copyable.
@@ -268,15 +284,25 @@ class timer_queue {
   /// Runs `f` once, `delay` from now.
   template <typename Rep, typename Period, typename F>
   result<timer_handle> schedule_after(std::chrono::duration<Rep, Period> delay, F&& f) {
+    return schedule_after(timer_route{}, delay, std::forward<F>(f));
+  }
+  /// As schedule_after(delay, f), its run handed to the target with `route`.
+  template <typename Rep, typename Period, typename F>
+  result<timer_handle> schedule_after(timer_route route, std::chrono::duration<Rep, Period> delay, F&& f) {
     return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
       if (auto r = check_delay(delay, "delay"); !r) return unexpected_error{r.error()};
-      return schedule_impl(after_now(delay), clock::duration::zero(), std::forward<F>(f));
+      return schedule_impl(route, after_now(delay), clock::duration::zero(), std::forward<F>(f));
     });
   }
 
   /// Runs `f` once at `when` (at once if that has passed).
   template <typename Duration, typename F>
   result<timer_handle> schedule_at(std::chrono::time_point<clock, Duration> when, F&& f) {
+    return schedule_at(timer_route{}, when, std::forward<F>(f));
+  }
+  /// As schedule_at(when, f), its run handed to the target with `route`.
+  template <typename Duration, typename F>
+  result<timer_handle> schedule_at(timer_route route, std::chrono::time_point<clock, Duration> when, F&& f) {
     return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
       const auto since_epoch = when.time_since_epoch();
       switch (detail::classify(since_epoch)) {
@@ -284,10 +310,10 @@ class timer_queue {
           return make_error(error_code::invalid_argument, "timer_queue: the time point is not a number");
         case detail::duration_kind::negative:
           // Before the clock's epoch: long past, so due at once.
-          return schedule_impl(clock::time_point{}, clock::duration::zero(), std::forward<F>(f));
+          return schedule_impl(route, clock::time_point{}, clock::duration::zero(), std::forward<F>(f));
         default:
-          return schedule_impl(clock::time_point{detail::to_clock_duration(since_epoch)}, clock::duration::zero(),
-                               std::forward<F>(f));
+          return schedule_impl(route, clock::time_point{detail::to_clock_duration(since_epoch)},
+                               clock::duration::zero(), std::forward<F>(f));
       }
     });
   }
@@ -295,12 +321,23 @@ class timer_queue {
   /// Runs `f` every `period`, first one period from now.
   template <typename Rep, typename Period, typename F>
   result<timer_handle> schedule_every(std::chrono::duration<Rep, Period> period, F&& f) {
-    return schedule_every(period, period, std::forward<F>(f));
+    return schedule_every(timer_route{}, period, period, std::forward<F>(f));
+  }
+  /// As schedule_every(period, f), its runs handed to the target with `route`.
+  template <typename Rep, typename Period, typename F>
+  result<timer_handle> schedule_every(timer_route route, std::chrono::duration<Rep, Period> period, F&& f) {
+    return schedule_every(route, period, period, std::forward<F>(f));
   }
 
   /// Runs `f` first after `initial_delay`, then every `period`.
   template <typename Rep1, typename Period1, typename Rep2, typename Period2, typename F>
   result<timer_handle> schedule_every(std::chrono::duration<Rep1, Period1> initial_delay,
+                                      std::chrono::duration<Rep2, Period2> period, F&& f) {
+    return schedule_every(timer_route{}, initial_delay, period, std::forward<F>(f));
+  }
+  /// As schedule_every(initial_delay, period, f), its runs handed to the target with `route`.
+  template <typename Rep1, typename Period1, typename Rep2, typename Period2, typename F>
+  result<timer_handle> schedule_every(timer_route route, std::chrono::duration<Rep1, Period1> initial_delay,
                                       std::chrono::duration<Rep2, Period2> period, F&& f) {
     return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
       if (auto r = check_delay(initial_delay, "initial delay"); !r) return unexpected_error{r.error()};
@@ -317,7 +354,7 @@ class timer_queue {
       if (p <= clock::duration::zero()) {
         return make_error(error_code::invalid_argument, "timer_queue: the period rounds to zero");
       }
-      return schedule_impl(after_now(initial_delay), p, std::forward<F>(f));
+      return schedule_impl(route, after_now(initial_delay), p, std::forward<F>(f));
     });
   }
 
@@ -350,7 +387,7 @@ class timer_queue {
   }
 
   template <typename F>
-  result<timer_handle> schedule_impl(clock::time_point due, clock::duration period, F&& f) {
+  result<timer_handle> schedule_impl(timer_route route, clock::time_point due, clock::duration period, F&& f) {
     using D = std::decay_t<F>;
     static_assert(std::is_invocable_v<D&, const timer_tick&> || std::is_invocable_v<D&>,
                   "a timer function is invocable as f() or f(const timer_tick&)");
@@ -363,6 +400,7 @@ class timer_queue {
     } catch (const std::bad_alloc&) {
       return make_error(error_code::resource_exhausted, "out of memory");
     }
+    e->route = route;
     return add(std::move(e));
   }
 
@@ -372,5 +410,31 @@ class timer_queue {
   std::mutex stop_mutex_;     // serialises stop()
   detail::os_thread thread_;  // guarded by stop_mutex_
 };
+
+namespace detail {
+
+// A pool's timer_queue (thread_pool, typed_thread_pool_t): created on first
+// use, so a pool that never schedules starts no timer thread, and closed for
+// good by close_and_stop(). Every member may be called from any thread.
+class pool_timers {
+ public:
+  // The queue. The first call creates it with `target`, its thread named
+  // after the pool (`pool_name`). Errors: pool_stopped once closed ("<kind>
+  // '<pool_name>' is stopped"); resource_exhausted when the timer thread
+  // cannot start or memory runs out.
+  result<timer_queue*> get(std::string_view kind, const std::string& pool_name, timer_routed_dispatch target);
+  // From now on get() refuses; then stops the queue (if one was created)
+  // with `mode`, outside the lock (runs dispatched meanwhile may call get()).
+  void close_and_stop(stop_mode mode);
+  // The queue's counters; all zero when none was created.
+  [[nodiscard]] timer_statistics statistics() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::unique_ptr<timer_queue> queue_;  // created under mutex_, never replaced
+  bool closed_ = false;                 // guarded by mutex_
+};
+
+}  // namespace detail
 
 }  // namespace thread_system
