@@ -2,7 +2,8 @@
 // FIFO of jobs.
 //
 // Algorithm: Dmitry Vyukov's bounded MPMC queue ("Bounded MPMC queue",
-// 1024cores.net, 2010). The ring has `capacity` cells; each cell carries a
+// 1024cores.net, 2010); the producer side is detail/vyukov_ring.hpp, shared
+// with the logger's record ring. The ring has `capacity` cells; each cell carries a
 // sequence number that says whose turn it is:
 //   * sequence == position          the cell is free for the producer that
 //                                   claims ring position `position`;
@@ -60,11 +61,11 @@
 #include <span>
 #include <thread>
 #include <utility>
-#include "thread_system/detail/chaos.hpp"
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/detail/packed_slot.hpp"
+#include "thread_system/detail/vyukov_ring.hpp"
 #include "thread_system/queues/queue_concept.hpp"
 
 namespace thread_system {
@@ -203,7 +204,7 @@ class bounded_queue {
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
 
  private:
-  static constexpr std::size_t closed_bit = std::size_t{1} << (sizeof(std::size_t) * 8 - 1);
+  static constexpr std::size_t closed_bit = detail::ring_closed_bit;
 
   using slot = detail::packed_slot<5>;
   struct cell {
@@ -217,42 +218,21 @@ class bounded_queue {
     return make_error(error_code::resource_exhausted, "bounded_queue: cannot allocate the box of a large job");
   }
 
-  static std::ptrdiff_t difference(std::size_t a, std::size_t b) noexcept { return static_cast<std::ptrdiff_t>(a - b); }
-
   // Claims `count` consecutive positions for a producer; on success `first`
-  // is the first of them.
+  // is the first of them (detail/vyukov_ring.hpp).
   result<void> claim_push(std::size_t count, std::size_t& first) {
-    // relaxed: the position is only a guess validated by the cell sequences
-    // and by the CAS below; tail_ publishes no data (Vyukov).
-    std::size_t tail = tail_.load(std::memory_order_relaxed);
-    for (;;) {
-      if ((tail & closed_bit) != 0) return make_error(error_code::pool_stopped, "bounded_queue: queue is closed");
-      bool stale = false;
-      for (std::size_t i = 0; i < count; ++i) {
-        // acquire: pairs with the consumer's release store that freed the
-        // cell, so its move-out of the old job happens-before our write.
-        const std::size_t sequence = cells_[(tail + i) & mask_].sequence.load(std::memory_order_acquire);
-        const std::ptrdiff_t lag = difference(sequence, tail + i);
-        if (lag < 0) return make_error(error_code::queue_full, "bounded_queue: queue is full");
-        if (lag > 0) {
-          stale = true;  // another producer claimed this position first
-          break;
-        }
-      }
-      if (stale) {
-        tail = tail_.load(std::memory_order_relaxed);  // a fresh guess; same reasoning as above
-        continue;
-      }
-      // A free cell can only be taken by the producer that moves tail_ past
-      // it, so cells seen free stay free until this CAS succeeds. relaxed on
-      // success: the cell sequences carry the data (Vyukov); relaxed on
-      // failure: `tail` is just reloaded.
-      THREAD_SYSTEM_CHAOS_POINT();
-      if (tail_.compare_exchange_weak(tail, tail + count, std::memory_order_relaxed, std::memory_order_relaxed)) {
-        first = tail;
+    switch (detail::claim_positions(
+        tail_, count,
+        [this](std::size_t position) -> std::atomic<std::size_t>& { return cells_[position & mask_].sequence; },
+        first)) {
+      case detail::ring_claim::ok:
         return {};
-      }
+      case detail::ring_claim::full:
+        return make_error(error_code::queue_full, "bounded_queue: queue is full");
+      case detail::ring_claim::closed:
+        break;
     }
+    return make_error(error_code::pool_stopped, "bounded_queue: queue is closed");
   }
 
   std::size_t pop_into(std::span<job_function> out) {
@@ -266,7 +246,7 @@ class bounded_queue {
         // acquire: pairs with the producer's release store that published
         // the job in this cell.
         const std::size_t sequence = cells_[(head + ready) & mask_].sequence.load(std::memory_order_acquire);
-        const std::ptrdiff_t lag = difference(sequence, head + ready + 1);
+        const std::ptrdiff_t lag = detail::ring_difference(sequence, head + ready + 1);
         if (lag < 0) break;  // not written yet (or empty)
         if (lag > 0) {
           stale = true;  // another consumer took this position
@@ -310,7 +290,7 @@ class bounded_queue {
     // made before close(), since a claim after it is impossible.
     const std::size_t tail = tail_.load(std::memory_order_acquire);
     if ((tail & closed_bit) == 0) return false;
-    if (difference(tail & ~closed_bit, head) <= 0) return false;
+    if (detail::ring_difference(tail & ~closed_bit, head) <= 0) return false;
     std::this_thread::yield();
     return true;
   }

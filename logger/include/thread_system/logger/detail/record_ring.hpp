@@ -3,9 +3,9 @@
 // record occupies one or more consecutive slots.
 //
 // Algorithm: Dmitry Vyukov's bounded MPMC queue ("Bounded MPMC queue",
-// 1024cores.net, 2010), the algorithm of thread_system::bounded_queue
-// (queues/bounded_queue.hpp), which holds only job_function and therefore
-// cannot carry records. Each slot carries a sequence number:
+// 1024cores.net, 2010), as thread_system::bounded_queue; both claim
+// positions with detail::claim_positions() (detail/vyukov_ring.hpp). Each
+// slot carries a sequence number:
 //   * sequence == position        free for the producer claiming `position`;
 //   * sequence == position + 1    holds the first slot of a published record;
 //   * the consumer frees a slot by storing position + capacity (next lap).
@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "thread_system/core/error.hpp"
+#include "thread_system/detail/vyukov_ring.hpp"
 #include "thread_system/logger/log_level.hpp"
 
 namespace thread_system::detail {
@@ -145,7 +146,7 @@ class record_ring {
     for (std::size_t i = 0; i < count; ++i) {
       // acquire: pairs with the consumer's release that freed the slot.
       const std::size_t sequence = slots_[(tail + i) & mask_].sequence.load(std::memory_order_acquire);
-      if (difference(sequence, tail + i) < 0) return false;
+      if (ring_difference(sequence, tail + i) < 0) return false;
     }
     return true;
   }
@@ -232,55 +233,31 @@ class record_ring {
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
 
  private:
-  static constexpr std::size_t closed_bit = std::size_t{1} << (sizeof(std::size_t) * 8 - 1);
+  static constexpr std::size_t closed_bit = ring_closed_bit;
 
   // One slot per 128 bytes, aligned so that a slot never straddles lines
   // beyond its own two (the consumer reading slot i does not pull a line a
   // producer is writing for slot i + 1).
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init): the payload is written before it is published
   struct alignas(64) slot {
-    std::atomic<std::uint64_t> sequence{0};
+    std::atomic<std::size_t> sequence{0};
     char payload[payload_bytes];
   };
   static_assert(sizeof(slot) == slot_bytes);
 
-  static std::ptrdiff_t difference(std::size_t a, std::size_t b) noexcept { return static_cast<std::ptrdiff_t>(a - b); }
-
   push_status claim(std::size_t count, std::size_t& first) noexcept {
-    // relaxed: a guess validated by the slot sequences and the CAS (Vyukov).
-    std::size_t tail = tail_.load(std::memory_order_relaxed);
-    for (;;) {
-      if ((tail & closed_bit) != 0) return push_status::closed;
-      bool stale = false;
-      for (std::size_t i = 0; i < count; ++i) {
-        // acquire: pairs with the consumer's release store that freed the
-        // slot, so its reads of the old record happen-before our writes.
-        const std::size_t sequence = slots_[(tail + i) & mask_].sequence.load(std::memory_order_acquire);
-        const std::ptrdiff_t lag = difference(sequence, tail + i);
-        if (lag < 0) {
-          // Not yet freed by the consumer: full, unless our guess is stale
-          // (another producer moved tail_ and the consumer freed nothing).
-          const std::size_t now = tail_.load(std::memory_order_relaxed);  // a fresh guess, as above
-          if (now == tail) return push_status::full;
-          stale = true;
-          tail = now;
-          break;
-        }
-        if (lag > 0) {
-          stale = true;                                  // another producer's record (or its next lap) is here
-          tail = tail_.load(std::memory_order_relaxed);  // a fresh guess, as above
-          break;
-        }
-      }
-      if (stale) continue;
-      // The checked slots are free and only the producer that moves tail_
-      // past them can take them. relaxed on success: the slot sequences carry
-      // the data; relaxed on failure: `tail` is just reloaded.
-      if (tail_.compare_exchange_weak(tail, tail + count, std::memory_order_relaxed, std::memory_order_relaxed)) {
-        first = tail;
+    switch (claim_positions(
+        tail_, count,
+        [this](std::size_t position) -> std::atomic<std::size_t>& { return slots_[position & mask_].sequence; },
+        first)) {
+      case ring_claim::ok:
         return push_status::ok;
-      }
+      case ring_claim::full:
+        return push_status::full;
+      case ring_claim::closed:
+        break;
     }
+    return push_status::closed;
   }
 
   // Producers CAS tail_; the consumer writes head_ and the slots; separate
