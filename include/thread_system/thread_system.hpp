@@ -1,6 +1,7 @@
 // Umbrella header: everything in Thread System's core library.
 #pragma once
 
+#include "thread_system/compat/lockfree_pools.hpp"
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job.hpp"
 #include "thread_system/core/job_batch.hpp"

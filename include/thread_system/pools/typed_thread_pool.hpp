@@ -295,6 +295,9 @@ class typed_thread_pool_t {
     return {};
   }
 
+  /// The queue kind of the per-type queues (typed_pool_options::queue or set_queue()).
+  [[nodiscard]] pool_queue queue_kind() const { return injector().queue_kind(); }
+
   /// Adds a worker (seed: add_worker / enqueue). Its responsibilities must
   /// name types this pool knows (`invalid_argument`). Null: `invalid_argument`;
   /// after stop: `pool_stopped`. On a running pool it starts at once.

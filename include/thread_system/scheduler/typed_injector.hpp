@@ -64,6 +64,12 @@ class typed_injector final : public injector {
     return true;
   }
 
+  /// The queue kind each kind's queue gets (or got).
+  [[nodiscard]] pool_queue queue_kind() const {
+    std::lock_guard lock(create_mutex_);
+    return queue_kind_;
+  }
+
   /// Queues `fn` as a job of kind `rank` (< max_kinds). On refusal `fn` is
   /// left untouched.
   [[nodiscard]] result<void> push_kind(std::size_t rank, job_function&& fn) {
@@ -296,7 +302,7 @@ class typed_injector final : public injector {
   std::array<std::atomic<kind_slot*>, max_kinds> slots_{};
   std::atomic<std::uint64_t> created_{0};
   std::atomic<bool> closed_{false};
-  std::mutex create_mutex_;
+  mutable std::mutex create_mutex_;
   std::array<std::unique_ptr<kind_slot>, max_kinds> owned_{};  // guarded by create_mutex_
 };
 
