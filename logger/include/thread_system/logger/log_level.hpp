@@ -1,5 +1,6 @@
 // log_level: the severities of the async logger, lowest to highest, plus
 // `off` (a logger level that lets nothing through; never a record's level).
+// log_types: the seed API's message types and the level each maps to.
 //
 // Thread-safety: plain values and constexpr functions; no state.
 #pragma once
@@ -38,6 +39,38 @@ enum class log_level : std::uint8_t {
       return "off";
   }
   return "unknown";
+}
+
+/// The seed API's message types (logger::write(), log_module::write_*()),
+/// each mapped to a log_level by to_log_level().
+enum class log_types : std::uint8_t {
+  None,         ///< Not logged.
+  Exception,    ///< log_level::critical
+  Error,        ///< log_level::error
+  Information,  ///< log_level::info
+  Debug,        ///< log_level::debug
+  Sequence,     ///< log_level::trace
+  Parameter,    ///< log_level::trace
+};
+
+/// The level a seed message type is logged at (None: log_level::off, i.e. not logged).
+[[nodiscard]] constexpr log_level to_log_level(log_types type) noexcept {
+  switch (type) {
+    case log_types::Exception:
+      return log_level::critical;
+    case log_types::Error:
+      return log_level::error;
+    case log_types::Information:
+      return log_level::info;
+    case log_types::Debug:
+      return log_level::debug;
+    case log_types::Sequence:
+    case log_types::Parameter:
+      return log_level::trace;
+    case log_types::None:
+      break;
+  }
+  return log_level::off;
 }
 
 }  // namespace thread_system

@@ -233,6 +233,19 @@ class logger {
     (void)try_log_text(level, text, location);  // refusals are counted in statistics()
   }
 
+  // ---- the seed API (log_module.hpp has the rest) ---------------------------
+  /// The process-wide default logger, the one log_module::start() starts:
+  /// when none is running, the first call starts it with a console sink on
+  /// stdout. Throws error_exception (resource_exhausted) when it cannot be
+  /// started. The logger stays valid until the process exits.
+  static logger& handle();
+  /// The seed's write(): log() at to_log_level(type); log_types::None logs nothing.
+  template <typename... Args>
+  void write(log_types type, log_format<Args...> format, Args&&... args) {
+    if (type == log_types::None) return;
+    log(to_log_level(type), format, std::forward<Args>(args)...);
+  }
+
   // ---- logging with the outcome -------------------------------------------
   /// Success when accepted or filtered by level; otherwise queue_full (drop
   /// policy), pool_stopped (stopped), invalid_argument (formatting threw) or

@@ -1,0 +1,126 @@
+// The process-wide default logger behind log_module and logger::handle().
+#include "thread_system/logger/log_module.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+
+#include "thread_system/logger/sinks/console_sink.hpp"
+
+namespace thread_system {
+namespace {
+
+// Every logger the default has been, newest last: a stopped one is kept
+// until exit, so a thread that loaded it just before stop() still writes to
+// a live object (its call is then refused and counted by that logger).
+struct default_loggers {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<logger>> all;  // guarded by mutex
+  std::atomic<logger*> current{nullptr};     // the running one, or null
+  std::atomic<std::uint64_t> refused{0};     // calls made while none ran
+  logger* last = nullptr;                    // guarded by mutex: current, or the one stopped last
+
+  result<void> start_locked(std::vector<std::shared_ptr<log_sink>> sinks, logger_options options) {
+    if (current.load(std::memory_order_relaxed) != nullptr) {  // written only under mutex
+      return make_error(error_code::already_started, "log_module: the default logger is already running");
+    }
+    try {
+      all.reserve(all.size() + 1);  // push_back below cannot throw
+      auto l = std::make_unique<logger>(std::move(sinks), std::move(options));
+      last = l.get();
+      all.push_back(std::move(l));
+    } catch (const error_exception& e) {
+      return unexpected_error{e.get_error()};
+    } catch (const std::bad_alloc&) {
+      return thread_system::detail::out_of_memory_error();
+    }
+    // release: the constructed logger is visible to a thread that loads it
+    // (pairs with the acquire in running()).
+    current.store(last, std::memory_order_release);
+    return {};
+  }
+
+  static std::vector<std::shared_ptr<log_sink>> console() { return {std::make_shared<console_sink>(stdout)}; }
+  static logger_options console_options() {
+    logger_options o;
+    o.level = log_level::trace;  // every seed type passes; set_level() narrows it
+    return o;
+  }
+};
+
+// Never destroyed: a static destructor (or a detached thread) that logs
+// after exit began still finds it, and its call is refused and counted
+// instead of touching a destroyed object. The running logger is stopped at
+// exit (std::atexit), so everything it accepted is written.
+default_loggers& defaults() {
+  static default_loggers* const d = [] {
+    auto* p = new default_loggers;  // NOLINT(cppcoreguidelines-owning-memory): intentionally never freed
+    std::atexit([] { log_module::stop(); });
+    return p;
+  }();
+  return *d;
+}
+
+}  // namespace
+
+namespace log_module {
+
+namespace detail {
+logger* running() noexcept {
+  return defaults().current.load(std::memory_order_acquire);  // pairs with the release in start_locked()
+}
+void refuse_not_running() noexcept {
+  defaults().refused.fetch_add(1, std::memory_order_relaxed);  // statistics only
+}
+}  // namespace detail
+
+result<void> start() {
+  return thread_system::detail::refuse_if_out_of_memory([]() -> result<void> {
+    default_loggers& d = defaults();
+    std::lock_guard lock(d.mutex);
+    return d.start_locked(default_loggers::console(), default_loggers::console_options());
+  });
+}
+
+result<void> start(std::vector<std::shared_ptr<log_sink>> sinks, logger_options options) {
+  default_loggers& d = defaults();
+  std::lock_guard lock(d.mutex);
+  return d.start_locked(std::move(sinks), std::move(options));
+}
+
+void stop() {
+  default_loggers& d = defaults();
+  std::lock_guard lock(d.mutex);
+  logger* l = d.current.exchange(nullptr, std::memory_order_acq_rel);  // later calls are refused here
+  if (l != nullptr) l->stop();                                         // writes everything it accepted
+}
+
+bool is_running() noexcept { return detail::running() != nullptr; }
+
+logger_statistics statistics() noexcept {
+  default_loggers& d = defaults();
+  logger_statistics s;
+  {
+    std::lock_guard lock(d.mutex);
+    if (d.last != nullptr) s = d.last->statistics();
+  }
+  s.rejected += d.refused.load(std::memory_order_relaxed);  // statistics only
+  return s;
+}
+
+}  // namespace log_module
+
+logger& logger::handle() {
+  if (logger* l = log_module::detail::running()) return *l;
+  default_loggers& d = defaults();
+  std::lock_guard lock(d.mutex);
+  if (logger* l = d.current.load(std::memory_order_relaxed)) return *l;  // started meanwhile (under mutex)
+  auto r = thread_system::detail::refuse_if_out_of_memory(
+      [&] { return d.start_locked(default_loggers::console(), default_loggers::console_options()); });
+  if (!r) throw error_exception(r.error());
+  return *d.last;
+}
+
+}  // namespace thread_system
