@@ -26,8 +26,9 @@ struct ring {
   ring() {
     for (std::size_t i = 0; i < N; ++i) sequence[i].store(i, std::memory_order_relaxed);  // before sharing
   }
+  template <ts::detail::full_check Check = ts::detail::full_check::confirm>
   ring_claim claim(std::size_t count, std::size_t& first) {
-    return ts::detail::claim_positions(
+    return ts::detail::claim_positions<Check>(
         tail, count, [this](std::size_t p) -> std::atomic<std::size_t>& { return sequence[p % N]; }, first);
   }
   // The producer publishes, then the consumer frees `position` (next lap).
@@ -54,6 +55,19 @@ TEST(VyukovRing, ClaimsConsecutivePositionsUntilFull) {
   r.free(0);
   ASSERT_EQ(r.claim(1, first), ring_claim::ok);
   EXPECT_EQ(first, 4U);
+}
+
+TEST(VyukovRing, FirstSightReportsFullWithoutReloadingTheTail) {
+  // A stale guess cannot be simulated single-threaded; both policies agree
+  // on a ring that is really full, and first_sight claims like confirm.
+  ring<2> r;
+  std::size_t first = 0;
+  ASSERT_EQ(r.claim<ts::detail::full_check::first_sight>(2, first), ring_claim::ok);
+  EXPECT_EQ(r.claim<ts::detail::full_check::first_sight>(1, first), ring_claim::full);
+  EXPECT_EQ(r.claim<ts::detail::full_check::confirm>(1, first), ring_claim::full);
+  r.free(0);
+  ASSERT_EQ(r.claim<ts::detail::full_check::first_sight>(1, first), ring_claim::ok);
+  EXPECT_EQ(first, 2U);
 }
 
 TEST(VyukovRing, ClosedBitRefusesEveryLaterClaim) {

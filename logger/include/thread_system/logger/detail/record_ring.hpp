@@ -246,7 +246,7 @@ class record_ring {
   static_assert(sizeof(slot) == slot_bytes);
 
   push_status claim(std::size_t count, std::size_t& first) noexcept {
-    switch (claim_positions(
+    switch (claim_positions<full_check::confirm>(
         tail_, count,
         [this](std::size_t position) -> std::atomic<std::size_t>& { return slots_[position & mask_].sequence; },
         first)) {
