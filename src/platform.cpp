@@ -145,6 +145,8 @@ void os_thread::join() noexcept {
 bool os_thread::is_current() const noexcept {
   return handle_ != nullptr && ::pthread_equal(handle_->id, ::pthread_self()) != 0;
 }
+
+os_thread::native_handle_type os_thread::native_handle() const noexcept { return handle_->id; }
 #else
 struct os_thread::native {
   std::thread t;
@@ -178,6 +180,8 @@ void os_thread::join() noexcept {
 bool os_thread::is_current() const noexcept {
   return handle_ != nullptr && handle_->t.get_id() == std::this_thread::get_id();
 }
+
+os_thread::native_handle_type os_thread::native_handle() const noexcept { return handle_->t.native_handle(); }
 #endif
 
 result<os_thread> os_thread::out_of_memory() noexcept {

@@ -309,20 +309,33 @@ std::size_t thread_pool::worker_count() const {
   return active_workers_locked();
 }
 
+result<thread_worker*> thread_pool::running_worker_locked(std::size_t worker) const {
+  if (worker >= workers_.size()) {
+    return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': no worker " + std::to_string(worker));
+  }
+  thread_worker* w = workers_[worker].get();
+  // relaxed: membership only read for this check.
+  if (!w->thread_.joinable() || w->membership_.load(std::memory_order_relaxed) == thread_worker::exited) {
+    return make_error(error_code::invalid_argument,
+                      "thread_pool '" + name_ + "': worker " + std::to_string(worker) + " is not running");
+  }
+  return w;
+}
+
+result<native_thread_handle> thread_pool::native_handle(std::size_t worker) const {
+  std::lock_guard lock(lifecycle_mutex_);
+  auto w = running_worker_locked(worker);
+  if (!w) return unexpected_error(w.error());
+  return (*w)->thread_.native_handle();
+}
+
 result<int> thread_pool::worker_os_tid(std::size_t worker) const {
   thread_worker* w = nullptr;
   {
     std::lock_guard lock(lifecycle_mutex_);
-    if (worker >= workers_.size()) {
-      return make_error(error_code::invalid_argument,
-                        "thread_pool '" + name_ + "': no worker " + std::to_string(worker));
-    }
-    w = workers_[worker].get();
-    // relaxed: membership only read for this check.
-    if (!w->thread_.joinable() || w->membership_.load(std::memory_order_relaxed) == thread_worker::exited) {
-      return make_error(error_code::invalid_argument,
-                        "thread_pool '" + name_ + "': worker " + std::to_string(worker) + " is not running");
-    }
+    auto running = running_worker_locked(worker);
+    if (!running) return unexpected_error(running.error());
+    w = *running;
   }
   // The thread may be starting: its id appears in a moment.
   for (;;) {

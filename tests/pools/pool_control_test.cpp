@@ -2,6 +2,7 @@
 // backpressure policies, pause/resume, and jobs that carry cancellation tokens.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -632,6 +633,36 @@ TEST(PoolTimers, PeriodicJobNeverOverlapsItself) {
 }
 
 // ---- worker threads ----------------------------------------------------------------
+
+TEST(PoolThreads, NativeHandleIsTheWorkerThreadWhileItRuns) {
+  // Seed style: the worker exists but does not run before start().
+  ts::thread_pool pool{"handles", ts::test::pool_opts("handles")};
+  ASSERT_TRUE(pool.enqueue(std::make_unique<ts::thread_worker>()));
+  auto before = pool.native_handle(0);
+  ASSERT_FALSE(before);
+  EXPECT_EQ(before.error().code(), ts::error_code::invalid_argument);
+  ASSERT_TRUE(pool.start());
+  auto h = pool.native_handle(0);
+  ASSERT_TRUE(h) << h.error().to_string();
+  auto self = pool.submit([] { return ::pthread_self(); });
+  EXPECT_NE(::pthread_equal(*h, self.get()), 0);  // the thread that runs the pool's jobs
+  char name[32] = {};
+  ASSERT_EQ(::pthread_getname_np(*h, name, sizeof name), 0);  // a platform call on the handle
+  EXPECT_STREQ(name, "handles-0");
+  auto beyond = pool.native_handle(1);
+  ASSERT_FALSE(beyond);
+  EXPECT_EQ(beyond.error().code(), ts::error_code::invalid_argument);
+  (void)pool.stop();
+  auto after = pool.native_handle(0);
+  ASSERT_FALSE(after);
+  EXPECT_EQ(after.error().code(), ts::error_code::invalid_argument);
+
+  ts::typed_thread_pool_t<ts::job_types> typed{1};
+  auto typed_handle = typed.native_handle(0);
+  ASSERT_TRUE(typed_handle);
+  auto typed_self = typed.submit(ts::job_types::Batch, [] { return ::pthread_self(); });
+  EXPECT_NE(::pthread_equal(*typed_handle, typed_self.get()), 0);
+}
 
 TEST(PoolThreads, AffinityAndNiceApplyToTheWorkerThread) {
   ts::thread_pool pool{1, ts::test::pool_opts("pinned")};

@@ -26,6 +26,8 @@
 //   * Everything the thread did is visible to the thread whose join()
 //     returned; everything the creating thread did before start() is
 //     visible to `f`.
+//   * native_handle() is the platform's handle (pthread_t on Linux and
+//     macOS) while the thread is joinable; after join() it names nothing.
 //   * Not thread-safe: one os_thread object is used by one thread at a time.
 //
 // Testing seam: detail::testing::set_thread_start_budget(n) makes the next
@@ -41,10 +43,24 @@
 
 #include "thread_system/core/error.hpp"
 
+#if defined(__linux__) || defined(__APPLE__)
+#include <pthread.h>
+#define THREAD_SYSTEM_DETAIL_POSIX_THREADS 1
+#else
+#include <thread>
+#endif
+
 namespace thread_system::detail {
 
 class os_thread {
  public:
+  /// The platform's thread handle: pthread_t where threads are POSIX threads.
+#if defined(THREAD_SYSTEM_DETAIL_POSIX_THREADS)
+  using native_handle_type = pthread_t;
+#else
+  using native_handle_type = std::thread::native_handle_type;
+#endif
+
   os_thread() noexcept = default;
   os_thread(os_thread&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
   os_thread& operator=(os_thread&& other) noexcept {
@@ -86,6 +102,8 @@ class os_thread {
   void join() noexcept;
   /// True when called on this thread.
   [[nodiscard]] bool is_current() const noexcept;
+  /// The thread's platform handle. Precondition: joinable(); valid until join().
+  [[nodiscard]] native_handle_type native_handle() const noexcept;
 
   /// The platform's minimum stack size (rounded up to whole pages).
   [[nodiscard]] static std::size_t min_stack_size() noexcept;

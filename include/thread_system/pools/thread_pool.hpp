@@ -156,6 +156,9 @@ concept not_a_seed_object =
 
 }  // namespace detail
 
+/// A worker thread's platform handle (thread_pool::native_handle()).
+using native_thread_handle = detail::os_thread::native_handle_type;
+
 /// A fixed set of worker threads running jobs from a shared queue, with work stealing (see the header comment).
 class thread_pool {
  public:
@@ -337,6 +340,15 @@ class thread_pool {
   /// Sets worker `worker`'s nice level (-20..19; Linux, per thread). Raising
   /// priority needs privileges: `not_supported` with the OS's reason.
   result<void> set_nice(std::size_t worker, int nice);
+  /// The platform handle of worker `worker`'s thread (pthread_t on Linux and
+  /// macOS), for platform calls the pool does not wrap. Valid while that
+  /// worker runs: from start() (or the resize() that started it) until
+  /// stop() or a resize() that removes it joins the thread; using it after
+  /// that is undefined, as std::thread::native_handle() after join().
+  /// `invalid_argument` when `worker` is not an index into get_workers() or
+  /// that worker is not running (before start(), after stop(), or removed by
+  /// resize()).
+  [[nodiscard]] result<native_thread_handle> native_handle(std::size_t worker) const;
 
   // ---- lifecycle -----------------------------------------------------------
 
@@ -467,6 +479,9 @@ class thread_pool {
     return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
   }
   [[nodiscard]] result<int> worker_os_tid(std::size_t worker) const;
+  // Worker `worker` if it is running (its thread joinable, not exited).
+  // Caller holds lifecycle_mutex_.
+  [[nodiscard]] result<thread_worker*> running_worker_locked(std::size_t worker) const;
   [[nodiscard]] bool try_reserve(std::size_t n) noexcept;
   void release_room(std::size_t n) noexcept;
   [[nodiscard]] bool drop_oldest_queued();

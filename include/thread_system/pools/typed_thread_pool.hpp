@@ -471,6 +471,10 @@ class typed_thread_pool_t {
   result<void> set_affinity(std::size_t worker, std::span<const int> cpus) { return core_.set_affinity(worker, cpus); }
   /// Sets worker `worker`'s nice level, as thread_pool::set_nice().
   result<void> set_nice(std::size_t worker, int nice) { return core_.set_nice(worker, nice); }
+  /// Worker `worker`'s platform thread handle, as thread_pool::native_handle().
+  [[nodiscard]] result<native_thread_handle> native_handle(std::size_t worker) const {
+    return core_.native_handle(worker);
+  }
 
   // ---- lifecycle ---------------------------------------------------------------
 
