@@ -314,8 +314,13 @@ result<thread_worker*> thread_pool::running_worker_locked(std::size_t worker) co
     return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': no worker " + std::to_string(worker));
   }
   thread_worker* w = workers_[worker].get();
-  // relaxed: membership only read for this check.
-  if (!w->thread_.joinable() || w->membership_.load(std::memory_order_relaxed) == thread_worker::exited) {
+  // Running pool, active worker: stop() joins threads only after setting
+  // `stopping` (under this mutex), and launch() replaces a thread only under
+  // it, so the thread_ read below cannot race with a join. relaxed: state_
+  // and membership_ are written under this mutex (membership_ also by the
+  // worker on exit, which only ever leaves `retiring`, refused here anyway).
+  if (state_.load(std::memory_order_relaxed) != state::running || !w->thread_.joinable() ||
+      w->membership_.load(std::memory_order_relaxed) != thread_worker::active) {
     return make_error(error_code::invalid_argument,
                       "thread_pool '" + name_ + "': worker " + std::to_string(worker) + " is not running");
   }

@@ -19,16 +19,21 @@ struct default_loggers {
   std::mutex mutex;
   std::vector<std::unique_ptr<logger>> all;  // guarded by mutex
   std::atomic<logger*> current{nullptr};     // the running one, or null
-  std::atomic<std::uint64_t> refused{0};     // calls made while none ran
+  std::atomic<std::uint64_t> refused{0};     // calls refused while none ran, and by replaced loggers
   logger* last = nullptr;                    // guarded by mutex: current, or the one stopped last
+  bool exiting = false;                      // guarded by mutex: the exit handler ran; no new logger
 
   result<void> start_locked(std::vector<std::shared_ptr<log_sink>> sinks, logger_options options) {
     if (current.load(std::memory_order_relaxed) != nullptr) {  // written only under mutex
       return make_error(error_code::already_started, "log_module: the default logger is already running");
     }
+    if (exiting) return make_error(error_code::pool_stopped, "log_module: the process is exiting");
     try {
       all.reserve(all.size() + 1);  // push_back below cannot throw
       auto l = std::make_unique<logger>(std::move(sinks), std::move(options));
+      // The replaced logger's refusals (calls that reached it after its
+      // stop) stay in statistics(). relaxed: statistics only.
+      if (last != nullptr) refused.fetch_add(last->statistics().rejected, std::memory_order_relaxed);
       last = l.get();
       all.push_back(std::move(l));
     } catch (const error_exception& e) {
@@ -54,10 +59,19 @@ struct default_loggers {
 // after exit began still finds it, and its call is refused and counted
 // instead of touching a destroyed object. The running logger is stopped at
 // exit (std::atexit), so everything it accepted is written.
-default_loggers& defaults() {
+// Built in static storage (no allocation, so the noexcept entry points
+// cannot fail) and never destroyed.
+default_loggers& defaults() noexcept {
+  alignas(default_loggers) static unsigned char storage[sizeof(default_loggers)];
   static default_loggers* const d = [] {
-    auto* p = new default_loggers;  // NOLINT(cppcoreguidelines-owning-memory): intentionally never freed
-    std::atexit([] { log_module::stop(); });
+    auto* p = ::new (static_cast<void*>(storage)) default_loggers;
+    (void)std::atexit([] {
+      {
+        std::lock_guard lock(defaults().mutex);
+        defaults().exiting = true;  // handle() and start() start nothing after this
+      }
+      log_module::stop();
+    });
     return p;
   }();
   return *d;
@@ -92,9 +106,18 @@ result<void> start(std::vector<std::shared_ptr<log_sink>> sinks, logger_options 
 
 void stop() {
   default_loggers& d = defaults();
-  std::lock_guard lock(d.mutex);
-  logger* l = d.current.exchange(nullptr, std::memory_order_acq_rel);  // later calls are refused here
-  if (l != nullptr) l->stop();                                         // writes everything it accepted
+  logger* l = nullptr;
+  {
+    std::lock_guard lock(d.mutex);
+    // relaxed: current is written only under the mutex; a writer that still
+    // loads the old pointer finds a live logger that refuses after stop().
+    l = d.current.exchange(nullptr, std::memory_order_relaxed);
+  }
+  // Outside the mutex: stopping joins the writer thread, whose sinks may
+  // call log_module or logger::handle() themselves. Stopped loggers are
+  // never destroyed, so `l` stays valid; logger::stop() is idempotent and
+  // safe to call concurrently.
+  if (l != nullptr) l->stop();  // writes everything it accepted
 }
 
 bool is_running() noexcept { return detail::running() != nullptr; }
@@ -117,6 +140,7 @@ logger& logger::handle() {
   default_loggers& d = defaults();
   std::lock_guard lock(d.mutex);
   if (logger* l = d.current.load(std::memory_order_relaxed)) return *l;  // started meanwhile (under mutex)
+  if (d.exiting && d.last != nullptr) return *d.last;                    // stopped: its calls are refused and counted
   auto r = thread_system::detail::refuse_if_out_of_memory(
       [&] { return d.start_locked(default_loggers::console(), default_loggers::console_options()); });
   if (!r) throw error_exception(r.error());

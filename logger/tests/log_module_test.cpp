@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -132,5 +133,24 @@ TEST(LoggerHandle, StartsADefaultLoggerWhenNoneRuns) {
   log.write(ts::log_types::None, "not logged");
   log.write(ts::log_types::Debug, "handle started me");
   ts::log_module::stop();
+  EXPECT_EQ(ts::log_module::statistics().written, 1U);
+}
+
+TEST(LogModule, ASinkMayUseLogModuleWhileItStops) {
+  // stop() joins the writer thread; a sink running there that asks
+  // log_module for its state must not wait for stop() (no deadlock).
+  std::atomic<int> asked{0};
+  // The final flush runs on the writer thread inside stop(): a sink's flush
+  // that asks log_module for its state is certain to do so while stop() runs.
+  auto sink = std::make_shared<ts::callback_sink>([](const ts::log_entry&) {},
+                                                  [&asked] {
+                                                    (void)ts::log_module::statistics();
+                                                    (void)ts::log_module::is_running();
+                                                    asked.fetch_add(1, std::memory_order_relaxed);  // read after stop()
+                                                  });
+  ASSERT_TRUE(ts::log_module::start({sink}, all_levels()));
+  ts::log_module::write_information("one record");
+  ts::log_module::stop();
+  EXPECT_GE(asked.load(std::memory_order_relaxed), 1);
   EXPECT_EQ(ts::log_module::statistics().written, 1U);
 }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <latch>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -64,12 +65,22 @@ TEST(LockfreeThreadPool, EveryConstructorTakesTheOptionsAndForcesTheLockfreeQueu
   EXPECT_EQ(defaulted.queue_kind(), ts::pool_queue::lockfree);
   EXPECT_EQ(defaulted.get_name(), "lockfree_thread_pool");
   // The other options are kept: backpressure refuses a fifth queued job.
-  concise.pause();
+  // Both workers are held inside a job first, so nothing queued can start
+  // (and free room) while the queue is filled.
+  std::latch started{2};
+  std::latch release{1};
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(concise.enqueue([&] {
+      started.count_down();
+      release.wait();
+    }));
+  }
+  started.wait();
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(concise.enqueue([] {}));
   auto refused = concise.enqueue([] {});
+  release.count_down();
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), ts::error_code::queue_full);
-  concise.resume();
   concise.wait_idle();
 }
 

@@ -32,6 +32,7 @@ struct ring {
         tail, count, [this](std::size_t p) -> std::atomic<std::size_t>& { return sequence[p % N]; }, first);
   }
   // The producer publishes, then the consumer frees `position` (next lap).
+  // release: as the rings do; the claim's acquire loads pair with free().
   void publish(std::size_t position) { sequence[position % N].store(position + 1, std::memory_order_release); }
   void free(std::size_t position) { sequence[position % N].store(position + N, std::memory_order_release); }
 };
@@ -46,7 +47,7 @@ TEST(VyukovRing, ClaimsConsecutivePositionsUntilFull) {
   for (std::size_t p = 0; p < 3; ++p) r.publish(p);
   // Two more do not fit (one cell left): all or none, tail unchanged.
   EXPECT_EQ(r.claim(2, first), ring_claim::full);
-  EXPECT_EQ(r.tail.load(std::memory_order_relaxed), 3U);
+  EXPECT_EQ(r.tail.load(std::memory_order_relaxed), 3U);  // one thread: no ordering needed
   ASSERT_EQ(r.claim(1, first), ring_claim::ok);
   EXPECT_EQ(first, 3U);
   r.publish(3);
@@ -74,9 +75,9 @@ TEST(VyukovRing, ClosedBitRefusesEveryLaterClaim) {
   ring<4> r;
   std::size_t first = 0;
   ASSERT_EQ(r.claim(1, first), ring_claim::ok);
-  r.tail.fetch_or(ts::detail::ring_closed_bit, std::memory_order_acq_rel);
+  r.tail.fetch_or(ts::detail::ring_closed_bit, std::memory_order_acq_rel);  // as the rings' close()
   EXPECT_EQ(r.claim(1, first), ring_claim::closed);
-  EXPECT_EQ(r.tail.load(std::memory_order_relaxed) & ~ts::detail::ring_closed_bit, 1U);
+  EXPECT_EQ(r.tail.load(std::memory_order_relaxed) & ~ts::detail::ring_closed_bit, 1U);  // one thread
 }
 
 TEST(VyukovRing, ConcurrentProducersGetDisjointPositions) {
@@ -93,15 +94,16 @@ TEST(VyukovRing, ConcurrentProducersGetDisjointPositions) {
         const ring_claim c = r.claim(count, first);
         if (c != ring_claim::ok) return;  // full: every position claimed
         for (std::size_t i = 0; i < count; ++i) {
-          owner_count[first + i].fetch_add(1, std::memory_order_relaxed);  // checked after join
+          owner_count[first + i].fetch_add(1, std::memory_order_relaxed);  // checked after join()
           r.publish(first + i);
         }
       }
     });
   }
   for (auto& t : threads) t.join();
-  const std::size_t claimed = r.tail.load(std::memory_order_relaxed);
-  EXPECT_GT(claimed, cells - 3);  // full means fewer than `count` cells left
+  const std::size_t claimed = r.tail.load(std::memory_order_relaxed);  // after join(): ordered by it
+  EXPECT_GT(claimed, cells - 3);                                       // full means fewer than `count` cells left
+  // relaxed: after join()
   for (std::size_t p = 0; p < claimed; ++p) EXPECT_EQ(owner_count[p].load(std::memory_order_relaxed), 1) << p;
 }
 

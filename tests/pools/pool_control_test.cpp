@@ -664,6 +664,32 @@ TEST(PoolThreads, NativeHandleIsTheWorkerThreadWhileItRuns) {
   EXPECT_NE(::pthread_equal(*typed_handle, typed_self.get()), 0);
 }
 
+TEST(PoolThreads, NativeHandleNeverRacesWithStopOrResize) {
+  // A caller asking for handles while the pool shrinks and stops gets a
+  // handle or invalid_argument, never a thread being joined (TSan and ASan
+  // watch the thread objects).
+  ts::thread_pool pool{2, ts::test::pool_opts("handles")};
+  std::atomic<bool> done{false};
+  std::thread asker([&] {
+    while (!done.load(std::memory_order_acquire)) {  // pairs with the release store below
+      for (std::size_t i = 0; i < 2; ++i) {
+        auto h = pool.native_handle(i);
+        if (!h) {
+          EXPECT_EQ(h.error().code(), ts::error_code::invalid_argument);
+        }
+      }
+    }
+  });
+  ASSERT_TRUE(pool.resize(1));
+  auto removed = pool.native_handle(1);  // removed by resize(): not running, even before it exits
+  ASSERT_FALSE(removed);
+  EXPECT_EQ(removed.error().code(), ts::error_code::invalid_argument);
+  (void)pool.stop();
+  done.store(true, std::memory_order_release);
+  asker.join();
+  EXPECT_FALSE(pool.native_handle(0));
+}
+
 TEST(PoolThreads, AffinityAndNiceApplyToTheWorkerThread) {
   ts::thread_pool pool{1, ts::test::pool_opts("pinned")};
   int first_cpu = 0;

@@ -195,7 +195,9 @@ TEST(PoolStress, WaitIdleNeverReturnsEarly) {
 // more jobs finished than accepted (a scrape of the Prometheus exporter
 // asserts accepted >= executed on exactly such a snapshot).
 TEST(PoolStress, LiveStatisticsNeverShowMoreFinishedThanAccepted) {
-  ts::thread_pool pool{2, ts::test::pool_opts()};
+  ts::pool_options o = ts::test::pool_opts();
+  o.backpressure = ts::backpressure::block(4096);  // the producers never build an unbounded backlog
+  ts::thread_pool pool{2, o};
   std::atomic<bool> done{false};
   std::vector<std::thread> producers;
   for (int p = 0; p < 2; ++p) {

@@ -12,16 +12,20 @@
 //
 // Contract:
 //   * lockfree_thread_pool is a thread_pool whose injector is the lock-free
-//     queue (pool_queue::lockfree) on every construction path: each
-//     constructor takes the same arguments as thread_pool's and sets
-//     `options.queue` to lockfree (any other value given there is replaced;
-//     every other option is kept). Everything else is thread_pool's
-//     contract. Use it through its own type or a reference or pointer to
-//     thread_pool; do not delete it through a thread_pool* (thread_pool has
-//     no virtual destructor).
+//     queue (pool_queue::lockfree) on every construction path. Its
+//     constructors: (name = "lockfree_thread_pool") and (name, options),
+//     seed style (no workers, not started); (worker_count, options),
+//     concise (workers started). `options.queue` is replaced by lockfree;
+//     every other option is kept. Everything else is thread_pool's
+//     contract.
 //   * typed_lockfree_thread_pool_t<T> is likewise a typed_thread_pool_t<T>
 //     whose per-type queues are lock-free (`typed_pool_options::queue` set
-//     to lockfree; set_queue() can still change it before the first job).
+//     to lockfree; set_queue() can still change it before the first job):
+//     (name, options = {}) seed style, (universal_workers, options) concise.
+//   * Neither base class has a virtual destructor: hold these pools by
+//     their own type, by std::shared_ptr (which deletes the type it was
+//     made with), or by reference; do not delete one through a pointer to
+//     its base.
 //   * The workers need nothing special: lockfree_thread_worker is
 //     thread_worker, typed_lockfree_thread_worker_t<T> is
 //     typed_thread_worker_t<T>.

@@ -516,8 +516,9 @@ class typed_thread_pool_t {
     const detail::typed_injector& inj = injector();
     for (std::uint64_t m = inj.created_mask(); m != 0; m &= m - 1) {
       const auto rank = static_cast<std::size_t>(std::countr_zero(m));
-      // Executed first, accepted after (kind_totals() loads with acquire):
-      // a live snapshot never shows more jobs run than accepted.
+      // Executed and cancelled first, accepted after (kind_totals() and
+      // view() load with acquire): a live snapshot never shows more jobs
+      // run or cancelled than accepted.
       const auto [executed, failed] = core_.kind_totals(static_cast<std::uint8_t>(rank + 1));
       const auto view = inj.view(rank);
       job_type_statistics s;

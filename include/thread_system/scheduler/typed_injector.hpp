@@ -204,7 +204,10 @@ class typed_injector final : public injector {
   }
 
   void note_cancelled(std::uint8_t tag) noexcept override {
-    if (kind_slot* s = slot_of_tag(tag)) s->cancelled.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    // release: pairs with the acquire load in view(), which reads the
+    // cancelled count before the accepted one (so a snapshot never shows a
+    // job cancelled but not accepted).
+    if (kind_slot* s = slot_of_tag(tag)) s->cancelled.fetch_add(1, std::memory_order_release);
   }
 
   void note_wait(std::uint8_t tag, std::uint64_t wait_ns) noexcept override {
@@ -227,8 +230,11 @@ class typed_injector final : public injector {
     const kind_slot* s = slots_[rank].load(std::memory_order_acquire);  // pairs with slot_for()
     if (s == nullptr) return v;
     v.exists = true;
+    // Cancelled first (acquire, pairs with note_cancelled()), accepted
+    // after: every job counted cancelled was accepted before, so the
+    // accepted count read after includes it.
+    v.cancelled = s->cancelled.load(std::memory_order_acquire);
     v.accepted = s->queue->accepted();
-    v.cancelled = s->cancelled.load(std::memory_order_relaxed);  // statistics only
     v.waiting = s->queue->size_approx();
     v.wait = s->wait.snapshot();
     return v;

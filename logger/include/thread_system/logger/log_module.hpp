@@ -25,10 +25,14 @@
 //     added to `rejected`.
 //   * lockfree_logger (the seed's other logger) is logger: its producers
 //     already share a lock-free buffer.
-//   * Any function may be called from any thread. A logger that was stopped
-//     is not destroyed before the process exits (a thread still inside a
-//     write_*() can never touch a destroyed logger); at exit a running
-//     default logger is stopped, so its records are written.
+//   * Any function may be called from any thread, also from a sink of the
+//     default logger. A logger that was stopped is not destroyed before the
+//     process exits (a thread still inside a write_*() can never touch a
+//     destroyed logger; each start/stop cycle keeps one stopped logger, its
+//     buffer included, until exit). At exit a running default logger is
+//     stopped, so its records are written; afterwards start() returns
+//     pool_stopped and logger::handle() returns the stopped logger (its
+//     calls refused and counted).
 #pragma once
 
 #include <memory>

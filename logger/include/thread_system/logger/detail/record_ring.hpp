@@ -183,7 +183,7 @@ class record_ring {
       }
       for (std::size_t i = 0; i < count; ++i) {
         // release: our reads of the slot happen-before the next lap's
-        // producer writes; pairs with the acquire loads in claim().
+        // producer writes; pairs with the acquire loads in claim_positions() (detail/vyukov_ring.hpp).
         slots_[(head + i) & mask_].sequence.store(head + i + capacity_, std::memory_order_release);
       }
       out.push_back(record);
