@@ -8,6 +8,7 @@
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/core/stop_mode.hpp"
 #include "thread_system/core/thread_base.hpp"
+#include "thread_system/coro/task.hpp"
 #include "thread_system/diagnostics/latency_histogram.hpp"
 #include "thread_system/pools/backpressure.hpp"
 #include "thread_system/pools/job_types.hpp"

@@ -9,6 +9,7 @@
 #include <new>
 
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/coro/task.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/queues/adaptive_job_queue.hpp"
 #include "thread_system/queues/bounded_queue.hpp"
@@ -245,4 +246,50 @@ TEST(Allocation, BoundedQueueReportsAFailedBox) {
 TEST(Allocation, LockfreeQueueReportsAFailedBox) {
   ts::lockfree_queue queue;
   expect_box_failure_is_reported(queue);
+}
+
+// Coroutines: frames are recycled (coro/frame_allocator.hpp). On one
+// thread, a steady state of tasks created and finished allocates nothing.
+namespace {
+ts::task<int> leaf(int v) { co_return v; }
+ts::task<int> two_levels(int v) { co_return co_await leaf(v) + 1; }
+ts::task<void> hop_once(ts::thread_pool& pool, std::atomic<std::uint64_t>& done) {
+  co_await pool.schedule();
+  done.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+TEST(Allocation, TasksInSteadyStateDoNotAllocate) {
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(ts::sync_wait(two_levels(i)), i + 1);  // warm the caches
+  const auto before = allocations();
+  int sum = 0;
+  for (int i = 0; i < 10'000; ++i) sum += ts::sync_wait(two_levels(1));
+  EXPECT_EQ(allocations() - before, 0U);
+  EXPECT_EQ(sum, 20'000);
+}
+
+// Across threads (created on this one, freed on the workers) frames travel
+// back through the shared lists. The allocator holds the peak number in
+// flight (every round spawns into a paused pool, so each round reaches the
+// same peak) plus what each thread's cache keeps; what it may still request
+// after the first round is bounded by those caches, not by the number of
+// tasks: without recycling each of these 40 000 tasks would cost two
+// allocations (its frame and its spawn record).
+TEST(Allocation, SpawnedTasksInSteadyStateDoNotAllocatePerTask) {
+  ts::thread_pool pool{2};
+  std::atomic<std::uint64_t> done{0};
+  constexpr int tasks = 2'000;
+  auto round = [&] {
+    pool.pause();
+    for (int i = 0; i < tasks; ++i) ASSERT_TRUE(ts::spawn(pool, hop_once(pool, done)));
+    pool.resume();
+    pool.wait_idle();
+  };
+  for (int warm = 0; warm < 5; ++warm) round();
+  const auto before = allocations();
+  for (int r = 0; r < 20; ++r) round();
+  // Two size classes, three threads, each keeping up to thread_cache_limit + one batch.
+  constexpr std::uint64_t cache_bound = 2 * 3 * (ts::detail::thread_cache_limit + ts::detail::thread_cache_limit / 2);
+  EXPECT_LE(allocations() - before, cache_bound);
+  EXPECT_EQ(done.load(std::memory_order_relaxed), 25U * tasks);
 }

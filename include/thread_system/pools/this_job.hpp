@@ -1,39 +1,6 @@
-// this_job: what a running job may ask about itself, from inside it.
-//
-//   pool.enqueue(token, [] {
-//     while (!this_job::is_cancelled()) do_a_slice();
-//   });
-//
-// Outside a job, and inside a job submitted without a token, token() is a
-// token that is never cancelled and is_cancelled() is false. While a job
-// submitted with a token runs (enqueue(token, f), submit(token, f, ...)),
-// they see that token. A helping wait inside a job (future::get(),
-// task_group::wait()) runs other jobs with their own tokens and restores the
-// waiting job's token afterwards. Thread-safety: each thread sees only the
-// job it is running.
+// this_job: moved to sync/this_job.hpp (it depends only on cancellation, and
+// the coroutine support below the pools needs it); this header stays for
+// code that includes it from here.
 #pragma once
 
-#include "thread_system/sync/cancellation.hpp"
-
-namespace thread_system {
-
-/// The job that is running on this thread, as seen from inside it.
-namespace this_job {
-namespace detail {
-inline thread_local const cancellation_token* current_token = nullptr;
-}
-/// The cancellation token the running job was submitted with (a token that
-/// is never cancelled when it has none, or outside a job).
-[[nodiscard]] inline cancellation_token token() {
-  const cancellation_token* t = detail::current_token;
-  return t != nullptr ? *t : cancellation_token::none();
-}
-/// True when the running job's token has been cancelled: a long job polls
-/// this and returns early.
-[[nodiscard]] inline bool is_cancelled() noexcept {
-  const cancellation_token* t = detail::current_token;
-  return t != nullptr && t->is_cancelled();
-}
-}  // namespace this_job
-
-}  // namespace thread_system
+#include "thread_system/sync/this_job.hpp"

@@ -106,6 +106,8 @@
 #include "thread_system/core/job_batch.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/core/stop_mode.hpp"
+#include "thread_system/coro/coro_base.hpp"
+#include "thread_system/coro/sleep_awaiter.hpp"
 #include "thread_system/pools/backpressure.hpp"
 #include "thread_system/pools/pool_options.hpp"
 #include "thread_system/pools/submission.hpp"
@@ -329,6 +331,26 @@ class thread_pool {
   /// Timers scheduled, fired, cancelled (including by stop()), skipped.
   [[nodiscard]] timer_statistics get_timer_statistics() const;
 
+  // ---- coroutines (coro/task.hpp, docs/COROUTINES.md) ---------------------------
+
+  /// `co_await pool.schedule();` continues the coroutine in a job of this
+  /// pool; throws the refusal (pool_stopped, ...) instead of suspending when
+  /// the pool does not accept it.
+  [[nodiscard]] detail::schedule_awaiter schedule() noexcept { return detail::schedule_awaiter(coroutine_target()); }
+  /// `co_await pool.sleep_for(d);` resumes on a worker after `d` (the timer
+  /// queue; no thread blocks). See coro/sleep_awaiter.hpp.
+  template <typename Rep, typename Period>
+  [[nodiscard]] detail::sleep_awaiter<thread_pool> sleep_for(std::chrono::duration<Rep, Period> d) {
+    return detail::sleep_awaiter<thread_pool>(*this, detail::due_after(d), coroutine_target());
+  }
+  /// `co_await pool.sleep_until(t);` resumes on a worker at `t` (steady_clock).
+  template <typename Duration>
+  [[nodiscard]] detail::sleep_awaiter<thread_pool> sleep_until(
+      std::chrono::time_point<std::chrono::steady_clock, Duration> t) {
+    return detail::sleep_awaiter<thread_pool>(
+        *this, std::chrono::time_point_cast<std::chrono::steady_clock::duration>(t), coroutine_target());
+  }
+
   // ---- threads ----------------------------------------------------------------
 
   /// Pins worker `worker` (index in get_workers()) to `cpus` (Linux).
@@ -414,6 +436,15 @@ class thread_pool {
   friend bool detail::nothing_left_to_steal(const thread_pool& pool) noexcept;
   template <typename T>
   friend class typed_thread_pool_t;
+  friend struct detail::coro_access;
+
+  // Coroutine resumptions go in as plain jobs.
+  [[nodiscard]] detail::resume_target coroutine_target() noexcept {
+    return {this, [](void* pool, std::uintptr_t, job_function&& job) {
+              return static_cast<thread_pool*>(pool)->enqueue(std::move(job));
+            }};
+  }
+  void report_coroutine_failure(const std::exception_ptr& e) noexcept { report_failure(e); }
 
   // Typed pools: a pool around their own injector. Jobs are never pushed to
   // workers' deques by producers (every job goes through the injector, where

@@ -464,6 +464,12 @@ class typed_thread_pool_t {
   /// Timers scheduled, fired, cancelled (including by stop()), skipped, refused.
   [[nodiscard]] timer_statistics get_timer_statistics() const { return timers_.statistics(); }
 
+  /// `co_await pool.schedule(type);` continues the coroutine in a job of
+  /// `type` (its priority, its workers), as thread_pool::schedule().
+  [[nodiscard]] detail::schedule_awaiter schedule(T type) noexcept {
+    return detail::schedule_awaiter(coroutine_target(type));
+  }
+
   // ---- workers' threads ------------------------------------------------------
 
   /// Pins worker `worker` (an index into get_workers()) to `cpus`, as
@@ -563,6 +569,17 @@ class typed_thread_pool_t {
   }
 
  private:
+  friend struct detail::coro_access;
+
+  // Coroutine resumptions go in as jobs of their type.
+  [[nodiscard]] detail::resume_target coroutine_target(T type) noexcept {
+    return {this,
+            [](void* pool, std::uintptr_t t, job_function&& job) {
+              return static_cast<typed_thread_pool_t*>(pool)->enqueue(static_cast<T>(t), std::move(job));
+            },
+            static_cast<std::uintptr_t>(type)};
+  }
+  void report_coroutine_failure(const std::exception_ptr& e) noexcept { core_.report_failure(e); }
   result<void> add_workers(std::vector<std::unique_ptr<worker_type>> workers) {
     std::lock_guard lock(config_mutex_);
     std::vector<std::uint64_t> masks;

@@ -19,6 +19,12 @@
 // A job discarded by stop(stop_mode::cancel_pending) completes its future
 // with an `error_exception` whose code is `cancelled`.
 //
+// Coroutines (with coro/task.hpp, which defines the operator):
+// `T v = co_await std::move(f);` (or `co_await pool.submit(...)`) suspends until the result is ready without blocking a
+// thread, then resumes the coroutine on the thread that completed the future (the worker that ran the job; for a
+// discarded job, the thread that discarded it) and returns the value or rethrows as get() does. A ready future does not
+// suspend.
+//
 // Threading: one future is used by one thread at a time (like std::future);
 // the producing job runs on another. Everything the job did happens-before
 // the return of a wait that observes the result ready.
@@ -87,11 +93,34 @@ class completion {
   std::atomic<std::uint32_t> word_{0};
 };
 
+// A coroutine waiting for a future (operator co_await).
+class future_waiter {
+ public:
+  virtual void ready() noexcept = 0;
+
+ protected:
+  future_waiter() = default;
+  future_waiter(const future_waiter&) = default;
+  future_waiter& operator=(const future_waiter&) = default;
+  ~future_waiter() = default;
+};
+
+// Marks a future_state as completed for attach().
+inline future_waiter* future_completed_marker() noexcept {
+  struct marker final : future_waiter {
+    void ready() noexcept override {}
+  };
+  static marker m;
+  return &m;
+}
+
 template <typename T>
 struct future_state {
   completion done;
   std::optional<std::conditional_t<std::is_void_v<T>, char, T>> value;
   std::exception_ptr exception;
+  // null, a suspended coroutine's waiter, or the completed marker.
+  std::atomic<future_waiter*> waiter{nullptr};
 
   template <typename... V>
   void set_value(V&&... v) {
@@ -101,13 +130,32 @@ struct future_state {
       value.emplace(std::forward<V>(v)...);
     }
     done.set();
+    notify_waiter();
   }
   void set_exception(std::exception_ptr e) noexcept {
     exception = std::move(e);
     done.set();
+    notify_waiter();
+  }
+  // Registers `w` to be resumed on completion; false if already complete.
+  bool attach(future_waiter* w) noexcept {
+    future_waiter* expected = nullptr;
+    // acq_rel: release publishes the coroutine's state to the completer
+    // (which acquires in notify_waiter()); acquire on failure pairs with
+    // notify_waiter()'s release, so the result is visible.
+    return waiter.compare_exchange_strong(expected, w, std::memory_order_acq_rel, std::memory_order_acquire);
+  }
+
+ private:
+  void notify_waiter() noexcept {
+    // acq_rel: pairs with attach().
+    future_waiter* w = waiter.exchange(future_completed_marker(), std::memory_order_acq_rel);
+    if (w != nullptr) w->ready();
   }
 };
 
+template <typename T>
+struct future_access;  // the coroutine support's view (coro/task.hpp)
 }  // namespace detail
 
 /// The result of thread_pool::submit(): std::future's interface, but a wait on a pool worker helps run other jobs
@@ -186,9 +234,13 @@ class future {
   }
 
  private:
+  template <typename>
+  friend struct detail::future_access;
+
   void check_valid() const {
     if (!state_) throw std::future_error(std::future_errc::no_state);
   }
+
   std::shared_ptr<detail::future_state<T>> state_;
 };
 

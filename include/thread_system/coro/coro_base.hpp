@@ -1,0 +1,291 @@
+// Coroutine plumbing shared by task<T> (coro/task.hpp) and the pools'
+// awaitables (thread_pool::schedule(), sleep_for(), typed_thread_pool_t::
+// schedule(type), co_await on a future). Users include coro/task.hpp; this
+// header is what the pool headers need, kept small (<coroutine> only).
+//
+// Contract of a resumption (see docs/COROUTINES.md):
+//   * `co_await pool.schedule()` pushes one job, a *resumption*, into the
+//     pool; the coroutine continues inside that job on a worker. It is a job
+//     like any other for the statistics, backpressure and stop(): accepted,
+//     then executed or cancelled.
+//   * A push the pool refuses (stopped, full) does not suspend: the
+//     coroutine continues on the awaiting thread and the co_await throws
+//     error_exception with the refusal (pool_stopped, queue_full, ...). It
+//     never hangs.
+//   * A resumption the pool discards (stop(cancel_pending), drop_oldest)
+//     *abandons* the coroutine: a task<T> chain is destroyed bottom-up (no
+//     code after its co_await runs, destructors of its locals do) and the one
+//     awaiting the chain's outermost task learns it: sync_wait() throws
+//     error_exception{cancelled}, a spawned task is simply gone (its
+//     resumption counts as cancelled), when_all() abandons its awaiter once
+//     every child has finished or been abandoned. A coroutine that is not a
+//     task<T> is instead resumed on the discarding thread and its co_await
+//     throws error_exception{cancelled}.
+//   * While a task runs inside a resumption, this_job::token() is the token
+//     its chain was started with (spawn(pool, token, t), sync_wait(t, token)).
+#pragma once
+
+#include <chrono>
+#include <coroutine>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <utility>
+
+#include "thread_system/core/error.hpp"
+#include "thread_system/core/job_function.hpp"
+#include "thread_system/sync/this_job.hpp"
+
+// Symmetric transfer (a coroutine's await_suspend returning the handle to
+// run next) keeps a chain of awaits at constant stack only when the compiler
+// turns the resumption into a tail call. Clang always does; GCC does when it
+// optimises, but not without optimisation or under AddressSanitizer or
+// ThreadSanitizer. There THREAD_SYSTEM_CORO_TRAMPOLINE is 1: every
+// resumption the library starts runs in a loop (resume_loop()), and a
+// transfer hands the next coroutine to that loop instead of calling it.
+// Define it to 0 or 1 to choose.
+#ifndef THREAD_SYSTEM_CORO_TRAMPOLINE
+#if defined(__clang__)
+#define THREAD_SYSTEM_CORO_TRAMPOLINE 0
+#elif defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__OPTIMIZE__)
+#define THREAD_SYSTEM_CORO_TRAMPOLINE 1
+#else
+#define THREAD_SYSTEM_CORO_TRAMPOLINE 0
+#endif
+#endif
+
+namespace thread_system::detail {
+
+#if THREAD_SYSTEM_CORO_TRAMPOLINE
+// The innermost resume_loop() on this thread: the coroutine it is resuming
+// and the one handed over to it.
+struct trampoline {
+  std::coroutine_handle<> current;
+  std::coroutine_handle<> next;
+};
+inline thread_local trampoline* t_trampoline = nullptr;
+#endif
+
+/// Resumes `h` and (with the trampoline) whatever it transfers to.
+inline void resume_loop(std::coroutine_handle<> h) {
+#if THREAD_SYSTEM_CORO_TRAMPOLINE
+  trampoline t;
+  trampoline* const outer = std::exchange(t_trampoline, &t);
+  while (h) {
+    t.current = h;
+    t.next = {};
+    h.resume();
+    h = t.next;
+  }
+  t_trampoline = outer;
+#else
+  h.resume();
+#endif
+}
+
+/// From `from`'s await_suspend (or final suspension): continue with `to`.
+/// Symmetric transfer, or a hand-over to the loop that resumed `from`.
+[[nodiscard]] inline std::coroutine_handle<> transfer(std::coroutine_handle<> from,
+                                                      std::coroutine_handle<> to) noexcept {
+#if THREAD_SYSTEM_CORO_TRAMPOLINE
+  trampoline* t = t_trampoline;
+  if (t != nullptr && t->current == from) {  // the loop called `from` directly
+    t->current = {};
+    t->next = to;
+    return std::noop_coroutine();
+  }
+#else
+  (void)from;
+#endif
+  return to;
+}
+
+/// Who awaits a task that no other task<T> awaits: sync_wait, spawn, a
+/// when_all child slot, a coroutine of another type.
+class coro_waiter {
+ public:
+  /// The task finished (value or exception stored): what to resume next.
+  virtual std::coroutine_handle<> on_complete() noexcept = 0;
+  /// The chain below was abandoned (see the header); the task's frame is
+  /// still there, suspended, and belongs to the waiter.
+  virtual void on_abandon() noexcept = 0;
+
+ protected:
+  coro_waiter() = default;
+  coro_waiter(const coro_waiter&) = default;
+  coro_waiter& operator=(const coro_waiter&) = default;
+  ~coro_waiter() = default;
+};
+
+/// The part of a task's promise the plumbing needs (not a template).
+struct promise_base {
+  /// The awaiting coroutine, resumed when this task finishes (null: ask waiter).
+  std::coroutine_handle<> continuation;
+  /// The awaiting task's promise when a task<T> awaits this one.
+  promise_base* parent = nullptr;
+  /// The awaiting task<T> object's handle, cleared when abandon() destroys this frame.
+  std::coroutine_handle<>* owner = nullptr;
+  /// When no task<T> awaits this one.
+  coro_waiter* waiter = nullptr;
+  /// The chain's cancellation token (owned by the chain's root), or null.
+  const cancellation_token* token = nullptr;
+};
+
+/// Abandons the chain whose innermost suspended task is `p` (see the header):
+/// destroys the frames from `p` up to, not including, the outermost task of
+/// the chain, then tells that task's waiter. Iterative, so a deep chain does
+/// not recurse.
+inline void abandon(promise_base* p) noexcept {
+  while (p->parent != nullptr) {
+    promise_base* up = p->parent;
+    std::coroutine_handle<> frame = std::exchange(*p->owner, {});
+    frame.destroy();  // `p` is gone
+    p = up;
+  }
+  if (p->waiter != nullptr) p->waiter->on_abandon();
+}
+
+/// Where resumptions go: a pool, with an erased push (for when_all's
+/// children, pushed where their parent runs).
+struct resume_target {
+  void* pool = nullptr;
+  result<void> (*push)(void* pool, std::uintptr_t type, job_function&& job) = nullptr;
+  std::uintptr_t type = 0;  // a typed pool's job type; 0 otherwise
+
+  [[nodiscard]] result<void> push_job(job_function&& job) const { return push(pool, type, std::move(job)); }
+};
+
+/// The resumption running on this thread (none outside one).
+inline thread_local const resume_target* t_current_target = nullptr;
+/// A spawned task's failure, set when it finished inside a resumption of its
+/// own pool: that resumption rethrows it so the pool counts and reports it.
+inline thread_local std::exception_ptr t_pending_failure;
+
+/// Sets this_job's token (and the current target) while a coroutine runs,
+/// and restores them afterwards.
+class resume_scope {
+ public:
+  resume_scope(const cancellation_token* token, const resume_target* target) noexcept
+      : token_(std::exchange(this_job::detail::current_token, token)),
+        target_(std::exchange(t_current_target, target)) {}
+  ~resume_scope() {
+    this_job::detail::current_token = token_;
+    t_current_target = target_;
+  }
+  resume_scope(const resume_scope&) = delete;
+  resume_scope& operator=(const resume_scope&) = delete;
+
+ private:
+  const cancellation_token* token_;
+  const resume_target* target_;
+};
+
+/// Where a foreign (non-task) coroutine learns that its resumption was
+/// discarded.
+struct foreign_slot {
+  std::optional<error_code> error;
+};
+
+/// The job a resumption is: resumes `handle` on a worker; on discard,
+/// abandons the task chain (or resumes a foreign coroutine with `cancelled`).
+struct resume_job {
+  std::coroutine_handle<> handle;
+  promise_base* promise = nullptr;  // null: a foreign coroutine (then `slot` is set)
+  foreign_slot* slot = nullptr;
+  resume_target target;
+
+  void operator()() const {
+    {
+      resume_scope scope(promise != nullptr ? promise->token : nullptr, &target);
+      resume_loop(handle);
+    }
+    if (t_pending_failure) std::rethrow_exception(std::exchange(t_pending_failure, nullptr));
+  }
+  void cancel() noexcept {
+    if (promise != nullptr) {
+      abandon(promise);
+    } else {
+      slot->error = error_code::cancelled;
+      resume_loop(handle);
+    }
+  }
+};
+static_assert(sizeof(resume_job) <= job_function::inline_capacity, "a resumption must not allocate");
+
+/// The token of the coroutine whose promise is `P` (null for a foreign one).
+template <typename P>
+[[nodiscard]] const cancellation_token* token_of(std::coroutine_handle<P> h) noexcept {
+  if constexpr (std::is_base_of_v<promise_base, P>) {
+    return h.promise().token;
+  } else {
+    (void)h;
+    return nullptr;
+  }
+}
+
+/// The awaitable of schedule(): one resumption pushed into `target`.
+class schedule_awaiter {
+ public:
+  explicit schedule_awaiter(resume_target target) noexcept : target_(target) {}
+
+  [[nodiscard]] static bool await_ready() noexcept { return false; }
+
+  template <typename P>
+  bool await_suspend(std::coroutine_handle<P> h) {
+    resume_job job{h, nullptr, nullptr, target_};
+    if constexpr (std::is_base_of_v<promise_base, P>) {
+      job.promise = &h.promise();
+    } else {
+      job.slot = &slot_;
+    }
+    // After a successful push the coroutine may already run (or be gone) on
+    // a worker: nothing here touches `this` afterwards.
+    result<void> r = target_.push_job(job_function(job));
+    if (r) return true;
+    refusal_.emplace(std::move(r).error());
+    return false;  // not suspended: continue here and throw the refusal
+  }
+
+  void await_resume() {
+    if (refusal_) throw error_exception(std::move(*refusal_));
+    if (slot_.error) {
+      throw error_exception(
+          error{*slot_.error, "resumption discarded by the pool (stop(cancel_pending) or drop_oldest)"});
+    }
+  }
+
+ private:
+  resume_target target_;
+  std::optional<error> refusal_;
+  foreign_slot slot_;
+};
+
+/// Pools befriend this to let the coroutine support reach what it needs.
+struct coro_access {
+  template <typename Pool>
+  static auto target(Pool& pool) noexcept -> decltype(pool.coroutine_target()) {
+    return pool.coroutine_target();
+  }
+  template <typename Pool, typename Type>
+  static auto target(Pool& pool, Type type) noexcept -> decltype(pool.coroutine_target(type)) {
+    return pool.coroutine_target(type);
+  }
+  template <typename Pool>
+  static void report_failure(Pool& pool, const std::exception_ptr& e) noexcept {
+    pool.report_coroutine_failure(e);
+  }
+};
+
+/// The steady_clock time `d` from now, rounded up, saturated ~100 years out
+/// (a negative or NaN `d`: now).
+template <typename Rep, typename Period>
+[[nodiscard]] std::chrono::steady_clock::time_point due_after(std::chrono::duration<Rep, Period> d) noexcept {
+  using clock = std::chrono::steady_clock;
+  const auto now = clock::now();
+  constexpr std::chrono::hours far{24 * 365 * 100};
+  if (!(d > std::chrono::duration<Rep, Period>::zero())) return now;  // also NaN
+  if (std::chrono::duration<double>(d) >= std::chrono::duration<double>(far)) return now + far;
+  return now + std::chrono::ceil<clock::duration>(d);
+}
+
+}  // namespace thread_system::detail

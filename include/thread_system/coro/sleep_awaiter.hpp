@@ -1,0 +1,243 @@
+// The awaitable of thread_pool::sleep_for() / sleep_until(): the pool's
+// timer queue resumes the coroutine on a worker at the due time; no thread
+// blocks meanwhile.
+//
+// Contract (see also coro/coro_base.hpp):
+//   * Resumes no earlier than the due time, on one of the pool's workers.
+//   * The chain's token (this_job::token() of a task) cancelled before or
+//     during the sleep: the coroutine resumes at once (on a worker) and the
+//     co_await throws error_exception{cancelled}.
+//   * The pool refuses the timer (stopped): no suspension, the co_await
+//     throws the refusal (pool_stopped). The pool stopping while it sleeps
+//     (stop() cancels pending timers): the coroutine is abandoned.
+//   * Cutting a sleep short needs one allocation (the token's callback
+//     node); without memory the co_await throws
+//     error_exception{resource_exhausted} instead of sleeping.
+//
+// Protocol: three parties race to finish one sleep - the timer's run, the
+// timer's discard (its function destroyed unrun) and the token's callback.
+// One atomic state decides: the first to move it from `armed` to `claimed`
+// acts, the others do nothing. Any of them may come while await_suspend()
+// is still setting up; it then records what happened in the state and
+// await_suspend() acts on it itself, instead of suspending.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <coroutine>
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "thread_system/coro/coro_base.hpp"
+#include "thread_system/scheduler/timer_queue.hpp"
+#include "thread_system/sync/cancellation.hpp"
+
+namespace thread_system::detail {
+
+template <typename Pool>
+class sleep_awaiter {
+ public:
+  sleep_awaiter(Pool& pool, std::chrono::steady_clock::time_point due, resume_target target) noexcept
+      : pool_(&pool), due_(due), target_(target) {}
+  sleep_awaiter(const sleep_awaiter&) = delete;
+  sleep_awaiter& operator=(const sleep_awaiter&) = delete;
+  sleep_awaiter(sleep_awaiter&&) = delete;
+  sleep_awaiter& operator=(sleep_awaiter&&) = delete;
+  ~sleep_awaiter() = default;
+
+  [[nodiscard]] static bool await_ready() noexcept { return false; }
+
+  template <typename P>
+  bool await_suspend(std::coroutine_handle<P> h) {
+    handle_ = h;
+    if constexpr (std::is_base_of_v<promise_base, P>) {
+      promise_ = &h.promise();
+      token_ = promise_->token;
+    }
+    if (token_ != nullptr && token_->is_cancelled()) {
+      error_ = error{error_code::cancelled, "sleep cancelled by the task's token"};
+      return false;
+    }
+    result<timer_handle> armed = pool_->schedule_at(due_, fire{this});
+    if (!armed) {
+      error_ = armed.error();
+      return false;
+    }
+    timer_ = std::move(*armed);
+    if (token_ != nullptr && token_->can_be_cancelled()) {
+      try {
+        registration_ = token_->register_callback([this]() noexcept { on_token(); });
+      } catch (const error_exception&) {  // NOLINT(bugprone-empty-catch): see the header
+        // No memory for the callback node: this sleep is not cut short.
+      }
+    }
+    std::uint8_t expected = setup;
+    // acq_rel: publishes timer_ to whoever claims later (they acquire the
+    // state) and sees what a party did during setup.
+    if (state_.compare_exchange_strong(expected, armed_state, std::memory_order_acq_rel)) return true;
+    if (expected == token_early) {
+      // The token fired during setup: hand over as on_token() does. The
+      // timer's run or discard resumes us, maybe before cancel() returns.
+      // acq_rel: pairs with claim().
+      if (state_.compare_exchange_strong(expected, token_claimed, std::memory_order_acq_rel)) {
+        (void)timer_.cancel();
+        return true;
+      }
+      // The timer's side came meanwhile and left (token_seen).
+    }
+    // fired_early, discarded_early or token_seen: that party's last touch of
+    // `this` was its state change; continue here.
+    if (expected == discarded_early || expected == token_seen) {
+      error_ = error{error_code::cancelled, expected == token_seen ? "sleep cancelled by the task's token"
+                                                                   : "sleep discarded by the pool (stopping)"};
+    }
+    return false;
+  }
+
+  void await_resume() {
+    if (error_) throw error_exception(std::move(*error_));
+    // acquire: the resumption that brought us here was ordered after the
+    // state change (a job hand-off or this thread).
+    if (state_.load(std::memory_order_acquire) == token_done) {
+      throw error_exception(error{error_code::cancelled, "sleep cancelled by the task's token"});
+    }
+  }
+
+ private:
+  // setup -> armed_state (await_suspend) -> claimed (the timer's run or
+  // discard) or token_claimed (the token) -> token_done (the timer's run or
+  // discard, which then resumes). During setup a party records itself
+  // instead: fired_early, discarded_early, token_early (-> token_seen when
+  // the timer's side comes before await_suspend takes it over).
+  enum : std::uint8_t {
+    setup,
+    armed_state,
+    claimed,
+    fired_early,
+    token_early,
+    token_seen,
+    discarded_early,
+    token_claimed,
+    token_done
+  };
+
+  // The timer's function: runs the sleep's end, or (destroyed unrun) its discard.
+  struct fire {
+    sleep_awaiter* owner;
+    explicit fire(sleep_awaiter* a) noexcept : owner(a) {}
+    fire(fire&& o) noexcept : owner(std::exchange(o.owner, nullptr)) {}
+    fire& operator=(fire&&) = delete;
+    fire(const fire&) = delete;
+    fire& operator=(const fire&) = delete;
+    ~fire() {
+      if (owner != nullptr) owner->on_discard();
+    }
+    void operator()() { std::exchange(owner, nullptr)->on_fire(); }
+  };
+
+  enum class claim_result : std::uint8_t { won, early, token_handoff, lost };
+
+  // The timer's side (run or discard) claims the sleep: `armed` -> claimed
+  // (won), `setup` -> `early` (await_suspend acts), `token_claimed` ->
+  // token_done (the token won and left the resumption to us),
+  // `token_early` -> token_seen (await_suspend acts), else lost.
+  claim_result claim(std::uint8_t early) noexcept {
+    std::uint8_t s = armed_state;
+    for (;;) {
+      std::uint8_t next = 0;
+      claim_result r = claim_result::lost;
+      if (s == armed_state) {
+        next = claimed;
+        r = claim_result::won;
+      } else if (s == setup) {
+        next = early;
+        r = claim_result::early;
+      } else if (s == token_claimed) {
+        next = token_done;
+        r = claim_result::token_handoff;
+      } else if (s == token_early) {
+        next = token_seen;
+        r = claim_result::lost;  // await_suspend continues, cancelled
+      } else {
+        return claim_result::lost;
+      }
+      // acq_rel: acquire pairs with await_suspend's publishing CAS and with
+      // on_token()'s claim; release orders our writes before the resumed
+      // coroutine's reads.
+      if (state_.compare_exchange_weak(s, next, std::memory_order_acq_rel)) return r;
+    }
+  }
+
+  void on_fire() {
+    const claim_result r = claim(fired_early);
+    if (r != claim_result::won && r != claim_result::token_handoff) return;
+    {
+      resume_scope scope(token_, &target_);
+      resume_loop(handle_);  // `this` may be gone from here
+    }
+    if (t_pending_failure) std::rethrow_exception(std::exchange(t_pending_failure, nullptr));
+  }
+
+  void on_discard() noexcept {
+    const claim_result r = claim(discarded_early);
+    if (r == claim_result::won) {
+      if (promise_ != nullptr) {
+        abandon(promise_);
+      } else {
+        error_ = error{error_code::cancelled, "sleep discarded by the pool (stopping)"};
+        resume_loop(handle_);
+      }
+    } else if (r == claim_result::token_handoff) {
+      resume_on_worker();
+    }
+  }
+
+  // Claims the sleep for the token; the timer's run or discard (which
+  // cancel() may cause right here) then resumes the coroutine.
+  void on_token() noexcept {
+    std::uint8_t s = armed_state;
+    for (;;) {
+      const std::uint8_t next = s == armed_state ? token_claimed : token_early;
+      if (s != armed_state && s != setup) return;  // the timer's side won
+      // acq_rel: pairs with claim() and await_suspend's CAS.
+      if (state_.compare_exchange_weak(s, next, std::memory_order_acq_rel)) break;
+    }
+    if (s == armed_state) (void)timer_.cancel();  // from here `this` may be gone (but see registration_)
+  }
+
+  // The token won: resume on a worker, where the co_await throws `cancelled`.
+  void resume_on_worker() noexcept {
+    resume_job job{handle_, promise_, promise_ != nullptr ? nullptr : &discard_slot_, target_};
+    result<void> pushed = [&]() noexcept -> result<void> {
+      try {
+        return target_.push_job(job_function(job));
+      } catch (...) {
+        return make_error_nothrow(error_code::resource_exhausted, [] { return "no memory to resume"; });
+      }
+    }();
+    if (pushed) return;
+    if (promise_ != nullptr) {
+      abandon(promise_);  // the pool will not run it: nothing else can
+    } else {
+      resume_loop(handle_);
+    }
+  }
+
+  Pool* pool_;
+  std::chrono::steady_clock::time_point due_;
+  resume_target target_;
+  std::coroutine_handle<> handle_;
+  promise_base* promise_ = nullptr;
+  const cancellation_token* token_ = nullptr;
+  std::atomic<std::uint8_t> state_{setup};
+  timer_handle timer_;
+  foreign_slot discard_slot_;
+  std::optional<error> error_;
+  // Last: destroyed first, so destroying the awaiter waits for a running
+  // on_token() (which may still be in timer_.cancel()) before the rest goes.
+  cancellation_registration registration_;
+};
+
+}  // namespace thread_system::detail

@@ -1,0 +1,487 @@
+// task<T>, schedule(), sleep_for(), when_all(), sync_wait(), spawn() and
+// co_await on a future (include/thread_system/coro/task.hpp).
+#include "thread_system/coro/task.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../support/test_support.hpp"
+#include "thread_system/pools/thread_pool.hpp"
+#include "thread_system/pools/typed_thread_pool.hpp"
+
+namespace thread_system {
+namespace {
+
+using namespace std::chrono_literals;
+using test::scaled;
+
+task<int> value_of(int v) { co_return v; }
+
+task<int> on_pool(thread_pool& pool, int v) {
+  co_await pool.schedule();
+  co_return v;
+}
+
+task<void> throws_after_schedule(thread_pool& pool) {
+  co_await pool.schedule();
+  throw std::runtime_error("boom");
+}
+
+TEST(Task, SyncWaitReturnsTheValueAndRethrows) {
+  EXPECT_EQ(sync_wait(value_of(7)), 7);
+  thread_pool pool{2};
+  EXPECT_EQ(sync_wait(on_pool(pool, 9)), 9);
+  EXPECT_THROW(sync_wait(throws_after_schedule(pool)), std::runtime_error);
+}
+
+TEST(Task, VoidAndReferenceResults) {
+  int target = 1;
+  auto ref = [](int& x) -> task<int&> { co_return x; };
+  int& r = sync_wait(ref(target));
+  EXPECT_EQ(&r, &target);
+  bool ran = false;
+  auto v = [](bool& flag) -> task<void> {
+    flag = true;
+    co_return;
+  };
+  sync_wait(v(ran));
+  EXPECT_TRUE(ran);
+}
+
+TEST(Task, IsLazyAndDestroyingAnUnstartedTaskFreesItsFrame) {
+  auto probe = std::make_shared<int>(0);
+  bool ran = false;
+  {
+    auto t = [](std::shared_ptr<int> p, bool& flag) -> task<void> {
+      flag = true;
+      (void)p;
+      co_return;
+    }(probe, ran);
+    EXPECT_FALSE(ran);
+    EXPECT_EQ(probe.use_count(), 2);  // the frame holds a copy
+  }
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(probe.use_count(), 1);
+}
+
+TEST(Task, EmptyTasksAreRefusedWithInvalidArgument) {
+  task<int> empty;
+  try {
+    (void)sync_wait(std::move(empty));
+    FAIL() << "no error";
+  } catch (const error_exception& e) {
+    EXPECT_EQ(e.code(), error_code::invalid_argument);
+  }
+  thread_pool pool{1};
+  auto r = spawn(pool, task<void>{});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), error_code::invalid_argument);
+}
+
+TEST(Task, ScheduleResumesOnAWorkerOfThePool) {
+  thread_pool pool{2};
+  auto where = [](thread_pool& p) -> task<bool> {
+    const bool before = p.is_worker_thread();
+    co_await p.schedule();
+    co_return !before && p.is_worker_thread();
+  };
+  EXPECT_TRUE(sync_wait(where(pool)));
+}
+
+TEST(Task, ScheduleHopsBetweenPools) {
+  thread_pool a{1};
+  thread_pool b{1};
+  auto hop = [](thread_pool& x, thread_pool& y) -> task<int> {
+    co_await x.schedule();
+    const bool on_x = x.is_worker_thread() && !y.is_worker_thread();
+    co_await y.schedule();
+    const bool on_y = y.is_worker_thread() && !x.is_worker_thread();
+    co_return (on_x ? 1 : 0) + (on_y ? 2 : 0);
+  };
+  EXPECT_EQ(sync_wait(hop(a, b)), 3);
+}
+
+TEST(Task, ScheduleOnAStoppedPoolThrowsPoolStoppedAndNeverHangs) {
+  thread_pool pool{1};
+  (void)pool.stop();
+  auto t = [](thread_pool& p) -> task<error_code> {
+    try {
+      co_await p.schedule();
+    } catch (const error_exception& e) {
+      co_return e.code();
+    }
+    co_return error_code::ok;
+  };
+  EXPECT_EQ(sync_wait(t(pool)), error_code::pool_stopped);
+}
+
+TEST(Task, EachResumptionIsAJobOfThePool) {
+  thread_pool pool{2};
+  constexpr int hops = 100;
+  auto t = [](thread_pool& p) -> task<void> {
+    for (int i = 0; i < hops; ++i) co_await p.schedule();
+  };
+  sync_wait(t(pool));
+  pool.wait_idle();
+  const auto s = pool.get_statistics();
+  EXPECT_EQ(s.accepted, static_cast<std::uint64_t>(hops));
+  EXPECT_EQ(s.executed, static_cast<std::uint64_t>(hops));
+  EXPECT_EQ(s.cancelled, 0U);
+}
+
+task<std::uint64_t> chain(std::uint64_t depth) {
+  if (depth == 0) co_return 0;
+  co_return 1 + co_await chain(depth - 1);
+}
+
+TEST(Task, AMillionNestedAwaitsUseConstantStack) {
+  // Symmetric transfer: each level starts the next and the completions
+  // return up the chain without nesting calls. Run on a worker whose stack
+  // is small, so a chain that recursed would overflow it.
+  pool_options opts;
+  opts.worker_stack_size = 256 * 1024;
+  thread_pool pool{1, opts};
+  const std::uint64_t depth = 1'000'000;
+  auto run = [](thread_pool& p, std::uint64_t d) -> task<std::uint64_t> {
+    co_await p.schedule();
+    co_return co_await chain(d);
+  };
+  EXPECT_EQ(sync_wait(run(pool, depth)), depth);
+}
+
+TEST(Task, AwaitingAFutureResumesWithItsValueOrException) {
+  thread_pool pool{2};
+  auto t = [](thread_pool& p) -> task<int> {
+    int a = co_await p.submit([] {
+      std::this_thread::sleep_for(5ms);
+      return 20;
+    });
+    int b = co_await p.submit([] { return 22; });
+    try {
+      co_await p.submit([]() -> int { throw std::runtime_error("x"); });
+    } catch (const std::runtime_error&) {
+      co_return a + b;
+    }
+    co_return -1;
+  };
+  EXPECT_EQ(sync_wait(t(pool)), 42);
+}
+
+TEST(WhenAll, ResultsInOrderAndChildrenRunInParallel) {
+  thread_pool pool{2};
+  auto child = [](thread_pool& p, int v, std::atomic<int>& running, std::atomic<int>& peak) -> task<int> {
+    co_await p.schedule();
+    const int now = running.fetch_add(1) + 1;
+    int seen = peak.load();
+    while (seen < now && !peak.compare_exchange_weak(seen, now)) {
+    }
+    // Hold the worker until the other child has started too (or give up
+    // after a while: the count below then says so).
+    for (int i = 0; i < 2000 && peak.load() < 2; ++i) std::this_thread::sleep_for(1ms);
+    running.fetch_sub(1);
+    co_return v;
+  };
+  std::atomic<int> running{0};
+  std::atomic<int> peak{0};
+  auto parent = [&](thread_pool& p) -> task<std::tuple<int, int, std::monostate>> {
+    co_await p.schedule();
+    auto nothing = [](thread_pool& q) -> task<void> { co_await q.schedule(); };
+    co_return co_await when_all(child(p, 1, running, peak), child(p, 2, running, peak), nothing(p));
+  };
+  auto [a, b, c] = sync_wait(parent(pool));
+  (void)c;
+  EXPECT_EQ(a, 1);
+  EXPECT_EQ(b, 2);
+  EXPECT_EQ(peak.load(), 2);
+}
+
+TEST(WhenAll, RethrowsTheFirstFailureAfterAllFinished) {
+  thread_pool pool{2};
+  std::atomic<int> finished{0};
+  auto child = [](thread_pool& p, int i, std::atomic<int>& done) -> task<int> {
+    co_await p.schedule();
+    if (i == 1) {
+      std::this_thread::sleep_for(20ms);
+      done.fetch_add(1);
+      throw std::runtime_error("first");
+    }
+    if (i == 3) {
+      done.fetch_add(1);
+      throw std::logic_error("second");
+    }
+    std::this_thread::sleep_for(10ms);
+    done.fetch_add(1);
+    co_return i;
+  };
+  auto parent = [&](thread_pool& p) -> task<void> {
+    std::vector<task<int>> children;
+    for (int i = 0; i < 5; ++i) children.push_back(child(p, i, finished));
+    (void)co_await when_all(std::move(children));
+  };
+  EXPECT_THROW(sync_wait(parent(pool)), std::runtime_error);
+  EXPECT_EQ(finished.load(), 5);
+}
+
+TEST(WhenAll, RangeOfValuesAndEmptyRange) {
+  thread_pool pool{2};
+  auto parent = [](thread_pool& p) -> task<int> {
+    std::vector<task<int>> children;
+    for (int i = 0; i < 100; ++i) children.push_back(on_pool(p, i));
+    std::vector<int> got = co_await when_all(std::move(children));
+    int sum = 0;
+    for (int i = 0; i < 100; ++i) sum += got[static_cast<std::size_t>(i)] == i ? 1 : 0;
+    std::vector<int> none = co_await when_all(std::vector<task<int>>{});
+    co_return sum + static_cast<int>(none.size());
+  };
+  EXPECT_EQ(sync_wait(parent(pool)), 100);
+}
+
+task<std::uint64_t> fib(thread_pool& pool, int n) {
+  if (n < 2) co_return static_cast<std::uint64_t>(n);
+  auto [a, b] = co_await when_all(fib(pool, n - 1), fib(pool, n - 2));
+  co_return a + b;
+}
+
+TEST(WhenAll, ForkJoinFibonacci) {
+  thread_pool pool{2};
+  auto root = [](thread_pool& p) -> task<std::uint64_t> {
+    co_await p.schedule();
+    co_return co_await fib(p, 20);
+  };
+  EXPECT_EQ(sync_wait(root(pool)), 6765U);
+}
+
+TEST(Spawn, EverySpawnedTaskRunsExactlyOnce) {
+  thread_pool pool{2};
+  const std::size_t n = scaled(1'000'000);
+  std::vector<std::atomic<std::uint8_t>> runs(n);
+  auto body = [](std::atomic<std::uint8_t>& slot) -> task<void> {
+    slot.fetch_add(1, std::memory_order_relaxed);
+    co_return;
+  };
+  for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(spawn(pool, body(runs[i])));
+  pool.wait_idle();
+  std::size_t wrong = 0;
+  for (auto& r : runs) wrong += r.load() == 1 ? 0 : 1;
+  EXPECT_EQ(wrong, 0U);
+  const auto s = pool.get_statistics();
+  EXPECT_EQ(s.accepted, n);
+  EXPECT_EQ(s.executed, n);
+}
+
+TEST(Spawn, AFailureGoesToTheErrorHandlerAndTheFailedCounter) {
+  thread_pool pool{2};
+  std::mutex m;
+  std::vector<std::string> seen;
+  pool.set_error_handler([&](const std::exception_ptr& e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      std::lock_guard lock(m);
+      seen.emplace_back(ex.what());
+    }
+  });
+  auto body = [](thread_pool& p) -> task<void> {
+    co_await p.schedule();
+    throw std::runtime_error("spawned failure");
+  };
+  ASSERT_TRUE(spawn(pool, body(pool)));
+  pool.wait_idle();
+  const auto s = pool.get_statistics();
+  EXPECT_EQ(s.failed, 1U);
+  EXPECT_EQ(s.accepted, s.executed);
+  std::lock_guard lock(m);
+  ASSERT_EQ(seen.size(), 1U);
+  EXPECT_EQ(seen[0], "spawned failure");
+}
+
+TEST(Spawn, OnAStoppedPoolIsRefusedAndTheTaskDestroyed) {
+  thread_pool pool{1};
+  (void)pool.stop();
+  auto probe = std::make_shared<int>(0);
+  auto body = [](std::shared_ptr<int> p) -> task<void> {
+    (void)p;
+    co_return;
+  };
+  auto r = spawn(pool, body(probe));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), error_code::pool_stopped);
+  EXPECT_EQ(probe.use_count(), 1);
+}
+
+TEST(Cancellation, ATaskSeesItsTokenThroughThisJobAndCancellationPoint) {
+  thread_pool pool{1};
+  cancellation_source src;
+  std::atomic<int> outcome{0};
+  auto body = [](thread_pool& p, cancellation_source& s, std::atomic<int>& out) -> task<void> {
+    co_await p.schedule();
+    const bool before = this_job::is_cancelled();
+    co_await cancellation_point();  // not cancelled: continues
+    s.cancel();
+    const bool after = this_job::is_cancelled();
+    try {
+      co_await cancellation_point();
+    } catch (const error_exception& e) {
+      if (!before && after && e.code() == error_code::cancelled) out.store(1);
+      co_return;
+    }
+    out.store(2);
+  };
+  ASSERT_TRUE(spawn(pool, src.token(), body(pool, src, outcome)));
+  pool.wait_idle();
+  EXPECT_EQ(outcome.load(), 1);
+}
+
+TEST(Sleep, ResumesOnAWorkerNoEarlierThanTheDelay) {
+  thread_pool pool{2};
+  auto t = [](thread_pool& p) -> task<std::chrono::nanoseconds> {
+    const auto start = std::chrono::steady_clock::now();
+    co_await p.sleep_for(20ms);
+    if (!p.is_worker_thread()) co_return std::chrono::nanoseconds(-1);
+    co_return std::chrono::steady_clock::now() - start;
+  };
+  EXPECT_GE(sync_wait(t(pool)), 20ms);
+  auto until = [](thread_pool& p) -> task<bool> {
+    const auto due = std::chrono::steady_clock::now() + 10ms;
+    co_await p.sleep_until(due);
+    co_return std::chrono::steady_clock::now() >= due;
+  };
+  EXPECT_TRUE(sync_wait(until(pool)));
+}
+
+TEST(Sleep, ACancelledTokenEndsTheSleepEarlyWithCancelled) {
+  thread_pool pool{2};
+  cancellation_source src;
+  std::atomic<int> outcome{0};
+  auto body = [](thread_pool& p, std::atomic<int>& out) -> task<void> {
+    try {
+      co_await p.sleep_for(1h);
+      out.store(2);
+    } catch (const error_exception& e) {
+      out.store(e.code() == error_code::cancelled && p.is_worker_thread() ? 1 : 3);
+    }
+  };
+  ASSERT_TRUE(spawn(pool, src.token(), body(pool, outcome)));
+  std::this_thread::sleep_for(5ms);  // usually asleep by now; either way the outcome is the same
+  src.cancel();
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (outcome.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(outcome.load(), 1);
+  // Already cancelled: does not sleep at all.
+  std::atomic<int> again{0};
+  ASSERT_TRUE(spawn(pool, src.token(), body(pool, again)));
+  pool.wait_idle();
+  EXPECT_EQ(again.load(), 1);  // cancelled before it could suspend: throws at once, on the worker
+}
+
+// Counts live frames of the tasks below through a local's lifetime.
+struct frame_probe {
+  std::atomic<int>* live;
+  explicit frame_probe(std::atomic<int>* l) : live(l) { live->fetch_add(1); }
+  frame_probe(const frame_probe&) = delete;
+  frame_probe& operator=(const frame_probe&) = delete;
+  ~frame_probe() { live->fetch_sub(1); }
+};
+
+TEST(Stop, CancelPendingAbandonsSuspendedTasksAndTheirAwaitersSeeCancelled) {
+  std::atomic<int> live{0};
+  std::atomic<int> resumed{0};
+  auto inner = [](thread_pool& p, std::atomic<int>& l, std::atomic<int>& r) -> task<int> {
+    frame_probe probe(&l);
+    co_await p.schedule();  // discarded: never returns
+    r.fetch_add(1);
+    co_return 1;
+  };
+  auto outer = [&](thread_pool& p) -> task<int> {
+    frame_probe probe(&live);
+    const int v = co_await inner(p, live, resumed);
+    resumed.fetch_add(1);
+    co_return v;
+  };
+  thread_pool pool{1};
+  pool.pause();
+  constexpr int spawned = 8;
+  for (int i = 0; i < spawned; ++i)
+    ASSERT_TRUE(spawn(pool, [&](thread_pool& p) -> task<void> {
+      frame_probe probe(&live);
+      co_await p.schedule();
+      (void)co_await outer(p);
+    }(pool)));
+  // sync_wait from another thread: its task suspends in the paused pool.
+  std::atomic<int> sync_outcome{0};
+  std::thread waiter([&] {
+    try {
+      (void)sync_wait(outer(pool));
+      sync_outcome.store(2);
+    } catch (const error_exception& e) {
+      sync_outcome.store(e.code() == error_code::cancelled ? 1 : 3);
+    }
+  });
+  while (pool.get_statistics().accepted < spawned + 1) std::this_thread::sleep_for(1ms);
+  const auto report = pool.stop(stop_mode::cancel_pending);
+  waiter.join();
+  EXPECT_EQ(sync_outcome.load(), 1);
+  EXPECT_EQ(resumed.load(), 0);
+  EXPECT_EQ(live.load(), 0);  // every frame destroyed
+  EXPECT_EQ(report.accepted, report.executed + report.cancelled);
+}
+
+TEST(Stop, DrainAbandonsSleepingTasksAndRunsQueuedOnes) {
+  std::atomic<int> live{0};
+  std::atomic<int> finished{0};
+  thread_pool pool{1};
+  auto sleeper = [](thread_pool& p, std::atomic<int>& l, std::atomic<int>& f) -> task<void> {
+    frame_probe probe(&l);
+    co_await p.sleep_for(1h);
+    f.fetch_add(1);
+  };
+  auto quick = [](thread_pool& p, std::atomic<int>& l, std::atomic<int>& f) -> task<void> {
+    frame_probe probe(&l);
+    co_await p.schedule();
+    f.fetch_add(1);
+  };
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(spawn(pool, sleeper(pool, live, finished)));
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(spawn(pool, quick(pool, live, finished)));
+  while (pool.get_timer_statistics().scheduled < 4) std::this_thread::sleep_for(1ms);
+  (void)pool.stop(stop_mode::drain);
+  EXPECT_EQ(finished.load(), 4);  // the quick ones ran, the sleepers were abandoned
+  EXPECT_EQ(live.load(), 0);
+}
+
+TEST(TypedPool, ScheduleWithATypeResumesWithThatTypesPriority) {
+  typed_thread_pool_t<job_types> pool{"coro"};
+  ASSERT_TRUE(pool.add_worker(std::make_unique<typed_thread_worker_t<job_types>>(
+      std::vector<job_types>{job_types::RealTime, job_types::Batch, job_types::Background})));
+  ASSERT_TRUE(pool.start());
+  pool.pause();
+  std::mutex m;
+  std::vector<job_types> order;
+  auto body = [](typed_thread_pool_t<job_types>& p, job_types t, std::mutex& mu,
+                 std::vector<job_types>& out) -> task<void> {
+    co_await p.schedule(t);
+    std::lock_guard lock(mu);
+    out.push_back(t);
+  };
+  // Started on this thread (sync_wait would block): each suspends into the paused pool.
+  std::vector<std::thread> starters;
+  for (job_types t : {job_types::Background, job_types::Batch, job_types::RealTime}) {
+    starters.emplace_back([&, t] { sync_wait(body(pool, t, m, order)); });
+    while (pool.get_statistics().accepted < starters.size()) std::this_thread::sleep_for(1ms);
+  }
+  pool.resume();
+  for (auto& s : starters) s.join();
+  ASSERT_EQ(order.size(), 3U);
+  EXPECT_EQ(order[0], job_types::RealTime);
+  EXPECT_EQ(order[1], job_types::Batch);
+  EXPECT_EQ(order[2], job_types::Background);
+}
+
+}  // namespace
+}  // namespace thread_system
