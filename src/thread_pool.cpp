@@ -68,7 +68,7 @@ thread_worker* thread_pool::own_worker() const noexcept {
   return tl_context.pool == this ? tl_context.worker : nullptr;
 }
 
-result<void> thread_pool::push_local(thread_worker& w, job_function&& fn) {
+result<void> thread_pool::push_local(thread_worker& w, job_function&& fn, bool continuation) {
   // Only this worker's thread pushes to its deque, so the check below and
   // the push cannot interleave with this worker's own exit decision.
   const state st = state_.load(std::memory_order_acquire);  // pairs with the release in stop()
@@ -100,6 +100,10 @@ result<void> thread_pool::push_local(thread_worker& w, job_function&& fn) {
     // release: publishes the job to a thief; pairs with the acquire
     // exchange in try_steal().
     w.lifo_slot_.store(node, std::memory_order_release);
+    // A continuation runs on this worker as soon as the job pushing it
+    // returns: waking another worker for it would only make the two race
+    // for it (see enqueue_continuation()).
+    if (continuation) return {};
   } else {
     // release: as above. A thief may have emptied the slot since the load;
     // then there is nothing to move to the deque.
@@ -166,6 +170,16 @@ result<void> thread_pool::push_one_unchecked(job_function&& fn) {
     if (thread_worker* w = own_worker()) return push_local(*w, std::move(fn));
   }
   return push_to_injector(std::move(fn));
+}
+
+result<void> thread_pool::enqueue_continuation(job_function&& fn) {
+  if (!fn) return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': empty job");
+  return detail::refuse_if_out_of_memory([&]() -> result<void> {
+    if (local_deques_) {
+      if (thread_worker* w = own_worker()) return push_local(*w, std::move(fn), true);
+    }
+    return push_to_injector(std::move(fn));
+  });
 }
 
 result<void> thread_pool::push_to_injector(job_function&& fn) {

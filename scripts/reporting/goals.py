@@ -93,6 +93,20 @@ GOALS = [
          each=r"^BM_PriorityScheduling/(?P<n>\d+)$", x=["{row}", "accuracy_pct"], stat="min", met=(">=", 100.0),
          measured="{x:.1f}% (lowest repetition)", requires=[["BM_StandardPool/job_ns:1000", _RATE]]),
 
+    # -- coroutines (issue #21), thread_system_coro_benchmarks
+    dict(section="coroutines", goal="`co_await pool.schedule()` round trip ≤ 0.5× Asio's `co_await post(ex, use_awaitable)`",
+         kind="ratio", x=["coro_schedule/thread_system", "ns_per_hop"], y=["coro_schedule/boost_asio", "ns_per_hop"],
+         met=("<=", 0.5), measured="{x:.0f} vs {y:.0f} ns ({r:.2f}×)"),
+    dict(section="coroutines", goal="fib(27), task + when_all: thread-ns per fork ≤ 2× task_group's", kind="ratio",
+         x=["coro_fib/thread_system_task", "thread_ns_per_fork"], y=["coro_fib/thread_system_task_group", "thread_ns_per_fork"],
+         met=("<=", 2.0), measured="{x:.0f} vs {y:.0f} ns ({r:.2f}×)"),
+    dict(section="coroutines", goal="fib(27), task + when_all: thread-ns per fork ≤ 0.3× Asio awaitables'", kind="ratio",
+         x=["coro_fib/thread_system_task", "thread_ns_per_fork"], y=["coro_fib/boost_asio", "thread_ns_per_fork"],
+         met=("<=", 0.3), measured="{x:.0f} vs {y:.0f} ns ({r:.3f}×)", row="coro_fib/boost_asio"),
+    dict(section="coroutines", goal="100 000 concurrent sleep_for(1 ms): memory a sleep adds per suspended task ≤ 256 B",
+         kind="value", x=["coro_sleep/thread_system/tasks:100000", "sleep_adds_B"], met=("<=", 256),
+         measured="{x:.0f} B"),
+
     # -- monitoring, thread_system_monitoring_benchmarks
     dict(section="monitoring", goal="latency sampling overhead (default vs off) ≤ 5%", kind="overhead",
          x=["empty_jobs/sampling:default", _RATE], y=["empty_jobs/sampling:off", _RATE], met=("<=", 0.05),

@@ -28,6 +28,7 @@ MODES = {
         r"PriorityScheduling/100/|TypedRouting(Universal)?/50/|RoutingStandardPool/)",
         control=r"^BM_(TokenIsCancelled|RegisterUnregister|CancelJobs/(plain|token)/|Backpressure/(unbounded|block_1024)/job_ns:0/|"
         r"Resize(Grow|Shrink)/|TimerLateness1K/via_pool:0/)",
+        coro=r"^coro_(schedule|fib)/",
         # the monitoring binary repeats by interleaved rounds (--rounds) instead of repetitions
         monitoring=r"^empty_jobs/sampling:(off|default)/",
         monitoring_rounds=2,
@@ -44,6 +45,7 @@ MODES = {
         logger=r"^logger_",
         typed=None,
         control=None,
+        coro=None,
         monitoring=r"^(empty_jobs/|BM_histogram_record$)",
         monitoring_rounds=11,
         monitoring_min_time=0.1,
@@ -57,6 +59,7 @@ MODES = {
         logger=r"^logger_",
         typed=None,
         control=None,
+        coro=None,
         monitoring=r"^(empty_jobs/|BM_histogram_record$)",
         monitoring_rounds=15,
         monitoring_min_time=0.2,
@@ -76,6 +79,7 @@ BINARIES = {
     "logger": ("logger", "benchmarks", "thread_system_logger_benchmarks"),
     "typed": ("benchmarks", "typed", "thread_system_typed_benchmarks"),
     "control": ("benchmarks", "control", "thread_system_control_benchmarks"),
+    "coro": ("benchmarks", "coro", "thread_system_coro_benchmarks"),
     "monitoring": ("monitoring", "thread_system_monitoring_benchmarks"),
 }
 
@@ -199,6 +203,7 @@ def plan(mode, paths, missing):
     shared("logger", "logger.json")
     shared("typed", "typed.json")
     shared("control", "control.json")
+    shared("coro", "coro.json")
     if "monitoring" not in missing:
         # Its rounds (off, default, every job, off, ...) are the repetitions.
         steps.append(Step("thread_system_monitoring_benchmarks", "monitoring", paths["monitoring"], cfg["monitoring"], 1,

@@ -381,6 +381,127 @@ TEST(Sleep, ACancelledTokenEndsTheSleepEarlyWithCancelled) {
   EXPECT_EQ(again.load(), 1);  // cancelled before it could suspend: throws at once, on the worker
 }
 
+TEST(Sleep, AWhenAllRightAfterASleepInTheSameResumption) {
+  // The sleep's awaiter is gone once the child returns, while the timer's
+  // run (the resumption) goes on: what when_all reads of the running
+  // resumption must not live in that awaiter.
+  thread_pool pool{2};
+  auto child = [](thread_pool& p) -> task<int> {
+    co_await p.sleep_for(1ms);
+    co_return 1;
+  };
+  auto leaf = []() -> task<int> { co_return 1; };
+  auto parent = [&](thread_pool& p) -> task<int> {
+    co_await p.schedule();
+    const int a = co_await child(p);
+    auto [b, c] = co_await when_all(leaf(), leaf());
+    co_return a + b + c;
+  };
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(sync_wait(parent(pool)), 3);
+}
+
+TEST(Sleep, ATokenCancelWhoseResumptionIsRefusedAbandonsTheTaskSafely) {
+  // The token's callback cancels the timer; the timer's discard pushes the
+  // resumption, the full pool refuses it, and the task is abandoned on this
+  // thread inside that cancel(): nothing may touch the freed frame after.
+  pool_options opts;
+  opts.backpressure = backpressure::reject(1);
+  thread_pool pool{1, opts};
+  cancellation_source src;
+  std::atomic<int> live{0};
+  std::atomic<int> stage{0};
+  auto sleeper = [](thread_pool& p, std::atomic<int>& l, std::atomic<int>& st) -> task<void> {
+    struct probe {
+      std::atomic<int>* n;
+      explicit probe(std::atomic<int>* c) : n(c) { n->fetch_add(1); }
+      probe(const probe&) = delete;
+      probe& operator=(const probe&) = delete;
+      ~probe() { n->fetch_sub(1); }
+    } alive(&l);
+    st.store(1);
+    co_await p.sleep_for(1h);
+    st.store(2);
+  };
+  ASSERT_TRUE(spawn(pool, src.token(), sleeper(pool, live, stage)));
+  while (pool.get_timer_statistics().scheduled < 1) std::this_thread::sleep_for(1ms);
+  std::atomic<bool> release{false};
+  std::atomic<bool> holding{false};
+  ASSERT_TRUE(pool.enqueue([&] {
+    holding.store(true);
+    while (!release.load()) std::this_thread::sleep_for(1ms);
+  }));
+  while (!holding.load()) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(pool.enqueue([] {}));  // the queue is full now
+  src.cancel();
+  EXPECT_EQ(stage.load(), 1);  // never resumed
+  EXPECT_EQ(live.load(), 0);   // abandoned: the frame is gone
+  release.store(true);
+  const auto report = pool.stop();
+  EXPECT_EQ(report.accepted, report.executed + report.cancelled);
+}
+
+TEST(Sleep, AWakeUpTheBoundedPoolRefusesAbandonsTheSleepingTask) {
+  // The documented rule: a wake-up is a job; refused at capacity it is
+  // discarded, and the sleeping task is abandoned (its awaiter sees cancelled).
+  pool_options opts;
+  opts.backpressure = backpressure::reject(1);
+  thread_pool pool{1, opts};
+  std::atomic<bool> release{false};
+  std::atomic<bool> holding{false};
+  ASSERT_TRUE(pool.enqueue([&] {
+    holding.store(true);
+    while (!release.load()) std::this_thread::sleep_for(1ms);
+  }));
+  while (!holding.load()) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(pool.enqueue([] {}));  // full: the wake-up will be refused
+  auto body = [](thread_pool& p) -> task<int> {
+    co_await p.sleep_for(5ms);
+    co_return 1;
+  };
+  error_code code = error_code::ok;
+  try {
+    (void)sync_wait(body(pool));
+  } catch (const error_exception& e) {
+    code = e.code();
+  }
+  release.store(true);  // only now: the worker is held until the sleep was refused
+  EXPECT_EQ(code, error_code::cancelled);
+  (void)pool.stop();
+}
+
+TEST(Spawn, AFailureWhoseReportJobIsDiscardedStillReachesTheErrorHandler) {
+  // The task fails on another pool, so its failure is pushed to its own pool
+  // as a job; that job, discarded by stop(cancel_pending), reports it.
+  thread_pool a{1};
+  thread_pool b{1};
+  std::mutex m;
+  std::vector<std::string> seen;
+  a.set_error_handler([&](const std::exception_ptr& e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      std::lock_guard lock(m);
+      seen.emplace_back(ex.what());
+    }
+  });
+  std::atomic<bool> go{false};
+  auto body = [](thread_pool& other, std::atomic<bool>& g) -> task<void> {
+    co_await other.schedule();
+    while (!g.load()) std::this_thread::sleep_for(1ms);
+    throw std::runtime_error("late failure");
+  };
+  ASSERT_TRUE(spawn(a, body(b, go)));
+  while (b.get_statistics().accepted < 1) std::this_thread::sleep_for(1ms);
+  a.pause();
+  go.store(true);
+  while (a.get_statistics().accepted < 2) std::this_thread::sleep_for(1ms);  // the failure's job is queued
+  const auto report = a.stop(stop_mode::cancel_pending);
+  EXPECT_EQ(report.cancelled, 1U);
+  std::lock_guard lock(m);
+  ASSERT_EQ(seen.size(), 1U);
+  EXPECT_EQ(seen[0], "late failure");
+}
+
 // Counts live frames of the tasks below through a local's lifetime.
 struct frame_probe {
   std::atomic<int>* live;

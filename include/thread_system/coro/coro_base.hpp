@@ -38,19 +38,19 @@
 
 // Symmetric transfer (a coroutine's await_suspend returning the handle to
 // run next) keeps a chain of awaits at constant stack only when the compiler
-// turns the resumption into a tail call. Clang always does; GCC does when it
-// optimises, but not without optimisation or under AddressSanitizer or
-// ThreadSanitizer. There THREAD_SYSTEM_CORO_TRAMPOLINE is 1: every
-// resumption the library starts runs in a loop (resume_loop()), and a
-// transfer hands the next coroutine to that loop instead of calling it.
-// Define it to 0 or 1 to choose.
+// turns the resumption into a tail call. Clang does so at every
+// optimisation level; GCC only with sibling-call optimisation (-O2) and not
+// under AddressSanitizer or ThreadSanitizer. So with GCC (and any compiler
+// but Clang) THREAD_SYSTEM_CORO_TRAMPOLINE is 1: every resumption the
+// library starts runs in a loop (resume_loop()), and a transfer hands the
+// next coroutine to that loop instead of calling it - constant stack
+// whatever the flags, and one definition in every translation unit. Define
+// it (0 or 1, the same everywhere) to choose.
 #ifndef THREAD_SYSTEM_CORO_TRAMPOLINE
 #if defined(__clang__)
 #define THREAD_SYSTEM_CORO_TRAMPOLINE 0
-#elif defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__OPTIMIZE__)
-#define THREAD_SYSTEM_CORO_TRAMPOLINE 1
 #else
-#define THREAD_SYSTEM_CORO_TRAMPOLINE 0
+#define THREAD_SYSTEM_CORO_TRAMPOLINE 1
 #endif
 #endif
 
@@ -149,10 +149,14 @@ inline void abandon(promise_base* p) noexcept {
 /// children, pushed where their parent runs).
 struct resume_target {
   void* pool = nullptr;
-  result<void> (*push)(void* pool, std::uintptr_t type, job_function&& job) = nullptr;
+  // `continuation`: the pushing coroutine suspends right after, on this
+  // pool's worker (schedule()); the pool need not wake another worker.
+  result<void> (*push)(void* pool, std::uintptr_t type, job_function&& job, bool continuation) = nullptr;
   std::uintptr_t type = 0;  // a typed pool's job type; 0 otherwise
 
-  [[nodiscard]] result<void> push_job(job_function&& job) const { return push(pool, type, std::move(job)); }
+  [[nodiscard]] result<void> push_job(job_function&& job, bool continuation = false) const {
+    return push(pool, type, std::move(job), continuation);
+  }
 };
 
 /// The resumption running on this thread (none outside one).
@@ -240,7 +244,7 @@ class schedule_awaiter {
     }
     // After a successful push the coroutine may already run (or be gone) on
     // a worker: nothing here touches `this` afterwards.
-    result<void> r = target_.push_job(job_function(job));
+    result<void> r = target_.push_job(job_function(job), true);
     if (r) return true;
     refusal_.emplace(std::move(r).error());
     return false;  // not suspended: continue here and throw the refusal
@@ -286,6 +290,16 @@ template <typename Rep, typename Period>
   if (!(d > std::chrono::duration<Rep, Period>::zero())) return now;  // also NaN
   if (std::chrono::duration<double>(d) >= std::chrono::duration<double>(far)) return now + far;
   return now + std::chrono::ceil<clock::duration>(d);
+}
+
+/// `t` on steady_clock's own duration, rounded up (never early), saturated
+/// ~100 years from now.
+template <typename Duration>
+[[nodiscard]] std::chrono::steady_clock::time_point due_at(
+    std::chrono::time_point<std::chrono::steady_clock, Duration> t) noexcept {
+  const auto now = std::chrono::steady_clock::now();
+  if (t <= now) return now;
+  return due_after(t - now);
 }
 
 }  // namespace thread_system::detail

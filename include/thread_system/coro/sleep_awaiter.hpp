@@ -10,9 +10,17 @@
 //   * The pool refuses the timer (stopped): no suspension, the co_await
 //     throws the refusal (pool_stopped). The pool stopping while it sleeps
 //     (stop() cancels pending timers): the coroutine is abandoned.
+//   * The wake-up is a job of the pool like any other, so a bounded pool's
+//     backpressure applies to it (see docs/COROUTINES.md): caller_runs runs
+//     it on the timer thread; a run the pool refuses at capacity (reject,
+//     block_for) or evicts (drop_oldest) is discarded, and the sleeping
+//     task is abandoned as at stop().
 //   * Cutting a sleep short needs one allocation (the token's callback
-//     node); without memory the co_await throws
-//     error_exception{resource_exhausted} instead of sleeping.
+//     node); without memory the sleep is simply not cut short.
+//   * A token cancelled while the sleep is being set up (a race with
+//     cancel() on another thread) also resumes on a worker with
+//     `cancelled`; a timer discarded during setup (the pool stopping at that
+//     moment) makes the co_await throw `cancelled` on the awaiting thread.
 //
 // Protocol: three parties race to finish one sleep - the timer's run, the
 // timer's discard (its function destroyed unrun) and the token's callback.
@@ -82,13 +90,23 @@ class sleep_awaiter {
       // timer's run or discard resumes us, maybe before cancel() returns.
       // acq_rel: pairs with claim().
       if (state_.compare_exchange_strong(expected, token_claimed, std::memory_order_acq_rel)) {
-        (void)timer_.cancel();
+        timer_handle timer = timer_;  // a copy: cancel() may free this frame before it returns
+        (void)timer.cancel();
         return true;
       }
       // The timer's side came meanwhile and left (token_seen).
     }
-    // fired_early, discarded_early or token_seen: that party's last touch of
-    // `this` was its state change; continue here.
+    if (expected == fired_early) {
+      // Due during setup: resume on a worker, as a timer run would.
+      const resume_target target = target_;
+      result<void> pushed = target.push_job(
+          job_function(resume_job{handle_, promise_, promise_ != nullptr ? nullptr : &discard_slot_, target}));
+      if (pushed) return true;  // `this` may be gone
+      error_ = pushed.error();
+      return false;
+    }
+    // discarded_early or token_seen: that party's last touch of `this` was
+    // its state change; continue here.
     if (expected == discarded_early || expected == token_seen) {
       error_ = error{error_code::cancelled, expected == token_seen ? "sleep cancelled by the task's token"
                                                                    : "sleep discarded by the pool (stopping)"};
@@ -98,6 +116,9 @@ class sleep_awaiter {
 
   void await_resume() {
     if (error_) throw error_exception(std::move(*error_));
+    if (discard_slot_.error) {  // a foreign coroutine's resumption, discarded by the pool
+      throw error_exception(error{*discard_slot_.error, "sleep's resumption discarded by the pool"});
+    }
     // acquire: the resumption that brought us here was ordered after the
     // state change (a job hand-off or this thread).
     if (state_.load(std::memory_order_acquire) == token_done) {
@@ -174,7 +195,10 @@ class sleep_awaiter {
     const claim_result r = claim(fired_early);
     if (r != claim_result::won && r != claim_result::token_handoff) return;
     {
-      resume_scope scope(token_, &target_);
+      // A copy: the awaiter (and its target_) is gone once the coroutine
+      // moves on, while the scope lasts.
+      const resume_target target = target_;
+      resume_scope scope(token_, &target);
       resume_loop(handle_);  // `this` may be gone from here
     }
     if (t_pending_failure) std::rethrow_exception(std::exchange(t_pending_failure, nullptr));
@@ -204,7 +228,12 @@ class sleep_awaiter {
       // acq_rel: pairs with claim() and await_suspend's CAS.
       if (state_.compare_exchange_weak(s, next, std::memory_order_acq_rel)) break;
     }
-    if (s == armed_state) (void)timer_.cancel();  // from here `this` may be gone (but see registration_)
+    if (s == armed_state) {
+      // A copy: cancel() may end in resume_on_worker() and the coroutine's
+      // frame (with timer_) may be freed before it returns.
+      timer_handle timer = timer_;
+      (void)timer.cancel();  // from here `this` may be gone
+    }
   }
 
   // The token won: resume on a worker, where the co_await throws `cancelled`.
@@ -235,8 +264,8 @@ class sleep_awaiter {
   timer_handle timer_;
   foreign_slot discard_slot_;
   std::optional<error> error_;
-  // Last: destroyed first, so destroying the awaiter waits for a running
-  // on_token() (which may still be in timer_.cancel()) before the rest goes.
+  // Last: destroyed first, so destroying the awaiter on another thread waits
+  // for a running on_token() before the rest goes.
   cancellation_registration registration_;
 };
 

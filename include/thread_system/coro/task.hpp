@@ -480,22 +480,38 @@ class spawn_root final : public coro_waiter {
     std::exception_ptr failure = task_access<void>::promise(task_).exception();
     const resume_target target = target_;
     const report_fn report = report_;
+    forget_token();
     delete this;  // frees the finished frame
     if (failure) deliver(failure, target, report);
     return std::noop_coroutine();
   }
-  void on_abandon() noexcept override { delete this; }
+  void on_abandon() noexcept override {
+    forget_token();
+    delete this;
+  }
+
+  // The running resumption's this_job token may be ours: it goes with us.
+  void forget_token() const noexcept {
+    if (this_job::detail::current_token == &token_) this_job::detail::current_token = nullptr;
+  }
+
+  // A job that rethrows a spawned task's failure in its pool; discarded
+  // unrun, it still reports the failure (to the error handler).
+  struct failure_job {
+    std::exception_ptr failure;
+    void* pool;
+    report_fn report;
+    void operator()() const { std::rethrow_exception(failure); }
+    void cancel() noexcept { report(pool, failure); }
+  };
 
   static void deliver(const std::exception_ptr& failure, const resume_target& target, report_fn report) noexcept {
     if (t_current_target != nullptr && t_current_target->pool == target.pool) {
       t_pending_failure = failure;  // the running resumption of this pool rethrows it
       return;
     }
-    try {
-      if (target.push_job(job_function([failure] { std::rethrow_exception(failure); }))) return;
-    } catch (...) {  // NOLINT(bugprone-empty-catch): reported below
-    }
-    report(target.pool, failure);
+    if (target.push_job(job_function(failure_job{failure, target.pool, report}))) return;
+    report(target.pool, failure);  // refused (stopped): the error handler still hears of it
   }
 
   task<void> task_;

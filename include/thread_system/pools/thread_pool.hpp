@@ -347,8 +347,7 @@ class thread_pool {
   template <typename Duration>
   [[nodiscard]] detail::sleep_awaiter<thread_pool> sleep_until(
       std::chrono::time_point<std::chrono::steady_clock, Duration> t) {
-    return detail::sleep_awaiter<thread_pool>(
-        *this, std::chrono::time_point_cast<std::chrono::steady_clock::duration>(t), coroutine_target());
+    return detail::sleep_awaiter<thread_pool>(*this, detail::due_at(t), coroutine_target());
   }
 
   // ---- threads ----------------------------------------------------------------
@@ -440,8 +439,9 @@ class thread_pool {
 
   // Coroutine resumptions go in as plain jobs.
   [[nodiscard]] detail::resume_target coroutine_target() noexcept {
-    return {this, [](void* pool, std::uintptr_t, job_function&& job) {
-              return static_cast<thread_pool*>(pool)->enqueue(std::move(job));
+    return {this, [](void* pool, std::uintptr_t, job_function&& job, bool continuation) {
+              auto* p = static_cast<thread_pool*>(pool);
+              return continuation ? p->enqueue_continuation(std::move(job)) : p->enqueue(std::move(job));
             }};
   }
   void report_coroutine_failure(const std::exception_ptr& e) noexcept { report_failure(e); }
@@ -533,7 +533,13 @@ class thread_pool {
   result<void> push_batch_unchecked(std::span<job_function> fns);
   // push_one() for a job that goes through the injector.
   result<void> push_to_injector(job_function&& fn);
-  result<void> push_local(thread_worker& w, job_function&& fn);
+  result<void> push_local(thread_worker& w, job_function&& fn, bool continuation = false);
+  // A coroutine's resumption pushed by `co_await schedule()` from one of
+  // this pool's workers: into the worker's empty LIFO slot without waking
+  // another worker (the pushing job ends at once, and this worker takes the
+  // slot next - the continuation rule of Asio's and Tokio's schedulers);
+  // otherwise as enqueue().
+  result<void> enqueue_continuation(job_function&& fn);
   bool find_and_run(thread_worker& w, std::span<job_function> local, bool helping);
   class worker_help;  // a worker's detail::help_source (src/thread_pool.cpp)
   // Jobs popped from the queue per call when the pool drains or cancels it

@@ -574,7 +574,7 @@ class typed_thread_pool_t {
   // Coroutine resumptions go in as jobs of their type.
   [[nodiscard]] detail::resume_target coroutine_target(T type) noexcept {
     return {this,
-            [](void* pool, std::uintptr_t t, job_function&& job) {
+            [](void* pool, std::uintptr_t t, job_function&& job, bool /*continuation*/) {
               return static_cast<typed_thread_pool_t*>(pool)->enqueue(static_cast<T>(t), std::move(job));
             },
             static_cast<std::uintptr_t>(type)};
