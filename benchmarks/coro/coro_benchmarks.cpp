@@ -245,13 +245,23 @@ asio::awaitable<std::uint64_t> asio_fib(int n) {
     if (w != nullptr) asio::post(ex, [w, v] { std::unique_ptr<join_waiter>(w)->resume(v); });
   });
   const std::uint64_t b = co_await asio_fib(n - 2);
+  // The initiation captures plain pointers (GCC 12 destroys non-trivial
+  // temporaries of a co_await expression twice in some cases); the state
+  // and the executor outlive it in this frame.
+  join_state* st = state.get();
+  auto* exec = &ex;
   const std::uint64_t a = co_await asio::async_initiate<decltype(asio::use_awaitable), void(std::uint64_t)>(
-      [state](auto handler) {
+      [st, exec](auto handler) {
         auto* w = new join_waiter_of<decltype(handler)>(std::move(handler));
         join_waiter* expected = nullptr;
         // acq_rel: pairs with the child's exchange.
-        if (!state->waiter.compare_exchange_strong(expected, w, std::memory_order_acq_rel)) {
-          std::unique_ptr<join_waiter>(w)->resume(state->value);  // the child finished first
+        if (!st->waiter.compare_exchange_strong(expected, w, std::memory_order_acq_rel)) {
+          // The child finished first. Resumed through the executor too: a
+          // handler called inside its own initiation would resume (and
+          // maybe finish and free) this coroutine before the initiation
+          // returns.
+          const std::uint64_t v = st->value;
+          asio::post(*exec, [w, v] { std::unique_ptr<join_waiter>(w)->resume(v); });
         }
       },
       asio::use_awaitable);

@@ -184,7 +184,8 @@ TEST(WhenAll, ResultsInOrderAndChildrenRunInParallel) {
     }
     // Hold the worker until the other child has started too (or give up
     // after a while: the count below then says so).
-    for (int i = 0; i < 2000 && peak.load() < 2; ++i) std::this_thread::sleep_for(1ms);
+    const auto give_up = std::chrono::steady_clock::now() + 60s;
+    while (peak.load() < 2 && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(1ms);
     running.fetch_sub(1);
     co_return v;
   };
@@ -514,28 +515,40 @@ struct frame_probe {
 TEST(Stop, CancelPendingAbandonsSuspendedTasksAndTheirAwaitersSeeCancelled) {
   std::atomic<int> live{0};
   std::atomic<int> resumed{0};
-  auto inner = [](thread_pool& p, std::atomic<int>& l, std::atomic<int>& r) -> task<int> {
+  std::atomic<bool> gate{true};  // the nested chain below waits here before its last hop
+  auto inner = [](thread_pool& p, std::atomic<int>& l, std::atomic<int>& r, std::atomic<bool>& g) -> task<int> {
     frame_probe probe(&l);
+    while (!g.load()) std::this_thread::sleep_for(1ms);
     co_await p.schedule();  // discarded: never returns
     r.fetch_add(1);
     co_return 1;
   };
   auto outer = [&](thread_pool& p) -> task<int> {
     frame_probe probe(&live);
-    const int v = co_await inner(p, live, resumed);
+    const int v = co_await inner(p, live, resumed, gate);
     resumed.fetch_add(1);
     co_return v;
   };
+  auto root = [&](thread_pool& p) -> task<void> {
+    frame_probe probe(&live);
+    co_await p.schedule();
+    (void)co_await outer(p);
+  };
   thread_pool pool{1};
+  // One spawned chain three tasks deep, suspended in its last hop: the
+  // worker runs it up to the gate, the pool is paused, then the hop is
+  // pushed and held.
+  gate.store(false);
+  ASSERT_TRUE(spawn(pool, root(pool)));
+  while (live.load() < 3) std::this_thread::sleep_for(1ms);
   pool.pause();
-  constexpr int spawned = 8;
-  for (int i = 0; i < spawned; ++i)
-    ASSERT_TRUE(spawn(pool, [&](thread_pool& p) -> task<void> {
-      frame_probe probe(&live);
-      co_await p.schedule();
-      (void)co_await outer(p);
-    }(pool)));
-  // sync_wait from another thread: its task suspends in the paused pool.
+  gate.store(true);
+  // Accepted: the first resumption, root's hop, and now inner's (held).
+  while (pool.get_statistics().accepted < 3) std::this_thread::sleep_for(1ms);
+  // More spawned chains whose first resumption never starts.
+  constexpr int spawned = 7;
+  for (int i = 0; i < spawned; ++i) ASSERT_TRUE(spawn(pool, root(pool)));
+  // sync_wait from another thread: its chain suspends in the paused pool.
   std::atomic<int> sync_outcome{0};
   std::thread waiter([&] {
     try {
@@ -545,13 +558,14 @@ TEST(Stop, CancelPendingAbandonsSuspendedTasksAndTheirAwaitersSeeCancelled) {
       sync_outcome.store(e.code() == error_code::cancelled ? 1 : 3);
     }
   });
-  while (pool.get_statistics().accepted < spawned + 1) std::this_thread::sleep_for(1ms);
+  while (pool.get_statistics().accepted < 3 + spawned + 1) std::this_thread::sleep_for(1ms);
   const auto report = pool.stop(stop_mode::cancel_pending);
   waiter.join();
   EXPECT_EQ(sync_outcome.load(), 1);
   EXPECT_EQ(resumed.load(), 0);
   EXPECT_EQ(live.load(), 0);  // every frame destroyed
   EXPECT_EQ(report.accepted, report.executed + report.cancelled);
+  EXPECT_EQ(report.cancelled, static_cast<std::uint64_t>(1 + spawned + 1));
 }
 
 TEST(Stop, DrainAbandonsSleepingTasksAndRunsQueuedOnes) {
@@ -563,14 +577,16 @@ TEST(Stop, DrainAbandonsSleepingTasksAndRunsQueuedOnes) {
     co_await p.sleep_for(1h);
     f.fetch_add(1);
   };
-  auto quick = [](thread_pool& p, std::atomic<int>& l, std::atomic<int>& f) -> task<void> {
+  // Runs in its first resumption (the one spawn() queues), which drain runs.
+  auto quick = [](std::atomic<int>& l, std::atomic<int>& f) -> task<void> {
     frame_probe probe(&l);
-    co_await p.schedule();
     f.fetch_add(1);
+    co_return;
   };
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(spawn(pool, sleeper(pool, live, finished)));
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(spawn(pool, quick(pool, live, finished)));
   while (pool.get_timer_statistics().scheduled < 4) std::this_thread::sleep_for(1ms);
+  pool.pause();  // the quick ones are queued, not yet run, when stop() begins
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(spawn(pool, quick(live, finished)));
   (void)pool.stop(stop_mode::drain);
   EXPECT_EQ(finished.load(), 4);  // the quick ones ran, the sleepers were abandoned
   EXPECT_EQ(live.load(), 0);

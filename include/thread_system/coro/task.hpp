@@ -170,7 +170,9 @@ class task_promise<void> final : public task_promise_common {
 template <typename T>
 class [[nodiscard]] task {
  public:
+  /// The coroutine machinery's promise (what makes a function returning task<T> a coroutine).
   using promise_type = detail::task_promise<T>;
+  /// What co_await on the task gives.
   using value_type = T;
 
   /// An empty task (valid() is false).
