@@ -517,6 +517,12 @@ stop_report thread_pool::stop(stop_mode mode) {
   // From here workers_ no longer changes: adding, starting and resizing
   // are refused once stopping (under lifecycle_mutex_, which the store
   // above held), and only stop() - serialised by stop_mutex_ - joins.
+  if (mode == stop_mode::cancel_pending) {
+    // release: pairs with the acquire in execute(). Before resume() below:
+    // a worker holding a job for a paused pool must find it set when it
+    // wakes, and cancel that job rather than run it.
+    cancel_requested_.store(true, std::memory_order_release);
+  }
   // Producers blocked by backpressure give up with pool_stopped (the state
   // store above is ordered before this notify's fence).
   room_available_.notify_all();
@@ -526,9 +532,7 @@ stop_report thread_pool::stop(stop_mode mode) {
   resumed_.notify_all();                            // a worker holding a job for resume() runs or cancels it now
   queue_->wait_for_pushes();                        // pushes that raced with close() have settled: accepted() is final
   if (mode == stop_mode::cancel_pending) {
-    // release: pairs with the acquire in execute(); set before draining so
-    // jobs already taken by workers but not started are cancelled too.
-    cancel_requested_.store(true, std::memory_order_release);
+    // (cancel_requested_ is already set, above.)
     // release: pairs with the acquire in idle_now().
     cancelled_by_stop_.fetch_add(cancel_queued(), std::memory_order_release);
   }

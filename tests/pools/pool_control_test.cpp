@@ -357,6 +357,26 @@ TEST(PoolPause, StopDrainOnAPausedPoolRunsEverything) {
   EXPECT_EQ(report.executed, 500U);
 }
 
+TEST(PoolPause, StopCancelPendingOnAPausedPoolRunsNothing) {
+  // Workers may already hold jobs they took before they saw the pause; stop
+  // (cancel_pending) wakes them, and they must cancel those jobs, not run
+  // them (the cancellation is requested before the pause is lifted). The
+  // window is small: several pools, one job per worker held.
+  for (int round = 0; round < 30; ++round) {
+    std::atomic<int> ran{0};
+    ts::thread_pool pool{2, ts::test::pool_opts()};
+    pool.pause();
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));  // bookkeeping
+    }
+    std::this_thread::sleep_for(2ms);  // let the idle workers wake, take a job each and hold it
+    const auto report = pool.stop(ts::stop_mode::cancel_pending);
+    EXPECT_EQ(ran.load(std::memory_order_relaxed), 0);
+    EXPECT_EQ(report.executed, 0U);
+    EXPECT_EQ(report.cancelled, 2U);
+  }
+}
+
 TEST(PoolPause, JobsSpawnedByARunningJobWaitForResume) {
   ts::thread_pool pool{1, ts::test::pool_opts()};
   std::latch spawned{1};
