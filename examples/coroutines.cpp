@@ -17,8 +17,8 @@ task<std::uint64_t> fib(int n) {
 }
 
 task<std::uint64_t> compute(thread_pool& pool) {
-  co_await pool.schedule();     // from here on a worker of `pool`
-  co_await pool.sleep_for(5ms);  // the timer queue resumes us; no thread waits
+  co_await pool.schedule();                                  // from here on a worker of `pool`
+  co_await pool.sleep_for(5ms);                              // the timer queue resumes us; no thread waits
   const int base = co_await pool.submit([] { return 20; });  // a future, awaited without blocking
   co_return co_await fib(base);
 }
@@ -44,7 +44,7 @@ int main() {
   }
   finished.wait();  // (a stop() now would abandon the tasks still asleep)
   const stop_report report = pool.stop(stop_mode::drain);
-  std::cout << "accepted " << report.accepted << ", executed " << report.executed << ", cancelled "
-            << report.cancelled << '\n';
+  std::cout << "accepted " << report.accepted << ", executed " << report.executed << ", cancelled " << report.cancelled
+            << '\n';
   return v == 6765 && report.accepted == report.executed + report.cancelled ? 0 : 1;
 }
