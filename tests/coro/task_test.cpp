@@ -620,5 +620,36 @@ TEST(TypedPool, ScheduleWithATypeResumesWithThatTypesPriority) {
   EXPECT_EQ(order[2], job_types::Background);
 }
 
+TEST(TypedPool, SleepForWakesUpInAJobOfItsType) {
+  typed_thread_pool_t<job_types> pool{"coro_sleep"};
+  ASSERT_TRUE(
+      pool.add_worker(std::make_unique<typed_thread_worker_t<job_types>>(std::vector<job_types>{job_types::Batch})));
+  ASSERT_TRUE(pool.start());
+  auto body = [](typed_thread_pool_t<job_types>& p) -> task<std::chrono::nanoseconds> {
+    co_await p.schedule(job_types::Batch);
+    const auto start = std::chrono::steady_clock::now();
+    co_await p.sleep_for(job_types::Batch, 5ms);
+    co_await p.sleep_until(job_types::Batch, std::chrono::steady_clock::now() + 1ms);
+    co_return std::chrono::steady_clock::now() - start;
+  };
+  EXPECT_GE(sync_wait(body(pool)), 6ms);
+  pool.wait_idle();
+  std::uint64_t batch_jobs = 0;
+  for (const auto& s : pool.get_type_statistics()) {
+    if (s.type_name == "Batch") batch_jobs = s.executed;
+  }
+  EXPECT_EQ(batch_jobs, 3U);  // the schedule() and the two wake-ups
+  // A type no worker serves: the timer is refused at once, nothing sleeps.
+  auto refused = [](typed_thread_pool_t<job_types>& p) -> task<error_code> {
+    try {
+      co_await p.sleep_for(job_types::RealTime, 1ms);
+    } catch (const error_exception& e) {
+      co_return e.code();
+    }
+    co_return error_code::ok;
+  };
+  EXPECT_EQ(sync_wait(refused(pool)), error_code::no_worker);
+}
+
 }  // namespace
 }  // namespace thread_system

@@ -1,6 +1,7 @@
-// The awaitable of thread_pool::sleep_for() / sleep_until(): the pool's
-// timer queue resumes the coroutine on a worker at the due time; no thread
-// blocks meanwhile.
+// The awaitable of thread_pool::sleep_for() / sleep_until() (and the typed
+// pool's sleep_for(type, d) / sleep_until(type, t)): the pool's timer queue
+// resumes the coroutine on a worker at the due time; no thread blocks
+// meanwhile.
 //
 // Contract (see also coro/coro_base.hpp):
 //   * Resumes no earlier than the due time, on one of the pool's workers.
@@ -44,11 +45,33 @@
 
 namespace thread_system::detail {
 
+// How a sleep arms its timer on a thread_pool: schedule_at(due, f).
 template <typename Pool>
+struct pool_timer_arm {
+  Pool* pool;
+  template <typename F>
+  result<timer_handle> operator()(std::chrono::steady_clock::time_point due, F&& f) const {
+    return pool->schedule_at(due, std::forward<F>(f));
+  }
+};
+
+// On a typed pool: a timer of the sleep's job type (the wake-up is a job of that type).
+template <typename Pool, typename Type>
+struct typed_timer_arm {
+  Pool* pool;
+  Type type;
+  template <typename F>
+  result<timer_handle> operator()(std::chrono::steady_clock::time_point due, F&& f) const {
+    return pool->schedule_at(type, due, std::forward<F>(f));
+  }
+};
+
+// `Arm` arms the timer: arm(due, f) -> result<timer_handle> (above).
+template <typename Arm>
 class sleep_awaiter {
  public:
-  sleep_awaiter(Pool& pool, std::chrono::steady_clock::time_point due, resume_target target) noexcept
-      : pool_(&pool), due_(due), target_(target) {}
+  sleep_awaiter(Arm arm, std::chrono::steady_clock::time_point due, resume_target target) noexcept
+      : arm_(arm), due_(due), target_(target) {}
   sleep_awaiter(const sleep_awaiter&) = delete;
   sleep_awaiter& operator=(const sleep_awaiter&) = delete;
   sleep_awaiter(sleep_awaiter&&) = delete;
@@ -68,7 +91,7 @@ class sleep_awaiter {
       error_ = error{error_code::cancelled, "sleep cancelled by the task's token"};
       return false;
     }
-    result<timer_handle> armed = pool_->schedule_at(due_, fire{this});
+    result<timer_handle> armed = arm_(due_, fire{this});
     if (!armed) {
       error_ = armed.error();
       return false;
@@ -254,7 +277,7 @@ class sleep_awaiter {
     }
   }
 
-  Pool* pool_;
+  Arm arm_;
   std::chrono::steady_clock::time_point due_;
   resume_target target_;
   std::coroutine_handle<> handle_;

@@ -340,14 +340,15 @@ class thread_pool {
   /// `co_await pool.sleep_for(d);` resumes on a worker after `d` (the timer
   /// queue; no thread blocks). See coro/sleep_awaiter.hpp.
   template <typename Rep, typename Period>
-  [[nodiscard]] detail::sleep_awaiter<thread_pool> sleep_for(std::chrono::duration<Rep, Period> d) {
-    return detail::sleep_awaiter<thread_pool>(*this, detail::due_after(d), coroutine_target());
+  [[nodiscard]] detail::sleep_awaiter<detail::pool_timer_arm<thread_pool>> sleep_for(
+      std::chrono::duration<Rep, Period> d) {
+    return {detail::pool_timer_arm<thread_pool>{this}, detail::due_after(d), coroutine_target()};
   }
   /// `co_await pool.sleep_until(t);` resumes on a worker at `t` (steady_clock).
   template <typename Duration>
-  [[nodiscard]] detail::sleep_awaiter<thread_pool> sleep_until(
+  [[nodiscard]] detail::sleep_awaiter<detail::pool_timer_arm<thread_pool>> sleep_until(
       std::chrono::time_point<std::chrono::steady_clock, Duration> t) {
-    return detail::sleep_awaiter<thread_pool>(*this, detail::due_at(t), coroutine_target());
+    return {detail::pool_timer_arm<thread_pool>{this}, detail::due_at(t), coroutine_target()};
   }
 
   // ---- threads ----------------------------------------------------------------

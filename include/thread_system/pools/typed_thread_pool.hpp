@@ -97,6 +97,8 @@
 #include "thread_system/core/job.hpp"
 #include "thread_system/core/job_batch.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/coro/coro_base.hpp"
+#include "thread_system/coro/sleep_awaiter.hpp"
 #include "thread_system/pools/job_types.hpp"
 #include "thread_system/pools/submission.hpp"
 #include "thread_system/pools/thread_pool.hpp"
@@ -468,6 +470,19 @@ class typed_thread_pool_t {
   /// `type` (its priority, its workers), as thread_pool::schedule().
   [[nodiscard]] detail::schedule_awaiter schedule(T type) noexcept {
     return detail::schedule_awaiter(coroutine_target(type));
+  }
+  /// `co_await pool.sleep_for(type, d);` resumes after `d` in a job of
+  /// `type` (the timer queue; no thread blocks), as thread_pool::sleep_for().
+  template <typename Rep, typename Period>
+  [[nodiscard]] detail::sleep_awaiter<detail::typed_timer_arm<typed_thread_pool_t, T>> sleep_for(
+      T type, std::chrono::duration<Rep, Period> d) {
+    return {detail::typed_timer_arm<typed_thread_pool_t, T>{this, type}, detail::due_after(d), coroutine_target(type)};
+  }
+  /// `co_await pool.sleep_until(type, t);` resumes at `t` (steady_clock) in a job of `type`.
+  template <typename Duration>
+  [[nodiscard]] detail::sleep_awaiter<detail::typed_timer_arm<typed_thread_pool_t, T>> sleep_until(
+      T type, std::chrono::time_point<std::chrono::steady_clock, Duration> t) {
+    return {detail::typed_timer_arm<typed_thread_pool_t, T>{this, type}, detail::due_at(t), coroutine_target(type)};
   }
 
   // ---- workers' threads ------------------------------------------------------
