@@ -22,6 +22,39 @@ namespace {
 using namespace std::chrono_literals;
 using test::scaled;
 
+// Counts live frames of a test's tasks through a local's lifetime.
+struct frame_probe {
+  std::atomic<int>* live;
+  // relaxed: read after stop()/sync_wait()/a join, which order it.
+  explicit frame_probe(std::atomic<int>* l) : live(l) { live->fetch_add(1, std::memory_order_relaxed); }
+  frame_probe(const frame_probe&) = delete;
+  frame_probe& operator=(const frame_probe&) = delete;
+  ~frame_probe() { live->fetch_sub(1, std::memory_order_relaxed); }
+};
+
+// The messages of the failures a pool's error handler received.
+class failure_log {
+ public:
+  void attach(thread_pool& pool) {
+    pool.set_error_handler([this](const std::exception_ptr& e) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        std::lock_guard lock(mutex_);
+        messages_.emplace_back(ex.what());
+      }
+    });
+  }
+  std::vector<std::string> messages() const {
+    std::lock_guard lock(mutex_);
+    return messages_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> messages_;
+};
+
 task<int> value_of(int v) { co_return v; }
 
 task<int> on_pool(thread_pool& pool, int v) {
@@ -178,15 +211,18 @@ TEST(WhenAll, ResultsInOrderAndChildrenRunInParallel) {
   thread_pool pool{2};
   auto child = [](thread_pool& p, int v, std::atomic<int>& running, std::atomic<int>& peak) -> task<int> {
     co_await p.schedule();
-    const int now = running.fetch_add(1) + 1;
-    int seen = peak.load();
-    while (seen < now && !peak.compare_exchange_weak(seen, now)) {
+    // relaxed throughout: counters read by this test only, no data published with them.
+    const int now = running.fetch_add(1, std::memory_order_relaxed) + 1;
+    int seen = peak.load(std::memory_order_relaxed);
+    while (seen < now && !peak.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
     }
     // Hold the worker until the other child has started too (or give up
     // after a while: the count below then says so).
     const auto give_up = std::chrono::steady_clock::now() + 60s;
-    while (peak.load() < 2 && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(1ms);
-    running.fetch_sub(1);
+    while (peak.load(std::memory_order_relaxed) < 2 && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(1ms);
+    }
+    running.fetch_sub(1, std::memory_order_relaxed);
     co_return v;
   };
   std::atomic<int> running{0};
@@ -200,7 +236,7 @@ TEST(WhenAll, ResultsInOrderAndChildrenRunInParallel) {
   (void)c;
   EXPECT_EQ(a, 1);
   EXPECT_EQ(b, 2);
-  EXPECT_EQ(peak.load(), 2);
+  EXPECT_EQ(peak.load(std::memory_order_relaxed), 2);  // sync_wait's return orders it
 }
 
 TEST(WhenAll, RethrowsTheFirstFailureAfterAllFinished) {
@@ -227,7 +263,7 @@ TEST(WhenAll, RethrowsTheFirstFailureAfterAllFinished) {
     (void)co_await when_all(std::move(children));
   };
   EXPECT_THROW(sync_wait(parent(pool)), std::runtime_error);
-  EXPECT_EQ(finished.load(), 5);
+  EXPECT_EQ(finished.load(std::memory_order_relaxed), 5);  // sync_wait's return orders it
 }
 
 TEST(WhenAll, RangeOfValuesAndEmptyRange) {
@@ -270,7 +306,7 @@ TEST(Spawn, EverySpawnedTaskRunsExactlyOnce) {
   for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(spawn(pool, body(runs[i])));
   pool.wait_idle();
   std::size_t wrong = 0;
-  for (auto& r : runs) wrong += r.load() == 1 ? 0 : 1;
+  for (auto& r : runs) wrong += r.load(std::memory_order_relaxed) == 1 ? 0 : 1;  // wait_idle() ordered the runs
   EXPECT_EQ(wrong, 0U);
   const auto s = pool.get_statistics();
   EXPECT_EQ(s.accepted, n);
@@ -279,16 +315,8 @@ TEST(Spawn, EverySpawnedTaskRunsExactlyOnce) {
 
 TEST(Spawn, AFailureGoesToTheErrorHandlerAndTheFailedCounter) {
   thread_pool pool{2};
-  std::mutex m;
-  std::vector<std::string> seen;
-  pool.set_error_handler([&](const std::exception_ptr& e) {
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-      std::lock_guard lock(m);
-      seen.emplace_back(ex.what());
-    }
-  });
+  failure_log failures;
+  failures.attach(pool);
   auto body = [](thread_pool& p) -> task<void> {
     co_await p.schedule();
     throw std::runtime_error("spawned failure");
@@ -298,9 +326,7 @@ TEST(Spawn, AFailureGoesToTheErrorHandlerAndTheFailedCounter) {
   const auto s = pool.get_statistics();
   EXPECT_EQ(s.failed, 1U);
   EXPECT_EQ(s.accepted, s.executed);
-  std::lock_guard lock(m);
-  ASSERT_EQ(seen.size(), 1U);
-  EXPECT_EQ(seen[0], "spawned failure");
+  EXPECT_EQ(failures.messages(), std::vector<std::string>{"spawned failure"});
 }
 
 TEST(Spawn, OnAStoppedPoolIsRefusedAndTheTaskDestroyed) {
@@ -412,13 +438,7 @@ TEST(Sleep, ATokenCancelWhoseResumptionIsRefusedAbandonsTheTaskSafely) {
   std::atomic<int> live{0};
   std::atomic<int> stage{0};
   auto sleeper = [](thread_pool& p, std::atomic<int>& l, std::atomic<int>& st) -> task<void> {
-    struct probe {
-      std::atomic<int>* n;
-      explicit probe(std::atomic<int>* c) : n(c) { n->fetch_add(1); }
-      probe(const probe&) = delete;
-      probe& operator=(const probe&) = delete;
-      ~probe() { n->fetch_sub(1); }
-    } alive(&l);
+    frame_probe alive(&l);
     st.store(1);
     co_await p.sleep_for(1h);
     st.store(2);
@@ -475,16 +495,8 @@ TEST(Spawn, AFailureWhoseReportJobIsDiscardedStillReachesTheErrorHandler) {
   // as a job; that job, discarded by stop(cancel_pending), reports it.
   thread_pool a{1};
   thread_pool b{1};
-  std::mutex m;
-  std::vector<std::string> seen;
-  a.set_error_handler([&](const std::exception_ptr& e) {
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-      std::lock_guard lock(m);
-      seen.emplace_back(ex.what());
-    }
-  });
+  failure_log failures;
+  failures.attach(a);
   std::atomic<bool> go{false};
   auto body = [](thread_pool& other, std::atomic<bool>& g) -> task<void> {
     co_await other.schedule();
@@ -498,19 +510,8 @@ TEST(Spawn, AFailureWhoseReportJobIsDiscardedStillReachesTheErrorHandler) {
   while (a.get_statistics().accepted < 2) std::this_thread::sleep_for(1ms);  // the failure's job is queued
   const auto report = a.stop(stop_mode::cancel_pending);
   EXPECT_EQ(report.cancelled, 1U);
-  std::lock_guard lock(m);
-  ASSERT_EQ(seen.size(), 1U);
-  EXPECT_EQ(seen[0], "late failure");
+  EXPECT_EQ(failures.messages(), std::vector<std::string>{"late failure"});
 }
-
-// Counts live frames of the tasks below through a local's lifetime.
-struct frame_probe {
-  std::atomic<int>* live;
-  explicit frame_probe(std::atomic<int>* l) : live(l) { live->fetch_add(1); }
-  frame_probe(const frame_probe&) = delete;
-  frame_probe& operator=(const frame_probe&) = delete;
-  ~frame_probe() { live->fetch_sub(1); }
-};
 
 TEST(Stop, CancelPendingAbandonsSuspendedTasksAndTheirAwaitersSeeCancelled) {
   std::atomic<int> live{0};
