@@ -56,6 +56,17 @@ constexpr int spin_polls = 256;
 // is detail::idle_yield_ns (100 us), shared with helping waits.
 constexpr auto yield_phase_ns = static_cast<std::uint64_t>(detail::idle_yield_ns);
 
+// A continuation in another worker's LIFO slot is taken by a thief only
+// when that worker has finished no job for this long: normally its owner
+// runs it within a microsecond, as soon as the job that pushed it returns,
+// and a thief taking it would only move the coroutine (and its cache lines)
+// to another core and back. The exception is an owner stuck in that job - a
+// job that resumed a coroutine by hand and then blocks - or descheduled;
+// then an awake worker (one helping a wait, say) takes it. Go's scheduler
+// likewise lets a thief take a running P's `runnext` only after a short
+// pause (runtime/proc.go, runqgrab).
+constexpr std::uint64_t continuation_grace_ns = 50'000;
+
 using detail::steady_now_ns;
 
 // Per submitting thread: jobs left until the next one is stamped for the
@@ -96,19 +107,23 @@ result<void> thread_pool::push_local(thread_worker& w, job_function&& fn, bool c
   // deque. Only this thread makes the slot non-null (thieves only empty
   // it), so a slot read as empty stays empty until the store below.
   // relaxed load: the owner's own last write, or a thief's emptying.
-  if (w.lifo_slot_.load(std::memory_order_relaxed) == nullptr) {
+  if (w.lifo_slot_.load(std::memory_order_relaxed) == 0) {
     // release: publishes the job to a thief; pairs with the acquire
     // exchange in try_steal().
-    w.lifo_slot_.store(node, std::memory_order_release);
+    w.lifo_slot_.store(thread_worker::slot_word_of(node, continuation), std::memory_order_release);
     // A continuation runs on this worker as soon as the job pushing it
     // returns: waking another worker for it would only make the two race
-    // for it (see enqueue_continuation()).
+    // for it, and marked as one it keeps no idle worker awake either (see
+    // enqueue_continuation() and work_visible()).
     if (continuation) return {};
   } else {
     // release: as above. A thief may have emptied the slot since the load;
-    // then there is nothing to move to the deque.
-    if (detail::job_node* displaced = w.lifo_slot_.exchange(node, std::memory_order_release)) {
-      w.deque_.push(displaced);  // room reserved above: no allocation
+    // then there is nothing to move to the deque. The job in the slot now
+    // is an ordinary one: a continuation only ever goes into an empty slot
+    // (the displaced job needs the wake-up below, and so does the new one).
+    if (const thread_worker::slot_word displaced =
+            w.lifo_slot_.exchange(thread_worker::slot_word_of(node, false), std::memory_order_release)) {
+      w.deque_.push(thread_worker::slot_node(displaced));  // room reserved above: no allocation
     }
   }
   wake_worker_if_needed();
@@ -125,7 +140,7 @@ void thread_pool::note_allocation_failure(thread_worker& w) noexcept {
 bool thread_pool::take_from_lifo_slot(thread_worker& w, bool helping, detail::job_node*& out) noexcept {
   // relaxed: only this thread fills the slot; a stale non-null only costs
   // the exchange below, which then returns nullptr.
-  if (w.lifo_slot_.load(std::memory_order_relaxed) == nullptr) return false;
+  if (w.lifo_slot_.load(std::memory_order_relaxed) == 0) return false;
   // The budget (thread_pool::lifo_slot_budget): a job that keeps spawning
   // a successor cannot starve the jobs spawned before it. Tokio bounds its
   // LIFO slot the same way and with the same value (MAX_LIFO_POLLS_PER_TICK).
@@ -135,17 +150,27 @@ bool thread_pool::take_from_lifo_slot(thread_worker& w, bool helping, detail::jo
     // the deque was empty. A helping wait skips this: it wants the newest
     // jobs, most likely the one it waits for.
     w.lifo_streak_ = 0;
+    // An empty deque (exact for its owner: thieves only take from it) holds
+    // no older job to run first: the slot's job is the oldest too. Moving it
+    // through the deque would only offer it to a thief for a moment - the
+    // hops of a coroutine on its own worker (a continuation) would then
+    // move to another core now and then.
+    if (w.deque_.empty_approx()) {
+      // relaxed: as below.
+      out = thread_worker::slot_node(w.lifo_slot_.exchange(0, std::memory_order_relaxed));
+      return out != nullptr;
+    }
     if (!w.deque_.reserve(1)) {
       // Out of memory: the deque cannot take the slot's job, so run it now
       // (the budget waits for the next round).
       note_allocation_failure(w);
-      out = w.lifo_slot_.exchange(nullptr, std::memory_order_relaxed);  // relaxed: as below
+      out = thread_worker::slot_node(w.lifo_slot_.exchange(0, std::memory_order_relaxed));  // relaxed: as below
       return out != nullptr;
     }
     // relaxed: the owner's own job (or nullptr if a thief took it first;
     // the exchange is then the thief's only competitor).
-    if (detail::job_node* newest = w.lifo_slot_.exchange(nullptr, std::memory_order_relaxed)) {
-      w.deque_.push(newest);  // room reserved above: no allocation
+    if (const thread_worker::slot_word newest = w.lifo_slot_.exchange(0, std::memory_order_relaxed)) {
+      w.deque_.push(thread_worker::slot_node(newest));  // room reserved above: no allocation
     }
     auto oldest = w.deque_.steal();  // the FIFO end (the owner may steal like any thief)
     if (!oldest) return false;       // taken by a thief meanwhile: the normal order goes on
@@ -154,7 +179,7 @@ bool thread_pool::take_from_lifo_slot(thread_worker& w, bool helping, detail::jo
   }
   // relaxed: the job was put there by this thread; the exchange decides
   // between the owner and a thief (one total order on the slot).
-  out = w.lifo_slot_.exchange(nullptr, std::memory_order_relaxed);
+  out = thread_worker::slot_node(w.lifo_slot_.exchange(0, std::memory_order_relaxed));
   if (out == nullptr) return false;
   if (!helping) ++w.lifo_streak_;
   return true;
@@ -397,7 +422,11 @@ bool thread_pool::work_visible(const thread_worker& w) const noexcept {
     if (!other->deque_.empty_approx()) return true;
     // relaxed: ordered like the deque checks (prepare_wait()'s fence here,
     // the fence in wake_worker_if_needed() after push_local()'s store).
-    if (other->lifo_slot_.load(std::memory_order_relaxed) != nullptr) return true;
+    // A continuation does not count: its owner runs it as soon as its
+    // current job returns, and an idle worker polling the slot would only
+    // slow the owner down (the slot's cache line moving on every hop).
+    const thread_worker::slot_word slot = other->lifo_slot_.load(std::memory_order_relaxed);
+    if (slot != 0 && (slot & thread_worker::continuation_bit) == 0) return true;
   }
   return false;
 }
@@ -542,15 +571,34 @@ bool thread_pool::try_steal(thread_worker& w, detail::job_node*& out) {
     thread_worker* victim = steal_table_[(start + k) % n].load(std::memory_order_relaxed);  // fixed once published
     if (victim == &w) continue;
     // relaxed pre-check: avoids the exchange on an empty slot.
-    if (victim->lifo_slot_.load(std::memory_order_relaxed) == nullptr) continue;
+    const thread_worker::slot_word seen = victim->lifo_slot_.load(std::memory_order_relaxed);
+    if (seen == 0) continue;
+    if ((seen & thread_worker::continuation_bit) != 0 && !owner_stalled(w, *victim)) continue;
     // acquire: pairs with the owner's release store/exchange in push_local().
-    if (detail::job_node* taken = victim->lifo_slot_.exchange(nullptr, std::memory_order_acquire)) {
-      out = taken;
+    if (const thread_worker::slot_word taken = victim->lifo_slot_.exchange(0, std::memory_order_acquire)) {
+      out = thread_worker::slot_node(taken);
       thread_worker::add(w.steals_, 1);
       return true;
     }
   }
   return false;
+}
+
+bool thread_pool::owner_stalled(thread_worker& w, const thread_worker& victim) noexcept {
+  // relaxed: statistics counters, read as a progress hint only; a stale
+  // value only delays the decision or takes a continuation early, and
+  // either is just a steal.
+  const std::uint64_t progress =
+      victim.processed_.load(std::memory_order_relaxed) + victim.cancelled_.load(std::memory_order_relaxed);
+  const std::uint64_t now = steady_now_ns();
+  if (w.watched_ != &victim || w.watched_progress_ != progress) {
+    // A new victim, or it finished a job since: start the grace period over.
+    w.watched_ = &victim;
+    w.watched_progress_ = progress;
+    w.watched_since_ = now;
+    return false;
+  }
+  return now - w.watched_since_ >= continuation_grace_ns;
 }
 
 void thread_pool::run_node(thread_worker& w, detail::job_node* node) {
@@ -616,7 +664,7 @@ bool thread_pool::nothing_left_to_steal_from_caller() const noexcept {
   if (tl_context.pool == this) {
     const thread_worker& w = *tl_context.worker;
     // relaxed: a hint; the slot is stealable too.
-    return w.deque_.empty_approx() && w.lifo_slot_.load(std::memory_order_relaxed) == nullptr;
+    return w.deque_.empty_approx() && w.lifo_slot_.load(std::memory_order_relaxed) == 0;
   }
   return queue_->empty_approx();
 }

@@ -112,7 +112,7 @@ pool_statistics thread_pool::get_statistics() const {
     s.wakeups += ws.wakeups;
     s.allocation_failures += ws.allocation_failures;
     s.queued += w->deque_.size_approx();
-    s.queued += w->lifo_slot_.load(std::memory_order_relaxed) != nullptr ? 1 : 0;  // statistics only
+    s.queued += w->lifo_slot_.load(std::memory_order_relaxed) != 0 ? 1 : 0;  // statistics only
   }
   return s;
 }

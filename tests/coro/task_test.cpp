@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <coroutine>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,6 +16,7 @@
 #include "../support/test_support.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/pools/typed_thread_pool.hpp"
+#include "thread_system/sync/wait_group.hpp"
 
 namespace thread_system {
 namespace {
@@ -167,6 +169,94 @@ TEST(Task, EachResumptionIsAJobOfThePool) {
   EXPECT_EQ(s.accepted, static_cast<std::uint64_t>(hops));
   EXPECT_EQ(s.executed, static_cast<std::uint64_t>(hops));
   EXPECT_EQ(s.cancelled, 0U);
+}
+
+// A coroutine hopping onto its own pool from one of its workers is a
+// continuation: it goes on on that worker. The other worker is neither woken
+// for it nor kept awake polling it, so it takes none of the hops. (An idle
+// worker that counted the hop in the LIFO slot as work never parked and
+// stole a few percent of the hops, moving the coroutine between cores and
+// making each hop several times slower.) Every 1024th hop the coroutine
+// also submits an ordinary job, which wakes the other worker: it runs that
+// job (a steal) and must park again rather than go after the hops.
+TEST(Task, HopsOntoItsOwnPoolStayOnOneWorker) {
+  thread_pool pool{2};
+  constexpr std::uint64_t wake_every = 1024;
+  const std::uint64_t hops = scaled(100'000);
+  auto t = [](thread_pool& p, std::uint64_t n) -> task<void> {
+    for (std::uint64_t i = 0; i < n; ++i) {
+      if (i % wake_every == 0) {
+        EXPECT_TRUE(p.enqueue([] {}));
+      }
+      co_await p.schedule();
+    }
+  };
+  sync_wait(t(pool, hops));
+  pool.wait_idle();
+  const auto s = pool.get_statistics();
+  const std::uint64_t wake_jobs = (hops + wake_every - 1) / wake_every;
+  EXPECT_EQ(s.executed, hops + wake_jobs);
+  // Steals: the ordinary jobs, and a few hops for the first look of a
+  // worker that came out of the injector's first wake-up.
+  EXPECT_LE(s.steals, wake_jobs + 8);
+}
+
+// Suspends, handing its handle to the test, which resumes it by hand.
+struct handed_out {
+  std::atomic<void*>* out;
+  [[nodiscard]] static bool await_ready() noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) const noexcept {
+    out->store(h.address(), std::memory_order_release);  // pairs with the acquire load in the test
+  }
+  static void await_resume() noexcept {}
+};
+
+// A continuation is not stolen while its owner makes progress, but a job
+// that resumed a coroutine by hand and then blocks must not hold the
+// coroutine's hop for as long as it blocks: an awake worker (here one
+// helping a wait_group wait) takes it after the grace period.
+TEST(Task, AContinuationHeldByABlockedWorkerIsTakenByAnAwakeOne) {
+  thread_pool pool{2};
+  std::atomic<void*> handle{nullptr};
+  std::atomic<std::thread::id> resumed_on{};
+  std::atomic<bool> pushed{false};
+  std::atomic<bool> continued{false};
+  wait_group finished(1);
+  auto coro = [](thread_pool& p, std::atomic<void*>& h, std::atomic<std::thread::id>& where, std::atomic<bool>& done,
+                 wait_group& wg) -> task<void> {
+    co_await handed_out{&h};
+    co_await p.schedule();                                               // on the resuming job's worker: a continuation
+    where.store(std::this_thread::get_id(), std::memory_order_relaxed);  // read after the join below
+    done.store(true, std::memory_order_release);                         // pairs with the blocker's acquire load
+    (void)wg.done();                                                     // cannot fail: the count is 1
+  };
+  std::thread root([&] { sync_wait(coro(pool, handle, resumed_on, continued, finished)); });
+  // acquire: pairs with handed_out's release store.
+  while (handle.load(std::memory_order_acquire) == nullptr) std::this_thread::yield();
+  std::thread::id blocker_id{};
+  bool blocker_timed_out = false;
+  ASSERT_TRUE(pool.enqueue([&] {
+    blocker_id = std::this_thread::get_id();
+    std::coroutine_handle<>::from_address(handle.load(std::memory_order_relaxed)).resume();
+    pushed.store(true, std::memory_order_release);  // pairs with the test thread's acquire load
+    // Blocks until another worker has run the hop (a watchdog, not a timing
+    // assumption: it only ends a test that already failed).
+    const auto give_up = std::chrono::steady_clock::now() + 30s;
+    while (!continued.load(std::memory_order_acquire)) {
+      if (std::chrono::steady_clock::now() > give_up) {
+        blocker_timed_out = true;
+        return;
+      }
+      std::this_thread::yield();
+    }
+  }));
+  while (!pushed.load(std::memory_order_acquire)) std::this_thread::yield();
+  // The other worker, awake in a helping wait for the coroutine's end.
+  ASSERT_TRUE(pool.enqueue([&] { finished.wait(); }));
+  root.join();
+  pool.wait_idle();
+  EXPECT_FALSE(blocker_timed_out);
+  EXPECT_NE(resumed_on.load(std::memory_order_relaxed), blocker_id);
 }
 
 task<std::uint64_t> chain(std::uint64_t depth) {

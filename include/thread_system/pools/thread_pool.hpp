@@ -71,6 +71,15 @@
 //     from the oldest end of another worker's deque; last, another worker's
 //     LIFO slot. A job that blocks therefore never holds back the job it
 //     spawned: an idle worker takes it.
+//   * A coroutine that hops onto this pool from one of its own workers
+//     (`co_await pool.schedule()`) is a continuation: it goes into that
+//     worker's LIFO slot and runs there as soon as the current job returns.
+//     No worker is woken for it, idle workers do not spin on it, and a
+//     thief takes it only after its owner has finished no job for 50 us (an
+//     owner blocked in the job that resumed it, or descheduled) - and only
+//     a thief that is awake anyway: a job that resumes a coroutine by hand
+//     and then blocks, with every other worker asleep, holds that
+//     continuation until it returns.
 //   * The LIFO slot is bounded: after `lifo_slot_budget` jobs in a row from
 //     the slot, the slot's job goes onto the deque and the oldest job of the
 //     deque runs, so a job that keeps spawning a successor cannot starve the
@@ -551,6 +560,10 @@ class thread_pool {
   // The job in w's LIFO slot, within its budget (see lifo_budget in the
   // source); owner thread only.
   bool take_from_lifo_slot(thread_worker& w, bool helping, detail::job_node*& out) noexcept;
+  // Whether `victim` has finished no job for continuation_grace_ns since w
+  // (a thief) started watching it: only then does w take the continuation
+  // in victim's LIFO slot (see try_steal()).
+  static bool owner_stalled(thread_worker& w, const thread_worker& victim) noexcept;
   bool try_steal(thread_worker& w, detail::job_node*& out);
   void run_node(thread_worker& w, detail::job_node* node);
   void execute(thread_worker& w, job_function& fn);

@@ -175,19 +175,38 @@ class thread_worker {
 
   // Jobs spawned by jobs running on this worker; thieves steal from the top.
   work_stealing_deque<detail::job_node*> deque_;
-  // The LIFO slot: the newest job spawned on this worker, or nullptr. Only
-  // the owner puts a job here (a newer one pushes the previous one onto the
+  // The LIFO slot: the newest job spawned on this worker, or 0. Only the
+  // owner puts a job here (a newer one pushes the previous one onto the
   // deque); the owner takes it first, and thieves take it with an exchange
   // only after finding every deque empty (see thread_pool::push_local()).
+  // The value is the job's node address; its low bit marks a continuation
+  // (thread_pool::enqueue_continuation()), which the owner runs as soon as
+  // the current job returns: no worker is woken for it and idle workers do
+  // not count it as work (see thread_pool::work_visible()).
   // On a line of its own: thieves' polls of it must not pull in the
   // owner-only fields below, which the owner writes for every job.
-  alignas(64) std::atomic<detail::job_node*> lifo_slot_{nullptr};
+  using slot_word = std::uintptr_t;
+  static constexpr slot_word continuation_bit = 1;
+  static_assert(alignof(detail::job_node) > continuation_bit, "the low bit of a node address must be free");
+  [[nodiscard]] static slot_word slot_word_of(detail::job_node* node, bool continuation) noexcept {
+    return reinterpret_cast<slot_word>(node) | (continuation ? continuation_bit : 0);
+  }
+  [[nodiscard]] static detail::job_node* slot_node(slot_word v) noexcept {
+    return reinterpret_cast<detail::job_node*>(v & ~continuation_bit);
+  }
+  alignas(64) std::atomic<slot_word> lifo_slot_{0};
   alignas(64) std::uint32_t lifo_streak_ = 0;  // owner thread only: jobs taken from the slot in a row
   detail::job_node_pool::cache node_cache_;    // owner thread only
   std::uint32_t rng_state_ = 0;                // owner thread only: victim selection
   std::uint32_t tick_ = 0;                     // owner thread only: injector fairness
   unsigned batch_rank_ = 0;                    // owner thread only: typed pools, the kind on the deque
   bool degraded_ = false;                      // owner thread only: the last allocation attempt failed
+  // Owner thread only: the worker whose LIFO-slot continuation this one
+  // watches as a thief, that worker's job count and when watching began
+  // (thread_pool::owner_stalled()).
+  const thread_worker* watched_ = nullptr;
+  std::uint64_t watched_progress_ = 0;
+  std::uint64_t watched_since_ = 0;
   // Jobs per visit to the injector (set_injector_batch); any thread writes,
   // the owner reads it once per visit (relaxed: a setting).
   std::atomic<std::uint32_t> injector_batch_{default_injector_batch};
