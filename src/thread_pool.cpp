@@ -146,9 +146,8 @@ bool thread_pool::take_from_lifo_slot(thread_worker& w, bool helping, detail::jo
   // LIFO slot the same way and with the same value (MAX_LIFO_POLLS_PER_TICK).
   if (w.lifo_streak_ >= lifo_slot_budget && !helping) {
     // Budget spent: the slot's job joins the deque (as its newest) and the
-    // oldest job of the deque runs instead - possibly that same job, when
-    // the deque was empty. A helping wait skips this: it wants the newest
-    // jobs, most likely the one it waits for.
+    // oldest job of the deque runs instead. A helping wait skips this: it
+    // wants the newest jobs, most likely the one it waits for.
     w.lifo_streak_ = 0;
     // An empty deque (exact for its owner: thieves only take from it) holds
     // no older job to run first: the slot's job is the oldest too. Moving it
@@ -422,11 +421,14 @@ bool thread_pool::work_visible(const thread_worker& w) const noexcept {
     if (!other->deque_.empty_approx()) return true;
     // relaxed: ordered like the deque checks (prepare_wait()'s fence here,
     // the fence in wake_worker_if_needed() after push_local()'s store).
-    // A continuation does not count: its owner runs it as soon as its
-    // current job returns, and an idle worker polling the slot would only
-    // slow the owner down (the slot's cache line moving on every hop).
+    // Another worker's continuation does not count: its owner runs it as
+    // soon as its current job returns, and an idle worker polling the slot
+    // would only slow the owner down (the slot's cache line moving on every
+    // hop). This worker's own does: it is the owner, idle because the pool
+    // was paused when that job returned, and resume()'s wake-up may have
+    // come before this worker's prepare_wait().
     const thread_worker::slot_word slot = other->lifo_slot_.load(std::memory_order_relaxed);
-    if (slot != 0 && (slot & thread_worker::continuation_bit) == 0) return true;
+    if (slot != 0 && (other == &w || (slot & thread_worker::continuation_bit) == 0)) return true;
   }
   return false;
 }

@@ -70,20 +70,22 @@
 //     the newest job of its deque; a batch from the injector; a job stolen
 //     from the oldest end of another worker's deque; last, another worker's
 //     LIFO slot. A job that blocks therefore never holds back the job it
-//     spawned: an idle worker takes it.
+//     spawned: an idle worker takes it (a continuation, below, is the one
+//     exception).
 //   * A coroutine that hops onto this pool from one of its own workers
 //     (`co_await pool.schedule()`) is a continuation: it goes into that
 //     worker's LIFO slot and runs there as soon as the current job returns.
 //     No worker is woken for it, idle workers do not spin on it, and a
 //     thief takes it only after its owner has finished no job for 50 us (an
 //     owner blocked in the job that resumed it, or descheduled) - and only
-//     a thief that is awake anyway: a job that resumes a coroutine by hand
-//     and then blocks, with every other worker asleep, holds that
-//     continuation until it returns.
+//     a thief that is awake anyway, looking for work or helping a wait: a
+//     job that resumes a coroutine by hand and then blocks, with every
+//     other worker asleep, holds that continuation until it returns.
 //   * The LIFO slot is bounded: after `lifo_slot_budget` jobs in a row from
 //     the slot, the slot's job goes onto the deque and the oldest job of the
 //     deque runs, so a job that keeps spawning a successor cannot starve the
-//     jobs spawned before it.
+//     jobs spawned before it (with the deque empty there is none, and the
+//     slot's job runs).
 //
 // Threading: all members may be called concurrently from any thread, except
 // that stop(), wait_idle() and the destructor must not be called from one of
