@@ -1,0 +1,154 @@
+// spawn: starts a task in a job of a pool and returns (fire and forget; part
+// of the coroutine API of coro/task.hpp, which includes this header).
+//
+//   spawn(pool, log_later(pool)).value();
+//   spawn(typed_pool, job_types::Background, token, refresh(typed_pool)).value();
+//
+// Contract:
+//   * spawn(pool[, token], t) starts `t` in a job of `pool` and returns; the
+//     frame is freed when it finishes. An exception escaping `t` is reported
+//     like a failing job: the pool's error handler and its `failed` counter
+//     (it counts on the resumption in which the task finished when that was
+//     one of `pool`'s; otherwise as one more job of `pool` that fails; a pool
+//     that no longer accepts jobs only calls its error handler). A refused
+//     start returns the pool's error and destroys the task unrun.
+//   * The spawned task's frame belongs to the pool's plumbing: it is freed
+//     when the task finishes, or when stop(cancel_pending) abandons it.
+//
+// Thread-safety: spawn() may be called from any thread, like enqueue().
+#pragma once
+
+#include <coroutine>
+#include <cstddef>
+#include <exception>
+#include <new>
+#include <utility>
+
+#include "thread_system/core/error.hpp"
+#include "thread_system/coro/coro_base.hpp"
+#include "thread_system/coro/task.hpp"
+#include "thread_system/sync/cancellation.hpp"
+
+namespace thread_system {
+namespace detail {
+
+// The root of a spawned task: frees it when it finishes or is abandoned.
+class spawn_root final : public coro_waiter {
+ public:
+  using report_fn = void (*)(void* pool, const std::exception_ptr& e) noexcept;
+
+  spawn_root(task<void> t, cancellation_token token, resume_target target, report_fn report) noexcept
+      : task_(std::move(t)), token_(std::move(token)), target_(target), report_(report) {}
+
+  static void* operator new(std::size_t n) { return coro_frame_allocate(n); }
+  static void operator delete(void* p, std::size_t n) noexcept { coro_frame_free(p, n); }
+
+  // Pushes the first resumption; on refusal the caller deletes this.
+  result<void> start() noexcept {
+    task_promise<void>& p = task_access<void>::promise(task_);
+    p.waiter = this;
+    p.token = token_.can_be_cancelled() ? &token_ : nullptr;
+    try {
+      return target_.push_job(job_function(resume_job{task_access<void>::frame(task_), &p, nullptr, target_}));
+    } catch (...) {
+      return make_error_nothrow(error_code::resource_exhausted, [] { return "no memory to spawn the task"; });
+    }
+  }
+
+ private:
+  std::coroutine_handle<> on_complete() noexcept override {
+    std::exception_ptr failure = task_access<void>::promise(task_).exception();
+    const resume_target target = target_;
+    const report_fn report = report_;
+    forget_token();
+    delete this;  // frees the finished frame
+    if (failure) deliver(failure, target, report);
+    return std::noop_coroutine();
+  }
+  void on_abandon() noexcept override {
+    forget_token();
+    delete this;
+  }
+
+  // The running resumption's this_job token may be ours: it goes with us.
+  void forget_token() const noexcept {
+    if (this_job::detail::current_token == &token_) this_job::detail::current_token = nullptr;
+  }
+
+  // A job that rethrows a spawned task's failure in its pool; discarded
+  // unrun, it still reports the failure (to the error handler).
+  struct failure_job {
+    std::exception_ptr failure;
+    void* pool;
+    report_fn report;
+    void operator()() const { std::rethrow_exception(failure); }
+    void cancel() noexcept { report(pool, failure); }
+  };
+
+  static void deliver(const std::exception_ptr& failure, const resume_target& target, report_fn report) noexcept {
+    if (t_current_target != nullptr && t_current_target->pool == target.pool) {
+      t_pending_failure = failure;  // the running resumption of this pool rethrows it
+      return;
+    }
+    if (target.push_job(job_function(failure_job{failure, target.pool, report}))) return;
+    report(target.pool, failure);  // refused (stopped): the error handler still hears of it
+  }
+
+  task<void> task_;
+  cancellation_token token_;
+  resume_target target_;
+  report_fn report_;
+};
+
+// `Pool` is named for its failure report; the target pushes into it.
+template <typename Pool>
+result<void> spawn_on(Pool& /*pool*/, resume_target target, cancellation_token token, task<void> t) {
+  if (!t.valid()) return make_error(error_code::invalid_argument, "spawn() of an empty task");
+  spawn_root* root = nullptr;
+  try {
+    root = new spawn_root(std::move(t), std::move(token), target, [](void* p, const std::exception_ptr& e) noexcept {
+      coro_access::report_failure(*static_cast<Pool*>(p), e);
+    });
+  } catch (const std::bad_alloc&) {
+    return make_error_nothrow(error_code::resource_exhausted, [] { return "no memory to spawn the task"; });
+  }
+  result<void> r = root->start();
+  if (!r) delete root;  // never started: destroys the task
+  return r;
+}
+
+}  // namespace detail
+
+/// A pool that coroutines run on (thread_pool; typed pools need a job type).
+template <typename Pool>
+concept coroutine_pool = requires(Pool& pool) { detail::coro_access::target(pool); };
+/// A typed pool: coroutines run on it with a job type.
+template <typename Pool, typename Type>
+concept typed_coroutine_pool = requires(Pool& pool, Type type) { detail::coro_access::target(pool, type); };
+
+/// Starts `t` in a job of `pool` and returns (see the header): the pool's
+/// refusal, invalid_argument for an empty task, resource_exhausted without
+/// memory. Nothing is started on an error.
+template <coroutine_pool Pool>
+result<void> spawn(Pool& pool, task<void> t) {
+  return detail::spawn_on(pool, detail::coro_access::target(pool), {}, std::move(t));
+}
+/// spawn() with a token: this_job::token() inside the task, cancellation_point() and sleeps see it.
+template <coroutine_pool Pool>
+result<void> spawn(Pool& pool, cancellation_token token, task<void> t) {
+  return detail::spawn_on(pool, detail::coro_access::target(pool), std::move(token), std::move(t));
+}
+/// spawn() on a typed pool: the task's resumptions are jobs of `type`.
+template <typename Pool, typename Type>
+  requires typed_coroutine_pool<Pool, Type>
+result<void> spawn(Pool& pool, Type type, task<void> t) {
+  return detail::spawn_on(pool, detail::coro_access::target(pool, type), {}, std::move(t));
+}
+/// spawn() on a typed pool with a token.
+template <typename Pool, typename Type>
+  requires typed_coroutine_pool<Pool, Type>
+result<void> spawn(Pool& pool, Type type, cancellation_token token, task<void> t) {
+  return detail::spawn_on(pool, detail::coro_access::target(pool, type), std::move(token), std::move(t));
+}
+
+}  // namespace thread_system

@@ -1,0 +1,238 @@
+// when_all: awaits several tasks in parallel (part of the coroutine API of
+// coro/task.hpp, which includes this header).
+//
+//   auto [a, b] = co_await when_all(half(pool), half(pool));
+//   std::vector<int> all = co_await when_all(std::move(tasks));
+//
+// Contract:
+//   * when_all(tasks...) / when_all(vector<task<T>>) runs the children in
+//     parallel: awaited on a pool worker, every child but the first is pushed
+//     to that pool and the first runs on this thread; elsewhere they start
+//     one after another on this thread, each until its first suspension.
+//     The awaiter resumes once all have finished, with their results in
+//     order (a tuple; void children give std::monostate; a vector for the
+//     range form); if any failed, the first failure in order is rethrown
+//     after all finished. A child abandoned abandons the when_all once the
+//     others have finished.
+//   * The children get the awaiting task's token: this_job::token() and
+//     cancellation_point() inside them see it.
+//
+// Thread-safety: the children finish on any threads; the last to finish
+// resumes the awaiter (acq_rel on the count, so every child's result is
+// visible to it).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <coroutine>
+#include <cstddef>
+#include <functional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "thread_system/coro/coro_base.hpp"
+#include "thread_system/coro/task.hpp"
+
+namespace thread_system {
+namespace detail {
+
+template <typename T>
+using when_all_value_t = std::conditional_t<
+    std::is_void_v<T>, std::monostate,
+    std::conditional_t<std::is_reference_v<T>, std::reference_wrapper<std::remove_reference_t<T>>, T>>;
+
+template <typename T>
+when_all_value_t<T> take_for_when_all(task_promise<T>& p) {
+  if constexpr (std::is_void_v<T>) {
+    p.take();
+    return {};
+  } else if constexpr (std::is_reference_v<T>) {
+    return std::ref(p.take());
+  } else {
+    return p.take();
+  }
+}
+
+// The counting part of when_all (not a template).
+class when_all_core {
+ public:
+  when_all_core() = default;
+  when_all_core(const when_all_core&) = delete;
+  when_all_core& operator=(const when_all_core&) = delete;
+
+ protected:
+  class slot final : public coro_waiter {
+   public:
+    slot() noexcept = default;
+    explicit slot(when_all_core* core) noexcept : core_(core) {}
+    std::coroutine_handle<> on_complete() noexcept override { return core_->child_done(); }
+    void on_abandon() noexcept override {
+      // relaxed: published by the acq_rel decrement in child_done().
+      core_->abandoned_.store(true, std::memory_order_relaxed);
+      // The last child then abandons the parent instead of returning it.
+      (void)core_->child_done();
+    }
+
+   private:
+    when_all_core* core_ = nullptr;
+  };
+
+  // Starts the children (frames[i] with promises[i] waiting on slots[i]);
+  // returns the one to run on this thread.
+  template <typename P>
+  std::coroutine_handle<> start(std::coroutine_handle<P> parent, std::size_t n, auto&& child_frame,
+                                auto&& child_promise, slot* slots) {
+    parent_ = parent;
+    const cancellation_token* token = token_of(parent);
+    if constexpr (std::is_base_of_v<promise_base, P>) parent_promise_ = &parent.promise();
+    // relaxed: the children are started after this, through the pool's
+    // hand-off or on this thread.
+    remaining_.store(n, std::memory_order_relaxed);
+    for (std::size_t i = 0; i < n; ++i) {
+      promise_base& cp = child_promise(i);
+      cp.waiter = &slots[i];
+      cp.token = token;
+    }
+    const std::coroutine_handle<> first = child_frame(0);
+    const resume_target* target = t_current_target;
+    for (std::size_t i = 1; i < n; ++i) {
+      if (target != nullptr) {
+        result<void> pushed =
+            target->push_job(job_function(resume_job{child_frame(i), &child_promise(i), nullptr, *target}));
+        if (pushed) continue;
+      }
+      // Not on a pool, or the pool refused: start it here (it runs until it
+      // first suspends). The first child has not started, so the parent
+      // cannot be resumed yet.
+      resume_scope scope(token, target);
+      resume_loop(child_frame(i));
+    }
+    return transfer(parent, first);
+  }
+
+  [[nodiscard]] bool parent_abandoned() const noexcept { return foreign_abandoned_; }
+
+ private:
+  std::coroutine_handle<> child_done() noexcept {
+    // acq_rel: the last child sees every child's result (and abandoned_).
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return std::noop_coroutine();
+    if (!abandoned_.load(std::memory_order_relaxed)) return parent_;
+    if (parent_promise_ != nullptr) {
+      abandon(parent_promise_);  // destroys this object: nothing after
+    } else {
+      foreign_abandoned_ = true;
+      resume_loop(parent_);
+    }
+    return std::noop_coroutine();
+  }
+
+  std::atomic<std::size_t> remaining_{0};
+  std::atomic<bool> abandoned_{false};
+  std::coroutine_handle<> parent_;
+  promise_base* parent_promise_ = nullptr;
+  bool foreign_abandoned_ = false;
+};
+
+template <typename... Ts>
+class when_all_awaitable final : when_all_core {
+ public:
+  explicit when_all_awaitable(task<Ts>... tasks) : tasks_(std::move(tasks)...) {
+    std::apply(
+        [](const auto&... t) {
+          if ((!t.valid() || ...))
+            throw error_exception(error{error_code::invalid_argument, "when_all() of an empty task"});
+        },
+        tasks_);
+  }
+  [[nodiscard]] static bool await_ready() noexcept { return sizeof...(Ts) == 0; }
+  template <typename P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
+    for (std::size_t i = 0; i < sizeof...(Ts); ++i) slots_[i] = slot(this);
+    std::array<std::coroutine_handle<>, sizeof...(Ts)> frames;
+    std::array<promise_base*, sizeof...(Ts)> promises;
+    std::size_t i = 0;
+    std::apply(
+        [&](const auto&... t) {
+          ((frames[i] = task_access<typename std::remove_cvref_t<decltype(t)>::value_type>::frame(t),
+            promises[i] = &task_access<typename std::remove_cvref_t<decltype(t)>::value_type>::promise(t), ++i),
+           ...);
+        },
+        tasks_);
+    return start(
+        parent, sizeof...(Ts), [&](std::size_t k) { return frames[k]; },
+        [&](std::size_t k) -> promise_base& { return *promises[k]; }, slots_.data());
+  }
+  std::tuple<when_all_value_t<Ts>...> await_resume() {
+    if (parent_abandoned()) throw_abandoned();
+    std::apply([](const auto&... t) { (rethrow(t), ...); }, tasks_);
+    return std::apply(
+        [](const auto&... t) {
+          return std::tuple<when_all_value_t<Ts>...>(
+              take_for_when_all(task_access<typename std::remove_cvref_t<decltype(t)>::value_type>::promise(t))...);
+        },
+        tasks_);
+  }
+
+ private:
+  template <typename T>
+  static void rethrow(const task<T>& t) {
+    task_access<T>::promise(t).rethrow_if_failed();
+  }
+
+  std::tuple<task<Ts>...> tasks_;
+  std::array<slot, sizeof...(Ts)> slots_{};
+};
+
+template <typename T>
+class when_all_range_awaitable final : when_all_core {
+ public:
+  explicit when_all_range_awaitable(std::vector<task<T>> tasks) : tasks_(std::move(tasks)), slots_(tasks_.size()) {
+    for (const auto& t : tasks_) {
+      if (!t.valid()) throw error_exception(error{error_code::invalid_argument, "when_all() of an empty task"});
+    }
+  }
+  [[nodiscard]] bool await_ready() const noexcept { return tasks_.empty(); }
+  template <typename P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
+    for (auto& s : slots_) s = slot(this);
+    return start(
+        parent, tasks_.size(), [&](std::size_t k) { return task_access<T>::frame(tasks_[k]); },
+        [&](std::size_t k) -> promise_base& { return task_access<T>::promise(tasks_[k]); }, slots_.data());
+  }
+  auto await_resume() {
+    if (parent_abandoned()) throw_abandoned();
+    for (const auto& t : tasks_) task_access<T>::promise(t).rethrow_if_failed();
+    if constexpr (std::is_void_v<T>) {
+      return;
+    } else {
+      std::vector<when_all_value_t<T>> out;
+      out.reserve(tasks_.size());
+      for (auto& t : tasks_) out.push_back(take_for_when_all(task_access<T>::promise(t)));
+      return out;
+    }
+  }
+
+ private:
+  std::vector<task<T>> tasks_;
+  std::vector<slot> slots_;
+};
+
+}  // namespace detail
+
+/// Awaits every task in parallel; the results in order (see the header).
+template <typename... Ts>
+[[nodiscard]] detail::when_all_awaitable<Ts...> when_all(task<Ts>... tasks) {
+  return detail::when_all_awaitable<Ts...>(std::move(tasks)...);
+}
+
+/// Awaits every task of `tasks` in parallel; a vector of results in order
+/// (nothing for task<void>).
+template <typename T>
+[[nodiscard]] detail::when_all_range_awaitable<T> when_all(std::vector<task<T>> tasks) {
+  return detail::when_all_range_awaitable<T>(std::move(tasks));
+}
+
+}  // namespace thread_system
