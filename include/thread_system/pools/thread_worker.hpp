@@ -192,6 +192,9 @@ class thread_worker {
     return reinterpret_cast<slot_word>(node) | (continuation ? continuation_bit : 0);
   }
   [[nodiscard]] static detail::job_node* slot_node(slot_word v) noexcept {
+    // The value came from slot_word_of(): the address of a live node with
+    // its low bit maybe set, so the cast gives back that very node.
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): a tagged pointer, see above
     return reinterpret_cast<detail::job_node*>(v & ~continuation_bit);
   }
   alignas(64) std::atomic<slot_word> lifo_slot_{0};
