@@ -149,20 +149,15 @@ bool thread_pool::take_from_lifo_slot(thread_worker& w, bool helping, detail::jo
     // oldest job of the deque runs instead. A helping wait skips this: it
     // wants the newest jobs, most likely the one it waits for.
     w.lifo_streak_ = 0;
-    // An empty deque (exact for its owner: thieves only take from it) holds
-    // no older job to run first: the slot's job is the oldest too. Moving it
-    // through the deque would only offer it to a thief for a moment - the
-    // hops of a coroutine on its own worker (a continuation) would then
-    // move to another core now and then.
-    if (w.deque_.empty_approx()) {
-      // relaxed: as below.
-      out = thread_worker::slot_node(w.lifo_slot_.exchange(0, std::memory_order_relaxed));
-      return out != nullptr;
-    }
-    if (!w.deque_.reserve(1)) {
-      // Out of memory: the deque cannot take the slot's job, so run it now
-      // (the budget waits for the next round).
-      note_allocation_failure(w);
+    // The slot's job runs now when the deque is empty (exact for its owner:
+    // thieves only take from it): no older job is there to run first, and
+    // moving it through the deque would only offer it to a thief for a
+    // moment - the hops of a coroutine on its own worker (a continuation)
+    // would then move to another core now and then. Also when out of memory:
+    // the deque cannot take it (the budget waits for the next round).
+    const bool deque_empty = w.deque_.empty_approx();
+    if (deque_empty || !w.deque_.reserve(1)) {
+      if (!deque_empty) note_allocation_failure(w);
       out = thread_worker::slot_node(w.lifo_slot_.exchange(0, std::memory_order_relaxed));  // relaxed: as below
       return out != nullptr;
     }
