@@ -73,17 +73,62 @@ TEST_P(TypedInjector, OnlyTheWorkersHighestKindComesAsABatch) {
   EXPECT_EQ(trace, (std::vector<int>{10, 11, 12, 13}));
 }
 
-TEST_P(TypedInjector, UntypedPushesAreRefusedAndNothingIsQueued) {
+TEST_P(TypedInjector, PushRoutesEachJobByTheKindItsTagNames) {
   typed_injector q(GetParam(), 0ns);
-  auto r = q.push(ts::job_function([] {}));
+  std::vector<int> trace;
+  namespace tag = ts::detail::job_tag;
+  auto job = tracer(trace, 30);
+  job.set_tag(tag::with_rank(tag::holds_room, 3));  // the core's bit is kept and ignored
+  ASSERT_TRUE(q.push(std::move(job)));
+  std::array<ts::job_function, 3> batch{tracer(trace, 10), tracer(trace, 11), tracer(trace, 12)};
+  for (auto& fn : batch) fn.set_tag(tag::with_rank(0, 1));
+  ASSERT_TRUE(q.push_batch(batch));
+  EXPECT_EQ(q.created_mask(), bit(1) | bit(3));
+  EXPECT_EQ(q.view(1).accepted, 3U);
+  EXPECT_EQ(q.view(3).accepted, 1U);
+  EXPECT_EQ(run_one(q, bit(3), trace), 30);
+  std::array<ts::job_function, 4> out;
+  ASSERT_EQ(q.pop_for(bit(1), out, 1), 3U);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(tag::rank(out[i].tag()), 1U);  // the worker counts the job for its kind by this
+    out[i]();
+  }
+  EXPECT_EQ(trace, (std::vector<int>{30, 10, 11, 12}));
+  EXPECT_EQ(q.accepted(), 4U);
+}
+
+TEST_P(TypedInjector, JobsWithoutAKindAndMixedBatchesAreRefusedAndNothingIsQueued) {
+  typed_injector q(GetParam(), 0ns);
+  namespace tag = ts::detail::job_tag;
+  bool ran = false;
+  auto untyped = ts::job_function([&ran] { ran = true; });
+  auto r = q.push(std::move(untyped));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
-  std::array<ts::job_function, 1> batch{ts::job_function([] {})};
-  auto rb = q.push_batch(batch);
+  EXPECT_TRUE(static_cast<bool>(untyped));  // NOLINT(bugprone-use-after-move): a refused job is not moved from
+  auto beyond = ts::job_function([] {});
+  beyond.set_tag(static_cast<std::uint8_t>(typed_injector::max_kinds + 1));  // rank 64
+  auto rb = q.push(std::move(beyond));
   ASSERT_FALSE(rb);
   EXPECT_EQ(rb.error().code(), ts::error_code::invalid_argument);
+  auto rk = q.push_kind(typed_injector::max_kinds, ts::job_function([] {}));
+  ASSERT_FALSE(rk);
+  EXPECT_EQ(rk.error().code(), ts::error_code::invalid_argument);
+  std::array<ts::job_function, 1> no_kind{ts::job_function([] {})};
+  auto rn = q.push_batch(no_kind);
+  ASSERT_FALSE(rn);
+  EXPECT_EQ(rn.error().code(), ts::error_code::invalid_argument);
+  std::array<ts::job_function, 2> mixed{ts::job_function([] {}), ts::job_function([] {})};
+  mixed[0].set_tag(tag::with_rank(0, 0));
+  mixed[1].set_tag(tag::with_rank(0, 2));
+  auto rm = q.push_batch(mixed);
+  ASSERT_FALSE(rm);
+  EXPECT_EQ(rm.error().code(), ts::error_code::invalid_argument);
+  EXPECT_TRUE(static_cast<bool>(mixed[0]) && static_cast<bool>(mixed[1]));
   EXPECT_EQ(q.accepted(), 0U);
+  EXPECT_EQ(q.created_mask(), 0U);  // a refused push creates no kind's queue
   EXPECT_TRUE(q.empty_approx());
+  EXPECT_FALSE(ran);
 }
 
 TEST_P(TypedInjector, DropOldestTakesTheLowestPriorityKindFirst) {

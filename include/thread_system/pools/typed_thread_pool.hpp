@@ -388,9 +388,12 @@ class typed_thread_pool_t {
       if (!fn) return make_error(error_code::invalid_argument, "typed_thread_pool::enqueue_batch: empty job in batch");
     }
     if (batch.empty()) return {};
-    for (auto& fn : batch) core_.stamp_if_sampled(fn);
+    for (auto& fn : batch) {
+      core_.stamp_if_sampled(fn);
+      fn.set_tag(detail::job_tag::with_rank(fn.tag(), *rank));  // the injector routes by the tag
+    }
     return core_.push_external(std::uint64_t{1} << *rank, std::span<job_function>(batch),
-                               [&] { return injector().push_kind_batch(*rank, batch); });
+                               [&] { return injector().push_batch(batch); });
   }
 
  public:
@@ -671,8 +674,9 @@ class typed_thread_pool_t {
   // Queues `fn` (left untouched on refusal) as a job of the type of `rank`.
   result<void> push_rank(std::size_t rank, job_function&& fn) {
     core_.stamp_if_sampled(fn);
+    fn.set_tag(detail::job_tag::with_rank(fn.tag(), rank));  // the injector routes by the tag
     return core_.push_external(std::uint64_t{1} << rank, std::span<job_function>(&fn, 1),
-                               [&] { return injector().push_kind(rank, std::move(fn)); });
+                               [&] { return injector().push(std::move(fn)); });
   }
 
   // Runs `schedule(queue, route)` on the pool's timer queue (created on

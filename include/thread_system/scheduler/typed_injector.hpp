@@ -4,8 +4,14 @@
 // Kinds are identified by their rank, 0 (highest priority) to 63. A kind's
 // queue is created on first use, of the kind the pool was configured with
 // (pool_queue), and lives until the injector is destroyed. Jobs carry their
-// kind as the job_function tag (rank + 1), so the worker that runs a job can
-// count it for its kind without looking anything up.
+// kind as the job_function tag (rank + 1, detail::job_tag), so the worker
+// that runs a job can count it for its kind without looking anything up.
+//
+// Pushing: push() and push_batch() are the injector interface, as for every
+// injector; they route each job by the kind its tag names (a batch holds one
+// kind). A job without a kind, a kind beyond 64, or a batch that mixes kinds
+// is `invalid_argument`, and nothing is queued. push_kind() and
+// push_kind_batch() set the tag first.
 //
 // Choosing a job (pop_for), for a worker serving the kinds in `mask`:
 //   * strict priority (aging off): the highest-priority kind in `mask` whose
@@ -70,33 +76,55 @@ class typed_injector final : public injector {
     return queue_kind_;
   }
 
-  /// Queues `fn` as a job of kind `rank` (< max_kinds). On refusal `fn` is
-  /// left untouched.
+  /// Queues `fn` as a job of kind `rank` (< max_kinds): sets the kind bits
+  /// of its tag, then push(). On refusal `fn` keeps its callable (its tag
+  /// then names the kind).
   [[nodiscard]] result<void> push_kind(std::size_t rank, job_function&& fn) {
-    kind_slot* slot = slot_for(rank);
-    if (slot == nullptr) return closed_error();
+    if (rank >= max_kinds) return bad_kind(static_cast<std::uint8_t>(rank + 1));
     fn.set_tag(detail::job_tag::with_rank(fn.tag(), rank));
-    if (aging_ns_ != 0) note_push(*slot);
-    return slot->queue->push(std::move(fn));
+    return push(std::move(fn));
   }
 
-  /// Queues all of `fns` as jobs of kind `rank`, all or none.
+  /// Queues all of `fns` as jobs of kind `rank`, all or none (as push_kind()).
   [[nodiscard]] result<void> push_kind_batch(std::size_t rank, std::span<job_function> fns) {
-    kind_slot* slot = slot_for(rank);
-    if (slot == nullptr) return closed_error();
+    if (rank >= max_kinds) return bad_kind(static_cast<std::uint8_t>(rank + 1));
     for (auto& fn : fns) fn.set_tag(detail::job_tag::with_rank(fn.tag(), rank));
-    if (aging_ns_ != 0) note_push(*slot);
-    return slot->queue->push_batch(fns);
+    return push_batch(fns);
   }
 
   // ---- injector --------------------------------------------------------
 
-  // Untyped pushes do not exist for a typed pool (its API always names a kind).
-  result<void> push(job_function&&) override {
-    return make_error(error_code::invalid_argument, "a typed pool needs a job type for every job");
+  /// Queues `fn` as a job of the kind its tag names (detail::job_tag: kind
+  /// bits = rank + 1). A job without a kind (an untyped job) or of a kind
+  /// beyond max_kinds is `invalid_argument`; after close(), `pool_stopped`.
+  /// On refusal `fn` is left untouched.
+  result<void> push(job_function&& fn) override {
+    const std::uint8_t kind = detail::job_tag::kind(fn.tag());
+    if (kind == 0 || kind > max_kinds) return bad_kind(kind);
+    kind_slot* slot = slot_for(kind - 1u);
+    if (slot == nullptr) return closed_error();
+    if (aging_ns_ != 0) note_push(*slot);
+    return slot->queue->push(std::move(fn));
   }
-  result<void> push_batch(std::span<job_function>) override {
-    return make_error(error_code::invalid_argument, "a typed pool needs a job type for every job");
+
+  /// Queues all of `fns`, all or none. A batch holds one kind (every tag
+  /// names the same kind, read as push() reads it): a batch that mixes
+  /// kinds or holds a job without a kind is `invalid_argument`, and
+  /// nothing is queued.
+  result<void> push_batch(std::span<job_function> fns) override {
+    if (fns.empty()) return {};
+    const std::uint8_t kind = detail::job_tag::kind(fns[0].tag());
+    if (kind == 0 || kind > max_kinds) return bad_kind(kind);
+    for (const auto& fn : fns) {
+      if (detail::job_tag::kind(fn.tag()) != kind) {
+        return make_error(error_code::invalid_argument,
+                          "typed injector: a batch holds jobs of one kind; this one mixes kinds");
+      }
+    }
+    kind_slot* slot = slot_for(kind - 1u);
+    if (slot == nullptr) return closed_error();
+    if (aging_ns_ != 0) note_push(*slot);
+    return slot->queue->push_batch(fns);
   }
 
   std::size_t pop_share(std::span<job_function> out, std::size_t) override {
@@ -258,6 +286,11 @@ class typed_injector final : public injector {
   };
 
   static unexpected_error closed_error() { return make_error(error_code::pool_stopped, "queue is closed"); }
+  static unexpected_error bad_kind(std::uint8_t kind) {
+    if (kind == 0) return make_error(error_code::invalid_argument, "typed injector: the job carries no kind");
+    return make_error(error_code::invalid_argument,
+                      "typed injector: kind rank " + std::to_string(kind - 1) + " is beyond the 64 kinds");
+  }
 
   // The slot of kind `rank`, created on first use; null once closed.
   kind_slot* slot_for(std::size_t rank) {
