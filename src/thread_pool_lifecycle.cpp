@@ -304,6 +304,18 @@ std::vector<thread_worker*> thread_pool::get_workers() const {
   return out;
 }
 
+std::vector<std::uint64_t> thread_pool::active_worker_masks() const {
+  std::lock_guard lock(lifecycle_mutex_);
+  std::vector<std::uint64_t> out;
+  out.reserve(workers_.size());
+  for (const auto& w : workers_) {
+    // relaxed: membership only changes under lifecycle_mutex_, except
+    // retiring -> exited, which does not make a worker active.
+    if (w->membership_.load(std::memory_order_relaxed) == thread_worker::active) out.push_back(w->responsibility_mask_);
+  }
+  return out;
+}
+
 std::size_t thread_pool::worker_count() const {
   std::lock_guard lock(lifecycle_mutex_);
   return active_workers_locked();
@@ -389,7 +401,7 @@ result<void> thread_pool::resize(std::size_t n) {
   }
   if (st == state::created) {
     try {
-      while (workers_.size() < n) workers_.push_back(std::make_unique<thread_worker>());
+      while (workers_.size() < n) workers_.push_back(make_worker_());
     } catch (const std::bad_alloc&) {
       return make_error(error_code::resource_exhausted, "out of memory");
     }
@@ -421,7 +433,7 @@ result<void> thread_pool::resize(std::size_t n) {
       }
       workers_.reserve(old_size + n);
       while (active + revived.size() + batch.size() < n) {
-        auto w = std::make_unique<thread_worker>();
+        auto w = make_worker_();
         w->index_ = workers_.size();
         batch.push_back(w.get());
         workers_.push_back(std::move(w));

@@ -810,3 +810,127 @@ TEST(TypedPoolTimers, DestroyingThePoolWithTimersPendingIsClean) {
   }
   EXPECT_EQ(tracker.alive(), 0);
 }
+
+// ---- resize ------------------------------------------------------------------------
+
+TEST(TypedPoolResize, GrowingAddsUniversalWorkersThatServeEveryType) {
+  ts::typed_thread_pool_t<job_types> pool{"grow", typed_opts("grow")};
+  ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<job_types>>(
+      std::vector<job_types>{job_types::RealTime})));
+  ASSERT_TRUE(pool.start());
+  auto before = pool.enqueue(job_types::Background, [] {});
+  ASSERT_FALSE(before);
+  EXPECT_EQ(before.error().code(), ts::error_code::no_worker);
+  ASSERT_TRUE(pool.resize(3));
+  EXPECT_EQ(pool.worker_count(), 3U);
+  const auto workers = pool.get_workers();
+  ASSERT_EQ(workers.size(), 3U);
+  EXPECT_FALSE(workers[0]->is_universal());
+  EXPECT_TRUE(workers[1]->is_universal());
+  EXPECT_TRUE(workers[2]->is_universal());
+  // The added workers belong to the pool: their responsibilities are fixed.
+  auto fixed = workers[1]->set_responsibilities({job_types::Batch});
+  ASSERT_FALSE(fixed);
+  EXPECT_EQ(fixed.error().code(), ts::error_code::already_started);
+  std::atomic<int> ran{0};
+  for (job_types t : {job_types::RealTime, job_types::Batch, job_types::Background}) {
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_TRUE(pool.enqueue(t, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));  // bookkeeping
+    }
+  }
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 300);
+}
+
+TEST(TypedPoolResize, AShrinkThatWouldOrphanATypeIsRefusedAndNothingChanges) {
+  ts::typed_thread_pool_t<job_types> pool{"orphan", typed_opts("orphan")};
+  for (job_types t : {job_types::RealTime, job_types::Background}) {
+    ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<job_types>>(std::vector<job_types>{t})));
+  }
+  ASSERT_TRUE(pool.start());
+  auto r = pool.resize(1);  // would keep only the RealTime specialist
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::no_worker);
+  EXPECT_NE(r.error().message().find("Background"), std::string::npos) << r.error().message();
+  EXPECT_EQ(pool.worker_count(), 2U);
+  std::atomic<int> ran{0};
+  ASSERT_TRUE(pool.enqueue(job_types::Background, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 1);
+  // Growing adds a universal worker, the only one serving Batch from then
+  // on (Batch jobs are accepted): shrinking back would orphan Batch.
+  ASSERT_TRUE(pool.resize(3));
+  ASSERT_TRUE(pool.enqueue(job_types::Batch, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));
+  auto back = pool.resize(2);
+  ASSERT_FALSE(back);
+  EXPECT_EQ(back.error().code(), ts::error_code::no_worker);
+  EXPECT_NE(back.error().message().find("Batch"), std::string::npos) << back.error().message();
+  EXPECT_EQ(pool.worker_count(), 3U);
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 2);
+}
+
+TEST(TypedPoolResize, ShrinkingKeepsTheFirstWorkersAddedWhenTheyServeEveryType) {
+  ts::typed_thread_pool_t<job_types> pool{"keep", typed_opts("keep")};
+  ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<job_types>>()));  // universal, kept
+  ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<job_types>>(
+      std::vector<job_types>{job_types::Background})));
+  ASSERT_TRUE(pool.start());
+  ASSERT_TRUE(pool.resize(1));
+  EXPECT_EQ(pool.worker_count(), 1U);
+  std::atomic<int> ran{0};
+  for (job_types t : {job_types::RealTime, job_types::Batch, job_types::Background}) {
+    ASSERT_TRUE(pool.enqueue(t, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));  // bookkeeping
+  }
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 3);
+}
+
+TEST(TypedPoolResize, GrowAndShrinkUnderLoadRunEveryJobOnce) {
+  ts::typed_thread_pool_t<job_types> pool{1, typed_opts("load")};
+  const int per_type = static_cast<int>(ts::test::scaled(3000));
+  std::atomic<int> ran{0};
+  pool.pause();  // every job queued before the pool changes shape
+  for (int i = 0; i < per_type; ++i) {
+    for (job_types t : {job_types::RealTime, job_types::Batch, job_types::Background}) {
+      ASSERT_TRUE(pool.enqueue(t, [&ran] {
+        ran.fetch_add(1, std::memory_order_relaxed);  // bookkeeping
+        std::this_thread::yield();
+      }));
+    }
+  }
+  ASSERT_TRUE(pool.resize(6));
+  EXPECT_EQ(pool.worker_count(), 6U);
+  pool.resume();
+  std::this_thread::sleep_for(2ms);
+  ASSERT_TRUE(pool.resize(1));  // all universal: any one serves every type
+  EXPECT_EQ(pool.worker_count(), 1U);
+  ASSERT_TRUE(pool.resize(4));
+  ASSERT_TRUE(pool.resize(2));
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 3 * per_type);
+  const auto report = pool.stop();
+  EXPECT_EQ(report.executed, static_cast<std::uint64_t>(3 * per_type));
+  std::uint64_t per_type_executed = 0;
+  for (const auto& s : pool.get_type_statistics()) per_type_executed += s.executed;
+  EXPECT_EQ(per_type_executed, static_cast<std::uint64_t>(3 * per_type));
+}
+
+TEST(TypedPoolResize, RefusesBadCountsAndStoppedPoolsAndSizesAPoolBeforeStart) {
+  ts::typed_thread_pool_t<job_types> seed{"seed", typed_opts("seed")};
+  ASSERT_TRUE(seed.resize(3));  // before start: how many start() starts, universal
+  ASSERT_TRUE(seed.start());
+  EXPECT_EQ(seed.worker_count(), 3U);
+  auto f = seed.submit(job_types::Batch, [] { return 7; });
+  EXPECT_EQ(f.get(), 7);
+  auto zero = seed.resize(0);
+  ASSERT_FALSE(zero);
+  EXPECT_EQ(zero.error().code(), ts::error_code::invalid_argument);
+  auto huge = seed.resize(100000);
+  ASSERT_FALSE(huge);
+  EXPECT_EQ(huge.error().code(), ts::error_code::invalid_argument);
+  (void)seed.stop();
+  auto stopped = seed.resize(4);
+  ASSERT_FALSE(stopped);
+  EXPECT_EQ(stopped.error().code(), ts::error_code::pool_stopped);
+}

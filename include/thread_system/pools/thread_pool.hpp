@@ -539,6 +539,9 @@ class thread_pool {
   // Typed pools: jobs executed and failed with `tag`, over all workers.
   [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> kind_totals(std::uint8_t tag) const;
   [[nodiscard]] detail::injector& injector_ref() const noexcept { return *queue_; }
+  // The responsibility masks of the active workers (those resize() has not
+  // asked to leave), in the order added: resize() keeps the first n.
+  [[nodiscard]] std::vector<std::uint64_t> active_worker_masks() const;
 
   result<void> push_one(job_function&& fn);
   result<void> push_one_unchecked(job_function&& fn);
@@ -641,6 +644,8 @@ class thread_pool {
 
   // false in typed pools: see the custom-injector constructor.
   bool local_deques_ = true;
+  // Makes the workers resize() adds (a typed pool makes universal workers of its own type).
+  std::unique_ptr<thread_worker> (*make_worker_)() = [] { return std::make_unique<thread_worker>(); };
   std::uint32_t latency_sample_every_ = 32;
   std::uint32_t max_spinners_ = 1;
   std::size_t stack_size_ = 0;  // worker threads' stack, bytes (0: default)

@@ -70,7 +70,9 @@
 // pause()/resume(), set_affinity()/set_nice() of a worker, backpressure and
 // latency sampling (typed_pool_options), statistics and the error handler.
 // Timers: schedule_after/at/every(type, ...) queue each run as a job of
-// that type. Not (yet) on a typed pool: resize().
+// that type. resize() as thread_pool's, except that it never leaves a type
+// without a worker (it adds universal workers and refuses a shrink that would
+// orphan a type).
 //
 // Threading: every member may be called from any thread, except that stop(),
 // wait_idle() and the destructor must not be called from one of this pool's
@@ -502,6 +504,38 @@ class typed_thread_pool_t {
 
   // ---- lifecycle ---------------------------------------------------------------
 
+  /// Changes the number of workers to `n` (1..256), as thread_pool::resize():
+  /// under load, nothing lost, no worker leaves mid-job; before start() it
+  /// sets how many workers start() starts. Growing takes back workers that
+  /// are leaving or left (with their responsibilities), then adds universal
+  /// workers. Shrinking keeps the first `n` workers in the order added and
+  /// asks the others to leave; it is refused with `no_worker`, and nothing
+  /// changes, when the workers kept would not serve every type the pool's
+  /// workers serve now (a type's jobs are never left without a worker).
+  /// Other refusals as thread_pool::resize(): `invalid_argument` for 0 or
+  /// more than 256, `pool_stopped` after stop(), `resource_exhausted`.
+  result<void> resize(std::size_t n) {
+    std::lock_guard lock(config_mutex_);
+    if (n != 0 && n <= thread_pool::max_workers) {
+      const std::vector<std::uint64_t> masks = core_.active_worker_masks();
+      if (n < masks.size()) {
+        std::uint64_t kept = 0;
+        for (std::size_t i = 0; i < n; ++i) kept |= masks[i];
+        // relaxed: served_ is written only under config_mutex_, held here.
+        const std::uint64_t orphaned = served_.load(std::memory_order_relaxed) & ~kept;
+        if (orphaned != 0) {
+          const auto rank = static_cast<std::size_t>(std::countr_zero(orphaned));
+          return make_error(error_code::no_worker,
+                            "typed_thread_pool '" + core_.get_name() + "': resize to " + std::to_string(n) +
+                                " would leave job type " + name_of_rank(rank) + " without a worker");
+        }
+      }
+    }
+    auto r = core_.resize(n);
+    refresh_served();
+    return r;
+  }
+
   /// Blocks until every job accepted before the call has finished.
   void wait_idle() { core_.wait_idle(); }
   /// As thread_pool::stop(): the timers first, then the workers.
@@ -638,6 +672,14 @@ class typed_thread_pool_t {
               std::make_unique<detail::typed_injector>(options_.queue, options_.aging_bound),
               options_.latency_sample_every, options_.on_error, options_.backpressure, options_.worker_stack_size) {
     injector_ = static_cast<detail::typed_injector*>(&core_.injector_ref());
+    // resize() grows the pool with universal workers of this pool's type.
+    core_.make_worker_ = []() -> std::unique_ptr<thread_worker> {
+      auto w = std::make_unique<worker_type>();
+      // release: pairs with the acquire in set_responsibilities() (the
+      // worker already belongs to this pool).
+      w->attached_.store(true, std::memory_order_release);
+      return w;
+    };
     if (options_.priority_order.size() > max_types) {
       throw error_exception(error{error_code::invalid_argument, "typed_thread_pool: at most 64 job types"});
     }
@@ -708,10 +750,10 @@ class typed_thread_pool_t {
 
   detail::typed_injector& injector() const noexcept { return *injector_; }
 
-  // served_ = the types the pool's workers serve. Caller holds config_mutex_.
+  // served_ = the types the pool's active workers serve. Caller holds config_mutex_.
   void refresh_served() {
     std::uint64_t mask = 0;
-    for (thread_worker* w : core_.get_workers()) mask |= static_cast<worker_type*>(w)->responsibility_mask_;
+    for (std::uint64_t m : core_.active_worker_masks()) mask |= m;
     // release: pairs with the acquire in routable_rank().
     served_.store(mask, std::memory_order_release);
   }
