@@ -16,6 +16,8 @@ std::unique_ptr<injector> make_injector(pool_queue kind, std::size_t initial_cap
       return std::make_unique<counting_injector<adaptive_job_queue>>(adaptive_job_queue::queue_strategy::ADAPTIVE);
     case pool_queue::sharded:
       return std::make_unique<counting_injector<sharded_queue>>();
+    case pool_queue::bounded:
+      return std::make_unique<counting_injector<bounded_queue>>(initial_capacity);
     case pool_queue::mutex:
       break;
   }

@@ -17,6 +17,7 @@
 
 #include "thread_system/detail/chaos.hpp"
 #include "thread_system/queues/adaptive_job_queue.hpp"
+#include "thread_system/queues/bounded_queue.hpp"
 #include "thread_system/queues/job_queue.hpp"
 #include "thread_system/queues/lockfree_queue.hpp"
 #include "thread_system/queues/queue_concept.hpp"

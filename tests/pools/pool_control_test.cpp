@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <atomic>
+#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <functional>
@@ -311,6 +312,111 @@ TEST(PoolBackpressure, TypedPoolBoundCoversAllTypes) {
   EXPECT_EQ(pool.get_statistics().executed, 4U);
   ASSERT_TRUE(pool.enqueue(ts::job_types::RealTime, [] {}));  // room again
   pool.wait_idle();
+}
+
+// ---- the bounded injector (pool_queue::bounded) --------------------------------
+
+namespace {
+ts::pool_options bounded_injector(std::size_t capacity) {
+  ts::pool_options o;
+  o.name = "ring";
+  o.queue = ts::pool_queue::bounded;
+  o.initial_queue_capacity = capacity;
+  return o;
+}
+}  // namespace
+
+TEST(PoolBoundedInjector, AFullQueueRefusesWithQueueFullAndLosesNothing) {
+  for (std::size_t capacity : {2U, 5U, 64U}) {
+    const std::size_t fits = std::bit_ceil(capacity);  // rounded up to a power of two
+    ts::thread_pool pool{1, bounded_injector(capacity)};
+    EXPECT_EQ(pool.queue_kind(), ts::pool_queue::bounded);
+    held_worker held(pool);  // running: the ring is empty again
+    std::atomic<int> ran{0};
+    for (std::size_t i = 0; i < fits; ++i) {
+      ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); })) << i;  // bookkeeping
+    }
+    bool refused_ran = false;
+    auto full = pool.enqueue([&refused_ran] { refused_ran = true; });
+    ASSERT_FALSE(full);
+    EXPECT_EQ(full.error().code(), ts::error_code::queue_full);
+    EXPECT_NE(full.error().message().find("'ring'"), std::string::npos) << full.error().message();
+    EXPECT_THROW((void)pool.submit([] { return 1; }), ts::error_exception);
+    std::vector<std::function<void()>> two(2, [] {});
+    auto batch = pool.enqueue_batch(two);
+    ASSERT_FALSE(batch);
+    EXPECT_EQ(batch.error().code(), ts::error_code::queue_full);
+    held.release();
+    pool.wait_idle();
+    EXPECT_EQ(ran.load(std::memory_order_relaxed), static_cast<int>(fits));
+    EXPECT_FALSE(refused_ran);
+    const auto report = pool.stop();
+    EXPECT_EQ(report.executed, fits + 1);  // the held job and the ones that fitted; refusals are not accepted
+  }
+}
+
+TEST(PoolBoundedInjector, JobsSpawnedByWorkersAreNotBoundedByTheRing) {
+  ts::thread_pool pool{2, bounded_injector(2)};
+  std::atomic<int> ran{0};
+  auto parent = pool.submit([&pool, &ran] {
+    for (int i = 0; i < 200; ++i) {
+      // Each goes to this worker's own deque, not through the ring.
+      if (!pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); })) return false;  // bookkeeping
+    }
+    return true;
+  });
+  EXPECT_TRUE(parent.get());
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 200);
+}
+
+TEST(PoolBoundedInjector, ConcurrentProducersThatRetryOnQueueFullLoseNoJob) {
+  ts::thread_pool pool{2, bounded_injector(8)};
+  std::atomic<int> ran{0};
+  std::atomic<std::uint64_t> refusals{0};
+  const int per_producer = static_cast<int>(ts::test::scaled(20000));
+  std::vector<std::thread> producers;
+  for (int p = 0; p < 3; ++p) {
+    producers.emplace_back([&] {
+      for (int i = 0; i < per_producer; ++i) {
+        for (;;) {
+          auto r = pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });  // bookkeeping
+          if (r) break;
+          ASSERT_EQ(r.error().code(), ts::error_code::queue_full);
+          refusals.fetch_add(1, std::memory_order_relaxed);  // bookkeeping
+          std::this_thread::yield();
+        }
+      }
+    });
+  }
+  for (auto& t : producers) t.join();
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 3 * per_producer);
+  const auto s = pool.get_statistics();
+  EXPECT_EQ(s.executed, static_cast<std::uint64_t>(3 * per_producer));
+  EXPECT_EQ(s.accepted, static_cast<std::uint64_t>(3 * per_producer));  // refusals are not counted
+}
+
+TEST(PoolBoundedInjector, AZeroCapacityOrATypedPoolIsInvalid) {
+  try {
+    ts::thread_pool pool{1, bounded_injector(0)};
+    ADD_FAILURE() << "a bounded injector of capacity 0 was accepted";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::invalid_argument);
+  }
+  ts::typed_pool_options<ts::job_types> o;
+  o.queue = ts::pool_queue::bounded;
+  try {
+    ts::typed_thread_pool_t<ts::job_types> typed{1, o};
+    ADD_FAILURE() << "a typed pool took the bounded injector";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::invalid_argument);
+  }
+  ts::typed_thread_pool_t<ts::job_types> seed{"seed"};
+  auto r = seed.set_queue(ts::pool_queue::bounded);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+  EXPECT_EQ(seed.queue_kind(), ts::pool_queue::adaptive);
 }
 
 // ---- pause / resume -------------------------------------------------------------

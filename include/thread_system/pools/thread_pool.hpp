@@ -20,7 +20,10 @@
 //     cancellation token (cancelled before it started), or by
 //     backpressure::drop_oldest. Nothing else discards a job.
 //   * Refusals are errors: a null/empty job is `invalid_argument`; anything
-//     submitted after stop() began is `pool_stopped`. A refused job is not
+//     submitted after stop() began is `pool_stopped`; a full pool is
+//     `queue_full` (pool_options::backpressure with `reject`, or the
+//     fixed-capacity injector pool_queue::bounded, which bounds only what
+//     comes from outside the workers and refuses at once). A refused job is not
 //     run and, for submit(), no future is returned (the error is thrown as
 //     `error_exception` because a future cannot carry a refusal otherwise).
 //   * A fire-and-forget job that throws (or a seed job whose do_work()

@@ -205,7 +205,8 @@ struct typed_pool_options {
   std::string name = "typed_thread_pool";
   /// Highest priority first, each type once; empty: by underlying value (see the header).
   std::vector<T> priority_order;
-  /// The queue each type gets (adaptive by default).
+  /// The queue each type gets (adaptive by default); any kind but `bounded`
+  /// (the constructor throws invalid_argument: bound a typed pool with `backpressure`).
   pool_queue queue = pool_queue::adaptive;
   /// 0: strict priority. Otherwise the aging bound (see the header).
   std::chrono::nanoseconds aging_bound{0};
@@ -290,8 +291,10 @@ class typed_thread_pool_t {
 
   /// Seed API: the same as set_queue() (queue_strategy is pool_queue).
   result<void> set_queue_strategy(queue_strategy strategy) { return set_queue(strategy); }
-  /// The queue kind for types used from now on. Before the first job only: afterwards `already_started`.
+  /// The queue kind for types used from now on. Before the first job only: afterwards `already_started`;
+  /// `invalid_argument` for pool_queue::bounded.
   result<void> set_queue(pool_queue kind) {
+    if (kind == pool_queue::bounded) return bounded_refused();
     if (!injector().set_queue_kind(kind)) {
       return make_error(error_code::already_started,
                         "typed_thread_pool '" + core_.get_name() + "': the queue kind is fixed once a job was queued");
@@ -680,6 +683,7 @@ class typed_thread_pool_t {
       w->attached_.store(true, std::memory_order_release);
       return w;
     };
+    if (options_.queue == pool_queue::bounded) throw error_exception(bounded_refused().value);
     if (options_.priority_order.size() > max_types) {
       throw error_exception(error{error_code::invalid_argument, "typed_thread_pool: at most 64 job types"});
     }
@@ -700,6 +704,12 @@ class typed_thread_pool_t {
   static typed_pool_options<T> with_name(typed_pool_options<T> o, std::string name) {
     o.name = std::move(name);
     return o;
+  }
+
+  static unexpected_error bounded_refused() {
+    return make_error(error_code::invalid_argument,
+                      "typed_thread_pool: pool_queue::bounded is for thread_pool; bound a typed pool with "
+                      "typed_pool_options::backpressure");
   }
 
   unexpected_error out_of_range(T type) const {

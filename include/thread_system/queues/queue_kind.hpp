@@ -11,6 +11,14 @@
 // FORCE_LOCKFREE == lockfree. An adaptive_job_queue takes adaptive, mutex or
 // lockfree; any other kind makes its constructor throw
 // error_exception{invalid_argument}.
+//
+// As a pool's injector, `bounded` is the one kind with a fixed capacity
+// (pool_options::initial_queue_capacity, rounded up to a power of two): a
+// submission from outside the pool's workers into a full queue is refused
+// with `queue_full` at once, as seed note 004 has it. Jobs a worker submits
+// go to its own deque, which is not bounded. For a bound with a waiting
+// policy (block, run on the caller, drop the oldest) use pool_options::
+// backpressure with any kind. A typed pool takes every kind but `bounded`.
 #pragma once
 
 namespace thread_system {
@@ -21,6 +29,7 @@ enum class pool_queue {
   lockfree,  ///< lockfree_queue: Michael-Scott with hazard pointers.
   adaptive,  ///< adaptive_job_queue: switches between the two above by measured contention.
   sharded,   ///< sharded_queue: per-producer shards.
+  bounded,   ///< bounded_queue: Vyukov's fixed ring; a push into a full queue is refused with `queue_full`.
 
   // The seed's names (adaptive_job_queue's queue_strategy):
   ADAPTIVE = adaptive,        ///< Seed name of adaptive.
@@ -31,7 +40,7 @@ enum class pool_queue {
 /// The seed's name for pool_queue (as `queue_strategy::ADAPTIVE` etc.).
 using queue_strategy = pool_queue;
 
-/// "mutex", "lockfree", "adaptive", "sharded" (the seed aliases print as the kind they alias).
+/// "mutex", "lockfree", "adaptive", "sharded", "bounded" (the seed aliases print as the kind they alias).
 [[nodiscard]] constexpr const char* to_string(pool_queue q) noexcept {
   switch (q) {
     case pool_queue::mutex:
@@ -42,6 +51,8 @@ using queue_strategy = pool_queue;
       return "adaptive";
     case pool_queue::sharded:
       return "sharded";
+    case pool_queue::bounded:
+      return "bounded";
   }
   return "unknown";
 }

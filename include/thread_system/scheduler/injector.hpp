@@ -112,7 +112,9 @@ class injector {
 
 /// The injector of kind `kind` (defined in src/injector.cpp, so that only
 /// that file includes the queue implementations). `initial_capacity` sizes
-/// the mutex queue's ring. Throws std::bad_alloc.
+/// the mutex queue's ring (which grows) and the bounded queue (which does
+/// not). Throws std::bad_alloc, and error_exception{invalid_argument} for a
+/// bounded queue of capacity 0.
 [[nodiscard]] std::unique_ptr<injector> make_injector(pool_queue kind, std::size_t initial_capacity);
 
 }  // namespace detail

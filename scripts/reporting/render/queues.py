@@ -43,6 +43,41 @@ def table_injector(ctx, out):
 
 
 @section
+def table_injector_in_pool(ctx, out):
+    runs = ctx.runs
+    out.append("## The injector inside a pool (seed 004, first table)\n")
+    out.append("Seed 004's table measured where it was measured: inside the pool. `thread_system_benchmarks` "
+               "`BM_InjectorInPool`: one producer thread submits N empty jobs into a pool of W workers and waits for "
+               "them; the pool's injector is the column's `pool_queue`. `bounded` is Vyukov's ring with the note's "
+               "capacity (8192); a submission it refuses with `queue_full` is retried after a yield, and the "
+               "retries per iteration are shown. Median M jobs/s (min–max); ratio vs the mutex injector (> 1: faster). "
+               f"{ctx.cores} cores: W + 1 > {ctx.cores} is oversubscribed.\n")
+    kinds = ["mutex", "lockfree", "adaptive", "sharded", "bounded"]
+    rows = {}
+    for key in runs.reps:
+        m = re.match(r"^BM_InjectorInPool/queue:(\d+)/workers:(\d+)/tasks:(\d+)$", key)
+        if m and int(m.group(1)) < len(kinds):
+            rows.setdefault((int(m.group(2)), int(m.group(3))), {})[kinds[int(m.group(1))]] = key
+    if not rows:
+        out.append("_No data (BM_InjectorInPool not run in this mode)._\n")
+        return
+    present = [k for k in kinds if any(k in r for r in rows.values())]
+    out.append("| workers | tasks | " + " | ".join(present) + " | bounded: full retries |")
+    out.append("|---:|---:|" + "---:|" * (len(present) + 1))
+    for (workers, tasks) in sorted(rows):
+        r = rows[(workers, tasks)]
+        base = runs.stat(r.get("mutex", ""), "items_per_second")
+        row = [str(workers), f"{tasks:,}"]
+        for k in present:
+            st = runs.stat(r.get(k, ""), "items_per_second")
+            row.append(cell(st, "rate") + ("" if k == "mutex" else f" {fmt_ratio(ratio(st, base, True))}"))
+        retries = runs.stat(r.get("bounded", ""), "full_retries")
+        row.append("n/a" if retries is None else f"{retries[0]:,.0f}")
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+
+
+@section
 def table_queues(ctx, out):
     out.append("## Queue-level operations and contention\n")
     out.append("Mirrors the seed's *Queue Level Benchmarks* (basic operations, batch, contention, memory). Produced by "
