@@ -18,12 +18,8 @@
 // workers, started.
 //
 // Types and priority
-//   * T is any enum (or integer) type. Priority order: `priority_order` in the
-//     options, highest first (a type listed twice makes the constructor
-//     throw `invalid_argument`); types not listed there are refused with
-//     `invalid_argument`. Without a list a type's rank is its underlying
-//     value (0 is the highest priority; for an enum without explicit values
-//     that is declaration order), and it must be in [0, 63].
+//   * T is any enum (or integer) type; its rank (0 = highest priority) comes
+//     from `priority_order`, or its value (typed_pool_options.hpp has the rule).
 //   * Each type has its own queue, created on first use, of the kind given by
 //     `queue` / set_queue_strategy() (adaptive by default).
 //
@@ -84,7 +80,6 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -105,133 +100,13 @@
 #include "thread_system/pools/submission.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/pools/thread_worker.hpp"
-#include "thread_system/queues/adaptive_job_queue.hpp"
+#include "thread_system/pools/typed_pool_options.hpp"
+#include "thread_system/pools/typed_worker.hpp"
+#include "thread_system/queues/queue_kind.hpp"
 #include "thread_system/scheduler/typed_injector.hpp"
 #include "thread_system/sync/cancellation.hpp"
 
 namespace thread_system {
-
-/// Types a typed pool can be keyed by.
-template <typename T>
-concept job_type = std::is_enum_v<T> || std::is_integral_v<T>;
-
-template <typename T>
-class typed_thread_pool_t;
-
-namespace detail {
-template <typename T>
-using job_type_value_t =
-    typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type;
-}  // namespace detail
-
-/// A worker of a typed pool. Its responsibilities are the job types it
-/// serves; none means every type (a universal worker).
-template <job_type T>
-class typed_thread_worker_t : public thread_worker {
- public:
-  /// A worker serving `responsibilities` (empty: every type), optionally named as for thread_worker.
-  explicit typed_thread_worker_t(std::vector<T> responsibilities = {}, std::string name = {})
-      : thread_worker(std::move(name)), responsibilities_(std::move(responsibilities)) {}
-  /// A universal worker named `name` (as for thread_worker).
-  explicit typed_thread_worker_t(std::string name) : thread_worker(std::move(name)) {}
-
-  /// Sets the types this worker serves (empty: all). Only before the worker
-  /// is added to a pool; afterwards `already_started`.
-  result<void> set_responsibilities(std::vector<T> types) {
-    if (attached_.load(std::memory_order_acquire)) {  // pairs with the release in the pool's add_worker
-      return make_error(error_code::already_started,
-                        "typed_thread_worker: responsibilities are fixed once the worker is added to a pool");
-    }
-    responsibilities_ = std::move(types);
-    return {};
-  }
-  /// As set_responsibilities(std::vector<T>).
-  result<void> set_responsibilities(std::initializer_list<T> types) {
-    return set_responsibilities(std::vector<T>(types));
-  }
-
-  /// The types this worker serves (empty: all).
-  [[nodiscard]] const std::vector<T>& get_responsibilities() const noexcept { return responsibilities_; }
-  /// True when the worker serves every type (no responsibilities set).
-  [[nodiscard]] bool is_universal() const noexcept { return responsibilities_.empty(); }
-
- private:
-  template <typename U>
-  friend class typed_thread_pool_t;
-
-  std::vector<T> responsibilities_;
-  std::atomic<bool> attached_{false};
-};
-
-/// Seed-style job with a type: `do_work()` as for `job`.
-template <job_type T>
-class typed_job_t : public job {
- public:
-  /// A job of `type`, named `name`.
-  explicit typed_job_t(T type, std::string name = "typed_job") : job(std::move(name)), type_(type) {}
-  /// The type the job was created with; it picks the queue the job goes to.
-  [[nodiscard]] T type() const noexcept { return type_; }
-
- private:
-  T type_;
-};
-
-/// A typed job that runs a callback returning `result<void>` or `void`.
-template <job_type T>
-class callback_typed_job_t final : public typed_job_t<T> {
- public:
-  /// Wraps `callback` as a job of `type`. An empty std::function or a null pointer gives a job that is not
-  /// runnable() and is refused at enqueue.
-  template <thread_system::runnable F>
-    requires not_same_as<F, callback_typed_job_t>
-  callback_typed_job_t(F&& callback, T type, std::string name = "callback_typed_job")
-      : typed_job_t<T>(type, name), inner_(std::forward<F>(callback), std::move(name)) {}
-
-  /// Runs the callback; an `invalid_argument` error if there is none.
-  [[nodiscard]] result<void> do_work() override { return inner_.do_work(); }
-  /// False when constructed from an empty callback.
-  [[nodiscard]] bool has_callback() const noexcept { return inner_.has_callback(); }
-  /// Same as has_callback().
-  [[nodiscard]] bool runnable() const noexcept override { return inner_.has_callback(); }
-
- private:
-  callback_job inner_;
-};
-
-/// Settings of a typed_thread_pool_t.
-template <job_type T>
-struct typed_pool_options {
-  /// Pool name: in error messages, and worker threads are named "<name>-<index>".
-  std::string name = "typed_thread_pool";
-  /// Highest priority first, each type once; empty: by underlying value (see the header).
-  std::vector<T> priority_order;
-  /// The queue each type gets (adaptive by default); any kind but `bounded`
-  /// (the constructor throws invalid_argument: bound a typed pool with `backpressure`).
-  pool_queue queue = pool_queue::adaptive;
-  /// 0: strict priority. Otherwise the aging bound (see the header).
-  std::chrono::nanoseconds aging_bound{0};
-  /// As pool_options::latency_sample_every.
-  std::uint32_t latency_sample_every = 32;
-  /// As pool_options::backpressure: the bound covers all types together.
-  thread_system::backpressure backpressure{};
-  /// Null: one stderr line per failed fire-and-forget job.
-  error_handler on_error;
-  /// As pool_options::worker_stack_size.
-  std::size_t worker_stack_size = 0;
-};
-
-/// Per-type statistics of a typed pool (only types that have been used).
-struct job_type_statistics {
-  /// The type's name as typed_thread_pool_t::type_name() gives it.
-  std::string type_name;
-  std::size_t rank = 0;         ///< 0 = highest priority.
-  std::uint64_t accepted = 0;   ///< Jobs accepted.
-  std::uint64_t executed = 0;   ///< Jobs run (including failed ones).
-  std::uint64_t failed = 0;     ///< Jobs that threw or reported an error.
-  std::uint64_t cancelled = 0;  ///< Jobs discarded by stop(cancel_pending) or their token.
-  std::uint64_t waiting = 0;    ///< Jobs queued now (approximate).
-  histogram_snapshot wait;      ///< Sampled enqueue -> start times, ns.
-};
 
 /// A pool whose jobs have a type (a priority class) and whose workers serve the types they are responsible for,
 /// highest priority first (see the header comment).
@@ -258,16 +133,8 @@ class typed_thread_pool_t {
     if (universal_workers == 0) {
       throw error_exception(error{error_code::invalid_argument, "typed_thread_pool: worker count must be at least 1"});
     }
-    if (universal_workers > thread_pool::max_workers) {
-      throw error_exception(
-          error{error_code::invalid_argument, "typed_thread_pool: " + std::to_string(universal_workers) +
-                                                  " workers requested; a pool has at most " +
-                                                  std::to_string(thread_pool::max_workers)});
-    }
-    for (std::size_t i = 0; i < universal_workers; ++i) {
-      auto w = detail::throw_if_out_of_memory([] { return std::make_unique<worker_type>(); });
-      if (auto r = add_worker(std::move(w)); !r) throw error_exception(r.error());
-    }
+    // Universal workers, made as resize() makes them (more than max_workers: invalid_argument).
+    if (auto r = resize(universal_workers); !r) throw error_exception(r.error());
     if (auto r = start(); !r) {
       (void)stop(stop_mode::cancel_pending);
       throw error_exception(r.error());
@@ -582,46 +449,17 @@ class typed_thread_pool_t {
       // run or cancelled than accepted.
       const auto [executed, failed] = core_.kind_totals(static_cast<std::uint8_t>(rank + 1));
       const auto view = inj.view(rank);
-      job_type_statistics s;
-      s.type_name = name_of_rank(rank);
-      s.rank = rank;
-      s.accepted = view.accepted;
-      s.executed = executed;
-      s.failed = failed;
-      s.cancelled = view.cancelled;
-      s.waiting = view.waiting;
-      s.wait = view.wait;
-      out.push_back(std::move(s));
+      out.push_back(job_type_statistics{name_of_rank(rank), rank, view.accepted, executed, failed, view.cancelled,
+                                        view.waiting, view.wait});
     }
     return out;
   }
 
   /// The priority rank of `type` (0 = highest), or `invalid_argument`.
-  [[nodiscard]] result<std::size_t> rank_of(T type) const {
-    if (!options_.priority_order.empty()) {
-      for (std::size_t i = 0; i < options_.priority_order.size(); ++i) {
-        if (options_.priority_order[i] == type) return i;
-      }
-      return make_error(error_code::invalid_argument, "typed_thread_pool '" + core_.get_name() + "': job type " +
-                                                          type_name(type) + " is not in the pool's priority order");
-    }
-    using U = detail::job_type_value_t<T>;
-    const auto v = static_cast<U>(type);
-    if constexpr (std::is_signed_v<U>) {
-      if (v < 0) return out_of_range(type);
-    }
-    if (static_cast<std::uint64_t>(v) >= max_types) return out_of_range(type);
-    return static_cast<std::size_t>(v);
-  }
+  [[nodiscard]] result<std::size_t> rank_of(T type) const { return ranks_.rank_of(type, core_.get_name()); }
 
   /// "RealTime", or "type <n>" for a type without to_string().
-  [[nodiscard]] static std::string type_name(T type) {
-    if constexpr (has_to_string<T>) {
-      return std::string(to_string(type));
-    } else {
-      return "type " + std::to_string(static_cast<long long>(static_cast<detail::job_type_value_t<T>>(type)));
-    }
-  }
+  [[nodiscard]] static std::string type_name(T type) { return detail::job_type_ranks<T>::type_name(type); }
 
  private:
   friend struct detail::coro_access;
@@ -644,17 +482,9 @@ class typed_thread_pool_t {
       if (w->attached_.load(std::memory_order_acquire)) {  // pairs with the release below
         return make_error(error_code::invalid_argument, "typed_thread_pool: the worker already belongs to a pool");
       }
-      std::uint64_t mask = 0;
-      if (w->responsibilities_.empty()) {
-        mask = ~std::uint64_t{0};
-      } else {
-        for (T t : w->responsibilities_) {
-          auto rank = rank_of(t);
-          if (!rank) return unexpected_error(rank.error());
-          mask |= std::uint64_t{1} << *rank;
-        }
-      }
-      masks.push_back(mask);
+      auto mask = ranks_.mask_of(w->responsibilities_, core_.get_name());
+      if (!mask) return unexpected_error(mask.error());
+      masks.push_back(*mask);
     }
     std::vector<std::unique_ptr<thread_worker>> base;
     base.reserve(workers.size());
@@ -671,6 +501,7 @@ class typed_thread_pool_t {
 
   explicit typed_thread_pool_t(typed_pool_options<T>&& options) try
       : options_(std::move(options)),
+        ranks_(options_.priority_order),
         core_(detail::custom_injector_t{}, options_.name,
               std::make_unique<detail::typed_injector>(options_.queue, options_.aging_bound),
               options_.latency_sample_every, options_.on_error, options_.backpressure, options_.worker_stack_size) {
@@ -684,19 +515,6 @@ class typed_thread_pool_t {
       return w;
     };
     if (options_.queue == pool_queue::bounded) throw error_exception(bounded_refused().value);
-    if (options_.priority_order.size() > max_types) {
-      throw error_exception(error{error_code::invalid_argument, "typed_thread_pool: at most 64 job types"});
-    }
-    const auto& order = options_.priority_order;
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      for (std::size_t j = 0; j < i; ++j) {
-        if (order[j] == order[i]) {
-          throw error_exception(
-              error{error_code::invalid_argument,
-                    "typed_thread_pool: job type " + type_name(order[i]) + " appears twice in priority_order"});
-        }
-      }
-    }
   } catch (const std::bad_alloc&) {
     throw error_exception(detail::out_of_memory_error().value);
   }
@@ -712,16 +530,7 @@ class typed_thread_pool_t {
                       "typed_pool_options::backpressure");
   }
 
-  unexpected_error out_of_range(T type) const {
-    return make_error(error_code::invalid_argument, "typed_thread_pool '" + core_.get_name() + "': job type " +
-                                                        type_name(type) +
-                                                        " has no rank in [0, 63]; give a priority_order");
-  }
-
-  std::string name_of_rank(std::size_t rank) const {
-    if (!options_.priority_order.empty()) return type_name(options_.priority_order[rank]);
-    return type_name(static_cast<T>(rank));
-  }
+  std::string name_of_rank(std::size_t rank) const { return ranks_.name_of_rank(rank); }
 
   // Queues `fn` (left untouched on refusal) as a job of the type of `rank`.
   result<void> push_rank(std::size_t rank, job_function&& fn) {
@@ -769,6 +578,7 @@ class typed_thread_pool_t {
   }
 
   typed_pool_options<T> options_;
+  detail::job_type_ranks<T> ranks_;  // throws for a bad priority_order, before core_ exists
   mutable std::mutex config_mutex_;  // serialises worker additions
   thread_pool core_;
   detail::typed_injector* injector_ = nullptr;  // == core_.queue_, owned there
