@@ -1,10 +1,11 @@
 // The scheduler core of thread_pool: the one worker loop (find, steal, run,
 // spin, yield, park), the paths by which a job enters it (a worker's LIFO
 // slot and deque, or the injector), waking, and the helping-wait hook. The
-// rest of the pool is in thread_pool_lifecycle.cpp (construction, workers,
-// resize, stop), thread_pool_admission.cpp (backpressure and the seed-style
-// job API) and thread_pool_accounting.cpp (idle detection, statistics,
-// failure reports). docs/ARCHITECTURE.md walks one job through them.
+// rest of the pool is in thread_pool_lifecycle.cpp (construction, starting
+// workers, resize, stop), thread_pool_workers.cpp (the worker list and the
+// workers' OS threads), thread_pool_admission.cpp (backpressure and the
+// seed-style job API) and thread_pool_accounting.cpp (idle detection,
+// statistics, failure reports). docs/ARCHITECTURE.md walks one job through them.
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/detail/chaos.hpp"
 

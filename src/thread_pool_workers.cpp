@@ -1,0 +1,103 @@
+// thread_pool's workers as its user sees them: the list and the count, the
+// responsibility masks of the active ones (for the typed pool's resize()),
+// and each worker's OS thread (native handle, affinity, nice level). The
+// worker loop is in thread_pool.cpp, starting and resizing in
+// thread_pool_lifecycle.cpp.
+#include "thread_system/pools/thread_pool.hpp"
+
+#include <string>
+#include <thread>
+
+#include "thread_system/detail/thread_attributes.hpp"
+
+namespace thread_system {
+
+std::vector<thread_worker*> thread_pool::get_workers() const {
+  std::lock_guard lock(lifecycle_mutex_);
+  std::vector<thread_worker*> out;
+  out.reserve(workers_.size());
+  for (const auto& w : workers_) out.push_back(w.get());
+  return out;
+}
+
+std::vector<std::uint64_t> thread_pool::active_worker_masks() const {
+  std::lock_guard lock(lifecycle_mutex_);
+  std::vector<std::uint64_t> out;
+  out.reserve(workers_.size());
+  for (const auto& w : workers_) {
+    // relaxed: membership only changes under lifecycle_mutex_, except
+    // retiring -> exited, which does not make a worker active.
+    if (w->membership_.load(std::memory_order_relaxed) == thread_worker::active) out.push_back(w->responsibility_mask_);
+  }
+  return out;
+}
+
+std::size_t thread_pool::worker_count() const {
+  std::lock_guard lock(lifecycle_mutex_);
+  return active_workers_locked();
+}
+
+result<thread_worker*> thread_pool::running_worker_locked(std::size_t worker) const {
+  if (worker >= workers_.size()) {
+    return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': no worker " + std::to_string(worker));
+  }
+  thread_worker* w = workers_[worker].get();
+  // Running pool, active worker: stop() joins threads only after setting
+  // `stopping` (under this mutex), and launch() replaces a thread only under
+  // it, so the thread_ read below cannot race with a join. relaxed: state_
+  // and membership_ are written under this mutex (membership_ also by the
+  // worker on exit, which only ever leaves `retiring`, refused here anyway).
+  if (state_.load(std::memory_order_relaxed) != state::running || !w->thread_.joinable() ||
+      w->membership_.load(std::memory_order_relaxed) != thread_worker::active) {
+    return make_error(error_code::invalid_argument,
+                      "thread_pool '" + name_ + "': worker " + std::to_string(worker) + " is not running");
+  }
+  return w;
+}
+
+result<native_thread_handle> thread_pool::native_handle(std::size_t worker) const {
+  std::lock_guard lock(lifecycle_mutex_);
+  auto w = running_worker_locked(worker);
+  if (!w) return unexpected_error(w.error());
+  return (*w)->thread_.native_handle();
+}
+
+result<int> thread_pool::worker_os_tid(std::size_t worker) const {
+  thread_worker* w = nullptr;
+  {
+    std::lock_guard lock(lifecycle_mutex_);
+    auto running = running_worker_locked(worker);
+    if (!running) return unexpected_error(running.error());
+    w = *running;
+  }
+  // The thread may be starting: its id appears in a moment.
+  for (;;) {
+    const int tid = w->os_tid_.load(std::memory_order_acquire);  // pairs with the store in worker_main()
+    if (tid != 0) return tid;
+    std::this_thread::yield();
+  }
+}
+
+result<void> thread_pool::set_affinity(std::size_t worker, std::span<const int> cpus) {
+  auto tid = worker_os_tid(worker);
+  if (!tid) return unexpected_error(tid.error());
+  return detail::set_thread_affinity(*tid, cpus);
+}
+
+result<void> thread_pool::set_nice(std::size_t worker, int nice) {
+  auto tid = worker_os_tid(worker);
+  if (!tid) return unexpected_error(tid.error());
+  return detail::set_thread_nice(*tid, nice);
+}
+
+std::size_t thread_pool::active_workers_locked() const noexcept {
+  std::size_t n = 0;
+  for (const auto& w : workers_) {
+    // relaxed: membership only changes under lifecycle_mutex_, except
+    // retiring -> exited, which does not change this count.
+    if (w->membership_.load(std::memory_order_relaxed) == thread_worker::active) ++n;
+  }
+  return n;
+}
+
+}  // namespace thread_system
