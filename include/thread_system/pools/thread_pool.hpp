@@ -307,40 +307,24 @@ class thread_pool {
   /// Runs `f` once, `delay` from now.
   template <typename Rep, typename Period, typename F>
   result<timer_handle> schedule_after(std::chrono::duration<Rep, Period> delay, F&& f) {
-    return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
-      auto t = timers();
-      if (!t) return unexpected_error{t.error()};
-      return (*t)->schedule_after(delay, std::forward<F>(f));
-    });
+    return with_timers([&](timer_queue& q) { return q.schedule_after(delay, std::forward<F>(f)); });
   }
   /// Runs `f` once at `when` (steady_clock; at once if that has passed).
   template <typename Duration, typename F>
   result<timer_handle> schedule_at(std::chrono::time_point<std::chrono::steady_clock, Duration> when, F&& f) {
-    return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
-      auto t = timers();
-      if (!t) return unexpected_error{t.error()};
-      return (*t)->schedule_at(when, std::forward<F>(f));
-    });
+    return with_timers([&](timer_queue& q) { return q.schedule_at(when, std::forward<F>(f)); });
   }
   /// Runs `f` every `period`, first after one period. `f` may take a
   /// `const timer_tick&` (its scheduled time and index).
   template <typename Rep, typename Period, typename F>
   result<timer_handle> schedule_every(std::chrono::duration<Rep, Period> period, F&& f) {
-    return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
-      auto t = timers();
-      if (!t) return unexpected_error{t.error()};
-      return (*t)->schedule_every(period, std::forward<F>(f));
-    });
+    return with_timers([&](timer_queue& q) { return q.schedule_every(period, std::forward<F>(f)); });
   }
   /// Runs `f` every `period`, first after `initial_delay`.
   template <typename Rep1, typename Period1, typename Rep2, typename Period2, typename F>
   result<timer_handle> schedule_every(std::chrono::duration<Rep1, Period1> initial_delay,
                                       std::chrono::duration<Rep2, Period2> period, F&& f) {
-    return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
-      auto t = timers();
-      if (!t) return unexpected_error{t.error()};
-      return (*t)->schedule_every(initial_delay, period, std::forward<F>(f));
-    });
+    return with_timers([&](timer_queue& q) { return q.schedule_every(initial_delay, period, std::forward<F>(f)); });
   }
   /// Timers scheduled, fired, cancelled (including by stop()), skipped.
   [[nodiscard]] timer_statistics get_timer_statistics() const;
@@ -521,6 +505,16 @@ class thread_pool {
   // stop(), `resource_exhausted` when its thread cannot be started (a later
   // call tries again).
   result<timer_queue*> timers();
+  // Runs `schedule(queue)` on timers(); its refusal, or resource_exhausted
+  // out of memory, otherwise.
+  template <typename Schedule>
+  result<timer_handle> with_timers(Schedule&& schedule) {
+    return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
+      auto t = timers();
+      if (!t) return unexpected_error{t.error()};
+      return schedule(**t);
+    });
+  }
   unexpected_error stopped_error() const {
     return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
   }
