@@ -221,6 +221,54 @@ def table_queue_depth_latency(ctx, out):
 
 
 @section
+def table_batching(ctx, out):
+    runs = ctx.runs
+    out.append("## Batching overhead by batch size (Thread System)\n")
+    out.append("Mirrors the guides' *Batching reduces scheduling overhead* (overhead per job by batch size): one "
+               "producer submits 100,000 empty jobs as `enqueue_batch()` calls of B jobs into 2 workers and waits "
+               "(`BM_SubmitBatchOverhead`); overhead per job = wall time / jobs, everything included (submission, "
+               "waking, running, waiting). Then the workers' side, the guides' `set_batch_processing(true, n)`: each "
+               "worker takes up to n jobs per visit to the pool's queue (`BM_WorkerInjectorBatch`, 2 workers, one "
+               "producer submitting one job at a time): a larger n costs fewer visits to the queue's lock, but a "
+               "worker may hold jobs another idle worker could have started (then stolen: the steals column). "
+               "Median (min–max).\n")
+    sub = []
+    for key in runs.reps:
+        m = re.match(r"^BM_SubmitBatchOverhead/batch:(\d+)$", key)
+        if m:
+            sub.append((int(m.group(1)), key))
+    if sub:
+        out.append("| submission batch B | jobs/s | overhead per job |")
+        out.append("|---:|---:|---:|")
+        for b, key in sorted(sub):
+            s = runs.stat(key, "items_per_second")
+            per_job = None if s is None else tuple(1e9 / v if v else 0 for v in (s[0], s[2], s[1])) + (s[3],)
+            out.append(f"| {b:,} | {cell(s, 'rate')} | {cell(per_job, 'ns')} |")
+        out.append("")
+    else:
+        out.append("_No data (BM_SubmitBatchOverhead not run in this mode)._\n")
+    wrk = {}
+    for key in runs.reps:
+        m = re.match(r"^BM_WorkerInjectorBatch/batch:(\d+)/job_ns:(\d+)$", key)
+        if m:
+            wrk.setdefault(int(m.group(1)), {})[int(m.group(2))] = key
+    if wrk:
+        job_ns = sorted({j for r in wrk.values() for j in r})
+        out.append("| worker batch n | " + " | ".join(f"{job_label(j)} jobs/s | steals" for j in job_ns) + " |")
+        out.append("|---:|" + "---:|---:|" * len(job_ns))
+        for n in sorted(wrk):
+            row = [str(n)]
+            for j in job_ns:
+                key = wrk[n].get(j, "")
+                steals = runs.stat(key, "steals")
+                row += [cell(runs.stat(key, "items_per_second"), "rate"), "n/a" if steals is None else f"{steals[0]:,.0f}"]
+            out.append("| " + " | ".join(row) + " |")
+        out.append("")
+    else:
+        out.append("_No data (BM_WorkerInjectorBatch not run in this mode)._\n")
+
+
+@section
 def table_creation(ctx, out):
     runs = ctx.runs
     out.append("## Thread pool creation\n")
