@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <thread>
+#include <type_traits>
 #include <utility>
 
 #include "thread_system/detail/chaos.hpp"
@@ -89,6 +90,15 @@ class counting_injector final : public injector {
  private:
   template <typename Push>
   result<void> counted(std::size_t n, Push push) {
+    if constexpr (std::is_same_v<Q, bounded_queue>) {
+      // A full ring refuses before the push is counted, so that accepted()
+      // does not rise and fall again for each refusal (a ring that fills
+      // meanwhile still refuses below, and the count is taken back then).
+      // relaxed: a hint; a closed queue answers pool_stopped below.
+      if (queue_.size_approx() + n > queue_.capacity() && !closed_.load(std::memory_order_relaxed)) {
+        return make_error(error_code::queue_full, "bounded_queue: queue is full");
+      }
+    }
     // seq_cst RMW then seq_cst load of closed_: either close() sees us in
     // flight (and waits), or we see closed_ and refuse without counting.
     pushes_in_flight_.fetch_add(1, std::memory_order_seq_cst);

@@ -35,6 +35,17 @@ void validate(const backpressure& b) {
   }
 }
 
+void validate(const pool_options& o) {
+  validate(o.backpressure);
+  // Two bounds with two answers to "full" (the policy's, and the ring's
+  // immediate queue_full) would make the policy a lie.
+  if (o.queue == pool_queue::bounded && o.backpressure.capacity != 0) {
+    throw error_exception(error{error_code::invalid_argument,
+                                "pool_queue::bounded is a bound of its own: use backpressure with another queue "
+                                "kind, or the bounded queue without backpressure"});
+  }
+}
+
 std::exception_ptr make_out_of_memory_report(const std::string& pool_name) {
   return std::make_exception_ptr(error_exception(
       error{error_code::resource_exhausted, "thread_pool '" + pool_name +
@@ -79,7 +90,7 @@ thread_pool::thread_pool(std::string name, const pool_options& options) try
       max_spinners_(default_max_spinners()),
       stack_size_(options.worker_stack_size),
       out_of_memory_report_(make_out_of_memory_report(name_)) {
-  validate(bounds_);
+  validate(options);
   if (options.on_error) handler_ = std::make_shared<const error_handler>(options.on_error);
 } catch (const std::bad_alloc&) {
   throw error_exception(detail::out_of_memory_error().value);
@@ -111,7 +122,7 @@ thread_pool::thread_pool(std::size_t worker_count, pool_options options) try
       max_spinners_(default_max_spinners()),
       stack_size_(options.worker_stack_size),
       out_of_memory_report_(make_out_of_memory_report(name_)) {
-  validate(bounds_);
+  validate(options);
   if (worker_count == 0) {
     throw error_exception(error{error_code::invalid_argument, "thread_pool: worker_count must be at least 1"});
   }
@@ -190,7 +201,7 @@ result<void> thread_pool::start() {
     case state::created:
       break;
   }
-  if (workers_.empty()) {
+  if (active_workers_locked() == 0) {
     return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': start() with zero workers");
   }
   std::vector<thread_worker*> all;
@@ -201,7 +212,11 @@ result<void> thread_pool::start() {
   }
   for (std::size_t i = 0; i < workers_.size(); ++i) {
     workers_[i]->index_ = i;
-    all.push_back(workers_[i].get());
+    // Workers a resize() before start() set aside wait for a later resize().
+    // relaxed: membership only changes under lifecycle_mutex_ before start().
+    if (workers_[i]->membership_.load(std::memory_order_relaxed) == thread_worker::active) {
+      all.push_back(workers_[i].get());
+    }
   }
   // pairs with acquire loads in is_running()/push paths; set before the
   // workers run, so a job they run sees a running pool.
@@ -313,12 +328,37 @@ result<void> thread_pool::resize(std::size_t n) {
     return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "': cannot resize after stop()");
   }
   if (st == state::created) {
+    // Before start(): set workers aside or take them back; none is
+    // destroyed (get_workers() pointers stay valid), and start() starts
+    // the active ones.
+    std::size_t active = active_workers_locked();
+    const std::size_t old_size = workers_.size();
+    std::vector<thread_worker*> revived;
     try {
-      while (workers_.size() < n) workers_.push_back(make_worker_());
+      revived.reserve(n);
+      for (auto& w : workers_) {
+        if (active + revived.size() >= n) break;
+        // relaxed: membership only changes under lifecycle_mutex_ before start().
+        if (w->membership_.load(std::memory_order_relaxed) == thread_worker::exited) revived.push_back(w.get());
+      }
+      workers_.reserve(old_size + n);
+      while (active + revived.size() + (workers_.size() - old_size) < n) {
+        auto w = make_worker_();
+        w->index_ = workers_.size();
+        workers_.push_back(std::move(w));  // capacity reserved: no allocation
+      }
     } catch (const std::bad_alloc&) {
+      workers_.resize(old_size);  // never seen outside this call
       return make_error(error_code::resource_exhausted, "out of memory");
     }
-    workers_.resize(n);
+    for (thread_worker* w : revived) w->membership_.store(thread_worker::active, std::memory_order_relaxed);
+    active += revived.size() + (workers_.size() - old_size);
+    for (auto it = workers_.rbegin(); it != workers_.rend() && active > n; ++it) {
+      if ((*it)->membership_.load(std::memory_order_relaxed) == thread_worker::active) {
+        (*it)->membership_.store(thread_worker::exited, std::memory_order_relaxed);  // as above
+        --active;
+      }
+    }
     return {};
   }
   std::size_t active = active_workers_locked();

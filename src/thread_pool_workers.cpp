@@ -20,14 +20,16 @@ std::vector<thread_worker*> thread_pool::get_workers() const {
   return out;
 }
 
-std::vector<std::uint64_t> thread_pool::active_worker_masks() const {
+thread_pool::worker_masks thread_pool::active_worker_masks(std::size_t first_n) const {
   std::lock_guard lock(lifecycle_mutex_);
-  std::vector<std::uint64_t> out;
-  out.reserve(workers_.size());
+  worker_masks out;
   for (const auto& w : workers_) {
     // relaxed: membership only changes under lifecycle_mutex_, except
     // retiring -> exited, which does not make a worker active.
-    if (w->membership_.load(std::memory_order_relaxed) == thread_worker::active) out.push_back(w->responsibility_mask_);
+    if (w->membership_.load(std::memory_order_relaxed) != thread_worker::active) continue;
+    if (out.active < first_n) out.first_n |= w->responsibility_mask_;
+    out.all |= w->responsibility_mask_;
+    ++out.active;
   }
   return out;
 }

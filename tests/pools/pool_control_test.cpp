@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -342,6 +343,8 @@ TEST(PoolBoundedInjector, AFullQueueRefusesWithQueueFullAndLosesNothing) {
     EXPECT_EQ(full.error().code(), ts::error_code::queue_full);
     EXPECT_NE(full.error().message().find("'ring'"), std::string::npos) << full.error().message();
     EXPECT_THROW((void)pool.submit([] { return 1; }), ts::error_exception);
+    // Refusals are not counted, not even for a moment that a snapshot could see.
+    EXPECT_EQ(pool.get_statistics().accepted, fits + 1);
     std::vector<std::function<void()>> two(2, [] {});
     auto batch = pool.enqueue_batch(two);
     ASSERT_FALSE(batch);
@@ -352,6 +355,7 @@ TEST(PoolBoundedInjector, AFullQueueRefusesWithQueueFullAndLosesNothing) {
     EXPECT_FALSE(refused_ran);
     const auto report = pool.stop();
     EXPECT_EQ(report.executed, fits + 1);  // the held job and the ones that fitted; refusals are not accepted
+    EXPECT_EQ(report.accepted, fits + 1);
   }
 }
 
@@ -395,6 +399,18 @@ TEST(PoolBoundedInjector, ConcurrentProducersThatRetryOnQueueFullLoseNoJob) {
   const auto s = pool.get_statistics();
   EXPECT_EQ(s.executed, static_cast<std::uint64_t>(3 * per_producer));
   EXPECT_EQ(s.accepted, static_cast<std::uint64_t>(3 * per_producer));  // refusals are not counted
+}
+
+TEST(PoolBoundedInjector, TogetherWithBackpressureItIsInvalid) {
+  auto opts = bounded_injector(8);
+  opts.backpressure = ts::backpressure::block(100);
+  try {
+    ts::thread_pool pool{1, opts};
+    ADD_FAILURE() << "a bounded injector with backpressure was accepted";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::invalid_argument);
+  }
+  EXPECT_THROW(ts::thread_pool("seed", opts), ts::error_exception);
 }
 
 TEST(PoolBoundedInjector, AZeroCapacityOrATypedPoolIsInvalid) {
@@ -667,6 +683,29 @@ TEST(PoolResize, RefusesBadCountsAndStoppedPools) {
   EXPECT_EQ(seed.worker_count(), 3U);
   ASSERT_TRUE(seed.start());
   EXPECT_EQ(seed.submit([] { return 1; }).get(), 1);
+}
+
+TEST(PoolResize, BeforeStartWorkersAreSetAsideNotDestroyed) {
+  ts::thread_pool pool{"aside", ts::test::pool_opts("aside")};
+  for (const char* name : {"a", "b", "c"}) ASSERT_TRUE(pool.enqueue(std::make_unique<ts::thread_worker>(name)));
+  const std::vector<ts::thread_worker*> added = pool.get_workers();
+  ASSERT_TRUE(pool.resize(1));
+  EXPECT_EQ(pool.worker_count(), 1U);
+  EXPECT_EQ(pool.get_workers(), added);  // every pointer stays valid
+  ASSERT_TRUE(pool.start());
+  EXPECT_EQ(pool.worker_count(), 1U);
+  EXPECT_TRUE(pool.native_handle(0));
+  EXPECT_FALSE(pool.native_handle(2));  // set aside: not running
+  ASSERT_TRUE(pool.resize(3));  // the workers set aside come back
+  EXPECT_EQ(pool.get_workers(), added);
+  EXPECT_EQ(pool.worker_count(), 3U);
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));  // bookkeeping
+  }
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 100);
+  EXPECT_EQ(pool.stop().executed, 100U);
 }
 
 // ---- timers on the pool ----------------------------------------------------------

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -114,6 +115,9 @@ TEST_P(TypedInjector, JobsWithoutAKindAndMixedBatchesAreRefusedAndNothingIsQueue
   auto rk = q.push_kind(typed_injector::max_kinds, ts::job_function([] {}));
   ASSERT_FALSE(rk);
   EXPECT_EQ(rk.error().code(), ts::error_code::invalid_argument);
+  auto far = q.push_kind(300, ts::job_function([] {}));  // not truncated to a byte
+  ASSERT_FALSE(far);
+  EXPECT_NE(far.error().message().find("300"), std::string::npos) << far.error().message();
   std::array<ts::job_function, 1> no_kind{ts::job_function([] {})};
   auto rn = q.push_batch(no_kind);
   ASSERT_FALSE(rn);

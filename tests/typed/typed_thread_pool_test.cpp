@@ -934,3 +934,56 @@ TEST(TypedPoolResize, RefusesBadCountsAndStoppedPoolsAndSizesAPoolBeforeStart) {
   ASSERT_FALSE(stopped);
   EXPECT_EQ(stopped.error().code(), ts::error_code::pool_stopped);
 }
+
+TEST(TypedPoolResize, WithAPriorityOrderShrinkingBackToSpecialistsThatServeEveryTypeIsAllowed) {
+  auto opts = typed_opts("ordered");
+  opts.priority_order = {job_types::Background, job_types::Batch, job_types::RealTime};
+  ts::typed_thread_pool_t<job_types> pool{"ordered", opts};
+  for (job_types t : {job_types::RealTime, job_types::Batch, job_types::Background}) {
+    ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<job_types>>(std::vector<job_types>{t})));
+  }
+  ASSERT_TRUE(pool.start());
+  ASSERT_TRUE(pool.resize(4));  // a universal worker: it serves the three types, nothing more
+  ASSERT_TRUE(pool.resize(3));  // the specialists still serve every type
+  EXPECT_EQ(pool.worker_count(), 3U);
+  auto two = pool.resize(2);  // would drop the Background specialist (added third)
+  ASSERT_FALSE(two);
+  EXPECT_EQ(two.error().code(), ts::error_code::no_worker);
+  EXPECT_NE(two.error().message().find("Background"), std::string::npos) << two.error().message();
+  std::atomic<int> ran{0};
+  for (job_types t : {job_types::RealTime, job_types::Batch, job_types::Background}) {
+    ASSERT_TRUE(pool.enqueue(t, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));  // bookkeeping
+  }
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 3);
+}
+
+TEST(TypedPoolResize, BeforeStartWorkersSetAsideKeepTheirResponsibilitiesAndComeBack) {
+  ts::typed_thread_pool_t<job_types> pool{"aside", typed_opts("aside")};
+  ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<job_types>>()));
+  ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<job_types>>(
+      std::vector<job_types>{job_types::Background})));
+  ts::typed_thread_worker_t<job_types>* specialist = pool.get_workers()[1];
+  ASSERT_TRUE(pool.resize(1));  // the universal worker serves everything: allowed
+  EXPECT_EQ(pool.worker_count(), 1U);
+  ASSERT_TRUE(pool.resize(2));  // the specialist comes back, not a new worker
+  ASSERT_EQ(pool.get_workers().size(), 2U);
+  EXPECT_EQ(pool.get_workers()[1], specialist);
+  EXPECT_FALSE(specialist->is_universal());  // still the same object, still a specialist
+  ASSERT_TRUE(pool.start());
+  EXPECT_EQ(pool.worker_count(), 2U);
+  auto f = pool.submit(job_types::Background, [] { return 3; });
+  EXPECT_EQ(f.get(), 3);
+}
+
+TEST(TypedPoolResize, AStoppedPoolAnswersPoolStoppedBeforeAnyOtherCheck) {
+  ts::typed_thread_pool_t<job_types> pool{"stopped", typed_opts("stopped")};
+  for (job_types t : {job_types::RealTime, job_types::Background}) {
+    ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<job_types>>(std::vector<job_types>{t})));
+  }
+  ASSERT_TRUE(pool.start());
+  (void)pool.stop();
+  auto r = pool.resize(1);  // would also orphan Background
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::pool_stopped);
+}

@@ -15,7 +15,8 @@
 //     backpressure applies to it (see docs/COROUTINES.md): caller_runs runs
 //     it on the timer thread; a run the pool refuses at capacity (reject,
 //     block_for) or evicts (drop_oldest) is discarded, and the sleeping
-//     task is abandoned as at stop().
+//     task is abandoned as at stop(). So is a wake-up that a full
+//     pool_queue::bounded injector refuses.
 //   * Cutting a sleep short needs one allocation (the token's callback
 //     node); without memory the sleep is simply not cut short.
 //   * A token cancelled while the sleep is being set up (a race with

@@ -536,9 +536,16 @@ class thread_pool {
   // Typed pools: jobs executed and failed with `tag`, over all workers.
   [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> kind_totals(std::uint8_t tag) const;
   [[nodiscard]] detail::injector& injector_ref() const noexcept { return *queue_; }
-  // The responsibility masks of the active workers (those resize() has not
-  // asked to leave), in the order added: resize() keeps the first n.
-  [[nodiscard]] std::vector<std::uint64_t> active_worker_masks() const;
+  // The active workers (those resize() has not asked to leave or set aside):
+  // how many, and the union of their responsibility masks, of all and of the
+  // first `first_n` in the order added (the ones resize(first_n) keeps).
+  // Allocates nothing.
+  struct worker_masks {
+    std::uint64_t all = 0;
+    std::uint64_t first_n = 0;
+    std::size_t active = 0;
+  };
+  [[nodiscard]] worker_masks active_worker_masks(std::size_t first_n = 0) const;
 
   result<void> push_one(job_function&& fn);
   result<void> push_one_unchecked(job_function&& fn);

@@ -129,8 +129,16 @@ class job_type_ranks {
     return mask;
   }
 
-  /// The name of the type of rank `rank` (a rank rank_of() gave).
+  /// The ranks a type can have: 0..63 without a priority order, one per
+  /// listed type with one.
+  [[nodiscard]] std::uint64_t valid_mask() const noexcept {
+    return order_.empty() || order_.size() == max_ranks ? ~std::uint64_t{0}
+                                                        : (std::uint64_t{1} << order_.size()) - 1;
+  }
+
+  /// The name of the type of rank `rank` ("rank <n>" for a rank no type has).
   [[nodiscard]] std::string name_of_rank(std::size_t rank) const {
+    if (rank >= max_ranks || (!order_.empty() && rank >= order_.size())) return "rank " + std::to_string(rank);
     return type_name(order_.empty() ? static_cast<T>(rank) : order_[rank]);
   }
 

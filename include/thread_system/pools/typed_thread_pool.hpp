@@ -381,24 +381,28 @@ class typed_thread_pool_t {
   /// workers. Shrinking keeps the first `n` workers in the order added and
   /// asks the others to leave; it is refused with `no_worker`, and nothing
   /// changes, when the workers kept would not serve every type the pool's
-  /// workers serve now (a type's jobs are never left without a worker).
+  /// workers serve now (a type's jobs are never left without a worker). A
+  /// universal worker serves every type - without a priority_order every
+  /// rank 0..63 - so once the pool has one, a shrink must keep one. A stopped
+  /// pool answers `pool_stopped` first.
   /// Other refusals as thread_pool::resize(): `invalid_argument` for 0 or
   /// more than 256, `pool_stopped` after stop(), `resource_exhausted`.
   result<void> resize(std::size_t n) {
     std::lock_guard lock(config_mutex_);
-    if (n != 0 && n <= thread_pool::max_workers) {
-      const std::vector<std::uint64_t> masks = core_.active_worker_masks();
-      if (n < masks.size()) {
-        std::uint64_t kept = 0;
-        for (std::size_t i = 0; i < n; ++i) kept |= masks[i];
-        // relaxed: served_ is written only under config_mutex_, held here.
-        const std::uint64_t orphaned = served_.load(std::memory_order_relaxed) & ~kept;
-        if (orphaned != 0) {
-          const auto rank = static_cast<std::size_t>(std::countr_zero(orphaned));
-          return make_error(error_code::no_worker,
-                            "typed_thread_pool '" + core_.get_name() + "': resize to " + std::to_string(n) +
-                                " would leave job type " + name_of_rank(rank) + " without a worker");
-        }
+    // acquire: pairs with the release stores of state_ in stop() (a
+    // stopped pool refuses with pool_stopped, below, before any check).
+    const auto st = core_.state_.load(std::memory_order_acquire);
+    if (n != 0 && n <= thread_pool::max_workers && st != thread_pool::state::stopping &&
+        st != thread_pool::state::stopped) {
+      const auto masks = core_.active_worker_masks(n);
+      // relaxed: served_ is written only under config_mutex_, held here.
+      const std::uint64_t orphaned = served_.load(std::memory_order_relaxed) & ~masks.first_n & ranks_.valid_mask();
+      if (n < masks.active && orphaned != 0) {
+        const auto rank = static_cast<std::size_t>(std::countr_zero(orphaned));
+        return make_error_nothrow(error_code::no_worker, [&] {
+          return "typed_thread_pool '" + core_.get_name() + "': resize to " + std::to_string(n) +
+                 " would leave job type " + name_of_rank(rank) + " without a worker";
+        });
       }
     }
     auto r = core_.resize(n);
@@ -569,10 +573,10 @@ class typed_thread_pool_t {
 
   detail::typed_injector& injector() const noexcept { return *injector_; }
 
-  // served_ = the types the pool's active workers serve. Caller holds config_mutex_.
+  // served_ = the types the pool's active workers serve. Caller holds
+  // config_mutex_. Allocates nothing (so it cannot fail after a change).
   void refresh_served() {
-    std::uint64_t mask = 0;
-    for (std::uint64_t m : core_.active_worker_masks()) mask |= m;
+    const std::uint64_t mask = core_.active_worker_masks().all;
     // release: pairs with the acquire in routable_rank().
     served_.store(mask, std::memory_order_release);
   }

@@ -15,10 +15,17 @@
 // As a pool's injector, `bounded` is the one kind with a fixed capacity
 // (pool_options::initial_queue_capacity, rounded up to a power of two): a
 // submission from outside the pool's workers into a full queue is refused
-// with `queue_full` at once, as seed note 004 has it. Jobs a worker submits
-// go to its own deque, which is not bounded. For a bound with a waiting
-// policy (block, run on the caller, drop the oldest) use pool_options::
-// backpressure with any kind. A typed pool takes every kind but `bounded`.
+// with `queue_full` at once, as seed note 004 has it (also, briefly, while
+// a worker is taking the oldest job: see bounded_queue.hpp). Jobs a worker
+// submits go to its own deque and are not bounded - except while that
+// worker is out of memory, when they go through the queue. The pool's own
+// pushes from outside its workers are submissions like any other: a timer's
+// run refused by a full queue is counted as refused (timer_statistics), and
+// a coroutine's wake-up after sleep_for() abandons the task, as with
+// backpressure's `reject`. For a bound with a waiting policy (block, run on
+// the caller, drop the oldest) use pool_options::backpressure with another
+// kind; the two together make the constructor throw invalid_argument. A
+// typed pool takes every kind but `bounded`.
 #pragma once
 
 namespace thread_system {

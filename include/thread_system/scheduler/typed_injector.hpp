@@ -80,14 +80,14 @@ class typed_injector final : public injector {
   /// of its tag, then push(). On refusal `fn` keeps its callable (its tag
   /// then names the kind).
   [[nodiscard]] result<void> push_kind(std::size_t rank, job_function&& fn) {
-    if (rank >= max_kinds) return bad_kind(static_cast<std::uint8_t>(rank + 1));
+    if (rank >= max_kinds) return rank_beyond(rank);
     fn.set_tag(detail::job_tag::with_rank(fn.tag(), rank));
     return push(std::move(fn));
   }
 
   /// Queues all of `fns` as jobs of kind `rank`, all or none (as push_kind()).
   [[nodiscard]] result<void> push_kind_batch(std::size_t rank, std::span<job_function> fns) {
-    if (rank >= max_kinds) return bad_kind(static_cast<std::uint8_t>(rank + 1));
+    if (rank >= max_kinds) return rank_beyond(rank);
     for (auto& fn : fns) fn.set_tag(detail::job_tag::with_rank(fn.tag(), rank));
     return push_batch(fns);
   }
@@ -288,8 +288,11 @@ class typed_injector final : public injector {
   static unexpected_error closed_error() { return make_error(error_code::pool_stopped, "queue is closed"); }
   static unexpected_error bad_kind(std::uint8_t kind) {
     if (kind == 0) return make_error(error_code::invalid_argument, "typed injector: the job carries no kind");
+    return rank_beyond(kind - 1u);
+  }
+  static unexpected_error rank_beyond(std::size_t rank) {
     return make_error(error_code::invalid_argument,
-                      "typed injector: kind rank " + std::to_string(kind - 1) + " is beyond the 64 kinds");
+                      "typed injector: kind rank " + std::to_string(rank) + " is beyond the 64 kinds");
   }
 
   // The slot of kind `rank`, created on first use; null once closed.
