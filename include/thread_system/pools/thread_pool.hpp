@@ -404,7 +404,9 @@ class thread_pool {
   /// asks the newest workers to leave: each finishes the job it is running
   /// and the jobs on its own deque first, so nothing is lost and no worker
   /// exits mid-job; resize() does not wait for that. Before start() it sets
-  /// how many workers start() starts. `invalid_argument` for 0 or more than
+  /// how many workers start() starts: the newest are set aside (not
+  /// destroyed: get_workers() still lists them) until a later resize()
+  /// takes them back. `invalid_argument` for 0 or more than
   /// 256; `pool_stopped` after stop(); `resource_exhausted` when the OS
   /// refuses a thread (nothing changes: the threads made for this call are
   /// joined before they run a job, and the pool keeps its previous size).
