@@ -95,7 +95,7 @@ class counting_injector final : public injector {
       // does not rise and fall again for each refusal (a ring that fills
       // meanwhile still refuses below, and the count is taken back then).
       // relaxed: a hint; a closed queue answers pool_stopped below.
-      if (queue_.size_approx() + n > queue_.capacity() && !closed_.load(std::memory_order_relaxed)) {
+      if (queue_.certainly_full_for(n) && !closed_.load(std::memory_order_relaxed)) {
         return make_error(error_code::queue_full, "bounded_queue: queue is full");
       }
     }

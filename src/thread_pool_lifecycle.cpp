@@ -243,6 +243,9 @@ result<void> thread_pool::launch(std::span<thread_worker* const> batch, BeforeGo
   result<void> refused;
   for (thread_worker* w : batch) {
     if (w->thread_.joinable()) w->thread_.join();  // a worker that left earlier (resize) and comes back
+    // Its old thread's id is gone with it: worker_os_tid() waits for the new
+    // one. relaxed: published to readers by lifecycle_mutex_, held here.
+    w->os_tid_.store(0, std::memory_order_relaxed);
     auto t = detail::os_thread::start(
         [this, w, gate] {
           if (gate->wait()) worker_main(*w);

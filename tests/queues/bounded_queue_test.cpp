@@ -28,6 +28,21 @@ TEST(BoundedQueue, ExactCapacityThenFull) {
   }
 }
 
+TEST(BoundedQueue, CertainlyFullForSaysFullExactlyWhenTheJobsDoNotFit) {
+  ts::bounded_queue q(4);
+  EXPECT_FALSE(q.certainly_full_for(4));
+  EXPECT_TRUE(q.certainly_full_for(5));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(q.try_push(ts::job_function([] {})));
+  EXPECT_FALSE(q.certainly_full_for(1));
+  EXPECT_TRUE(q.certainly_full_for(2));
+  ts::job_function out;
+  ASSERT_TRUE(q.try_pop(out));
+  EXPECT_FALSE(q.certainly_full_for(2));
+  EXPECT_TRUE(q.certainly_full_for(3));
+  q.close();  // the closed bit in the tail is not counted as jobs
+  EXPECT_FALSE(q.certainly_full_for(2));
+}
+
 TEST(BoundedQueue, InvalidCapacityThrows) {
   EXPECT_THROW(ts::bounded_queue(0), ts::error_exception);
   EXPECT_THROW(ts::bounded_queue(ts::bounded_queue::max_capacity + 1), ts::error_exception);

@@ -53,6 +53,7 @@
 // of two stays under 96 bytes per job, and at most 48 when full.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstddef>
@@ -199,6 +200,18 @@ class bounded_queue {
   }
   /// True when size_approx() is 0; approximate under concurrency.
   [[nodiscard]] bool empty_approx() const noexcept { return size_approx() == 0; }
+
+  /// True only when `n` more jobs did not fit at some moment during the call
+  /// (never a false "full": the tail is read before the head, and the head
+  /// only grows, so the size read can only be too small). A push may still
+  /// be refused when this says false.
+  [[nodiscard]] bool certainly_full_for(std::size_t n) const noexcept {
+    // The order of the two loads is what matters: the acquire on the tail
+    // keeps the (relaxed) head load after it.
+    const std::size_t tail = tail_.load(std::memory_order_acquire) & ~closed_bit;
+    const std::size_t head = head_.load(std::memory_order_relaxed);
+    return tail >= head && n > capacity_ - std::min(tail - head, capacity_);
+  }
 
   /// The capacity after rounding up (see the header comment).
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
