@@ -582,14 +582,21 @@ class typed_thread_pool_t {
   }
 
   typed_pool_options<T> options_;
-  detail::job_type_ranks<T> ranks_;  // throws for a bad priority_order, before core_ exists
   mutable std::mutex config_mutex_;  // serialises worker additions
+  // Read by every enqueue and written almost never: a cache line of their
+  // own (the core after them starts a new line), so that neither the pool's
+  // workers nor whatever the caller keeps next to the pool (a counter its
+  // jobs increment, say) writes to the line a producer reads per job.
+  alignas(64) detail::job_type_ranks<T> ranks_;  // throws for a bad priority_order, before core_ exists
+  detail::typed_injector* injector_ = nullptr;   // == core_.queue_, owned there
+  std::atomic<std::uint64_t> served_{0};         // types some added worker serves (bit per rank)
   thread_pool core_;
-  detail::typed_injector* injector_ = nullptr;  // == core_.queue_, owned there
-  std::atomic<std::uint64_t> served_{0};        // types some added worker serves (bit per rank)
   // Its runs go into core_: stopped (by stop() or the destructor) before it.
+  // Last, and cold: the pool's neighbours in memory share lines only with
+  // options_ and this.
   detail::pool_timers timers_;
 };
+static_assert(alignof(thread_pool) >= 64, "the typed pool's hot fields rely on the core starting a cache line");
 
 /// The seed's names for the default job types.
 using typed_thread_pool = typed_thread_pool_t<job_types>;
