@@ -187,8 +187,7 @@ static void BM_InjectorInPool(benchmark::State& state) {
   // seq_cst: pairs with the writers' RMW (read after wait_idle())
   state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_seq_cst)));
   state.SetLabel(ts::to_string(kind));
-  state.counters["full_retries"] =
-      benchmark::Counter(static_cast<double>(retries), benchmark::Counter::kAvgIterations);
+  state.counters["full_retries"] = benchmark::Counter(static_cast<double>(retries), benchmark::Counter::kAvgIterations);
   state.counters["oversubscribed"] = workers + 1 > std::thread::hardware_concurrency() ? 1 : 0;
 }
 BENCHMARK(BM_InjectorInPool)

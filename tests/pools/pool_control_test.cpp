@@ -696,7 +696,7 @@ TEST(PoolResize, BeforeStartWorkersAreSetAsideNotDestroyed) {
   EXPECT_EQ(pool.worker_count(), 1U);
   EXPECT_TRUE(pool.native_handle(0));
   EXPECT_FALSE(pool.native_handle(2));  // set aside: not running
-  ASSERT_TRUE(pool.resize(3));  // the workers set aside come back
+  ASSERT_TRUE(pool.resize(3));          // the workers set aside come back
   EXPECT_EQ(pool.get_workers(), added);
   EXPECT_EQ(pool.worker_count(), 3U);
   std::atomic<int> ran{0};

@@ -815,8 +815,8 @@ TEST(TypedPoolTimers, DestroyingThePoolWithTimersPendingIsClean) {
 
 TEST(TypedPoolResize, GrowingAddsUniversalWorkersThatServeEveryType) {
   ts::typed_thread_pool_t<job_types> pool{"grow", typed_opts("grow")};
-  ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<job_types>>(
-      std::vector<job_types>{job_types::RealTime})));
+  ASSERT_TRUE(pool.add_worker(
+      std::make_unique<ts::typed_thread_worker_t<job_types>>(std::vector<job_types>{job_types::RealTime})));
   ASSERT_TRUE(pool.start());
   auto before = pool.enqueue(job_types::Background, [] {});
   ASSERT_FALSE(before);
@@ -873,8 +873,8 @@ TEST(TypedPoolResize, AShrinkThatWouldOrphanATypeIsRefusedAndNothingChanges) {
 TEST(TypedPoolResize, ShrinkingKeepsTheFirstWorkersAddedWhenTheyServeEveryType) {
   ts::typed_thread_pool_t<job_types> pool{"keep", typed_opts("keep")};
   ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<job_types>>()));  // universal, kept
-  ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<job_types>>(
-      std::vector<job_types>{job_types::Background})));
+  ASSERT_TRUE(pool.add_worker(
+      std::make_unique<ts::typed_thread_worker_t<job_types>>(std::vector<job_types>{job_types::Background})));
   ASSERT_TRUE(pool.start());
   ASSERT_TRUE(pool.resize(1));
   EXPECT_EQ(pool.worker_count(), 1U);
@@ -961,8 +961,8 @@ TEST(TypedPoolResize, WithAPriorityOrderShrinkingBackToSpecialistsThatServeEvery
 TEST(TypedPoolResize, BeforeStartWorkersSetAsideKeepTheirResponsibilitiesAndComeBack) {
   ts::typed_thread_pool_t<job_types> pool{"aside", typed_opts("aside")};
   ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<job_types>>()));
-  ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<job_types>>(
-      std::vector<job_types>{job_types::Background})));
+  ASSERT_TRUE(pool.add_worker(
+      std::make_unique<ts::typed_thread_worker_t<job_types>>(std::vector<job_types>{job_types::Background})));
   ts::typed_thread_worker_t<job_types>* specialist = pool.get_workers()[1];
   ASSERT_TRUE(pool.resize(1));  // the universal worker serves everything: allowed
   EXPECT_EQ(pool.worker_count(), 1U);

@@ -101,16 +101,15 @@ class job_type_ranks {
       for (std::size_t i = 0; i < order_.size(); ++i) {
         if (order_[i] == type) return i;
       }
-      return make_error(error_code::invalid_argument, "typed_thread_pool '" + pool + "': job type " +
-                                                          type_name(type) + " is not in the pool's priority order");
+      return make_error(error_code::invalid_argument, "typed_thread_pool '" + pool + "': job type " + type_name(type) +
+                                                          " is not in the pool's priority order");
     }
     using U = job_type_value_t<T>;
     const auto v = static_cast<U>(type);
     bool in_range = static_cast<std::uint64_t>(v) < max_ranks;
     if constexpr (std::is_signed_v<U>) in_range = in_range && v >= 0;
     if (!in_range) {
-      return make_error(error_code::invalid_argument, "typed_thread_pool '" + pool + "': job type " +
-                                                          type_name(type) +
+      return make_error(error_code::invalid_argument, "typed_thread_pool '" + pool + "': job type " + type_name(type) +
                                                           " has no rank in [0, 63]; give a priority_order");
     }
     return static_cast<std::size_t>(v);
@@ -132,8 +131,7 @@ class job_type_ranks {
   /// The ranks a type can have: 0..63 without a priority order, one per
   /// listed type with one.
   [[nodiscard]] std::uint64_t valid_mask() const noexcept {
-    return order_.empty() || order_.size() == max_ranks ? ~std::uint64_t{0}
-                                                        : (std::uint64_t{1} << order_.size()) - 1;
+    return order_.empty() || order_.size() == max_ranks ? ~std::uint64_t{0} : (std::uint64_t{1} << order_.size()) - 1;
   }
 
   /// The name of the type of rank `rank` ("rank <n>" for a rank no type has).

@@ -220,6 +220,7 @@ class bounded_queue {
   static constexpr std::size_t closed_bit = detail::ring_closed_bit;
 
   using slot = detail::packed_slot<5>;
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init): `job` is raw words, written before it is published
   struct cell {
     std::atomic<std::size_t> sequence{0};
     slot job;  // a job while sequence == position + 1; nothing otherwise
