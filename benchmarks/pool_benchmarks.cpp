@@ -75,11 +75,10 @@ BENCHMARK(BM_EnqueueThroughput)
     ->Unit(benchmark::kMillisecond);
 
 // The same with enqueue_batch (one queue lock per 256 jobs).
-static void BM_EnqueueBatchThroughput(benchmark::State& state) {
-  const auto workers = static_cast<std::size_t>(state.range(0));
-  constexpr std::size_t jobs = 200'000;
-  constexpr std::size_t batch_size = 256;
-  ts::thread_pool pool{workers};
+// Each iteration: `jobs` empty jobs from this thread as enqueue_batch()
+// calls of `batch_size` jobs into `pool`, then wait_idle(). Items processed:
+// the jobs that ran.
+static void run_batched(benchmark::State& state, ts::thread_pool& pool, std::size_t jobs, std::size_t batch_size) {
   std::atomic<std::uint64_t> ran{0};
   auto job = [&ran] { ran.fetch_add(1, std::memory_order_relaxed); };
   std::vector<decltype(job)> batch(batch_size, job);
@@ -89,8 +88,13 @@ static void BM_EnqueueBatchThroughput(benchmark::State& state) {
     }
     pool.wait_idle();
   }
-  // seq_cst: pairs with the writers' RMW/store
+  // seq_cst: pairs with the writers' RMW (read after wait_idle())
   state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_seq_cst)));
+}
+
+static void BM_EnqueueBatchThroughput(benchmark::State& state) {
+  ts::thread_pool pool{static_cast<std::size_t>(state.range(0))};
+  run_batched(state, pool, 200'000, 256);
 }
 BENCHMARK(BM_EnqueueBatchThroughput)
     ->ArgName("workers")
@@ -106,20 +110,8 @@ BENCHMARK(BM_EnqueueBatchThroughput)
 // enqueue_batch() calls of `batch` jobs each into 2 workers, then waits.
 // Reported as jobs/s; the report shows ns per job (wall time / jobs).
 static void BM_SubmitBatchOverhead(benchmark::State& state) {
-  const auto batch_size = static_cast<std::size_t>(state.range(0));
-  constexpr std::size_t jobs = 100'000;
   ts::thread_pool pool{2};
-  std::atomic<std::uint64_t> ran{0};
-  auto job = [&ran] { ran.fetch_add(1, std::memory_order_relaxed); };
-  std::vector<decltype(job)> batch(batch_size, job);
-  for (auto _ : state) {
-    for (std::size_t i = 0; i < jobs; i += batch_size) {
-      if (!pool.enqueue_batch(batch)) state.SkipWithError("refused");
-    }
-    pool.wait_idle();
-  }
-  // seq_cst: pairs with the writers' RMW (read after wait_idle())
-  state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_seq_cst)));
+  run_batched(state, pool, 100'000, static_cast<std::size_t>(state.range(0)));
 }
 BENCHMARK(BM_SubmitBatchOverhead)
     ->ArgName("batch")
