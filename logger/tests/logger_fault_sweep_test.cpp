@@ -38,7 +38,7 @@ struct logger_workload {
   void operator()(fault::outcome& out) const {
     seen->store(0, std::memory_order_relaxed);
     ts::logger_options options;
-    options.capacity = 64;  // small: the long messages take several slots
+    options.thread_buffer_bytes = 4096;  // small: the long messages fill it quickly
     options.error_handler = [](const ts::error&) {};
     std::optional<ts::logger> log;
     if (!attempt(out, [&] { log.emplace(std::move(*sinks), std::move(options)); })) return;

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "logger_test_sinks.hpp"
 #include "support/test_support.hpp"
 #include "thread_system/logger/logger.hpp"
 #include "thread_system/logger/sinks.hpp"
@@ -23,69 +24,42 @@
 namespace thread_system {
 namespace {
 
+using test::gated_sink;
+using test::recording_sink;
 using test::scaled;
-
-// Copies every record it receives (on the writer thread); read it after
-// flush() or stop().
-class recording_sink final : public log_sink {
- public:
-  struct entry {
-    log_level level;
-    std::string message;
-    std::string line;
-    std::string file;
-    std::uint32_t source_line;
-    std::uint32_t thread_id;
-    std::chrono::system_clock::time_point time;
-    bool truncated;
-  };
-
-  result<void> write(const log_entry& e) override {
-    const log_record& r = e.record();
-    std::lock_guard lock(mutex_);
-    entries_.push_back(entry{r.level, std::string(r.message), std::string(e.line()), std::string(r.file), r.line,
-                             r.thread_id, r.time, r.truncated});
-    return {};
-  }
-  result<void> flush() override {
-    flushes_.fetch_add(1, std::memory_order_relaxed);  // test bookkeeping
-    return {};
-  }
-
-  std::vector<entry> entries() const {
-    std::lock_guard lock(mutex_);
-    return entries_;
-  }
-  std::vector<std::string> messages() const {
-    std::lock_guard lock(mutex_);
-    std::vector<std::string> out;
-    for (const auto& e : entries_) out.push_back(e.message);
-    return out;
-  }
-  int flushes() const { return flushes_.load(std::memory_order_relaxed); }
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<entry> entries_;
-  std::atomic<int> flushes_{0};
-};
 
 // Parses "p<producer> s<sequence> ..." into its two numbers.
 bool parse_tag(std::string_view message, int& producer, int& sequence) {
   return std::sscanf(std::string(message).c_str(), "p%d s%d", &producer, &sequence) == 2;
 }
 
-logger_options options_with(std::size_t capacity, overflow_policy policy, log_level level = log_level::trace) {
+logger_options options_with(std::size_t buffer_bytes, overflow_policy policy, log_level level = log_level::trace) {
   logger_options o;
-  o.capacity = capacity;
+  o.thread_buffer_bytes = buffer_bytes;
   o.overflow = policy;
   o.level = level;
   return o;
 }
 
+// How many records of `record` bytes fit, one after another, in an empty
+// thread buffer of `buffer` bytes whose first `held` bytes are still held by
+// the writer (a record is never split: one that does not fit before the end
+// starts at offset 0, after a wrap marker).
+std::size_t records_that_fit(std::size_t buffer, std::size_t held, std::size_t record) {
+  std::size_t position = held;
+  std::size_t n = 0;
+  for (;;) {
+    const std::size_t to_end = buffer - position % buffer;
+    const std::size_t needed = record <= to_end ? record : to_end + record;
+    if (position + needed > buffer) return n;
+    position += needed;
+    ++n;
+  }
+}
+
 // Producers × messages with per-producer sequence numbers; a callback sink
 // counts each (producer, sequence) and checks per-producer order.
-void run_exactly_once(std::size_t capacity, overflow_policy policy, bool vary_length) {
+void run_exactly_once(std::size_t buffer_bytes, overflow_policy policy, bool vary_length) {
   constexpr int producers = 4;
   const int per_producer = static_cast<int>(scaled(20000));
   std::vector<std::vector<int>> seen(producers, std::vector<int>(static_cast<std::size_t>(per_producer), 0));
@@ -105,13 +79,13 @@ void run_exactly_once(std::size_t capacity, overflow_policy policy, bool vary_le
   });
   std::vector<std::vector<bool>> accepted(producers, std::vector<bool>(static_cast<std::size_t>(per_producer), false));
   {
-    logger log({sink}, options_with(capacity, policy));
+    logger log({sink}, options_with(buffer_bytes, policy));
     std::vector<std::thread> threads;
     const std::string padding(300, 'x');
     for (int p = 0; p < producers; ++p) {
       threads.emplace_back([&, p] {
         for (int s = 0; s < per_producer; ++s) {
-          // Lengths from 1 slot to 4 slots so records wrap the ring's end.
+          // Lengths from 0 to 299 characters, so records wrap the buffer's end at varying offsets.
           const std::string_view pad =
               vary_length ? std::string_view(padding).substr(0, static_cast<std::size_t>((s * 37) % 300))
                           : std::string_view();
@@ -143,13 +117,15 @@ void run_exactly_once(std::size_t capacity, overflow_policy policy, bool vary_le
   }
 }
 
-TEST(Logger, EveryAcceptedMessageReachesTheSinkExactlyOnce) { run_exactly_once(8192, overflow_policy::block, false); }
-
-TEST(Logger, ExactlyOnceWithATinyBlockingBufferAndMultiSlotRecords) {
-  run_exactly_once(16, overflow_policy::block, true);
+TEST(Logger, EveryAcceptedMessageReachesTheSinkExactlyOnce) {
+  run_exactly_once(std::size_t{1} << 20, overflow_policy::block, false);
 }
 
-TEST(Logger, ExactlyOnceWithATinyDroppingBuffer) { run_exactly_once(16, overflow_policy::drop, true); }
+TEST(Logger, ExactlyOnceWithATinyBlockingBufferAndVaryingLengths) {
+  run_exactly_once(1024, overflow_policy::block, true);
+}
+
+TEST(Logger, ExactlyOnceWithATinyDroppingBuffer) { run_exactly_once(1024, overflow_policy::drop, true); }
 
 TEST(Logger, ShutdownWhileProducingLosesNothingAccepted) {
   constexpr int producers = 4;
@@ -163,7 +139,7 @@ TEST(Logger, ShutdownWhileProducingLosesNothingAccepted) {
   std::vector<std::vector<char>> accepted(producers, std::vector<char>(static_cast<std::size_t>(per_producer), 0));
   std::uint64_t rejected_calls = 0;
   {
-    logger log({sink}, options_with(64, overflow_policy::block));
+    logger log({sink}, options_with(8192, overflow_policy::block));
     std::latch started(producers + 1);
     std::vector<std::thread> threads;
     std::vector<std::uint64_t> rejected(producers, 0);
@@ -205,41 +181,20 @@ TEST(Logger, DestructorWritesEverythingAccepted) {
   auto sink = std::make_shared<null_sink>();
   const std::size_t n = scaled(100000);
   {
-    logger log({sink}, options_with(128, overflow_policy::block));
+    logger log({sink}, options_with(16384, overflow_policy::block));
     for (std::size_t i = 0; i < n; ++i) log.info("message {}", i);
   }
   EXPECT_EQ(sink->records(), n);
 }
 
-// A sink whose write() blocks on a latch until the test releases it, so the
-// buffer fills deterministically.
-class gated_sink final : public log_sink {
- public:
-  result<void> write(const log_entry& e) override {
-    if (!entered_.exchange(true, std::memory_order_seq_cst)) {  // seq_cst: pairs with other writers' exchange
-      entered_promise_.set_value();
-      gate_.wait();
-    }
-    recorder_.write(e).value();
-    return {};
-  }
-  result<void> flush() override { return recorder_.flush(); }
-  void wait_until_blocked() { entered_promise_.get_future().wait(); }
-  void open() { gate_.count_down(); }
-  recording_sink& recorder() { return recorder_; }
-
- private:
-  std::atomic<bool> entered_{false};
-  std::promise<void> entered_promise_;
-  std::latch gate_{1};
-  recording_sink recorder_;
-};
-
 TEST(Logger, DropPolicyCountsExactlyAndReportsTheNumber) {
   auto sink = std::make_shared<gated_sink>();
-  logger log({sink}, options_with(16, overflow_policy::drop));
+  logger log({sink}, options_with(1024, overflow_policy::drop));
   ASSERT_TRUE(log.try_log(log_level::info, "first"));
-  sink->wait_until_blocked();  // the writer holds "first" and frees its slot; the ring is empty
+  sink->wait_until_blocked();  // the writer holds "first": its bytes are not freed until the batch ends
+  // "m{}" with an int: a deferred record of 4 payload bytes.
+  const int fit = static_cast<int>(records_that_fit(1024, detail::record_bytes(5), detail::record_bytes(sizeof(int))));
+  ASSERT_GT(fit, 4);
   const int attempts = 100;
   int ok = 0;
   int full = 0;
@@ -252,43 +207,45 @@ TEST(Logger, DropPolicyCountsExactlyAndReportsTheNumber) {
       ++full;
     }
   }
-  EXPECT_EQ(ok, 16);  // exactly the capacity: nothing consumes while the writer is blocked
-  EXPECT_EQ(full, attempts - 16);
+  EXPECT_EQ(ok, fit);  // exactly what fits: nothing consumes while the writer is blocked
+  EXPECT_EQ(full, attempts - fit);
   logger_statistics st = log.statistics();
-  EXPECT_EQ(st.accepted, 17U);
+  EXPECT_EQ(st.accepted, static_cast<std::uint64_t>(fit) + 1);
   EXPECT_EQ(st.dropped, static_cast<std::uint64_t>(full));
   EXPECT_EQ(st.accepted + st.dropped, static_cast<std::uint64_t>(attempts + 1));
 
   sink->open();
   ASSERT_TRUE(log.flush());
   const auto entries = sink->recorder().entries();
-  ASSERT_EQ(entries.size(), 18U);  // first, the notice, m0..m15
+  ASSERT_EQ(entries.size(), static_cast<std::size_t>(fit) + 2);  // first, the notice, the ones that fit
   EXPECT_EQ(entries[0].message, "first");
   EXPECT_EQ(entries[1].message, fmt::format("{} messages dropped", full));
   EXPECT_EQ(entries[1].level, log_level::warn);
-  for (int i = 0; i < 16; ++i) EXPECT_EQ(entries[static_cast<std::size_t>(i) + 2].message, fmt::format("m{}", i));
+  for (int i = 0; i < fit; ++i) EXPECT_EQ(entries[static_cast<std::size_t>(i) + 2].message, fmt::format("m{}", i));
   st = log.statistics();
-  EXPECT_EQ(st.written, 17U);
+  EXPECT_EQ(st.written, static_cast<std::uint64_t>(fit) + 1);
 }
 
 TEST(Logger, DroppedNoticeIsWrittenAtStopWhenNothingFollows) {
   auto sink = std::make_shared<gated_sink>();
   {
-    logger log({sink}, options_with(4, overflow_policy::drop));
+    logger log({sink}, options_with(1024, overflow_policy::drop));
     log.info("first");
     sink->wait_until_blocked();
-    for (int i = 0; i < 10; ++i) log.info("m{}", i);  // 4 fit, 6 dropped
+    const std::size_t fit = records_that_fit(1024, detail::record_bytes(5), detail::record_bytes(sizeof(int)));
+    for (std::size_t i = 0; i < fit + 6; ++i) log.info("m{}", i);  // `fit` fit, 6 dropped
     EXPECT_EQ(log.statistics().dropped, 6U);
     sink->open();
+    log.stop();
+    ASSERT_EQ(sink->recorder().messages().size(), fit + 2);
   }
   const auto messages = sink->recorder().messages();
-  ASSERT_EQ(messages.size(), 6U);
   EXPECT_EQ(messages[1], "6 messages dropped");
 }
 
 TEST(Logger, BlockPolicyWaitsForRoomAndLosesNothing) {
   auto sink = std::make_shared<gated_sink>();
-  logger log({sink}, options_with(4, overflow_policy::block));
+  logger log({sink}, options_with(1024, overflow_policy::block));
   log.info("first");
   sink->wait_until_blocked();
   std::atomic<int> done{0};
@@ -298,7 +255,7 @@ TEST(Logger, BlockPolicyWaitsForRoomAndLosesNothing) {
       done.fetch_add(1, std::memory_order_relaxed);  // test bookkeeping
     }
   });
-  // The producer fills the 4 slots and then has to wait (it cannot finish).
+  // The producer fills the buffer (50 records need 3200 bytes) and then has to wait.
   while (log.statistics().blocked == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_LT(done.load(std::memory_order_relaxed), 50);
   sink->open();
@@ -312,13 +269,19 @@ TEST(Logger, BlockPolicyWaitsForRoomAndLosesNothing) {
 
 TEST(Logger, StopWakesAProducerBlockedOnAFullBuffer) {
   auto sink = std::make_shared<gated_sink>();
-  logger log({sink}, options_with(2, overflow_policy::block));
+  logger log({sink}, options_with(1024, overflow_policy::block));
   log.info("first");
   sink->wait_until_blocked();
-  log.info("a");
-  log.info("b");
+  // Each thread has its own buffer: the producer fills its 1024 bytes with
+  // two 400-character records (448 bytes each); a third does not fit.
+  const std::string a(400, 'a');
+  const std::string b(400, 'b');
   std::promise<result<void>> outcome;
-  std::thread producer([&] { outcome.set_value(log.try_log(log_level::info, "c")); });
+  std::thread producer([&] {
+    log.log_text(log_level::info, a);
+    log.log_text(log_level::info, b);
+    outcome.set_value(log.try_log_text(log_level::info, std::string(400, 'c')));
+  });
   while (log.statistics().blocked == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::thread stopper([&] { log.stop(); });
   auto r = outcome.get_future().get();  // woken by stop(), refused
@@ -327,7 +290,7 @@ TEST(Logger, StopWakesAProducerBlockedOnAFullBuffer) {
   sink->open();
   stopper.join();
   producer.join();
-  EXPECT_EQ(sink->recorder().messages(), (std::vector<std::string>{"first", "a", "b"}));
+  EXPECT_EQ(sink->recorder().messages(), (std::vector<std::string>{"first", a, b}));
   EXPECT_EQ(log.statistics().rejected, 1U);
 }
 
@@ -352,7 +315,7 @@ namespace {
 
 TEST(Logger, LevelFilterRunsBeforeFormatting) {
   auto sink = std::make_shared<recording_sink>();
-  logger log({sink}, options_with(64, overflow_policy::block, log_level::warn));
+  logger log({sink}, options_with(8192, overflow_policy::block, log_level::warn));
   std::atomic<int> formatted{0};
   const counted_argument arg{&formatted};
   log.trace("t {}", arg);
@@ -383,7 +346,7 @@ TEST(Logger, LevelFilterRunsBeforeFormatting) {
 
 TEST(Logger, RecordCarriesSourceLocationThreadAndTime) {
   auto sink = std::make_shared<recording_sink>();
-  logger log({sink}, options_with(64, overflow_policy::block));
+  logger log({sink}, options_with(8192, overflow_policy::block));
   const auto before = std::chrono::system_clock::now();
   std::uint32_t producer_tid = 0;
   std::uint32_t expected_line = 0;
@@ -432,7 +395,7 @@ TEST(Logger, TimestampIsFormattedAsUtc) {
 
 TEST(Logger, RuntimeFormatStringsAndLiteralBraces) {
   auto sink = std::make_shared<recording_sink>();
-  logger log({sink}, options_with(64, overflow_policy::block));
+  logger log({sink}, options_with(8192, overflow_policy::block));
   log.info("{{literal}}");
   log.info(fmt::runtime("{} + {}"), 1, 2);
   auto bad = log.try_log(log_level::info, fmt::runtime("{} {}"), 1);  // too few arguments
@@ -444,13 +407,13 @@ TEST(Logger, RuntimeFormatStringsAndLiteralBraces) {
   EXPECT_EQ(log.statistics().rejected, 1U);
 }
 
-TEST(Logger, LongMessagesSpanSlotsAndAreTruncatedAboveTheLimit) {
+TEST(Logger, LongMessagesWrapTheBufferAndAreTruncatedAboveTheLimit) {
   auto sink = std::make_shared<recording_sink>();
-  logger_options o = options_with(8, overflow_policy::block);
-  o.max_message_bytes = 600;  // 6 slots of the 8
+  logger_options o = options_with(2048, overflow_policy::block);
+  o.max_message_bytes = 600;  // fits in half the buffer (1024 - 48 bytes)
   logger log({sink}, o);
   std::vector<std::string> sent;
-  for (int i = 0; i < 40; ++i) {  // lengths 0..585 and wrap-around of the 8-slot ring
+  for (int i = 0; i < 40; ++i) {  // lengths 0..585: the 2 KiB buffer wraps many times
     std::string s(static_cast<std::size_t>(i * 15), static_cast<char>('a' + i % 26));
     s += std::to_string(i);
     sent.push_back(s);
@@ -472,7 +435,7 @@ TEST(Logger, LongMessagesSpanSlotsAndAreTruncatedAboveTheLimit) {
 
 TEST(Logger, FlushReturnsAfterEverythingBeforeItReachedTheSinks) {
   auto sink = std::make_shared<recording_sink>();
-  logger_options o = options_with(256, overflow_policy::block);
+  logger_options o = options_with(32768, overflow_policy::block);
   o.flush_when_idle = false;
   logger log({sink}, o);
   const int rounds = static_cast<int>(scaled(2000));
@@ -489,7 +452,7 @@ TEST(Logger, FlushReturnsAfterEverythingBeforeItReachedTheSinks) {
 
 TEST(Logger, ConcurrentFlushesFromManyThreads) {
   auto sink = std::make_shared<null_sink>();
-  logger log({sink}, options_with(64, overflow_policy::block));
+  logger log({sink}, options_with(8192, overflow_policy::block));
   constexpr int threads_n = 4;
   const int per = static_cast<int>(scaled(2000));
   std::vector<std::thread> threads;
@@ -516,7 +479,7 @@ TEST(Logger, ConcurrentFlushesFromManyThreads) {
 
 TEST(Logger, FlushLevelFlushesAfterSevereRecords) {
   auto sink = std::make_shared<recording_sink>();
-  logger_options o = options_with(64, overflow_policy::block);
+  logger_options o = options_with(8192, overflow_policy::block);
   o.flush_when_idle = false;
   o.flush_level = log_level::error;
   logger log({sink}, o);
@@ -528,7 +491,7 @@ TEST(Logger, FlushLevelFlushesAfterSevereRecords) {
 
 TEST(Logger, RefusesAfterStop) {
   auto sink = std::make_shared<recording_sink>();
-  logger log({sink}, options_with(64, overflow_policy::block));
+  logger log({sink}, options_with(8192, overflow_policy::block));
   log.info("before");
   log.stop();
   log.stop();  // idempotent
@@ -557,7 +520,7 @@ TEST(Logger, SinkFailuresAreCountedAndReportedAndOtherSinksStillGetTheRecord) {
   auto bad = std::make_shared<failing_sink>();
   auto good = std::make_shared<recording_sink>();
   std::vector<std::string> reported;
-  logger_options o = options_with(64, overflow_policy::block);
+  logger_options o = options_with(8192, overflow_policy::block);
   o.error_handler = [&](const error& e) { reported.push_back(e.to_string()); };
   logger log({bad, good}, o);
   log.info("one");
@@ -583,7 +546,7 @@ TEST(Logger, ASinkMayLogButNotFlushOrBlock) {
     }
   });
   {
-    logger log({sink}, options_with(64, overflow_policy::block));
+    logger log({sink}, options_with(8192, overflow_policy::block));
     self = &log;
     log.info("outer");
     ASSERT_TRUE(log.flush());
@@ -597,11 +560,21 @@ TEST(Logger, ASinkMayLogButNotFlushOrBlock) {
 TEST(Logger, InvalidOptionsAreRefused) {
   auto sink = std::make_shared<null_sink>();
   logger_options o;
-  o.capacity = 0;
+  o.thread_buffer_bytes = 0;
   EXPECT_THROW(logger({sink}, o), error_exception);
-  o.capacity = 4;
-  o.max_message_bytes = 10000;  // needs more than 4 slots
+  o.thread_buffer_bytes = 1000;  // below 1 KiB
   EXPECT_THROW(logger({sink}, o), error_exception);
+  o.thread_buffer_bytes = (std::size_t{1} << 30) + 1;
+  EXPECT_THROW(logger({sink}, o), error_exception);
+  o.thread_buffer_bytes = 4096;
+  o.batch_size = 0;
+  EXPECT_THROW(logger({sink}, o), error_exception);
+  o.batch_size = 256;
+  o.max_message_bytes = 2048 - 48 + 1;  // one byte more than half the buffer holds
+  EXPECT_THROW(logger({sink}, o), error_exception);
+  o.max_message_bytes = 2048 - 48;  // exactly what half the buffer holds
+  EXPECT_NO_THROW(logger({sink}, o));
+  o.max_message_bytes = 10000;
   EXPECT_THROW(logger({nullptr}, logger_options{}), error_exception);
   try {
     logger l({sink}, o);

@@ -273,7 +273,7 @@ TEST(RotatingFileSink, EveryMessageExactlyOnceAcrossRotations) {
   const int per = static_cast<int>(scaled(5000));
   {
     logger_options lo;
-    lo.capacity = 64;
+    lo.thread_buffer_bytes = 8192;
     logger log({*created}, lo);
     std::vector<std::thread> threads;
     for (int p = 0; p < producers; ++p) {

@@ -25,7 +25,8 @@ MODES = {
         queue=r"^(latency_pair/|pc/[^/]+/P:(1|2)/C:[0-9]+/ops:10000/|memory/[^/]+/jobs:10000/|"
         r"adaptive_paired/(pair/|pc/P:2/C:2/ops:10000/))",
         report=r"^(throughput|latency|create/[^/]+/workers:(1|2)/)",
-        logger=r"^logger_(single/[^/]+/chars:123|threads/[^/]+/threads:4|latency)/",
+        logger=r"^logger_(single/[^/]+/chars:123|threads/[^/]+/threads:4|latency|latency_formatted|"
+        r"writer/[^/]+/kind:[01]/line:0)/",
         typed=r"^BM_(StandardPool/job_ns:1000/|TypedPoolTypeMix/types:(1|3)/queue:2/job_ns:1000/|"
         r"PriorityScheduling/100/|TypedRouting(Universal)?/50/|RoutingStandardPool/)",
         control=r"^BM_(TokenIsCancelled|RegisterUnregister|CancelJobs/(plain|token)/|Backpressure/(unbounded|block_1024)/job_ns:0/|"

@@ -1,12 +1,15 @@
-// logger: an asynchronous logger. Producer threads format a message (with
-// {fmt}) and copy it into a bounded lock-free buffer (detail/record_ring.hpp,
-// Vyukov's bounded queue with multi-slot records); one writer thread drains
-// the buffer in batches, formats the text lines (timestamp, level, thread id,
-// source location) and hands them to the sinks.
+// logger: an asynchronous logger. A log call on the caller's thread takes a
+// cheap timestamp (detail/log_clock.hpp), copies its arguments in binary form
+// (detail/arg_codec.hpp: numbers, enums, pointers and strings; other types
+// are formatted on the caller's thread) into a buffer that belongs to the
+// calling thread (detail/thread_buffer.hpp: one producer, one consumer, no
+// read-modify-write on the common path). One writer thread drains every
+// thread's buffer, formats the messages and the text lines (timestamp,
+// level, thread id, source location) and hands them to the sinks.
 //
 //   auto console = std::make_shared<console_sink>();
 //   logger log{{console}};                       // writer thread started
-//   log.info("listening on port {}", port);      // cheap: format + copy
+//   log.info("listening on port {}", port);      // cheap: a copy of `port`
 //   log.flush();                                  // everything so far reached the sinks
 //
 // Contract:
@@ -14,24 +17,41 @@
 //     critical(), log(), log_text(), try_log(), try_log_text()),
 //     set_level(), level(), should_log(), flush() and statistics()
 //     concurrently. Sinks are fixed at construction.
-//   * Level filter: checked before anything is formatted or timed; arguments
-//     of a filtered call are not formatted. A filtered call is not a refusal
-//     (try_log returns success) and is not counted.
-//   * Accepted: a call is accepted when its record is in the buffer (try_log
-//     returns success). Every accepted record is written to every sink
-//     exactly once, in per-producer-thread order; across threads, records
-//     appear in the order their buffer slots were claimed.
+//   * Format strings are checked at compile time (fmt::runtime(text) for one
+//     known only at run time). A call is formatted on the writer thread
+//     ("deferred") when every argument is deferrable (arg_codec.hpp) and the
+//     format string has no dynamic width or precision ("{:{}}"); otherwise
+//     on the caller's thread, as is a fmt::runtime() string. The text is the
+//     same either way.
+//   * Level filter: checked before anything is formatted, copied or timed;
+//     arguments of a filtered call are not touched. A filtered call is not a
+//     refusal (try_log returns success) and is not counted.
+//   * Buffers: each thread that logs gets a buffer of
+//     `logger_options::thread_buffer_bytes` in this logger at its first
+//     call (an allocation; the only one a deferred call ever makes), kept
+//     until the thread exits and its records are written.
+//   * Accepted: a call is accepted when its record is in its thread's buffer
+//     (try_log returns success). Every accepted record is written to every
+//     sink exactly once. Per producer thread, records reach the sinks in the
+//     order of the calls. Across threads the writer merges by timestamp the
+//     records it finds published when it looks; a record published late (its
+//     thread was preempted between the timestamp and the publication) can
+//     follow records with later timestamps.
 //   * Refused calls are never silent: with overflow_policy::drop a call that
-//     finds the buffer full returns `queue_full`, is counted in `dropped`, and
+//     finds its buffer full returns `queue_full`, is counted in `dropped`, and
 //     the writer writes a warning record "N messages dropped" (N exact, the
 //     drops since the previous such record) before the next records it
 //     writes, at flush() and at stop. A call after stop() returns
-//     `pool_stopped` and is counted in `rejected`; a call whose formatting
-//     throws returns `invalid_argument` and is counted in `rejected`; one
-//     whose formatting runs out of memory returns `resource_exhausted`,
-//     counted likewise. No logging member throws std::bad_alloc
-//     (tests: logger_fault_sweep_test.cpp fails each allocation in turn).
-//   * overflow_policy::block: a call that finds the buffer full spins
+//     `pool_stopped` and is counted in `rejected`; a call formatted on the
+//     caller's thread whose formatting throws returns `invalid_argument`, and
+//     one that runs out of memory (formatting, or allocating the thread's
+//     buffer) returns `resource_exhausted`, both counted in `rejected`. No
+//     logging member throws std::bad_alloc (tests:
+//     logger_fault_sweep_test.cpp fails each allocation in turn).
+//   * A deferred record whose formatting fails on the writer thread (a
+//     formatter that throws, or memory running out) is still written, with
+//     the message "<format error: what>", and counted in `format_errors`.
+//   * overflow_policy::block: a call that finds its buffer full spins
 //     briefly, then sleeps until the writer frees room (no busy wait). It
 //     fails with `pool_stopped` if stop() begins while it waits. A call from
 //     the writer thread itself (a sink that logs) never blocks: it is
@@ -41,22 +61,28 @@
 //     to the sinks and the sinks were flushed. Calling it from the writer
 //     thread (inside a sink) returns `invalid_argument` instead of
 //     deadlocking.
-//   * stop() / destructor: refuses new calls, writes every accepted record,
-//     writes the final "dropped" notice if any, flushes the sinks, joins the
-//     writer. Nothing accepted is lost. After stop() returns the statistics
-//     are final: accepted == written. The destructor must not run while
-//     another thread is still inside a member of this logger.
+//   * stop() / destructor: refuses new calls, writes every accepted record
+//     (it waits for calls already past the stop check to finish), writes the
+//     final "dropped" notice if any, flushes the sinks, joins the writer.
+//     Nothing accepted is lost. After stop() returns the statistics are
+//     final: accepted == written. The destructor must not run while another
+//     thread is still inside a member of this logger.
 //   * Visibility: everything a producer did before an accepted call is
 //     visible to the sinks when they receive its record.
-//   * Timestamps: the producer reads the wall clock (system_clock) at the
-//     call; the writer formats it (UTC).
+//   * Timestamps: the producer reads a cheap clock at the call (the TSC where
+//     it is invariant, else steady_clock); the writer converts it to
+//     system_clock time, calibrating the rate against steady_clock and the
+//     offset against system_clock at least every 50 ms (a wall-clock step
+//     shows in the records within that time), and formats it (UTC).
 //   * Sink failures (error results or exceptions from write/flush) are
 //     counted in `sink_errors` and passed to `logger_options::error_handler`
 //     on the writer thread (default: a line on stderr); the record still
 //     counts as written and still goes to the other sinks.
 //
 // Messages longer than `max_message_bytes` are cut to that length, marked
-// " [truncated]" in the line and counted in `truncated`.
+// " [truncated]" in the line and counted in `truncated`. A deferred call
+// whose encoded arguments do not fit in half a thread buffer is formatted on
+// the caller's thread (and then cut).
 #pragma once
 
 #include <array>
@@ -79,7 +105,10 @@
 #include <fmt/format.h>
 
 #include "thread_system/core/error.hpp"
-#include "thread_system/logger/detail/record_ring.hpp"
+#include "thread_system/logger/detail/arg_codec.hpp"
+#include "thread_system/logger/detail/asymmetric_fence.hpp"
+#include "thread_system/logger/detail/log_clock.hpp"
+#include "thread_system/logger/detail/thread_buffer.hpp"
 #include "thread_system/logger/log_level.hpp"
 #include "thread_system/logger/log_record.hpp"
 #include "thread_system/logger/sink.hpp"
@@ -97,9 +126,11 @@ enum class overflow_policy {
 struct logger_options {
   /// Name of the writer thread (at most 15 bytes are kept on Linux).
   std::string name = "logger";
-  /// Buffer size in 128-byte slots (rounded up to a power of two). A message
-  /// of up to 72 bytes takes one slot; each further 120 bytes one more.
-  std::size_t capacity = 8192;
+  /// Bytes of each producer thread's buffer (rounded up to a power of two;
+  /// 1 KiB to 1 GiB). A record takes a 48-byte header plus its message text
+  /// or its encoded arguments, rounded up to a 64-byte cache line (a
+  /// 123-character text: 192 bytes).
+  std::size_t thread_buffer_bytes = std::size_t{256} * 1024;
   /// What a log call does when the buffer is full. Default: block.
   overflow_policy overflow = overflow_policy::block;
   /// Initial level; set_level() changes it at run time.
@@ -110,10 +141,10 @@ struct logger_options {
   /// appears promptly; costs a flush per idle transition).
   bool flush_when_idle = true;
   /// Longer messages are cut (see the header comment). 0 (the default):
-  /// 16 KiB, or less if the buffer is smaller (what fits in all its slots).
-  /// An explicit value must fit in the buffer.
+  /// 16 KiB, or less if a thread buffer is smaller (what fits in half of it).
+  /// An explicit value must fit in half a thread buffer.
   std::size_t max_message_bytes = 0;
-  /// Records popped per batch by the writer.
+  /// Records the writer takes per batch (across all thread buffers).
   std::size_t batch_size = 256;
   /// Called on the writer thread for each failed sink write or flush.
   /// Default: one line on stderr.
@@ -122,14 +153,16 @@ struct logger_options {
 
 /// Counters of a logger (logger::statistics()); final once stop() has returned.
 struct logger_statistics {
-  std::uint64_t accepted = 0;      ///< Calls whose record entered the buffer.
-  std::uint64_t written = 0;       ///< Records handed to the sinks (excludes the "dropped" notices).
-  std::uint64_t dropped = 0;       ///< Calls refused because the buffer was full (drop policy).
-  std::uint64_t rejected = 0;      ///< Calls refused after stop(), because formatting threw, or out of memory.
-  std::uint64_t truncated = 0;     ///< Accepted records whose message was cut.
-  std::uint64_t blocked = 0;       ///< Times a producer slept waiting for room (block policy).
-  std::uint64_t sink_errors = 0;   ///< Failed sink writes and flushes.
-  std::uint64_t queued_slots = 0;  ///< Buffer slots in use now (approximate).
+  std::uint64_t accepted = 0;        ///< Calls whose record entered the buffer.
+  std::uint64_t written = 0;         ///< Records handed to the sinks (excludes the "dropped" notices).
+  std::uint64_t dropped = 0;         ///< Calls refused because the buffer was full (drop policy).
+  std::uint64_t rejected = 0;        ///< Calls refused after stop(), because formatting threw, or out of memory.
+  std::uint64_t format_errors = 0;   ///< Deferred records whose formatting failed on the writer (written anyway).
+  std::uint64_t truncated = 0;       ///< Accepted records whose message was cut.
+  std::uint64_t blocked = 0;         ///< Times a producer slept waiting for room (block policy).
+  std::uint64_t sink_errors = 0;     ///< Failed sink writes and flushes.
+  std::uint64_t queued_bytes = 0;    ///< Bytes in the thread buffers not yet consumed (approximate).
+  std::uint64_t thread_buffers = 0;  ///< Thread buffers the logger holds now.
 };
 
 namespace detail {
@@ -141,14 +174,19 @@ struct format_with_location {
     requires std::is_convertible_v<const S&, fmt::string_view>
   consteval format_with_location(const S& s,  // NOLINT(google-explicit-constructor)
                                  std::source_location l = std::source_location::current())
-      : format(s), location(l) {}
-  /// A format string known only at run time: fmt::runtime(text).
+      : format(s), location(l) {
+    const fmt::string_view text(s);
+    deferrable = format_is_deferrable(std::string_view(text.data(), text.size()));
+  }
+  /// A format string known only at run time: fmt::runtime(text). Formatted on the caller's thread.
   format_with_location(fmt::basic_runtime<char> s,  // NOLINT(google-explicit-constructor)
                        std::source_location l = std::source_location::current())
       : format(s), location(l) {}
 
   fmt::format_string<Args...> format;
   std::source_location location;
+  /// A literal with no dynamic width or precision: may be formatted on the writer thread.
+  bool deferrable = false;
 };
 
 /// The calling thread's formatting buffer (reused; no allocation in steady state).
@@ -160,13 +198,13 @@ fmt::memory_buffer& thread_format_buffer() noexcept;
 template <typename... Args>
 using log_format = detail::format_with_location<std::type_identity_t<Args>...>;
 
-/// An asynchronous logger: producers format and copy messages into a bounded lock-free buffer; one writer thread
-/// hands them to the sinks (see the header comment).
+/// An asynchronous logger: producers copy their arguments into per-thread buffers; one writer thread formats the
+/// messages and hands them to the sinks (see the header comment).
 class logger {
  public:
   /// Starts the writer thread. Throws error_exception: invalid_argument (a
-  /// null sink, capacity 0, max_message_bytes not fitting the buffer,
-  /// batch_size 0), resource_exhausted (the thread could not be started, or
+  /// null sink, thread_buffer_bytes outside [1 KiB, 1 GiB], max_message_bytes
+  /// not fitting half a thread buffer, batch_size 0), resource_exhausted (the thread could not be started, or
   /// memory ran out; never a raw std::bad_alloc).
   explicit logger(std::vector<std::shared_ptr<log_sink>> sinks, logger_options options = {});
   /// Not copyable.
@@ -221,8 +259,8 @@ class logger {
   void critical(log_format<Args...> format, Args&&... args) {
     log(log_level::critical, format, std::forward<Args>(args)...);
   }
-  /// Formats the message with `args` and queues it at `level`, as try_log() but without the outcome: refusals are
-  /// only counted in statistics().
+  /// Queues the message (its arguments, or its formatted text) at `level`, as try_log() but without the outcome:
+  /// refusals are only counted in statistics().
   template <typename... Args>
   void log(log_level level, log_format<Args...> format, Args&&... args) {
     (void)try_log(level, format, std::forward<Args>(args)...);  // refusals are counted in statistics()
@@ -255,8 +293,26 @@ class logger {
     if (!should_log(level)) return {};
     const fmt::string_view text = format.format;
     if constexpr (sizeof...(Args) == 0) {
-      // Literal without replacement fields: no formatting pass needed.
-      if (!contains_brace(text)) return enqueue(level, format.location, std::string_view(text.data(), text.size()));
+      // Literal without replacement fields: the text is the message.
+      if (!contains_brace(text)) return push_text(level, format.location, std::string_view(text.data(), text.size()));
+    }
+    if constexpr ((detail::deferrable_log_arg<Args> && ...)) {
+      // A null C string makes {fmt} throw: such a call is formatted here, so it is refused like any call whose
+      // formatting throws.
+      if (format.deferrable && (detail::encodable(args) && ...)) {
+        const std::size_t payload = (std::size_t{0} + ... + detail::encoded_size(args));
+        if (payload <= max_deferred_payload_) {
+          detail::record_header header;
+          header.ticks = detail::log_clock_ticks(use_tsc_);
+          header.formatter = &detail::format_encoded<detail::log_stored_t<Args>...>;
+          header.format = text.data();
+          header.format_size = static_cast<std::uint32_t>(text.size());
+          header.level = level;
+          header.location = format.location;
+          return push(header, payload,
+                      [&]([[maybe_unused]] std::byte* out) noexcept { ((out = detail::encode_arg(out, args)), ...); });
+        }
+      }
     }
     fmt::memory_buffer& buffer = detail::thread_format_buffer();
     buffer.clear();
@@ -267,13 +323,13 @@ class logger {
     } catch (const std::exception& e) {
       return refuse_format(e.what());
     }
-    return enqueue(level, format.location, std::string_view(buffer.data(), buffer.size()));
+    return push_text(level, format.location, std::string_view(buffer.data(), buffer.size()));
   }
   /// try_log() for a message that is already text (not a format string).
   [[nodiscard]] result<void> try_log_text(log_level level, std::string_view text,
                                           std::source_location location = std::source_location::current()) {
     if (!should_log(level)) return {};
-    return enqueue(level, location, text);
+    return push_text(level, location, text);
   }
 
   // ---- control -------------------------------------------------------------
@@ -284,17 +340,14 @@ class logger {
 
   /// A snapshot of the counters.
   [[nodiscard]] logger_statistics statistics() const noexcept;
-  /// Buffer size in 128-byte slots (logger_options::capacity rounded up to a power of two).
-  [[nodiscard]] std::size_t capacity() const noexcept { return ring_.capacity(); }
+  /// Bytes of each thread's buffer (logger_options::thread_buffer_bytes rounded up to a power of two).
+  [[nodiscard]] std::size_t thread_buffer_bytes() const noexcept { return thread_buffer_bytes_; }
+  /// The longest message kept whole (logger_options::max_message_bytes, or its default).
+  [[nodiscard]] std::size_t max_message_bytes() const noexcept { return max_message_bytes_; }
   /// The options given at construction (`level` there is the initial level; level() gives the current one).
   [[nodiscard]] const logger_options& options() const noexcept { return options_; }
 
  private:
-  static constexpr std::size_t counter_shards = 16;
-  struct alignas(64) padded_counter {
-    std::atomic<std::uint64_t> value{0};
-  };
-
   static bool contains_brace(fmt::string_view text) noexcept {
     for (const char c : text) {
       if (c == '{' || c == '}') return true;
@@ -302,50 +355,142 @@ class logger {
     return false;
   }
 
-  result<void> enqueue(log_level level, const std::source_location& location, std::string_view text);
+  // Producer path. The stop protocol: a producer sets its buffer's `busy`,
+  // runs the light side of the asymmetric fence, then checks closed_; stop()
+  // sets closed_, runs the heavy side, and the writer then waits for every
+  // `busy` to clear before its final drain. Either the producer sees closed_
+  // (and refuses), or the writer sees it busy (and waits for its record).
+  template <typename Fill>
+  result<void> push(detail::record_header& header, std::size_t payload, Fill&& fill) {
+    detail::thread_buffer* b = nullptr;
+    if (detail::last_thread_buffer.owner == id_) [[likely]] {
+      b = detail::last_thread_buffer.buffer;
+    } else {
+      if (result<void> attached = attach_thread(b); !attached) return attached;
+    }
+    const std::size_t bytes = detail::record_bytes(payload);
+    header.bytes = static_cast<std::uint32_t>(bytes);
+    header.payload = static_cast<std::uint32_t>(payload);
+    // relaxed + the light fence: the Dekker pair with stop() (see above).
+    b->busy.store(1, std::memory_order_relaxed);
+    detail::asymmetric_fence_light();
+    if (closed_.load(std::memory_order_relaxed)) [[unlikely]] {
+      b->busy.store(0, std::memory_order_release);  // pairs with the writer's acquire in its final wait
+      return refuse_stopped();
+    }
+    std::byte* out = b->try_reserve(bytes);
+    if (out == nullptr) [[unlikely]] {
+      if (result<void> room = wait_for_room(*b, bytes, out); !room) {
+        b->busy.store(0, std::memory_order_release);  // as above
+        return room;
+      }
+    }
+    std::memcpy(out, &header, sizeof header);
+    fill(out + sizeof header);
+    b->commit(bytes);
+    b->count_accepted();
+    // release: the record (published by commit) happens-before the writer's
+    // acquire load of busy == 0 in its final wait.
+    b->busy.store(0, std::memory_order_release);
+    // The record is published; the light fence orders that before reading
+    // writer_parked_ (pairs with the writer's store of it and its heavy
+    // fence in park_writer()). Only the call that takes the flag wakes the
+    // writer: one system call per park, not one per record.
+    detail::asymmetric_fence_light();
+    if (writer_parked_.load(std::memory_order_relaxed)) [[unlikely]]
+      wake_writer();
+    return {};
+  }
+
+  result<void> push_text(log_level level, const std::source_location& location, std::string_view text) {
+    detail::record_header header;
+    header.ticks = detail::log_clock_ticks(use_tsc_);
+    header.level = level;
+    header.location = location;
+    std::size_t length = text.size();
+    if (length > max_message_bytes_) [[unlikely]] {
+      length = max_message_bytes_;
+      note_truncated();
+      header.truncated = true;
+    }
+    return push(header, length, [&](std::byte* out) noexcept {
+      if (length != 0) std::memcpy(out, text.data(), length);
+    });
+  }
+
+  result<void> attach_thread(detail::thread_buffer*& out) noexcept;
+  result<void> wait_for_room(detail::thread_buffer& b, std::size_t bytes, std::byte*& out) noexcept;
+  result<void> refuse_stopped() noexcept;
   result<void> refuse_format(const char* what) noexcept;
   result<void> refuse_out_of_memory() noexcept;
-  bool wait_for_room(std::size_t slots);
+  void note_truncated() noexcept;
   void writer_main();
+  void refresh_buffers();
   std::size_t drain_batch();
+  bool write_one(const detail::thread_buffer& b, const detail::record_header& h, const std::byte* payload);
   void write_record(const log_record& record);
   void write_dropped_notice();
   void flush_sinks();
   void service_flush_request();
+  void reap_gone_buffers();
+  void final_drain();
   void report_sink_error(const thread_system::error& e);
-  bool writer_has_work() const noexcept;
+  bool writer_has_work() noexcept;
+  void park_writer();
+  void wake_writer() noexcept;
 
   logger_options options_;
   std::vector<std::shared_ptr<log_sink>> sinks_;
+  std::size_t thread_buffer_bytes_ = 0;
   std::size_t max_message_bytes_ = 0;
-  detail::record_ring ring_;
+  std::size_t max_deferred_payload_ = 0;
+  std::uint64_t id_ = 0;  // unique per logger in the process (thread buffers are looked up by it)
+  bool use_tsc_ = false;
   alignas(64) std::atomic<log_level> level_{log_level::info};
+  std::atomic<bool> closed_{false};  // set by stop(); read by every producer call (see push())
 
-  // Producer-side counters. accepted_ is sharded by thread so that producers
-  // on different cores do not contend on one line.
-  std::array<padded_counter, counter_shards> accepted_{};
-  alignas(64) std::atomic<std::uint64_t> dropped_{0};
-  std::atomic<std::uint64_t> rejected_{0};
+  // Producer-side counters of rare events (accepted and dropped are per buffer).
+  alignas(64) std::atomic<std::uint64_t> rejected_{0};
   std::atomic<std::uint64_t> truncated_{0};
   std::atomic<std::uint64_t> blocked_{0};
 
   // Writer-side counters (single writer; read by statistics()).
   alignas(64) std::atomic<std::uint64_t> written_{0};
   std::atomic<std::uint64_t> sink_errors_{0};
+  std::atomic<std::uint64_t> format_errors_{0};
 
-  // Flush hand-shake: flushers raise flush_request_ to a tail position; the
-  // writer publishes flushed_position_ after flushing the sinks.
+  // Flush hand-shake: each flush() takes a ticket; the writer publishes the
+  // highest ticket it has served after flushing the sinks.
   alignas(64) std::atomic<std::uint64_t> flush_request_{0};
-  std::atomic<std::uint64_t> flushed_position_{0};
+  std::atomic<std::uint64_t> flushed_{0};
+  std::atomic<bool> stop_requested_{false};             // set (release) by stop() after its heavy fence
+  alignas(64) std::atomic<bool> writer_parked_{false};  // the writer is about to sleep or asleep (park_writer())
 
   event_count writer_wakeup_;  // the writer parks here; producers, flush() and stop() notify
   event_count room_freed_;     // blocked producers park here; the writer notifies
   event_count flush_done_;     // flush() callers park here; the writer notifies
 
+  // The thread buffers. buffers_ is guarded by buffers_mutex_; a change bumps
+  // buffers_version_ (release) so the writer re-reads the list. The retired_
+  // counters keep the statistics of buffers the writer has let go.
+  mutable std::mutex buffers_mutex_;
+  std::vector<detail::thread_buffer*> buffers_;
+  std::uint64_t retired_accepted_ = 0;  // guarded by buffers_mutex_
+  std::uint64_t retired_dropped_ = 0;   // guarded by buffers_mutex_
+  std::atomic<std::uint64_t> buffers_version_{0};
+
   // Writer-thread state.
-  std::vector<detail::popped_record> batch_;
-  std::string batch_text_;
+  std::vector<detail::thread_buffer*> writer_buffers_;
+  std::uint64_t writer_version_ = 0;
+  // Per writer_buffers_ entry (at least as long): where the batch has read
+  // to, the published end, the next record's ticks, a flush's targets.
+  std::vector<std::uint64_t> positions_;
+  std::vector<std::uint64_t> ends_;
+  std::vector<std::uint64_t> heads_;
+  std::vector<std::uint64_t> ends_snapshot_;
+  fmt::memory_buffer message_;  // a deferred record's formatted message
   line_formatter formatter_;
+  std::unique_ptr<detail::tick_converter> clock_;
   std::uint64_t dropped_reported_ = 0;
   std::uint64_t flushed_local_ = 0;
   std::uint64_t written_local_ = 0;
