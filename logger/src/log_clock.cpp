@@ -1,6 +1,9 @@
 // The log clock's choice (log_clock.hpp), its conversion to system_clock
 // time (tick_converter.hpp) and the asymmetric fence (asymmetric_fence.hpp).
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -130,8 +133,17 @@ void asymmetric_fence_heavy() noexcept {
 #if defined(__linux__) && defined(MEMBARRIER_CMD_PRIVATE_EXPEDITED) && !defined(THREAD_SYSTEM_TSAN)
   // relaxed: see asymmetric_fence_init().
   if (asymmetric_fence_cheap.load(std::memory_order_relaxed)) {
-    // Registered, so it cannot fail with EPERM; EINTR is not returned for this command.
-    (void)::syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    // Registered, so it fails only if something (a seccomp filter installed
+    // later) forbids it. Producers rely on it (their side is a compiler
+    // barrier), so carrying on could lose records or hang stop(): abort
+    // with the reason rather than corrupt the contract silently.
+    if (::syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+      std::fprintf(stderr,
+                   "thread_system logger: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) failed after registration "
+                   "(errno %d); the logger's stop/sleep protocol depends on it. Aborting.\n",
+                   errno);
+      std::abort();
+    }
     std::atomic_thread_fence(std::memory_order_seq_cst);
   }
 #elif defined(THREAD_SYSTEM_TSAN)

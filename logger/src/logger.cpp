@@ -16,18 +16,14 @@
 
 namespace thread_system {
 
-namespace detail {
-fmt::memory_buffer& thread_format_buffer() noexcept {
-  thread_local fmt::memory_buffer buffer;
-  return buffer;
-}
-}  // namespace detail
-
 namespace {
 
 constexpr int producer_spins = 64;  // pause-spins on a full buffer before sleeping
-constexpr int writer_spins = 64;    // polls of empty buffers before yielding
-constexpr int writer_yields = 4;    // yields before the writer sleeps
+// Polls of empty buffers (writer_poll_interval apart, ~50 us in all) before
+// yielding and then sleeping: a longer spin would keep a core busy at
+// moderate log rates.
+constexpr int writer_spins = 12;
+constexpr int writer_yields = 4;  // yields before the writer sleeps
 // While it is awake and the producers are slower than it, the writer looks
 // for new records at most this often. Each look pulls the lines a producer
 // has just written (and, through the hardware prefetchers, the next ones it
@@ -146,12 +142,26 @@ logger::~logger() {
 // producers
 // ---------------------------------------------------------------------------
 
-result<void> logger::attach_thread(detail::thread_buffer*& out) noexcept {
+result<void> logger::attach_thread(detail::thread_buffer*& out, std::size_t payload, bool& one_shot) noexcept {
+  if (closed_.load(std::memory_order_relaxed)) return refuse_stopped();  // an early out; push() decides
   if (registry_destroyed) {
-    rejected_.fetch_add(1, std::memory_order_relaxed);  // a statistic
-    return make_error_nothrow(error_code::invalid_argument, [] {
-      return "logger: called from a thread_local destructor after this thread's log buffers were released";
-    });
+    // A call from a destructor that runs after this thread's thread_locals
+    // (at exit: static objects' destructors on the main thread). A buffer
+    // just big enough for this one record, given to the logger at once.
+    const std::size_t bytes = std::bit_ceil(std::max(min_thread_buffer_bytes, 2 * detail::record_bytes(payload)));
+    detail::thread_buffer* b = nullptr;
+    try {
+      b = new detail::thread_buffer(bytes, id_, current_thread_id());
+      std::lock_guard lock(buffers_mutex_);
+      buffers_.push_back(b);
+      buffers_version_.fetch_add(1, std::memory_order_release);  // see below
+    } catch (...) {
+      delete b;
+      return refuse_out_of_memory();
+    }
+    one_shot = true;
+    out = b;
+    return {};
   }
   thread_registry& reg = registry();
   for (const auto& entry : reg.entries) {
@@ -167,7 +177,6 @@ result<void> logger::attach_thread(detail::thread_buffer*& out) noexcept {
     detail::thread_buffer::release(entry.second);
     return true;
   });
-  if (closed_.load(std::memory_order_relaxed)) return refuse_stopped();  // an early out; push() decides
   detail::thread_buffer* b = nullptr;
   try {
     reg.entries.reserve(reg.entries.size() + 1);
@@ -187,6 +196,13 @@ result<void> logger::attach_thread(detail::thread_buffer*& out) noexcept {
   return {};
 }
 
+void logger::release_one_shot(detail::thread_buffer* b) noexcept {
+  // release: the record (or the refusal) is done; the writer reaps the
+  // buffer after its acquire load of the flag.
+  b->producer_gone.store(true, std::memory_order_release);
+  detail::thread_buffer::release(b);
+}
+
 result<void> logger::wait_for_room(detail::thread_buffer& b, std::size_t bytes, std::byte*& out) noexcept {
   const bool on_writer = std::this_thread::get_id() == writer_id_.load(std::memory_order_relaxed);  // set once
   if (options_.overflow == overflow_policy::drop || on_writer) {
@@ -194,12 +210,15 @@ result<void> logger::wait_for_room(detail::thread_buffer& b, std::size_t bytes, 
     // nothrow: a refusal is reported even when its message cannot be allocated.
     return make_error_nothrow(error_code::queue_full, [] { return "logger: buffer full, message dropped"; });
   }
+  // closed_ is checked before each try: once stop() has begun, room freed by
+  // the final drain must not let a waiting call in (the contract says it fails).
   for (int i = 0; i < producer_spins; ++i) {
     detail::cpu_relax();
+    if (closed_.load(std::memory_order_relaxed)) return refuse_stopped();  // stop() wakes sleepers too; see below
     if ((out = b.try_reserve(bytes)) != nullptr) return {};
-    if (closed_.load(std::memory_order_relaxed)) return refuse_stopped();  // stop() wakes us too; see below
   }
   std::this_thread::yield();
+  if (closed_.load(std::memory_order_relaxed)) return refuse_stopped();  // as above
   if ((out = b.try_reserve(bytes)) != nullptr) return {};
   blocked_.fetch_add(1, std::memory_order_relaxed);  // a statistic
   for (;;) {
@@ -207,13 +226,13 @@ result<void> logger::wait_for_room(detail::thread_buffer& b, std::size_t bytes, 
     // Checked after prepare_wait()'s fence; the writer frees room (release)
     // and stop() sets closed_, each then fencing in notify_all(): one of us
     // sees the other.
-    if ((out = b.try_reserve(bytes)) != nullptr) {
-      room_freed_.cancel_wait();
-      return {};
-    }
     if (closed_.load(std::memory_order_relaxed)) {
       room_freed_.cancel_wait();
       return refuse_stopped();
+    }
+    if ((out = b.try_reserve(bytes)) != nullptr) {
+      room_freed_.cancel_wait();
+      return {};
     }
     room_freed_.commit_wait(key);
   }
@@ -243,11 +262,11 @@ void logger::note_truncated() noexcept {
 // writer
 // ---------------------------------------------------------------------------
 
-void logger::refresh_buffers() {
+bool logger::refresh_buffers() {
   // acquire: pairs with the release increments in attach_thread() and
   // reap_gone_buffers(); the list is then read under the mutex.
   const std::uint64_t version = buffers_version_.load(std::memory_order_acquire);
-  if (version == writer_version_) return;
+  if (version == writer_version_) return true;
   try {
     std::lock_guard lock(buffers_mutex_);
     // The per-entry vectors first: if an allocation fails they are only
@@ -259,8 +278,17 @@ void logger::refresh_buffers() {
     ends_snapshot_.resize(n);
     writer_buffers_ = buffers_;
     writer_version_ = version;
-  } catch (const std::bad_alloc&) {  // NOLINT(bugprone-empty-catch): the old list stays valid; retried next pass
+    return true;
+  } catch (const std::bad_alloc&) {
+    return false;  // the old list stays valid; retried next pass
   }
+}
+
+bool logger::writer_pending() const noexcept {
+  for (const detail::thread_buffer* b : writer_buffers_) {
+    if (b->published() != b->consumed()) return true;
+  }
+  return false;
 }
 
 bool logger::writer_has_work() noexcept {
@@ -279,12 +307,13 @@ bool logger::writer_has_work() noexcept {
 // Producers publish a record, run the light fence and read writer_parked_
 // (push()). The writer stores the flag, announces itself to the event count
 // and runs the heavy fence before its last check. A producer that reads
-// false did so before its barrier point, so its record is visible to that
-// check; one that reads true takes the flag (exchange) and notifies, and the
-// event count's own protocol makes that notification reach a writer that
-// has announced itself; a producer that loses the exchange to another is
-// covered by the winner (the writer re-checks everything when it wakes or
-// cancels, and sets the flag again before its next sleep).
+// false either read it before its barrier point (the heavy fence's effect on
+// its thread), so its record is visible to that check, or read it after
+// another producer had taken the flag, and that producer notifies. One that
+// reads true takes the flag (exchange) and notifies, and the event count's
+// own protocol makes that notification reach a writer that has announced
+// itself. The writer re-checks everything when it wakes or cancels, and sets
+// the flag again before its next sleep.
 void logger::park_writer() {
   // relaxed: ordered by the heavy fence below (the Dekker pair with push()).
   writer_parked_.store(true, std::memory_order_relaxed);
@@ -301,9 +330,10 @@ void logger::park_writer() {
 }
 
 void logger::wake_writer() noexcept {
-  // acq_rel: one producer per park wins; the loser's record is seen by the
-  // winner's wake-up (see park_writer()).
-  if (writer_parked_.exchange(false, std::memory_order_acq_rel)) writer_wakeup_.notify_one();
+  // relaxed: only which producer wins matters (one system call per park);
+  // the records' visibility comes from their release stores and the event
+  // count's fences (see park_writer()).
+  if (writer_parked_.exchange(false, std::memory_order_relaxed)) writer_wakeup_.notify_one();
 }
 
 void logger::writer_main() {
@@ -345,6 +375,13 @@ void logger::writer_main() {
 std::size_t logger::drain_batch() {
   const std::size_t k = writer_buffers_.size();
   if (k == 0) return 0;
+  // With several buffers, records stamped after `horizon` wait for the next
+  // batch. Otherwise: we read A's end, A publishes x, B sees x's effect and
+  // logs y, we read B's end; y (later stamp) would be written before x.
+  // With the horizon read first, y is stamped after it and waits, and x
+  // joins it in the next batch (stamped before y, so merged first).
+  const std::uint64_t horizon = k > 1 ? detail::log_clock_ticks(use_tsc_) : ~std::uint64_t{0};
+  detail::clock_read_fence();  // the ends below are read after the clock
   bool any = false;
   for (std::size_t i = 0; i < k; ++i) {
     detail::thread_buffer* b = writer_buffers_[i];
@@ -379,7 +416,7 @@ std::size_t logger::drain_batch() {
     // heads compete).
     std::size_t pick = k;
     for (std::size_t i = 0; i < k; ++i) {
-      if (positions_[i] != ends_[i] && (pick == k || heads_[i] < heads_[pick])) pick = i;
+      if (positions_[i] != ends_[i] && heads_[i] <= horizon && (pick == k || heads_[i] < heads_[pick])) pick = i;
     }
     if (pick == k) break;
     const detail::thread_buffer& b = *writer_buffers_[pick];
@@ -417,22 +454,27 @@ bool logger::write_one(const detail::thread_buffer& b, const detail::record_head
     record.message = std::string_view(reinterpret_cast<const char*>(payload), h.payload);  // NOLINT
   } else {
     message_.clear();
-    const char* failure = nullptr;
+    // The error text goes into a fixed buffer (no allocation), written while
+    // the exception (and its what()) is alive.
+    static thread_local char failure_text[256];
+    int failure_length = -1;
+    const auto note_failure = [&](const char* what) noexcept {
+      failure_length = std::snprintf(failure_text, sizeof failure_text, "<format error: %s>", what);
+      if (failure_length < 0) failure_length = 0;
+      if (static_cast<std::size_t>(failure_length) >= sizeof failure_text) failure_length = sizeof failure_text - 1;
+    };
     try {
       h.formatter(message_, fmt::string_view(h.format, h.format_size), payload);
     } catch (const std::bad_alloc&) {
-      failure = "out of memory";
+      note_failure("out of memory");
     } catch (const std::exception& e) {
-      failure = e.what();
+      note_failure(e.what());
     } catch (...) {
-      failure = "a non-standard exception";
+      note_failure("a non-standard exception");
     }
-    if (failure != nullptr) {
+    if (failure_length >= 0) {
       format_errors_.fetch_add(1, std::memory_order_relaxed);  // a statistic
-      // No allocation: the text fits in a fixed buffer.
-      static thread_local char text[256];
-      const int length = std::snprintf(text, sizeof text, "<format error: %s>", failure);
-      record.message = std::string_view(text, length < 0 ? 0 : std::min<std::size_t>(length, sizeof text - 1));
+      record.message = std::string_view(failure_text, static_cast<std::size_t>(failure_length));
     } else {
       std::size_t length = message_.size();
       if (length > max_message_bytes_) {
@@ -453,12 +495,22 @@ void logger::write_record(const log_record& record) {
     try {
       if (auto r = sink->write(entry); !r) report_sink_error(r.error());
     } catch (const std::exception& e) {
-      report_sink_error(thread_system::error{error_code::job_failed, std::string("sink write threw: ") + e.what()});
+      sink_threw("sink write threw: ", e.what());
     } catch (...) {
-      report_sink_error(thread_system::error{error_code::job_failed, "sink write threw a non-standard exception"});
+      sink_threw("sink write threw: ", "a non-standard exception");
     }
   }
   sinks_dirty_ = true;
+}
+
+void logger::sink_threw(const char* what_failed, const char* what) noexcept {
+  try {
+    report_sink_error(thread_system::error{error_code::job_failed, std::string(what_failed) + what});
+  } catch (...) {
+    // Out of memory building the error: counted, and a line that needs no allocation.
+    sink_errors_.fetch_add(1, std::memory_order_relaxed);  // a statistic
+    std::fprintf(stderr, "thread_system logger: %s%s (error not reported: out of memory)\n", what_failed, what);
+  }
 }
 
 void logger::write_dropped_notice() {
@@ -484,9 +536,9 @@ void logger::flush_sinks() {
     try {
       if (auto r = sink->flush(); !r) report_sink_error(r.error());
     } catch (const std::exception& e) {
-      report_sink_error(thread_system::error{error_code::job_failed, std::string("sink flush threw: ") + e.what()});
+      sink_threw("sink flush threw: ", e.what());
     } catch (...) {
-      report_sink_error(thread_system::error{error_code::job_failed, "sink flush threw a non-standard exception"});
+      sink_threw("sink flush threw: ", "a non-standard exception");
     }
   }
   sinks_dirty_ = false;
@@ -497,8 +549,7 @@ void logger::service_flush_request() {
   // flushers' calls were ordered after is published before that increment.
   const std::uint64_t request = flush_request_.load(std::memory_order_acquire);
   if (request <= flushed_local_) return;
-  refresh_buffers();
-  if (buffers_version_.load(std::memory_order_acquire) != writer_version_) return;  // out of memory: retry later
+  if (!refresh_buffers()) return;  // out of memory: retried next pass
   // Everything published now (the targets) is written before the flush.
   for (std::size_t i = 0; i < writer_buffers_.size(); ++i) ends_snapshot_[i] = writer_buffers_[i]->published();
   for (;;) {
@@ -557,7 +608,9 @@ void logger::final_drain() {
     room_freed_.notify_all();  // a producer waiting for room re-checks and sees closed_
     std::this_thread::yield();
   }
-  while (drain_batch() != 0) {
+  // Records stamped after a batch's horizon wait for the next one: loop
+  // until every buffer is consumed, not until a batch comes back empty.
+  while (drain_batch() != 0 || writer_pending()) {
   }
   write_dropped_notice();
   flush_sinks();
@@ -568,7 +621,7 @@ void logger::final_drain() {
   flush_done_.notify_all();
 }
 
-void logger::report_sink_error(const thread_system::error& e) {
+void logger::report_sink_error(const thread_system::error& e) noexcept {
   sink_errors_.fetch_add(1, std::memory_order_relaxed);  // a statistic
   if (options_.error_handler) {
     try {
@@ -577,7 +630,11 @@ void logger::report_sink_error(const thread_system::error& e) {
     }
     return;
   }
-  std::fprintf(stderr, "thread_system logger '%s': sink error: %s\n", options_.name.c_str(), e.to_string().c_str());
+  try {
+    std::fprintf(stderr, "thread_system logger '%s': sink error: %s\n", options_.name.c_str(), e.to_string().c_str());
+  } catch (...) {  // to_string() ran out of memory: the message alone, no allocation
+    std::fprintf(stderr, "thread_system logger '%s': sink error: %s\n", options_.name.c_str(), e.message().c_str());
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -618,6 +675,22 @@ void logger::stop() {
   room_freed_.notify_all();     // blocked producers re-check and see closed_
   writer_wakeup_.notify_one();  // a parked writer re-checks and drains
   if (writer_.joinable()) writer_.join();
+  // No call can reach a buffer's storage any more (each checks closed_
+  // first, and the writer waited out those that had passed the check): free
+  // it now, so a stopped logger that is never destroyed (log_module keeps
+  // its stopped default loggers) holds no thread's buffer. Buffers of exited
+  // threads are released; the others keep their small control part until
+  // their thread exits or the logger is destroyed.
+  std::lock_guard buffers_lock(buffers_mutex_);
+  std::erase_if(buffers_, [this](detail::thread_buffer* b) {
+    b->free_storage();
+    // acquire: pairs with the release store at the owner's exit.
+    if (!b->producer_gone.load(std::memory_order_acquire)) return false;
+    retired_accepted_ += b->accepted();
+    retired_dropped_ += b->dropped();
+    detail::thread_buffer::release(b);
+    return true;
+  });
 }
 
 logger_statistics logger::statistics() const noexcept {

@@ -7,11 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstdio>
-#include <mutex>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -22,6 +22,8 @@
 #include "support/test_support.hpp"
 #include "thread_system/logger/logger.hpp"
 #include "thread_system/logger/sinks.hpp"
+
+#include <fmt/ranges.h>
 
 namespace thread_system {
 
@@ -38,6 +40,20 @@ struct point {
 template <>
 struct log_by_value<point> : std::true_type {};
 
+// Opts in too, and has no default constructor (decoding must not need one).
+struct money {
+  explicit money(long long c) : cents(c) {}
+  long long cents;
+};
+template <>
+struct log_by_value<money> : std::true_type {};
+
+// Not deferrable (no opt-in): formatted on the caller's thread. Its
+// formatter throws a non-standard exception when asked to.
+struct opaque {
+  bool throw_int;
+};
+
 namespace {
 std::atomic<std::thread::id> point_formatted_on{};
 }  // namespace
@@ -49,6 +65,25 @@ struct fmt::formatter<thread_system::scoped_size> : fmt::formatter<int> {
   template <typename Context>
   auto format(thread_system::scoped_size s, Context& ctx) const {
     return fmt::formatter<int>::format(static_cast<int>(s) * 10, ctx);
+  }
+};
+
+template <>
+struct fmt::formatter<thread_system::money> {
+  constexpr auto parse(fmt::format_parse_context& ctx) { return ctx.begin(); }
+  template <typename Context>
+  auto format(const thread_system::money& m, Context& ctx) const {
+    return fmt::format_to(ctx.out(), "${}.{:02}", m.cents / 100, m.cents % 100);
+  }
+};
+
+template <>
+struct fmt::formatter<thread_system::opaque> {
+  constexpr auto parse(fmt::format_parse_context& ctx) { return ctx.begin(); }
+  template <typename Context>
+  auto format(const thread_system::opaque& o, Context& ctx) const {
+    if (o.throw_int) throw 42;  // NOLINT(hicpp-exception-baseclass): the case under test
+    return fmt::format_to(ctx.out(), "opaque");
   }
 };
 
@@ -121,6 +156,14 @@ TEST(LoggerDeferred, EveryEncodedTypeFormatsAsAtTheCall) {
   expect_same_text(log, *sink, "[{:>10}] [{:<8.3}] [{:^9}]", std::string("pad"), std::string_view("truncate"), "mid");
   expect_same_text(log, *sink, "no arguments {{escaped}}");
   expect_same_text(log, *sink, "{} {}", point{1, 2, false}, 7);
+  expect_same_text(log, *sink, "{} and {}", money{12345}, opaque{false});  // deferred / formatted at the call
+  // Formatted as a pointer, a C string must show the caller's address, not
+  // that of a copy (such calls are formatted at the call).
+  expect_same_text(log, *sink, "{:p} {:p}", c_string, static_cast<const void*>(c_string));
+  // Arrays of other character types are not strings to {fmt} (ranges).
+  const unsigned char bytes[3] = {65, 66, 67};
+  const signed char signed_bytes[2] = {-1, 1};
+  expect_same_text(log, *sink, "{} {}", bytes, signed_bytes);
   EXPECT_EQ(log.statistics().format_errors, 0U);
 }
 
@@ -164,6 +207,15 @@ TEST(LoggerDeferred, CharArraysStopAtTheirFirstNulOrTheirEnd) {
   EXPECT_EQ(sink->messages(), (std::vector<std::string>{"[ab]"}));
 }
 
+TEST(LoggerDeferred, ANonStandardExceptionFromAFormatterAtTheCallIsRefused) {
+  auto sink = std::make_shared<recording_sink>();
+  logger log({sink}, small_options());
+  auto r = log.try_log(log_level::info, "{}", opaque{true});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), error_code::invalid_argument);
+  EXPECT_EQ(log.statistics().rejected, 1U);
+}
+
 TEST(LoggerDeferred, ANullCStringIsRefusedLikeAnyFormattingFailure) {
   auto sink = std::make_shared<recording_sink>();
   logger log({sink}, small_options());
@@ -193,8 +245,8 @@ TEST(LoggerDeferred, LongStringArgumentsAreCutToMaxMessageBytes) {
   o.max_message_bytes = 1000;
   logger log({sink}, o);
   const std::string fits(900, 'f');
-  const std::string long_text(5000, 'l');         // encoded: fits in half the 64 KiB buffer
-  const std::string huge_text(100 * 1024, 'h');   // encoded: does not; formatted at the call
+  const std::string long_text(5000, 'l');        // encoded: fits in half the 64 KiB buffer
+  const std::string huge_text(100 * 1024, 'h');  // encoded: does not; formatted at the call
   log.info("{}", fits);
   log.info(">{}", long_text);
   log.info("<{}", huge_text);
@@ -329,30 +381,59 @@ TEST(LoggerDeferred, AThreadOutlivesLoggersAndMovesBetweenThem) {
 
 // Logs from a thread_local destructor that runs after the thread's log
 // buffers were released (it was constructed before the first log call, so
-// it is destroyed after the registry that owns them).
+// it is destroyed after the registry that owns them). At exit, static
+// objects' destructors on the main thread are in the same position.
 struct logs_at_thread_exit {
   logger* log = nullptr;
-  result<void>* outcome = nullptr;
+  result<void>* deferred = nullptr;
+  result<void>* formatted_here = nullptr;
   ~logs_at_thread_exit() {
-    if (log != nullptr) *outcome = log->try_log(log_level::info, "from a thread_local destructor");
+    if (log == nullptr) return;
+    *deferred = log->try_log(log_level::info, "from a thread_local destructor: {}", 1);
+    // Formatted on this thread (no opt-in): must not touch destroyed thread_locals.
+    *formatted_here = log->try_log(log_level::info, "and {} {}", opaque{false}, std::string(600, 'x').size());
   }
 };
 
-TEST(LoggerDeferred, ACallFromAThreadLocalDestructorAfterTheBuffersAreGoneIsRefused) {
+TEST(LoggerDeferred, ACallFromALateThreadLocalDestructorIsStillWritten) {
   auto sink = std::make_shared<recording_sink>();
   logger log({sink}, small_options());
-  result<void> outcome;
+  result<void> deferred = make_error(error_code::not_found, "not run");
+  result<void> formatted_here = make_error(error_code::not_found, "not run");
   std::thread([&] {
     thread_local logs_at_thread_exit late;
     late.log = &log;
-    late.outcome = &outcome;
+    late.deferred = &deferred;
+    late.formatted_here = &formatted_here;
     log.info("during the thread");
   }).join();
-  ASSERT_FALSE(outcome);
-  EXPECT_EQ(outcome.error().code(), error_code::invalid_argument);
+  EXPECT_TRUE(deferred);
+  EXPECT_TRUE(formatted_here);
   ASSERT_TRUE(log.flush());
-  EXPECT_EQ(sink->messages(), (std::vector<std::string>{"during the thread"}));
-  EXPECT_EQ(log.statistics().rejected, 1U);
+  EXPECT_EQ(sink->messages(),
+            (std::vector<std::string>{"during the thread", "from a thread_local destructor: 1", "and opaque 600"}));
+  EXPECT_EQ(log.statistics().rejected, 0U);
+  EXPECT_EQ(log.statistics().accepted, 3U);
+}
+
+TEST(LoggerDeferred, TruncationIsCountedOnlyForAcceptedRecords) {
+  auto sink = std::make_shared<gated_sink>();
+  logger_options o = small_options();
+  o.thread_buffer_bytes = 1024;  // messages cut to 512 - 48 bytes
+  o.overflow = overflow_policy::drop;
+  logger log({sink}, o);
+  log.info("first");
+  sink->wait_until_blocked();
+  int accepted = 0;
+  for (int i = 0; i < 20; ++i) {
+    if (log.try_log_text(log_level::info, std::string(1000, 'y'))) ++accepted;
+  }
+  const logger_statistics s = log.statistics();
+  ASSERT_GT(accepted, 0);
+  ASSERT_LT(accepted, 20);
+  EXPECT_EQ(s.truncated, static_cast<std::uint64_t>(accepted));
+  EXPECT_EQ(s.dropped, static_cast<std::uint64_t>(20 - accepted));
+  sink->open();
 }
 
 TEST(LoggerDeferred, AWriterThatFallsBehindLosesNothing) {

@@ -1,5 +1,5 @@
 // detail/vyukov_ring.hpp: the producer side of Vyukov's bounded ring that
-// bounded_queue and the logger's record ring share. claim_positions() takes
+// bounded_queue uses. claim_positions() takes
 // `count` consecutive positions, all or none, only when their cells are
 // free; reports full while a cell has not been freed; closed once the top
 // bit of the tail is set; and concurrent producers get disjoint positions.
@@ -26,9 +26,8 @@ struct ring {
   ring() {
     for (std::size_t i = 0; i < N; ++i) sequence[i].store(i, std::memory_order_relaxed);  // before sharing
   }
-  template <ts::detail::full_check Check = ts::detail::full_check::confirm>
   ring_claim claim(std::size_t count, std::size_t& first) {
-    return ts::detail::claim_positions<Check>(
+    return ts::detail::claim_positions(
         tail, count, [this](std::size_t p) -> std::atomic<std::size_t>& { return sequence[p % N]; }, first);
   }
   // The producer publishes, then the consumer frees `position` (next lap).
@@ -56,19 +55,6 @@ TEST(VyukovRing, ClaimsConsecutivePositionsUntilFull) {
   r.free(0);
   ASSERT_EQ(r.claim(1, first), ring_claim::ok);
   EXPECT_EQ(first, 4U);
-}
-
-TEST(VyukovRing, FirstSightReportsFullWithoutReloadingTheTail) {
-  // A stale guess cannot be simulated single-threaded; both policies agree
-  // on a ring that is really full, and first_sight claims like confirm.
-  ring<2> r;
-  std::size_t first = 0;
-  ASSERT_EQ(r.claim<ts::detail::full_check::first_sight>(2, first), ring_claim::ok);
-  EXPECT_EQ(r.claim<ts::detail::full_check::first_sight>(1, first), ring_claim::full);
-  EXPECT_EQ(r.claim<ts::detail::full_check::confirm>(1, first), ring_claim::full);
-  r.free(0);
-  ASSERT_EQ(r.claim<ts::detail::full_check::first_sight>(1, first), ring_claim::ok);
-  EXPECT_EQ(first, 2U);
 }
 
 TEST(VyukovRing, ClosedBitRefusesEveryLaterClaim) {

@@ -1,7 +1,6 @@
 // vyukov_ring: the producer side of Dmitry Vyukov's bounded MPMC ring
-// ("Bounded MPMC queue", 1024cores.net, 2010), shared by the two rings of
-// the library: queues/bounded_queue.hpp (jobs) and the logger's
-// record_ring (log records spanning several slots).
+// ("Bounded MPMC queue", 1024cores.net, 2010), used by
+// queues/bounded_queue.hpp (jobs).
 //
 // A ring of 2^k cells, each with a sequence number saying whose turn it is:
 //   * sequence == position        free for the producer claiming `position`;
@@ -14,11 +13,8 @@
 // Contract of claim_positions():
 //   * Claims `count` consecutive positions, all or none, with one CAS,
 //     after seeing every one of their cells free; `first` is the first.
-//   * `full` when a cell at the claimed positions was not yet freed. With
-//     full_check::confirm only if `tail` had not moved meanwhile (a stale
-//     guess retries instead: the logger, whose producers then sleep, wants
-//     no false "full"); with full_check::first_sight at once (bounded_queue,
-//     whose callers retry or back off themselves and should not spin here
+//   * `full` at once when a cell at the claimed positions was not yet freed
+//     (the callers retry or back off themselves and should not spin here
 //     while the consumer is descheduled).
 //   * `closed` once the closed bit is set.
 //   * The caller writes the cells and publishes each with a release store of
@@ -46,13 +42,10 @@ inline constexpr std::size_t ring_closed_bit = std::size_t{1} << (sizeof(std::si
 /// What claim_positions() did.
 enum class ring_claim { ok, full, closed };
 
-/// When claim_positions() reports a cell not yet freed as `full` (see the header).
-enum class full_check { first_sight, confirm };
-
 /// Claims `count` consecutive positions of the ring whose producer index is
 /// `tail`; `sequence_at(position)` is the sequence atomic of that
 /// position's cell. See the header comment.
-template <full_check Check, typename SequenceAt>
+template <typename SequenceAt>
 [[nodiscard]] ring_claim claim_positions(std::atomic<std::size_t>& tail, std::size_t count, SequenceAt&& sequence_at,
                                          std::size_t& first) noexcept {
   // relaxed: the position is only a guess validated by the cell sequences
@@ -66,16 +59,7 @@ template <full_check Check, typename SequenceAt>
       // cell, so its reads of the old contents happen-before our writes.
       const std::size_t sequence = sequence_at(guess + i).load(std::memory_order_acquire);
       const std::ptrdiff_t lag = ring_difference(sequence, guess + i);
-      if (lag < 0) {
-        // Not yet freed by the consumer: full, unless confirming and the
-        // guess is stale (another producer moved tail meanwhile).
-        if constexpr (Check == full_check::first_sight) return ring_claim::full;
-        const std::size_t now = tail.load(std::memory_order_relaxed);  // a fresh guess, as above
-        if (now == guess) return ring_claim::full;
-        stale = true;
-        guess = now;
-        break;
-      }
+      if (lag < 0) return ring_claim::full;  // not yet freed by the consumer
       if (lag > 0) {
         stale = true;                                  // another producer claimed this position first
         guess = tail.load(std::memory_order_relaxed);  // a fresh guess, as above

@@ -235,7 +235,7 @@ class bounded_queue {
   // Claims `count` consecutive positions for a producer; on success `first`
   // is the first of them (detail/vyukov_ring.hpp).
   result<void> claim_push(std::size_t count, std::size_t& first) {
-    switch (detail::claim_positions<detail::full_check::first_sight>(
+    switch (detail::claim_positions(
         tail_, count,
         [this](std::size_t position) -> std::atomic<std::size_t>& { return cells_[position & mask_].sequence; },
         first)) {

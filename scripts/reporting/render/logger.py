@@ -106,7 +106,7 @@ def latency_table(ctx, out, libs):
                "mean ratio |")
     out.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     fields = ("p50_ns", "p99_ns", "p999_ns", "mean_ns")
-    metrics = ("p50 call latency", None, "p99.9 call latency (ns)", "mean call latency")
+    metrics = ("p50 call latency", None, "p99.9 call latency", "mean call latency")
     for fam, label in calls:
         ours = [runs.stat(f"{fam}/thread_system", f) for f in fields]
         for lib in libs:

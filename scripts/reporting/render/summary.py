@@ -18,7 +18,8 @@ def section_losses(ctx, out):
         out.append(f"_None: Thread System's median is the best in all {len(comparisons)} comparisons._\n")
         return
     units = {"jobs/s": "rate", "RSS per worker": "bytes", "bytes per queued job": "bytes", "create+join time": "ns",
-             "p50 submit→start": "ns", "mean call latency": "ns", "p99 call latency": "ns"}
+             "p50 submit→start": "ns", "mean call latency": "ns", "p99 call latency": "ns",
+             "p50 call latency": "ns", "p99.9 call latency": "ns", "writer ns per record": "ns"}
     out.append(f"{len(losses)} of {len(comparisons)} comparisons, worst first.\n")
     out.append("| table | configuration | peer | metric | peer | Thread System | peer better by | clear? |")
     out.append("|---|---|---|---|---:|---:|---:|---|")

@@ -98,6 +98,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -128,8 +129,8 @@ struct logger_options {
   std::string name = "logger";
   /// Bytes of each producer thread's buffer (rounded up to a power of two;
   /// 1 KiB to 1 GiB). A record takes a 48-byte header plus its message text
-  /// or its encoded arguments, rounded up to a 64-byte cache line (a
-  /// 123-character text: 192 bytes).
+  /// or its encoded arguments, rounded up to 128 bytes (a 17-character text:
+  /// 128 bytes; 123 characters: 256).
   std::size_t thread_buffer_bytes = std::size_t{256} * 1024;
   /// What a log call does when the buffer is full. Default: block.
   overflow_policy overflow = overflow_policy::block;
@@ -189,8 +190,6 @@ struct format_with_location {
   bool deferrable = false;
 };
 
-/// The calling thread's formatting buffer (reused; no allocation in steady state).
-fmt::memory_buffer& thread_format_buffer() noexcept;
 }  // namespace detail
 
 /// The format-string parameter of the logging members: a format string checked at compile time (or
@@ -300,7 +299,10 @@ class logger {
       // A null C string makes {fmt} throw: such a call is formatted here, so it is refused like any call whose
       // formatting throws.
       if (format.deferrable && (detail::encodable(args) && ...)) {
-        const std::size_t payload = (std::size_t{0} + ... + detail::encoded_size(args));
+        // Strings are measured once: the size reserved and the bytes copied agree.
+        const std::tuple views{detail::encode_view(args)...};
+        const std::size_t payload =
+            std::apply([](const auto&... v) { return (std::size_t{0} + ... + detail::encoded_size(v)); }, views);
         if (payload <= max_deferred_payload_) {
           detail::record_header header;
           header.ticks = detail::log_clock_ticks(use_tsc_);
@@ -309,19 +311,23 @@ class logger {
           header.format_size = static_cast<std::uint32_t>(text.size());
           header.level = level;
           header.location = format.location;
-          return push(header, payload,
-                      [&]([[maybe_unused]] std::byte* out) noexcept { ((out = detail::encode_arg(out, args)), ...); });
+          return push(header, payload, [&views]([[maybe_unused]] std::byte* out) noexcept {
+            std::apply([&out](const auto&... v) { ((out = detail::encode_arg(out, v)), ...); }, views);
+          });
         }
       }
     }
-    fmt::memory_buffer& buffer = detail::thread_format_buffer();
-    buffer.clear();
+    // A buffer on the stack (500 bytes inline): safe in a nested call (a
+    // formatter that logs) and in a thread_local destructor.
+    fmt::memory_buffer buffer;
     try {
       fmt::vformat_to(fmt::appender(buffer), text, fmt::make_format_args(args...));
     } catch (const std::bad_alloc&) {
       return refuse_out_of_memory();
     } catch (const std::exception& e) {
       return refuse_format(e.what());
+    } catch (...) {
+      return refuse_format("a non-standard exception");
     }
     return push_text(level, format.location, std::string_view(buffer.data(), buffer.size()));
   }
@@ -363,10 +369,11 @@ class logger {
   template <typename Fill>
   result<void> push(detail::record_header& header, std::size_t payload, Fill&& fill) {
     detail::thread_buffer* b = nullptr;
+    bool one_shot = false;  // a buffer for this call only (see attach_thread())
     if (detail::last_thread_buffer.owner == id_) [[likely]] {
       b = detail::last_thread_buffer.buffer;
     } else {
-      if (result<void> attached = attach_thread(b); !attached) return attached;
+      if (result<void> attached = attach_thread(b, payload, one_shot); !attached) return attached;
     }
     const std::size_t bytes = detail::record_bytes(payload);
     header.bytes = static_cast<std::uint32_t>(bytes);
@@ -376,22 +383,30 @@ class logger {
     detail::asymmetric_fence_light();
     if (closed_.load(std::memory_order_relaxed)) [[unlikely]] {
       b->busy.store(0, std::memory_order_release);  // pairs with the writer's acquire in its final wait
+      if (one_shot) release_one_shot(b);
       return refuse_stopped();
     }
     std::byte* out = b->try_reserve(bytes);
     if (out == nullptr) [[unlikely]] {
       if (result<void> room = wait_for_room(*b, bytes, out); !room) {
         b->busy.store(0, std::memory_order_release);  // as above
+        if (one_shot) release_one_shot(b);
         return room;
       }
     }
     std::memcpy(out, &header, sizeof header);
     fill(out + sizeof header);
-    b->commit(bytes);
+    // Counted before the record is published, so a statistics() snapshot
+    // never shows more written than accepted.
     b->count_accepted();
+    if (header.truncated) [[unlikely]]
+      note_truncated();
+    b->commit(bytes);
     // release: the record (published by commit) happens-before the writer's
     // acquire load of busy == 0 in its final wait.
     b->busy.store(0, std::memory_order_release);
+    if (one_shot) [[unlikely]]
+      release_one_shot(b);
     // The record is published; the light fence orders that before reading
     // writer_parked_ (pairs with the writer's store of it and its heavy
     // fence in park_writer()). Only the call that takes the flag wakes the
@@ -410,22 +425,22 @@ class logger {
     std::size_t length = text.size();
     if (length > max_message_bytes_) [[unlikely]] {
       length = max_message_bytes_;
-      note_truncated();
-      header.truncated = true;
+      header.truncated = true;  // counted once accepted
     }
     return push(header, length, [&](std::byte* out) noexcept {
       if (length != 0) std::memcpy(out, text.data(), length);
     });
   }
 
-  result<void> attach_thread(detail::thread_buffer*& out) noexcept;
+  result<void> attach_thread(detail::thread_buffer*& out, std::size_t payload, bool& one_shot) noexcept;
+  void release_one_shot(detail::thread_buffer* b) noexcept;
   result<void> wait_for_room(detail::thread_buffer& b, std::size_t bytes, std::byte*& out) noexcept;
   result<void> refuse_stopped() noexcept;
   result<void> refuse_format(const char* what) noexcept;
   result<void> refuse_out_of_memory() noexcept;
   void note_truncated() noexcept;
   void writer_main();
-  void refresh_buffers();
+  bool refresh_buffers();
   std::size_t drain_batch();
   bool write_one(const detail::thread_buffer& b, const detail::record_header& h, const std::byte* payload);
   void write_record(const log_record& record);
@@ -434,8 +449,10 @@ class logger {
   void service_flush_request();
   void reap_gone_buffers();
   void final_drain();
-  void report_sink_error(const thread_system::error& e);
+  void report_sink_error(const thread_system::error& e) noexcept;
+  void sink_threw(const char* what_failed, const char* what) noexcept;
   bool writer_has_work() noexcept;
+  bool writer_pending() const noexcept;
   void park_writer();
   void wake_writer() noexcept;
 

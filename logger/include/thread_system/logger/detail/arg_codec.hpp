@@ -26,6 +26,8 @@
 // by its bytes (and a NUL for C strings).
 #pragma once
 
+#include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -63,10 +65,9 @@ concept log_sized_string = std::is_same_v<T, std::string> || std::is_same_v<T, s
 
 /// Copied by value and formatted as themselves.
 template <typename T>
-concept log_value =
-    std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_same_v<T, std::nullptr_t> ||
-    (std::is_pointer_v<T> && !is_char_type_v<std::remove_cv_t<std::remove_pointer_t<T>>>) ||
-    (log_by_value<T>::value && std::is_trivially_copyable_v<T>);
+concept log_value = std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_same_v<T, std::nullptr_t> ||
+                    (std::is_pointer_v<T> && !is_char_type_v<std::remove_cv_t<std::remove_pointer_t<T>>>) ||
+                    (log_by_value<T>::value && std::is_trivially_copyable_v<T>);
 
 /// The stored form of an argument type: decays arrays, drops references and cv.
 template <typename A>
@@ -74,11 +75,17 @@ using log_stored_t = std::conditional_t<std::is_array_v<std::remove_reference_t<
                                         std::remove_cv_t<std::remove_reference_t<A>>>;
 
 /// An argument the logger can copy and format later.
+/// An array argument is deferred only as a string of plain `char` ({fmt}
+/// formats arrays of other character types differently, e.g. as ranges).
+template <typename A>
+concept log_array_of_other_than_char =
+    std::is_array_v<std::remove_reference_t<A>> &&
+    !std::is_same_v<std::remove_cv_t<std::remove_extent_t<std::remove_reference_t<A>>>, char>;
+
+/// An argument the logger can copy and format later.
 template <typename A>
 concept deferrable_log_arg = (log_c_string<log_stored_t<A>> || log_sized_string<log_stored_t<A>> ||
-                              log_value<log_stored_t<A>>)&&(!std::is_array_v<std::remove_reference_t<A>> ||
-                                                            is_char_type_v<std::remove_extent_t<
-                                                                std::remove_cv_t<std::remove_reference_t<A>>>>);
+                              log_value<log_stored_t<A>>)&&!log_array_of_other_than_char<A>;
 
 /// The characters of a string argument (arrays: up to the first NUL or the end).
 template <typename A>
@@ -107,43 +114,61 @@ bool encodable(const A& a) noexcept {
   }
 }
 
-/// Bytes argument `a` takes in the encoding.
+/// A C string or char array as the encoder reads it: measured once, encoded
+/// with a NUL after its characters.
+struct c_string_arg {
+  std::string_view text;
+};
+
+/// The argument as the encoder reads it: strings measured once (the size
+/// and the copy must agree even if another thread changes a C string),
+/// everything else by value.
 template <typename A>
-std::size_t encoded_size(const A& a) noexcept {
+auto encode_view(const A& a) noexcept {
   using S = log_stored_t<A>;
   if constexpr (log_c_string<S>) {
-    return sizeof(std::uint32_t) + log_string_view(a).size() + 1;
+    return c_string_arg{log_string_view(a)};
   } else if constexpr (log_sized_string<S>) {
-    return sizeof(std::uint32_t) + log_string_view(a).size();
+    return std::string_view(a);
   } else {
-    return sizeof(S);
+    return static_cast<S>(a);
   }
 }
 
-/// Writes `a` at `out` and returns the end. `out` has encoded_size(a) bytes.
-template <typename A>
-std::byte* encode_arg(std::byte* out, const A& a) noexcept {
-  using S = log_stored_t<A>;
-  if constexpr (log_c_string<S> || log_sized_string<S>) {
-    const std::string_view s = log_string_view(a);
-    const auto n = static_cast<std::uint32_t>(s.size());
-    std::memcpy(out, &n, sizeof n);
-    out += sizeof n;
-    if (n != 0) std::memcpy(out, s.data(), n);
-    out += n;
-    if constexpr (log_c_string<S>) *out++ = std::byte{0};
-    return out;
-  } else {
-    const S value = a;
-    std::memcpy(out, &value, sizeof(S));
-    return out + sizeof(S);
-  }
+/// Bytes a view takes in the encoding.
+inline std::size_t encoded_size(const c_string_arg& a) noexcept { return sizeof(std::uint32_t) + a.text.size() + 1; }
+inline std::size_t encoded_size(std::string_view s) noexcept { return sizeof(std::uint32_t) + s.size(); }
+template <typename V>
+std::size_t encoded_size(const V& /*value*/) noexcept {
+  return sizeof(V);
+}
+
+/// Writes a string's length and characters at `out`; returns the end.
+inline std::byte* encode_text(std::byte* out, std::string_view s) noexcept {
+  const auto n = static_cast<std::uint32_t>(s.size());
+  std::memcpy(out, &n, sizeof n);
+  out += sizeof n;
+  if (n != 0) std::memcpy(out, s.data(), n);
+  return out + n;
+}
+
+/// Writes a view at `out` (which has encoded_size() bytes) and returns the end.
+inline std::byte* encode_arg(std::byte* out, const c_string_arg& a) noexcept {
+  out = encode_text(out, a.text);
+  *out = std::byte{0};
+  return out + 1;
+}
+inline std::byte* encode_arg(std::byte* out, std::string_view s) noexcept { return encode_text(out, s); }
+template <typename V>
+std::byte* encode_arg(std::byte* out, const V& value) noexcept {
+  std::memcpy(out, &value, sizeof(V));
+  return out + sizeof(V);
 }
 
 /// The decoded form of stored type S.
 template <typename S>
-using log_decoded_t = std::conditional_t<log_c_string<S>, const char*,
-                                         std::conditional_t<log_sized_string<S>, std::string_view, S>>;
+using log_decoded_t =
+    std::conditional_t<log_c_string<S>, const char*, std::conditional_t<log_sized_string<S>, std::string_view, S>>;
 
 /// Reads one S at `in` and advances `in`.
 template <typename S>
@@ -161,10 +186,11 @@ log_decoded_t<S> decode_arg(const std::byte*& in) noexcept {
       return std::string_view(text, n);
     }
   } else {
-    S value;
-    std::memcpy(&value, in, sizeof(S));
+    // Through bytes: S need not be default-constructible.
+    std::array<std::byte, sizeof(S)> raw;
+    std::memcpy(raw.data(), in, sizeof(S));
     in += sizeof(S);
-    return value;
+    return std::bit_cast<S>(raw);
   }
 }
 
@@ -177,11 +203,13 @@ void format_encoded(fmt::memory_buffer& out, fmt::string_view format, [[maybe_un
              values);
 }
 
-/// True when a format string has no nested replacement field (a dynamic
-/// width or precision such as "{:{}}"): only such strings are formatted on
-/// the writer thread, because a dynamic width is checked only at run time.
+/// True when a format string may be formatted on the writer thread: no
+/// nested replacement field (a dynamic width or precision such as "{:{}}",
+/// checked only at run time) and no `p` presentation (a C string formatted
+/// as a pointer would show the address of the logger's copy).
 constexpr bool format_is_deferrable(std::string_view text) noexcept {
   int depth = 0;
+  bool in_spec = false;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '{') {
@@ -190,12 +218,16 @@ constexpr bool format_is_deferrable(std::string_view text) noexcept {
         continue;
       }
       if (++depth > 1) return false;
+      in_spec = false;
     } else if (c == '}') {
       if (depth == 0) {
         ++i;  // "}}": a literal brace
         continue;
       }
+      if (in_spec && text[i - 1] == 'p') return false;
       --depth;
+    } else if (c == ':' && depth == 1) {
+      in_spec = true;
     }
   }
   return true;

@@ -13,7 +13,10 @@
 //
 // Where membarrier is unavailable (another OS, an old kernel, a sandbox that
 // refuses it) both sides use a full fence. Under ThreadSanitizer both sides
-// use detail::seq_cst_fence(), which it models.
+// use detail::seq_cst_fence(), which it models. If membarrier fails after a
+// successful registration (a seccomp filter installed later forbids it),
+// the process aborts with that reason: the producers' side would no longer
+// be covered.
 #pragma once
 
 #include <atomic>

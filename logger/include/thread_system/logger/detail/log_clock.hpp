@@ -33,4 +33,12 @@ inline std::uint64_t log_clock_ticks(bool tsc) noexcept {
           .count());
 }
 
+/// Orders a log_clock_ticks() read before the loads that follow it (RDTSC is
+/// not ordered with later loads; LFENCE makes it complete first).
+inline void clock_read_fence() noexcept {
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_ia32_lfence();
+#endif
+}
+
 }  // namespace thread_system::detail

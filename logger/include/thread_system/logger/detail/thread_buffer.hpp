@@ -17,7 +17,7 @@
 //   * read_pos_: bytes ever consumed; stored (release) by the consumer after
 //     it is done with a batch, loaded (acquire) by the producer when its
 //     cached copy says there is no room.
-//   * A record starts on a 64-byte boundary with a record_header. When a record
+//   * A record starts on a 128-byte boundary with a record_header. When a record
 //     does not fit before the end of the storage, the producer writes a wrap
 //     marker (the first 8 bytes of a header with payload == wrap_marker) and
 //     the record starts at offset 0. Records are at most half the storage, so
@@ -44,9 +44,9 @@ namespace thread_system::detail {
 
 /// The fixed part of a record, at the start of its bytes.
 struct record_header {
-  std::uint32_t bytes = 0;    ///< The whole record, header included, a multiple of 8.
-  std::uint32_t payload = 0;  ///< Bytes after the header (text or encoded arguments); wrap_marker: skip `bytes`.
-  std::uint64_t ticks = 0;    ///< The fast clock at the call (see log_clock.hpp).
+  std::uint32_t bytes = 0;        ///< The whole record, header included, a multiple of 8.
+  std::uint32_t payload = 0;      ///< Bytes after the header (text or encoded arguments); wrap_marker: skip `bytes`.
+  std::uint64_t ticks = 0;        ///< The fast clock at the call (see log_clock.hpp).
   format_fn formatter = nullptr;  ///< Null: the payload is the message text; else formats the encoded arguments.
   const char* format = nullptr;   ///< The format string (static storage) when `formatter` is set.
   std::uint32_t format_size = 0;  ///< Its length.
@@ -56,14 +56,15 @@ struct record_header {
 };
 
 inline constexpr std::uint32_t wrap_marker = 0xFFFF'FFFFU;
-/// Records start on cache-line boundaries: the consumer reads only lines the
-/// producer has finished with (a record sharing its last line with the next
-/// one would make the producer take that line back from the consumer's cache
-/// on its next call, a cross-core transfer per call).
+/// Records start on 128-byte boundaries (two cache lines, the unit of the
+/// adjacent-line prefetcher): the consumer reads only lines the producer has
+/// finished with (a record sharing its last line with the next one would
+/// make the producer take that line back from the consumer's cache on its
+/// next call, a cross-core transfer per call).
 inline constexpr std::size_t record_alignment = 128;
 static_assert(sizeof(record_header) % alignof(std::uint64_t) == 0 && record_alignment % alignof(record_header) == 0);
 
-/// Asks for the cache line at `p` and the next one in exclusive state (x86
+/// Asks for the 128 bytes at `p` (two cache lines) in exclusive state (x86
 /// PREFETCHW; a no-op on CPUs without it), so that a later store does not
 /// wait for the consumer's core to give them up.
 inline void prefetch_for_write(const std::byte* p) noexcept {
@@ -93,18 +94,14 @@ class thread_buffer {
   /// `bytes` must be a power of two and at least 2 * record_bytes(0). Throws
   /// std::bad_alloc.
   thread_buffer(std::size_t bytes, std::uint64_t owner, std::uint32_t thread_id)
-      : data_(new std::byte[bytes]),
-        capacity_(bytes),
-        mask_(bytes - 1),
-        owner_(owner),
-        thread_id_(thread_id) {}
+      : data_(new std::byte[bytes]), capacity_(bytes), mask_(bytes - 1), owner_(owner), thread_id_(thread_id) {}
   thread_buffer(const thread_buffer&) = delete;
   thread_buffer& operator=(const thread_buffer&) = delete;
   ~thread_buffer() = default;
 
   // ---- producer (the owning thread) ----------------------------------------
 
-  /// Room for a record of `bytes` (a multiple of 64, at most capacity() / 2):
+  /// Room for a record of `bytes` (a multiple of 128, at most capacity() / 2):
   /// its start, or null when the ring is full. Writes a wrap marker first when
   /// the record must start at offset 0. Does not publish.
   std::byte* try_reserve(std::size_t bytes) noexcept {
@@ -130,7 +127,12 @@ class thread_buffer {
   /// Publishes the record of `bytes` written at the last try_reserve().
   void commit(std::size_t bytes) noexcept {
     write_ += bytes;
-    prefetch_for_write(data_.get() + ((write_ + prefetch_distance) & mask_));
+    // As many lines as this record took, so a stream of long records is
+    // covered too (capped: beyond that the hardware prefetcher keeps up).
+    const std::size_t lines = bytes / 128 < 8 ? bytes / 128 : 8;
+    for (std::size_t i = 0; i < lines; ++i) {
+      prefetch_for_write(data_.get() + ((write_ + prefetch_distance + i * 128) & mask_));
+    }
     // release: the record's bytes happen-before the consumer's acquire load
     // in published().
     write_pos_.store(write_, std::memory_order_release);
@@ -187,6 +189,9 @@ class thread_buffer {
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
   [[nodiscard]] std::uint64_t owner() const noexcept { return owner_; }
   [[nodiscard]] std::uint32_t thread_id() const noexcept { return thread_id_; }
+  // relaxed: snapshots of single-writer counters; exact for a reader ordered
+  // after the owner's calls (the writer after acquiring a later record,
+  // statistics() after stop()'s join or the caller's own calls).
   [[nodiscard]] std::uint64_t accepted() const noexcept { return accepted_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 
@@ -224,8 +229,8 @@ class thread_buffer {
 
  private:
   // The producer's own line.
-  std::uint64_t write_ = 0;        // producer's copy of write_pos_
-  std::uint64_t cached_read_ = 0;  // producer's (possibly stale) copy of read_pos_
+  std::uint64_t write_ = 0;                 // producer's copy of write_pos_
+  std::uint64_t cached_read_ = 0;           // producer's (possibly stale) copy of read_pos_
   std::atomic<std::uint64_t> accepted_{0};  // read only by statistics()
   // Drops: written by the producer (rarely), read by the consumer at every
   // batch (the "dropped" notice), so not on the producer's own line.
