@@ -40,6 +40,7 @@ void poll_pause() noexcept {
   } while (std::chrono::steady_clock::now() < until);
 }
 constexpr std::size_t min_thread_buffer_bytes = 1024;
+constexpr std::uint64_t max_one_shot_buffers = 1024;  // late calls' buffers alive at once (attach_thread())
 constexpr std::size_t max_thread_buffer_bytes = std::size_t{1} << 30;
 
 // relaxed: only uniqueness matters.
@@ -147,18 +148,38 @@ result<void> logger::attach_thread(detail::thread_buffer*& out, std::size_t payl
   if (registry_destroyed) {
     // A call from a destructor that runs after this thread's thread_locals
     // (at exit: static objects' destructors on the main thread). A buffer
-    // just big enough for this one record, given to the logger at once.
+    // just big enough for this one record, given to the logger at once. At
+    // most max_one_shot_buffers live at a time (the writer reaps them after
+    // every batch): beyond that the overflow policy applies, as to a full
+    // buffer.
+    while (one_shot_live_.load(std::memory_order_relaxed) >= max_one_shot_buffers) {  // a bound, no data
+      const bool on_writer = std::this_thread::get_id() == writer_id_.load(std::memory_order_relaxed);  // set once
+      if (options_.overflow == overflow_policy::drop || on_writer) {
+        dropped_late_.fetch_add(1, std::memory_order_relaxed);  // reported like other drops (see write_dropped_notice)
+        return make_error_nothrow(error_code::queue_full, [] { return "logger: buffer full, message dropped"; });
+      }
+      if (closed_.load(std::memory_order_relaxed)) return refuse_stopped();
+      std::this_thread::yield();  // rare: a destructor logging faster than the writer writes
+    }
     const std::size_t bytes = std::bit_ceil(std::max(min_thread_buffer_bytes, 2 * detail::record_bytes(payload)));
     detail::thread_buffer* b = nullptr;
     try {
       b = new detail::thread_buffer(bytes, id_, current_thread_id());
+      b->one_shot = true;
       std::lock_guard lock(buffers_mutex_);
+      // Under the mutex: stop() sets closed_ before it takes the mutex to free
+      // the buffers, so either it sees this buffer or we see the flag.
+      if (closed_.load(std::memory_order_relaxed)) {
+        delete b;
+        return refuse_stopped();
+      }
       buffers_.push_back(b);
       buffers_version_.fetch_add(1, std::memory_order_release);  // see below
     } catch (...) {
       delete b;
       return refuse_out_of_memory();
     }
+    one_shot_live_.fetch_add(1, std::memory_order_relaxed);  // a bound; the writer decrements when it reaps
     one_shot = true;
     out = b;
     return {};
@@ -182,6 +203,10 @@ result<void> logger::attach_thread(detail::thread_buffer*& out, std::size_t payl
     reg.entries.reserve(reg.entries.size() + 1);
     b = new detail::thread_buffer(thread_buffer_bytes_, id_, current_thread_id());
     std::lock_guard lock(buffers_mutex_);
+    if (closed_.load(std::memory_order_relaxed)) {  // under the mutex: see the one-shot case above
+      delete b;
+      return refuse_stopped();
+    }
     buffers_.push_back(b);
     // release: the list change happens-before the writer's acquire load of
     // the version (it then re-reads the list under the mutex).
@@ -344,6 +369,7 @@ void logger::writer_main() {
     const std::size_t n = drain_batch();
     service_flush_request();
     if (n != 0) {
+      reap_gone_buffers();  // keeps the list short while threads come and go
       // A short batch means the producers are slower than the writer: do not
       // come back for their next record at once (see poll_pause()).
       if (n < options_.batch_size) poll_pause();
@@ -416,7 +442,11 @@ std::size_t logger::drain_batch() {
     // heads compete).
     std::size_t pick = k;
     for (std::size_t i = 0; i < k; ++i) {
-      if (positions_[i] != ends_[i] && heads_[i] <= horizon && (pick == k || heads_[i] < heads_[pick])) pick = i;
+      // Ready: stamped before the horizon, or already visible at the previous
+      // batch (so a clock that runs ahead on the producer's core delays a
+      // record by one batch at most).
+      const bool ready = heads_[i] <= horizon || positions_[i] < writer_buffers_[i]->seen_end;
+      if (positions_[i] != ends_[i] && ready && (pick == k || heads_[i] < heads_[pick])) pick = i;
     }
     if (pick == k) break;
     const detail::thread_buffer& b = *writer_buffers_[pick];
@@ -429,6 +459,7 @@ std::size_t logger::drain_batch() {
   }
   for (std::size_t i = 0; i < k; ++i) {
     if (positions_[i] != writer_buffers_[i]->consumed()) writer_buffers_[i]->release_to(positions_[i]);
+    writer_buffers_[i]->seen_end = ends_[i];
   }
   if (options_.overflow == overflow_policy::block) {
     // Room was freed with release stores; notify_all()'s fence orders them
@@ -436,7 +467,9 @@ std::size_t logger::drain_batch() {
     room_freed_.notify_all();
   }
   written_local_ += n;
-  written_.store(written_local_, std::memory_order_relaxed);  // single writer; readers synchronise separately
+  // release: pairs with statistics()' acquire load, which then sees every
+  // `accepted` count made before these records were published.
+  written_.store(written_local_, std::memory_order_release);
   if (flush_after) flush_sinks();
   return n;
 }
@@ -516,7 +549,8 @@ void logger::sink_threw(const char* what_failed, const char* what) noexcept {
 void logger::write_dropped_notice() {
   // relaxed: every drop that must be reported here was ordered before this
   // load by an acquire (a later record's publication or a flush request).
-  std::uint64_t dropped = retired_dropped_;  // written by this thread only
+  // relaxed (dropped_late_): as the per-buffer counts.
+  std::uint64_t dropped = retired_dropped_ + dropped_late_.load(std::memory_order_relaxed);  // retired_: ours
   for (const detail::thread_buffer* b : writer_buffers_) dropped += b->dropped();
   if (dropped <= dropped_reported_) return;
   const std::uint64_t count = dropped - dropped_reported_;
@@ -586,6 +620,7 @@ void logger::reap_gone_buffers() {
       buffers_version_.fetch_add(1, std::memory_order_release);  // see refresh_buffers()
     }
     writer_buffers_.erase(writer_buffers_.begin() + static_cast<std::ptrdiff_t>(i));
+    if (b->one_shot) one_shot_live_.fetch_sub(1, std::memory_order_relaxed);  // a bound, no data
     detail::thread_buffer::release(b);
   }
 }
@@ -695,6 +730,10 @@ void logger::stop() {
 
 logger_statistics logger::statistics() const noexcept {
   logger_statistics s;
+  // acquire, and first: every record counted here was accepted (counted)
+  // before its publication, which the writer acquired before this store;
+  // so the `accepted` loads below see at least as many (written <= accepted).
+  s.written = written_.load(std::memory_order_acquire);
   {
     std::lock_guard lock(buffers_mutex_);
     s.accepted = retired_accepted_;
@@ -707,7 +746,7 @@ logger_statistics logger::statistics() const noexcept {
     s.thread_buffers = buffers_.size();
   }
   // relaxed: snapshots; exact after stop() (join) or, for one's own calls, after flush().
-  s.written = written_.load(std::memory_order_relaxed);
+  s.dropped += dropped_late_.load(std::memory_order_relaxed);
   s.rejected = rejected_.load(std::memory_order_relaxed);
   s.truncated = truncated_.load(std::memory_order_relaxed);
   s.blocked = blocked_.load(std::memory_order_relaxed);

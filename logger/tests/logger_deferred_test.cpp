@@ -416,6 +416,39 @@ TEST(LoggerDeferred, ACallFromALateThreadLocalDestructorIsStillWritten) {
   EXPECT_EQ(log.statistics().accepted, 3U);
 }
 
+// Many late calls (a static object dumping a table at exit): each gets a
+// small buffer of its own, at most a bounded number alive at once.
+struct logs_many_at_thread_exit {
+  logger* log = nullptr;
+  int calls = 0;
+  int* accepted = nullptr;
+  ~logs_many_at_thread_exit() {
+    for (int i = 0; i < calls; ++i) {
+      if (log->try_log(log_level::info, "late {}", i)) ++*accepted;
+    }
+  }
+};
+
+TEST(LoggerDeferred, ManyLateCallsAreAllWrittenInOrder) {
+  auto sink = std::make_shared<recording_sink>();
+  logger log({sink}, small_options());
+  const int calls = static_cast<int>(test::scaled(3000));
+  int accepted = 0;
+  std::thread([&] {
+    thread_local logs_many_at_thread_exit late;
+    late.log = &log;
+    late.calls = calls;
+    late.accepted = &accepted;
+    log.info("first");
+  }).join();
+  EXPECT_EQ(accepted, calls);
+  ASSERT_TRUE(log.flush());
+  const auto messages = sink->messages();
+  ASSERT_EQ(messages.size(), static_cast<std::size_t>(calls) + 1);
+  for (int i = 0; i < calls; ++i) EXPECT_EQ(messages[static_cast<std::size_t>(i) + 1], fmt::format("late {}", i));
+  EXPECT_EQ(log.statistics().accepted, static_cast<std::uint64_t>(calls) + 1);
+}
+
 TEST(LoggerDeferred, TruncationIsCountedOnlyForAcceptedRecords) {
   auto sink = std::make_shared<gated_sink>();
   logger_options o = small_options();

@@ -22,7 +22,9 @@
 //     ("deferred") when every argument is deferrable (arg_codec.hpp) and the
 //     format string has no dynamic width or precision ("{:{}}"); otherwise
 //     on the caller's thread, as is a fmt::runtime() string. The text is the
-//     same either way.
+//     same either way. A trivially copyable type whose text depends only on
+//     its value can opt in: specialise thread_system::log_by_value<T> as
+//     std::true_type (detail/arg_codec.hpp).
 //   * Level filter: checked before anything is formatted, copied or timed;
 //     arguments of a filtered call are not touched. A filtered call is not a
 //     refusal (try_log returns success) and is not counted.
@@ -470,6 +472,8 @@ class logger {
   alignas(64) std::atomic<std::uint64_t> rejected_{0};
   std::atomic<std::uint64_t> truncated_{0};
   std::atomic<std::uint64_t> blocked_{0};
+  std::atomic<std::uint64_t> dropped_late_{0};   // late calls dropped (no buffer to count them in)
+  std::atomic<std::uint64_t> one_shot_live_{0};  // one-shot buffers not yet reaped
 
   // Writer-side counters (single writer; read by statistics()).
   alignas(64) std::atomic<std::uint64_t> written_{0};

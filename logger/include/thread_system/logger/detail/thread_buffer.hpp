@@ -169,6 +169,10 @@ class thread_buffer {
   [[nodiscard]] const std::byte* at(std::uint64_t position) const noexcept {
     return data_.get() + (static_cast<std::size_t>(position) & mask_);
   }
+  /// The end the consumer saw at its previous batch (its own bookkeeping:
+  /// records before it are written in the next batch whatever their stamp).
+  std::uint64_t seen_end = 0;
+
   /// Frees everything before `position`.
   void release_to(std::uint64_t position) noexcept {
     read_ = position;
@@ -199,6 +203,9 @@ class thread_buffer {
   std::atomic<bool> producer_gone{false};
   /// Set (release) by the logger when it is destroyed; the thread then drops its reference.
   std::atomic<bool> logger_gone{false};
+  /// A buffer for one call from a destructor that runs after its thread's
+  /// buffers were released (fixed at construction).
+  bool one_shot = false;
 
   /// Drops one of the two references; the last one deletes the buffer.
   static void release(thread_buffer* b) noexcept {
