@@ -240,11 +240,13 @@ result<void> logger::wait_for_room(detail::thread_buffer& b, std::size_t bytes, 
   for (int i = 0; i < producer_spins; ++i) {
     detail::cpu_relax();
     if (closed_.load(std::memory_order_relaxed)) return refuse_stopped();  // stop() wakes sleepers too; see below
-    if ((out = b.try_reserve(bytes)) != nullptr) return {};
+    out = b.try_reserve(bytes);
+    if (out != nullptr) return {};
   }
   std::this_thread::yield();
   if (closed_.load(std::memory_order_relaxed)) return refuse_stopped();  // as above
-  if ((out = b.try_reserve(bytes)) != nullptr) return {};
+  out = b.try_reserve(bytes);
+  if (out != nullptr) return {};
   blocked_.fetch_add(1, std::memory_order_relaxed);  // a statistic
   for (;;) {
     const auto key = room_freed_.prepare_wait();
@@ -255,7 +257,8 @@ result<void> logger::wait_for_room(detail::thread_buffer& b, std::size_t bytes, 
       room_freed_.cancel_wait();
       return refuse_stopped();
     }
-    if ((out = b.try_reserve(bytes)) != nullptr) {
+    out = b.try_reserve(bytes);
+    if (out != nullptr) {
       room_freed_.cancel_wait();
       return {};
     }
