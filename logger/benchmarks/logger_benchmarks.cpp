@@ -6,8 +6,7 @@
 //
 // Fairness (the same on both sides):
 //   * Buffer: Thread System: one 1 MiB buffer per producer thread
-//     (logger_options::thread_buffer_bytes, the bytes of the former 8192
-//     slots of 128 bytes); spdlog: one queue of 8192 messages
+//     (logger_options::thread_buffer_bytes); spdlog: one queue of 8192 messages
 //     (thread_pool(8192, 1 worker thread)), shared by all producers.
 //   * Overflow policy: block on both.
 //   * Sink: a counting sink that does not format and does not write
