@@ -63,7 +63,8 @@ namespace {
 
 using namespace thread_system;
 
-constexpr std::size_t queue_entries = 8192;  // spdlog's queue (messages)
+[[maybe_unused]] constexpr std::size_t queue_entries =
+    8192;  // spdlog's queue (unused without spdlog)  // spdlog's queue (messages)
 constexpr std::size_t messages_per_iteration = 20000;
 
 std::string message_of_length(std::size_t n) {

@@ -60,6 +60,15 @@ std::atomic<std::thread::id> point_formatted_on{};
 
 }  // namespace thread_system
 
+// fmt 9 deprecates formatting an enum without a formatter: both have one.
+template <>
+struct fmt::formatter<thread_system::plain_colour> : fmt::formatter<int> {
+  template <typename Context>
+  auto format(thread_system::plain_colour c, Context& ctx) const {
+    return fmt::formatter<int>::format(static_cast<int>(c), ctx);
+  }
+};
+
 template <>
 struct fmt::formatter<thread_system::scoped_size> : fmt::formatter<int> {
   template <typename Context>
@@ -494,7 +503,7 @@ TEST(LoggerDeferred, AWriterThatFallsBehindLosesNothing) {
     logger log({sink}, o);
     std::vector<std::thread> producers;
     for (int p = 0; p < 4; ++p) {
-      producers.emplace_back([&log, p, per_producer] {
+      producers.emplace_back([&, p] {
         for (int s = 0; s < per_producer; ++s) ASSERT_TRUE(log.try_log(log_level::info, "p{} s{} {}", p, s, "pad"));
       });
     }
