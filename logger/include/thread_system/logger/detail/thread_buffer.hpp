@@ -93,8 +93,8 @@ class thread_buffer {
  public:
   /// `bytes` must be a power of two and at least 2 * record_bytes(0). Throws
   /// std::bad_alloc.
-  thread_buffer(std::size_t bytes, std::uint64_t owner, std::uint32_t thread_id)
-      : data_(new std::byte[bytes]), capacity_(bytes), mask_(bytes - 1), owner_(owner), thread_id_(thread_id) {}
+  thread_buffer(std::size_t bytes, std::uint32_t thread_id)
+      : data_(new std::byte[bytes]), capacity_(bytes), mask_(bytes - 1), thread_id_(thread_id) {}
   thread_buffer(const thread_buffer&) = delete;
   thread_buffer& operator=(const thread_buffer&) = delete;
   ~thread_buffer() = default;
@@ -136,15 +136,6 @@ class thread_buffer {
     // release: the record's bytes happen-before the consumer's acquire load
     // in published().
     write_pos_.store(write_, std::memory_order_release);
-  }
-
-  /// Room for `bytes` now, by the shared position (for a producer waiting for room).
-  [[nodiscard]] bool has_room(std::size_t bytes) const noexcept {
-    const std::size_t offset = static_cast<std::size_t>(write_) & mask_;
-    const std::size_t to_end = capacity_ - offset;
-    const std::size_t needed = bytes <= to_end ? bytes : to_end + bytes;
-    // acquire: as in try_reserve().
-    return write_ + needed - read_pos_.load(std::memory_order_acquire) <= capacity_;
   }
 
   /// The owner's counters: only the owning thread writes them (a load and a
@@ -190,8 +181,6 @@ class thread_buffer {
 
   // ---- shared ---------------------------------------------------------------
 
-  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
-  [[nodiscard]] std::uint64_t owner() const noexcept { return owner_; }
   [[nodiscard]] std::uint32_t thread_id() const noexcept { return thread_id_; }
   // relaxed: snapshots of single-writer counters; exact for a reader ordered
   // after the owner's calls (the writer after acquiring a later record,
@@ -225,7 +214,6 @@ class thread_buffer {
   std::unique_ptr<std::byte[]> data_;
   std::size_t capacity_;
   std::size_t mask_;
-  std::uint64_t owner_;
   std::uint32_t thread_id_;
   std::atomic<int> refs_{2};
 
