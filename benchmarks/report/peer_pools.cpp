@@ -25,6 +25,12 @@
 //   memory_per_worker/<lib>/workers:W  VmRSS delta / W with all W threads alive (stacks included)
 //   idle_cpu/<lib>/workers:W         CPU% of the whole process over 0.5 s with an idle pool
 //   queued_bytes/<lib>/jobs:N        VmRSS delta / N with N jobs queued behind a blocked worker
+//   long_jobs/<lib>/job_us:J/workers:W  W x 4 jobs of J us (1 ms, 10 ms): efficiency against
+//       the ideal J x 4 and the workers' CPU; the caller sleeps on the count
+//   million/<lib>/workers:W          1 000 000 empty jobs from one producer: wall time and the
+//       CPU of the process minus the submitting thread's (the workers')
+//   startup/<lib>/workers:W          construct -> first job started, -> all W workers in a job
+//   alloc_jobs/<lib>/bytes:B/workers:W  jobs that malloc B bytes, touch each page, free
 //
 // Which configurations are registered depends on THREAD_SYSTEM_REPORT_MODE
 // (smoke | quick | full, default quick); scripts/report.py sets it. Memory,
@@ -32,6 +38,7 @@
 // driver does that), so threads and heap left by earlier runs do not count.
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -110,6 +117,13 @@ void trim_heap() {
 #if defined(__GLIBC__)
   malloc_trim(0);
 #endif
+}
+
+/// CPU seconds of the calling thread.
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 double process_cpu_seconds() {
@@ -411,6 +425,7 @@ void bm_create(benchmark::State& state, std::size_t workers) {
 template <typename P>
 void bm_memory_per_worker(benchmark::State& state, std::size_t workers) {
   double per_worker = 0;
+  double idle_pool = 0;  // the whole pool, idle, all workers having run a job
   bool all_started = true;
   for (auto _ : state) {
     trim_heap();
@@ -430,11 +445,14 @@ void bm_memory_per_worker(benchmark::State& state, std::size_t workers) {
     const double after = rss_bytes();
     g.release();
     wait_for_count(finished, started.load(std::memory_order_seq_cst));  // seq_cst: pairs with the writers' RMW/store
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));         // the workers go idle (park)
+    idle_pool = rss_bytes() - before;
     pool.reset();
     per_worker = (after - before) / static_cast<double>(workers);
   }
   if (!all_started) state.SkipWithError("not every worker started within 5 s");
   state.counters["rss_per_worker_bytes"] = per_worker;
+  state.counters["idle_pool_bytes"] = idle_pool;
   state.counters["workers"] = static_cast<double>(workers);
 }
 
@@ -476,6 +494,177 @@ void bm_queued_bytes(benchmark::State& state, std::uint64_t jobs) {
   }
   state.counters["bytes_per_job"] = per_job;
   state.counters["jobs"] = static_cast<double>(jobs);
+}
+
+/// Wall and worker CPU time of a timed region: the CPU of the whole process
+/// minus the calling thread's, so a caller that waits by yielding does not
+/// count (the pools' workers, and oneTBB's market threads, do).
+class cpu_meter {
+ public:
+  void start() {
+    cpu0_ = process_cpu_seconds() - thread_cpu_seconds();
+    t0_ = std::chrono::steady_clock::now();
+  }
+  void stop() {
+    wall_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    cpu_ += process_cpu_seconds() - thread_cpu_seconds() - cpu0_;
+  }
+  [[nodiscard]] double wall_seconds() const { return wall_; }
+  [[nodiscard]] double cpu_seconds() const { return cpu_; }
+
+ private:
+  double cpu0_ = 0;
+  double wall_ = 0;
+  double cpu_ = 0;
+  std::chrono::steady_clock::time_point t0_{};
+};
+
+constexpr std::uint64_t long_jobs_per_worker = 4;
+
+/// Jobs of 1 ms / 10 ms (the guides' "1ms-10ms: individual jobs" range):
+/// W x 4 of them from one producer, which then sleeps on the count (an atomic
+/// wait, so it takes no core from the workers). Efficiency = the ideal time
+/// (4 jobs x J per worker) / the measured time.
+template <typename P>
+void bm_long_jobs(benchmark::State& state, std::size_t workers, std::uint64_t job_us) {
+  P pool(workers);
+  start_all_workers(pool, workers);
+  settle(pool);
+  counter_t done{0};
+  const std::uint64_t jobs = long_jobs_per_worker * workers;
+  const std::uint64_t job_ns = job_us * 1000;
+  std::uint64_t target = 0;
+  cpu_meter meter;
+  for (auto _ : state) {
+    target += jobs;
+    meter.start();
+    for (std::uint64_t i = 0; i < jobs; ++i) {
+      pool.submit([&done, job_ns] {
+        tb::spin_for_ns(job_ns);
+        done.fetch_add(1, std::memory_order_release);  // pairs with the acquire loads below
+        done.notify_all();
+      });
+    }
+    for (std::uint64_t v = done.load(std::memory_order_acquire); v < target; v = done.load(std::memory_order_acquire)) {
+      done.wait(v, std::memory_order_acquire);
+    }
+    meter.stop();
+    settle(pool);
+  }
+  const double ideal = static_cast<double>(state.iterations() * long_jobs_per_worker * job_ns) * 1e-9;
+  state.SetItemsProcessed(static_cast<std::int64_t>(done.load(std::memory_order_acquire)));
+  state.counters["efficiency"] = meter.wall_seconds() > 0 ? ideal / meter.wall_seconds() : 0;
+  state.counters["cpu_percent"] = meter.wall_seconds() > 0 ? meter.cpu_seconds() / meter.wall_seconds() * 100 : 0;
+  state.counters["workers"] = static_cast<double>(workers);
+  state.counters["job_us"] = static_cast<double>(job_us);
+}
+
+/// The guides' "Time (1M jobs)" table: 1 000 000 empty jobs from one
+/// producer (divided by the mode's scale), the caller yielding until the last
+/// one ran. Reports the wall time and the workers' CPU over it.
+template <typename P>
+void bm_million(benchmark::State& state, std::size_t workers, std::uint64_t jobs) {
+  P pool(workers);
+  start_all_workers(pool, workers);
+  settle(pool);
+  counter_t done{0};
+  std::uint64_t target = 0;
+  cpu_meter meter;
+  for (auto _ : state) {
+    target += jobs;
+    meter.start();
+    for (std::uint64_t i = 0; i < jobs; ++i) {
+      pool.submit([&done] { done.fetch_add(1, std::memory_order_release); });  // pairs with wait_for_count
+    }
+    wait_for_count(done, target);
+    meter.stop();
+    settle(pool);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(done.load(std::memory_order_acquire)));
+  state.counters["run_ns"] = meter.wall_seconds() * 1e9 / static_cast<double>(state.iterations());
+  state.counters["cpu_percent"] = meter.wall_seconds() > 0 ? meter.cpu_seconds() / meter.wall_seconds() * 100 : 0;
+  state.counters["workers"] = static_cast<double>(workers);
+  state.counters["jobs"] = static_cast<double>(jobs);
+}
+
+/// Start-up profile: from the constructor's call until the first job starts,
+/// and until all W workers are inside a job at once (each job waits for the
+/// others, so W distinct threads). Medians over the iterations; the pool's
+/// destruction is not timed.
+template <typename P>
+void bm_startup(benchmark::State& state, std::size_t workers) {
+  std::vector<double> first;
+  std::vector<double> all;
+  bool timed_out = false;
+  for (auto _ : state) {
+    counter_t first_at{0};
+    counter_t started{0};
+    gate g;
+    const std::uint64_t t0 = tb::now_ns();
+    {
+      P pool(workers);
+      for (std::size_t i = 0; i < workers; ++i) {
+        pool.submit([&] {
+          std::uint64_t expected = 0;
+          // relaxed CAS: only the first job's time is kept; read after the join below.
+          first_at.compare_exchange_strong(expected, tb::now_ns(), std::memory_order_relaxed);
+          started.fetch_add(1, std::memory_order_acq_rel);  // pairs with wait_for_count_for
+          g.wait();
+        });
+      }
+      timed_out = !wait_for_count_for(started, workers, std::chrono::seconds(5)) || timed_out;
+      all.push_back(static_cast<double>(tb::now_ns() - t0));
+      state.SetIterationTime(static_cast<double>(tb::now_ns() - t0) * 1e-9);
+      g.release();
+    }  // joined: first_at is visible
+    first.push_back(static_cast<double>(first_at.load(std::memory_order_relaxed) - t0));
+  }
+  if (timed_out) state.SkipWithError("not every worker started within 5 s");
+  state.counters["first_job_ns"] = tb::percentile(first, 50);
+  state.counters["all_workers_ns"] = tb::percentile(all, 50);
+  state.counters["workers"] = static_cast<double>(workers);
+}
+
+/// The guides' "Memory Allocation Impact": each job mallocs `bytes`, writes
+/// one byte per 4 KiB page, and frees them.
+template <typename P>
+void bm_alloc_jobs(benchmark::State& state, std::size_t workers, std::size_t bytes, std::uint64_t jobs) {
+  P pool(workers);
+  start_all_workers(pool, workers);
+  settle(pool);
+  counter_t done{0};
+  std::atomic<bool> failed{false};
+  std::uint64_t target = 0;
+  // One untimed round first: every worker's malloc arena exists, and glibc's
+  // dynamic mmap threshold has seen these sizes (the timed rounds measure the
+  // steady state, for every library alike).
+  auto round = [&] {
+    target += jobs;
+    for (std::uint64_t i = 0; i < jobs; ++i) {
+      pool.submit([&done, &failed, bytes] {
+        if (bytes != 0) {
+          auto* p = static_cast<unsigned char*>(std::malloc(bytes));
+          if (p == nullptr) {
+            failed.store(true, std::memory_order_relaxed);  // read after the loop
+          } else {
+            for (std::size_t at = 0; at < bytes; at += 4096) p[at] = static_cast<unsigned char>(at);
+            benchmark::DoNotOptimize(p);
+            std::free(p);
+          }
+        }
+        done.fetch_add(1, std::memory_order_release);  // pairs with wait_for_count
+      });
+    }
+    wait_for_count(done, target);
+    settle(pool);
+  };
+  round();
+  for (auto _ : state) round();
+  if (failed.load(std::memory_order_relaxed)) state.SkipWithError("malloc failed");
+  state.SetItemsProcessed(
+      static_cast<std::int64_t>(done.load(std::memory_order_acquire) - jobs));  // without the warm-up
+  state.counters["workers"] = static_cast<double>(workers);
+  state.counters["bytes"] = static_cast<double>(bytes);
 }
 
 // ---- OpenMP: the same workloads with a team of n ----------------------------------------
@@ -537,6 +726,7 @@ void omp_latency(benchmark::State& state, std::size_t workers) {
 void omp_memory_per_worker(benchmark::State& state, std::size_t workers) {
   omp_set_dynamic(0);
   double per_worker = 0;
+  double idle_pool = 0;
   for (auto _ : state) {
     trim_heap();
     const double before = rss_bytes();
@@ -548,9 +738,12 @@ void omp_memory_per_worker(benchmark::State& state, std::size_t workers) {
       after = rss_bytes();
 #pragma omp barrier
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the team goes idle
+    idle_pool = rss_bytes() - before;
     per_worker = (after - before) / static_cast<double>(workers);
   }
   state.counters["rss_per_worker_bytes"] = per_worker;
+  state.counters["idle_pool_bytes"] = idle_pool;
   state.counters["workers"] = static_cast<double>(workers);
 }
 
@@ -591,13 +784,15 @@ struct plan {
   int latency_iterations = 1000;
   std::vector<std::size_t> memory_workers;
   std::vector<std::size_t> idle_workers;
+  std::uint64_t million_jobs = 1'000'000;  // the 1M-job table
+  int startup_iterations = 20;
 };
 
 plan make_plan(mode m) {
   const std::size_t hw = hardware_threads();
   switch (m) {
     case mode::smoke:
-      return plan{{0, 1000}, {1, 2}, {1, 2}, false, 10, 100, {hw}, {hw}};
+      return plan{{0, 1000}, {1, 2}, {1, 2}, false, 10, 100, {hw}, {hw}, 100'000, 5};
     case mode::full:
       return plan{{0, 1000, 10000, 100000}, {1, 2, 4, 8}, {1, 2, 4, 8}, true, 1, 2000, {1, 4, 8, 16}, {hw, 8}};
     case mode::quick:
@@ -742,6 +937,49 @@ void register_all() {
         ->UseRealTime();
 #endif
   }
+  // Long jobs (1 ms, 10 ms), 1M jobs with CPU, allocating jobs: hw workers.
+  for_each_pool(queue_pools{}, [&](auto* tag) {
+    using P = std::remove_pointer_t<decltype(tag)>;
+    for (const std::uint64_t job_us : {1'000, 10'000}) {
+      benchmark::RegisterBenchmark(
+          (std::string("long_jobs/") + P::name + arg("job_us", job_us) + arg("workers", hw)).c_str(),
+          [=](benchmark::State& s) { bm_long_jobs<P>(s, hw, job_us); })
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+    }
+    benchmark::RegisterBenchmark((std::string("million/") + P::name + arg("workers", hw)).c_str(),
+                                 [=](benchmark::State& s) { bm_million<P>(s, hw, p.million_jobs); })
+        ->Iterations(1)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    for (const std::size_t bytes : {0, 512, 64 << 10, 512 << 10, 2 << 20}) {
+      // About the same work per iteration: 100 000 jobs below a page, fewer above.
+      const std::uint64_t jobs = std::max<std::uint64_t>(
+          (bytes < 4096 ? 100'000 : std::max<std::uint64_t>(500, 200'000'000 / bytes)) / p.scale, 50);
+      benchmark::RegisterBenchmark(
+          (std::string("alloc_jobs/") + P::name + arg("bytes", bytes) + arg("workers", hw)).c_str(),
+          [=](benchmark::State& s) { bm_alloc_jobs<P>(s, hw, bytes, jobs); })
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+    }
+  });
+
+  // Start-up profile (pools that own their threads).
+  std::vector<std::size_t> startup_workers{1, hw};
+  if (hw < 8) startup_workers.push_back(8);
+  for (const std::size_t workers : startup_workers) {
+    for_each_pool(queue_pools{}, [&](auto* tag) {
+      using P = std::remove_pointer_t<decltype(tag)>;
+      if constexpr (P::owns_threads) {
+        benchmark::RegisterBenchmark((std::string("startup/") + P::name + arg("workers", workers)).c_str(),
+                                     [=](benchmark::State& s) { bm_startup<P>(s, workers); })
+            ->Iterations(p.startup_iterations)
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
+    });
+  }
+
   const std::uint64_t queued = 100'000;
   for_each_pool(queue_pools{}, [&](auto* tag) {
     using P = std::remove_pointer_t<decltype(tag)>;

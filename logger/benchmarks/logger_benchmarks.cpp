@@ -1,6 +1,8 @@
-// The async logger against spdlog (async_logger and the synchronous logger),
-// reproducing the seed's logger tables: single thread with 17/123/1024-char
-// messages, 1-16 producer threads, bursts of 10 and 100, formatted messages,
+// The async logger against spdlog (async_logger and the synchronous logger)
+// and against plain console output (stdio, one write per line: the seed's
+// "Console Output" baseline), reproducing the seed's logger tables: single
+// thread with 17/123/1024-char messages, 1-16 producer threads, bursts of 10
+// and 100, formatted messages,
 // per-call latency (mean, p50, p99, p99.9) of a text and of a formatted call,
 // and the writer thread's cost per record (issue #22).
 //
@@ -35,9 +37,11 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,6 +49,9 @@
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
 
 #include "thread_system/logger/logger.hpp"
 #include "thread_system/logger/sinks.hpp"
@@ -156,6 +163,34 @@ struct ts_side {
   void report(benchmark::State& state) const {
     state.counters["producer_sleeps"] = static_cast<double>(log->statistics().blocked);
   }
+};
+
+// The guides' "Console Output" baseline: what a program does without a
+// logger. Each call formats the line (wall-clock time, level, text) on the
+// calling thread with {fmt} and writes it to a line-buffered stdio stream, so
+// one write(2) per line as on a terminal. The stream is /dev/null (a real
+// terminal costs more); stdio's stream lock serialises the threads.
+struct console_side {
+  std::FILE* out = nullptr;
+  std::atomic<std::uint64_t> lines{0};
+  explicit console_side(bool /*devnull*/ = false) : out(std::fopen("/dev/null", "w")) {
+    if (out == nullptr) throw std::runtime_error("cannot open /dev/null");
+    (void)std::setvbuf(out, nullptr, _IOLBF, 4096);  // line buffered, like a terminal
+  }
+  ~console_side() { (void)std::fclose(out); }
+  console_side(const console_side&) = delete;
+  console_side& operator=(const console_side&) = delete;
+  void text(const std::string& m) {
+    fmt::print(out, "[{:%F %T}] [info] {}\n", std::chrono::system_clock::now(), m);
+    lines.fetch_add(1, std::memory_order_relaxed);  // polled snapshot; the count is all that is read
+  }
+  void formatted(int user, const std::string& ip, int attempt, double ms) {
+    fmt::print(out, "[{:%F %T}] [info] user {} logged in from {} on attempt {} in {:.2f} ms\n",
+               std::chrono::system_clock::now(), user, ip, attempt, ms);
+    lines.fetch_add(1, std::memory_order_relaxed);  // as above
+  }
+  std::uint64_t count() const { return lines.load(std::memory_order_relaxed); }
+  void report(benchmark::State& /*state*/) const {}
 };
 
 #if defined(THREAD_SYSTEM_HAVE_SPDLOG)
@@ -722,6 +757,7 @@ void register_writer(const char* lib) {
 int main(int argc, char** argv) {
   register_all<ts_side>("thread_system");
   register_writer<ts_writer_side>("thread_system");
+  register_all<console_side>("console");
 #if defined(THREAD_SYSTEM_HAVE_SPDLOG)
   register_all<spdlog_async_side>("spdlog_async");
   register_all<spdlog_sync_side>("spdlog_sync");

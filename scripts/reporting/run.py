@@ -24,7 +24,7 @@ MODES = {
         r"WorkerInjectorBatch/batch:(1|32)/job_ns:0/|WaitingJobs/workers:(2|16)/)",
         queue=r"^(latency_pair/|pc/[^/]+/P:(1|2)/C:[0-9]+/ops:10000/|memory/[^/]+/jobs:10000/|"
         r"adaptive_paired/(pair/|pc/P:2/C:2/ops:10000/))",
-        report=r"^(throughput|latency|create/[^/]+/workers:(1|2)/)",
+        report=r"^(throughput|latency|create/[^/]+/workers:(1|2)/|long_jobs|million|startup|alloc_jobs)",
         logger=r"^logger_(single/[^/]+/chars:123|threads/[^/]+/threads:4|latency|latency_formatted|"
         r"writer/[^/]+/kind:[01]/line:0)/",
         typed=r"^BM_(StandardPool/job_ns:1000/|TypedPoolTypeMix/types:(1|3)/queue:2/job_ns:1000/|"
@@ -46,7 +46,7 @@ MODES = {
         queue=r"^(latency_(enqueue|dequeue|pair)/|batch/[^/]+/batch:128/|pc/[^/]+/P:[0-9]+/C:[0-9]+/ops:10000/|"
         r"contention/[^/]+/real_time/threads:(1|2|4)$|memory/[^/]+/jobs:100000/|"
         r"adaptive_paired/(pair/|pc/P:[0-9]+/C:[0-9]+/ops:10000/|contention/threads:(1|2|4)/))",
-        report=r"^(throughput|latency|create)/",
+        report=r"^(throughput|latency|create|long_jobs|million|startup|alloc_jobs)/",
         logger=r"^logger_",
         typed=None,
         control=None,
@@ -60,7 +60,7 @@ MODES = {
         min_time=0.2,
         core=None,
         queue=None,
-        report=r"^(throughput|latency|create)/",
+        report=r"^(throughput|latency|create|long_jobs|million|startup|alloc_jobs)/",
         logger=r"^logger_",
         typed=None,
         control=None,

@@ -11,13 +11,13 @@ reporting/goals.py; a table shows a goal's verdict with ctx.verdict(row).
 """
 
 from ..goals import GOALS
-from . import control, coro, document, logger, monitoring, peers, plots, queues, scheduler, summary, typed
+from . import control, coro, document, logger, monitoring, peers, plots, queues, scheduler, summary, typed, workloads
 from .common import PLACES, SECTIONS, Context
 from .verdicts import Verdicts
 
 # The section modules, in the order their sections appear in the report
 # (importing a module registers its sections; this tuple fixes the order).
-MODULES = (document, peers, scheduler, queues, logger, typed, control, coro, monitoring, summary, plots)
+MODULES = (document, peers, workloads, scheduler, queues, logger, typed, control, coro, monitoring, summary, plots)
 __all__ = ["Context", "MODULES", "render"]
 
 # The body first (it records comparisons, costs and plots), then the summary

@@ -21,6 +21,7 @@ LIB_LABEL = {
     # logger section (thread_system_logger_benchmarks)
     "spdlog_async": "spdlog async",
     "spdlog_sync": "spdlog sync",
+    "console": "plain console (stdio)",
 }
 LIB_PACKAGE = {"onetbb": "libtbb-dev", "boost_asio": "libboost-dev", "openmp": "g++ (libgomp)"}
 LIB_CONTEXT = {"onetbb": "have_onetbb", "boost_asio": "have_boost_asio", "openmp": "have_openmp"}

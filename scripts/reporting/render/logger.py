@@ -2,7 +2,7 @@
 
 from .common import LIB_LABEL, cell, fmt, fmt_ratio, keys_of, oversub, section, values
 
-LOGGER_PEERS = ["spdlog_async", "spdlog_sync"]
+LOGGER_PEERS = ["spdlog_async", "spdlog_sync", "console"]
 LOGGER_FAMILIES = ("logger_single", "logger_devnull", "logger_threads", "logger_burst", "logger_formatted",
                    "logger_latency", "logger_latency_formatted", "logger_writer")
 LATENCY_CALLS = [("logger_latency", "123-char text"),
@@ -24,6 +24,9 @@ def table_logger(ctx, out):
                "dominates (the /dev/null row adds a real file sink on both sides). Wall clock from the first call "
                "until the sink has counted every message; 20000 messages per iteration (bursts: one burst, then "
                "wait). Cells: median messages/s (min–max) and ratio vs Thread System (> 1: the peer is faster). "
+               "*Plain console* is the guides' *Console Output* baseline, no logger at all: each call formats the "
+               "line (time, level, text) on the caller with {fmt} and writes it to a line-buffered stdio stream on "
+               "/dev/null (one write(2) per line, as on a terminal; a real terminal costs more). "
                "Source and method: `logger/benchmarks/logger_benchmarks.cpp`, docs/LOGGER.md.\n")
     if ctx.not_built("logger"):
         out.append("_thread_system_logger_benchmarks not built ({fmt} missing?): no data._\n")
@@ -32,7 +35,8 @@ def table_logger(ctx, out):
         out.append("_No data (logger benchmarks not run in this mode)._\n")
         return
     if runs.context.get("have_spdlog") != "1":
-        out.append("spdlog was not found when building (apt-get install libspdlog-dev): Thread System only.\n")
+        out.append("spdlog was not found when building (apt-get install libspdlog-dev): Thread System and plain "
+                   "console only.\n")
     measured = {lib for fam in LOGGER_FAMILIES for lib, _, _ in keys_of(runs, fam)}
     libs = ["thread_system"] + [l for l in LOGGER_PEERS if l in measured]
 

@@ -321,7 +321,7 @@ def table_creation(ctx, out):
 def table_memory(ctx, out):
     runs = ctx.runs
     out.append("## Memory usage\n")
-    out.append("Mirrors the seed's *Memory Usage by Configuration* and *Memory Allocation Impact*. Each figure comes "
+    out.append("Mirrors the seed's *Memory Usage by Configuration* (its *Memory Allocation Impact* is the table of jobs that allocate). Each figure comes "
                "from its own process (threads and heap left by other benchmarks do not count). **RSS per worker**: "
                "VmRSS after creating a pool of N threads with all N running a job (malloc_trim first) minus VmRSS "
                "before, divided by N — thread stacks (the touched pages) and per-thread malloc arenas are included. "
@@ -334,6 +334,18 @@ def table_memory(ctx, out):
     else:
         per_workers_table(ctx, out, libs, ws, "memory_per_worker", "rss_per_worker_bytes", "bytes", "memory",
                           "{w} workers", "RSS per worker")
+
+    out.append("### Whole pool, idle\n")
+    out.append("The guides' claim: an idle pool of N workers takes under 1 MB. VmRSS of the same process 50 ms after "
+               "the N jobs above finished (the workers idle, their stacks touched) minus VmRSS before the pool was "
+               "created: the pool object, its queues, its threads' stacks and malloc arenas. Ratio: > 1 means the "
+               "peer uses less.\n")
+    libs = present_libs(runs, "memory_per_worker")
+    if not libs or not ws or runs.stat(f"memory_per_worker/{libs[0]}/workers:{ws[0]}", "idle_pool_bytes") is None:
+        out.append("_No data._\n")
+    else:
+        per_workers_table(ctx, out, libs, ws, "memory_per_worker", "idle_pool_bytes", "bytes", "memory",
+                          "{w} workers, idle pool", "whole idle pool")
 
     out.append("### Bytes per queued job\n")
     out.append("100 000 empty jobs (an 8-byte capture) queued behind the only worker, which is blocked; VmRSS delta / "
