@@ -30,11 +30,13 @@
 //   million/<lib>/workers:W          1 000 000 empty jobs from one producer: wall time and the
 //       CPU of the process minus the submitting thread's (the workers')
 //   startup/<lib>/workers:W          construct -> first job started, -> all W workers in a job
+//   startup_memory/<lib>/workers:8   VmRSS delta and time at each start-up stage (created, first
+//       job, all workers in a job, after 100 000 jobs)
 //   alloc_jobs/<lib>/bytes:B/workers:W  jobs that malloc B bytes, touch each page, free
 //
 // Which configurations are registered depends on THREAD_SYSTEM_REPORT_MODE
 // (smoke | quick | full, default quick); scripts/report.py sets it. Memory,
-// idle CPU and queued bytes are meant to run one benchmark per process (the
+// start-up memory, idle CPU and queued bytes are meant to run one benchmark per process (the
 // driver does that), so threads and heap left by earlier runs do not count.
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
@@ -625,6 +627,53 @@ void bm_startup(benchmark::State& state, std::size_t workers) {
   state.counters["workers"] = static_cast<double>(workers);
 }
 
+/// The guides' start-up memory profile: VmRSS (minus VmRSS before the
+/// constructor's call) and time since that call at each stage: the
+/// constructor returned; the first job ran; all W workers are inside a job at
+/// once; 100 000 empty jobs later (steady state). One iteration per process.
+template <typename P>
+void bm_startup_memory(benchmark::State& state, std::size_t workers) {
+  constexpr std::uint64_t steady_jobs = 100'000;
+  bool timed_out = false;
+  for (auto _ : state) {
+    trim_heap();
+    const double before = rss_bytes();
+    const std::uint64_t t0 = tb::now_ns();
+    auto stage = [&](const char* name) {
+      const double elapsed = static_cast<double>(tb::now_ns() - t0);
+      state.counters[std::string(name) + "_rss"] = rss_bytes() - before;
+      state.counters[std::string(name) + "_ns"] = elapsed;
+    };
+    auto pool = std::make_unique<P>(workers);
+    stage("created");
+    counter_t done{0};
+    pool->submit([&done] { done.fetch_add(1, std::memory_order_release); });  // pairs with wait_for_count
+    wait_for_count(done, 1);
+    stage("first_job");
+    gate g;
+    counter_t started{0};
+    for (std::size_t i = 0; i < workers; ++i) {
+      pool->submit([&] {
+        started.fetch_add(1, std::memory_order_acq_rel);  // pairs with wait_for_count_for
+        g.wait();
+        done.fetch_add(1, std::memory_order_release);  // pairs with wait_for_count
+      });
+    }
+    timed_out = !wait_for_count_for(started, workers, std::chrono::seconds(5));
+    stage("all_workers");
+    g.release();
+    wait_for_count(done, 1 + started.load(std::memory_order_acquire));
+    for (std::uint64_t i = 0; i < steady_jobs; ++i) {
+      pool->submit([&done] { done.fetch_add(1, std::memory_order_release); });  // pairs with wait_for_count
+    }
+    wait_for_count(done, 1 + workers + steady_jobs);
+    stage("steady");
+    pool.reset();
+  }
+  if (timed_out) state.SkipWithError("not every worker started within 5 s");
+  state.counters["workers"] = static_cast<double>(workers);
+}
+
 /// The guides' "Memory Allocation Impact": each job mallocs `bytes`, writes
 /// one byte per 4 KiB page, and frees them.
 template <typename P>
@@ -980,6 +1029,16 @@ void register_all() {
     });
   }
 
+  // Start-up memory profile: one process per benchmark (see the driver).
+  for_each_pool(queue_pools{}, [&](auto* tag) {
+    using P = std::remove_pointer_t<decltype(tag)>;
+    if constexpr (P::owns_threads) {
+      benchmark::RegisterBenchmark((std::string("startup_memory/") + P::name + arg("workers", 8)).c_str(),
+                                   [=](benchmark::State& s) { bm_startup_memory<P>(s, 8); })
+          ->Iterations(1)
+          ->UseRealTime();
+    }
+  });
   const std::uint64_t queued = 100'000;
   for_each_pool(queue_pools{}, [&](auto* tag) {
     using P = std::remove_pointer_t<decltype(tag)>;

@@ -22,14 +22,15 @@ MODES = {
         core=r"^BM_(PoolCreateStartStop/(1|2)/|SubmitToStartLatency/queued:(0|1000)/|IdleLatency|"
         r"InjectorInPool/queue:(0|3|4)/workers:2/tasks:10000/|SubmitBatchOverhead/batch:(1|1000)/|"
         r"WorkerInjectorBatch/batch:(1|32)/job_ns:0/|WaitingJobs/workers:(2|16)/)",
-        queue=r"^(latency_pair/|pc/[^/]+/P:(1|2)/C:[0-9]+/ops:10000/|memory/[^/]+/jobs:10000/|"
+        queue=r"^(latency_(enqueue|dequeue|pair)/|pc/[^/]+/P:(1|2)/C:[0-9]+/ops:10000/|memory/[^/]+/jobs:10000/|"
         r"adaptive_paired/(pair/|pc/P:2/C:2/ops:10000/))",
         report=r"^(throughput|latency|create/[^/]+/workers:(1|2)/|long_jobs|million|startup|alloc_jobs)",
         logger=r"^logger_(single/[^/]+/chars:123|threads/[^/]+/threads:4|latency|latency_formatted|"
         r"writer/[^/]+/kind:[01]/line:0)/",
         typed=r"^BM_(StandardPool/job_ns:1000/|TypedPoolTypeMix/types:(1|3)/queue:2/job_ns:1000/|"
         r"PriorityScheduling/100/|TypedRouting(Universal)?/50/|RoutingStandardPool/)",
-        control=r"^BM_(TokenIsCancelled|RegisterUnregister|CancelJobs/(plain|token)/|Backpressure/(unbounded|block_1024)/job_ns:0/|"
+        control=r"^BM_(TokenIsCancelled|RegisterUnregister|ThreadBaseStartStop|WakeInterval|SpinLockScoped|MutexScoped|"
+        r"ServiceResolve|CancelJobs/(plain|token)/|Backpressure/(unbounded|block_1024)/job_ns:0/|"
         r"Resize(Grow|Shrink)/|TimerLateness1K/via_pool:0/)",
         coro=r"^coro_(schedule|fib)/",
         # the monitoring binary repeats by interleaved rounds (--rounds) instead of repetitions
@@ -71,7 +72,7 @@ MODES = {
     ),
 }
 
-ISOLATED = r"^(memory_per_worker|idle_cpu|queued_bytes)/"  # one process per benchmark
+ISOLATED = r"^(memory_per_worker|idle_cpu|queued_bytes|startup_memory)/"  # one process per benchmark
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

@@ -129,3 +129,53 @@ def table_control(ctx, out):
         r = ctx.cost_ratio("control", "wait_group round trip vs future round trip", wg, fut, False)
         out.append(f"| `wait_group` add/done/wait | {cell(wg, 'ns')} | {fmt_ratio(r)} |")
         out.append("")
+
+
+COMPONENT_QUEUES = (("job_queue", "`job_queue` (the mutex injector)"), ("lockfree_queue", "`lockfree_queue`"),
+                    ("adaptive_job_queue", "`adaptive_job_queue`"), ("sharded_queue", "`sharded_queue`"))
+
+
+@section
+def table_components(ctx, out):
+    """The guides' *Component Overhead* table, gathered from several binaries of this run."""
+    runs = ctx.runs
+    rows = [("thread_base", "`start()` + `stop()`: its OS thread created, run, joined",
+             runs.stat("BM_ThreadBaseStartStop", "real_ns"), "control"),
+            ("thread_base", "`get_wake_interval()`", runs.stat("BM_WakeIntervalRead", "real_ns"), "control"),
+            ("thread_base", "`set_wake_interval()`", runs.stat("BM_WakeIntervalWrite", "real_ns"), "control")]
+    for w in values(runs, "create", "workers"):
+        rows.append(("thread_pool", f"creation, {w} worker{'s' if w > 1 else ''}: construct, start, stop, join",
+                     runs.stat(f"create/thread_system/workers:{w}", "real_ns"), "report `create/`"))
+    rows.append(("thread_pool", "`enqueue(f)`, empty job, one producer → 2 workers, end to end per job",
+                 ns_per_item(runs.stat("BM_CancelJobs/plain", "items_per_second")), "control"))
+    for q, label in COMPONENT_QUEUES:
+        for op in ("enqueue", "dequeue"):
+            rows.append(("queues", f"{label} {op}, one thread", runs.stat(f"latency_{op}/{q}", "ns_per_op"),
+                         "queue `latency_*`"))
+    rows += [("sync", "`std::scoped_lock` on an uncontended `spin_lock`", runs.stat("BM_SpinLockScoped", "real_ns"),
+              "control"),
+             ("sync", "the same on a `std::mutex` (reference)", runs.stat("BM_MutexScoped", "real_ns"), "control"),
+             ("cancellation", "`is_cancelled()` on a live token", runs.stat("BM_TokenIsCancelled", "real_ns"), "control"),
+             ("cancellation", "`register_callback` + `unregister`", runs.stat("BM_RegisterUnregister", "real_ns"),
+              "control"),
+             ("services", "`service_registry::resolve<I>()` of an instance",
+              runs.stat("BM_ServiceResolve", "real_ns"), "control"),
+             ("services", "the same through a child registry (falls back to its parent)",
+              runs.stat("BM_ServiceResolveChild", "real_ns"), "control"),
+             ("logger", "a 123-char text call on the caller, p50", runs.stat("logger_latency/thread_system", "p50_ns"),
+              "logger `logger_latency/`"),
+             ("logger", "the same, mean", runs.stat("logger_latency/thread_system", "mean_ns"),
+              "logger `logger_latency/`")]
+    rows = [r for r in rows if r[2] is not None]
+    out.append("## Component overheads\n")
+    out.append("Mirrors the guides' *Component Overhead* table: one operation of each component, on one thread and "
+               "uncontended unless the row says otherwise, gathered from the binaries of this run (column *from*; "
+               "`benchmarks/control/component_benchmarks.cpp` has the rows of its own). Median (min–max).\n")
+    if not rows:
+        out.append("_No data (component benchmarks not run in this mode)._\n")
+        return
+    out.append("| component | operation | time | from |")
+    out.append("|---|---|---:|---|")
+    for comp, op, st, src in rows:
+        out.append(f"| {comp} | {op} | {cell(st, 'ns')} | {src} |")
+    out.append("")

@@ -142,3 +142,37 @@ def table_startup(ctx, out):
         rows = [(f"{w} worker{'s' if w > 1 else ''}", f"{w} workers, {label}",
                  (lambda w: lambda lib: f"startup/{lib}/workers:{w}")(w)) for w in values(runs, "startup", "workers")]
         _libs_table(ctx, out, rows, libs, "ns", "start-up", metric, False)
+
+
+STARTUP_STAGES = (("created", "constructor returned"), ("first_job", "first job ran"),
+                  ("all_workers", "all workers inside a job at once"), ("steady", "after 100 000 empty jobs"))
+
+
+@section
+def table_startup_memory(ctx, out):
+    runs = ctx.runs
+    out.append("## Start-up memory profile\n")
+    out.append("Mirrors the guides' *Start-up Memory Profile*. One process per figure: VmRSS minus VmRSS before the "
+               "constructor's call (malloc_trim first), and the time since that call, at each stage. Jobs are "
+               "submitted right after construction; the 100 000 empty jobs come from one producer as fast as it can "
+               "submit them, so queue growth is in the last row. Only pools that own their threads. Cells: median "
+               "RSS delta, time; ratio (RSS) > 1: the peer uses less.\n")
+    libs = present_libs(runs, "startup_memory")
+    if not libs:
+        out.append("_No data (startup_memory/ benchmarks not run in this mode)._\n")
+        return
+    for w in values(runs, "startup_memory", "workers"):
+        out.append(f"| stage, {w} workers | " + " | ".join(LIB_LABEL[l] for l in libs) + " |")
+        out.append("|---|" + "---:|" * len(libs))
+        for stage, label in STARTUP_STAGES:
+            ours = runs.stat(f"startup_memory/thread_system/workers:{w}", f"{stage}_rss")
+            row = [label]
+            for lib in libs:
+                key = f"startup_memory/{lib}/workers:{w}"
+                rss, t = runs.stat(key, f"{stage}_rss"), runs.stat(key, f"{stage}_ns")
+                text = f"{fmt(None if rss is None else rss[0], 'bytes')}, {fmt(None if t is None else t[0], 'ns')}"
+                if lib != "thread_system" and rss is not None:
+                    text += f" **{fmt_ratio(ctx.compare('start-up memory', f'{w} workers, {label}', lib, 'RSS', rss, ours, False))}**"
+                row.append(text)
+            out.append("| " + " | ".join(row) + " |")
+        out.append("")
