@@ -1,12 +1,14 @@
 // Google Benchmark micro-benchmarks of thread_pool, mirroring the seed
 // guide's tables: pool creation, throughput by job size and worker count,
 // submit->start latency by queue depth, and seed note 004's injector table
-// inside a pool. All figures are wall-clock
+// inside a pool, with the pool-level producer and latency tables per
+// injector. All figures are wall-clock
 // (UseRealTime) from the first submit until the last job has finished.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <future>
 #include <latch>
@@ -188,6 +190,72 @@ BENCHMARK(BM_InjectorInPool)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
+// The guides' high-contention tables at pool level, with each injector:
+// P producer threads (started once, released by a barrier each iteration)
+// share 100 000 empty jobs into a pool of 2 workers; wall clock from the
+// release until every job ran. queue_switches: the adaptive injector's
+// switches over the whole run (the pool's statistics).
+static void BM_InjectorProducers(benchmark::State& state) {
+  const auto kind = static_cast<ts::pool_queue>(state.range(0));
+  const auto producers = static_cast<std::size_t>(state.range(1));
+  constexpr std::size_t total = 100'000;
+  const std::size_t per_producer = total / producers;
+  ts::pool_options opt;
+  opt.queue = kind;
+  if (kind == ts::pool_queue::bounded) opt.initial_queue_capacity = 8192;
+  ts::thread_pool pool{2, opt};
+  std::atomic<std::uint64_t> ran{0};
+  std::atomic<std::uint64_t> retries{0};
+  std::atomic<bool> failed{false};
+  std::atomic<bool> quit{false};
+  std::barrier<> start(static_cast<std::ptrdiff_t>(producers + 1));
+  std::barrier<> done(static_cast<std::ptrdiff_t>(producers + 1));
+  std::vector<std::thread> threads;
+  threads.reserve(producers);
+  for (std::size_t p = 0; p < producers; ++p) {
+    threads.emplace_back([&] {
+      for (;;) {
+        start.arrive_and_wait();
+        if (quit.load(std::memory_order_acquire)) return;  // pairs with the release store below
+        for (std::size_t i = 0; i < per_producer; ++i) {
+          for (;;) {
+            auto r = pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+            if (r) break;
+            if (r.error().code() != ts::error_code::queue_full) {
+              failed.store(true, std::memory_order_relaxed);  // read after the barrier
+              break;
+            }
+            retries.fetch_add(1, std::memory_order_relaxed);  // statistics only
+            std::this_thread::yield();
+          }
+        }
+        done.arrive_and_wait();
+      }
+    });
+  }
+  for (auto _ : state) {
+    start.arrive_and_wait();
+    done.arrive_and_wait();
+    pool.wait_idle();
+  }
+  quit.store(true, std::memory_order_release);  // pairs with the producers' acquire load
+  start.arrive_and_wait();
+  for (auto& t : threads) t.join();
+  if (failed.load(std::memory_order_relaxed)) state.SkipWithError("an enqueue failed");
+  // seq_cst: pairs with the writers' RMW (read after wait_idle())
+  state.SetItemsProcessed(static_cast<std::int64_t>(ran.load(std::memory_order_seq_cst)));
+  state.SetLabel(ts::to_string(kind));
+  state.counters["full_retries"] = benchmark::Counter(static_cast<double>(retries.load(std::memory_order_relaxed)),
+                                                      benchmark::Counter::kAvgIterations);
+  state.counters["queue_switches"] = static_cast<double>(pool.get_statistics().queue_switches);
+  state.counters["oversubscribed"] = 2 + producers > std::thread::hardware_concurrency() ? 1 : 0;
+}
+BENCHMARK(BM_InjectorProducers)
+    ->ArgNames({"queue", "producers"})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2, 4, 8, 16}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 // The guides' I/O-bound and mixed scaling ("workers >> cores" for jobs that
 // wait): each job sleeps `wait_us` (an I/O wait: no CPU), and in the mixed
 // workload first spins `cpu_us`. One producer submits 16 jobs per worker and
@@ -228,9 +296,11 @@ BENCHMARK(BM_WaitingJobs)
 // Seed table "Job Submission Latency": the time from submit() to the job's
 // first instruction, with `depth` empty jobs already queued ahead of it.
 // depth 0 measures an idle pool (parked workers must be woken).
-static void BM_SubmitToStartLatency(benchmark::State& state) {
-  const auto depth = static_cast<std::size_t>(state.range(0));
-  ts::thread_pool pool{2};
+static void submit_to_start_latency(benchmark::State& state, std::size_t depth, ts::pool_queue kind) {
+  ts::pool_options opt;
+  opt.queue = kind;
+  if (kind == ts::pool_queue::bounded) opt.initial_queue_capacity = 8192;
+  ts::thread_pool pool{2, opt};
   std::vector<double> samples;
   for (auto _ : state) {
     state.PauseTiming();
@@ -266,6 +336,11 @@ static void BM_SubmitToStartLatency(benchmark::State& state) {
   state.counters["p95_ns"] = tb::percentile(samples, 95);
   state.counters["p99_ns"] = tb::percentile(samples, 99);
   state.counters["queued_ahead"] = static_cast<double>(depth);
+  state.counters["queue_switches"] = static_cast<double>(pool.get_statistics().queue_switches);
+}
+
+static void BM_SubmitToStartLatency(benchmark::State& state) {
+  submit_to_start_latency(state, static_cast<std::size_t>(state.range(0)), ts::pool_queue::mutex);
 }
 BENCHMARK(BM_SubmitToStartLatency)
     ->ArgName("queued")
@@ -273,6 +348,19 @@ BENCHMARK(BM_SubmitToStartLatency)
     ->Arg(1000)
     ->Arg(10000)
     ->Arg(100000)
+    ->Iterations(200)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// The same with each injector (pool_queue numbered as in BM_InjectorInPool):
+// the guides' submission-latency tables per queue mode.
+static void BM_InjectorLatency(benchmark::State& state) {
+  submit_to_start_latency(state, static_cast<std::size_t>(state.range(1)), static_cast<ts::pool_queue>(state.range(0)));
+  state.SetLabel(ts::to_string(static_cast<ts::pool_queue>(state.range(0))));
+}
+BENCHMARK(BM_InjectorLatency)
+    ->ArgNames({"queue", "queued"})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1000}})
     ->Iterations(200)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);

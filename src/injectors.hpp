@@ -86,6 +86,16 @@ class counting_injector final : public injector {
     // seq_cst: ordered after close()'s store of closed_ (same thread).
     while (pushes_in_flight_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
   }
+  /// The queue itself, for white-box tests (tests/scheduler/injectors_test.cpp).
+  Q& queue_for_testing() noexcept { return queue_; }
+
+  std::uint64_t queue_switches() const noexcept override {
+    if constexpr (std::is_same_v<Q, adaptive_job_queue>) {
+      return queue_.get_statistics().switches;
+    } else {
+      return 0;
+    }
+  }
 
  private:
   template <typename Push>

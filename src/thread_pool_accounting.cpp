@@ -105,6 +105,7 @@ pool_statistics thread_pool::get_statistics() const {
   s.dropped = dropped_.load(std::memory_order_relaxed);        // statistics only
   s.caller_ran = caller_ran_.load(std::memory_order_relaxed);  // statistics only
   s.paused = paused_.load(std::memory_order_relaxed);          // statistics only
+  s.queue_switches = queue_->queue_switches();
   for (const auto& w : workers_) {
     const auto ws = w->get_statistics();
     s.steals += ws.steals;

@@ -20,7 +20,8 @@ MODES = {
         reps=1,
         min_time=0.01,
         core=r"^BM_(PoolCreateStartStop/(1|2)/|SubmitToStartLatency/queued:(0|1000)/|IdleLatency|"
-        r"InjectorInPool/queue:(0|3|4)/workers:2/tasks:10000/|SubmitBatchOverhead/batch:(1|1000)/|"
+        r"InjectorInPool/queue:(0|3|4)/workers:2/tasks:10000/|InjectorProducers/queue:[0-4]/producers:(1|8)/|"
+        r"InjectorLatency/queue:[0-4]/queued:0/|SubmitBatchOverhead/batch:(1|1000)/|"
         r"WorkerInjectorBatch/batch:(1|32)/job_ns:0/|WaitingJobs/workers:(2|16)/)",
         queue=r"^(latency_(enqueue|dequeue|pair)/|pc/[^/]+/P:(1|2)/C:[0-9]+/ops:10000/|memory/[^/]+/jobs:10000/|"
         r"adaptive_paired/(pair/|pc/P:2/C:2/ops:10000/))",
@@ -42,7 +43,8 @@ MODES = {
         reps=5,
         min_time=0.02,
         core=r"^BM_(PoolCreateStartStop|SubmitToStartLatency|NestedFib|ParallelFor|IdleLatency|ExternalSubmit|"
-        r"InjectorInPool/queue:[0-9]+/workers:(2|8)/tasks:(10000|100000)/|SubmitBatchOverhead/|"
+        r"InjectorInPool/queue:[0-9]+/workers:(2|8)/tasks:(10000|100000)/|InjectorProducers/|InjectorLatency/|"
+        r"SubmitBatchOverhead/|"
         r"WorkerInjectorBatch/batch:(1|16|64)/|WaitingJobs/)",
         queue=r"^(latency_(enqueue|dequeue|pair)/|batch/[^/]+/batch:128/|pc/[^/]+/P:[0-9]+/C:[0-9]+/ops:10000/|"
         r"contention/[^/]+/real_time/threads:(1|2|4)$|memory/[^/]+/jobs:100000/|"

@@ -101,6 +101,8 @@ class injector {
   /// Pops the job backpressure::drop_oldest discards to make room (the
   /// oldest queued job; a typed injector picks its lowest-priority kind).
   [[nodiscard]] virtual std::size_t pop_victim(std::span<job_function> out) { return pop_share(out.first(1), 1); }
+  /// Completed switches between the adaptive injector's two queues (statistics; 0 for every other kind).
+  [[nodiscard]] virtual std::uint64_t queue_switches() const noexcept { return 0; }
   /// Called for a job carrying `tag` that a stop discarded (typed pools count it per kind).
   virtual void note_cancelled(std::uint8_t tag) noexcept { (void)tag; }
   /// Called for a sampled job of `tag` that waited `wait_ns` before it started.

@@ -231,6 +231,12 @@ class typed_injector final : public injector {
     for_each_slot([](const kind_slot& s) { s.queue->wait_for_pushes(); });
   }
 
+  std::uint64_t queue_switches() const noexcept override {
+    std::uint64_t n = 0;
+    for_each_slot([&n](const kind_slot& s) { n += s.queue->queue_switches(); });
+    return n;
+  }
+
   void note_cancelled(std::uint8_t tag) noexcept override {
     // release: pairs with the acquire load in view(), which reads the
     // cancelled count before the accepted one (so a snapshot never shows a

@@ -59,6 +59,7 @@ struct pool_statistics {
   std::uint64_t dropped = 0;     ///< Jobs cancelled by backpressure::drop_oldest (also in `cancelled`).
   std::uint64_t caller_ran = 0;  ///< Jobs backpressure::caller_runs ran on the submitting thread (also in `executed`).
   std::uint64_t allocation_failures = 0;  ///< Allocations that failed on worker threads (each worker carried on).
+  std::uint64_t queue_switches = 0;       ///< Times the adaptive injector moved to its other queue (0 for other kinds).
   bool paused = false;                    ///< pause() is in effect.
 };
 

@@ -77,6 +77,77 @@ def table_injector_in_pool(ctx, out):
     out.append("")
 
 
+INJECTOR_KINDS = ["mutex", "lockfree", "adaptive", "sharded", "bounded"]
+
+
+def _injector_rows(runs, pattern):
+    """{row key: {kind: benchmark key}} for keys matching `pattern` (groups: queue, row)."""
+    rows = {}
+    for key in runs.reps:
+        m = re.match(pattern, key)
+        if m and int(m.group(1)) < len(INJECTOR_KINDS):
+            rows.setdefault(int(m.group(2)), {})[INJECTOR_KINDS[int(m.group(1))]] = key
+    return rows
+
+
+@section
+def table_injector_producers(ctx, out):
+    runs = ctx.runs
+    out.append("## Each injector in a pool: 1–16 producers\n")
+    out.append("The guides' high-contention tables at pool level, with each injector. `thread_system_benchmarks` "
+               "`BM_InjectorProducers`: P producer threads (started once, released together) share 100 000 empty "
+               "jobs into a pool of 2 workers; wall clock until every job ran. Median M jobs/s (min–max); ratio vs "
+               "the mutex injector (> 1: faster). *switches*: the adaptive injector's queue switches over the "
+               "run (`pool_statistics::queue_switches`, median over repetitions); *retries*: submissions the "
+               f"bounded ring (capacity 8192) refused as full, retried after a yield. {ctx.cores} cores: every row is "
+               "oversubscribed (2 workers + P producers).\n")
+    rows = _injector_rows(runs, r"^BM_InjectorProducers/queue:(\d+)/producers:(\d+)$")
+    if not rows:
+        out.append("_No data (BM_InjectorProducers not run in this mode)._\n")
+        return
+    present = [k for k in INJECTOR_KINDS if any(k in r for r in rows.values())]
+    out.append("| producers | " + " | ".join(present) + " | adaptive: switches | bounded: retries |")
+    out.append("|---:|" + "---:|" * (len(present) + 2))
+    for producers in sorted(rows):
+        r = rows[producers]
+        base = runs.stat(r.get("mutex", ""), "items_per_second")
+        row = [str(producers)]
+        for k in present:
+            st = runs.stat(r.get(k, ""), "items_per_second")
+            row.append(cell(st, "rate") + ("" if k == "mutex" else f" {fmt_ratio(ratio(st, base, True))}"))
+        switches = runs.stat(r.get("adaptive", ""), "queue_switches")
+        retries = runs.stat(r.get("bounded", ""), "full_retries")
+        row.append("n/a" if switches is None else f"{switches[0]:,.0f}")
+        row.append("n/a" if retries is None else f"{retries[0]:,.0f}")
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+
+
+@section
+def table_injector_latency(ctx, out):
+    runs = ctx.runs
+    out.append("## Each injector in a pool: submission latency\n")
+    out.append("The guides' *Job Submission Latency* per queue mode. `BM_InjectorLatency`: submit→start of one job "
+               "on a 2-worker pool whose injector is the row's, with N empty jobs queued ahead of it (0: an idle pool, "
+               "its workers parked for 200 µs first); 200 samples per repetition, median over repetitions. Idle "
+               "wake-ups on this machine are bimodal (a few µs, or ~90 µs in some runs, for every kind alike), so "
+               "p95/p99 swing between runs.\n")
+    rows = _injector_rows(runs, r"^BM_InjectorLatency/queue:(\d+)/queued:(\d+)$")
+    if not rows:
+        out.append("_No data (BM_InjectorLatency not run in this mode)._\n")
+        return
+    out.append("| queued ahead | injector | p50 | p95 | p99 |")
+    out.append("|---:|---|---:|---:|---:|")
+    for queued in sorted(rows):
+        for k in INJECTOR_KINDS:
+            key = rows[queued].get(k)
+            if key is None:
+                continue
+            cells = [cell(runs.stat(key, f), "ns") for f in ("p50_ns", "p95_ns", "p99_ns")]
+            out.append(f"| {queued:,} | {k} | " + " | ".join(cells) + " |")
+    out.append("")
+
+
 @section
 def table_queues(ctx, out):
     out.append("## Queue-level operations and contention\n")
