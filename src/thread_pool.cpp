@@ -11,8 +11,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <new>
+#include <span>
 #include <thread>
+#include <type_traits>
 
 #include "thread_system/detail/clock.hpp"
 #include "thread_system/detail/duration.hpp"
@@ -299,6 +304,41 @@ class thread_pool::worker_help final : public detail::help_source {
   thread_worker& worker_;
 };
 
+namespace {
+// The worker's buffer for one injector batch. The default batch (16 jobs,
+// 1 KB) lives on the worker's stack and its slots are constructed as first
+// needed; a larger batch (set_injector_batch(), up to 64) gets a buffer on
+// the heap the first time it is asked for. So an idle pool's threads touch
+// a page less of stack than with room for the largest batch there. Out of
+// memory the batch is the default one (the size is a hint).
+class batch_buffer {
+ public:
+  batch_buffer() = default;
+  batch_buffer(const batch_buffer&) = delete;
+  batch_buffer& operator=(const batch_buffer&) = delete;
+  ~batch_buffer() { std::destroy_n(slots(), ready_); }
+  // The first n slots (1 <= n <= max_injector_batch), or the inline ones
+  // when a larger buffer cannot be allocated.
+  std::span<job_function> first(std::size_t n) noexcept {
+    if (n > inline_slots) {
+      if (!large_) large_.reset(new (std::nothrow) job_function[thread_worker::max_injector_batch]);
+      if (large_) return {large_.get(), n};
+      n = inline_slots;
+    }
+    for (; ready_ < n; ++ready_) ::new (static_cast<void*>(slots() + ready_)) job_function();  // does not throw
+    return {slots(), n};
+  }
+
+ private:
+  static constexpr std::size_t inline_slots = thread_worker::default_injector_batch;
+  job_function* slots() noexcept { return std::launder(reinterpret_cast<job_function*>(storage_)); }
+  alignas(job_function) std::byte storage_[sizeof(job_function) * inline_slots];
+  std::size_t ready_ = 0;
+  std::unique_ptr<job_function[]> large_;
+};
+static_assert(std::is_nothrow_default_constructible_v<job_function>);
+}  // namespace
+
 void thread_pool::worker_main(thread_worker& w) {
   tl_context = worker_context{this, &w};
   worker_help help(*this, w);
@@ -306,7 +346,12 @@ void thread_pool::worker_main(thread_worker& w) {
   // release: pairs with the acquire load in worker_os_tid().
   w.os_tid_.store(detail::current_os_thread_id(), std::memory_order_release);
   (void)detail::set_current_thread_name(w.thread_name_);  // a convenience: failure changes nothing
-  std::array<job_function, thread_worker::max_injector_batch> local;
+  batch_buffer local;
+  // The buffer for this iteration's batch (relaxed: a setting, see find_and_run()).
+  auto batch = [&local, &w] {
+    return local.first(std::clamp<std::size_t>(w.injector_batch_.load(std::memory_order_relaxed), 1,
+                                               thread_worker::max_injector_batch));
+  };
   std::uint64_t busy_since = 0;
   // A busy stretch runs from waking up until no work is found; its start is
   // published so statistics include a stretch in progress.
@@ -336,7 +381,7 @@ void thread_pool::worker_main(thread_worker& w) {
       }
       continue;
     }
-    if (find_and_run(w, local, /*helping=*/false)) continue;
+    if (find_and_run(w, batch(), /*helping=*/false)) continue;
 
     thread_worker::add(w.busy_ns_, steady_now_ns() - busy_since);
     w.busy_since_ns_.store(0, std::memory_order_relaxed);  // statistics only
@@ -344,7 +389,7 @@ void thread_pool::worker_main(thread_worker& w) {
       // Closed was observed (acquire): every injector push that succeeded
       // did so before the close, and nothing is pushed to this worker's deque
       // after stop() (push_local refuses), so one more look decides.
-      if (find_and_run(w, local, false)) {
+      if (find_and_run(w, batch(), false)) {
         start_stretch();
         continue;
       }

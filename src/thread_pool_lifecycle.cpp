@@ -276,6 +276,7 @@ void thread_pool::prepare_worker(thread_worker& w) {
   // Caller holds lifecycle_mutex_.
   if (w.prepared_) return;
   w.node_cache_.attach(&node_pool_);
+  node_pool_.reserve_for_worker();  // on this thread: the worker's first batch then needs no allocation
   w.group_ = &group_for(w.responsibility_mask_);
   if (!local_deques_ && !w.kind_counts_) {
     w.kind_counts_.reset(new std::atomic<std::uint64_t>[std::size_t{2} * 256] {});  // executed, failed per tag

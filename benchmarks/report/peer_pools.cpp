@@ -429,6 +429,17 @@ void bm_memory_per_worker(benchmark::State& state, std::size_t workers) {
   double per_worker = 0;
   double idle_pool = 0;  // the whole pool, idle, all workers having run a job
   bool all_started = true;
+  if constexpr (P::owns_threads) {
+    // Warm-up, not measured: a 1-worker pool of the same library runs a job
+    // and is destroyed, so its code pages and one-time initialisation are
+    // resident before the measurement (they are not per worker). Not for
+    // oneTBB: its first pool starts the process-wide thread pool it reuses.
+    P warm(1);
+    counter_t ran{0};
+    warm.submit([&ran] { ran.fetch_add(1, std::memory_order_release); });  // pairs with wait_for_count
+    wait_for_count(ran, 1);
+    settle(warm);
+  }
   for (auto _ : state) {
     trim_heap();
     const double before = rss_bytes();

@@ -27,8 +27,8 @@ TEST(Injectors, TheAdaptiveInjectorCountsItsQueueSwitches) {
 }
 
 TEST(Injectors, EveryOtherInjectorReportsNoSwitches) {
-  for (const auto kind : {ts::pool_queue::mutex, ts::pool_queue::lockfree, ts::pool_queue::sharded,
-                          ts::pool_queue::bounded}) {
+  for (const auto kind :
+       {ts::pool_queue::mutex, ts::pool_queue::lockfree, ts::pool_queue::sharded, ts::pool_queue::bounded}) {
     const auto inj = ts::detail::make_injector(kind, 64);
     EXPECT_EQ(inj->queue_switches(), 0U) << ts::to_string(kind);
   }

@@ -37,6 +37,8 @@
 #include "../support/fault_sweep.hpp"
 #include "../support/test_support.hpp"
 #include "thread_system/detail/hazard_pointers.hpp"
+#include "thread_system/detail/job_node.hpp"
+#include "thread_system/diagnostics/latency_histogram.hpp"
 #include "thread_system/pools/parallel_for.hpp"
 #include "thread_system/pools/task_group.hpp"
 #include "thread_system/pools/thread_pool.hpp"
@@ -365,4 +367,49 @@ TEST(LockfreeQueueOutOfMemory, CloseNeverFails) {
   auto r = queue.try_push(ts::job_function([] {}));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), ts::error_code::pool_stopped);
+}
+
+// A latency histogram allocates its buckets on the first record. Out of
+// memory, that sample is dropped and counted (nothing throws, nothing
+// aborts) and the next record tries again.
+TEST(LatencyHistogramOutOfMemory, TheFirstRecordDropsItsSampleAndCountsIt) {
+  ts::latency_histogram h;
+  fault::tl_fail_all = true;  // every allocation of this thread fails from here
+  h.record(100);
+  h.record_concurrent(200);
+  fault::tl_fail_all = false;
+  EXPECT_EQ(h.dropped(), 2U);
+  EXPECT_EQ(h.snapshot().count, 0U);
+  h.record(300);
+  EXPECT_EQ(h.snapshot().count, 1U);
+  EXPECT_EQ(h.dropped(), 2U);
+}
+
+// Job nodes: the pool reserves storage for each worker's first refill on
+// the thread that prepares the workers, so a worker's first injector batch
+// (15 nodes) allocates nothing on its own thread - and gets no malloc arena
+// there. Here the workers' threads fail every allocation.
+TEST(JobNodePool, AWorkersFirstBatchAllocatesNothingOnItsThread) {
+  ts::detail::job_node_pool pool;
+  ts::detail::job_node_pool::cache a;
+  ts::detail::job_node_pool::cache b;
+  a.attach(&pool);
+  b.attach(&pool);
+  pool.reserve_for_worker();
+  pool.reserve_for_worker();
+  for (auto* c : {&a, &b}) {
+    bool reserved = false;
+    std::thread worker([&] {
+      fault::tl_fail_all = true;  // every allocation of this thread fails
+      reserved = c->reserve(15);
+      fault::tl_fail_all = false;
+    });
+    worker.join();
+    EXPECT_TRUE(reserved);
+    EXPECT_GE(c->available(), 15U);
+    EXPECT_LE(c->available(), 2 * ts::detail::job_node_pool::refill_step) << "a refill hands out what was asked";
+  }
+  for (auto* c : {&a, &b}) {
+    for (std::size_t i = 0; i < 15; ++i) c->release(c->allocate());
+  }
 }

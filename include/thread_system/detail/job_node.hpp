@@ -5,8 +5,18 @@
 // Each worker keeps a private free list (no synchronisation). A node freed by
 // a thief lands in the thief's list; lists that grow past a threshold hand a
 // batch to the shared spill list (one mutex acquisition per batch), and a
-// worker whose list is empty takes a batch from there before allocating a new
-// chunk. Memory is bounded by the peak number of jobs in flight.
+// worker whose list is short takes a batch from there, or fresh nodes from
+// the current chunk, before a new chunk is allocated. Memory is bounded by
+// the peak number of jobs in flight.
+//
+// Memory: a chunk is raw storage for `chunk_size` nodes; a node is
+// constructed (its storage first written) only when a refill hands it out,
+// and a refill hands out what was asked for rounded up to `refill_step`, not
+// a whole chunk. So an idle or lightly used pool touches only the nodes it
+// used (a worker's first injector batch asks for 15), and one chunk serves
+// 16 workers. The pool reserves storage for each worker's first refill when
+// it prepares the worker (on the thread that creates the pool), so a worker
+// thread need not allocate, nor get a malloc arena, to start.
 //
 // Out of memory: allocate() throws std::bad_alloc; try_allocate() and
 // reserve() report failure instead, and the cache stays usable (a worker
@@ -16,6 +26,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "thread_system/core/job_function.hpp"
@@ -38,12 +49,12 @@ class job_node_pool {
     void attach(job_node_pool* pool) {
       pool_ = pool;
       // The list never holds more than this (release() spills above 4
-      // batches; refill() adds at most a chunk), so it never reallocates.
-      free_.reserve(4 * batch_size + chunk_size);
+      // batches; refill() adds at most a batch), so it never reallocates.
+      free_.reserve(5 * batch_size);
     }
 
     job_node* allocate() {
-      if (free_.empty()) pool_->refill(free_);
+      if (free_.empty()) pool_->refill(free_, 1);
       job_node* n = free_.back();
       free_.pop_back();
       return n;
@@ -51,11 +62,11 @@ class job_node_pool {
     /// A node, or nullptr when none is cached and none can be allocated.
     job_node* try_allocate() noexcept { return reserve(1) ? allocate() : nullptr; }
     /// Makes `n` nodes available without allocation; false (nothing lost)
-    /// when memory ran out first. At most a chunk's worth is kept.
+    /// when memory ran out first.
     bool reserve(std::size_t n) noexcept {
       while (free_.size() < n) {
         try {
-          pool_->refill(free_);
+          pool_->refill(free_, n - free_.size());
         } catch (...) {
           return false;
         }
@@ -74,27 +85,78 @@ class job_node_pool {
     std::vector<job_node*> free_;
   };
 
+ public:
+  job_node_pool() = default;
+  /// Not copyable.
+  job_node_pool(const job_node_pool&) = delete;
+  /// Not copyable.
+  job_node_pool& operator=(const job_node_pool&) = delete;
+  ~job_node_pool() {
+    // Every node handed out was constructed; each lies in exactly one chunk,
+    // below that chunk's fresh mark.
+    for (chunk& c : chunks_) {
+      for (std::size_t i = 0; i < c.constructed; ++i) c.nodes()[i].~job_node();
+    }
+  }
+
+  /// A refill hands out a multiple of this many nodes (a worker's first
+  /// injector batch, 16 jobs, asks for 15).
+  static constexpr std::size_t refill_step = 16;
+
+  /// Allocates raw storage (nothing is touched) for `refill_step` more
+  /// nodes than reserved so far, on the calling thread: a new worker's first
+  /// batch then needs no allocation on its own thread (nor a malloc arena).
+  /// Throws std::bad_alloc, leaving the pool as it was.
+  void reserve_for_worker() {
+    std::lock_guard lock(mutex_);
+    while (chunks_.size() * chunk_size < reserved_ + refill_step) add_chunk();
+    reserved_ += refill_step;
+  }
+
  private:
-  // Moves `batch_size` nodes from the shared list (or a new chunk) into `out`.
-  // Throws std::bad_alloc (leaving everything as it was) when a new chunk
-  // cannot be allocated.
-  void refill(std::vector<job_node*>& out) {
+  struct chunk {
+    std::unique_ptr<std::byte[]> storage;  // room for chunk_size nodes, aligned for job_node
+    std::size_t constructed = 0;           // nodes [0, constructed) are constructed
+    job_node* nodes() const noexcept { return std::launder(reinterpret_cast<job_node*>(storage.get())); }
+  };
+
+  // Adds an empty chunk (caller holds mutex_). Every allocation first, then
+  // the changes: a failure leaves the pool as it was. The spill list can
+  // hold at most every node: it is sized with each chunk so that spilling
+  // never allocates.
+  void add_chunk() {
+    static_assert(alignof(job_node) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+    chunk c{std::unique_ptr<std::byte[]>(new std::byte[chunk_size * sizeof(job_node)]), 0};  // not zeroed: untouched
+    chunks_.reserve(chunks_.size() + 1);
+    spilled_.reserve((chunks_.size() + 1) * chunk_size);
+    chunks_.push_back(std::move(c));
+  }
+
+  // Adds at least `want` nodes (rounded up to refill_step, at most a batch)
+  // to `out`: spilled ones first, then fresh ones of the newest chunk, then
+  // of a new chunk. Throws std::bad_alloc (leaving everything as it was)
+  // when a new chunk cannot be allocated.
+  void refill(std::vector<job_node*>& out, std::size_t want) {
+    want = (want + refill_step - 1) / refill_step * refill_step;
+    if (want == 0) want = refill_step;
+    if (want > batch_size) want = batch_size;
     std::lock_guard lock(mutex_);
     if (!spilled_.empty()) {
-      const std::size_t n = spilled_.size() < batch_size ? spilled_.size() : batch_size;
+      const std::size_t n = spilled_.size() < want ? spilled_.size() : want;
       out.insert(out.end(), spilled_.end() - static_cast<std::ptrdiff_t>(n), spilled_.end());
       spilled_.resize(spilled_.size() - n);
       return;
     }
-    // Every allocation first, then the changes: a failure leaves the pool
-    // as it was. The spill list can hold at most every node: size it with
-    // each chunk so that spilling never allocates.
-    auto chunk_owner = std::make_unique<job_node[]>(chunk_size);
-    chunks_.reserve(chunks_.size() + 1);
-    spilled_.reserve((chunks_.size() + 1) * chunk_size);
-    chunks_.push_back(std::move(chunk_owner));
-    job_node* chunk = chunks_.back().get();
-    for (std::size_t i = 0; i < chunk_size; ++i) out.push_back(&chunk[i]);
+    while (fresh_ < chunks_.size() && chunks_[fresh_].constructed == chunk_size) ++fresh_;
+    if (fresh_ == chunks_.size()) add_chunk();
+    chunk& c = chunks_[fresh_];
+    const std::size_t n = chunk_size - c.constructed < want ? chunk_size - c.constructed : want;
+    job_node* first = c.nodes() + c.constructed;
+    for (std::size_t i = 0; i < n; ++i) {
+      ::new (static_cast<void*>(first + i)) job_node{};  // job_function's default constructor does not throw
+      out.push_back(first + i);                          // reserved by attach(): does not allocate
+    }
+    c.constructed += n;
   }
 
   // Returns all but `batch_size` nodes of `list` to the shared list.
@@ -107,8 +169,10 @@ class job_node_pool {
   }
 
   std::mutex mutex_;
-  std::vector<std::unique_ptr<job_node[]>> chunks_;  // guarded by mutex_; owns every node
-  std::vector<job_node*> spilled_;                   // guarded by mutex_
+  std::vector<chunk> chunks_;       // guarded by mutex_; owns every node
+  std::vector<job_node*> spilled_;  // guarded by mutex_
+  std::size_t fresh_ = 0;           // guarded by mutex_: the first chunk with unconstructed nodes
+  std::size_t reserved_ = 0;        // guarded by mutex_: nodes promised by reserve_for_worker()
 };
 
 }  // namespace thread_system::detail

@@ -7,7 +7,10 @@
 // A bucket's width is therefore at most 1/16 of its lower bound. The top
 // regular bucket ends at 2^42 - 1 ns (about 73 minutes); larger values are
 // counted in that top bucket (the snapshot's `max` stays exact). 624 buckets
-// of 8 bytes: about 5 KB per histogram, never allocated after construction.
+// of 8 bytes: about 5 KB per histogram, allocated by its first record() (a
+// histogram never recorded into - a pool worker whose jobs were never
+// sampled - takes 40 bytes). Never allocated again, never freed before the
+// histogram is destroyed.
 //
 // Accuracy: `histogram_snapshot::percentile(q)` returns the midpoint of the
 // bucket that holds the nearest-rank q-quantile, clamped to [min, max]. Its
@@ -21,6 +24,9 @@
 //     no locked read-modify-write; a second concurrent writer would lose
 //     updates (never memory safety). Code with many writers uses
 //     record_concurrent() instead - on that histogram only, never mixed.
+//   * The first record (either kind) allocates the buckets; if that fails
+//     (out of memory) the sample is not recorded and counts in dropped(),
+//     and the next record tries again. Nothing throws.
 //   * snapshot() may be called from any thread at any time, concurrently
 //     with the writer. Each bucket in the copy is a value that bucket held
 //     at some moment during the copy; `count` is the sum of the copied
@@ -47,6 +53,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <new>
 
 namespace thread_system {
 
@@ -198,18 +205,21 @@ struct histogram_snapshot {
 /// Log-bucketed histogram of nanosecond durations: one writer (or record_concurrent() callers), any readers.
 class latency_histogram {
  public:
-  /// An empty histogram.
+  /// An empty histogram (no buckets allocated yet).
   latency_histogram() = default;
   /// Not copyable.
   latency_histogram(const latency_histogram&) = delete;
   /// Not copyable.
   latency_histogram& operator=(const latency_histogram&) = delete;
+  ~latency_histogram() { delete counts_.load(std::memory_order_relaxed); }  // no thread is inside (contract)
 
   /// Single writer: adds one sample of `ns` nanoseconds.
   void record(std::uint64_t ns) noexcept {
+    bucket_array* counts = buckets_for_writing();
+    if (counts == nullptr) return;  // out of memory: counted in dropped()
     // All relaxed load+store pairs: only this thread writes, readers want
     // each word's latest value and nothing is published through them.
-    std::atomic<std::uint64_t>& bucket = counts_[histogram_layout::index_of(ns)];
+    std::atomic<std::uint64_t>& bucket = (*counts)[histogram_layout::index_of(ns)];
     bucket.store(bucket.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     sum_.store(sum_.load(std::memory_order_relaxed) + ns, std::memory_order_relaxed);
     if (ns < min_.load(std::memory_order_relaxed)) min_.store(ns, std::memory_order_relaxed);
@@ -219,8 +229,10 @@ class latency_histogram {
   /// Any number of writers (locked read-modify-writes; slower). Do not mix
   /// with record() on the same histogram.
   void record_concurrent(std::uint64_t ns) noexcept {
+    bucket_array* counts = buckets_for_writing();
+    if (counts == nullptr) return;  // out of memory: counted in dropped()
     // relaxed RMWs: counts only; no ordering with other data is needed.
-    counts_[histogram_layout::index_of(ns)].fetch_add(1, std::memory_order_relaxed);
+    (*counts)[histogram_layout::index_of(ns)].fetch_add(1, std::memory_order_relaxed);
     sum_.fetch_add(ns, std::memory_order_relaxed);
     std::uint64_t seen = min_.load(std::memory_order_relaxed);
     // relaxed CAS loops: a monotone min/max, no data published with it.
@@ -242,17 +254,20 @@ class latency_histogram {
   /// without copying the buckets. Relaxed reads: while samples are being
   /// recorded the sum and the count may be from slightly different moments.
   [[nodiscard]] std::uint64_t mean_ns() const noexcept {
+    const bucket_array* counts = counts_.load(std::memory_order_acquire);  // pairs with the install's release
+    if (counts == nullptr) return 0;
     std::uint64_t n = 0;
-    for (const auto& c : counts_) n += c.load(std::memory_order_relaxed);  // relaxed: monotonic counters
+    for (const auto& c : *counts) n += c.load(std::memory_order_relaxed);  // relaxed: monotonic counters
     return n == 0 ? 0 : sum_.load(std::memory_order_relaxed) / n;          // relaxed: as above
   }
 
   /// As snapshot(), into an existing object (avoids a 5 KB temporary).
   void snapshot_into(histogram_snapshot& s) const noexcept {
     s.count = 0;
-    for (std::size_t i = 0; i < counts_.size(); ++i) {
+    const bucket_array* counts = counts_.load(std::memory_order_acquire);  // pairs with the install's release
+    for (std::size_t i = 0; i < s.counts.size(); ++i) {
       // relaxed: pairs with nothing; each bucket is a monotonic counter.
-      s.counts[i] = counts_[i].load(std::memory_order_relaxed);
+      s.counts[i] = counts == nullptr ? 0 : (*counts)[i].load(std::memory_order_relaxed);
       s.count += s.counts[i];
     }
     // relaxed: read after the buckets, so may include a sample the copied
@@ -282,16 +297,47 @@ class latency_histogram {
   void reset() noexcept {
     // relaxed: ordering with record() comes from the caller's own
     // synchronisation (same thread, or a happens-before edge).
-    for (auto& c : counts_) c.store(0, std::memory_order_relaxed);
+    if (bucket_array* counts = counts_.load(std::memory_order_relaxed); counts != nullptr) {
+      for (auto& c : *counts) c.store(0, std::memory_order_relaxed);
+    }
     sum_.store(0, std::memory_order_relaxed);
     min_.store(no_min, std::memory_order_relaxed);
     max_.store(0, std::memory_order_relaxed);
   }
 
+  /// Samples not recorded because the buckets could not be allocated.
+  [[nodiscard]] std::uint64_t dropped() const noexcept {
+    return dropped_.load(std::memory_order_relaxed);  // statistics only
+  }
+
  private:
   static constexpr std::uint64_t no_min = std::numeric_limits<std::uint64_t>::max();
+  using bucket_array = std::array<std::atomic<std::uint64_t>, histogram_layout::bucket_count>;
 
-  std::array<std::atomic<std::uint64_t>, histogram_layout::bucket_count> counts_{};
+  // The buckets, allocated (zeroed) on the first record. Writers of either
+  // kind may race to install them: one CAS wins, the others free theirs.
+  bucket_array* buckets_for_writing() noexcept {
+    // acquire: pairs with the release CAS below (the zeroed buckets are
+    // visible before the pointer).
+    bucket_array* counts = counts_.load(std::memory_order_acquire);
+    if (counts != nullptr) [[likely]]
+      return counts;
+    auto* fresh = new (std::nothrow) bucket_array{};
+    if (fresh == nullptr) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);  // statistics only
+      return nullptr;
+    }
+    // release on success: publishes the zeroed buckets; acquire on failure:
+    // the winner's buckets, as above.
+    if (counts_.compare_exchange_strong(counts, fresh, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      return fresh;
+    }
+    delete fresh;
+    return counts;
+  }
+
+  std::atomic<bucket_array*> counts_{nullptr};
+  std::atomic<std::uint64_t> dropped_{0};
   std::atomic<std::uint64_t> sum_{0};
   std::atomic<std::uint64_t> min_{no_min};
   std::atomic<std::uint64_t> max_{0};

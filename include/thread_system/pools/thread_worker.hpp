@@ -174,7 +174,9 @@ class thread_worker {
   latency_histogram run_histogram_;
 
   // Jobs spawned by jobs running on this worker; thieves steal from the top.
-  work_stealing_deque<detail::job_node*> deque_;
+  // 64 slots (512 bytes) hold the rest of the largest injector batch; the
+  // ring doubles when spawning needs more.
+  work_stealing_deque<detail::job_node*> deque_{max_injector_batch};
   // The LIFO slot: the newest job spawned on this worker, or 0. Only the
   // owner puts a job here (a newer one pushes the previous one onto the
   // deque); the owner takes it first, and thieves take it with an exchange

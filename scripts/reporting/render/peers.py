@@ -324,7 +324,9 @@ def table_memory(ctx, out):
     out.append("Mirrors the seed's *Memory Usage by Configuration* (its *Memory Allocation Impact* is the table of jobs that allocate). Each figure comes "
                "from its own process (threads and heap left by other benchmarks do not count). **RSS per worker**: "
                "VmRSS after creating a pool of N threads with all N running a job (malloc_trim first) minus VmRSS "
-               "before, divided by N — thread stacks (the touched pages) and per-thread malloc arenas are included. "
+               "before, divided by N — thread stacks (the touched pages) and per-thread malloc arenas are included. Pools "
+               "that own their threads are warmed up first (a 1-worker pool of the same library runs a job and is "
+               "destroyed), so code pages and one-time initialisation are not counted per worker. "
                "oneTBB's arena and OpenMP's team come from a process-wide pool created on first use, so their "
                "figure is the first use. Ratio: > 1 means the peer uses less.\n")
     libs = present_libs(runs, "memory_per_worker")
