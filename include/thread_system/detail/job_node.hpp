@@ -10,13 +10,13 @@
 // the peak number of jobs in flight.
 //
 // Memory: a chunk is raw storage for `chunk_size` nodes; a node is
-// constructed (its storage first written) only when a refill hands it out,
-// and a refill hands out what was asked for rounded up to `refill_step`, not
-// a whole chunk. So an idle or lightly used pool touches only the nodes it
-// used (a worker's first injector batch asks for 15), and one chunk serves
-// 16 workers. The pool reserves storage for each worker's first refill when
-// it prepares the worker (on the thread that creates the pool), so a worker
-// thread need not allocate, nor get a malloc arena, to start.
+// constructed (its storage first written) only when a refill hands it out.
+// A worker's first refill hands out what it asked for, rounded up to
+// `refill_step` (its first injector batch asks for 15); later ones a batch.
+// So an idle or lightly used pool touches only the nodes it used, and one
+// chunk serves 16 workers. The pool reserves storage for each worker's first
+// refill when it prepares the worker (on the thread that creates the pool),
+// so a worker thread need not allocate, nor get a malloc arena, to start.
 //
 // Out of memory: allocate() throws std::bad_alloc; try_allocate() and
 // reserve() report failure instead, and the cache stays usable (a worker
@@ -54,7 +54,7 @@ class job_node_pool {
     }
 
     job_node* allocate() {
-      if (free_.empty()) pool_->refill(free_, 1);
+      if (free_.empty()) refill(1);
       job_node* n = free_.back();
       free_.pop_back();
       return n;
@@ -66,7 +66,7 @@ class job_node_pool {
     bool reserve(std::size_t n) noexcept {
       while (free_.size() < n) {
         try {
-          pool_->refill(free_, n - free_.size());
+          refill(n - free_.size());
         } catch (...) {
           return false;
         }
@@ -81,8 +81,17 @@ class job_node_pool {
     }
 
    private:
+    // The first refill asks for what is needed (a worker that runs little
+    // touches few nodes); later ones for a whole batch, so that a worker
+    // that spawns or steals a lot takes the pool's mutex once per batch.
+    void refill(std::size_t needed) {
+      pool_->refill(free_, refilled_ ? batch_size : needed);
+      refilled_ = true;
+    }
+
     job_node_pool* pool_;
     std::vector<job_node*> free_;
+    bool refilled_ = false;
   };
 
  public:
@@ -132,10 +141,10 @@ class job_node_pool {
     chunks_.push_back(std::move(c));
   }
 
-  // Adds at least `want` nodes (rounded up to refill_step, at most a batch)
-  // to `out`: spilled ones first, then fresh ones of the newest chunk, then
-  // of a new chunk. Throws std::bad_alloc (leaving everything as it was)
-  // when a new chunk cannot be allocated.
+  // Adds up to `want` nodes (rounded up to refill_step, at most a batch) to
+  // `out`: spilled ones, or else fresh ones of the first chunk that has
+  // some, or else of a new chunk. Throws std::bad_alloc (leaving everything
+  // as it was) when a new chunk cannot be allocated.
   void refill(std::vector<job_node*>& out, std::size_t want) {
     want = (want + refill_step - 1) / refill_step * refill_step;
     if (want == 0) want = refill_step;
