@@ -111,22 +111,45 @@ TEST(LogModule, CallsWhileNoDefaultLoggerRunsAreRefusedAndCounted) {
   EXPECT_FALSE(ts::log_module::is_running());
 }
 
+// 000, "Migration Path", as written (namespace changed), compiled once with
+// HIGH_CONTENTION defined (the lock-free logger's name) and once without.
+namespace {
+void guide_migration_high_contention(int value) {
+  using namespace thread_system;
+#define HIGH_CONTENTION
+#ifdef HIGH_CONTENTION
+  using logger_type = lockfree_logger;
+#else
+  using logger_type = logger;
+#endif
+  auto& log = logger_type::handle();
+  log.write(log_types::Information, "Message: {}", value);
+#undef HIGH_CONTENTION
+}
+
+void guide_migration_default(int value) {
+  using namespace thread_system;
+#ifdef HIGH_CONTENTION
+  using logger_type = lockfree_logger;
+#else
+  using logger_type = logger;
+#endif
+  auto& log = logger_type::handle();
+  log.write(log_types::Information, "Message: {}", value);
+}
+}  // namespace
+
 TEST(LoggerHandle, TheGuidesMigrationExampleWritesToTheDefaultLogger) {
   capture c;
   ASSERT_TRUE(ts::log_module::start({c.sink()}, all_levels()));
-  {
-    using namespace thread_system;
-    const int value = 7;
-    // 000, "Migration Path", as written.
-    using logger_type = logger;
-    auto& log = logger_type::handle();
-    log.write(log_types::Information, "Message: {}", value);
-    EXPECT_EQ(&log, &logger::handle());  // the one default logger
-  }
+  guide_migration_default(7);
+  guide_migration_high_contention(8);
+  EXPECT_EQ(&ts::lockfree_logger::handle(), &ts::logger::handle());  // the one default logger
   ts::log_module::stop();
   std::lock_guard lock(c.m);
-  ASSERT_EQ(c.records.size(), 1U);
+  ASSERT_EQ(c.records.size(), 2U);
   EXPECT_EQ(c.records[0].message, "Message: 7");
+  EXPECT_EQ(c.records[1].message, "Message: 8");
   EXPECT_EQ(c.records[0].level, ts::log_level::info);
 }
 
