@@ -33,7 +33,9 @@
 
 namespace thread_system::detail {
 
-struct job_node {
+// One cache line per node: nodes of one chunk are handed to different
+// workers, and two workers' nodes must not share a line.
+struct alignas(64) job_node {
   job_function fn;
 };
 
@@ -123,9 +125,14 @@ class job_node_pool {
   }
 
  private:
+  // Raw, suitably aligned storage for one node (trivial: allocating an
+  // array of these writes nothing).
+  struct alignas(job_node) node_storage {
+    std::byte bytes[sizeof(job_node)];
+  };
   struct chunk {
-    std::unique_ptr<std::byte[]> storage;  // room for chunk_size nodes, aligned for job_node
-    std::size_t constructed = 0;           // nodes [0, constructed) are constructed
+    std::unique_ptr<node_storage[]> storage;  // room for chunk_size nodes
+    std::size_t constructed = 0;              // nodes [0, constructed) are constructed
     job_node* nodes() const noexcept { return std::launder(reinterpret_cast<job_node*>(storage.get())); }
   };
 
@@ -134,8 +141,7 @@ class job_node_pool {
   // hold at most every node: it is sized with each chunk so that spilling
   // never allocates.
   void add_chunk() {
-    static_assert(alignof(job_node) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
-    chunk c{std::unique_ptr<std::byte[]>(new std::byte[chunk_size * sizeof(job_node)]), 0};  // not zeroed: untouched
+    chunk c{std::unique_ptr<node_storage[]>(new node_storage[chunk_size]), 0};  // default-initialised: untouched
     chunks_.reserve(chunks_.size() + 1);
     spilled_.reserve((chunks_.size() + 1) * chunk_size);
     chunks_.push_back(std::move(c));
