@@ -311,6 +311,8 @@ namespace {
 // the heap the first time it is asked for. So an idle pool's threads touch
 // a page less of stack than with room for the largest batch there. Out of
 // memory the batch is the default one (the size is a hint).
+// NOLINTBEGIN(cppcoreguidelines-pro-type-member-init): storage_ is raw on
+// purpose (slots are constructed in first(), so untouched ones stay untouched).
 class batch_buffer {
  public:
   batch_buffer() = default;
@@ -336,6 +338,7 @@ class batch_buffer {
   std::size_t ready_ = 0;
   std::unique_ptr<job_function[]> large_;
 };
+// NOLINTEND(cppcoreguidelines-pro-type-member-init)
 static_assert(std::is_nothrow_default_constructible_v<job_function>);
 }  // namespace
 
