@@ -139,8 +139,8 @@ auto create_selected_pool(const std::string& name, size_t expected_concurrency, 
 
     // Add specialized workers for each priority
     std::vector<std::unique_ptr<typed_lockfree_thread_worker>> workers;
-    workers.push_back(
-        std::make_unique<typed_lockfree_thread_worker>(std::vector<job_types>{job_types::RealTime}, "RealTime Specialist"));
+    workers.push_back(std::make_unique<typed_lockfree_thread_worker>(std::vector<job_types>{job_types::RealTime},
+                                                                     "RealTime Specialist"));
     workers.push_back(
         std::make_unique<typed_lockfree_thread_worker>(std::vector<job_types>{job_types::Batch}, "Batch Specialist"));
     workers.push_back(std::make_unique<typed_lockfree_thread_worker>(std::vector<job_types>{job_types::Background},
