@@ -205,6 +205,8 @@ class JobPool {
   std::mutex mutex_;
 };
 
+// As written in the guides: their atomics use the default (seq_cst) order,
+// which this project's own code names explicitly; kept verbatim here.
 class PerformanceMonitor {
  public:
   struct Metrics {
