@@ -1,9 +1,10 @@
-// lockfree_queue and hazard-pointer specifics: reclamation, node pool,
-// destruction.
+// lockfree_queue and hazard-pointer specifics: reclamation, segment pool,
+// segment boundaries, destruction.
 #include "thread_system/queues/lockfree_queue.hpp"
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <mutex>
@@ -103,34 +104,45 @@ TEST(HazardPointers, DomainDestructorReclaimsLeftovers) {
   EXPECT_EQ(log.reclaimed.size(), 2U);
 }
 
-TEST(LockfreeQueue, BurstReturnsEveryNodeToThePool) {
+namespace {
+constexpr std::size_t segment_jobs = ts::lockfree_queue::segment_capacity;
+}  // namespace
+
+TEST(LockfreeQueue, BurstReturnsEverySegmentToThePool) {
   const std::size_t burst = 100'000;
-  ts::lockfree_queue queue(burst + 16);
+  const std::size_t segments = (burst + segment_jobs - 1) / segment_jobs;
+  ts::lockfree_queue queue(burst + 2 * segment_jobs);
   int ran = 0;
+  std::size_t after_first_round = 0;
   for (int round = 0; round < 2; ++round) {
     for (std::size_t i = 0; i < burst; ++i) ASSERT_TRUE(queue.try_push(ts::job_function([&ran] { ++ran; })));
+    EXPECT_EQ(queue.size_approx(), burst);
     ts::job_function job;
     while (queue.try_pop(job)) job();
+    EXPECT_EQ(queue.size_approx(), 0U);
     queue.collect();
     EXPECT_EQ(queue.retired_count(), 0U);
-    // Everything but the dummy is back in the pool.
+    // Everything but the current segment is back in the pool.
     EXPECT_EQ(queue.pooled_count() + 1, queue.allocated_count());
-    // The second round reuses the first round's nodes: no new allocation.
-    EXPECT_EQ(queue.allocated_count(), burst + 1) << "round " << round;
+    EXPECT_GE(queue.allocated_count(), segments) << "round " << round;
+    EXPECT_LE(queue.allocated_count(), segments + 1) << "round " << round;
+    // The second round reuses the first round's segments: no new allocation.
+    if (round == 0) after_first_round = queue.allocated_count();
+    EXPECT_EQ(queue.allocated_count(), after_first_round) << "round " << round;
   }
   EXPECT_EQ(ran, static_cast<int>(2 * burst));
 }
 
 TEST(LockfreeQueue, PoolLimitReturnsMemoryAfterBurst) {
-  ts::lockfree_queue queue(64);
+  ts::lockfree_queue queue(2 * segment_jobs);  // at most two segments pooled
   const std::size_t burst = ts::test::scaled(100'000);
   for (std::size_t i = 0; i < burst; ++i) ASSERT_TRUE(queue.try_push(ts::job_function([] {})));
-  EXPECT_GE(queue.allocated_count(), burst + 1);
+  EXPECT_GE(queue.allocated_count(), burst / segment_jobs);
   ts::job_function job;
   while (queue.try_pop(job)) job();
   queue.collect();
   EXPECT_EQ(queue.retired_count(), 0U);
-  EXPECT_LE(queue.pooled_count(), 64U);
+  EXPECT_LE(queue.pooled_count(), 2U);
   EXPECT_EQ(queue.allocated_count(), queue.pooled_count() + 1);
 }
 
@@ -158,10 +170,107 @@ TEST(LockfreeQueue, ConcurrentBurstIsFullyReclaimed) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(executed.load(std::memory_order_seq_cst), 2 * per_thread);  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_EQ(queue.size_approx(), 0U);
+  EXPECT_EQ(queue.jobs_moved(), 4 * per_thread);
   queue.collect();
   EXPECT_EQ(queue.retired_count(), 0U);
   EXPECT_EQ(queue.pooled_count() + 1, queue.allocated_count());
   EXPECT_LE(queue.hazard_record_count(), 4U);
+}
+
+// A batch longer than a segment is linked as a chain of segments: all of it,
+// contiguous, in order, after what was queued before.
+TEST(LockfreeQueue, BatchSpanningSegmentsStaysContiguous) {
+  ts::lockfree_queue queue;
+  std::vector<std::size_t> seen;
+  for (std::size_t i = 0; i < 3; ++i) ASSERT_TRUE(queue.try_push(ts::job_function([&seen, i] { seen.push_back(i); })));
+  std::vector<ts::job_function> batch;
+  const std::size_t batched = 3 * segment_jobs + 5;
+  for (std::size_t i = 3; i < 3 + batched; ++i) batch.emplace_back([&seen, i] { seen.push_back(i); });
+  ASSERT_TRUE(queue.push_batch(batch));
+  ASSERT_TRUE(queue.try_push(ts::job_function([&seen, n = 3 + batched] { seen.push_back(n); })));
+  EXPECT_EQ(queue.size_approx(), batched + 4);
+  ts::job_function job;
+  while (queue.try_pop(job)) job();
+  ASSERT_EQ(seen.size(), batched + 4);
+  for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], i);
+  // The first segment's unused cells were skipped, not claimed one by one
+  // (each would count as contention: a cell claimed ahead of any producer).
+  EXPECT_EQ(queue.cas_retries(), 0U);
+}
+
+// Small batches between single pushes: each batch starts a segment, and the
+// cells left unused before it cost consumers nothing.
+TEST(LockfreeQueue, SmallBatchesLeaveNoCellsToAbandon) {
+  ts::lockfree_queue queue;
+  std::size_t next = 0;
+  std::size_t ran = 0;
+  std::size_t expected = 0;
+  bool in_order = true;
+  auto job_for = [&](std::size_t value) {
+    return ts::job_function([&, value] {
+      if (value != expected) in_order = false;
+      expected = value + 1;
+      ++ran;
+    });
+  };
+  for (int round = 0; round < 200; ++round) {
+    ASSERT_TRUE(queue.try_push(job_for(next++)));
+    std::array<ts::job_function, 3> batch{job_for(next), job_for(next + 1), job_for(next + 2)};
+    next += 3;
+    ASSERT_TRUE(queue.push_batch(batch));
+    if (round % 3 == 0) {
+      ts::job_function job;
+      while (queue.try_pop(job)) job();
+    }
+  }
+  ts::job_function job;
+  while (queue.try_pop(job)) job();
+  EXPECT_TRUE(in_order);
+  EXPECT_EQ(ran, next);
+  EXPECT_EQ(queue.cas_retries(), 0U);
+}
+
+// Cells run out many times over: a producer links a new segment, consumers
+// leave used-up ones, while producers and consumers race at the boundary.
+TEST(LockfreeQueue, SegmentBoundariesUnderContentionLoseNothing) {
+  ts::lockfree_queue queue(0);  // nothing pooled: every segment is fresh
+  constexpr int producers = 3;
+  const std::size_t per_producer = ts::test::scaled(20 * segment_jobs);
+  std::atomic<std::size_t> popped{0};
+  std::vector<std::thread> threads;
+  std::mutex order_mutex;
+  std::vector<std::size_t> next_expected(producers, 0);
+  bool in_order = true;
+  for (int p = 0; p < producers; ++p) {
+    threads.emplace_back([&, p] {
+      for (std::size_t i = 0; i < per_producer; ++i) {
+        // Each job checks that its producer's jobs run in push order (one
+        // consumer at a time checks under the mutex, so the order is the pops').
+        ASSERT_TRUE(queue.try_push(ts::job_function([&, p, i] {
+          std::lock_guard lock(order_mutex);
+          if (next_expected[static_cast<std::size_t>(p)] != i) in_order = false;
+          next_expected[static_cast<std::size_t>(p)] = i + 1;
+        })));
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    ts::job_function job;
+    // relaxed: progress only; the join orders the final read.
+    while (popped.load(std::memory_order_relaxed) < producers * per_producer) {
+      if (queue.try_pop(job)) {
+        job();
+        popped.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  });
+  for (auto& t : threads) t.join();
+  EXPECT_TRUE(in_order);
+  ts::job_function job;
+  EXPECT_FALSE(queue.try_pop(job));
+  queue.collect();
+  EXPECT_EQ(queue.allocated_count(), 1U);  // nothing pooled, only the current segment left
 }
 
 TEST(LockfreeQueue, DestructionDestroysQueuedJobsOnce) {
@@ -192,6 +301,7 @@ TEST(LockfreeQueue, RefusedPushKeepsTheJob) {
     ASSERT_TRUE(job);
     job();
     EXPECT_EQ(queue.allocated_count(), queue.pooled_count() + queue.retired_count() + 1);
+    EXPECT_EQ(queue.size_approx(), 0U);
   }
   EXPECT_EQ(tracker.alive(), 0);
   // seq_cst: relaxed tracker count, ordered by the wait/join above

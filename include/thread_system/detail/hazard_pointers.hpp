@@ -127,6 +127,20 @@ class hazard_domain {
   /// always has a record to wait for. Throws std::bad_alloc.
   void reserve_record() { release(acquire_record()); }
 
+  /// Owner-written counters per record (see hazard_holder::tally()).
+  static constexpr std::size_t tally_count = 3;
+
+  /// The sum of counter `index` over every record: what all operations
+  /// tallied so far. Relaxed reads: approximate while operations run.
+  [[nodiscard]] std::uint64_t tally_sum(std::size_t index) const noexcept {
+    std::uint64_t total = 0;
+    // acquire: pairs with the release CAS that published each record.
+    for (record* current = records_.load(std::memory_order_acquire); current != nullptr; current = current->next) {
+      total += current->tallies[index].load(std::memory_order_relaxed);  // statistics only
+    }
+    return total;
+  }
+
   /// Records allocated so far (never shrinks until destruction).
   [[nodiscard]] std::size_t record_count() const noexcept {
     return record_count_.load(std::memory_order_relaxed);  // statistics only
@@ -141,6 +155,10 @@ class hazard_domain {
     alignas(64) std::atomic<const void*> hazards[slots_per_record] = {};
     std::atomic<bool> in_use{true};
     std::atomic<std::size_t> retired_size{0};
+    // Counters written only by the holder (tally()), read by anyone
+    // (tally_sum()): statistics an operation keeps without a shared
+    // read-modify-write.
+    std::atomic<std::uint64_t> tallies[tally_count] = {};
     record* next = nullptr;          // immutable once the record is published
     std::vector<void*> retired;      // owned by the holder of the record
     std::vector<const void*> found;  // scratch for scan(), owned likewise
@@ -350,6 +368,15 @@ class hazard_holder {
     // release: our last accesses to the node happen-before a scan that sees
     // the slot empty (pairs with the seq_cst loads in scan()).
     record_.hazards[slot].store(nullptr, std::memory_order_release);
+  }
+
+  /// Adds `amount` to this record's counter `index` (read by
+  /// hazard_domain::tally_sum()). Only the holder writes it, so a relaxed
+  /// load and store suffice: no read-modify-write; the exchange/release
+  /// that hands the record between threads orders successive holders.
+  void tally(std::size_t index, std::uint64_t amount) noexcept {
+    std::atomic<std::uint64_t>& counter = record_.tallies[index];
+    counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
   }
 
   /// Hands `pointer`, already unlinked (no thread can newly reach it), to

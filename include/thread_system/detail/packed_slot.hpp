@@ -19,6 +19,9 @@
 //   put(job)      moves a prepared, non-empty job into the slot.
 //   take(out)     moves the slot's job into `out` (unboxed); the slot then
 //                 holds nothing.
+//   take_prepared(out) moves the slot's job into `out` as it was put, still
+//                 boxed if prepare() boxed it: for a push that stored a job
+//                 and must take it back to try again.
 //   destroy()     destroys the slot's job without running or cancelling it.
 #pragma once
 
@@ -93,6 +96,10 @@ class packed_slot {
     out.reset();
     out.unpack_from(words_);
     unbox_job(out);
+  }
+  THREAD_SYSTEM_ALWAYS_INLINE void take_prepared(job_function& out) noexcept {
+    out.reset();
+    out.unpack_from(words_);
   }
   void destroy() noexcept {
     job_function doomed;

@@ -1,14 +1,15 @@
 // adaptive_job_queue: a job queue that holds a mutex-strategy queue
 // (job_queue, a spin-locked growable ring) and a lock-free queue
-// (lockfree_queue, Michael-Scott) and routes every operation to one of them,
-// switching between the two according to what it measures.
+// (lockfree_queue, fetch-and-add segments) and routes every operation to one
+// of them, switching between the two according to what it measures.
 //
 // Strategies (fixed at construction):
 //   * FORCE_MUTEX / FORCE_LOCKFREE: always that queue; never switches.
 //   * ADAPTIVE: starts on the mutex queue and measures, per window of
 //     `policy.window` jobs moved (pushed or popped), the contention of the
 //     queue in use - the mutex queue's lock found held at the first attempt,
-//     the lock-free queue's failed CASes - and the wall time per job moved.
+//     the lock-free queue's contention events (lockfree_queue::cas_retries())
+//     - and the wall time per job moved.
 //       - On the mutex queue, a contention ratio (events / jobs) at or above
 //         `to_lockfree_threshold` switches to the lock-free queue.
 //       - On the lock-free queue, a ratio at or below `to_mutex_threshold`
@@ -28,7 +29,7 @@
 //     jobs per second. The measurements add no shared read-modify-write to
 //     an operation: the mutex queue counts contended operations itself (on
 //     its lock's cache line), the lock-free queue counts
-//     failed CASes in counters it keeps anyway, and a window is
+//     contention in per-record counters it keeps anyway, and a window is
 //     evaluated by one thread (steady_clock once).
 //     Who looks at the window: on the mutex queue, every 64th operation
 //     that found the lock held (out of line, holding the lock); an
@@ -52,9 +53,10 @@
 //     holding the same lock, so no mutex-queue operation acts on an
 //     outdated state. A pop that finds the previous mutex queue empty marks
 //     it drained under the lock: no push can enter it any more.
-//   * Lock-free queue: a switch away from it *seals* it (a sentinel linked
-//     with the same CAS pushes use), so a late push fails and retries on the
-//     new active queue, and a pop that finds it empty and sealed knows it is
+//   * Lock-free queue: a switch away from it *seals* it (a flag on its last
+//     segment and a sentinel after it; every index handed out before is
+//     resolved, see lockfree_queue.hpp), so a late push fails and retries on
+//     the new active queue, and a pop that finds it empty and sealed knows it is
 //     empty until it is unsealed. A pop announces itself by holding its
 //     hazard record (a seq_cst exchange it performs anyway) and only then
 //     reads the state; a switch *to* the lock-free queue (which unseals it,
@@ -142,9 +144,10 @@ struct adaptive_policy {
 struct adaptive_queue_statistics {
   queue_strategy current_strategy = queue_strategy::FORCE_MUTEX;  ///< FORCE_MUTEX or FORCE_LOCKFREE: the queue in use.
   std::uint64_t switches = 0;                                     ///< Completed switches.
-  std::uint64_t operations = 0;         ///< Jobs moved: jobs pushed plus jobs popped, over both queues.
-  std::uint64_t contention_events = 0;  ///< Mutex queue: lock found held; lock-free queue: failed CASes.
-  std::uint64_t probes_rejected = 0;    ///< Switches to the lock-free queue undone because it was slower.
+  std::uint64_t operations = 0;  ///< Jobs moved: jobs pushed plus jobs popped, over both queues.
+  std::uint64_t contention_events =
+      0;                              ///< Mutex queue: lock found held; lock-free queue: lockfree_queue::cas_retries().
+  std::uint64_t probes_rejected = 0;  ///< Switches to the lock-free queue undone because it was slower.
 };
 
 /// A job queue that routes every operation to a mutex queue or a lock-free queue, switching between them by measured

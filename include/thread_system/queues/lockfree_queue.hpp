@@ -1,72 +1,113 @@
 // lockfree_queue: an unbounded, lock-free multi-producer multi-consumer FIFO
 // of jobs.
 //
-// Algorithm: the two-CAS linked queue of M. M. Michael and M. L. Scott,
-// "Simple, Fast, and Practical Non-Blocking and Blocking Concurrent Queue
-// Algorithms", PODC 1996. `head_` points at a dummy node whose successor is
-// the oldest job; producers link a node after the last one with a CAS on its
-// `next`, then swing `tail_` (any thread that finds `tail_` lagging helps
-// swing it). A consumer swings `head_` to the successor, takes the job out of
-// it (the successor becomes the new dummy) and retires the old dummy.
+// Algorithm: a linked list of array segments indexed by fetch-and-add, after
+// the FAAArrayQueue of P. Ramalhete and A. Correia ("FAAArrayQueue",
+// concurrencyfreaks, 2016; the same idea as the segments of LCRQ, A. Morrison
+// and Y. Afek, PPoPP 2013). Each segment holds `segment_capacity` cells and
+// two counters. A producer takes a cell index with one fetch-and-add on the
+// tail segment's `enq`, writes its job into the cell and publishes it with a
+// CAS on the cell's state (empty -> full). A consumer takes an index with one
+// fetch-and-add on the head segment's `deq` and exchanges the cell's state
+// to `abandoned`: if it was full, the job is its own; if the producer has not
+// written yet, the cell is abandoned, the producer's CAS fails and it takes
+// another index. A fetch-and-add never fails, so contended producers (and
+// consumers) do not retry each other's CASes as on a linked queue's tail:
+// each job costs one read-modify-write on the shared counter and one on its
+// own cell. A producer that finds the tail segment full links a new segment
+// (with its job in the first cell) with one CAS on `next`; a consumer that
+// finds the head segment used up moves `head_` on and retires it.
+//
+// Two refinements keep consumers from running ahead of producers, the
+// weakness of a fetch-and-add queue when it is nearly empty (an index a
+// consumer claims before its producer has it is abandoned, and the producer
+// must take another): when at most `claim_by_cas_within` (8) indices are
+// handed out and unclaimed, a consumer claims exactly the next one with a
+// CAS instead, and a consumer whose cell is not yet published waits for it
+// for a bounded `publish_wait_spins` (64) pauses before abandoning it.
+//
+// A segment followed by another before all its cells were handed out (a
+// batch was linked after it) is flagged FULL by the consumer that reaches
+// its end: a producer that then gets one of its indices goes on to the next
+// segment, so consumers need not claim its unused cells one by one.
 //
 // Reclamation: hazard pointers (M. M. Michael, IEEE TPDS 2004; see
-// detail/hazard_pointers.hpp). A node that is retired goes back to the node
-// pool only after a scan found no hazard slot holding it.
+// detail/hazard_pointers.hpp), one per segment an operation uses. A segment
+// goes back to the segment pool only after a scan found no hazard slot
+// holding it; the pool's free list (a Treiber stack) takes segments only
+// from a scan, never directly, so its CAS cannot meet an ABA (a segment a
+// thread holds a hazard on cannot be recycled under it). `head_` never
+// passes `tail_`: a consumer moves `tail_` on before it retires the segment
+// it leaves.
 //
-// Why ABA cannot happen: every CAS here compares a pointer the thread has
-// protected with a hazard pointer and re-validated (`head_`, `tail_`, a
-// node's `next`, the pool's top). A node changes role (dequeued → pooled →
-// reused as a new node) only by passing through retire + scan, and a scan
-// never releases a node a hazard slot holds. So while a thread's CAS expects
-// address A, A cannot be recycled and come back under the same address: if
-// the location changed, it holds a different node, and the CAS fails as it
-// should. This also covers the pool's free list (a Treiber stack, itself
-// prone to ABA): nodes enter it only from a scan, never directly, not even a
-// node taken for a push that then failed on a closed queue.
+// Memory: a segment is `segment_capacity` (128) cells of 40 bytes plus three
+// cache lines of counters, about 5.3 KiB; an empty queue holds one. Reclaimed
+// segments are kept for reuse up to `max_pooled_jobs` jobs' worth, so once
+// the pool holds the working set, pushing and popping allocate nothing; the
+// rest are freed. A cell stores the job in job_function's packed form in 4
+// words (detail/packed_slot.hpp): callables of up to `inline_job_bytes` (16)
+// bytes - function pointers, lambdas capturing two pointers, anything
+// job_function already keeps on the heap - are stored in the cell; a larger
+// callable is boxed (one extra allocation per push, freed by the pop that
+// takes it).
 //
-// Node pool: reclaimed nodes are kept on a lock-free free list and reused by
-// later pushes, so once the pool holds the working set, pushing and popping
-// allocate nothing. The pool keeps at most `max_pooled_nodes` (constructor
-// argument); beyond that reclaimed nodes are freed, so memory returns to
-// `max_pooled_nodes` nodes after a burst.
-//
-// Node size: 40 bytes, the `next` pointer and the job in job_function's
-// packed form in 4 words (detail/packed_slot.hpp), so that a node is one
-// 48-byte malloc chunk. Callables of up to `inline_job_bytes` (16) bytes -
-// function pointers, lambdas capturing two pointers, anything job_function
-// already keeps on the heap - are stored in the node; a larger callable is
-// boxed (one extra allocation per push, freed by the pop that takes it).
+// Closing and sealing. A segment's `enq` carries three flag bits above the
+// index (CLOSED, SEALED, FULL). close() sets CLOSED on the last segment and links a sentinel in
+// its `next` (so no segment is appended after it), then *resolves* every
+// cell index handed out before: it sets the flag on every segment still in
+// the queue and CASes each cell whose producer has not published yet from
+// empty to abandoned. A producer whose cell was resolved retries, finds the
+// flag and fails. So pushes and close are totally ordered: a push published
+// before the resolution completes, every later push fails with
+// `pool_stopped`. Sealing (for adaptive_job_queue) is the same with SEALED and
+// a second sentinel; pushes then fail with a `sealed` status (not an error:
+// the adaptive queue retries them on its other queue) and pops report
+// `ended` once they reach it; unseal() removes the sentinel and the flag.
+// close() overrides a seal.
 //
 // Contract:
 //   * Any number of threads may call any member concurrently. Threads beyond
 //     those already seen may allocate a hazard record (see the domain).
-//   * FIFO: jobs pushed by one thread are popped in the order pushed.
+//   * Lock-free: a push or pop retries only after another operation made
+//     progress (claimed an index first, abandoned a cell, appended a
+//     segment); no operation waits for another to finish beyond a consumer's
+//     bounded wait for its cell to be published.
+//   * FIFO: jobs pushed by one thread are popped in the order pushed (its
+//     cells are taken in segment order, and by increasing index in one).
 //   * A successful push happens-before the pop that returns its job.
 //   * try_push fails with `invalid_argument` (empty job), `pool_stopped`
 //     (closed) or `resource_exhausted` (out of memory); on failure the job
-//     still holds its callable (it may have been relocated into a node and
+//     still holds its callable (it may have been relocated into a cell and
 //     back, which for a job_function is not observable beyond the move).
-//   * push_batch links the whole batch with one CAS: all or none.
-//   * close() links a sentinel after the last node with the same CAS pushes
-//     use, so pushes and close are totally ordered: a push that linked first
-//     completes, every later push fails with `pool_stopped`. Pops keep
-//     returning the jobs before the sentinel; once close() has returned, a
-//     pop that returns false proves the queue is empty for good.
-//   * size_approx() is pushes minus pops from two relaxed counters:
-//     approximate, clamped at zero.
+//   * push_batch puts the whole batch into private segments and links them
+//     with one CAS: all or none, and the batch is contiguous in the queue
+//     (later pushes fill the rest of its last segment). Each batch starts a
+//     segment, so a stream of small batches turns segments over faster than
+//     single pushes do (they come from the pool, not the allocator).
+//   * close() is totally ordered with pushes (above). Pops keep returning
+//     the jobs queued before; once close() has returned, a pop that returns
+//     false proves the queue is empty for good (every cell index handed out
+//     is either taken by a pop or was resolved).
+//   * A pop returns false when it found no cell to take: every index handed
+//     to a producer so far was taken by some pop (one still running may yet
+//     receive its job) and no segment follows.
+//   * size_approx() is pushes minus pops, summed from per-record counters
+//     (no shared counter on the hot path): approximate, clamped at zero.
 //   * The destructor destroys queued jobs (not run, not cancelled) exactly
-//     once and frees every node, requiring that no other member is running.
+//     once and frees every segment, requiring that no other member is
+//     running.
 //
-// Sealing (for adaptive_job_queue, a friend): seal() links a second kind of
-// sentinel with the same CAS, after which pushes fail with a `sealed` status
-// (not an error: the adaptive queue retries them on its other queue) and
-// pops report `ended` once they reach it; unseal() removes it again. close()
-// overrides a seal. pop_checked() runs a caller's check after the operation
-// holds its hazard record, and operation_in_progress() tells whether any
-// operation holds one: together they let the adaptive queue prove that no
-// pop which decided under an older state is still running (see there).
+// For adaptive_job_queue (a friend): seal()/unseal() (above); pop_checked()
+// runs a caller's check after the operation holds its hazard record, and
+// operation_in_progress() tells whether any operation holds one: together
+// they let the adaptive queue prove that no pop which decided under an older
+// state is still running (see there). cas_retries() is the queue's
+// contention: failed CASes, cells abandoned under a producer, and
+// fetch-and-adds that found their counter moved since the thread read it
+// (the event that would have failed a CAS on a linked queue).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -74,34 +115,40 @@
 #include <optional>
 #include <span>
 #include <utility>
-#include "thread_system/detail/chaos.hpp"
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/detail/chaos.hpp"
 #include "thread_system/detail/hazard_pointers.hpp"
 #include "thread_system/detail/packed_slot.hpp"
+#include "thread_system/detail/spin.hpp"
 #include "thread_system/queues/queue_concept.hpp"
 
 namespace thread_system {
 
-/// An unbounded, lock-free multi-producer multi-consumer FIFO of jobs (Michael-Scott queue with hazard pointers).
+/// An unbounded, lock-free multi-producer multi-consumer FIFO of jobs (linked array segments indexed by
+/// fetch-and-add, hazard pointers).
 class lockfree_queue {
  public:
-  /// Default bound on the reclaimed nodes kept for reuse.
-  static constexpr std::size_t default_max_pooled_nodes = 8192;
+  /// Cells per segment: jobs a segment holds.
+  static constexpr std::size_t segment_capacity = 128;
 
-  /// Callables up to this size are stored in the queue's node; larger ones
+  /// Default bound on the reclaimed segments kept for reuse, in jobs' worth (64 segments).
+  static constexpr std::size_t default_max_pooled_jobs = 8192;
+
+  /// Callables up to this size are stored in the queue's cell; larger ones
   /// cost one more allocation per push (see the header comment).
   static constexpr std::size_t inline_job_bytes = 16;
 
-  /// An empty queue that keeps at most `max_pooled_nodes` reclaimed nodes for reuse; the rest are freed.
-  explicit lockfree_queue(std::size_t max_pooled_nodes = default_max_pooled_nodes)
-      : max_pooled_(max_pooled_nodes), domain_(&reclaim_node, this) {
+  /// An empty queue that keeps reclaimed segments for reuse up to `max_pooled_jobs` jobs' worth (rounded up to
+  /// whole segments); the rest are freed.
+  explicit lockfree_queue(std::size_t max_pooled_jobs = default_max_pooled_jobs)
+      : max_pooled_((max_pooled_jobs + segment_capacity - 1) / segment_capacity), domain_(&reclaim_segment, this) {
     domain_.reserve_record();  // close() waits for a record rather than fail for lack of memory
-    node* dummy = new node;
+    auto* first = new segment;
     allocated_.store(1, std::memory_order_relaxed);  // before the queue is shared
-    head_.store(dummy, std::memory_order_relaxed);   // published by the constructor's completion
-    tail_.store(dummy, std::memory_order_relaxed);   // likewise
+    head_.store(first, std::memory_order_relaxed);   // published by the constructor's completion
+    tail_.store(first, std::memory_order_relaxed);   // likewise
   }
 
   /// Not copyable.
@@ -109,25 +156,25 @@ class lockfree_queue {
   /// Not copyable.
   lockfree_queue& operator=(const lockfree_queue&) = delete;
 
-  /// Destroys the jobs still queued (not run, not cancelled) and frees every node. Requires that no other member is
-  /// running.
+  /// Destroys the jobs still queued (not run, not cancelled) and frees every segment. Requires that no other member
+  /// is running.
   ~lockfree_queue() {
-    // Quiescent: no hazard is set, so every retired node is reclaimed (into
-    // the pool or freed).
+    // Quiescent: no hazard is set, so every retired segment is reclaimed
+    // (into the pool or freed).
     domain_.collect();
     // relaxed below: the caller guarantees no concurrent member call.
-    node* current = head_.load(std::memory_order_relaxed);
-    bool dummy = true;  // the first node's job was taken by the pop that made it the dummy
-    while (current != nullptr && current != closed_marker() && current != sealed_marker()) {
-      node* next = current->next.load(std::memory_order_relaxed);
-      if (!dummy) current->job.destroy();  // a still-queued job, destroyed exactly once
-      dummy = false;
+    segment* current = head_.load(std::memory_order_relaxed);
+    while (current != nullptr && !is_marker(current)) {
+      for (cell& c : current->cells) {
+        if (c.state.load(std::memory_order_relaxed) == cell_full) c.job.destroy();  // queued, never taken
+      }
+      segment* next = current->next.load(std::memory_order_relaxed);
       delete current;
       current = next;
     }
     current = pool_top_.load(std::memory_order_relaxed);
     while (current != nullptr) {
-      node* next = current->next.load(std::memory_order_relaxed);
+      segment* next = current->next.load(std::memory_order_relaxed);
       delete current;
       current = next;
     }
@@ -140,7 +187,7 @@ class lockfree_queue {
   }
 
   /// Appends every job of `jobs` in order, all or none: the jobs are put in
-  /// a private chain of nodes that is linked with one CAS.
+  /// private segments that are linked with one CAS.
   [[nodiscard]] result<void> push_batch(std::span<job_function> jobs) {
     for (const auto& job : jobs) {
       if (!job) return make_error(error_code::invalid_argument, "lockfree_queue: empty job in batch");
@@ -151,16 +198,19 @@ class lockfree_queue {
   /// Moves the oldest job into `out`; false when empty.
   [[nodiscard]] bool try_pop(job_function& out) {
     detail::hazard_holder holder(domain_);
-    return pop_one(holder, out) == pop_status::taken;
+    if (pop_one(holder, out) != pop_status::taken) return false;
+    holder.tally(tally_popped, 1);
+    return true;
   }
 
   /// Moves up to `out.size()` of the oldest jobs into `out`, in order
-  /// (one hazard record for the batch, one CAS per job); returns how many.
+  /// (one hazard record for the batch); returns how many.
   [[nodiscard]] std::size_t pop_batch(std::span<job_function> out) {
     if (out.empty()) return 0;
     detail::hazard_holder holder(domain_);
     std::size_t count = 0;
     while (count < out.size() && pop_one(holder, out[count]) == pop_status::taken) ++count;
+    holder.tally(tally_popped, count);
     return count;
   }
 
@@ -169,24 +219,8 @@ class lockfree_queue {
   /// operation releases instead of allocating one.
   void close() noexcept {
     detail::hazard_holder holder(domain_, detail::hazard_holder::never_fails);
-    for (;;) {
-      node* last = holder.protect(0, tail_);
-      // acquire: pairs with the release CAS that linked last's successor.
-      node* next = last->next.load(std::memory_order_acquire);
-      if (next == closed_marker()) break;
-      if (next != nullptr && next != sealed_marker()) {
-        advance_tail(last, next);
-        continue;
-      }
-      // seq_cst: the same CAS pushes use, so close and every push are
-      // totally ordered on this `next` (pairs with link()). A seal is
-      // replaced: closing is final.
-      THREAD_SYSTEM_CHAOS_POINT();
-      if (last->next.compare_exchange_strong(next, closed_marker(), std::memory_order_seq_cst,
-                                             std::memory_order_relaxed)) {
-        break;
-      }
-    }
+    (void)mark_end(holder, closed_flag, closed_marker());
+    resolve_pending(holder, closed_flag);
     closed_.store(true, std::memory_order_release);  // pairs with the acquire in is_closed()
   }
 
@@ -197,61 +231,91 @@ class lockfree_queue {
 
   /// Number of queued jobs; approximate under concurrency.
   [[nodiscard]] std::size_t size_approx() const noexcept {
-    // relaxed: statistics only; two counters read at different moments.
-    const std::size_t popped = popped_.load(std::memory_order_relaxed);
-    const std::size_t pushed = pushed_.load(std::memory_order_relaxed);
-    return pushed > popped ? pushed - popped : 0;
+    // Two sums read at different moments (statistics only).
+    const std::uint64_t popped = domain_.tally_sum(tally_popped);
+    const std::uint64_t pushed = domain_.tally_sum(tally_pushed);
+    return pushed > popped ? static_cast<std::size_t>(pushed - popped) : 0;
   }
   /// True when size_approx() is 0; approximate under concurrency.
   [[nodiscard]] bool empty_approx() const noexcept { return size_approx() == 0; }
 
-  /// Nodes currently allocated (queued + dummy + pooled + retired + in use by
+  /// Segments currently allocated (in the queue, pooled, retired, or held by
   /// a running operation). For tests and statistics; approximate while
   /// operations run.
   [[nodiscard]] std::size_t allocated_count() const noexcept {
     return allocated_.load(std::memory_order_relaxed);  // statistics only
   }
-  /// Nodes on the free list.
+  /// Segments on the free list.
   [[nodiscard]] std::size_t pooled_count() const noexcept {
     return pooled_.load(std::memory_order_relaxed);  // statistics only
   }
-  /// Failed CAS attempts on the queue's ends (pushes racing for the tail,
-  /// pops racing for the head): the queue's contention. Relaxed counter.
-  [[nodiscard]] std::uint64_t cas_retries() const noexcept {
-    return cas_retries_.load(std::memory_order_relaxed);  // statistics only
-  }
-  /// Jobs pushed plus jobs popped so far (relaxed counters, approximate
-  /// while operations run).
+  /// The queue's contention so far: failed CASes, cells abandoned under a
+  /// producer, and fetch-and-adds that found their counter moved by another
+  /// thread since this one read it. Approximate while operations run.
+  [[nodiscard]] std::uint64_t cas_retries() const noexcept { return domain_.tally_sum(tally_contention); }
+  /// Jobs pushed plus jobs popped so far (approximate while operations run).
   [[nodiscard]] std::uint64_t jobs_moved() const noexcept {
-    // relaxed: statistics only.
-    return pushed_.load(std::memory_order_relaxed) + popped_.load(std::memory_order_relaxed);
+    return domain_.tally_sum(tally_pushed) + domain_.tally_sum(tally_popped);
   }
-  /// Nodes retired and waiting for a scan.
+  /// Segments retired and waiting for a scan.
   [[nodiscard]] std::size_t retired_count() const noexcept { return domain_.retired_count(); }
   /// Hazard records allocated (about the number of threads that used the queue at once).
   [[nodiscard]] std::size_t hazard_record_count() const noexcept { return domain_.record_count(); }
 
-  /// Scans the retired nodes of every idle hazard record now rather than at
-  /// the next threshold. With no operation running, retired_count() is 0
+  /// Scans the retired segments of every idle hazard record now rather than
+  /// at the next threshold. With no operation running, retired_count() is 0
   /// afterwards.
   void collect() { domain_.collect(); }
 
  private:
-  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init): `job` is raw words (see below)
-  struct node {
-    // Successor in the queue, or the next free node while on the pool. Both
-    // uses are atomic because a stale thread may read it after the node
-    // changed role (its CAS then fails).
-    std::atomic<node*> next{nullptr};
-    // A job while the node is queued (not the dummy); nothing otherwise.
-    // Raw words, written when a job is stored (not zeroed: a cost per node).
-    detail::packed_slot<4> job;
-  };
-  static_assert(sizeof(node) == 40, "a node should be one 48-byte malloc chunk");
-  static_assert(decltype(node::job)::inline_bytes == inline_job_bytes);
-
   friend class adaptive_job_queue;
   using slot = detail::packed_slot<4>;
+
+  // Cell states. Producers CAS empty -> full; consumers (and a resolving
+  // close or seal) end a cell's use with abandoned.
+  static constexpr std::uint32_t cell_empty = 0;
+  static constexpr std::uint32_t cell_full = 1;
+  static constexpr std::uint32_t cell_abandoned = 2;
+
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init): `job` is raw words, written before it is published
+  struct cell {
+    std::atomic<std::uint32_t> state{cell_empty};
+    slot job;
+  };
+  static_assert(sizeof(cell) == 40);
+  static_assert(slot::inline_bytes == inline_job_bytes);
+
+  // Flag bits of a segment's `enq`, above the index.
+  static constexpr std::uint64_t closed_flag = std::uint64_t{1} << 63;
+  static constexpr std::uint64_t sealed_flag = std::uint64_t{1} << 62;
+  // Set by a consumer on a segment that a later one follows: its unused
+  // cells will not be handed out (see pop_one()).
+  static constexpr std::uint64_t full_flag = std::uint64_t{1} << 61;
+  static constexpr std::uint64_t any_flag = closed_flag | sealed_flag | full_flag;
+  static constexpr std::uint64_t index_mask = full_flag - 1;
+
+  // Producers' counter, consumers' counter and the link on separate cache
+  // lines, so that one side's read-modify-writes do not invalidate the
+  // other's line (false sharing).
+  struct segment {
+    alignas(64) std::atomic<std::uint64_t> enq{0};  // next cell for a producer, plus flags
+    alignas(64) std::atomic<std::uint64_t> deq{0};  // next cell for a consumer
+    // The next segment, a sentinel (closed/sealed), or null on the last one.
+    // Also the next free segment while on the pool.
+    alignas(64) std::atomic<segment*> next{nullptr};
+    cell cells[segment_capacity];
+  };
+
+  // A pop claims its index with a CAS rather than a fetch-and-add when at
+  // most this many indices are handed out and not yet claimed (see pop_one()).
+  static constexpr std::uint64_t claim_by_cas_within = 8;
+  // How long a pop waits for the producer of its cell to publish (pauses).
+  static constexpr unsigned publish_wait_spins = 64;
+
+  // Per-record counters (detail::hazard_holder::tally()).
+  static constexpr std::size_t tally_pushed = 0;
+  static constexpr std::size_t tally_popped = 1;
+  static constexpr std::size_t tally_contention = 2;
 
   enum class link_status { linked, sealed, closed, out_of_memory };
   enum class pop_status {
@@ -273,23 +337,132 @@ class lockfree_queue {
     return make_error(error_code::pool_stopped, "lockfree_queue: queue is closed");
   }
 
+  // Sentinel addresses, never dereferenced: `next == closed_marker()` marks
+  // the last segment of a closed queue, `sealed_marker()` of a sealed one.
+  // Two aligned addresses of a static buffer, shared by every queue.
+  alignas(alignof(std::max_align_t) > 64 ? alignof(std::max_align_t)
+                                         : 64) static inline unsigned char sentinel_storage_[128] = {};
+  static segment* closed_marker() noexcept {
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): an address only, never dereferenced
+    return reinterpret_cast<segment*>(&sentinel_storage_[0]);
+  }
+  static segment* sealed_marker() noexcept {
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): an address only, never dereferenced
+    return reinterpret_cast<segment*>(&sentinel_storage_[64]);
+  }
+  static bool is_marker(const segment* s) noexcept { return s == closed_marker() || s == sealed_marker(); }
+  static link_status end_status(const segment* marker) noexcept {
+    return marker == closed_marker() ? link_status::closed : link_status::sealed;
+  }
+
   // Pushes one job. Unless it returns `linked`, `job` still holds its callable.
   link_status push_one(job_function&& job) {
     if (!slot::prepare(job)) return link_status::out_of_memory;
     try {
       detail::hazard_holder holder(domain_);
-      node* fresh = take_node(holder);
-      fresh->job.put(std::move(job));
-      if (const link_status linked = link(holder, fresh, fresh, 1); linked != link_status::linked) {
-        fresh->job.take(job);  // unboxed: the caller gets back what it pushed
-        holder.retire(fresh);  // through a scan, never straight to the pool (see ABA above)
-        return linked;
-      }
-      return link_status::linked;
-    } catch (const std::bad_alloc&) {
+      const link_status status = place(holder, job);
+      if (status != link_status::linked) slot::unprepare(job);  // the caller gets back what it pushed
+      return status;
+    } catch (const std::bad_alloc&) {  // no hazard record could be allocated
       slot::unprepare(job);
       return link_status::out_of_memory;
     }
+  }
+
+  // Puts the prepared `job` into a cell (or a new segment). Unless it
+  // returns `linked`, `job` still holds its (prepared) callable.
+  link_status place(detail::hazard_holder& holder, job_function& job) {
+    segment* spare = nullptr;  // a segment taken for appending that lost the race; reused next time
+    for (;;) {
+      segment* last = holder.protect(0, tail_);
+      // relaxed: a flag seen here spares the fetch-and-add (a refused push
+      // then uses up no index); otherwise only compared with its result, to
+      // count contention.
+      const std::uint64_t seen = last->enq.load(std::memory_order_relaxed);
+      std::uint64_t ticket = seen;
+      if ((seen & any_flag) == 0) {
+        // seq_cst: the index decides the cell; also totally ordered with the
+        // flags set by close()/seal() (a read-modify-write on the same word),
+        // and with the pool's sleeper check after a push (pairs with the
+        // seq_cst loads of the counters in pop_one()).
+        THREAD_SYSTEM_CHAOS_POINT();
+        ticket = last->enq.fetch_add(1, std::memory_order_seq_cst);
+        if (ticket != seen) holder.tally(tally_contention, 1);
+      }
+      if ((ticket & any_flag) != 0) {
+        // acquire: pairs with the CAS that linked a successor or a sentinel.
+        segment* next = last->next.load(std::memory_order_acquire);
+        if (next != nullptr && !is_marker(next)) {
+          advance_tail(last, next);  // a flagged segment that is no longer the last: go on
+          continue;
+        }
+        release_spare(holder, spare);
+        if (next != nullptr) return end_status(next);
+        return (ticket & closed_flag) != 0 ? link_status::closed : link_status::sealed;
+      }
+      const std::uint64_t index = ticket & index_mask;
+      if (index < segment_capacity) {
+        cell& target = last->cells[index];
+        target.job.put(std::move(job));
+        std::uint32_t expected = cell_empty;
+        // seq_cst (release part): publishes the job to the consumer's
+        // exchange (pairs with its acquire); fails when a consumer or a
+        // resolving close()/seal() abandoned the cell first.
+        THREAD_SYSTEM_CHAOS_POINT();
+        if (target.state.compare_exchange_strong(expected, cell_full, std::memory_order_seq_cst,
+                                                 std::memory_order_relaxed)) {
+          holder.tally(tally_pushed, 1);
+          release_spare(holder, spare);
+          return link_status::linked;
+        }
+        target.job.take_prepared(job);  // never published: still ours
+        holder.tally(tally_contention, 1);
+        continue;
+      }
+      // The segment is full: link a new one after it, with the job in its first cell.
+      // acquire: pairs with the CAS that linked a successor or a sentinel.
+      segment* next = last->next.load(std::memory_order_acquire);
+      if (next != nullptr) {
+        if (is_marker(next)) {
+          release_spare(holder, spare);
+          return end_status(next);
+        }
+        advance_tail(last, next);
+        continue;
+      }
+      if (spare == nullptr) {
+        try {
+          spare = take_segment(holder);
+        } catch (const std::bad_alloc&) {
+          return link_status::out_of_memory;
+        }
+      }
+      spare->cells[0].job.put(std::move(job));
+      // relaxed: private until the CAS below publishes the segment.
+      spare->cells[0].state.store(cell_full, std::memory_order_relaxed);
+      spare->enq.store(1, std::memory_order_relaxed);
+      // seq_cst (release part): publishes the segment and its job; pairs
+      // with the acquire loads of `next`; totally ordered with the sentinel
+      // CASes of close(), seal() and unseal().
+      THREAD_SYSTEM_CHAOS_POINT();
+      if (last->next.compare_exchange_strong(next, spare, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+        holder.tally(tally_pushed, 1);
+        advance_tail(last, spare);
+        return link_status::linked;
+      }
+      // Another producer linked first (or a sentinel came): take the job back, keep the segment for the retry.
+      spare->cells[0].job.take_prepared(job);
+      spare->cells[0].state.store(cell_empty, std::memory_order_relaxed);
+      spare->enq.store(0, std::memory_order_relaxed);
+      holder.tally(tally_contention, 1);
+    }
+  }
+
+  // A segment taken for appending and not used: it came from the pool or
+  // the allocator and was never published, but it goes back through a scan
+  // like any other (see the ABA note in the header comment).
+  static void release_spare(detail::hazard_holder& holder, segment* spare) noexcept {
+    if (spare != nullptr) holder.retire(spare);
   }
 
   // Pushes every job of `jobs` (non-empty, all valid), all or none. Unless it
@@ -302,30 +475,37 @@ class lockfree_queue {
         return link_status::out_of_memory;
       }
     }
-    node* first = nullptr;
-    node* last = nullptr;
     try {
       detail::hazard_holder holder(domain_);
+      segment* first = nullptr;
+      segment* last = nullptr;
+      std::size_t stored = 0;
       try {
-        for (auto& job : jobs) {
-          node* fresh = take_node(holder);
-          // relaxed: the chain is private until link() publishes it.
+        while (stored < jobs.size()) {
+          segment* fresh = take_segment(holder);
+          // relaxed: the chain is private until link_chain() publishes it.
           if (last == nullptr) {
             first = fresh;
           } else {
             last->next.store(fresh, std::memory_order_relaxed);
           }
           last = fresh;
-          fresh->job.put(std::move(job));
+          std::size_t index = 0;
+          for (; index < segment_capacity && stored < jobs.size(); ++index, ++stored) {
+            fresh->cells[index].job.put(std::move(jobs[stored]));
+            fresh->cells[index].state.store(cell_full, std::memory_order_relaxed);
+          }
+          fresh->enq.store(index, std::memory_order_relaxed);
         }
       } catch (const std::bad_alloc&) {
         give_back_chain(holder, first, jobs);
         return link_status::out_of_memory;
       }
-      if (const link_status linked = link(holder, first, last, jobs.size()); linked != link_status::linked) {
+      if (const link_status linked = link_chain(holder, first, last); linked != link_status::linked) {
         give_back_chain(holder, first, jobs);
         return linked;
       }
+      holder.tally(tally_pushed, jobs.size());
       return link_status::linked;
     } catch (const std::bad_alloc&) {  // no hazard record could be allocated
       for (auto& job : jobs) slot::unprepare(job);
@@ -333,11 +513,49 @@ class lockfree_queue {
     }
   }
 
+  // Links the private chain first..last after the last segment. Nothing is
+  // linked unless it returns `linked`.
+  link_status link_chain(detail::hazard_holder& holder, segment* first, segment* last) {
+    for (;;) {
+      segment* end = holder.protect(0, tail_);
+      // acquire: pairs with the CAS that linked a successor or a sentinel.
+      segment* next = end->next.load(std::memory_order_acquire);
+      if (next != nullptr) {
+        if (is_marker(next)) return end_status(next);
+        advance_tail(end, next);
+        continue;
+      }
+      // seq_cst (release part): publishes the chain's jobs; same pairing as
+      // the append in place().
+      THREAD_SYSTEM_CHAOS_POINT();
+      if (end->next.compare_exchange_strong(next, first, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+        advance_tail(end, last);
+        return link_status::linked;
+      }
+      holder.tally(tally_contention, 1);
+    }
+  }
+
+  // Undoes a batch push that linked nothing: gives the jobs back (unboxed)
+  // and retires the private segments. The chain holds the first jobs of
+  // `jobs`, in order; the rest were never moved.
+  static void give_back_chain(detail::hazard_holder& holder, segment* first, std::span<job_function> jobs) {
+    std::size_t stored = 0;
+    while (first != nullptr) {
+      segment* next = first->next.load(std::memory_order_relaxed);  // private chain
+      const std::uint64_t count = first->enq.load(std::memory_order_relaxed);
+      for (std::uint64_t index = 0; index < count; ++index) first->cells[index].job.take_prepared(jobs[stored++]);
+      holder.retire(first);  // reset by reclaim_segment()
+      first = next;
+    }
+    for (auto& job : jobs) slot::unprepare(job);
+  }
+
   // Pops up to out.size() jobs like pop_batch(), but first, while holding
   // the operation's hazard record, calls `check()`; when it returns false,
   // nothing is popped and the result is empty. When the pop stops at the end
-  // marker (empty and sealed or closed), it calls `on_ended()` before
-  // releasing the record.
+  // (empty and sealed or closed), it calls `on_ended()` before releasing the
+  // record.
   template <typename Check, typename OnEnded>
   std::optional<std::size_t> pop_checked(std::span<job_function> out, Check&& check, OnEnded&& on_ended) {
     detail::hazard_holder holder(domain_);
@@ -351,34 +569,219 @@ class lockfree_queue {
       }
       ++count;
     }
+    holder.tally(tally_popped, count);
     return count;
   }
 
-  // Links the seal sentinel after the last node: every later push fails
-  // with `sealed`. True when sealed now (or already); false when closed.
-  bool seal() { return swap_end(nullptr, sealed_marker()); }
-
-  // Removes the seal. True when open now; false when closed.
-  bool unseal() { return swap_end(sealed_marker(), nullptr); }
-
-  // Sets the last node's `next` from `from` to `to` (a marker or nullptr).
-  // True when it holds `to` afterwards; false when the queue is closed.
-  bool swap_end(node* from, node* to) {
-    detail::hazard_holder holder(domain_);
+  pop_status pop_one(detail::hazard_holder& holder, job_function& out) {
     for (;;) {
-      node* last = holder.protect(0, tail_);
-      // acquire: pairs with the release CAS that linked last's successor.
-      node* next = last->next.load(std::memory_order_acquire);
-      if (next == closed_marker()) return false;
-      if (next == to) return true;
-      if (next != from) {
-        advance_tail(last, next);  // a job linked after `last`: help, then retry at the new end
+      segment* first = holder.protect(0, head_);
+      // seq_cst loads: with the producers' seq_cst fetch-and-add, a pop that
+      // follows a push in the single total order sees its index (the pool's
+      // sleep/wake protocol relies on it).
+      const std::uint64_t taken = first->deq.load(std::memory_order_seq_cst);
+      std::uint64_t ticket = first->enq.load(std::memory_order_seq_cst);
+      std::uint64_t handed = ticket & index_mask;
+      if (taken >= std::min<std::uint64_t>(handed, segment_capacity)) {
+        // acquire: pairs with the CAS that linked a successor or a sentinel.
+        segment* next = first->next.load(std::memory_order_acquire);
+        if (next == nullptr) return pop_status::empty;
+        if (is_marker(next)) {
+          // The sentinel came after the flag, so this re-read sees every
+          // index handed out before it.
+          handed = first->enq.load(std::memory_order_seq_cst) & index_mask;
+          if (taken >= std::min<std::uint64_t>(handed, segment_capacity)) return pop_status::ended;
+        } else {
+          // A later segment exists (a batch was linked, or this one is
+          // full). Retire this one's unused cells: flagged, it hands out no
+          // more indices (a producer that gets a flagged one goes on to
+          // the next segment), so once every index handed out before the
+          // flag is claimed, nothing more can appear here.
+          if ((ticket & any_flag) == 0 && handed < segment_capacity) {
+            // seq_cst: ordered with the producers' fetch-and-adds on this
+            // word: an index taken before is below the count returned.
+            ticket = first->enq.fetch_or(full_flag, std::memory_order_seq_cst);
+            handed = ticket & index_mask;
+          }
+          if (taken >= std::min<std::uint64_t>(handed, segment_capacity)) {
+            leave_segment(holder, first, next);
+            continue;
+          }
+        }
+        // Otherwise cells of this segment are still to be claimed.
+      }
+      std::uint64_t index = taken;
+      if (taken < handed && handed - taken <= claim_by_cas_within) {
+        // Nearly empty: claim exactly the index seen, so that consumers
+        // racing for the last jobs do not overtake the producers (an index
+        // claimed before its producer comes is abandoned, and the producer
+        // must retry). seq_cst: see the loads above.
+        THREAD_SYSTEM_CHAOS_POINT();
+        if (!first->deq.compare_exchange_strong(index, taken + 1, std::memory_order_seq_cst,
+                                                std::memory_order_relaxed)) {
+          holder.tally(tally_contention, 1);
+          continue;
+        }
+      } else {
+        // seq_cst: see the loads above.
+        THREAD_SYSTEM_CHAOS_POINT();
+        index = first->deq.fetch_add(1, std::memory_order_seq_cst);
+        if (index != taken) holder.tally(tally_contention, 1);
+      }
+      if (index >= segment_capacity) {
+        // acquire: pairs with the CAS that linked a successor or a sentinel.
+        segment* next = first->next.load(std::memory_order_acquire);
+        if (next == nullptr) return pop_status::empty;
+        if (is_marker(next)) return pop_status::ended;
+        leave_segment(holder, first, next);
         continue;
       }
-      // seq_cst: the CAS pushes and close() use on this `next`, so sealing,
-      // unsealing, pushes and close are totally ordered (pairs with link()).
+      cell& source = first->cells[index];
+      // Its producer took the index and is about to publish: wait for it a
+      // little before abandoning the cell (which would make the producer
+      // retry). Bounded, so a preempted producer delays no one for long.
+      // relaxed: a hint; the exchange below decides.
+      for (unsigned spin = 0; spin < publish_wait_spins && source.state.load(std::memory_order_relaxed) == cell_empty;
+           ++spin) {
+        detail::cpu_relax();
+      }
+      // acquire: pairs with the producer's publishing CAS; seq_cst so that it
+      // is ordered with the resolution of close()/seal() as well.
       THREAD_SYSTEM_CHAOS_POINT();
-      if (last->next.compare_exchange_strong(next, to, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+      const std::uint32_t was = source.state.exchange(cell_abandoned, std::memory_order_seq_cst);
+      if (was == cell_full) {
+        source.job.take(out);  // the cell is ours: its producer is done with it
+        return pop_status::taken;
+      }
+      // Empty: its producer has not published yet (the cell is abandoned
+      // now, and the producer takes another one), or nobody got the index
+      // yet because this pop overtook the producers: contention either way.
+      // Already abandoned: resolved by close()/seal(), not contention.
+      if (was == cell_empty) holder.tally(tally_contention, 1);
+    }
+  }
+
+  // Moves head_ from the used-up segment `first` to `next` and retires it.
+  void leave_segment(detail::hazard_holder& holder, segment* first, segment* next) noexcept {
+    // head_ never passes tail_: a producer may still find `first` in tail_
+    // and protect it, which is safe only while it is not retired.
+    if (tail_.load(std::memory_order_seq_cst) == first) advance_tail(first, next);
+    // seq_cst: the unlink that scan()'s hazard loads are ordered after (see
+    // hazard_pointers.hpp).
+    THREAD_SYSTEM_CHAOS_POINT();
+    segment* expected = first;
+    if (head_.compare_exchange_strong(expected, next, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+      holder.clear(0);
+      holder.retire(first);
+    }
+  }
+
+  void advance_tail(segment* expected, segment* desired) noexcept {
+    // seq_cst: a thread that reads `desired` from tail_ sees its initialised
+    // contents (release part); leave_segment()'s read of tail_ is ordered
+    // with it. Failure means someone else advanced it.
+    THREAD_SYSTEM_CHAOS_POINT();
+    tail_.compare_exchange_strong(expected, desired, std::memory_order_seq_cst, std::memory_order_relaxed);
+  }
+
+  // Sets `flag` on the last segment and links `marker` after it, so that no
+  // segment can be appended any more. True when it holds `marker` now (or
+  // already did); false when the queue is closed and `marker` is the seal.
+  bool mark_end(detail::hazard_holder& holder, std::uint64_t flag, segment* marker) noexcept {
+    for (;;) {
+      segment* last = holder.protect(0, tail_);
+      // acquire: pairs with the CAS that linked a successor or a sentinel.
+      segment* next = last->next.load(std::memory_order_acquire);
+      if (next == marker) return true;
+      if (next == closed_marker()) return false;  // sealing a closed queue
+      if (next != nullptr && next != sealed_marker()) {
+        advance_tail(last, next);
+        continue;
+      }
+      // seq_cst: ordered with every fetch-and-add on this word (indices
+      // taken before see no flag; after, they see it).
+      last->enq.fetch_or(flag, std::memory_order_seq_cst);
+      // seq_cst: the CAS pushes use to append, so appends and the sentinel
+      // are totally ordered; a closing sentinel replaces a seal.
+      THREAD_SYSTEM_CHAOS_POINT();
+      if (last->next.compare_exchange_strong(next, marker, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+        return true;
+      }
+      // A producer that took its index before the flag appended a segment: flag that one too.
+    }
+  }
+
+  // After mark_end(): sets `flag` on every segment still in the queue and
+  // abandons every cell handed out but not yet published, so that no push
+  // that took an index before can publish afterwards.
+  void resolve_pending(detail::hazard_holder& holder, std::uint64_t flag) noexcept {
+    segment* current = holder.protect(0, head_);
+    for (;;) {
+      // seq_cst: ordered with the producers' fetch-and-adds (see mark_end()).
+      const std::uint64_t handed = current->enq.fetch_or(flag, std::memory_order_seq_cst) & index_mask;
+      const std::uint64_t cells = std::min<std::uint64_t>(handed, segment_capacity);
+      for (std::uint64_t index = 0; index < cells; ++index) {
+        std::uint32_t expected = cell_empty;
+        // seq_cst: either the producer's publishing CAS or this one wins.
+        current->cells[index].state.compare_exchange_strong(expected, cell_abandoned, std::memory_order_seq_cst,
+                                                            std::memory_order_relaxed);
+      }
+      // acquire: pairs with the CAS that linked a successor or a sentinel.
+      segment* next = current->next.load(std::memory_order_acquire);
+      if (next == nullptr || is_marker(next)) return;
+      holder.set(1, next);
+      // While `current` is not used up, head_ has not passed it, so `next`
+      // is still linked (not retired) after the hazard above became visible.
+      if (current->deq.load(std::memory_order_seq_cst) >= segment_capacity) {
+        // Used up, so possibly unlinked; its cells are all taken by pops
+        // anyway. Help the pop that used it up move head_ on (the CASes
+        // fail harmlessly if `current` is no longer the head: it was
+        // protected all along, so it cannot be the head again), then start
+        // again from the head, which only moves forward.
+        if (tail_.load(std::memory_order_seq_cst) == current) advance_tail(current, next);
+        segment* expected = current;
+        // seq_cst: as in leave_segment().
+        if (head_.compare_exchange_strong(expected, next, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+          holder.retire(current);
+        }
+        current = holder.protect(0, head_);
+        holder.clear(1);
+        continue;
+      }
+      holder.set(0, next);  // `next` is protected by slot 1 meanwhile
+      holder.clear(1);
+      current = next;
+    }
+  }
+
+  // Links the seal sentinel (see the header comment). True when sealed now
+  // (or already); false when closed.
+  bool seal() {
+    detail::hazard_holder holder(domain_);
+    if (!mark_end(holder, sealed_flag, sealed_marker())) return false;
+    resolve_pending(holder, sealed_flag);
+    return true;
+  }
+
+  // Removes the seal. True when open now; false when closed.
+  bool unseal() {
+    detail::hazard_holder holder(domain_);
+    for (;;) {
+      segment* last = holder.protect(0, tail_);
+      // acquire: pairs with the CAS that linked a successor or a sentinel.
+      segment* next = last->next.load(std::memory_order_acquire);
+      if (next == closed_marker()) return false;
+      if (next != nullptr && next != sealed_marker()) {
+        advance_tail(last, next);
+        continue;
+      }
+      // seq_cst: totally ordered with appends and the other sentinel CASes.
+      THREAD_SYSTEM_CHAOS_POINT();
+      if (next == nullptr ||
+          last->next.compare_exchange_strong(next, nullptr, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+        // seq_cst: ordered with the fetch-and-adds; a push that saw the flag
+        // before this retried (`sealed`), as before the unseal.
+        last->enq.fetch_and(~sealed_flag, std::memory_order_seq_cst);
         return true;
       }
     }
@@ -390,120 +793,37 @@ class lockfree_queue {
   // or the operation's later seq_cst loads see that store.
   [[nodiscard]] bool operation_in_progress() const noexcept { return domain_.any_record_held(); }
 
-  // Sentinel addresses, never dereferenced: `next == closed_marker()` marks
-  // the last node of a closed queue, `next == sealed_marker()` of a sealed one.
-  node* closed_marker() noexcept { return &closed_sentinel_; }
-  node* sealed_marker() noexcept { return &sealed_sentinel_; }
-
-  // Links the private chain first..last after the last node. Nothing is
-  // linked unless it returns `linked`.
-  link_status link(detail::hazard_holder& holder, node* first, node* last, std::size_t count) {
-    // relaxed: the chain is private until the CAS below publishes it.
-    last->next.store(nullptr, std::memory_order_relaxed);
+  segment* take_segment(detail::hazard_holder& holder) {
     for (;;) {
-      node* observed_tail = holder.protect(0, tail_);
-      // acquire: pairs with the release CAS that linked a successor.
-      node* next = observed_tail->next.load(std::memory_order_acquire);
-      if (next == closed_marker()) return link_status::closed;
-      if (next == sealed_marker()) return link_status::sealed;
-      if (next != nullptr) {
-        advance_tail(observed_tail, next);  // help the producer that linked it
-        continue;
-      }
-      // seq_cst (release part): publishes the chain's jobs; pairs with the
-      // acquire/seq_cst loads of `next` in pop_one() and here; totally
-      // ordered with close(), seal() and unseal().
-      THREAD_SYSTEM_CHAOS_POINT();
-      if (observed_tail->next.compare_exchange_weak(next, first, std::memory_order_seq_cst,
-                                                    std::memory_order_relaxed)) {
-        pushed_.fetch_add(count, std::memory_order_relaxed);  // statistics only
-        advance_tail(observed_tail, last);
-        return link_status::linked;
-      }
-      cas_retries_.fetch_add(1, std::memory_order_relaxed);  // statistics and the adaptive queue's heuristic
-    }
-  }
-
-  void advance_tail(node* expected, node* desired) noexcept {
-    // release: a thread that reads `desired` from tail_ (seq_cst in protect)
-    // sees its initialised `next`. Failure means someone else advanced it.
-    THREAD_SYSTEM_CHAOS_POINT();
-    tail_.compare_exchange_strong(expected, desired, std::memory_order_release, std::memory_order_relaxed);
-  }
-
-  pop_status pop_one(detail::hazard_holder& holder, job_function& out) {
-    for (;;) {
-      node* first = holder.protect(0, head_);
-      // seq_cst loads (acquire part): pair with advance_tail()/link().
-      node* last = tail_.load(std::memory_order_seq_cst);
-      node* next = first->next.load(std::memory_order_seq_cst);
-      holder.set(1, next);
-      // Re-validate after publishing the hazard on `next`: while head_ is
-      // still `first`, `next` is reachable, hence not retired.
-      if (head_.load(std::memory_order_seq_cst) != first) continue;
-      if (next == nullptr) return pop_status::empty;
-      if (next == closed_marker() || next == sealed_marker()) return pop_status::ended;
-      if (first == last) {
-        advance_tail(last, next);  // tail lags behind a linked node; help
-        continue;
-      }
-      // seq_cst: the unlink that scan()'s hazard loads are ordered after (see
-      // hazard_pointers.hpp); acquire part also pairs with other consumers.
-      THREAD_SYSTEM_CHAOS_POINT();
-      if (head_.compare_exchange_strong(first, next, std::memory_order_seq_cst, std::memory_order_relaxed)) {
-        // `next` is the new dummy; its job is ours. Hazard 1 keeps it from
-        // being recycled by a consumer that dequeues past it meanwhile.
-        next->job.take(out);
-        popped_.fetch_add(1, std::memory_order_relaxed);  // statistics only
-        holder.clear(1);
-        holder.clear(0);
-        holder.retire(first);
-        return pop_status::taken;
-      }
-      cas_retries_.fetch_add(1, std::memory_order_relaxed);  // statistics and the adaptive queue's heuristic
-    }
-  }
-
-  node* take_node(detail::hazard_holder& holder) {
-    for (;;) {
-      node* top = holder.protect(0, pool_top_);
+      segment* top = holder.protect(1, pool_top_);
       if (top == nullptr) break;
-      // acquire: pairs with the release CAS in reclaim_node() that pushed it.
-      node* next = top->next.load(std::memory_order_acquire);
-      // acquire: takes ownership of the node (pairs with reclaim_node()).
+      // acquire: pairs with the release CAS in reclaim_segment() that pushed it.
+      segment* next = top->next.load(std::memory_order_acquire);
+      // acquire: takes ownership of the segment (pairs with reclaim_segment()).
       THREAD_SYSTEM_CHAOS_POINT();
       if (pool_top_.compare_exchange_weak(top, next, std::memory_order_acquire, std::memory_order_relaxed)) {
-        holder.clear(0);
-        pooled_.fetch_sub(1, std::memory_order_relaxed);  // statistics only
+        holder.clear(1);
+        top->next.store(nullptr, std::memory_order_relaxed);  // ours now
+        pooled_.fetch_sub(1, std::memory_order_relaxed);      // statistics only
         return top;
       }
     }
-    holder.clear(0);
-    node* fresh = new node;                              // may throw std::bad_alloc
+    holder.clear(1);
+    auto* fresh = new segment;                           // may throw std::bad_alloc
     allocated_.fetch_add(1, std::memory_order_relaxed);  // statistics only
     return fresh;
   }
 
-  // Undoes a push that linked nothing: gives the jobs back (unboxed) and
-  // retires the nodes (through a scan, see ABA above). The chain holds the
-  // first jobs of `jobs`; the rest were never moved.
-  static void give_back_chain(detail::hazard_holder& holder, node* first, std::span<job_function> jobs) {
-    std::size_t index = 0;
-    while (first != nullptr) {
-      node* next = first->next.load(std::memory_order_relaxed);  // private chain
-      first->job.take(jobs[index++]);
-      first->next.store(nullptr, std::memory_order_relaxed);  // private chain
-      holder.retire(first);
-      first = next;
-    }
-    for (auto& job : jobs) slot::unprepare(job);
-  }
-
-  // Called by the hazard domain for a node no hazard protects any more.
-  static void reclaim_node(void* context, void* pointer) noexcept {
+  // Called by the hazard domain for a segment no hazard protects any more:
+  // every cell was taken, abandoned or never handed out. Resets it and
+  // pools or frees it.
+  static void reclaim_segment(void* context, void* pointer) noexcept {
     auto* self = static_cast<lockfree_queue*>(context);
-    auto* reclaimed = static_cast<node*>(pointer);
-    // The node holds no job: a pop took it, or a failed push took it back.
+    auto* reclaimed = static_cast<segment*>(pointer);
+    // relaxed: the segment is ours; the release CAS below publishes it.
+    for (cell& c : reclaimed->cells) c.state.store(cell_empty, std::memory_order_relaxed);
+    reclaimed->enq.store(0, std::memory_order_relaxed);
+    reclaimed->deq.store(0, std::memory_order_relaxed);
     // relaxed: a soft limit; counted before the push so the count never
     // drops below the true size.
     if (self->pooled_.fetch_add(1, std::memory_order_relaxed) >= self->max_pooled_) {
@@ -512,30 +832,24 @@ class lockfree_queue {
       self->allocated_.fetch_sub(1, std::memory_order_relaxed);  // statistics only
       return;
     }
-    node* top = self->pool_top_.load(std::memory_order_relaxed);  // a guess for the CAS
+    segment* top = self->pool_top_.load(std::memory_order_relaxed);  // a guess for the CAS
     do {
       reclaimed->next.store(top, std::memory_order_relaxed);  // published by the release CAS below
-      // release: publishes the node (and everything done to it before the
-      // scan) to the thread that takes it; pairs with take_node().
+      // release: publishes the segment (and everything done to it before the
+      // scan) to the thread that takes it; pairs with take_segment().
     } while (
         !self->pool_top_.compare_exchange_weak(top, reclaimed, std::memory_order_release, std::memory_order_relaxed));
   }
 
-  // Producers (tail_, pushed_) and consumers (head_, popped_) on separate
-  // cache lines so that one side's writes do not invalidate the other's
-  // (false sharing); the pool is written by both, so it gets its own line.
-  alignas(64) std::atomic<node*> tail_{nullptr};
-  std::atomic<std::size_t> pushed_{0};
-  alignas(64) std::atomic<node*> head_{nullptr};
-  std::atomic<std::size_t> popped_{0};
-  alignas(64) std::atomic<node*> pool_top_{nullptr};
+  // Producers (tail_) and consumers (head_) on separate cache lines; the
+  // pool is written by both, so it gets its own line.
+  alignas(64) std::atomic<segment*> tail_{nullptr};
+  alignas(64) std::atomic<segment*> head_{nullptr};
+  alignas(64) std::atomic<segment*> pool_top_{nullptr};
   std::atomic<std::size_t> pooled_{0};
   std::atomic<std::size_t> allocated_{0};
   alignas(64) std::atomic<bool> closed_{false};
-  std::atomic<std::uint64_t> cas_retries_{0};
   std::size_t max_pooled_;
-  node closed_sentinel_;
-  node sealed_sentinel_;
   detail::hazard_domain domain_;
 };
 
