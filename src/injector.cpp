@@ -11,7 +11,7 @@ namespace thread_system::detail {
 std::unique_ptr<injector> make_injector(pool_queue kind, std::size_t initial_capacity) {
   switch (kind) {
     case pool_queue::lockfree:
-      return std::make_unique<counting_injector<lockfree_queue>>();
+      return std::make_unique<lockfree_injector>();
     case pool_queue::adaptive:
       return std::make_unique<counting_injector<adaptive_job_queue>>(adaptive_job_queue::queue_strategy::ADAPTIVE);
     case pool_queue::sharded:

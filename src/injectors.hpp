@@ -50,6 +50,30 @@ class mutex_injector final : public injector {
   job_queue queue_;
 };
 
+// lockfree_queue counts acceptance itself, per hazard record, before a job
+// can be popped (accepted_pushes()), and close() resolves every push in
+// flight: no shared counter on the push path, and after close() plus
+// wait_for_pushes() the count is final.
+class lockfree_injector final : public injector {
+ public:
+  result<void> push(job_function&& fn) override { return queue_.try_push(std::move(fn)); }
+  result<void> push_batch(std::span<job_function> fns) override { return queue_.push_batch(fns); }
+  std::size_t pop_share(std::span<job_function> out, std::size_t consumers) override {
+    return queue_.pop_share(out, consumers);
+  }
+  bool empty_approx() const noexcept override { return queue_.empty_approx(); }
+  std::size_t size_approx() const noexcept override { return queue_.size_approx(); }
+  void close() override { queue_.close(); }
+  bool is_closed() const noexcept override { return queue_.is_closed(); }
+  std::uint64_t accepted() const noexcept override { return queue_.accepted_pushes(); }
+  void wait_for_pushes() const noexcept override { queue_.wait_for_pushes(); }
+  /// The queue itself, for white-box tests.
+  lockfree_queue& queue_for_testing() noexcept { return queue_; }
+
+ private:
+  lockfree_queue queue_;
+};
+
 // Any other queue: acceptance is counted around the push. A push announces
 // itself in pushes_in_flight_ and re-checks `closed_` (Dekker with close(),
 // both sides seq_cst), so once close() has run and the in-flight count has

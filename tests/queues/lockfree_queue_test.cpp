@@ -6,6 +6,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <mutex>
 #include <set>
@@ -171,7 +172,8 @@ TEST(LockfreeQueue, ConcurrentBurstIsFullyReclaimed) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(executed.load(std::memory_order_seq_cst), 2 * per_thread);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(queue.size_approx(), 0U);
-  EXPECT_EQ(queue.jobs_moved(), 4 * per_thread);
+  EXPECT_EQ(queue.accepted_pushes(), 2 * per_thread);
+  EXPECT_GE(queue.jobs_moved(), 4 * per_thread);  // push attempts (a retried push counts each) plus pops
   queue.collect();
   EXPECT_EQ(queue.retired_count(), 0U);
   EXPECT_EQ(queue.pooled_count() + 1, queue.allocated_count());
@@ -306,4 +308,64 @@ TEST(LockfreeQueue, RefusedPushKeepsTheJob) {
   EXPECT_EQ(tracker.alive(), 0);
   // seq_cst: relaxed tracker count, ordered by the wait/join above
   EXPECT_EQ(tracker.invoked.load(std::memory_order_seq_cst), 1);
+}
+
+// wait_for_holders() returns only once the operation that held a record
+// when it was called has released it.
+TEST(HazardPointers, WaitForHoldersWaitsForTheOperationInProgress) {
+  reclaim_log log;
+  ts::detail::hazard_domain domain(&reclaim_log::reclaim, &log);
+  std::atomic<int> stage{0};
+  std::atomic<bool> released{false};
+  std::thread holder_thread([&] {
+    ts::detail::hazard_holder holder(domain);
+    stage.store(1, std::memory_order_release);  // pairs with the main thread's acquire
+    while (stage.load(std::memory_order_acquire) != 2) std::this_thread::yield();
+    released.store(true, std::memory_order_relaxed);  // ordered by the record's release below
+  });
+  while (stage.load(std::memory_order_acquire) != 1) std::this_thread::yield();
+  std::thread waiter([&] {
+    domain.wait_for_holders();
+    // relaxed: the wait's acquire of the record's release orders it.
+    EXPECT_TRUE(released.load(std::memory_order_relaxed));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the waiter is (very likely) waiting by now
+  stage.store(2, std::memory_order_release);
+  waiter.join();
+  holder_thread.join();
+}
+
+// accepted_pushes() counts exactly the pushes that succeeded once close()
+// and wait_for_pushes() have returned, with pushes racing the close.
+TEST(LockfreeQueue, AcceptedPushesIsFinalAfterCloseAndWait) {
+  const std::size_t rounds = ts::test::scaled(40);
+  for (std::size_t round = 0; round < rounds; ++round) {
+    ts::lockfree_queue queue;
+    std::atomic<std::uint64_t> succeeded{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> producers;
+    for (int p = 0; p < 3; ++p) {
+      producers.emplace_back([&] {
+        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+        for (;;) {
+          if (!queue.try_push(ts::job_function([] {}))) return;  // closed
+          succeeded.fetch_add(1, std::memory_order_relaxed);     // read after join
+        }
+      });
+    }
+    std::thread consumer([&] {
+      ts::job_function job;
+      while (!queue.is_closed()) (void)queue.try_pop(job);
+    });
+    go.store(true, std::memory_order_release);
+    std::this_thread::sleep_for(std::chrono::microseconds(100 + 37 * (round % 11)));
+    queue.close();
+    queue.wait_for_pushes();
+    const std::uint64_t final_count = queue.accepted_pushes();
+    for (auto& t : producers) t.join();
+    consumer.join();
+    // seq_cst: after the joins.
+    EXPECT_EQ(final_count, succeeded.load(std::memory_order_seq_cst)) << "round " << round;
+    EXPECT_EQ(queue.accepted_pushes(), final_count);
+  }
 }

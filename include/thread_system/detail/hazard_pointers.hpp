@@ -128,17 +128,38 @@ class hazard_domain {
   void reserve_record() { release(acquire_record()); }
 
   /// Owner-written counters per record (see hazard_holder::tally()).
-  static constexpr std::size_t tally_count = 3;
+  static constexpr std::size_t tally_count = 4;
 
   /// The sum of counter `index` over every record: what all operations
-  /// tallied so far. Relaxed reads: approximate while operations run.
+  /// tallied so far; approximate while operations run. Acquire loads
+  /// (pairing with tally()'s release stores): a sum read after another
+  /// sees, of each record, at least what the tallies read first imply.
   [[nodiscard]] std::uint64_t tally_sum(std::size_t index) const noexcept {
     std::uint64_t total = 0;
     // acquire: pairs with the release CAS that published each record.
     for (record* current = records_.load(std::memory_order_acquire); current != nullptr; current = current->next) {
-      total += current->tallies[index].load(std::memory_order_relaxed);  // statistics only
+      total += current->tallies[index].load(std::memory_order_acquire);
     }
     return total;
+  }
+
+  /// Waits until every operation that held a record when this was called
+  /// has released it (operations that start later are not waited for).
+  /// What they did before releasing happens-before the return. The caller
+  /// must not hold a record of this domain.
+  void wait_for_holders() const noexcept {
+    // acquire: pairs with the release CAS that published each record.
+    for (record* current = records_.load(std::memory_order_acquire); current != nullptr; current = current->next) {
+      // seq_cst: pairs with the exchange that takes a record (an operation
+      // that took its record before this call shows up here).
+      if (!current->in_use.load(std::memory_order_seq_cst)) continue;
+      // acquire (both loads): pair with release().
+      const std::uint64_t seen = current->releases.load(std::memory_order_acquire);
+      while (current->releases.load(std::memory_order_acquire) == seen &&
+             current->in_use.load(std::memory_order_acquire)) {
+        std::this_thread::yield();
+      }
+    }
   }
 
   /// Records allocated so far (never shrinks until destruction).
@@ -159,9 +180,10 @@ class hazard_domain {
     // (tally_sum()): statistics an operation keeps without a shared
     // read-modify-write.
     std::atomic<std::uint64_t> tallies[tally_count] = {};
-    record* next = nullptr;          // immutable once the record is published
-    std::vector<void*> retired;      // owned by the holder of the record
-    std::vector<const void*> found;  // scratch for scan(), owned likewise
+    std::atomic<std::uint64_t> releases{0};  // times a holder released the record (wait_for_holders())
+    record* next = nullptr;                  // immutable once the record is published
+    std::vector<void*> retired;              // owned by the holder of the record
+    std::vector<const void*> found;          // scratch for scan(), owned likewise
   };
 
   static std::atomic<std::uint64_t>& next_domain_id() noexcept {
@@ -190,6 +212,9 @@ class hazard_domain {
   }
 
   static void release(record& r) noexcept {
+    // release: the holder's writes (its tallies) happen-before a
+    // wait_for_holders() that sees the new count; only the holder writes it.
+    r.releases.store(r.releases.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     r.in_use.store(false, std::memory_order_release);  // pairs with the acquire in try_take()
   }
 
@@ -371,12 +396,13 @@ class hazard_holder {
   }
 
   /// Adds `amount` to this record's counter `index` (read by
-  /// hazard_domain::tally_sum()). Only the holder writes it, so a relaxed
-  /// load and store suffice: no read-modify-write; the exchange/release
-  /// that hands the record between threads orders successive holders.
+  /// hazard_domain::tally_sum()). Only the holder writes it, so a load and
+  /// a store suffice: no read-modify-write; the exchange/release that hands
+  /// the record between threads orders successive holders.
   void tally(std::size_t index, std::uint64_t amount) noexcept {
     std::atomic<std::uint64_t>& counter = record_.tallies[index];
-    counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
+    // release: pairs with the acquire loads of tally_sum() (see there).
+    counter.store(counter.load(std::memory_order_relaxed) + amount, std::memory_order_release);
   }
 
   /// Hands `pointer`, already unlinked (no thread can newly reach it), to

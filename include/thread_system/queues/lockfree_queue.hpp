@@ -233,11 +233,38 @@ class lockfree_queue {
   [[nodiscard]] std::size_t size_approx() const noexcept {
     // Two sums read at different moments (statistics only).
     const std::uint64_t popped = domain_.tally_sum(tally_popped);
-    const std::uint64_t pushed = domain_.tally_sum(tally_pushed);
+    const std::uint64_t pushed = accepted_pushes();
     return pushed > popped ? static_cast<std::size_t>(pushed - popped) : 0;
   }
-  /// True when size_approx() is 0; approximate under concurrency.
-  [[nodiscard]] bool empty_approx() const noexcept { return size_approx() == 0; }
+  /// True when no job is queued; approximate under concurrency. Reads the
+  /// head segment's counters (seq_cst loads, ordered with the pushes'
+  /// fetch-and-adds), so a push that took its index before counts, even
+  /// before it published. Takes a hazard record; out of memory for one,
+  /// falls back on size_approx().
+  [[nodiscard]] bool empty_approx() const noexcept {
+    try {
+      detail::hazard_holder holder(domain_);
+      return backlog(holder) == 0;
+    } catch (const std::bad_alloc&) {
+      return size_approx() == 0;
+    }
+  }
+
+  /// Pops at most max(1, backlog / consumers) jobs, at most out.size(), where
+  /// the backlog is what the head segment holds unclaimed (plus a segment's
+  /// worth when another follows): a worker's fair share, with one hazard
+  /// record for the estimate and the pops.
+  [[nodiscard]] std::size_t pop_share(std::span<job_function> out, std::size_t consumers) {
+    if (out.empty()) return 0;
+    detail::hazard_holder holder(domain_);
+    std::size_t fair = backlog(holder);
+    if (consumers > 1) fair /= consumers;
+    fair = std::clamp<std::size_t>(fair, 1, out.size());
+    std::size_t count = 0;
+    while (count < fair && pop_one(holder, out[count]) == pop_status::taken) ++count;
+    holder.tally(tally_popped, count);
+    return count;
+  }
 
   /// Segments currently allocated (in the queue, pooled, retired, or held by
   /// a running operation). For tests and statistics; approximate while
@@ -255,8 +282,30 @@ class lockfree_queue {
   [[nodiscard]] std::uint64_t cas_retries() const noexcept { return domain_.tally_sum(tally_contention); }
   /// Jobs pushed plus jobs popped so far (approximate while operations run).
   [[nodiscard]] std::uint64_t jobs_moved() const noexcept {
-    return domain_.tally_sum(tally_pushed) + domain_.tally_sum(tally_popped);
+    // Attempts rather than accepted pushes: never decreases (a retried
+    // push counts each attempt; retries are contention, and rare).
+    return domain_.tally_sum(tally_push_attempts) + domain_.tally_sum(tally_popped);
   }
+
+  /// Jobs pushed so far, counted before each job can be popped: a job that a
+  /// pop returned (and everything that happened after) is included, so a
+  /// thread that saw the job's completion through a release/acquire chain
+  /// reads a total that counts it. A push still in progress may be counted
+  /// and then taken back if it fails; after close() and then
+  /// wait_for_pushes(), the total is final.
+  [[nodiscard]] std::uint64_t accepted_pushes() const noexcept {
+    // Failures first: each one read implies its attempt (tallied before it,
+    // by the same holder) in the attempts read after (acquire loads).
+    const std::uint64_t failures = domain_.tally_sum(tally_push_failures);
+    const std::uint64_t attempts = domain_.tally_sum(tally_push_attempts);
+    return attempts - failures;
+  }
+
+  /// Waits until every push (and pop) that was running when this was called
+  /// has returned. After close(), accepted_pushes() is then final: no push
+  /// can publish once close() has returned, and those that were running
+  /// have taken back their counts.
+  void wait_for_pushes() const noexcept { domain_.wait_for_holders(); }
   /// Segments retired and waiting for a scan.
   [[nodiscard]] std::size_t retired_count() const noexcept { return domain_.retired_count(); }
   /// Hazard records allocated (about the number of threads that used the queue at once).
@@ -312,10 +361,13 @@ class lockfree_queue {
   // How long a pop waits for the producer of its cell to publish (pauses).
   static constexpr unsigned publish_wait_spins = 64;
 
-  // Per-record counters (detail::hazard_holder::tally()).
-  static constexpr std::size_t tally_pushed = 0;
-  static constexpr std::size_t tally_popped = 1;
-  static constexpr std::size_t tally_contention = 2;
+  // Per-record counters (detail::hazard_holder::tally()). A push counts an
+  // attempt just before the CAS that would publish its job(s), and a
+  // failure if that CAS failed.
+  static constexpr std::size_t tally_push_attempts = 0;
+  static constexpr std::size_t tally_push_failures = 1;
+  static constexpr std::size_t tally_popped = 2;
+  static constexpr std::size_t tally_contention = 3;
 
   enum class link_status { linked, sealed, closed, out_of_memory };
   enum class pop_status {
@@ -408,14 +460,15 @@ class lockfree_queue {
         // seq_cst (release part): publishes the job to the consumer's
         // exchange (pairs with its acquire); fails when a consumer or a
         // resolving close()/seal() abandoned the cell first.
+        holder.tally(tally_push_attempts, 1);  // before the job can be popped (see accepted_pushes())
         THREAD_SYSTEM_CHAOS_POINT();
         if (target.state.compare_exchange_strong(expected, cell_full, std::memory_order_seq_cst,
                                                  std::memory_order_relaxed)) {
-          holder.tally(tally_pushed, 1);
           release_spare(holder, spare);
           return link_status::linked;
         }
         target.job.take_prepared(job);  // never published: still ours
+        holder.tally(tally_push_failures, 1);
         holder.tally(tally_contention, 1);
         continue;
       }
@@ -444,9 +497,9 @@ class lockfree_queue {
       // seq_cst (release part): publishes the segment and its job; pairs
       // with the acquire loads of `next`; totally ordered with the sentinel
       // CASes of close(), seal() and unseal().
+      holder.tally(tally_push_attempts, 1);  // before the job can be popped (see accepted_pushes())
       THREAD_SYSTEM_CHAOS_POINT();
       if (last->next.compare_exchange_strong(next, spare, std::memory_order_seq_cst, std::memory_order_relaxed)) {
-        holder.tally(tally_pushed, 1);
         advance_tail(last, spare);
         return link_status::linked;
       }
@@ -454,6 +507,7 @@ class lockfree_queue {
       spare->cells[0].job.take_prepared(job);
       spare->cells[0].state.store(cell_empty, std::memory_order_relaxed);
       spare->enq.store(0, std::memory_order_relaxed);
+      holder.tally(tally_push_failures, 1);
       holder.tally(tally_contention, 1);
     }
   }
@@ -501,11 +555,10 @@ class lockfree_queue {
         give_back_chain(holder, first, jobs);
         return link_status::out_of_memory;
       }
-      if (const link_status linked = link_chain(holder, first, last); linked != link_status::linked) {
+      if (const link_status linked = link_chain(holder, first, last, jobs.size()); linked != link_status::linked) {
         give_back_chain(holder, first, jobs);
         return linked;
       }
-      holder.tally(tally_pushed, jobs.size());
       return link_status::linked;
     } catch (const std::bad_alloc&) {  // no hazard record could be allocated
       for (auto& job : jobs) slot::unprepare(job);
@@ -515,7 +568,7 @@ class lockfree_queue {
 
   // Links the private chain first..last after the last segment. Nothing is
   // linked unless it returns `linked`.
-  link_status link_chain(detail::hazard_holder& holder, segment* first, segment* last) {
+  link_status link_chain(detail::hazard_holder& holder, segment* first, segment* last, std::size_t count) {
     for (;;) {
       segment* end = holder.protect(0, tail_);
       // acquire: pairs with the CAS that linked a successor or a sentinel.
@@ -525,6 +578,7 @@ class lockfree_queue {
         advance_tail(end, next);
         continue;
       }
+      holder.tally(tally_push_attempts, count);  // before the jobs can be popped (see accepted_pushes())
       // seq_cst (release part): publishes the chain's jobs; same pairing as
       // the append in place().
       THREAD_SYSTEM_CHAOS_POINT();
@@ -532,6 +586,7 @@ class lockfree_queue {
         advance_tail(end, last);
         return link_status::linked;
       }
+      holder.tally(tally_push_failures, count);
       holder.tally(tally_contention, 1);
     }
   }
@@ -659,6 +714,23 @@ class lockfree_queue {
       // Already abandoned: resolved by close()/seal(), not contention.
       if (was == cell_empty) holder.tally(tally_contention, 1);
     }
+  }
+
+  // Jobs the head segment holds unclaimed (handed out, published or not),
+  // plus a segment's worth when another segment follows: exact within one
+  // segment, a lower bound beyond. Leaves no hazard set.
+  std::size_t backlog(detail::hazard_holder& holder) const noexcept {
+    segment* first = holder.protect(0, head_);
+    // seq_cst: as in pop_one().
+    const std::uint64_t taken = first->deq.load(std::memory_order_seq_cst);
+    const std::uint64_t handed =
+        std::min<std::uint64_t>(first->enq.load(std::memory_order_seq_cst) & index_mask, segment_capacity);
+    auto count = static_cast<std::size_t>(taken < handed ? handed - taken : 0);
+    // acquire: pairs with the CAS that linked a successor or a sentinel.
+    const segment* next = first->next.load(std::memory_order_acquire);
+    if (next != nullptr && !is_marker(next)) count += segment_capacity;
+    holder.clear(0);
+    return count;
   }
 
   // Moves head_ from the used-up segment `first` to `next` and retires it.
@@ -850,7 +922,8 @@ class lockfree_queue {
   std::atomic<std::size_t> allocated_{0};
   alignas(64) std::atomic<bool> closed_{false};
   std::size_t max_pooled_;
-  detail::hazard_domain domain_;
+  // Mutable: the const observers (empty_approx()) take a hazard record too.
+  mutable detail::hazard_domain domain_;
 };
 
 static_assert(job_queue_model<lockfree_queue>);
