@@ -726,8 +726,10 @@ class lockfree_queue {
     const std::uint64_t handed =
         std::min<std::uint64_t>(first->enq.load(std::memory_order_seq_cst) & index_mask, segment_capacity);
     auto count = static_cast<std::size_t>(taken < handed ? handed - taken : 0);
-    // acquire: pairs with the CAS that linked a successor or a sentinel.
-    const segment* next = first->next.load(std::memory_order_acquire);
+    // seq_cst: a parking worker's last look must see a segment a producer
+    // appended (seq_cst CAS) before it checked for sleepers (acquire part:
+    // pairs with that CAS).
+    const segment* next = first->next.load(std::memory_order_seq_cst);
     if (next != nullptr && !is_marker(next)) count += segment_capacity;
     holder.clear(0);
     return count;
