@@ -67,8 +67,6 @@ class lockfree_injector final : public injector {
   bool is_closed() const noexcept override { return queue_.is_closed(); }
   std::uint64_t accepted() const noexcept override { return queue_.accepted_pushes(); }
   void wait_for_pushes() const noexcept override { queue_.wait_for_pushes(); }
-  /// The queue itself, for white-box tests.
-  lockfree_queue& queue_for_testing() noexcept { return queue_; }
 
  private:
   lockfree_queue queue_;

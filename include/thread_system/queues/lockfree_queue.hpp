@@ -208,10 +208,7 @@ class lockfree_queue {
   [[nodiscard]] std::size_t pop_batch(std::span<job_function> out) {
     if (out.empty()) return 0;
     detail::hazard_holder holder(domain_);
-    std::size_t count = 0;
-    while (count < out.size() && pop_one(holder, out[count]) == pop_status::taken) ++count;
-    holder.tally(tally_popped, count);
-    return count;
+    return take_up_to(holder, out, out.size());
   }
 
   /// Refuses further pushes. Idempotent; jobs already queued stay poppable.
@@ -259,11 +256,7 @@ class lockfree_queue {
     detail::hazard_holder holder(domain_);
     std::size_t fair = backlog(holder);
     if (consumers > 1) fair /= consumers;
-    fair = std::clamp<std::size_t>(fair, 1, out.size());
-    std::size_t count = 0;
-    while (count < fair && pop_one(holder, out[count]) == pop_status::taken) ++count;
-    holder.tally(tally_popped, count);
-    return count;
+    return take_up_to(holder, out, std::clamp<std::size_t>(fair, 1, out.size()));
   }
 
   /// Segments currently allocated (in the queue, pooled, retired, or held by
@@ -716,6 +709,14 @@ class lockfree_queue {
     }
   }
 
+  // Pops up to `limit` jobs into `out` (limit <= out.size()) and counts them.
+  std::size_t take_up_to(detail::hazard_holder& holder, std::span<job_function> out, std::size_t limit) {
+    std::size_t count = 0;
+    while (count < limit && pop_one(holder, out[count]) == pop_status::taken) ++count;
+    holder.tally(tally_popped, count);
+    return count;
+  }
+
   // Jobs the head segment holds unclaimed (handed out, published or not),
   // plus a segment's worth when another segment follows: exact within one
   // segment, a lower bound beyond. Leaves no hazard set.
@@ -812,12 +813,7 @@ class lockfree_queue {
         // fail harmlessly if `current` is no longer the head: it was
         // protected all along, so it cannot be the head again), then start
         // again from the head, which only moves forward.
-        if (tail_.load(std::memory_order_seq_cst) == current) advance_tail(current, next);
-        segment* expected = current;
-        // seq_cst: as in leave_segment().
-        if (head_.compare_exchange_strong(expected, next, std::memory_order_seq_cst, std::memory_order_relaxed)) {
-          holder.retire(current);
-        }
+        leave_segment(holder, current, next);
         current = holder.protect(0, head_);
         holder.clear(1);
         continue;
