@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -369,3 +370,120 @@ TEST(LockfreeQueue, AcceptedPushesIsFinalAfterCloseAndWait) {
     EXPECT_EQ(queue.accepted_pushes(), final_count);
   }
 }
+
+namespace thread_system {
+// A push stopped between taking its cell index and publishing its job, as a
+// preempted producer is: the white-box half of the tests below.
+struct lockfree_queue_test_access {
+  static std::uint64_t take_index(lockfree_queue& queue) {
+    return queue.tail_.load(std::memory_order_seq_cst)->enq.fetch_add(1, std::memory_order_seq_cst) &
+           lockfree_queue::index_mask;
+  }
+  // Publishes `job` in the cell at `index` as place() does; false (the job
+  // given back) when a pop abandoned the cell first.
+  static bool publish(lockfree_queue& queue, std::uint64_t index, job_function&& job) {
+    auto& target = queue.tail_.load(std::memory_order_seq_cst)->cells[index];
+    if (!lockfree_queue::slot::prepare(job)) return false;
+    target.job.put(std::move(job));
+    std::uint32_t expected = lockfree_queue::cell_empty;
+    if (target.state.compare_exchange_strong(expected, lockfree_queue::cell_full, std::memory_order_seq_cst)) {
+      return true;
+    }
+    target.job.take_prepared(job);
+    lockfree_queue::slot::unprepare(job);
+    return false;
+  }
+};
+}  // namespace thread_system
+
+namespace {
+
+// The last job left is a push still in progress: a pop reports empty at
+// once, without claiming (and abandoning) the cell its producer is about to
+// publish, and empty_approx() agrees (a pool's worker may park: the push
+// wakes one after publishing).
+TEST(LockfreeQueue, PushInProgressReadsAsEmptyWithoutLosingItsCell) {
+  ts::lockfree_queue queue;
+  int ran = 0;
+  ASSERT_TRUE(queue.try_push(ts::job_function([&ran] { ++ran; })));
+  const std::uint64_t index = ts::lockfree_queue_test_access::take_index(queue);
+  ts::job_function job;
+  ASSERT_TRUE(queue.try_pop(job));  // the published one before it
+  job();
+  EXPECT_FALSE(queue.try_pop(job));
+  EXPECT_TRUE(queue.empty_approx());
+  EXPECT_EQ(queue.cas_retries(), 0U);  // no cell abandoned under its producer
+  ASSERT_TRUE(ts::lockfree_queue_test_access::publish(queue, index, ts::job_function([&ran] { ran += 10; })));
+  EXPECT_FALSE(queue.empty_approx());
+  ASSERT_TRUE(queue.try_pop(job));
+  job();
+  EXPECT_EQ(ran, 11);
+}
+
+// A push in progress does not hold up the jobs published after it: the pop
+// waits a bounded time, abandons the cell (its producer retries elsewhere)
+// and takes the next job.
+TEST(LockfreeQueue, PushInProgressDoesNotBlockLaterJobs) {
+  ts::lockfree_queue queue;
+  const std::uint64_t index = ts::lockfree_queue_test_access::take_index(queue);
+  int ran = 0;
+  ASSERT_TRUE(queue.try_push(ts::job_function([&ran] { ++ran; })));
+  EXPECT_FALSE(queue.empty_approx());
+  ts::job_function job;
+  ASSERT_TRUE(queue.try_pop(job));
+  job();
+  EXPECT_EQ(ran, 1);
+  EXPECT_EQ(queue.cas_retries(), 1U);  // the abandoned cell
+  EXPECT_FALSE(ts::lockfree_queue_test_access::publish(queue, index, ts::job_function([] {})));
+  EXPECT_FALSE(queue.try_pop(job));
+}
+
+// try_push(job, was_empty) reports whether an earlier job was still
+// unclaimed: what a pool needs to skip a wake-up.
+TEST(LockfreeQueue, TryPushReportsWhetherEarlierJobsWereWaiting) {
+  ts::lockfree_queue queue;
+  bool was_empty = false;
+  ASSERT_TRUE(queue.try_push(ts::job_function([] {}), was_empty));
+  EXPECT_TRUE(was_empty);
+  ASSERT_TRUE(queue.try_push(ts::job_function([] {}), was_empty));
+  EXPECT_FALSE(was_empty);
+  ts::job_function job;
+  ASSERT_TRUE(queue.try_pop(job));
+  ASSERT_TRUE(queue.try_push(ts::job_function([] {}), was_empty));
+  EXPECT_FALSE(was_empty);  // the second job is still queued
+  ASSERT_TRUE(queue.try_pop(job));
+  ASSERT_TRUE(queue.try_pop(job));
+  ASSERT_TRUE(queue.try_push(ts::job_function([] {}), was_empty));
+  EXPECT_TRUE(was_empty);
+  // Refused: left as it was.
+  queue.close();
+  was_empty = false;
+  EXPECT_FALSE(queue.try_push(ts::job_function([] {}), was_empty));
+  EXPECT_FALSE(was_empty);
+}
+
+// A run of published jobs is claimed at once and handed out in order; the
+// destructor then destroys exactly the jobs never taken (cells taken that
+// way stay marked full).
+TEST(LockfreeQueue, BatchClaimKeepsOrderAndDestroysOnlyUntakenJobs) {
+  ts::test::lifetime_tracker tracker;
+  {
+    ts::lockfree_queue queue;
+    std::vector<int> seen;
+    for (int i = 0; i < 20; ++i) ASSERT_TRUE(queue.try_push(ts::job_function([&seen, i] { seen.push_back(i); })));
+    std::array<ts::job_function, 8> out;
+    EXPECT_EQ(queue.pop_batch(out), out.size());
+    for (auto& job : out) job();
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(queue.try_push(ts::job_function(ts::test::counting_functor(tracker))));
+    std::array<ts::job_function, 14> rest;
+    EXPECT_EQ(queue.pop_batch(rest), rest.size());  // 12 plain jobs, then 2 tracked ones
+    for (auto& job : rest) job();
+    ASSERT_EQ(seen.size(), 20U);
+    for (int i = 0; i < 20; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], i);
+    EXPECT_EQ(queue.cas_retries(), 0U);
+  }
+  EXPECT_EQ(tracker.invoked.load(), 2);
+  EXPECT_EQ(tracker.alive(), 0);  // three destroyed by the queue, once each
+}
+
+}  // namespace

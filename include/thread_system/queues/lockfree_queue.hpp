@@ -18,13 +18,20 @@
 // (with its job in the first cell) with one CAS on `next`; a consumer that
 // finds the head segment used up moves `head_` on and retires it.
 //
-// Two refinements keep consumers from running ahead of producers, the
+// Three refinements keep consumers from running ahead of producers, the
 // weakness of a fetch-and-add queue when it is nearly empty (an index a
 // consumer claims before its producer has it is abandoned, and the producer
 // must take another): when at most `claim_by_cas_within` (8) indices are
 // handed out and unclaimed, a consumer claims exactly the next one with a
-// CAS instead, and a consumer whose cell is not yet published waits for it
-// for a bounded `publish_wait_spins` (64) pauses before abandoning it.
+// CAS instead; if none of those cells is published yet (every job left is
+// a push in progress), it reports empty without claiming; and a consumer
+// whose cell is not yet published while later ones are waits for it for a
+// bounded `publish_wait_spins` (64) pauses before abandoning it.
+//
+// A consumer that finds its cell published takes the job with a load
+// (acquire) and no read-modify-write: the index is its own, and nobody
+// writes a full cell's state. A batch pop claims the run of published cells
+// at the head with one CAS on `deq`.
 //
 // A segment followed by another before all its cells were handed out (a
 // batch was linked after it) is flagged FULL by the consumer that reaches
@@ -88,9 +95,14 @@
 //     the jobs queued before; once close() has returned, a pop that returns
 //     false proves the queue is empty for good (every cell index handed out
 //     is either taken by a pop or was resolved).
-//   * A pop returns false when it found no cell to take: every index handed
+//   * A pop returns false when it found no job to take: every index handed
 //     to a producer so far was taken by some pop (one still running may yet
-//     receive its job) and no segment follows.
+//     receive its job) or belongs to a push still in progress (not yet
+//     published, and nothing published after it in the segment), and no
+//     segment follows.
+//   * try_push(job, was_empty) also reports whether an earlier job was still
+//     unclaimed when this one was published (a pool wakes a worker only
+//     when none was).
 //   * size_approx() is pushes minus pops, summed from per-record counters
 //     (no shared counter on the hot path): approximate, clamped at zero.
 //   * The destructor destroys queued jobs (not run, not cancelled) exactly
@@ -165,8 +177,12 @@ class lockfree_queue {
     // relaxed below: the caller guarantees no concurrent member call.
     segment* current = head_.load(std::memory_order_relaxed);
     while (current != nullptr && !is_marker(current)) {
-      for (cell& c : current->cells) {
-        if (c.state.load(std::memory_order_relaxed) == cell_full) c.job.destroy();  // queued, never taken
+      // Cells below `deq` were claimed by pops (a pop that found its cell
+      // published leaves it marked full; see pop_one()); a full cell above
+      // it was queued and never taken.
+      const auto claimed = std::min<std::uint64_t>(current->deq.load(std::memory_order_relaxed), segment_capacity);
+      for (std::uint64_t i = claimed; i < segment_capacity; ++i) {
+        if (current->cells[i].state.load(std::memory_order_relaxed) == cell_full) current->cells[i].job.destroy();
       }
       segment* next = current->next.load(std::memory_order_relaxed);
       delete current;
@@ -184,6 +200,19 @@ class lockfree_queue {
   [[nodiscard]] result<void> try_push(job_function&& job) {
     if (!job) return make_error(error_code::invalid_argument, "lockfree_queue: empty job");
     return as_result(push_one(std::move(job)));
+  }
+
+  /// try_push() that also reports, on success, whether this push found no
+  /// earlier job still unclaimed: `was_empty` is set false only when a job
+  /// with an earlier index in the same segment was not yet claimed by a pop
+  /// when this one was published (read after publishing, seq_cst; the first
+  /// cell of a segment always reports true). A pool wakes a worker only when
+  /// it is true: the earlier job's own push (or the worker that claims it)
+  /// covers this one (see thread_pool.cpp and scheduler/injector.hpp).
+  /// Unchanged on failure.
+  [[nodiscard]] result<void> try_push(job_function&& job, bool& was_empty) {
+    if (!job) return make_error(error_code::invalid_argument, "lockfree_queue: empty job");
+    return as_result(push_one(std::move(job), &was_empty));
   }
 
   /// Appends every job of `jobs` in order, all or none: the jobs are put in
@@ -234,10 +263,12 @@ class lockfree_queue {
     return pushed > popped ? static_cast<std::size_t>(pushed - popped) : 0;
   }
   /// True when no job is queued; approximate under concurrency. Reads the
-  /// head segment's counters (seq_cst loads, ordered with the pushes'
-  /// fetch-and-adds), so a push that took its index before counts, even
-  /// before it published. Takes a hazard record; out of memory for one,
-  /// falls back on size_approx().
+  /// head segment's counters and, when at most 8 jobs are left, their cells
+  /// (seq_cst loads, ordered with the pushes' fetch-and-adds and publishing
+  /// CASes): a published job always counts; a push still in progress counts
+  /// only while more than 8 are left (a pool's push wakes a worker after it
+  /// publishes, so a parking worker need not wait for it). Takes a hazard
+  /// record; out of memory for one, falls back on size_approx().
   [[nodiscard]] bool empty_approx() const noexcept {
     try {
       detail::hazard_holder holder(domain_);
@@ -311,6 +342,7 @@ class lockfree_queue {
 
  private:
   friend class adaptive_job_queue;
+  friend struct lockfree_queue_test_access;  // white-box tests: a push stopped between its index and its publication
   using slot = detail::packed_slot<4>;
 
   // Cell states. Producers CAS empty -> full; consumers (and a resolving
@@ -401,11 +433,12 @@ class lockfree_queue {
   }
 
   // Pushes one job. Unless it returns `linked`, `job` still holds its callable.
-  link_status push_one(job_function&& job) {
+  // `was_empty`, when given, is set on success (see try_push()).
+  link_status push_one(job_function&& job, bool* was_empty = nullptr) {
     if (!slot::prepare(job)) return link_status::out_of_memory;
     try {
       detail::hazard_holder holder(domain_);
-      const link_status status = place(holder, job);
+      const link_status status = place(holder, job, was_empty);
       if (status != link_status::linked) slot::unprepare(job);  // the caller gets back what it pushed
       return status;
     } catch (const std::bad_alloc&) {  // no hazard record could be allocated
@@ -416,7 +449,7 @@ class lockfree_queue {
 
   // Puts the prepared `job` into a cell (or a new segment). Unless it
   // returns `linked`, `job` still holds its (prepared) callable.
-  link_status place(detail::hazard_holder& holder, job_function& job) {
+  link_status place(detail::hazard_holder& holder, job_function& job, bool* was_empty) {
     segment* spare = nullptr;  // a segment taken for appending that lost the race; reused next time
     for (;;) {
       segment* last = holder.protect(0, tail_);
@@ -458,6 +491,10 @@ class lockfree_queue {
         if (target.state.compare_exchange_strong(expected, cell_full, std::memory_order_seq_cst,
                                                  std::memory_order_relaxed)) {
           release_spare(holder, spare);
+          // seq_cst: after the publishing CAS in the single total order, so
+          // a pop that claims an earlier index after this load sees this
+          // job when it next looks (its loads are seq_cst).
+          if (was_empty != nullptr) *was_empty = index == 0 || last->deq.load(std::memory_order_seq_cst) >= index;
           return link_status::linked;
         }
         target.job.take_prepared(job);  // never published: still ours
@@ -494,6 +531,7 @@ class lockfree_queue {
       THREAD_SYSTEM_CHAOS_POINT();
       if (last->next.compare_exchange_strong(next, spare, std::memory_order_seq_cst, std::memory_order_relaxed)) {
         advance_tail(last, spare);
+        if (was_empty != nullptr) *was_empty = true;  // the first cell of its segment: wake
         return link_status::linked;
       }
       // Another producer linked first (or a sentinel came): take the job back, keep the segment for the retry.
@@ -660,6 +698,17 @@ class lockfree_queue {
       }
       std::uint64_t index = taken;
       if (taken < handed && handed - taken <= claim_by_cas_within) {
+        // Nearly empty, and no cell left to claim is published yet: every
+        // job left is a push still in progress, which will publish and then
+        // (in a pool) wake a worker. Report empty rather than claim a cell
+        // and wait for its producer: a waiting consumer would spin on the
+        // cell's line while the producer writes it, and on an oversubscribed
+        // machine take the CPU that producer needs.
+        if ((ticket & any_flag) == 0 && handed <= segment_capacity && published_in(first, taken, handed) == 0 &&
+            // acquire: pairs with the CAS that linked a successor or a sentinel.
+            first->next.load(std::memory_order_acquire) == nullptr) {
+          return pop_status::empty;
+        }
         // Nearly empty: claim exactly the index seen, so that consumers
         // racing for the last jobs do not overtake the producers (an index
         // claimed before its producer comes is abandoned, and the producer
@@ -688,13 +737,24 @@ class lockfree_queue {
       // Its producer took the index and is about to publish: wait for it a
       // little before abandoning the cell (which would make the producer
       // retry). Bounded, so a preempted producer delays no one for long.
-      // relaxed: a hint; the exchange below decides.
-      for (unsigned spin = 0; spin < publish_wait_spins && source.state.load(std::memory_order_relaxed) == cell_empty;
-           ++spin) {
+      // acquire: pairs with the producer's publishing CAS.
+      std::uint32_t seen = source.state.load(std::memory_order_acquire);
+      for (unsigned spin = 0; spin < publish_wait_spins && seen == cell_empty; ++spin) {
         detail::cpu_relax();
+        seen = source.state.load(std::memory_order_acquire);  // as above
       }
-      // acquire: pairs with the producer's publishing CAS; seq_cst so that it
-      // is ordered with the resolution of close()/seal() as well.
+      if (seen == cell_full) {
+        // Published: the index is this pop's alone and nobody writes a full
+        // cell's state (a producer's CAS and close()'s resolution both
+        // expect it empty), so no read-modify-write is needed. The cell
+        // stays marked full; the destructor and the segment's reset know
+        // that cells below `deq` are claimed.
+        source.job.take(out);
+        return pop_status::taken;
+      }
+      // Not published yet: the exchange decides between this pop and the
+      // producer. acquire: pairs with the producer's publishing CAS; seq_cst
+      // so that it is ordered with the resolution of close()/seal() as well.
       THREAD_SYSTEM_CHAOS_POINT();
       const std::uint32_t was = source.state.exchange(cell_abandoned, std::memory_order_seq_cst);
       if (was == cell_full) {
@@ -711,10 +771,40 @@ class lockfree_queue {
 
   // Pops up to `limit` jobs into `out` (limit <= out.size()) and counts them.
   std::size_t take_up_to(detail::hazard_holder& holder, std::span<job_function> out, std::size_t limit) {
-    std::size_t count = 0;
+    std::size_t count = limit > 1 ? claim_published(holder, out.first(limit)) : 0;
     while (count < limit && pop_one(holder, out[count]) == pop_status::taken) ++count;
     holder.tally(tally_popped, count);
     return count;
+  }
+
+  // Claims, with one CAS on the head segment's `deq`, the run of published
+  // cells it starts with (up to out.size(), at least two) and takes their
+  // jobs: one read-modify-write on the consumers' counter for the whole run
+  // instead of one per job. Returns 0, having taken nothing, when there is no
+  // such run or another pop claimed first (pop_one() then goes on).
+  std::size_t claim_published(detail::hazard_holder& holder, std::span<job_function> out) {
+    segment* first = holder.protect(0, head_);
+    // seq_cst: as in pop_one().
+    const std::uint64_t taken = first->deq.load(std::memory_order_seq_cst);
+    const std::uint64_t handed =
+        std::min<std::uint64_t>(first->enq.load(std::memory_order_seq_cst) & index_mask, segment_capacity);
+    if (taken >= handed) return 0;
+    const std::uint64_t end = std::min<std::uint64_t>(handed, taken + out.size());
+    std::uint64_t run = taken;
+    // acquire: pairs with each producer's publishing CAS.
+    while (run < end && first->cells[run].state.load(std::memory_order_acquire) == cell_full) ++run;
+    if (run - taken < 2) return 0;
+    std::uint64_t expected = taken;
+    // seq_cst: as in pop_one().
+    THREAD_SYSTEM_CHAOS_POINT();
+    if (!first->deq.compare_exchange_strong(expected, run, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+      holder.tally(tally_contention, 1);
+      return 0;
+    }
+    // Published cells claimed by this pop alone: taken without a
+    // read-modify-write, as in pop_one().
+    for (std::uint64_t i = taken; i < run; ++i) first->cells[i].job.take(out[i - taken]);
+    return static_cast<std::size_t>(run - taken);
   }
 
   // Jobs the head segment holds unclaimed (handed out, published or not),
@@ -731,8 +821,27 @@ class lockfree_queue {
     // appended (seq_cst CAS) before it checked for sleepers (acquire part:
     // pairs with that CAS).
     const segment* next = first->next.load(std::memory_order_seq_cst);
-    if (next != nullptr && !is_marker(next)) count += segment_capacity;
+    if (next != nullptr && !is_marker(next)) {
+      count += segment_capacity;
+    } else if (next == nullptr && count != 0 && count <= claim_by_cas_within) {
+      // Nearly empty: count only published jobs, as pop_one() takes only
+      // those then.
+      count = published_in(first, taken, taken + count);
+    }
     holder.clear(0);
+    return count;
+  }
+
+  // Cells of `first` in [from, to) whose job is published (to <= capacity).
+  static std::size_t published_in(const segment* first, std::uint64_t from, std::uint64_t to) noexcept {
+    std::size_t count = 0;
+    for (std::uint64_t i = from; i < to; ++i) {
+      // seq_cst: with the producer's seq_cst publishing CAS, either this
+      // load sees the job, or the producer's check for sleepers after its
+      // push (thread_pool::wake_worker_if_needed()) sees the parking worker
+      // that read this.
+      if (first->cells[i].state.load(std::memory_order_seq_cst) == cell_full) ++count;
+    }
     return count;
   }
 

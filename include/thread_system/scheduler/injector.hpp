@@ -61,9 +61,11 @@ class injector {
   [[nodiscard]] virtual result<void> push(job_function&& fn) = 0;
   [[nodiscard]] virtual result<void> push_batch(std::span<job_function> fns) = 0;
   /// push() that also tells the pool whether to wake a worker. `wake` is
-  /// set false only when the push exactly (inside the queue's critical
-  /// section) found jobs already queued: the push that made the queue
-  /// non-empty woke a worker, and a worker that takes jobs and leaves some
+  /// set false only when the push exactly found an earlier job not yet taken
+  /// (the mutex queue: inside its critical section; the lock-free queue: an
+  /// earlier index of the job's segment still unclaimed when the job was
+  /// published): the push that made the queue non-empty woke a worker (or
+  /// will, once it publishes), and a worker that takes jobs and leaves some
   /// behind wakes another (thread_pool::find_and_run), so these jobs are
   /// covered. Only an injector with one kind of job may say so; the default
   /// always wakes.
