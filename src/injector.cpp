@@ -13,7 +13,7 @@ std::unique_ptr<injector> make_injector(pool_queue kind, std::size_t initial_cap
     case pool_queue::lockfree:
       return std::make_unique<lockfree_injector>();
     case pool_queue::adaptive:
-      return std::make_unique<counting_injector<adaptive_job_queue>>(adaptive_job_queue::queue_strategy::ADAPTIVE);
+      return std::make_unique<adaptive_injector>();
     case pool_queue::sharded:
       return std::make_unique<counting_injector<sharded_queue>>();
     case pool_queue::bounded:

@@ -76,6 +76,35 @@ class lockfree_injector final : public injector {
   lockfree_queue queue_;
 };
 
+// adaptive_job_queue counts acceptance in its two queues (the mutex queue
+// under its lock, the lock-free queue per hazard record): no shared counter
+// on the push path either.
+class adaptive_injector final : public injector {
+ public:
+  adaptive_injector() : queue_(adaptive_job_queue::queue_strategy::ADAPTIVE) {}
+
+  result<void> push(job_function&& fn) override { return queue_.try_push(std::move(fn)); }
+  result<void> push_batch(std::span<job_function> fns) override { return queue_.push_batch(fns); }
+  std::size_t pop_share(std::span<job_function> out, std::size_t consumers) override {
+    const std::size_t size = queue_.size_approx();
+    std::size_t fair = consumers <= 1 ? size : size / consumers;
+    fair = std::clamp<std::size_t>(fair, 1, out.size());
+    return queue_.pop_batch(out.first(fair));
+  }
+  bool empty_approx() const noexcept override { return queue_.empty_approx(); }
+  std::size_t size_approx() const noexcept override { return queue_.size_approx(); }
+  void close() override { queue_.close(); }
+  bool is_closed() const noexcept override { return queue_.is_closed(); }
+  std::uint64_t accepted() const noexcept override { return queue_.accepted_pushes(); }
+  void wait_for_pushes() const noexcept override { queue_.wait_for_pushes(); }
+  std::uint64_t queue_switches() const noexcept override { return queue_.get_statistics().switches; }
+  /// The queue itself, for white-box tests (tests/scheduler/injectors_test.cpp).
+  adaptive_job_queue& queue_for_testing() noexcept { return queue_; }
+
+ private:
+  adaptive_job_queue queue_;
+};
+
 // Any other queue: acceptance is counted around the push. A push announces
 // itself in pushes_in_flight_ and re-checks `closed_` (Dekker with close(),
 // both sides seq_cst), so once close() has run and the in-flight count has
@@ -111,16 +140,6 @@ class counting_injector final : public injector {
   void wait_for_pushes() const noexcept override {
     // seq_cst: ordered after close()'s store of closed_ (same thread).
     while (pushes_in_flight_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
-  }
-  /// The queue itself, for white-box tests (tests/scheduler/injectors_test.cpp).
-  Q& queue_for_testing() noexcept { return queue_; }
-
-  std::uint64_t queue_switches() const noexcept override {
-    if constexpr (std::is_same_v<Q, adaptive_job_queue>) {
-      return queue_.get_statistics().switches;
-    } else {
-      return 0;
-    }
   }
 
  private:

@@ -11,7 +11,7 @@
 namespace ts = thread_system;
 
 TEST(Injectors, TheAdaptiveInjectorCountsItsQueueSwitches) {
-  ts::detail::counting_injector<ts::adaptive_job_queue> inj(ts::adaptive_job_queue::queue_strategy::ADAPTIVE);
+  ts::detail::adaptive_injector inj;
   EXPECT_EQ(inj.queue_switches(), 0U);
   ASSERT_TRUE(inj.queue_for_testing().force_switch_for_testing());
   EXPECT_EQ(inj.queue_switches(), 1U);

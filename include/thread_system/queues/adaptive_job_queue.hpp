@@ -94,6 +94,9 @@
 //   * close() closes both queues, then sets the closed flag: after it
 //     returns every push fails with `pool_stopped`; pops drain both queues.
 //   * size_approx() adds the two queues' approximate sizes.
+//   * accepted_pushes() adds the two queues' acceptance counts (each counted
+//     before its job can be popped); final after close() and
+//     wait_for_pushes().
 #pragma once
 
 #include <algorithm>
@@ -234,6 +237,24 @@ class adaptive_job_queue {
   }
   /// True when size_approx() is 0; approximate under concurrency.
   [[nodiscard]] bool empty_approx() const noexcept { return size_approx() == 0; }
+
+  /// Jobs accepted so far by either queue, each counted before it can be
+  /// popped (the mutex queue inside its critical section, the lock-free
+  /// queue in its operation's hazard record): a thread that saw a popped
+  /// job's completion through a release/acquire chain reads a total that
+  /// includes it. A lock-free push still in progress may be counted and
+  /// taken back if it fails (a push that a switch turns away is counted
+  /// again only where it lands). After close() and then wait_for_pushes(),
+  /// the total is final.
+  [[nodiscard]] std::uint64_t accepted_pushes() const noexcept {
+    return mutex_queue_.total_pushed() + lockfree_queue_.accepted_pushes();
+  }
+
+  /// After close(): returns once no push that could still be accepted is
+  /// running. The mutex queue accepts under its lock, which close() took;
+  /// the lock-free queue's pushes in flight are waited for (its
+  /// wait_for_pushes()); a push they turn away finds the mutex queue closed.
+  void wait_for_pushes() const noexcept { lockfree_queue_.wait_for_pushes(); }
 
   /// The strategy chosen at construction.
   [[nodiscard]] queue_strategy requested_strategy() const noexcept { return strategy_; }
