@@ -27,6 +27,16 @@
 
 namespace thread_system::detail {
 
+// max(1, size / consumers) jobs, at most out.size(), by pop_batch(): a
+// worker's fair share from a queue that has no pop of its own for it.
+template <job_queue_model Q>
+std::size_t pop_fair_share(Q& queue, std::span<job_function> out, std::size_t consumers) {
+  const std::size_t size = queue.size_approx();
+  std::size_t fair = consumers <= 1 ? size : size / consumers;
+  fair = std::clamp<std::size_t>(fair, 1, out.size());
+  return queue.pop_batch(out.first(fair));
+}
+
 // job_queue counts acceptance inside its own critical section: exact, free.
 class mutex_injector final : public injector {
  public:
@@ -86,10 +96,7 @@ class adaptive_injector final : public injector {
   result<void> push(job_function&& fn) override { return queue_.try_push(std::move(fn)); }
   result<void> push_batch(std::span<job_function> fns) override { return queue_.push_batch(fns); }
   std::size_t pop_share(std::span<job_function> out, std::size_t consumers) override {
-    const std::size_t size = queue_.size_approx();
-    std::size_t fair = consumers <= 1 ? size : size / consumers;
-    fair = std::clamp<std::size_t>(fair, 1, out.size());
-    return queue_.pop_batch(out.first(fair));
+    return pop_fair_share(queue_, out, consumers);
   }
   bool empty_approx() const noexcept override { return queue_.empty_approx(); }
   std::size_t size_approx() const noexcept override { return queue_.size_approx(); }
@@ -122,10 +129,7 @@ class counting_injector final : public injector {
     return counted(fns.size(), [&] { return queue_.push_batch(fns); });
   }
   std::size_t pop_share(std::span<job_function> out, std::size_t consumers) override {
-    const std::size_t size = queue_.size_approx();
-    std::size_t fair = consumers <= 1 ? size : size / consumers;
-    fair = std::clamp<std::size_t>(fair, 1, out.size());
-    return queue_.pop_batch(out.first(fair));
+    return pop_fair_share(queue_, out, consumers);
   }
   bool empty_approx() const noexcept override { return queue_.size_approx() == 0; }
   std::size_t size_approx() const noexcept override { return queue_.size_approx(); }
