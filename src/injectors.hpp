@@ -95,6 +95,10 @@ class adaptive_injector final : public injector {
 
   result<void> push(job_function&& fn) override { return queue_.try_push(std::move(fn)); }
   result<void> push_batch(std::span<job_function> fns) override { return queue_.push_batch(fns); }
+  result<void> push_and_check(job_function&& fn, bool& wake) override {
+    wake = true;  // try_push sets it only when the job went in
+    return queue_.try_push(std::move(fn), wake);
+  }
   std::size_t pop_share(std::span<job_function> out, std::size_t consumers) override {
     return pop_fair_share(queue_, out, consumers);
   }

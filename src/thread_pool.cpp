@@ -213,7 +213,7 @@ result<void> thread_pool::push_to_injector(job_function&& fn) {
   // close() in stop() makes the accepted total exact and no worker can
   // finish a job before it is counted (see idle_now()).
   // A worker is woken only when this push made the queue non-empty (for
-  // the mutex and lock-free injectors; the others always wake): see
+  // the mutex, lock-free and adaptive injectors; the others always wake): see
   // injector::push_and_check(). A pool that ran the job on this thread
   // (backpressure::caller_runs) leaves `wake` true; that costs one look.
   bool wake = true;

@@ -426,3 +426,31 @@ TEST(AdaptiveJobQueue, AcceptedPushesIsFinalAfterCloseAndWait) {
 }
 
 }  // namespace
+
+namespace {
+
+// try_push(job, was_empty) on either queue: false only while an earlier job
+// waits in the queue the job went into.
+TEST(AdaptiveJobQueue, TryPushReportsWhetherEarlierJobsWereWaiting) {
+  ts::adaptive_job_queue queue(ts::adaptive_job_queue::queue_strategy::ADAPTIVE, manual_switching);
+  for (int side = 0; side < 2; ++side) {
+    bool was_empty = false;
+    ASSERT_TRUE(queue.try_push(ts::job_function([] {}), was_empty));
+    EXPECT_TRUE(was_empty) << "side " << side;
+    ASSERT_TRUE(queue.try_push(ts::job_function([] {}), was_empty));
+    EXPECT_FALSE(was_empty) << "side " << side;
+    ts::job_function job;
+    ASSERT_TRUE(queue.try_pop(job));
+    ASSERT_TRUE(queue.try_pop(job));
+    EXPECT_FALSE(queue.try_pop(job));  // the previous queue is found drained on the way
+    ASSERT_TRUE(queue.try_push(ts::job_function([] {}), was_empty));
+    EXPECT_TRUE(was_empty) << "side " << side;
+    ASSERT_TRUE(queue.try_pop(job));
+    if (side == 0) {
+      ASSERT_TRUE(queue.force_switch_for_testing());  // now the lock-free queue
+      EXPECT_EQ(queue.current_strategy(), ts::queue_strategy::FORCE_LOCKFREE);
+    }
+  }
+}
+
+}  // namespace

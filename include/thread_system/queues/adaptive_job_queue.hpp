@@ -191,6 +191,18 @@ class adaptive_job_queue {
     return push_valid(std::span<job_function>(&job, 1));
   }
 
+  /// try_push() that also reports, on success, whether the queue the job
+  /// went into held no earlier job still to be taken: the mutex queue reads
+  /// it inside its critical section (exact), the lock-free queue after
+  /// publishing (lockfree_queue::try_push(job, was_empty)). False only when
+  /// an earlier job waits in the same queue, so a pool that skips its
+  /// wake-up then leaves no job unserved (see scheduler/injector.hpp).
+  /// Unchanged on failure.
+  [[nodiscard]] result<void> try_push(job_function&& job, bool& was_empty) {
+    if (!job) return make_error(error_code::invalid_argument, "adaptive_job_queue: empty job");
+    return push_valid(std::span<job_function>(&job, 1), &was_empty);
+  }
+
   /// Appends every job of `jobs` to the active queue, all or none.
   [[nodiscard]] result<void> push_batch(std::span<job_function> jobs) {
     for (const auto& job : jobs) {
@@ -326,14 +338,15 @@ class adaptive_job_queue {
   // Pushes `jobs` (all valid, at least one). The common case is inline (the
   // mutex queue is active and no window closes): job_queue's own push plus
   // one load of the state. Anything else goes out of line.
-  THREAD_SYSTEM_ALWAYS_INLINE result<void> push_valid(std::span<job_function> jobs) {
+  // `was_empty`, when given, is set on success (see try_push()).
+  THREAD_SYSTEM_ALWAYS_INLINE result<void> push_valid(std::span<job_function> jobs, bool* was_empty = nullptr) {
     // seq_cst: see push_routed().
     if (active_index(state_.load(std::memory_order_seq_cst)) == mutex_index) {
-      const auto outcome = push_mutex(jobs);
+      const auto outcome = push_mutex(jobs, was_empty);
       if (outcome == job_queue::push_outcome::pushed) return {};
-      return finish_mutex_push(outcome, jobs);
+      return finish_mutex_push(outcome, jobs, was_empty);
     }
-    return push_routed(jobs);
+    return push_routed(jobs, was_empty);
   }
 
   // The fast path's hooks into job_queue's critical section (named types
@@ -355,20 +368,25 @@ class adaptive_job_queue {
   };
 
   // job_queue's own push, with the state re-checked under its lock.
-  THREAD_SYSTEM_ALWAYS_INLINE job_queue::push_outcome push_mutex(std::span<job_function> jobs) {
+  THREAD_SYSTEM_ALWAYS_INLINE job_queue::push_outcome push_mutex(std::span<job_function> jobs, bool* was_empty) {
     // (job_queue refuses the push itself when the mutex queue is not active:
     // refuse_pushes, see refresh_refusals_locked().)
+    if (was_empty != nullptr) {
+      return mutex_queue_.push_admitted(jobs, job_queue::record_was_empty{&mutex_queue_, jobs.size(), was_empty},
+                                        lock_was_held{this});
+    }
     return mutex_queue_.push_admitted(jobs, job_queue::no_action{}, lock_was_held{this});
   }
 
   // The rest of a mutex-queue push that did not simply succeed: a switch
   // that came first (pushed again, through push_routed()), or an error.
-  THREAD_SYSTEM_NOINLINE result<void> finish_mutex_push(job_queue::push_outcome outcome, std::span<job_function> jobs) {
+  THREAD_SYSTEM_NOINLINE result<void> finish_mutex_push(job_queue::push_outcome outcome, std::span<job_function> jobs,
+                                                        bool* was_empty) {
     switch (outcome) {
       case job_queue::push_outcome::pushed:
         return {};
       case job_queue::push_outcome::not_admitted:
-        return push_routed(jobs);
+        return push_routed(jobs, was_empty);
       case job_queue::push_outcome::closed:
         return make_error(error_code::pool_stopped, "adaptive_job_queue: queue is closed");
       case job_queue::push_outcome::out_of_memory:
@@ -377,19 +395,19 @@ class adaptive_job_queue {
     return make_error(error_code::resource_exhausted, "adaptive_job_queue: out of memory");
   }
 
-  THREAD_SYSTEM_NOINLINE result<void> push_routed(std::span<job_function> jobs) {
+  THREAD_SYSTEM_NOINLINE result<void> push_routed(std::span<job_function> jobs, bool* was_empty) {
     for (unsigned attempt = 0;; ++attempt) {
       // seq_cst (every load and store of state_): the switch protocol's
       // orderings are all read-after-write between state_ and a lock or a
       // hazard record (see the header comment).
       const std::uint64_t state = state_.load(std::memory_order_seq_cst);
       if (active_index(state) == mutex_index) {
-        const auto outcome = push_mutex(jobs);
+        const auto outcome = push_mutex(jobs, was_empty);
         if (outcome == job_queue::push_outcome::not_admitted) continue;  // switched meanwhile
-        return finish_mutex_push(outcome, jobs);
+        return finish_mutex_push(outcome, jobs, was_empty);
       }
       const auto status =
-          jobs.size() == 1 ? lockfree_queue_.push_one(std::move(jobs[0])) : lockfree_queue_.push_chain(jobs);
+          jobs.size() == 1 ? lockfree_queue_.push_one(std::move(jobs[0]), was_empty) : lockfree_queue_.push_chain(jobs);
       switch (status) {
         case lockfree_queue::link_status::linked:
           note_lockfree_jobs();
