@@ -64,11 +64,10 @@ class injector {
   /// set false only when the push exactly found an earlier job not yet taken
   /// (the mutex queue: inside its critical section; the lock-free queue: an
   /// earlier index of the job's segment still unclaimed when the job was
-  /// published): the push that made the queue non-empty woke a worker (or
-  /// will, once it publishes), and a worker that takes jobs and leaves some
-  /// behind wakes another (thread_pool::find_and_run), so these jobs are
-  /// covered. Only an injector with one kind of job may say so; the default
-  /// always wakes.
+  /// published; the adaptive queue: either, in the queue the job went into): the push that made the queue non-empty
+  /// woke a worker (or will, once it publishes), and a worker that takes jobs and leaves some behind wakes another
+  /// (thread_pool::find_and_run), so these jobs are covered. Only an injector with one kind of job may say so; the
+  /// default always wakes.
   [[nodiscard]] virtual result<void> push_and_check(job_function&& fn, bool& wake) {
     wake = true;
     return push(std::move(fn));
