@@ -482,8 +482,8 @@ TEST(LockfreeQueue, BatchClaimKeepsOrderAndDestroysOnlyUntakenJobs) {
     for (int i = 0; i < 20; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], i);
     EXPECT_EQ(queue.cas_retries(), 0U);
   }
-  EXPECT_EQ(tracker.invoked.load(), 2);
-  EXPECT_EQ(tracker.alive(), 0);  // three destroyed by the queue, once each
+  EXPECT_EQ(tracker.invoked.load(std::memory_order_seq_cst), 2);  // seq_cst: as the checks above
+  EXPECT_EQ(tracker.alive(), 0);                                  // three destroyed by the queue, once each
 }
 
 }  // namespace
