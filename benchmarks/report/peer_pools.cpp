@@ -32,7 +32,8 @@
 //   startup/<lib>/workers:W          construct -> first job started, -> all W workers in a job
 //   startup_memory/<lib>/workers:8   VmRSS delta and time at each start-up stage (created, first
 //       job, all workers in a job, after 100 000 jobs)
-//   alloc_jobs/<lib>/bytes:B/workers:W  jobs that malloc B bytes, touch each page, free
+//   alloc_jobs/<lib>/bytes:B/workers:W  jobs that malloc B bytes, touch each page, free; jobs/s
+//       and the p50/p99 run time of a sampled job
 //
 // Which configurations are registered depends on THREAD_SYSTEM_REPORT_MODE
 // (smoke | quick | full, default quick); scripts/report.py sets it. Memory,
@@ -686,14 +687,28 @@ void bm_startup_memory(benchmark::State& state, std::size_t workers) {
 }
 
 /// The guides' "Memory Allocation Impact": each job mallocs `bytes`, writes
-/// one byte per 4 KiB page, and frees them.
+/// one byte per 4 KiB page, and frees them. Every `stride`-th job of the timed
+/// rounds also records its own run time (malloc to free, two clock reads), for
+/// the table's p99 column: the allocator's tail as a job sees it.
 template <typename P>
 void bm_alloc_jobs(benchmark::State& state, std::size_t workers, std::size_t bytes, std::uint64_t jobs) {
   P pool(workers);
   start_all_workers(pool, workers);
   settle(pool);
-  counter_t done{0};
-  std::atomic<bool> failed{false};
+  // The jobs capture a pointer to this and their index (16 bytes).
+  struct shared_state {
+    // Its own cache line: every job increments it, and a job's clock must not
+    // time a miss on a line the other workers just wrote.
+    alignas(64) counter_t done{0};
+    alignas(64) std::atomic<bool> failed{false};
+    std::size_t bytes = 0;
+    std::uint64_t stride = 1;
+    double* run_ns = nullptr;  // one slot per sampled job; null in the warm-up round
+  } shared;
+  shared.bytes = bytes;
+  shared.stride = std::max<std::uint64_t>(1, jobs / 2000);  // about 2000 samples per round
+  std::vector<double> slots((jobs + shared.stride - 1) / shared.stride);
+  std::vector<double> samples;
   std::uint64_t target = 0;
   // One untimed round first: every worker's malloc arena exists, and glibc's
   // dynamic mmap threshold has seen these sizes (the timed rounds measure the
@@ -701,30 +716,43 @@ void bm_alloc_jobs(benchmark::State& state, std::size_t workers, std::size_t byt
   auto round = [&] {
     target += jobs;
     for (std::uint64_t i = 0; i < jobs; ++i) {
-      pool.submit([&done, &failed, bytes] {
-        if (bytes != 0) {
-          auto* p = static_cast<unsigned char*>(std::malloc(bytes));
+      pool.submit([s = &shared, i] {
+        const bool sampled = s->run_ns != nullptr && i % s->stride == 0;
+        const std::size_t size = s->bytes;  // read before the clock
+        const std::uint64_t start = sampled ? tb::now_ns() : 0;
+        if (size != 0) {
+          auto* p = static_cast<unsigned char*>(std::malloc(size));
           if (p == nullptr) {
-            failed.store(true, std::memory_order_relaxed);  // read after the loop
+            s->failed.store(true, std::memory_order_relaxed);  // read after the loop
           } else {
-            for (std::size_t at = 0; at < bytes; at += 4096) p[at] = static_cast<unsigned char>(at);
+            for (std::size_t at = 0; at < size; at += 4096) p[at] = static_cast<unsigned char>(at);
             benchmark::DoNotOptimize(p);
             std::free(p);
           }
         }
-        done.fetch_add(1, std::memory_order_release);  // pairs with wait_for_count
+        // The slot is read after wait_for_count(), which this job's release increment below publishes it to.
+        if (sampled) s->run_ns[i / s->stride] = static_cast<double>(tb::now_ns() - start);
+        s->done.fetch_add(1, std::memory_order_release);  // pairs with wait_for_count
       });
     }
-    wait_for_count(done, target);
+    wait_for_count(shared.done, target);
     settle(pool);
   };
   round();
-  for (auto _ : state) round();
-  if (failed.load(std::memory_order_relaxed)) state.SkipWithError("malloc failed");
+  shared.run_ns = slots.data();  // no job runs now: the warm-up round has finished
+  for (auto _ : state) {
+    round();
+    state.PauseTiming();
+    samples.insert(samples.end(), slots.begin(), slots.end());
+    state.ResumeTiming();
+  }
+  if (shared.failed.load(std::memory_order_relaxed)) state.SkipWithError("malloc failed");
   state.SetItemsProcessed(
-      static_cast<std::int64_t>(done.load(std::memory_order_acquire) - jobs));  // without the warm-up
+      static_cast<std::int64_t>(shared.done.load(std::memory_order_acquire) - jobs));  // without the warm-up
   state.counters["workers"] = static_cast<double>(workers);
   state.counters["bytes"] = static_cast<double>(bytes);
+  state.counters["run_p50_ns"] = tb::percentile(samples, 50);
+  state.counters["run_p99_ns"] = tb::percentile(samples, 99);
 }
 
 // ---- OpenMP: the same workloads with a team of n ----------------------------------------

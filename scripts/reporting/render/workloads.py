@@ -122,6 +122,20 @@ def table_alloc_jobs(ctx, out):
                  (lambda b: lambda lib: f"alloc_jobs/{lib}/bytes:{b}/workers:{w}")(b))
                 for b in values(runs, "alloc_jobs", "bytes")]
         _libs_table(ctx, out, rows, libs, "rate", "allocating jobs", "jobs/s", True, extra=vs_none)
+    out.append("The guides' *P99 Latency* column: the run time of one allocating job (malloc to free, the page "
+               "writes included), sampled on about 2000 jobs per round of the same runs; p99 of the samples, "
+               "median (min–max) over the repetitions, in parentheses the p50; ratio > 1: the peer's tail is "
+               "shorter. The pool's part is which thread runs the job (its malloc arena) and what runs beside "
+               "it.\n")
+    for w in values(runs, "alloc_jobs", "workers"):
+        def p50(lib, key):
+            st = runs.stat(key, "run_p50_ns")
+            return "" if st is None else f" (p50 {fmt(st[0], 'ns')})"
+
+        rows = [(f"{ALLOC_LABEL.get(b, fmt(b, 'bytes'))}, {w} workers", f"{b} bytes, {w} workers",
+                 (lambda b: lambda lib: f"alloc_jobs/{lib}/bytes:{b}/workers:{w}")(b))
+                for b in values(runs, "alloc_jobs", "bytes")]
+        _libs_table(ctx, out, rows, libs, "ns", "allocating jobs", "run_p99_ns", False, extra=p50)
 
 
 @section
