@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -37,35 +38,38 @@ std::size_t pop_fair_share(Q& queue, std::span<job_function> out, std::size_t co
   return queue.pop_batch(out.first(fair));
 }
 
-// job_queue counts acceptance inside its own critical section: exact, free.
-class mutex_injector final : public injector {
- public:
-  explicit mutex_injector(std::size_t capacity) : queue_(capacity) {}
-  result<void> push(job_function&& fn) override { return queue_.try_push(std::move(fn)); }
-  result<void> push_batch(std::span<job_function> fns) override { return queue_.push_batch(fns); }
-  result<void> push_and_check(job_function&& fn, bool& wake) override {
-    wake = true;  // try_push sets it only when the job went in
-    return queue_.try_push(std::move(fn), wake);
+// A worker's share of any queue: the queue's own pop_share() when it has one
+// (job_queue: under one lock; lockfree_queue: one CAS for the run), else
+// pop_fair_share().
+template <job_queue_model Q>
+std::size_t take_share(Q& queue, std::span<job_function> out, std::size_t consumers) {
+  if constexpr (requires { queue.pop_share(out, consumers); }) {
+    return queue.pop_share(out, consumers);
+  } else {
+    return pop_fair_share(queue, out, consumers);
   }
-  std::size_t pop_share(std::span<job_function> out, std::size_t consumers) override {
-    return queue_.pop_fair_share(out, consumers);
-  }
-  bool empty_approx() const noexcept override { return queue_.empty_approx(); }
-  std::size_t size_approx() const noexcept override { return queue_.size_approx(); }
-  void close() override { queue_.close(); }
-  bool is_closed() const noexcept override { return queue_.is_closed(); }
-  std::uint64_t accepted() const noexcept override { return queue_.total_pushed(); }
+}
 
- private:
-  job_queue queue_;
+// A queue that counts the jobs it accepted itself (accepted_pushes(), final
+// after close() plus wait_for_pushes() where it has one) and reports, from a
+// push, whether an earlier job was still waiting (try_push(job, was_empty)).
+template <typename Q>
+concept self_counting_queue = job_queue_model<Q> && requires(Q& q, const Q& cq, job_function&& fn, bool& was_empty) {
+  { q.try_push(std::move(fn), was_empty) } -> std::same_as<result<void>>;
+  { cq.accepted_pushes() } -> std::same_as<std::uint64_t>;
 };
 
-// lockfree_queue counts acceptance itself, per hazard record, before a job
-// can be popped (accepted_pushes()), and close() resolves every push in
-// flight: no shared counter on the push path, and after close() plus
-// wait_for_pushes() the count is final.
-class lockfree_injector final : public injector {
+// The injector over a self-counting queue: no counter of its own on the push
+// path. job_queue counts inside its critical section (exact, free);
+// lockfree_queue per hazard record, before a job can be popped, and its
+// close() resolves every push in flight; adaptive_job_queue in its two
+// queues, each as above.
+template <self_counting_queue Q>
+class self_counting_injector final : public injector {
  public:
+  template <typename... A>
+  explicit self_counting_injector(A&&... args) : queue_(std::forward<A>(args)...) {}
+
   result<void> push(job_function&& fn) override { return queue_.try_push(std::move(fn)); }
   result<void> push_batch(std::span<job_function> fns) override { return queue_.push_batch(fns); }
   result<void> push_and_check(job_function&& fn, bool& wake) override {
@@ -73,48 +77,33 @@ class lockfree_injector final : public injector {
     return queue_.try_push(std::move(fn), wake);
   }
   std::size_t pop_share(std::span<job_function> out, std::size_t consumers) override {
-    return queue_.pop_share(out, consumers);
+    return take_share(queue_, out, consumers);
   }
   bool empty_approx() const noexcept override { return queue_.empty_approx(); }
   std::size_t size_approx() const noexcept override { return queue_.size_approx(); }
   void close() override { queue_.close(); }
   bool is_closed() const noexcept override { return queue_.is_closed(); }
   std::uint64_t accepted() const noexcept override { return queue_.accepted_pushes(); }
-  void wait_for_pushes() const noexcept override { queue_.wait_for_pushes(); }
-
- private:
-  lockfree_queue queue_;
-};
-
-// adaptive_job_queue counts acceptance in its two queues (the mutex queue
-// under its lock, the lock-free queue per hazard record): no shared counter
-// on the push path either.
-class adaptive_injector final : public injector {
- public:
-  adaptive_injector() : queue_(adaptive_job_queue::queue_strategy::ADAPTIVE) {}
-
-  result<void> push(job_function&& fn) override { return queue_.try_push(std::move(fn)); }
-  result<void> push_batch(std::span<job_function> fns) override { return queue_.push_batch(fns); }
-  result<void> push_and_check(job_function&& fn, bool& wake) override {
-    wake = true;  // try_push sets it only when the job went in
-    return queue_.try_push(std::move(fn), wake);
+  void wait_for_pushes() const noexcept override {
+    if constexpr (requires { queue_.wait_for_pushes(); }) queue_.wait_for_pushes();
   }
-  std::size_t pop_share(std::span<job_function> out, std::size_t consumers) override {
-    return pop_fair_share(queue_, out, consumers);
+  std::uint64_t queue_switches() const noexcept override {
+    if constexpr (std::is_same_v<Q, adaptive_job_queue>) {
+      return queue_.get_statistics().switches;
+    } else {
+      return 0;
+    }
   }
-  bool empty_approx() const noexcept override { return queue_.empty_approx(); }
-  std::size_t size_approx() const noexcept override { return queue_.size_approx(); }
-  void close() override { queue_.close(); }
-  bool is_closed() const noexcept override { return queue_.is_closed(); }
-  std::uint64_t accepted() const noexcept override { return queue_.accepted_pushes(); }
-  void wait_for_pushes() const noexcept override { queue_.wait_for_pushes(); }
-  std::uint64_t queue_switches() const noexcept override { return queue_.get_statistics().switches; }
   /// The queue itself, for white-box tests (tests/scheduler/injectors_test.cpp).
-  adaptive_job_queue& queue_for_testing() noexcept { return queue_; }
+  Q& queue_for_testing() noexcept { return queue_; }
 
  private:
-  adaptive_job_queue queue_;
+  Q queue_;
 };
+
+using mutex_injector = self_counting_injector<job_queue>;
+using lockfree_injector = self_counting_injector<lockfree_queue>;
+using adaptive_injector = self_counting_injector<adaptive_job_queue>;
 
 // Any other queue: acceptance is counted around the push. A push announces
 // itself in pushes_in_flight_ and re-checks `closed_` (Dekker with close(),
@@ -133,7 +122,7 @@ class counting_injector final : public injector {
     return counted(fns.size(), [&] { return queue_.push_batch(fns); });
   }
   std::size_t pop_share(std::span<job_function> out, std::size_t consumers) override {
-    return pop_fair_share(queue_, out, consumers);
+    return take_share(queue_, out, consumers);
   }
   bool empty_approx() const noexcept override { return queue_.size_approx() == 0; }
   std::size_t size_approx() const noexcept override { return queue_.size_approx(); }

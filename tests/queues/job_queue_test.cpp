@@ -86,9 +86,9 @@ TEST(JobQueue, FairShareSpreadsSmallBacklogs) {
   std::vector<int> seen;
   for (int i = 0; i < 8; ++i) ASSERT_TRUE(q.try_push(recorder(seen, i)));
   std::array<ts::job_function, 16> out;
-  EXPECT_EQ(q.pop_fair_share(out, 4), 2U);   // 8 queued / 4 consumers
-  EXPECT_EQ(q.pop_fair_share(out, 16), 1U);  // always at least one
-  EXPECT_EQ(q.pop_fair_share(out, 1), 5U);   // a lone consumer takes all
+  EXPECT_EQ(q.pop_share(out, 4), 2U);   // 8 queued / 4 consumers
+  EXPECT_EQ(q.pop_share(out, 16), 1U);  // always at least one
+  EXPECT_EQ(q.pop_share(out, 1), 5U);   // a lone consumer takes all
 }
 
 TEST(JobQueue, EmptyJobIsRefused) {

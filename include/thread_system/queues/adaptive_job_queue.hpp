@@ -259,7 +259,7 @@ class adaptive_job_queue {
   /// again only where it lands). After close() and then wait_for_pushes(),
   /// the total is final.
   [[nodiscard]] std::uint64_t accepted_pushes() const noexcept {
-    return mutex_queue_.total_pushed() + lockfree_queue_.accepted_pushes();
+    return mutex_queue_.accepted_pushes() + lockfree_queue_.accepted_pushes();
   }
 
   /// After close(): returns once no push that could still be accepted is
@@ -531,7 +531,7 @@ class adaptive_job_queue {
   [[nodiscard]] std::uint64_t jobs_moved() const noexcept {
     // Mutex queue: every job pushed, and every job pushed that is no longer
     // queued was popped. Two reads at slightly different moments: approximate.
-    const std::uint64_t pushed = mutex_queue_.total_pushed();
+    const std::uint64_t pushed = mutex_queue_.accepted_pushes();
     const std::uint64_t queued = mutex_queue_.size_approx();
     return 2 * pushed - std::min<std::uint64_t>(queued, pushed) + lockfree_queue_.jobs_moved();
   }

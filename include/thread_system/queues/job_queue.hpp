@@ -93,11 +93,11 @@ class alignas(64) job_queue {
   /// Removes up to `out.size()` of the oldest jobs, in order; returns how many.
   [[nodiscard]] std::size_t pop_batch(std::span<job_function> out) { return pop_batch(out, out.size()); }
 
-  /// Removes up to `min(out.size(), max(1, size / share))` jobs: a consumer
-  /// that is one of `share` takes its fair part, so one worker does not
+  /// Removes up to `min(out.size(), max(1, size / consumers))` jobs: a consumer
+  /// that is one of `consumers` takes its fair part, so one worker does not
   /// hoard a small backlog that others could run.
-  [[nodiscard]] std::size_t pop_fair_share(std::span<job_function> out, std::size_t share) {
-    return pop_admitted(out, fair_share{share}, admit_all{}, no_action{});
+  [[nodiscard]] std::size_t pop_share(std::span<job_function> out, std::size_t consumers) {
+    return pop_admitted(out, fair_share{consumers}, admit_all{}, no_action{});
   }
 
   /// Removes up to `min(out.size(), max)` of the oldest jobs, in order; returns how many.
@@ -128,7 +128,7 @@ class alignas(64) job_queue {
   /// closed. The count is updated inside the push's critical section, so a
   /// thread that has seen a popped job's completion (through an acquire that
   /// pairs with a release made after the pop) reads a total that includes it.
-  [[nodiscard]] std::uint64_t total_pushed() const noexcept {
+  [[nodiscard]] std::uint64_t accepted_pushes() const noexcept {
     return pushed_total_.load(std::memory_order_acquire);  // pairs with the mutex-ordered stores below
   }
 
@@ -376,7 +376,7 @@ class alignas(64) job_queue {
   std::size_t count_ = 0;                    // guarded by mutex_: jobs queued
   std::atomic<std::uint64_t> contended_{0};  // see contended_operations()
   // The second: what readers outside the lock poll (size_approx(),
-  // total_pushed()), written by pushes and non-empty pops.
+  // accepted_pushes()), written by pushes and non-empty pops.
   alignas(64) std::atomic<std::size_t> size_{0};
   std::atomic<std::uint64_t> pushed_total_{0};
 };
