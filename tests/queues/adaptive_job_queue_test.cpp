@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "../support/close_race.hpp"
 #include "../support/test_support.hpp"
 
 namespace ts = thread_system;
@@ -393,35 +394,13 @@ TEST(AdaptiveJobQueue, AcceptedPushesIsFinalAfterCloseAndWait) {
     if (round % 2 == 0) {
       ASSERT_TRUE(queue.force_switch_for_testing());  // start on the lock-free queue
     }
-    std::atomic<std::uint64_t> succeeded{0};
-    std::atomic<bool> go{false};
-    std::vector<std::thread> producers;
-    for (int p = 0; p < 3; ++p) {
-      producers.emplace_back([&] {
-        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-        for (;;) {
-          if (!queue.try_push(ts::job_function([] {}))) return;  // closed
-          succeeded.fetch_add(1, std::memory_order_relaxed);     // read after join
-        }
-      });
-    }
-    std::thread consumer([&] {
-      ts::job_function job;
-      std::size_t popped = 0;
-      while (!queue.is_closed()) {
-        if (queue.try_pop(job) && switching && ++popped % 500 == 0) (void)queue.force_switch_for_testing();
-      }
-    });
-    go.store(true, std::memory_order_release);
-    std::this_thread::sleep_for(std::chrono::microseconds(100 + 37 * (round % 11)));
-    queue.close();
-    queue.wait_for_pushes();
-    const std::uint64_t final_count = queue.accepted_pushes();
-    for (auto& t : producers) t.join();
-    consumer.join();
-    // seq_cst: after the joins.
-    EXPECT_EQ(final_count, succeeded.load(std::memory_order_seq_cst)) << "round " << round;
-    EXPECT_EQ(queue.accepted_pushes(), final_count);
+    std::size_t popped = 0;
+    ts::test::expect_accepted_count_final_after_close(
+        queue, std::chrono::microseconds(100 + 37 * (round % 11)),
+        [&] {
+          if (switching && ++popped % 500 == 0) (void)queue.force_switch_for_testing();
+        },
+        round);
   }
 }
 

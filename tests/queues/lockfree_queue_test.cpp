@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/close_race.hpp"
 #include "../support/test_support.hpp"
 #include "thread_system/detail/hazard_pointers.hpp"
 
@@ -342,32 +343,8 @@ TEST(LockfreeQueue, AcceptedPushesIsFinalAfterCloseAndWait) {
   const std::size_t rounds = ts::test::scaled(40);
   for (std::size_t round = 0; round < rounds; ++round) {
     ts::lockfree_queue queue;
-    std::atomic<std::uint64_t> succeeded{0};
-    std::atomic<bool> go{false};
-    std::vector<std::thread> producers;
-    for (int p = 0; p < 3; ++p) {
-      producers.emplace_back([&] {
-        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-        for (;;) {
-          if (!queue.try_push(ts::job_function([] {}))) return;  // closed
-          succeeded.fetch_add(1, std::memory_order_relaxed);     // read after join
-        }
-      });
-    }
-    std::thread consumer([&] {
-      ts::job_function job;
-      while (!queue.is_closed()) (void)queue.try_pop(job);
-    });
-    go.store(true, std::memory_order_release);
-    std::this_thread::sleep_for(std::chrono::microseconds(100 + 37 * (round % 11)));
-    queue.close();
-    queue.wait_for_pushes();
-    const std::uint64_t final_count = queue.accepted_pushes();
-    for (auto& t : producers) t.join();
-    consumer.join();
-    // seq_cst: after the joins.
-    EXPECT_EQ(final_count, succeeded.load(std::memory_order_seq_cst)) << "round " << round;
-    EXPECT_EQ(queue.accepted_pushes(), final_count);
+    ts::test::expect_accepted_count_final_after_close(
+        queue, std::chrono::microseconds(100 + 37 * (round % 11)), [] {}, round);
   }
 }
 
