@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <vector>
 
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/coro/task.hpp"
@@ -152,9 +153,10 @@ TEST(Allocation, PoolWithStealingAllocatesNoMoreThanAFewChunks) {
   EXPECT_EQ(sum.load(std::memory_order_seq_cst), 12 * round_sum);  // seq_cst: pairs with the writers' RMW/store
 }
 
-// A queue whose ring cannot grow refuses the push with `resource_exhausted`
-// and leaves the job with the caller; nothing queued is lost, and the queue
-// works again once memory is available.
+// A queue that cannot allocate the storage a push needs (job_queue: a
+// segment) refuses the push with `resource_exhausted` and leaves the job with
+// the caller; nothing queued is lost, and the queue works again once memory
+// is available.
 namespace {
 template <typename Queue>
 void expect_out_of_memory_is_reported(Queue& queue) {
@@ -163,17 +165,17 @@ void expect_out_of_memory_is_reported(Queue& queue) {
   t_fail_array_new = true;
   ts::result<void> pushed;
   ts::job_function job;
-  for (int i = 0; i < 100000; ++i) {  // the ring holds at most a few thousand jobs before it must grow
+  for (int i = 0; i < 100000; ++i) {  // a segment holds at most a few thousand jobs
     job = ts::job_function([&ran] { ++ran; });
     pushed = queue.try_push(std::move(job));
     if (!pushed) break;
     ++accepted;
   }
   t_fail_array_new = false;
-  ASSERT_FALSE(pushed) << "100000 pushes succeeded without growing the ring";
+  ASSERT_FALSE(pushed) << "100000 pushes succeeded without allocating";
   EXPECT_EQ(pushed.error().code(), ts::error_code::resource_exhausted) << pushed.error().message();
   ASSERT_TRUE(static_cast<bool>(job)) << "a refused job must stay with the caller";
-  ASSERT_TRUE(queue.try_push(std::move(job)));  // memory is back: the ring grows
+  ASSERT_TRUE(queue.try_push(std::move(job)));  // memory is back: the queue grows
   ++accepted;
   ts::job_function out;
   while (queue.try_pop(out)) out();
@@ -181,9 +183,32 @@ void expect_out_of_memory_is_reported(Queue& queue) {
 }
 }  // namespace
 
-TEST(Allocation, JobQueueReportsOutOfMemoryWhenItsRingCannotGrow) {
+TEST(Allocation, JobQueueReportsOutOfMemoryWhenItCannotGrow) {
   ts::job_queue queue{2};
   expect_out_of_memory_is_reported(queue);
+}
+
+// A batch that needs several new segments, one of which cannot be
+// allocated, is refused whole: no job of it is moved from, the jobs queued
+// before stay queued, in order, and the same batch goes in once memory is back.
+TEST(Allocation, JobQueueRefusesABatchWholeWhenASegmentCannotBeAllocated) {
+  ts::job_queue queue{2};  // 64-word segments: 21 small jobs each
+  std::vector<int> seen;
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(queue.try_push(ts::job_function([&seen, i] { seen.push_back(i); })));
+  std::vector<ts::job_function> batch;
+  for (int i = 10; i < 110; ++i) batch.emplace_back([&seen, i] { seen.push_back(i); });
+  t_fail_array_new = true;
+  const ts::result<void> refused = queue.push_batch(batch);
+  t_fail_array_new = false;
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), ts::error_code::resource_exhausted) << refused.error().message();
+  for (const auto& job : batch) ASSERT_TRUE(static_cast<bool>(job)) << "a refused batch must stay with the caller";
+  EXPECT_EQ(queue.size_approx(), 10U);
+  ASSERT_TRUE(queue.push_batch(batch));
+  ts::job_function out;
+  while (queue.try_pop(out)) out();
+  ASSERT_EQ(seen.size(), 110U);
+  for (int i = 0; i < 110; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], i);
 }
 
 TEST(Allocation, AdaptiveQueueReportsOutOfMemoryOfItsMutexQueue) {

@@ -134,9 +134,10 @@ TEST(JobQueue, ManyProducersManyConsumersExactlyOnce) {
 }
 
 // Packed storage: jobs of every size (1..6 words of inline storage, and
-// heap-stored ones) pushed and popped in a pattern that wraps the ring many
-// times and forces growth while it is wrapped; FIFO holds, every callable is
-// destroyed exactly once (shared_ptr use counts back to 1).
+// heap-stored ones) pushed and popped in a pattern that crosses segment ends
+// many times (skip markers of every length), grows while jobs are queued and
+// reuses spare segments; FIFO holds, every callable is destroyed exactly once
+// (shared_ptr use counts back to 1).
 TEST(JobQueue, PackedJobsOfEverySizeWrapAndGrow) {
   auto token = std::make_shared<int>(0);
   std::vector<int> seen;
@@ -159,11 +160,17 @@ TEST(JobQueue, PackedJobsOfEverySizeWrapAndGrow) {
         return ts::job_function([&seen, i, keep = token, other = token] { seen.push_back(i); });
     }
   };
-  ts::job_queue q(2);  // 8 words: growth and wrapping from the start
+  ts::job_queue q(2);  // the smallest segments (64 words): segment changes from the start
   ts::job_function j;
   for (int round = 0; round < 200; ++round) {
     const int pushes = 1 + round % 7;
-    for (int k = 0; k < pushes; ++k) ASSERT_TRUE(q.try_push(make(next_push++)));
+    if (round % 4 == 3) {  // a batch, which may span segments
+      std::vector<ts::job_function> batch;
+      for (int k = 0; k < pushes; ++k) batch.push_back(make(next_push++));
+      ASSERT_TRUE(q.push_batch(batch));
+    } else {
+      for (int k = 0; k < pushes; ++k) ASSERT_TRUE(q.try_push(make(next_push++)));
+    }
     const int pops = round % 7 == 6 ? pushes + 3 : pushes - 1;  // drift up, then drain now and then
     for (int k = 0; k < pops && q.try_pop(j); ++k) j();
   }
@@ -184,8 +191,8 @@ TEST(JobQueue, DestructorDestroysQueuedJobsOnce) {
   EXPECT_EQ(token.use_count(), 1);
 }
 
-// A small job (8 bytes of state) takes 3 words: 100 of them fit in a ring of
-// 512 words (4 KiB) with room to spare, where full 64-byte slots would need 8 KiB.
+// A small job (8 bytes of state) takes 3 words: 100 of them fit in 512 words
+// (4 KiB) with room to spare, where full 64-byte slots would need 8 KiB.
 TEST(JobQueue, SmallJobsArePacked) {
   ts::job_queue q(2);
   std::uint64_t sum = 0;
@@ -194,6 +201,52 @@ TEST(JobQueue, SmallJobsArePacked) {
   ts::job_function j;
   while (q.try_pop(j)) j();
   EXPECT_EQ(sum, 4950U);
+}
+
+// Storage follows the backlog: 100 000 small jobs (8 bytes of state, 3 words
+// packed) take their 24 bytes each
+// plus at most one segment and each segment's unused end, not the next power
+// of two (a doubling ring holds 4 MiB for them), and draining and refilling
+// to the same backlog reuses the spare segments instead of allocating.
+TEST(JobQueue, MemoryFollowsTheBacklogAndSparesAreReused) {
+  ts::job_queue q;  // 4096-word (32 KiB) segments
+  std::uint64_t sum = 0;
+  const std::uint64_t jobs = 100000;
+  for (std::uint64_t i = 0; i < jobs; ++i) ASSERT_TRUE(q.try_push(ts::job_function([&sum] { ++sum; })));
+  const std::size_t grown = q.capacity_bytes();
+  const std::size_t segment = 4096 * 8;
+  const std::size_t segments = (jobs * 3 + (4096 - 8) - 1) / (4096 - 8) + 1;  // each may leave 7 words unused
+  EXPECT_LE(grown, segments * segment);
+  EXPECT_LT(grown, jobs * 26);  // below 26 bytes per job, all overheads included
+  ts::job_function j;
+  for (int round = 0; round < 3; ++round) {
+    while (q.try_pop(j)) j();
+    for (std::uint64_t i = 0; i < jobs; ++i) ASSERT_TRUE(q.try_push(ts::job_function([&sum] { ++sum; })));
+    EXPECT_EQ(q.capacity_bytes(), grown) << "round " << round;
+  }
+  while (q.try_pop(j)) j();
+  EXPECT_EQ(sum, 4 * jobs);
+}
+
+// A batch spanning many segments goes in whole, in order; when one of the
+// segments it needs cannot be allocated, none of it goes in and what was
+// queued is untouched (tests/core/allocation_test.cpp has the failing
+// allocation; here the spans).
+TEST(JobQueue, BatchesSpanSegmentsInOrder) {
+  ts::job_queue q(2);  // 64-word segments: 21 small jobs each
+  std::vector<int> seen;
+  int next = 0;
+  ASSERT_TRUE(q.try_push(recorder(seen, next++)));
+  for (const std::size_t size : {1U, 20U, 21U, 22U, 100U, 333U}) {
+    std::vector<ts::job_function> batch;
+    for (std::size_t k = 0; k < size; ++k) batch.push_back(recorder(seen, next++));
+    ASSERT_TRUE(q.push_batch(batch));
+  }
+  EXPECT_EQ(q.size_approx(), static_cast<std::size_t>(next));
+  ts::job_function j;
+  while (q.try_pop(j)) j();
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(next));
+  for (int i = 0; i < next; ++i) ASSERT_EQ(seen[static_cast<std::size_t>(i)], i);
 }
 
 // The pool wakes a worker only when a push finds the queue empty, so that

@@ -31,7 +31,7 @@ void expect_accepted_count_final_after_close(Queue& queue, std::chrono::microsec
     producers.emplace_back([&] {
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();  // pairs with the release below
       for (;;) {
-        if (!queue.try_push(job_function([] {}))) return;  // closed
+        if (!queue.try_push(job_function([] {}))) return;   // closed
         succeeded.fetch_add(1, std::memory_order_relaxed);  // read after the joins
       }
     });

@@ -1,14 +1,19 @@
 // job_queue: the mutex-protected, unbounded FIFO of jobs.
 //
-// Storage is a power-of-two ring of 8-byte words that doubles when full and
-// never shrinks, so once it has grown to the working-set size, pushing and
-// popping allocate nothing. Jobs are stored *packed* (job_function's packed
+// Storage is a FIFO list of equal segments of 8-byte words. A push that does
+// not fit in the last segment moves on to a spare segment, allocating one
+// only when none is spare; a segment the pops have emptied becomes a spare.
+// Nothing is ever copied, so growth costs the queue's users one allocation
+// per segment and never a pause, memory follows the backlog (no doubling:
+// 100 000 small jobs take 2.4 MB), and once the queue has grown to its
+// working set, pushing and popping allocate nothing (spares are kept, never
+// freed before the queue is). Jobs are stored *packed* (job_function's packed
 // form): the operations pointer, the metadata word and only the words of
 // inline storage the callable uses, so a small job (a callable of up to 8
 // bytes, or one stored on the heap) takes 24 bytes instead of a full 64-byte
-// job_function. An entry never wraps around the ring's end: when it does not
-// fit before the end, a skip marker (a zero first word) fills the rest and
-// the entry starts at word 0. Every operation takes the mutex once,
+// job_function. An entry never spans two segments: when it does not fit
+// before a segment's end, a skip marker (a zero first word) ends the segment
+// and the entry starts the next one. Every operation takes the mutex once,
 // including the batch operations (one lock per batch, not per job).
 //
 // Contract:
@@ -40,13 +45,17 @@
 
 namespace thread_system {
 
-/// The mutex-protected (spin-locked), unbounded FIFO of jobs, stored packed in a growable ring.
+/// The mutex-protected (spin-locked), unbounded FIFO of jobs, stored packed in a list of segments.
 class alignas(64) job_queue {
  public:
-  /// `initial_capacity`: jobs of four words (32 bytes packed) the ring holds
-  /// before it first grows.
+  /// `initial_capacity`: jobs of four words (32 bytes packed) a segment
+  /// holds; every segment has that size (rounded up to a power of two words,
+  /// at least 64 words: 512 bytes). The first segment is allocated here
+  /// (std::bad_alloc propagates).
   explicit job_queue(std::size_t initial_capacity = 1024)
-      : ring_words_(std::bit_ceil(std::max<std::size_t>(initial_capacity, 2) * 4)), ring_(new word[ring_words_]) {}
+      : segment_words_(std::bit_ceil(std::max<std::size_t>(initial_capacity * 4, min_segment_words))) {
+    head_segment_ = tail_segment_ = new_segment();
+  }
 
   /// Not copyable.
   job_queue(const job_queue&) = delete;
@@ -57,11 +66,14 @@ class alignas(64) job_queue {
   ~job_queue() {
     job_function discarded;
     while (count_ > 0) pop_one(discarded);
+    discarded.reset();
+    free_list(head_segment_);
+    free_list(spare_);
   }
 
   /// Appends `job`. On failure (`pool_stopped` after close(),
-  /// `invalid_argument` for an empty job, `resource_exhausted` when the ring
-  /// cannot grow) `job` is not moved from.
+  /// `invalid_argument` for an empty job, `resource_exhausted` when a segment
+  /// cannot be allocated) `job` is not moved from.
   [[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE result<void> try_push(job_function&& job) {
     if (!job) return make_error(error_code::invalid_argument, "job_queue: empty job");
     return to_result(push_admitted(std::span<job_function>(&job, 1), no_action{}));
@@ -138,10 +150,11 @@ class alignas(64) job_queue {
     return contended_.load(std::memory_order_relaxed);  // a snapshot; nothing is read through it
   }
 
-  /// Current ring size in bytes (grows, never shrinks).
+  /// Bytes of job storage held: every segment, in use or spare (grows with
+  /// the largest backlog seen, never shrinks).
   [[nodiscard]] std::size_t capacity_bytes() const {
     std::lock_guard lock(mutex_);
-    return ring_words_ * sizeof(word);
+    return segments_ * segment_words_ * sizeof(word);
   }
 
  private:
@@ -214,7 +227,7 @@ class alignas(64) job_queue {
       case push_outcome::not_admitted:  // (not used by job_queue's own operations)
         break;
     }
-    return make_error(error_code::resource_exhausted, "job_queue: out of memory growing the ring");
+    return make_error(error_code::resource_exhausted, "job_queue: out of memory for a segment");
   }
 
   // A push is admitted unless refusals_ refuses it (closed, or pushes
@@ -256,20 +269,19 @@ class alignas(64) job_queue {
   }
 
   // Appends `jobs` (all valid); the caller holds mutex_ and checked refusals_.
-  // Growing may throw std::bad_alloc before anything is moved.
+  // Allocating a segment may throw std::bad_alloc before anything is moved.
   THREAD_SYSTEM_ALWAYS_INLINE void push_locked(std::span<job_function> jobs) {
-    // Room for the jobs plus one skip marker's padding (shorter than one
-    // entry; a batch wraps at most once, as it fits in the ring).
-    std::size_t needed = job_function::max_packed_words;
+    std::size_t needed = 0;
     for (const auto& j : jobs) needed += j.packed_words();
-    if (ring_words_ - used_ < needed) grow(needed);
+    // The common case: the jobs fit in the last segment whatever their sizes.
+    if (tail_ + needed + segment_waste > segment_words_) reserve(needed);
     for (auto& j : jobs) put(j);
     count_ += jobs.size();
     size_.store(count_, std::memory_order_relaxed);  // statistics only; the mutex publishes the jobs
     count_pushed(jobs.size());
   }
 
-  // One 8-byte word of the ring; entries are built in it with placement
+  // One 8-byte word of a segment; entries are built in it with placement
   // new (job_function::pack_into), hence the byte array.
   struct alignas(8) word {
     unsigned char bytes[8];
@@ -281,32 +293,100 @@ class alignas(64) job_queue {
     return bits == 0;  // an entry starts with its (non-null) operations pointer
   }
 
-  // Packs `job` at tail_; the caller made room (push_locked()).
+  // A segment: this header, then segment_words_ words, in one allocation.
+  struct segment {
+    segment* next = nullptr;
+    [[nodiscard]] word* words() noexcept {
+      // The words follow the header in the same allocation (an array of an
+      // implicit-lifetime type, created by the allocation).
+      return reinterpret_cast<word*>(reinterpret_cast<unsigned char*>(this) + sizeof(segment));
+    }
+  };
+  static_assert(sizeof(segment) % alignof(word) == 0, "the words after the header must be aligned");
+
+  static constexpr std::size_t min_segment_words = 64;
+  // The most words an entry can leave unused at a segment's end: an entry
+  // that does not fit is at most max_packed_words long.
+  static constexpr std::size_t segment_waste = job_function::max_packed_words - 1;
+  static_assert(min_segment_words > 2 * job_function::max_packed_words);
+
+  // Throws std::bad_alloc. (A byte array provides the storage: new[] aligns
+  // it for any fundamental type, and the header and words are built in it.)
+  [[nodiscard]] segment* new_segment() {
+    auto* raw = new unsigned char[sizeof(segment) + segment_words_ * sizeof(word)];
+    ++segments_;
+    return ::new (static_cast<void*>(raw)) segment{};
+  }
+  static void free_list(segment* s) noexcept {
+    while (s != nullptr) {
+      segment* next = s->next;
+      s->~segment();
+      delete[] reinterpret_cast<unsigned char*>(s);
+      s = next;
+    }
+  }
+
+  // Makes sure `needed` words of entries fit, whatever their sizes: what
+  // the last segment has left and each spare segment hold, less what each
+  // may leave unused at its end. Allocates spares as needed (std::bad_alloc
+  // propagates; spares allocated so far are kept, no job has moved).
+  void reserve(std::size_t needed) {
+    const std::size_t per_segment = segment_words_ - segment_waste;
+    const std::size_t left = segment_words_ - tail_;
+    std::size_t room = (left > segment_waste ? left - segment_waste : 0) + spares_ * per_segment;
+    while (room < needed) {
+      segment* s = new_segment();
+      s->next = spare_;
+      spare_ = s;
+      ++spares_;
+      room += per_segment;
+    }
+  }
+
+  // Packs `job` at the tail; the caller made room (push_locked()).
   THREAD_SYSTEM_ALWAYS_INLINE void put(job_function& job) noexcept {
     const std::size_t words = job.packed_words();
-    if (tail_ + words > ring_words_) {
-      std::memset(ring_[tail_].bytes, 0, sizeof(word));  // skip marker: the entry starts at word 0
-      used_ += ring_words_ - tail_;
-      tail_ = 0;
-    }
-    job.pack_into(&ring_[tail_]);
-    tail_ = (tail_ + words) & (ring_words_ - 1);
-    used_ += words;
+    if (tail_ + words > segment_words_) next_tail_segment();
+    job.pack_into(&tail_segment_->words()[tail_]);
+    tail_ += words;
+  }
+
+  // Ends the last segment (a skip marker where words are left) and appends
+  // a spare one; reserve() made sure there is one.
+  void next_tail_segment() noexcept {
+    if (tail_ < segment_words_) std::memset(tail_segment_->words()[tail_].bytes, 0, sizeof(word));
+    segment* s = spare_;
+    spare_ = s->next;
+    --spares_;
+    s->next = nullptr;
+    tail_segment_->next = s;
+    tail_segment_ = s;
+    tail_ = 0;
   }
 
   // Moves the oldest job into `out` (its previous job, if any, is
   // destroyed). Precondition: count_ > 0. The caller updates size_.
   THREAD_SYSTEM_ALWAYS_INLINE void pop_one(job_function& out) noexcept {
-    if (is_skip_marker(ring_[head_])) {
-      used_ -= ring_words_ - head_;
-      head_ = 0;
-    }
-    const std::size_t words = job_function::packed_words_at(&ring_[head_]);
+    if (head_ == segment_words_ || is_skip_marker(head_segment_->words()[head_])) next_head_segment();
+    word* entry = &head_segment_->words()[head_];
+    const std::size_t words = job_function::packed_words_at(entry);
     out.reset();
-    out.unpack_from(&ring_[head_]);
-    head_ = (head_ + words) & (ring_words_ - 1);
-    used_ -= words;
-    if (--count_ == 0) head_ = tail_ = used_ = 0;  // empty: drop any padding, start over at word 0
+    out.unpack_from(entry);
+    head_ += words;
+    // Empty: the last job was in the last segment, so head and tail share
+    // it; start over at its word 0.
+    if (--count_ == 0) head_ = tail_ = 0;
+  }
+
+  // The head segment is used up (count_ > 0, so a later one holds the next
+  // entry): it becomes a spare.
+  void next_head_segment() noexcept {
+    segment* done = head_segment_;
+    head_segment_ = done->next;
+    head_ = 0;
+    done->next = spare_;
+    spare_ = done;
+    ++spares_;
   }
 
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_locked(std::span<job_function> out, std::size_t max) {
@@ -333,30 +413,6 @@ class alignas(64) job_queue {
     return count;
   }
 
-  // Doubles the ring until `needed` more words fit, repacking the queued
-  // jobs from word 0 (padding dropped). Throws std::bad_alloc before
-  // anything is moved.
-  void grow(std::size_t needed) {
-    std::size_t words = ring_words_ * 2;
-    while (words - used_ < needed) words *= 2;
-    std::unique_ptr<word[]> bigger(new word[words]);
-    std::size_t at = 0;
-    const std::size_t jobs = count_;
-    job_function moving;
-    for (std::size_t i = 0; i < jobs; ++i) {
-      pop_one(moving);
-      const std::size_t size = moving.packed_words();
-      moving.pack_into(&bigger[at]);
-      at += size;
-    }
-    ring_ = std::move(bigger);
-    ring_words_ = words;
-    head_ = 0;
-    tail_ = at;
-    used_ = at;
-    count_ = jobs;
-  }
-
   // Two cache lines (the class is aligned to a line). The first holds the
   // lock and everything an operation reads or writes under it, the
   // contention count included, so an empty poll - contended or not - moves
@@ -368,17 +424,21 @@ class alignas(64) job_queue {
   // here so that the check reads no line but the lock's).
   std::uint8_t refusals_ = 0;
   std::atomic<bool> closed_hint_{false};
-  std::size_t ring_words_;                   // guarded by mutex_; a power of two
-  std::unique_ptr<word[]> ring_;             // guarded by mutex_
+  const std::size_t segment_words_;          // a power of two, at least min_segment_words
+  segment* head_segment_ = nullptr;          // guarded by mutex_: holds the oldest entry
+  segment* tail_segment_ = nullptr;          // guarded by mutex_: the last segment, where pushes go
   std::size_t head_ = 0;                     // guarded by mutex_: word index of the oldest entry (or a skip marker)
-  std::size_t tail_ = 0;                     // guarded by mutex_: word index of the next entry
-  std::size_t used_ = 0;                     // guarded by mutex_: words in use, padding included
+  std::size_t tail_ = 0;                     // guarded by mutex_: word index of the next entry in tail_segment_
   std::size_t count_ = 0;                    // guarded by mutex_: jobs queued
   std::atomic<std::uint64_t> contended_{0};  // see contended_operations()
   // The second: what readers outside the lock poll (size_approx(),
-  // accepted_pushes()), written by pushes and non-empty pops.
+  // accepted_pushes()), written by pushes and non-empty pops; then what
+  // only a segment change touches.
   alignas(64) std::atomic<std::size_t> size_{0};
   std::atomic<std::uint64_t> pushed_total_{0};
+  segment* spare_ = nullptr;  // guarded by mutex_: spare segments, a stack
+  std::size_t spares_ = 0;    // guarded by mutex_
+  std::size_t segments_ = 0;  // guarded by mutex_ (and the constructor): allocated, in use or spare
 };
 
 }  // namespace thread_system
