@@ -294,15 +294,19 @@ class alignas(64) job_queue {
   }
 
   // A segment: this header, then segment_words_ words, in one allocation.
-  struct segment {
+  // Header and words start on a cache line, so where entries cross lines
+  // depends only on their sizes, not on where the allocator put the segment.
+  struct alignas(64) segment {
+    explicit segment(unsigned char* from) noexcept : storage(from) {}
     segment* next = nullptr;
+    unsigned char* storage;  // what new_segment() allocated, for delete[]
     [[nodiscard]] word* words() noexcept {
       // The words follow the header in the same allocation (an array of an
       // implicit-lifetime type, created by the allocation).
       return reinterpret_cast<word*>(reinterpret_cast<unsigned char*>(this) + sizeof(segment));
     }
   };
-  static_assert(sizeof(segment) % alignof(word) == 0, "the words after the header must be aligned");
+  static_assert(sizeof(segment) == 64, "the words start one cache line after the header");
 
   static constexpr std::size_t min_segment_words = 64;
   // The most words an entry can leave unused at a segment's end: an entry
@@ -310,18 +314,22 @@ class alignas(64) job_queue {
   static constexpr std::size_t segment_waste = job_function::max_packed_words - 1;
   static_assert(min_segment_words > 2 * job_function::max_packed_words);
 
-  // Throws std::bad_alloc. (A byte array provides the storage: new[] aligns
-  // it for any fundamental type, and the header and words are built in it.)
+  // Throws std::bad_alloc. (A byte array provides the storage, with room to
+  // start the header on a cache line; the header and words are built in it.)
   [[nodiscard]] segment* new_segment() {
-    auto* raw = new unsigned char[sizeof(segment) + segment_words_ * sizeof(word)];
+    const std::size_t bytes = alignof(segment) - 1 + sizeof(segment) + segment_words_ * sizeof(word);
+    auto* raw = new unsigned char[bytes];
+    const auto address = reinterpret_cast<std::uintptr_t>(raw);
+    const std::size_t pad = (alignof(segment) - address % alignof(segment)) % alignof(segment);
     ++segments_;
-    return ::new (static_cast<void*>(raw)) segment{};
+    return ::new (static_cast<void*>(raw + pad)) segment(raw);
   }
   static void free_list(segment* s) noexcept {
     while (s != nullptr) {
       segment* next = s->next;
+      unsigned char* storage = s->storage;
       s->~segment();
-      delete[] reinterpret_cast<unsigned char*>(s);
+      delete[] storage;
       s = next;
     }
   }
@@ -427,9 +435,9 @@ class alignas(64) job_queue {
   const std::size_t segment_words_;          // a power of two, at least min_segment_words
   segment* head_segment_ = nullptr;          // guarded by mutex_: holds the oldest entry
   segment* tail_segment_ = nullptr;          // guarded by mutex_: the last segment, where pushes go
+  std::size_t count_ = 0;                    // guarded by mutex_: jobs queued
   std::size_t head_ = 0;                     // guarded by mutex_: word index of the oldest entry (or a skip marker)
   std::size_t tail_ = 0;                     // guarded by mutex_: word index of the next entry in tail_segment_
-  std::size_t count_ = 0;                    // guarded by mutex_: jobs queued
   std::atomic<std::uint64_t> contended_{0};  // see contended_operations()
   // The second: what readers outside the lock poll (size_approx(),
   // accepted_pushes()), written by pushes and non-empty pops; then what

@@ -352,9 +352,9 @@ def table_memory(ctx, out):
     out.append("### Bytes per queued job\n")
     out.append("100 000 empty jobs (an 8-byte capture) queued behind the only worker, which is blocked; VmRSS delta / "
                "100 000 (includes the queue's own growth). Thread System packs such a job into 24 bytes of its "
-               "injector's ring, which doubles as it grows: the smaller rings it left behind are freed but may stay "
-               "in the process's RSS (glibc keeps them for reuse), which the delta counts; the bare queue's figure "
-               "is in the queue-level memory rows. The naive pool stores std::function in a std::deque.\n")
+               "injector's storage, a list of 32 KiB segments that grows one segment at a time and copies nothing, "
+               "so the figure is the jobs' own bytes plus at most a segment; the bare queue's figure is in the "
+               "queue-level memory rows. The naive pool stores std::function in a std::deque.\n")
     libs = present_libs(runs, "queued_bytes")
     if not libs:
         out.append("_No data._\n")
