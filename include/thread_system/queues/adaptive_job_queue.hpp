@@ -1,5 +1,5 @@
 // adaptive_job_queue: a job queue that holds a mutex-strategy queue
-// (job_queue, a spin-locked growable ring) and a lock-free queue
+// (job_queue, spin-locked segments) and a lock-free queue
 // (lockfree_queue, fetch-and-add segments) and routes every operation to one
 // of them, switching between the two according to what it measures.
 //
