@@ -6,7 +6,7 @@
 // workers' OS threads), thread_pool_admission.cpp (backpressure and the
 // seed-style job API) and thread_pool_accounting.cpp (idle detection,
 // statistics, failure reports). docs/ARCHITECTURE.md walks one job through them.
-#include "thread_system/pools/thread_pool.hpp"
+#include "pool_core.hpp"
 #include "thread_system/detail/chaos.hpp"
 
 #include <algorithm>
@@ -23,18 +23,20 @@
 #include "thread_system/detail/duration.hpp"
 #include "thread_system/detail/spin.hpp"
 #include "thread_system/detail/thread_attributes.hpp"
+#include "thread_system/sync/cancellation.hpp"
 #include "thread_system/sync/helping_wait.hpp"
+#include "thread_system/sync/this_job.hpp"
 
 // The concrete injectors, so that their final overrides are visible here.
 #include "injectors.hpp"
 
-namespace thread_system {
+namespace thread_system::detail {
 
 namespace {
 
 // The pool and worker running on this thread (nullptrs elsewhere).
 struct worker_context {
-  thread_pool* pool = nullptr;
+  pool_core* pool = nullptr;
   thread_worker* worker = nullptr;
 };
 thread_local worker_context tl_context;
@@ -81,11 +83,9 @@ thread_local std::uint32_t tl_sample_countdown = 1;
 
 }  // namespace
 
-thread_worker* thread_pool::own_worker() const noexcept {
-  return tl_context.pool == this ? tl_context.worker : nullptr;
-}
+thread_worker* pool_core::own_worker() const noexcept { return tl_context.pool == this ? tl_context.worker : nullptr; }
 
-result<void> thread_pool::push_local(thread_worker& w, job_function&& fn, bool continuation) {
+result<void> pool_core::push_local(thread_worker& w, job_function&& fn, bool continuation) {
   // Only this worker's thread pushes to its deque, so the check below and
   // the push cannot interleave with this worker's own exit decision.
   const state st = state_.load(std::memory_order_acquire);  // pairs with the release in stop()
@@ -136,18 +136,18 @@ result<void> thread_pool::push_local(thread_worker& w, job_function&& fn, bool c
   return {};
 }
 
-void thread_pool::note_allocation_failure(thread_worker& w) noexcept {
+void pool_core::note_allocation_failure(thread_worker& w) noexcept {
   thread_worker::add(w.alloc_failures_, 1);  // statistics only
   if (w.degraded_) return;                   // reported at the start of this run of failures
   w.degraded_ = true;
   report_failure(out_of_memory_report_);
 }
 
-bool thread_pool::take_from_lifo_slot(thread_worker& w, bool helping, detail::job_node*& out) noexcept {
+bool pool_core::take_from_lifo_slot(thread_worker& w, bool helping, detail::job_node*& out) noexcept {
   // relaxed: only this thread fills the slot; a stale non-null only costs
   // the exchange below, which then returns nullptr.
   if (w.lifo_slot_.load(std::memory_order_relaxed) == 0) return false;
-  // The budget (thread_pool::lifo_slot_budget): a job that keeps spawning
+  // The budget (pool_front::lifo_slot_budget): a job that keeps spawning
   // a successor cannot starve the jobs spawned before it. Tokio bounds its
   // LIFO slot the same way and with the same value (MAX_LIFO_POLLS_PER_TICK).
   if (w.lifo_streak_ >= lifo_slot_budget && !helping) {
@@ -185,19 +185,19 @@ bool thread_pool::take_from_lifo_slot(thread_worker& w, bool helping, detail::jo
   return true;
 }
 
-result<void> thread_pool::push_one(job_function&& fn) {
+result<void> pool_core::push_one(job_function&& fn) {
   if (!fn) return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': empty job");
   return detail::refuse_if_out_of_memory([&] { return push_one_unchecked(std::move(fn)); });
 }
 
-result<void> thread_pool::push_one_unchecked(job_function&& fn) {
+result<void> pool_core::push_one_unchecked(job_function&& fn) {
   if (local_deques_) {
     if (thread_worker* w = own_worker()) return push_local(*w, std::move(fn));
   }
   return push_to_injector(std::move(fn));
 }
 
-result<void> thread_pool::enqueue_continuation(job_function&& fn) {
+result<void> pool_core::enqueue_continuation(job_function&& fn) {
   if (!fn) return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': empty job");
   return detail::refuse_if_out_of_memory([&]() -> result<void> {
     if (local_deques_) {
@@ -207,7 +207,7 @@ result<void> thread_pool::enqueue_continuation(job_function&& fn) {
   });
 }
 
-result<void> thread_pool::push_to_injector(job_function&& fn) {
+result<void> pool_core::push_to_injector(job_function&& fn, std::uint64_t kind_mask) {
   stamp_if_sampled(fn);
   // The queue counts the job as accepted inside its critical section, so
   // close() in stop() makes the accepted total exact and no worker can
@@ -218,11 +218,10 @@ result<void> thread_pool::push_to_injector(job_function&& fn) {
   // (backpressure::caller_runs) leaves `wake` true; that costs one look.
   bool wake = true;
   return push_external(
-      ~std::uint64_t{0}, std::span<job_function>(&fn, 1), [&] { return queue_->push_and_check(std::move(fn), wake); },
-      &wake);
+      kind_mask, std::span<job_function>(&fn, 1), [&] { return queue_->push_and_check(std::move(fn), wake); }, &wake);
 }
 
-result<void> thread_pool::push_batch(std::span<job_function> fns) {
+result<void> pool_core::push_batch(std::span<job_function> fns) {
   if (fns.empty()) return {};
   // Before anything else (backpressure included): a batch with an empty job
   // is refused whole, and no policy ever sees it (caller_runs would run it).
@@ -232,14 +231,14 @@ result<void> thread_pool::push_batch(std::span<job_function> fns) {
   return detail::refuse_if_out_of_memory([&] { return push_batch_unchecked(fns); });
 }
 
-result<void> thread_pool::push_batch_unchecked(std::span<job_function> fns) {
+result<void> pool_core::push_batch_unchecked(std::span<job_function> fns, std::uint64_t kind_mask) {
   for (auto& fn : fns) stamp_if_sampled(fn);
   // One wake-up; the woken worker wakes the next while work remains
   // (see worker_main), so a burst wakes only as many workers as it keeps busy.
-  return push_external(~std::uint64_t{0}, fns, [&] { return queue_->push_batch(fns); });
+  return push_external(kind_mask, fns, [&] { return queue_->push_batch(fns); });
 }
 
-job_outcome thread_pool::run_guarded(job_function& fn) noexcept {
+job_outcome pool_core::run_guarded(job_function& fn) noexcept {
   // A job without a token must not see the token of a job it runs inside
   // (a helping wait, caller_runs): token_job sets its own.
   const cancellation_token* outer_token = this_job::detail::current_token;
@@ -256,7 +255,7 @@ job_outcome thread_pool::run_guarded(job_function& fn) noexcept {
   return outcome;
 }
 
-void thread_pool::stamp_if_sampled(job_function& fn) const noexcept {
+void pool_core::stamp_if_sampled(job_function& fn) const noexcept {
   if (latency_sample_every_ == 0) return;
   // The countdown is per thread, shared by all pools: never wait longer
   // than this pool's own rate.
@@ -266,7 +265,7 @@ void thread_pool::stamp_if_sampled(job_function& fn) const noexcept {
   fn.set_enqueue_stamp(steady_now_ns());
 }
 
-void thread_pool::wake_worker_if_needed(std::uint64_t kind_mask) noexcept {
+void pool_core::wake_worker_if_needed(std::uint64_t kind_mask) noexcept {
   // Dekker with a spinning worker: the fence orders our push before reading
   // a group's spinning count; the worker decrements it (seq_cst) and then
   // re-checks the queue after prepare_wait()'s fence before it sleeps.
@@ -282,7 +281,7 @@ void thread_pool::wake_worker_if_needed(std::uint64_t kind_mask) noexcept {
   }
 }
 
-void thread_pool::wake_all_groups() noexcept {
+void pool_core::wake_all_groups() noexcept {
   const std::size_t n = group_count_.load(std::memory_order_acquire);  // pairs with group_for()
   for (std::size_t i = 0; i < n; ++i) {
     groups_[i].load(std::memory_order_relaxed)->work_available.notify_all();  // fixed once published
@@ -291,16 +290,16 @@ void thread_pool::wake_all_groups() noexcept {
 
 // A worker thread's help_source (sync/helping_wait.hpp): a helping wait on
 // the worker runs one job of this pool through its worker.
-class thread_pool::worker_help final : public detail::help_source {
+class pool_core::worker_help final : public detail::help_source {
  public:
-  worker_help(thread_pool& pool, thread_worker& worker) noexcept : pool_(pool), worker_(worker) {}
+  worker_help(pool_core& pool, thread_worker& worker) noexcept : pool_(pool), worker_(worker) {}
   bool help_once() override {
     std::array<job_function, 1> one;
     return pool_.find_and_run(worker_, one, /*helping=*/true);
   }
 
  private:
-  thread_pool& pool_;
+  pool_core& pool_;
   thread_worker& worker_;
 };
 
@@ -342,7 +341,7 @@ class batch_buffer {
 static_assert(std::is_nothrow_default_constructible_v<job_function>);
 }  // namespace
 
-void thread_pool::worker_main(thread_worker& w) {
+void pool_core::worker_main(thread_worker& w) {
   tl_context = worker_context{this, &w};
   worker_help help(*this, w);
   detail::help_source* const outer_help = detail::set_help_source(&help);
@@ -451,7 +450,7 @@ void thread_pool::worker_main(thread_worker& w) {
   (void)detail::set_help_source(outer_help);
 }
 
-bool thread_pool::work_visible(const thread_worker& w) const noexcept {
+bool pool_core::work_visible(const thread_worker& w) const noexcept {
   if (queue_->is_closed()) return true;
   // A worker asked to leave must wake up to do so (seq_cst: ordered like the
   // queue checks, against resize()'s wake-up).
@@ -477,7 +476,7 @@ bool thread_pool::work_visible(const thread_worker& w) const noexcept {
   return false;
 }
 
-bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, bool helping) {
+bool pool_core::find_and_run(thread_worker& w, std::span<job_function> local, bool helping) {
   // Helping waits take one job at a time so the awaited result is not
   // delayed behind a batch.
   // A paused pool starts nothing (acquire: pairs with the store in pause()) -
@@ -582,7 +581,7 @@ bool thread_pool::find_and_run(thread_worker& w, std::span<job_function> local, 
   return false;
 }
 
-bool thread_pool::try_steal(thread_worker& w, detail::job_node*& out) {
+bool pool_core::try_steal(thread_worker& w, detail::job_node*& out) {
   const std::size_t n = published_.load(std::memory_order_acquire);  // pairs with start_worker()
   if (n <= 1) return false;
   // xorshift32: a cheap random start so thieves spread over victims.
@@ -630,7 +629,7 @@ bool thread_pool::try_steal(thread_worker& w, detail::job_node*& out) {
   return false;
 }
 
-bool thread_pool::owner_stalled(thread_worker& w, const thread_worker& victim) noexcept {
+bool pool_core::owner_stalled(thread_worker& w, const thread_worker& victim) noexcept {
   // relaxed: statistics counters, read as a progress hint only; a stale
   // value only delays the decision or takes a continuation early, and
   // either is just a steal.
@@ -647,12 +646,12 @@ bool thread_pool::owner_stalled(thread_worker& w, const thread_worker& victim) n
   return now - w.watched_since_ >= continuation_grace_ns;
 }
 
-void thread_pool::run_node(thread_worker& w, detail::job_node* node) {
+void pool_core::run_node(thread_worker& w, detail::job_node* node) {
   execute(w, node->fn);
   w.node_cache_.release(node);
 }
 
-void thread_pool::execute(thread_worker& w, job_function& fn) {
+void pool_core::execute(thread_worker& w, job_function& fn) {
   // acquire: pairs with the release store in stop(); a job not yet started
   // when cancellation is requested is cancelled rather than run.
   const std::uint8_t raw_tag = fn.tag();
@@ -700,13 +699,13 @@ void thread_pool::execute(thread_worker& w, job_function& fn) {
   thread_worker::add(w.processed_, 1, std::memory_order_release);
 }
 
-void thread_pool::run_batch(thread_worker& w, std::span<job_function> batch) {
+void pool_core::run_batch(thread_worker& w, std::span<job_function> batch) {
   for (auto& fn : batch) execute(w, fn);
 }
 
-bool thread_pool::on_own_worker() const noexcept { return tl_context.pool == this; }
+bool pool_core::on_own_worker() const noexcept { return tl_context.pool == this; }
 
-bool thread_pool::nothing_left_to_steal_from_caller() const noexcept {
+bool pool_core::nothing_left_to_steal_from_caller() const noexcept {
   if (tl_context.pool == this) {
     const thread_worker& w = *tl_context.worker;
     // relaxed: a hint; the slot is stealable too.
@@ -715,7 +714,7 @@ bool thread_pool::nothing_left_to_steal_from_caller() const noexcept {
   return queue_->empty_approx();
 }
 
-void thread_pool::wait_while_paused() noexcept {
+void pool_core::wait_while_paused() noexcept {
   for (;;) {
     const auto key = resumed_.prepare_wait();
     // seq_cst: Dekker with resume()/stop(), which store then notify.
@@ -727,10 +726,23 @@ void thread_pool::wait_while_paused() noexcept {
   }
 }
 
-namespace detail {
+// The fronts' pushes (pools/pool_front.hpp), in this file so that the
+// core's push paths above inline into them.
+result<void> pool_front::push_one(job_function&& fn) { return core_->push_one(std::move(fn)); }
 
-bool nothing_left_to_steal(const thread_pool& pool) noexcept { return pool.nothing_left_to_steal_from_caller(); }
+result<void> pool_front::push_batch(std::span<job_function> fns) { return core_->push_batch(fns); }
 
-}  // namespace detail
+result<void> pool_front::push_continuation(job_function&& fn) { return core_->enqueue_continuation(std::move(fn)); }
 
-}  // namespace thread_system
+result<void> pool_front::push_routed(std::uint64_t kind_mask, job_function&& fn) {
+  return core_->push_to_injector(std::move(fn), kind_mask);
+}
+
+result<void> pool_front::push_routed_batch(std::uint64_t kind_mask, std::span<job_function> fns) {
+  if (fns.empty()) return {};
+  return core_->push_batch_unchecked(fns, kind_mask);
+}
+
+bool nothing_left_to_steal(const pool_front& pool) noexcept { return pool.core_->nothing_left_to_steal_from_caller(); }
+
+}  // namespace thread_system::detail

@@ -1,15 +1,14 @@
 // thread_pool's accounting: idle detection and wait_idle(), statistics and
 // latency, and where a job's failure is reported (the error handler, or a
 // line on stderr).
-#include "thread_system/pools/thread_pool.hpp"
+#include "pool_core.hpp"
 
 #include <cstdio>
 #include <exception>
 #include <mutex>
 
-namespace thread_system {
+namespace thread_system::detail {
 
-namespace detail {
 namespace {
 // Made at load time, so that a job cancelled while memory is exhausted can
 // still complete its future with the `cancelled` code.
@@ -18,9 +17,8 @@ const std::exception_ptr cancelled_error_without_memory = std::make_exception_pt
 }  // namespace
 
 const std::exception_ptr& cancelled_without_memory() noexcept { return cancelled_error_without_memory; }
-}  // namespace detail
 
-void thread_pool::report_failure(const std::exception_ptr& e) noexcept {
+void pool_core::report_failure(const std::exception_ptr& e) noexcept {
   std::shared_ptr<const error_handler> handler;
   {
     std::lock_guard lock(handler_mutex_);
@@ -47,13 +45,13 @@ void thread_pool::report_failure(const std::exception_ptr& e) noexcept {
   }
 }
 
-void thread_pool::set_error_handler(error_handler handler) {
+void pool_core::set_error_handler(error_handler handler) {
   auto p = handler ? std::make_shared<const error_handler>(std::move(handler)) : nullptr;
   std::lock_guard lock(handler_mutex_);
   handler_ = std::move(p);
 }
 
-bool thread_pool::idle_now() const noexcept {
+bool pool_core::idle_now() const noexcept {
   // Completion counters first (acquire, pairing with the release stores in
   // execute() and stop()), then the queue's accepted total. A job counted as finished was
   // accepted before its completion was published, so the total read after
@@ -75,7 +73,7 @@ bool thread_pool::idle_now() const noexcept {
   return finished == accepted;
 }
 
-void thread_pool::wait_idle() {
+void pool_core::wait_idle() {
   if (on_own_worker()) {
     throw error_exception(
         error{error_code::invalid_argument, "thread_pool::wait_idle() called from one of the pool's own workers"});
@@ -92,7 +90,7 @@ void thread_pool::wait_idle() {
   }
 }
 
-pool_statistics thread_pool::get_statistics() const {
+pool_statistics pool_core::get_statistics() const {
   pool_statistics s;
   std::lock_guard lock(lifecycle_mutex_);
   const stop_report r = make_report();
@@ -118,7 +116,7 @@ pool_statistics thread_pool::get_statistics() const {
   return s;
 }
 
-std::pair<std::uint64_t, std::uint64_t> thread_pool::kind_totals(std::uint8_t tag) const {
+std::pair<std::uint64_t, std::uint64_t> pool_core::kind_totals(std::uint8_t tag) const {
   std::uint64_t executed = 0;
   std::uint64_t failed = 0;
   std::lock_guard lock(lifecycle_mutex_);
@@ -130,7 +128,7 @@ std::pair<std::uint64_t, std::uint64_t> thread_pool::kind_totals(std::uint8_t ta
   return {executed, failed};
 }
 
-worker_latency thread_pool::latency() const {
+worker_latency pool_core::latency() const {
   worker_latency total;
   std::lock_guard lock(lifecycle_mutex_);
   for (const auto& w : workers_) {
@@ -141,4 +139,4 @@ worker_latency thread_pool::latency() const {
   return total;
 }
 
-}  // namespace thread_system
+}  // namespace thread_system::detail

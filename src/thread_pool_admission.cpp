@@ -1,44 +1,16 @@
-// What a job passes before it enters thread_pool's queue: backpressure
-// (room, blocking, caller_runs, drop_oldest) and the seed-style job API
-// (unique_ptr<job> adapted to job_function). The queues and the worker loop
-// are in thread_pool.cpp.
-#include "thread_system/pools/thread_pool.hpp"
+// What a job passes before it enters the pool's queue: backpressure (room,
+// blocking, caller_runs, drop_oldest). The queues and the worker loop are in
+// thread_pool.cpp.
+#include "pool_core.hpp"
 
 #include <chrono>
 #include <thread>
 
 #include "thread_system/detail/duration.hpp"
 
-namespace thread_system {
+namespace thread_system::detail {
 
-result<void> thread_pool::enqueue(std::unique_ptr<job> j) {
-  if (!j) return make_error(error_code::invalid_argument, "thread_pool::enqueue: null job");
-  if (!j->runnable()) {
-    return make_error(error_code::invalid_argument,
-                      "thread_pool::enqueue: job '" + j->get_name() + "' has nothing to run (an empty callback)");
-  }
-  return push_one(job_function(detail::seed_job_adapter{std::move(j)}));  // inline: allocates nothing
-}
-
-result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<job>> jobs) {
-  std::vector<job_function> batch;
-  try {
-    batch.reserve(jobs.size());
-  } catch (const std::bad_alloc&) {
-    return detail::out_of_memory_error();
-  }
-  for (auto& j : jobs) {
-    if (!j) return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: null job in batch");
-    if (!j->runnable()) {
-      return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: job '" + j->get_name() +
-                                                          "' has nothing to run (an empty callback)");
-    }
-  }
-  for (auto& j : jobs) batch.emplace_back(detail::seed_job_adapter{std::move(j)});
-  return push_batch(batch);
-}
-
-bool thread_pool::try_reserve(std::size_t n) noexcept {
+bool pool_core::try_reserve(std::size_t n) noexcept {
   // relaxed: the count orders nothing else; room is a number, not a hand-over.
   std::size_t cur = queued_external_.load(std::memory_order_relaxed);
   do {
@@ -47,7 +19,7 @@ bool thread_pool::try_reserve(std::size_t n) noexcept {
   return true;
 }
 
-void thread_pool::release_room(std::size_t n) noexcept {
+void pool_core::release_room(std::size_t n) noexcept {
   // seq_cst: Dekker with a blocked producer, whose prepare_wait() fence is
   // followed by its own try_reserve(): either it sees the room, or the
   // notify below sees it waiting.
@@ -62,7 +34,7 @@ void thread_pool::release_room(std::size_t n) noexcept {
   }
 }
 
-bool thread_pool::drop_oldest_queued() {
+bool pool_core::drop_oldest_queued() {
   std::array<job_function, 1> oldest;
   if (queue_->pop_victim(oldest) == 0) return false;
   const std::uint8_t tag = oldest[0].tag();
@@ -75,7 +47,7 @@ bool thread_pool::drop_oldest_queued() {
   return true;
 }
 
-void thread_pool::run_on_caller(job_function& fn) {
+void pool_core::run_on_caller(job_function& fn) {
   const job_outcome outcome = run_guarded(fn);
   if (outcome == job_outcome::cancelled) {
     caller_cancelled_.fetch_add(1, std::memory_order_relaxed);  // statistics only
@@ -85,7 +57,7 @@ void thread_pool::run_on_caller(job_function& fn) {
   caller_ran_.fetch_add(1, std::memory_order_relaxed);  // statistics only
 }
 
-result<void> thread_pool::acquire_room(std::span<job_function> fns, bool& ran_inline) {
+result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inline) {
   const std::size_t n = fns.size();
   if (n > bounds_.capacity) {
     return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': a batch of " + std::to_string(n) +
@@ -143,11 +115,11 @@ result<void> thread_pool::acquire_room(std::span<job_function> fns, bool& ran_in
   }
 }
 
-unexpected_error thread_pool::refusal(const error& queue_error) const {
+unexpected_error pool_core::refusal(const error& queue_error) const {
   if (queue_error.code() == error_code::pool_stopped) {
     return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
   }
   return make_error(queue_error.code(), "thread_pool '" + name_ + "': " + queue_error.message());
 }
 
-}  // namespace thread_system
+}  // namespace thread_system::detail

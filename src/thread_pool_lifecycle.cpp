@@ -3,6 +3,7 @@
 // stop() with its report. The worker loop is in thread_pool.cpp; the
 // workers as the user sees them (list, count, OS threads) in
 // thread_pool_workers.cpp.
+#include "pool_core.hpp"
 #include "thread_system/detail/chaos.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 
@@ -15,13 +16,7 @@
 #include "thread_system/detail/duration.hpp"
 #include "thread_system/detail/futex.hpp"
 
-namespace thread_system {
-
-std::size_t thread_pool::default_worker_count() noexcept {
-  const unsigned n = std::thread::hardware_concurrency();
-  if (n == 0) return 1;
-  return n < max_workers ? n : max_workers;
-}
+namespace thread_system::detail {
 
 namespace {
 std::uint32_t default_max_spinners() noexcept {
@@ -32,17 +27,6 @@ std::uint32_t default_max_spinners() noexcept {
 void validate(const backpressure& b) {
   if (b.capacity != 0 && b.on_full == backpressure::policy::block_for && b.timeout.count() < 0) {
     throw error_exception(error{error_code::invalid_argument, "backpressure::block_for: negative timeout"});
-  }
-}
-
-void validate(const pool_options& o) {
-  validate(o.backpressure);
-  // Two bounds with two answers to "full" (the policy's, and the ring's
-  // immediate queue_full) would make the policy a lie.
-  if (o.queue == pool_queue::bounded && o.backpressure.capacity != 0) {
-    throw error_exception(error{error_code::invalid_argument,
-                                "pool_queue::bounded is a bound of its own: use backpressure with another queue "
-                                "kind, or the bounded queue without backpressure"});
   }
 }
 
@@ -79,86 +63,33 @@ struct launch_gate {
 };
 }  // namespace
 
-thread_pool::thread_pool(std::string name) : thread_pool(std::move(name), pool_options{}) {}
-
-thread_pool::thread_pool(std::string name, const pool_options& options) try
-    : name_(std::move(name)),
-      queue_(detail::make_injector(options.queue, options.initial_queue_capacity)),
-      queue_kind_(options.queue),
-      bounds_(options.backpressure),
-      latency_sample_every_(options.latency_sample_every),
+pool_core::pool_core(core_config config) try
+    : name_(std::move(config.name)),
+      queue_(std::move(config.queue)),
+      bounds_(config.bounds),
+      local_deques_(config.local_deques),
+      latency_sample_every_(config.latency_sample_every),
       max_spinners_(default_max_spinners()),
-      stack_size_(options.worker_stack_size),
-      out_of_memory_report_(make_out_of_memory_report(name_)) {
-  validate(options);
-  if (options.on_error) handler_ = std::make_shared<const error_handler>(options.on_error);
-} catch (const std::bad_alloc&) {
-  throw error_exception(detail::out_of_memory_error().value);
-}
-
-thread_pool::thread_pool(detail::custom_injector_t, std::string name, std::unique_ptr<detail::injector> queue,
-                         std::uint32_t latency_sample_every, error_handler on_error, backpressure bounds,
-                         std::size_t worker_stack_size) try
-    : name_(std::move(name)),
-      queue_(std::move(queue)),
-      bounds_(bounds),
-      local_deques_(false),
-      latency_sample_every_(latency_sample_every),
-      max_spinners_(default_max_spinners()),
-      stack_size_(worker_stack_size),
+      stack_size_(config.worker_stack_size),
       out_of_memory_report_(make_out_of_memory_report(name_)) {
   validate(bounds_);
-  if (on_error) handler_ = std::make_shared<const error_handler>(std::move(on_error));
+  if (config.make_worker != nullptr) make_worker_ = config.make_worker;
+  if (config.on_error) handler_ = std::make_shared<const error_handler>(std::move(config.on_error));
 } catch (const std::bad_alloc&) {
-  throw error_exception(detail::out_of_memory_error().value);
+  throw error_exception(out_of_memory_error().value);
 }
 
-thread_pool::thread_pool(std::size_t worker_count, pool_options options) try
-    : name_(std::move(options.name)),
-      queue_(detail::make_injector(options.queue, options.initial_queue_capacity)),
-      queue_kind_(options.queue),
-      bounds_(options.backpressure),
-      latency_sample_every_(options.latency_sample_every),
-      max_spinners_(default_max_spinners()),
-      stack_size_(options.worker_stack_size),
-      out_of_memory_report_(make_out_of_memory_report(name_)) {
-  validate(options);
-  if (worker_count == 0) {
-    throw error_exception(error{error_code::invalid_argument, "thread_pool: worker_count must be at least 1"});
-  }
-  if (worker_count > max_workers) throw error_exception(too_many_workers(worker_count).value);
-  if (options.on_error) handler_ = std::make_shared<const error_handler>(std::move(options.on_error));
-  workers_.reserve(worker_count);
-  for (std::size_t i = 0; i < worker_count; ++i) workers_.push_back(std::make_unique<thread_worker>());
-  // All or none: when start() fails no thread is running, so throwing here
-  // leaves nothing behind.
-  if (auto r = start(); !r) throw error_exception(r.error());
-} catch (const std::bad_alloc&) {
-  throw error_exception(detail::out_of_memory_error().value);
-}
-
-thread_pool::~thread_pool() {
+pool_core::~pool_core() {
   if (state_.load(std::memory_order_acquire) != state::stopped) (void)stop(stop_mode::drain);
 }
 
-unexpected_error thread_pool::too_many_workers(std::size_t requested) const {
+unexpected_error pool_core::too_many_workers(std::size_t requested) const {
   return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': " + std::to_string(requested) +
                                                       " workers requested; a pool has at most " +
                                                       std::to_string(max_workers));
 }
 
-result<void> thread_pool::enqueue(std::unique_ptr<thread_worker> worker) {
-  if (!worker) return make_error(error_code::invalid_argument, "thread_pool::enqueue: null worker");
-  std::vector<std::unique_ptr<thread_worker>> one;
-  try {
-    one.push_back(std::move(worker));
-  } catch (const std::bad_alloc&) {
-    return make_error(error_code::resource_exhausted, "out of memory");
-  }
-  return enqueue_batch(std::move(one));
-}
-
-result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<thread_worker>> workers) {
+result<void> pool_core::enqueue_batch(std::vector<std::unique_ptr<thread_worker>> workers) {
   for (const auto& w : workers) {
     if (!w) return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: null worker in batch");
   }
@@ -190,7 +121,7 @@ result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<thread_worke
   return {};
 }
 
-result<void> thread_pool::start() {
+result<void> pool_core::start() {
   std::lock_guard lock(lifecycle_mutex_);
   switch (state_.load(std::memory_order_relaxed)) {  // state_ only changes under this mutex
     case state::running:
@@ -224,7 +155,7 @@ result<void> thread_pool::start() {
 }
 
 template <typename BeforeGo>
-result<void> thread_pool::launch(std::span<thread_worker* const> batch, BeforeGo before_go) {
+result<void> pool_core::launch(std::span<thread_worker* const> batch, BeforeGo before_go) {
   // Caller holds lifecycle_mutex_.
   std::size_t new_slots = 0;
   for (thread_worker* w : batch) new_slots += w->published_ ? 0 : 1;
@@ -272,7 +203,7 @@ result<void> thread_pool::launch(std::span<thread_worker* const> batch, BeforeGo
   return {};
 }
 
-void thread_pool::prepare_worker(thread_worker& w) {
+void pool_core::prepare_worker(thread_worker& w) {
   // Caller holds lifecycle_mutex_.
   if (w.prepared_) return;
   w.node_cache_.attach(&node_pool_);
@@ -285,7 +216,7 @@ void thread_pool::prepare_worker(thread_worker& w) {
   w.prepared_ = true;
 }
 
-void thread_pool::publish_worker(thread_worker& w) noexcept {
+void pool_core::publish_worker(thread_worker& w) noexcept {
   // Caller holds lifecycle_mutex_.
   // relaxed: membership is published to the thread by the gate's release.
   w.membership_.store(thread_worker::active, std::memory_order_relaxed);
@@ -298,7 +229,7 @@ void thread_pool::publish_worker(thread_worker& w) noexcept {
   w.published_ = true;
 }
 
-detail::wake_group& thread_pool::group_for(std::uint64_t mask) {
+detail::wake_group& pool_core::group_for(std::uint64_t mask) {
   // Caller holds lifecycle_mutex_.
   const std::size_t n = group_count_.load(std::memory_order_relaxed);  // only written under lifecycle_mutex_
   for (std::size_t i = 0; i < n; ++i) {
@@ -316,13 +247,7 @@ detail::wake_group& thread_pool::group_for(std::uint64_t mask) {
   return *owned_groups_.back();
 }
 
-result<timer_queue*> thread_pool::timers() {
-  return timers_.get("thread_pool", name_, [this](job_function&& f, timer_route) { return push_one(std::move(f)); });
-}
-
-timer_statistics thread_pool::get_timer_statistics() const { return timers_.statistics(); }
-
-result<void> thread_pool::resize(std::size_t n) {
+result<void> pool_core::resize(std::size_t n) {
   if (n == 0)
     return make_error(error_code::invalid_argument, "thread_pool::resize: the worker count must be at least 1");
   if (n > max_workers) return too_many_workers(n);
@@ -450,7 +375,7 @@ std::size_t pop_retrying(detail::injector& queue, std::span<job_function> out, u
 }
 }  // namespace
 
-std::uint64_t thread_pool::cancel_queued() noexcept {
+std::uint64_t pool_core::cancel_queued() noexcept {
   std::array<job_function, max_batch> local;
   std::uint64_t n = 0;
   for (;;) {
@@ -469,14 +394,12 @@ std::uint64_t thread_pool::cancel_queued() noexcept {
   }
 }
 
-stop_report thread_pool::stop(stop_mode mode) {
+stop_report pool_core::stop(stop_mode mode) {
   if (on_own_worker()) {
     throw error_exception(
         error{error_code::invalid_argument, "thread_pool::stop() called from one of the pool's own workers"});
   }
-  // Timers first, while the pool still accepts their due runs (see
-  // timer_queue.hpp: drain dispatches due one-shot timers, cancels the rest).
-  timers_.close_and_stop(mode);
+  // (The front stopped the pool's timers before: pool_front::stop().)
   std::lock_guard stop_lock(stop_mutex_);
   {
     std::lock_guard lock(lifecycle_mutex_);
@@ -529,7 +452,7 @@ stop_report thread_pool::stop(stop_mode mode) {
   return final_report_;
 }
 
-stop_report thread_pool::make_report() const {
+stop_report pool_core::make_report() const {
   // Caller holds lifecycle_mutex_. Completion counters first, accepted
   // totals last (as in idle_now()): a job read as finished was accepted
   // before its completion was published, so the accepted total read after
@@ -559,11 +482,11 @@ stop_report thread_pool::make_report() const {
   return r;
 }
 
-void thread_pool::pause() noexcept {
+void pool_core::pause() noexcept {
   paused_.store(true, std::memory_order_seq_cst);  // workers see it before taking their next job
 }
 
-void thread_pool::resume() noexcept {
+void pool_core::resume() noexcept {
   // seq_cst store, then wake every group: a worker that read paused_ == true
   // after its prepare_wait() fence is woken by the notify that follows.
   paused_.store(false, std::memory_order_seq_cst);
@@ -571,16 +494,16 @@ void thread_pool::resume() noexcept {
   wake_all_groups();
 }
 
-bool thread_pool::is_paused() const noexcept {
+bool pool_core::is_paused() const noexcept {
   return paused_.load(std::memory_order_acquire);  // pairs with pause()/resume()
 }
 
-bool thread_pool::is_running() const noexcept {
+bool pool_core::is_running() const noexcept {
   return state_.load(std::memory_order_acquire) == state::running;  // pairs with the release in start()
 }
 
-bool thread_pool::is_stopped() const noexcept {
+bool pool_core::is_stopped() const noexcept {
   return state_.load(std::memory_order_acquire) == state::stopped;  // pairs with the release in stop()
 }
 
-}  // namespace thread_system
+}  // namespace thread_system::detail

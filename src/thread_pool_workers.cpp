@@ -3,16 +3,16 @@
 // and each worker's OS thread (native handle, affinity, nice level). The
 // worker loop is in thread_pool.cpp, starting and resizing in
 // thread_pool_lifecycle.cpp.
-#include "thread_system/pools/thread_pool.hpp"
+#include "pool_core.hpp"
 
 #include <string>
 #include <thread>
 
 #include "thread_system/detail/thread_attributes.hpp"
 
-namespace thread_system {
+namespace thread_system::detail {
 
-std::vector<thread_worker*> thread_pool::get_workers() const {
+std::vector<thread_worker*> pool_core::get_workers() const {
   std::lock_guard lock(lifecycle_mutex_);
   std::vector<thread_worker*> out;
   out.reserve(workers_.size());
@@ -20,7 +20,7 @@ std::vector<thread_worker*> thread_pool::get_workers() const {
   return out;
 }
 
-thread_pool::worker_masks thread_pool::active_worker_masks(std::size_t first_n) const {
+worker_masks pool_core::active_worker_masks(std::size_t first_n) const {
   std::lock_guard lock(lifecycle_mutex_);
   worker_masks out;
   for (const auto& w : workers_) {
@@ -34,12 +34,12 @@ thread_pool::worker_masks thread_pool::active_worker_masks(std::size_t first_n) 
   return out;
 }
 
-std::size_t thread_pool::worker_count() const {
+std::size_t pool_core::worker_count() const {
   std::lock_guard lock(lifecycle_mutex_);
   return active_workers_locked();
 }
 
-result<thread_worker*> thread_pool::running_worker_locked(std::size_t worker) const {
+result<thread_worker*> pool_core::running_worker_locked(std::size_t worker) const {
   if (worker >= workers_.size()) {
     return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': no worker " + std::to_string(worker));
   }
@@ -57,14 +57,14 @@ result<thread_worker*> thread_pool::running_worker_locked(std::size_t worker) co
   return w;
 }
 
-result<native_thread_handle> thread_pool::native_handle(std::size_t worker) const {
+result<native_thread_handle> pool_core::native_handle(std::size_t worker) const {
   std::lock_guard lock(lifecycle_mutex_);
   auto w = running_worker_locked(worker);
   if (!w) return unexpected_error(w.error());
   return (*w)->thread_.native_handle();
 }
 
-result<int> thread_pool::worker_os_tid(std::size_t worker) const {
+result<int> pool_core::worker_os_tid(std::size_t worker) const {
   thread_worker* w = nullptr;
   {
     std::lock_guard lock(lifecycle_mutex_);
@@ -80,19 +80,19 @@ result<int> thread_pool::worker_os_tid(std::size_t worker) const {
   }
 }
 
-result<void> thread_pool::set_affinity(std::size_t worker, std::span<const int> cpus) {
+result<void> pool_core::set_affinity(std::size_t worker, std::span<const int> cpus) {
   auto tid = worker_os_tid(worker);
   if (!tid) return unexpected_error(tid.error());
   return detail::set_thread_affinity(*tid, cpus);
 }
 
-result<void> thread_pool::set_nice(std::size_t worker, int nice) {
+result<void> pool_core::set_nice(std::size_t worker, int nice) {
   auto tid = worker_os_tid(worker);
   if (!tid) return unexpected_error(tid.error());
   return detail::set_thread_nice(*tid, nice);
 }
 
-std::size_t thread_pool::active_workers_locked() const noexcept {
+std::size_t pool_core::active_workers_locked() const noexcept {
   std::size_t n = 0;
   for (const auto& w : workers_) {
     // relaxed: membership only changes under lifecycle_mutex_, except
@@ -102,4 +102,4 @@ std::size_t thread_pool::active_workers_locked() const noexcept {
   return n;
 }
 
-}  // namespace thread_system
+}  // namespace thread_system::detail

@@ -30,10 +30,10 @@
 
 namespace thread_system {
 
-class thread_pool;
 namespace detail {
+class pool_core;
 struct wake_group;
-}
+}  // namespace detail
 
 /// One worker thread of a thread_pool; seed-style code creates workers and hands them to a pool, which owns them.
 class thread_worker {
@@ -117,7 +117,7 @@ class thread_worker {
   }
 
  private:
-  friend class thread_pool;
+  friend class detail::pool_core;
 
   // Closed busy stretches plus the one in progress, if any. Approximate
   // while the worker runs (the two words are read separately).

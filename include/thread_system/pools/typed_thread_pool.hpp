@@ -111,7 +111,7 @@ namespace thread_system {
 /// A pool whose jobs have a type (a priority class) and whose workers serve the types they are responsible for,
 /// highest priority first (see the header comment).
 template <typename T>
-class typed_thread_pool_t {
+class typed_thread_pool_t : public detail::pool_front {
   static_assert(job_type<T>, "typed_thread_pool_t<T>: T must be an enum or integer type");
 
  public:
@@ -164,7 +164,7 @@ class typed_thread_pool_t {
     if (kind == pool_queue::bounded) return bounded_refused();
     if (!injector().set_queue_kind(kind)) {
       return make_error(error_code::already_started,
-                        "typed_thread_pool '" + core_.get_name() + "': the queue kind is fixed once a job was queued");
+                        "typed_thread_pool '" + get_name() + "': the queue kind is fixed once a job was queued");
     }
     return {};
   }
@@ -194,7 +194,7 @@ class typed_thread_pool_t {
   /// Starts the workers (as thread_pool::start()).
   result<void> start() {
     std::lock_guard lock(config_mutex_);
-    auto r = core_.start();
+    auto r = pool_front::start();
     refresh_served();  // all workers started, or none (the pool stays startable)
     return r;
   }
@@ -202,7 +202,7 @@ class typed_thread_pool_t {
   /// The workers in the order added.
   [[nodiscard]] std::vector<worker_type*> get_workers() const {
     std::vector<worker_type*> out;
-    for (thread_worker* w : core_.get_workers()) out.push_back(static_cast<worker_type*>(w));
+    for (thread_worker* w : pool_front::get_workers()) out.push_back(static_cast<worker_type*>(w));
     return out;
   }
 
@@ -225,7 +225,7 @@ class typed_thread_pool_t {
 
   /// A job_function of `type`. On refusal `fn` is left untouched.
   result<void> enqueue(T type, job_function&& fn) {
-    if (!fn) return make_error(error_code::invalid_argument, "typed_thread_pool '" + core_.get_name() + "': empty job");
+    if (!fn) return make_error(error_code::invalid_argument, "typed_thread_pool '" + get_name() + "': empty job");
     return detail::refuse_if_out_of_memory([&]() -> result<void> {
       auto rank = routable_rank(type);
       if (!rank) return unexpected_error(rank.error());
@@ -260,12 +260,8 @@ class typed_thread_pool_t {
       if (!fn) return make_error(error_code::invalid_argument, "typed_thread_pool::enqueue_batch: empty job in batch");
     }
     if (batch.empty()) return {};
-    for (auto& fn : batch) {
-      core_.stamp_if_sampled(fn);
-      fn.set_tag(detail::job_tag::with_rank(fn.tag(), *rank));  // the injector routes by the tag
-    }
-    return core_.push_external(std::uint64_t{1} << *rank, std::span<job_function>(batch),
-                               [&] { return injector().push_batch(batch); });
+    for (auto& fn : batch) fn.set_tag(detail::job_tag::with_rank(fn.tag(), *rank));  // the injector routes by the tag
+    return push_routed_batch(std::uint64_t{1} << *rank, std::span<job_function>(batch));
   }
 
  public:
@@ -338,8 +334,6 @@ class typed_thread_pool_t {
       return q.schedule_every(r, initial_delay, period, std::forward<F>(f));
     });
   }
-  /// Timers scheduled, fired, cancelled (including by stop()), skipped, refused.
-  [[nodiscard]] timer_statistics get_timer_statistics() const { return timers_.statistics(); }
 
   /// `co_await pool.schedule(type);` continues the coroutine in a job of
   /// `type` (its priority, its workers), as thread_pool::schedule().
@@ -360,17 +354,10 @@ class typed_thread_pool_t {
     return {detail::typed_timer_arm<typed_thread_pool_t, T>{this, type}, detail::due_at(t), coroutine_target(type)};
   }
 
-  // ---- workers' threads ------------------------------------------------------
-
-  /// Pins worker `worker` (an index into get_workers()) to `cpus`, as
-  /// thread_pool::set_affinity().
-  result<void> set_affinity(std::size_t worker, std::span<const int> cpus) { return core_.set_affinity(worker, cpus); }
-  /// Sets worker `worker`'s nice level, as thread_pool::set_nice().
-  result<void> set_nice(std::size_t worker, int nice) { return core_.set_nice(worker, nice); }
-  /// Worker `worker`'s platform thread handle, as thread_pool::native_handle().
-  [[nodiscard]] result<native_thread_handle> native_handle(std::size_t worker) const {
-    return core_.native_handle(worker);
-  }
+  // Workers' threads (set_affinity, set_nice, native_handle), pause(),
+  // resume(), wait_idle(), stop() (the timers first, then the workers),
+  // statistics, latency, the error handler and the timers' counters:
+  // detail::pool_front, shared with thread_pool (pools/pool_front.hpp).
 
   // ---- lifecycle ---------------------------------------------------------------
 
@@ -389,58 +376,25 @@ class typed_thread_pool_t {
   /// more than 256, `pool_stopped` after stop(), `resource_exhausted`.
   result<void> resize(std::size_t n) {
     std::lock_guard lock(config_mutex_);
-    // acquire: pairs with the release stores of state_ in stop() (a
-    // stopped pool refuses with pool_stopped, below, before any check).
-    const auto st = core_.state_.load(std::memory_order_acquire);
-    if (n != 0 && n <= thread_pool::max_workers && st != thread_pool::state::stopping &&
-        st != thread_pool::state::stopped) {
-      const auto masks = core_.active_worker_masks(n);
+    // A stopped pool refuses with pool_stopped (below) before any check.
+    if (n != 0 && n <= max_workers && !stop_begun()) {
+      const auto masks = active_worker_masks(n);
       // relaxed: served_ is written only under config_mutex_, held here.
       const std::uint64_t orphaned = served_.load(std::memory_order_relaxed) & ~masks.first_n & ranks_.valid_mask();
       if (n < masks.active && orphaned != 0) {
         const auto rank = static_cast<std::size_t>(std::countr_zero(orphaned));
         return make_error_nothrow(error_code::no_worker, [&] {
-          return "typed_thread_pool '" + core_.get_name() + "': resize to " + std::to_string(n) +
-                 " would leave job type " + name_of_rank(rank) + " without a worker";
+          return "typed_thread_pool '" + get_name() + "': resize to " + std::to_string(n) + " would leave job type " +
+                 name_of_rank(rank) + " without a worker";
         });
       }
     }
-    auto r = core_.resize(n);
+    auto r = pool_front::resize(n);
     refresh_served();
     return r;
   }
 
-  /// Blocks until every job accepted before the call has finished.
-  void wait_idle() { core_.wait_idle(); }
-  /// As thread_pool::stop(): the timers first, then the workers.
-  stop_report stop(stop_mode mode = stop_mode::drain) {
-    if (core_.is_worker_thread()) return core_.stop(mode);  // throws invalid_argument, stops nothing
-    timers_.close_and_stop(mode);
-    return core_.stop(mode);
-  }
-  /// As thread_pool::is_running().
-  [[nodiscard]] bool is_running() const noexcept { return core_.is_running(); }
-  /// As thread_pool::is_stopped().
-  [[nodiscard]] bool is_stopped() const noexcept { return core_.is_stopped(); }
-
   // ---- observation ----------------------------------------------------------
-
-  /// The pool's name (typed_pool_options::name, or the seed-style constructor's argument).
-  [[nodiscard]] const std::string& get_name() const noexcept { return core_.get_name(); }
-  /// Workers added to the pool (as thread_pool::worker_count()).
-  [[nodiscard]] std::size_t worker_count() const { return core_.worker_count(); }
-  /// The pool's counters over all types (as thread_pool::get_statistics()).
-  [[nodiscard]] pool_statistics get_statistics() const { return core_.get_statistics(); }
-  /// Wait and run times of sampled jobs over all types and workers (as thread_pool::latency()).
-  [[nodiscard]] worker_latency latency() const { return core_.latency(); }
-  /// As thread_pool::pause() / resume().
-  void pause() noexcept { core_.pause(); }
-  /// Ends pause() (as thread_pool::resume()).
-  void resume() noexcept { core_.resume(); }
-  /// True between pause() and resume().
-  [[nodiscard]] bool is_paused() const noexcept { return core_.is_paused(); }
-  /// Replaces the failure handler; null restores the default stderr line (as thread_pool::set_error_handler()).
-  void set_error_handler(error_handler handler) { core_.set_error_handler(std::move(handler)); }
 
   /// One entry per type that has been used, highest priority first.
   [[nodiscard]] std::vector<job_type_statistics> get_type_statistics() const {
@@ -451,7 +405,7 @@ class typed_thread_pool_t {
       // Executed and cancelled first, accepted after (kind_totals() and
       // view() load with acquire): a live snapshot never shows more jobs
       // run or cancelled than accepted.
-      const auto [executed, failed] = core_.kind_totals(static_cast<std::uint8_t>(rank + 1));
+      const auto [executed, failed] = kind_totals(static_cast<std::uint8_t>(rank + 1));
       const auto view = inj.view(rank);
       out.push_back(job_type_statistics{name_of_rank(rank), rank, view.accepted, executed, failed, view.cancelled,
                                         view.waiting, view.wait});
@@ -460,7 +414,7 @@ class typed_thread_pool_t {
   }
 
   /// The priority rank of `type` (0 = highest), or `invalid_argument`.
-  [[nodiscard]] result<std::size_t> rank_of(T type) const { return ranks_.rank_of(type, core_.get_name()); }
+  [[nodiscard]] result<std::size_t> rank_of(T type) const { return ranks_.rank_of(type, get_name()); }
 
   /// "RealTime", or "type <n>" for a type without to_string().
   [[nodiscard]] static std::string type_name(T type) { return detail::job_type_ranks<T>::type_name(type); }
@@ -476,7 +430,7 @@ class typed_thread_pool_t {
             },
             static_cast<std::uintptr_t>(type)};
   }
-  void report_coroutine_failure(const std::exception_ptr& e) noexcept { core_.report_failure(e); }
+  void report_coroutine_failure(const std::exception_ptr& e) noexcept { report_failure(e); }
   result<void> add_workers(std::vector<std::unique_ptr<worker_type>> workers) {
     std::lock_guard lock(config_mutex_);
     std::vector<std::uint64_t> masks;
@@ -486,7 +440,7 @@ class typed_thread_pool_t {
       if (w->attached_.load(std::memory_order_acquire)) {  // pairs with the release below
         return make_error(error_code::invalid_argument, "typed_thread_pool: the worker already belongs to a pool");
       }
-      auto mask = ranks_.mask_of(w->responsibilities_, core_.get_name());
+      auto mask = ranks_.mask_of(w->responsibilities_, get_name());
       if (!mask) return unexpected_error(mask.error());
       masks.push_back(*mask);
     }
@@ -498,29 +452,48 @@ class typed_thread_pool_t {
       workers[i]->attached_.store(true, std::memory_order_release);
       base.push_back(std::move(workers[i]));
     }
-    auto r = core_.enqueue_batch(std::move(base));
+    auto r = pool_front::add_workers(std::move(base));
     refresh_served();  // exactly the workers the pool kept (a start may fail part-way)
     return r;
   }
 
   explicit typed_thread_pool_t(typed_pool_options<T>&& options) try
-      : options_(std::move(options)),
+      : typed_thread_pool_t(std::move(options),
+                            new detail::typed_injector(options.queue, options.aging_bound)) {  // owned below
+  } catch (const std::bad_alloc&) {
+    throw error_exception(detail::out_of_memory_error().value);
+  }
+  // `injector` is new and owned from the first step on.
+  typed_thread_pool_t(typed_pool_options<T>&& options, detail::typed_injector* injector) try
+      : pool_front(core_config_of(options, injector)),
+        options_(std::move(options)),
         ranks_(options_.priority_order),
-        core_(detail::custom_injector_t{}, options_.name,
-              std::make_unique<detail::typed_injector>(options_.queue, options_.aging_bound),
-              options_.latency_sample_every, options_.on_error, options_.backpressure, options_.worker_stack_size) {
-    injector_ = static_cast<detail::typed_injector*>(&core_.injector_ref());
-    // resize() grows the pool with universal workers of this pool's type.
-    core_.make_worker_ = []() -> std::unique_ptr<thread_worker> {
+        injector_(injector) {
+    if (options_.queue == pool_queue::bounded) throw error_exception(bounded_refused().value);
+  } catch (const std::bad_alloc&) {
+    throw error_exception(detail::out_of_memory_error().value);
+  }
+
+  // The core's settings: the typed injector (owned from the first step on),
+  // no local deques (jobs go through the injector, which knows their
+  // types), universal workers of this pool's type for resize().
+  static detail::core_config core_config_of(const typed_pool_options<T>& o, detail::typed_injector* injector) {
+    detail::core_config c;
+    c.queue.reset(injector);
+    c.name = o.name;
+    c.latency_sample_every = o.latency_sample_every;
+    c.on_error = o.on_error;
+    c.bounds = o.backpressure;
+    c.worker_stack_size = o.worker_stack_size;
+    c.local_deques = false;
+    c.make_worker = []() -> std::unique_ptr<thread_worker> {
       auto w = std::make_unique<worker_type>();
       // release: pairs with the acquire in set_responsibilities() (the
       // worker already belongs to this pool).
       w->attached_.store(true, std::memory_order_release);
       return w;
     };
-    if (options_.queue == pool_queue::bounded) throw error_exception(bounded_refused().value);
-  } catch (const std::bad_alloc&) {
-    throw error_exception(detail::out_of_memory_error().value);
+    return c;
   }
 
   static typed_pool_options<T> with_name(typed_pool_options<T> o, std::string name) {
@@ -538,10 +511,8 @@ class typed_thread_pool_t {
 
   // Queues `fn` (left untouched on refusal) as a job of the type of `rank`.
   result<void> push_rank(std::size_t rank, job_function&& fn) {
-    core_.stamp_if_sampled(fn);
     fn.set_tag(detail::job_tag::with_rank(fn.tag(), rank));  // the injector routes by the tag
-    return core_.push_external(std::uint64_t{1} << rank, std::span<job_function>(&fn, 1),
-                               [&] { return injector().push(std::move(fn)); });
+    return push_routed(std::uint64_t{1} << rank, std::move(fn));
   }
 
   // Runs `schedule(queue, route)` on the pool's timer queue (created on
@@ -551,7 +522,7 @@ class typed_thread_pool_t {
     return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
       auto rank = routable_rank(type);
       if (!rank) return unexpected_error(rank.error());
-      auto q = timers_.get("typed_thread_pool", core_.get_name(),
+      auto q = timers_.get("typed_thread_pool", get_name(),
                            [this](job_function&& fn, timer_route r) { return push_rank(r.id, std::move(fn)); });
       if (!q) return unexpected_error{q.error()};
       return schedule(**q, timer_route{static_cast<std::uint32_t>(*rank)});
@@ -564,9 +535,8 @@ class typed_thread_pool_t {
     if (!rank) return rank;
     // acquire: pairs with the release in refresh_served().
     if ((served_.load(std::memory_order_acquire) & (std::uint64_t{1} << *rank)) == 0) {
-      return make_error(error_code::no_worker, "typed_thread_pool '" + core_.get_name() +
-                                                   "': no worker serves job type " + type_name(type) +
-                                                   "; add one before queueing such jobs");
+      return make_error(error_code::no_worker, "typed_thread_pool '" + get_name() + "': no worker serves job type " +
+                                                   type_name(type) + "; add one before queueing such jobs");
     }
     return rank;
   }
@@ -576,7 +546,7 @@ class typed_thread_pool_t {
   // served_ = the types the pool's active workers serve. Caller holds
   // config_mutex_. Allocates nothing (so it cannot fail after a change).
   void refresh_served() {
-    const std::uint64_t mask = core_.active_worker_masks().all;
+    const std::uint64_t mask = active_worker_masks().all;
     // release: pairs with the acquire in routable_rank().
     served_.store(mask, std::memory_order_release);
   }
@@ -584,19 +554,14 @@ class typed_thread_pool_t {
   typed_pool_options<T> options_;
   mutable std::mutex config_mutex_;  // serialises worker additions
   // Read by every enqueue and written almost never: a cache line of their
-  // own (the core after them starts a new line), so that neither the pool's
-  // workers nor whatever the caller keeps next to the pool (a counter its
-  // jobs increment, say) writes to the line a producer reads per job.
-  alignas(64) detail::job_type_ranks<T> ranks_;  // throws for a bad priority_order, before core_ exists
-  detail::typed_injector* injector_ = nullptr;   // == core_.queue_, owned there
+  // own (they are last, and the pool's size is a multiple of the line), so
+  // that neither the pool's workers nor whatever the caller keeps next to
+  // the pool (a counter its jobs increment, say) writes to the line a
+  // producer reads per job.
+  alignas(64) detail::job_type_ranks<T> ranks_;  // throws for a bad priority_order
+  detail::typed_injector* injector_ = nullptr;   // the core's injector, owned there
   std::atomic<std::uint64_t> served_{0};         // types some added worker serves (bit per rank)
-  thread_pool core_;
-  // Its runs go into core_: stopped (by stop() or the destructor) before it.
-  // Last, and cold: the pool's neighbours in memory share lines only with
-  // options_ and this.
-  detail::pool_timers timers_;
 };
-static_assert(alignof(thread_pool) >= 64, "the typed pool's hot fields rely on the core starting a cache line");
 
 /// The seed's names for the default job types.
 using typed_thread_pool = typed_thread_pool_t<job_types>;

@@ -107,6 +107,13 @@ class typed_injector final : public injector {
     return slot->queue->push(std::move(fn));
   }
 
+  /// push() that always asks for a wake-up (the pool wakes a worker of the
+  /// job's kind; the kinds' queues do not say whether they were empty).
+  result<void> push_and_check(job_function&& fn, bool& wake) override {
+    wake = true;
+    return push(std::move(fn));
+  }
+
   /// Queues all of `fns`, all or none. A batch holds one kind (every tag
   /// names the same kind, read as push() reads it): a batch that mixes
   /// kinds or holds a job without a kind is `invalid_argument`, and

@@ -1,0 +1,240 @@
+// pool_front: what thread_pool and typed_thread_pool_t<T> share - their
+// lifecycle, workers' threads, observation and timers - over one scheduler
+// core (src/pool_core.hpp), which this header does not show.
+//
+// Both pools derive from detail::pool_front, so every member below is a
+// member of both with one meaning: a typed pool pauses, resizes, pins its
+// workers and reports exactly as a thread_pool does (a typed pool's
+// start(), resize() and get_workers() add their type checks on top; see
+// typed_thread_pool.hpp). The promises of each member are those written
+// here; thread_pool.hpp's header comment has the pool's whole contract.
+//
+// The core (one worker loop, parking, stealing, helping, admission and
+// accounting) is reached only through this class's protected members: a
+// front pushes jobs, adds workers and reads counters there, and nothing
+// else of the core is visible to either pool.
+//
+// Threading: every member may be called from any thread at any time, except
+// that stop(), wait_idle() and the destructor must not be called from one
+// of the pool's own workers (stop() and wait_idle() throw
+// `error_exception{invalid_argument}` if they are).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "thread_system/core/error.hpp"
+#include "thread_system/core/job_function.hpp"
+#include "thread_system/core/stop_mode.hpp"
+#include "thread_system/detail/os_thread.hpp"
+#include "thread_system/pools/backpressure.hpp"
+#include "thread_system/pools/pool_options.hpp"
+#include "thread_system/scheduler/injector.hpp"
+#include "thread_system/scheduler/timer_queue.hpp"
+#include "thread_system/scheduler/worker_statistics.hpp"
+
+namespace thread_system {
+
+class thread_worker;
+
+/// A worker thread's platform handle (native_handle()).
+using native_thread_handle = detail::os_thread::native_handle_type;
+
+namespace detail {
+
+class pool_core;
+class pool_front;
+
+// For parallel_for's lazy splitting (src/thread_pool.cpp): true when work
+// handed to `pool` by the calling thread has all been taken - on a worker of
+// `pool`, its own deque and LIFO slot are empty; on any other thread, the
+// pool's queue is empty - so an idle worker would find nothing to steal
+// from us.
+[[nodiscard]] bool nothing_left_to_steal(const pool_front& pool) noexcept;
+
+// How a front builds its core.
+struct core_config {
+  std::string name;
+  std::unique_ptr<injector> queue;  // never null
+  std::uint32_t latency_sample_every = 32;
+  error_handler on_error;
+  thread_system::backpressure bounds{};
+  std::size_t worker_stack_size = 0;
+  // false: producers never push to a worker's deque (every job goes through
+  // the injector, which knows its kind and priority); a worker's deque only
+  // holds the rest of a batch of the highest kind it serves, and workers do
+  // not steal. The typed pool's scheduling.
+  bool local_deques = true;
+  // Makes the workers resize() adds (null: plain thread_workers).
+  std::unique_ptr<thread_worker> (*make_worker)() = nullptr;
+};
+
+// The active workers (those resize() has not asked to leave or set aside):
+// how many, and the union of their responsibility masks, of all and of the
+// first `first_n` in the order added (the ones resize(first_n) keeps).
+struct worker_masks {
+  std::uint64_t all = 0;
+  std::uint64_t first_n = 0;
+  std::size_t active = 0;
+};
+
+/// The members thread_pool and typed_thread_pool_t<T> share (see the header comment).
+class pool_front {
+ public:
+  /// The most workers a pool has.
+  static constexpr std::size_t max_workers = 256;
+  /// Jobs a worker takes from its LIFO slot in a row before it runs the
+  /// oldest job of its deque (see thread_pool.hpp, "Scheduling").
+  static constexpr std::uint32_t lifo_slot_budget = 3;
+
+  /// Not copyable.
+  pool_front(const pool_front&) = delete;
+  /// Not copyable.
+  pool_front& operator=(const pool_front&) = delete;
+
+  /// Starts the workers added so far, all or none. `already_started`,
+  /// `pool_stopped` after stop(), `invalid_argument` without workers,
+  /// `resource_exhausted` when the OS refuses a thread (none runs then).
+  result<void> start();
+  /// The workers in the order added (pointers valid until the pool is destroyed).
+  [[nodiscard]] std::vector<thread_worker*> get_workers() const;
+
+  // ---- threads ----------------------------------------------------------------
+
+  /// Pins worker `worker` (index in get_workers()) to `cpus` (Linux).
+  /// `invalid_argument` for a worker that is not running or a CPU that does
+  /// not exist; `not_supported` where the platform cannot do it or the OS
+  /// refuses. Worker threads are named "<pool name>-<index>" (or the worker's
+  /// own name) for the OS.
+  result<void> set_affinity(std::size_t worker, std::span<const int> cpus);
+  /// Sets worker `worker`'s nice level (-20..19; Linux, per thread). Raising
+  /// priority needs privileges: `not_supported` with the OS's reason.
+  result<void> set_nice(std::size_t worker, int nice);
+  /// The platform handle of worker `worker`'s thread (pthread_t on Linux and
+  /// macOS), for platform calls the pool does not wrap. Valid while that
+  /// worker runs: from start() (or the resize() that started it) until
+  /// stop() or a resize() that removes it joins the thread; using it after
+  /// that is undefined, as std::thread::native_handle() after join().
+  /// `invalid_argument` when `worker` is not an index into get_workers() or
+  /// that worker is not running (before start(), after stop(), or removed by
+  /// resize()).
+  [[nodiscard]] result<native_thread_handle> native_handle(std::size_t worker) const;
+
+  // ---- lifecycle -----------------------------------------------------------
+
+  /// Pauses the pool: jobs are still accepted, but none starts until
+  /// resume(); jobs already running finish. Idle workers park (≈0% CPU).
+  /// stop(drain) on a paused pool resumes it and runs everything queued;
+  /// wait_idle() on a paused pool with queued jobs waits for resume().
+  /// Exceptions: a job a worker had already taken when pause() was called
+  /// may still start; backpressure::caller_runs runs jobs on the submitting
+  /// thread; a worker leaving after resize() runs the jobs on its own deque.
+  void pause() noexcept;
+  /// Ends pause(): queued jobs start again and parked workers are woken.
+  void resume() noexcept;
+  /// True between pause() and resume().
+  [[nodiscard]] bool is_paused() const noexcept;
+
+  /// Blocks until every job accepted before the call has finished (or been
+  /// cancelled). Returns at once on a pool that was never started.
+  void wait_idle();
+
+  /// Stops the pool (see stop_mode): the timers first (drain dispatches
+  /// one-shot timers already due, every other timer is cancelled), then the
+  /// workers, which are joined. Idempotent: later calls return the same
+  /// report. On a pool that was never started, drain runs the pending jobs
+  /// on the calling thread.
+  stop_report stop(stop_mode mode = stop_mode::drain);
+
+  /// True from a successful start() (or the concise constructor) until stop() begins.
+  [[nodiscard]] bool is_running() const noexcept;
+  /// True once stop() has finished.
+  [[nodiscard]] bool is_stopped() const noexcept;
+
+  /// Changes the number of workers to `n` (1..256), under load. Growing
+  /// starts workers at once (reusing ones that left earlier). Shrinking
+  /// asks the newest workers to leave: each finishes the job it is running
+  /// and the jobs on its own deque first, so nothing is lost and no worker
+  /// exits mid-job; resize() does not wait for that. Before start() it sets
+  /// how many workers start() starts: the newest are set aside (not
+  /// destroyed: get_workers() still lists them) until a later resize()
+  /// takes them back. `invalid_argument` for 0 or more than
+  /// 256; `pool_stopped` after stop(); `resource_exhausted` when the OS
+  /// refuses a thread (nothing changes: the threads made for this call are
+  /// joined before they run a job, and the pool keeps its previous size).
+  result<void> resize(std::size_t n);
+
+  // ---- observation ----------------------------------------------------------
+
+  /// A snapshot of the pool's counters (see worker_statistics.hpp for its consistency).
+  [[nodiscard]] pool_statistics get_statistics() const;
+  /// Wait and run times of sampled jobs, merged over all workers (see
+  /// pool_options::latency_sample_every).
+  [[nodiscard]] worker_latency latency() const;
+  /// Workers in the pool, not counting those resize() asked to leave.
+  [[nodiscard]] std::size_t worker_count() const;
+  /// True when the calling thread is one of this pool's workers.
+  [[nodiscard]] bool is_worker_thread() const noexcept;
+  /// The pool's name (its options' name, or the seed-style constructor's argument).
+  [[nodiscard]] const std::string& get_name() const noexcept;
+  /// Replaces the failure handler (null restores the default stderr line).
+  void set_error_handler(error_handler handler);
+  /// Timers scheduled, fired, cancelled (including by stop()), skipped.
+  [[nodiscard]] timer_statistics get_timer_statistics() const;
+
+ private:
+  friend bool nothing_left_to_steal(const pool_front& pool) noexcept;
+
+  // Owned, never null.
+  std::unique_ptr<pool_core, void (*)(pool_core*)> core_;
+
+ protected:
+  // Builds the core (not started). Throws error_exception: invalid_argument
+  // for a bad backpressure setting, resource_exhausted out of memory.
+  explicit pool_front(core_config config);
+  // stop(stop_mode::drain) unless stopped.
+  ~pool_front();
+
+  // Any job: onto this worker's deque when called from a worker of a pool
+  // with local deques, else through the injector. `invalid_argument` for an
+  // empty job, `resource_exhausted` out of memory.
+  result<void> push_one(job_function&& fn);
+  // All or none; `invalid_argument` when one is empty.
+  result<void> push_batch(std::span<job_function> fns);
+  // A coroutine's resumption from one of this pool's workers: into that
+  // worker's LIFO slot, run as soon as its current job returns, no worker
+  // woken (see thread_pool.hpp, "Scheduling"); otherwise as push_one().
+  result<void> push_continuation(job_function&& fn);
+  // Through the injector (the job's tag routes it), waking a worker that
+  // serves `kind_mask`. Non-empty jobs; out of memory throws std::bad_alloc.
+  result<void> push_routed(std::uint64_t kind_mask, job_function&& fn);
+  // A batch through the injector, all or none, as push_routed().
+  result<void> push_routed_batch(std::uint64_t kind_mask, std::span<job_function> fns);
+
+  // Adds workers (they start at once on a running pool), all or none.
+  result<void> add_workers(std::vector<std::unique_ptr<thread_worker>> workers);
+  // True once stop() has begun.
+  [[nodiscard]] bool stop_begun() const noexcept;
+  // Allocates nothing.
+  [[nodiscard]] worker_masks active_worker_masks(std::size_t first_n = 0) const;
+  // Jobs executed and failed with `tag`, over all workers (pools without
+  // local deques count them per tag).
+  [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> kind_totals(std::uint8_t tag) const;
+  // Passes `e` to the error handler (a coroutine that failed, say).
+  void report_failure(const std::exception_ptr& e) noexcept;
+
+  // The pool's timer queue, created on first use (see detail::pool_timers).
+  // Its runs go into the core: declared after core_, so destroyed (its
+  // thread joined) before it.
+  pool_timers timers_;
+};
+
+}  // namespace detail
+
+}  // namespace thread_system

@@ -1,0 +1,286 @@
+// pool_core: the scheduler behind thread_pool and typed_thread_pool_t<T>
+// (pools/pool_front.hpp is the only way in). One worker loop (find_and_run:
+// LIFO slot, own deque, injector batches, stealing), the wake and parking
+// policy (wake groups, spinners), helping waits on workers, admission
+// (backpressure), accounting (idle detection, statistics) and the
+// lifecycle (start, resize, pause, stop). It knows jobs only as
+// job_function and kinds only as the injector's mask bits: the typed pool's
+// types, priorities and statistics live in its typed_injector and front.
+//
+// Where each part is implemented:
+//   src/thread_pool.cpp             the worker loop, pushes, wake-ups
+//   src/thread_pool_admission.cpp   backpressure and refusals
+//   src/thread_pool_accounting.cpp  failures, idle detection, statistics
+//   src/thread_pool_lifecycle.cpp   construction, start, resize, pause, stop
+//   src/thread_pool_workers.cpp     the workers' list, count and OS threads
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "thread_system/core/error.hpp"
+#include "thread_system/core/job_function.hpp"
+#include "thread_system/core/stop_mode.hpp"
+#include "thread_system/detail/job_node.hpp"
+#include "thread_system/pools/backpressure.hpp"
+#include "thread_system/pools/pool_front.hpp"
+#include "thread_system/pools/pool_options.hpp"
+#include "thread_system/pools/thread_worker.hpp"
+#include "thread_system/scheduler/injector.hpp"
+#include "thread_system/scheduler/worker_statistics.hpp"
+#include "thread_system/sync/event_count.hpp"
+
+namespace thread_system::detail {
+
+// Workers with the same responsibilities park on one event count; a push
+// wakes a worker of every group that serves the job's kind. An untyped pool
+// has a single group.
+struct wake_group {
+  explicit wake_group(std::uint64_t m, std::uint32_t spinners) : mask(m), max_spinners(spinners) {}
+  // Workers polling the queue before they park. Producers skip the wake-up
+  // while one is spinning; at most max_spinners spin at a time.
+  alignas(64) std::atomic<std::uint32_t> spinning{0};
+  const std::uint64_t mask;
+  const std::uint32_t max_spinners;
+  event_count work_available;  // the group's workers park here
+};
+
+// Every member is public to the fronts' implementation (src/pool_front.cpp);
+// the class is not visible outside src/.
+class pool_core {
+ public:
+  static constexpr std::size_t max_workers = pool_front::max_workers;
+  static constexpr std::uint32_t lifo_slot_budget = pool_front::lifo_slot_budget;
+
+  // Throws error_exception{invalid_argument} for a bad backpressure setting.
+  explicit pool_core(core_config config);
+  ~pool_core();
+  pool_core(const pool_core&) = delete;
+  pool_core& operator=(const pool_core&) = delete;
+
+  // The fronts' members, with pool_front's contracts.
+  result<void> enqueue_batch(std::vector<std::unique_ptr<thread_worker>> workers);
+  result<void> start();
+  [[nodiscard]] std::vector<thread_worker*> get_workers() const;
+  result<void> set_affinity(std::size_t worker, std::span<const int> cpus);
+  result<void> set_nice(std::size_t worker, int nice);
+  [[nodiscard]] result<native_thread_handle> native_handle(std::size_t worker) const;
+  void pause() noexcept;
+  void resume() noexcept;
+  [[nodiscard]] bool is_paused() const noexcept;
+  void wait_idle();
+  stop_report stop(stop_mode mode);
+  [[nodiscard]] bool is_running() const noexcept;
+  [[nodiscard]] bool is_stopped() const noexcept;
+  result<void> resize(std::size_t n);
+  [[nodiscard]] pool_statistics get_statistics() const;
+  [[nodiscard]] worker_latency latency() const;
+  [[nodiscard]] std::size_t worker_count() const;
+  void set_error_handler(error_handler handler);
+
+  enum class state : int { created, running, stopping, stopped };
+
+
+
+  // Pushes through the injector with `push()` (which returns result<void>),
+  // then wakes a worker for the kinds in `kind_mask`.
+  template <typename Push>
+  // `wake`: when given, the push sets it (see injector::push_and_check())
+  // and the pool wakes a worker only if it is true.
+  result<void> push_external(std::uint64_t kind_mask, std::span<job_function> fns, Push&& push,
+                             const bool* wake = nullptr) {
+    // The top tag bit is the pool's: a job never arrives holding room.
+    for (auto& fn : fns) fn.set_tag(static_cast<std::uint8_t>(fn.tag() & ~bounded_tag));
+    auto queue_push = [&]() -> result<void> {
+      if (auto q = push(); !q) return refusal(q.error());
+      return {};
+    };
+    result<void> r = bounds_.capacity != 0 ? push_bounded(fns, queue_push) : queue_push();
+    if (!r) {
+      // A wait_idle() waiter may have seen an accepted count the refusal
+      // rolled back: let it look again.
+      became_idle_.notify_all();
+      return r;
+    }
+    if (wake == nullptr || *wake) wake_worker_if_needed(kind_mask);
+    return {};
+  }
+  // Bounded pools (see backpressure.hpp): reserve room for `fns` per the
+  // policy, tag them, push them with `push()`, give the room back on refusal.
+  // When the policy ran them on this thread, `ran_inline` is set and nothing
+  // was pushed.
+  template <typename Push>
+  result<void> push_bounded(std::span<job_function> fns, Push&& push) {
+    bool ran_inline = false;
+    if (auto r = acquire_room(fns, ran_inline); !r) return r;
+    if (ran_inline) return {};
+    for (auto& fn : fns) fn.set_tag(static_cast<std::uint8_t>(fn.tag() | bounded_tag));
+    auto give_back = [&] {
+      for (auto& fn : fns) fn.set_tag(static_cast<std::uint8_t>(fn.tag() & ~bounded_tag));
+      release_room(fns.size());
+    };
+    result<void> r;
+    try {
+      r = push();
+    } catch (...) {  // e.g. bad_alloc: the jobs were not queued
+      give_back();
+      throw;
+    }
+    if (!r) give_back();
+    return r;
+  }
+  result<void> acquire_room(std::span<job_function> fns, bool& ran_inline);
+  unexpected_error stopped_error() const {
+    return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
+  }
+  [[nodiscard]] result<int> worker_os_tid(std::size_t worker) const;
+  // Worker `worker` if it is running (its thread joinable, not exited).
+  // Caller holds lifecycle_mutex_.
+  [[nodiscard]] result<thread_worker*> running_worker_locked(std::size_t worker) const;
+  [[nodiscard]] bool try_reserve(std::size_t n) noexcept;
+  void release_room(std::size_t n) noexcept;
+  [[nodiscard]] bool drop_oldest_queued();
+  void run_on_caller(job_function& fn);
+  void wait_while_paused() noexcept;
+  // Runs `fn`, reports an escaping exception, destroys the callable.
+  job_outcome run_guarded(job_function& fn) noexcept;
+
+  // Stamps `fn` with the enqueue time when this thread's sampling countdown
+  // says so.
+  void stamp_if_sampled(job_function& fn) const noexcept;
+  // Typed pools: jobs executed and failed with `tag`, over all workers.
+  [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> kind_totals(std::uint8_t tag) const;
+  [[nodiscard]] injector& injector_ref() const noexcept { return *queue_; }
+  // See core's worker_masks (pool_front.hpp). Allocates nothing.
+  [[nodiscard]] worker_masks active_worker_masks(std::size_t first_n = 0) const;
+
+  result<void> push_one(job_function&& fn);
+  result<void> push_one_unchecked(job_function&& fn);
+  result<void> push_batch_unchecked(std::span<job_function> fns, std::uint64_t kind_mask = ~std::uint64_t{0});
+  // push_one() for a job that goes through the injector.
+  result<void> push_to_injector(job_function&& fn, std::uint64_t kind_mask = ~std::uint64_t{0});
+  result<void> push_local(thread_worker& w, job_function&& fn, bool continuation = false);
+  // A coroutine's resumption pushed by `co_await schedule()` from one of
+  // this pool's workers: into the worker's empty LIFO slot without waking
+  // another worker (the pushing job ends at once, and this worker takes the
+  // slot next - the continuation rule of Asio's and Tokio's schedulers);
+  // otherwise as enqueue().
+  result<void> enqueue_continuation(job_function&& fn);
+  bool find_and_run(thread_worker& w, std::span<job_function> local, bool helping);
+  class worker_help;  // a worker's help_source (src/thread_pool.cpp)
+  // Jobs popped from the queue per call when the pool drains or cancels it
+  // (stop()). A worker's own batch is thread_worker::injector_batch(); the
+  // queue hands out only a fair share (queued / workers), so a small backlog
+  // is spread over the workers instead of hoarded by one.
+  static constexpr std::size_t max_batch = 16;
+  // The job in w's LIFO slot, within its budget (see lifo_budget in the
+  // source); owner thread only.
+  bool take_from_lifo_slot(thread_worker& w, bool helping, job_node*& out) noexcept;
+  // Whether `victim` has finished no job for continuation_grace_ns since w
+  // (a thief) started watching it: only then does w take the continuation
+  // in victim's LIFO slot (see try_steal()).
+  static bool owner_stalled(thread_worker& w, const thread_worker& victim) noexcept;
+  bool try_steal(thread_worker& w, job_node*& out);
+  void run_node(thread_worker& w, job_node* node);
+  void execute(thread_worker& w, job_function& fn);
+  [[nodiscard]] bool work_visible(const thread_worker& w) const noexcept;
+  result<void> push_batch(std::span<job_function> fns);
+  [[nodiscard]] unexpected_error refusal(const error& queue_error) const;
+  void wake_worker_if_needed(std::uint64_t kind_mask = ~std::uint64_t{0}) noexcept;
+  void wake_all_groups() noexcept;
+  wake_group& group_for(std::uint64_t mask);
+  // Starts the threads of `batch`, all or none (see "Workers and their
+  // threads"); `before_go()` runs once they all exist, before any of them
+  // runs. Caller holds lifecycle_mutex_.
+  template <typename BeforeGo>
+  result<void> launch(std::span<thread_worker* const> batch, BeforeGo before_go);
+  // The parts of a worker's set-up that allocate; may throw std::bad_alloc.
+  void prepare_worker(thread_worker& w);
+  // Makes a started worker visible to thieves (a new one gets a steal slot).
+  void publish_worker(thread_worker& w) noexcept;
+  [[nodiscard]] unexpected_error too_many_workers(std::size_t requested) const;
+  // A worker's allocation failed: count it, report the first of a run.
+  void note_allocation_failure(thread_worker& w) noexcept;
+  [[nodiscard]] std::size_t active_workers_locked() const noexcept;
+  void worker_main(thread_worker& w);
+  void run_batch(thread_worker& w, std::span<job_function> batch);
+  [[nodiscard]] thread_worker* own_worker() const noexcept;
+  void report_failure(const std::exception_ptr& e) noexcept;
+  [[nodiscard]] bool idle_now() const noexcept;
+  [[nodiscard]] bool on_own_worker() const noexcept;
+  [[nodiscard]] bool nothing_left_to_steal_from_caller() const noexcept;  // see nothing_left_to_steal()
+  [[nodiscard]] std::uint64_t cancel_queued() noexcept;
+  [[nodiscard]] stop_report make_report() const;
+
+  std::string name_;
+  std::unique_ptr<injector> queue_;  // never null
+  pool_queue queue_kind_ = pool_queue::mutex;
+
+  // Lifecycle: state_ changes under lifecycle_mutex_; read lock-free.
+  std::mutex stop_mutex_;  // serialises stop(); never taken by workers
+  mutable std::mutex lifecycle_mutex_;
+  std::atomic<state> state_{state::created};
+  std::vector<std::unique_ptr<thread_worker>> workers_;  // guarded by lifecycle_mutex_
+  std::atomic<std::size_t> worker_count_{0};
+  // Started workers, for thieves (lock-free reads): slots [0, published_)
+  // are set and never change. Written under lifecycle_mutex_.
+  std::unique_ptr<std::atomic<thread_worker*>[]> steal_table_{new std::atomic<thread_worker*>[max_workers]};
+  std::atomic<std::size_t> published_{0};
+  job_node_pool node_pool_;
+  stop_report final_report_{};  // guarded by lifecycle_mutex_
+  // Accounts for jobs that stop() runs on the calling thread in a pool that
+  // was never started (no OS thread behind it).
+  thread_worker caller_runner_{"caller"};
+
+  mutable std::mutex handler_mutex_;
+  std::shared_ptr<const error_handler> handler_;  // guarded by handler_mutex_
+
+  // Set before workers are told to stop in cancel_pending mode.
+  std::atomic<bool> cancel_requested_{false};
+
+  alignas(64) std::atomic<std::uint64_t> cancelled_by_stop_{0};
+
+  // The job_function tag bit of jobs that hold room in a bounded pool
+  // (job_tag in scheduler/injector.hpp has the whole byte).
+  static constexpr std::uint8_t bounded_tag = job_tag::holds_room;
+  thread_system::backpressure bounds_{};
+  alignas(64) std::atomic<std::size_t> queued_external_{0};  // bounded pools: jobs holding room
+  event_count room_available_;                               // producers blocked by backpressure
+  alignas(64) std::atomic<std::uint64_t> dropped_{0};        // drop_oldest victims (count as finished)
+  std::atomic<std::uint64_t> caller_ran_{0};                 // jobs run by caller_runs
+  std::atomic<std::uint64_t> caller_failed_{0};
+  std::atomic<std::uint64_t> caller_cancelled_{0};
+  alignas(64) std::atomic<bool> paused_{false};
+  event_count resumed_;  // workers holding a job while paused park here
+
+  // false in typed pools: see core_config::local_deques.
+  bool local_deques_ = true;
+  // Makes the workers resize() adds (a typed pool makes universal workers of its own type).
+  std::unique_ptr<thread_worker> (*make_worker_)() = [] { return std::make_unique<thread_worker>(); };
+  std::uint32_t latency_sample_every_ = 32;
+  std::uint32_t max_spinners_ = 1;
+  std::size_t stack_size_ = 0;  // worker threads' stack, bytes (0: default)
+  // What the error handler receives when a worker runs out of memory (built
+  // up front: out of memory there is nothing left to build it with).
+  std::exception_ptr out_of_memory_report_;
+
+  // Wake groups (see wake_group): slots [0, group_count_) are set
+  // and never change; written under lifecycle_mutex_.
+  static constexpr std::size_t max_groups = 64;
+  std::vector<std::unique_ptr<wake_group>> owned_groups_;  // guarded by lifecycle_mutex_
+  std::unique_ptr<std::atomic<wake_group*>[]> groups_{new std::atomic<wake_group*>[max_groups]};
+  std::atomic<std::size_t> group_count_{0};
+
+  event_count became_idle_;  // wait_idle() parks here
+
+};
+
+}  // namespace thread_system::detail

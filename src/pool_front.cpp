@@ -1,0 +1,97 @@
+// pool_front: the members thread_pool and typed_thread_pool_t<T> share, each
+// a call into the core (src/pool_core.hpp). The pushes are in
+// thread_pool.cpp, next to the core's push paths they inline.
+#include "thread_system/pools/pool_front.hpp"
+
+#include <new>
+
+#include "pool_core.hpp"
+
+namespace thread_system::detail {
+
+namespace {
+void delete_core(pool_core* core) noexcept { delete core; }
+}  // namespace
+
+pool_front::pool_front(core_config config) try : core_(new pool_core(std::move(config)), &delete_core) {
+} catch (const std::bad_alloc&) {
+  throw error_exception(out_of_memory_error().value);
+}
+
+pool_front::~pool_front() {
+  if (!core_->is_stopped()) (void)stop(stop_mode::drain);
+}
+
+result<void> pool_front::start() { return core_->start(); }
+
+std::vector<thread_worker*> pool_front::get_workers() const { return core_->get_workers(); }
+
+result<void> pool_front::set_affinity(std::size_t worker, std::span<const int> cpus) {
+  return core_->set_affinity(worker, cpus);
+}
+
+result<void> pool_front::set_nice(std::size_t worker, int nice) { return core_->set_nice(worker, nice); }
+
+result<native_thread_handle> pool_front::native_handle(std::size_t worker) const {
+  return core_->native_handle(worker);
+}
+
+void pool_front::pause() noexcept { core_->pause(); }
+
+void pool_front::resume() noexcept { core_->resume(); }
+
+bool pool_front::is_paused() const noexcept { return core_->is_paused(); }
+
+void pool_front::wait_idle() { core_->wait_idle(); }
+
+stop_report pool_front::stop(stop_mode mode) {
+  // From a worker: the core throws invalid_argument and stops nothing (not
+  // even the timers).
+  if (core_->on_own_worker()) return core_->stop(mode);
+  // Timers first, while the pool still accepts their due runs (see
+  // timer_queue.hpp: drain dispatches due one-shot timers, cancels the rest).
+  timers_.close_and_stop(mode);
+  return core_->stop(mode);
+}
+
+bool pool_front::is_running() const noexcept { return core_->is_running(); }
+
+bool pool_front::is_stopped() const noexcept { return core_->is_stopped(); }
+
+result<void> pool_front::resize(std::size_t n) { return core_->resize(n); }
+
+pool_statistics pool_front::get_statistics() const { return core_->get_statistics(); }
+
+worker_latency pool_front::latency() const { return core_->latency(); }
+
+std::size_t pool_front::worker_count() const { return core_->worker_count(); }
+
+bool pool_front::is_worker_thread() const noexcept { return core_->on_own_worker(); }
+
+const std::string& pool_front::get_name() const noexcept { return core_->name_; }
+
+void pool_front::set_error_handler(error_handler handler) { core_->set_error_handler(std::move(handler)); }
+
+timer_statistics pool_front::get_timer_statistics() const { return timers_.statistics(); }
+
+result<void> pool_front::add_workers(std::vector<std::unique_ptr<thread_worker>> workers) {
+  return core_->enqueue_batch(std::move(workers));
+}
+
+bool pool_front::stop_begun() const noexcept {
+  // acquire: pairs with the release stores of state_ in stop().
+  const auto st = core_->state_.load(std::memory_order_acquire);
+  return st == pool_core::state::stopping || st == pool_core::state::stopped;
+}
+
+worker_masks pool_front::active_worker_masks(std::size_t first_n) const {
+  return core_->active_worker_masks(first_n);
+}
+
+std::pair<std::uint64_t, std::uint64_t> pool_front::kind_totals(std::uint8_t tag) const {
+  return core_->kind_totals(tag);
+}
+
+void pool_front::report_failure(const std::exception_ptr& e) noexcept { core_->report_failure(e); }
+
+}  // namespace thread_system::detail

@@ -1,0 +1,127 @@
+// thread_pool's own members: its constructors (each builds the core with the
+// injector its options name), the seed-style job and worker overloads
+// (adapted to the modern API: a seed job becomes a job_function, a worker
+// goes to pool_front::add_workers()) and its timer queue's target. Everything
+// both pools share is in pool_front.cpp.
+#include "thread_system/pools/thread_pool.hpp"
+
+#include <memory>
+#include <new>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace thread_system {
+
+namespace {
+
+void validate(const pool_options& o) {
+  // Two bounds with two answers to "full" (the policy's, and the ring's
+  // immediate queue_full) would make the policy a lie.
+  if (o.queue == pool_queue::bounded && o.backpressure.capacity != 0) {
+    throw error_exception(error{error_code::invalid_argument,
+                                "pool_queue::bounded is a bound of its own: use backpressure with another queue "
+                                "kind, or the bounded queue without backpressure"});
+  }
+}
+
+detail::core_config config_of(std::string name, const pool_options& options) {
+  validate(options);
+  try {
+    detail::core_config c;
+    c.name = std::move(name);
+    c.queue = detail::make_injector(options.queue, options.initial_queue_capacity);
+    c.latency_sample_every = options.latency_sample_every;
+    c.on_error = options.on_error;
+    c.bounds = options.backpressure;
+    c.worker_stack_size = options.worker_stack_size;
+    return c;
+  } catch (const std::bad_alloc&) {
+    throw error_exception(detail::out_of_memory_error().value);
+  }
+}
+
+}  // namespace
+
+thread_pool::thread_pool(std::string name) : thread_pool(std::move(name), pool_options{}) {}
+
+thread_pool::thread_pool(std::string name, const pool_options& options)
+    : pool_front(config_of(std::move(name), options)), queue_kind_(options.queue) {}
+
+thread_pool::thread_pool(std::size_t worker_count, pool_options options)
+    : pool_front(config_of(std::move(options.name), options)), queue_kind_(options.queue) {
+  if (worker_count == 0) {
+    throw error_exception(error{error_code::invalid_argument, "thread_pool: worker_count must be at least 1"});
+  }
+  if (worker_count > max_workers) {
+    throw error_exception(error{error_code::invalid_argument,
+                                "thread_pool '" + get_name() + "': " + std::to_string(worker_count) +
+                                    " workers requested; a pool has at most " + std::to_string(max_workers)});
+  }
+  try {
+    std::vector<std::unique_ptr<thread_worker>> workers;
+    workers.reserve(worker_count);
+    for (std::size_t i = 0; i < worker_count; ++i) workers.push_back(std::make_unique<thread_worker>());
+    if (auto r = add_workers(std::move(workers)); !r) throw error_exception(r.error());
+  } catch (const std::bad_alloc&) {
+    throw error_exception(detail::out_of_memory_error().value);
+  }
+  // All or none: when start() fails no thread is running, so throwing here
+  // leaves nothing behind.
+  if (auto r = start(); !r) throw error_exception(r.error());
+}
+
+std::size_t thread_pool::default_worker_count() noexcept {
+  const unsigned n = std::thread::hardware_concurrency();
+  if (n == 0) return 1;
+  return n < max_workers ? n : max_workers;
+}
+
+result<void> thread_pool::enqueue(std::unique_ptr<thread_worker> worker) {
+  if (!worker) return make_error(error_code::invalid_argument, "thread_pool::enqueue: null worker");
+  std::vector<std::unique_ptr<thread_worker>> one;
+  try {
+    one.push_back(std::move(worker));
+  } catch (const std::bad_alloc&) {
+    return make_error(error_code::resource_exhausted, "out of memory");
+  }
+  return add_workers(std::move(one));
+}
+
+result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<thread_worker>> workers) {
+  return add_workers(std::move(workers));
+}
+
+result<void> thread_pool::enqueue(std::unique_ptr<job> j) {
+  if (!j) return make_error(error_code::invalid_argument, "thread_pool::enqueue: null job");
+  if (!j->runnable()) {
+    return make_error(error_code::invalid_argument,
+                      "thread_pool::enqueue: job '" + j->get_name() + "' has nothing to run (an empty callback)");
+  }
+  return push_one(job_function(detail::seed_job_adapter{std::move(j)}));  // inline: allocates nothing
+}
+
+result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<job>> jobs) {
+  std::vector<job_function> batch;
+  try {
+    batch.reserve(jobs.size());
+  } catch (const std::bad_alloc&) {
+    return detail::out_of_memory_error();
+  }
+  for (auto& j : jobs) {
+    if (!j) return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: null job in batch");
+    if (!j->runnable()) {
+      return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: job '" + j->get_name() +
+                                                          "' has nothing to run (an empty callback)");
+    }
+  }
+  for (auto& j : jobs) batch.emplace_back(detail::seed_job_adapter{std::move(j)});
+  return push_batch(batch);
+}
+
+result<timer_queue*> thread_pool::timers() {
+  return timers_.get("thread_pool", get_name(), [this](job_function&& f, timer_route) { return push_one(std::move(f)); });
+}
+
+}  // namespace thread_system
