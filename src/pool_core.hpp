@@ -8,11 +8,11 @@
 // types, priorities and statistics live in its typed_injector and front.
 //
 // Where each part is implemented:
-//   src/thread_pool.cpp             the worker loop, pushes, wake-ups
-//   src/thread_pool_admission.cpp   backpressure and refusals
-//   src/thread_pool_accounting.cpp  failures, idle detection, statistics
-//   src/thread_pool_lifecycle.cpp   construction, start, resize, pause, stop
-//   src/thread_pool_workers.cpp     the workers' list, count and OS threads
+//   src/pool_core.cpp             the worker loop, pushes, wake-ups
+//   src/pool_core_admission.cpp   backpressure and refusals
+//   src/pool_core_accounting.cpp  failures, idle detection, statistics
+//   src/pool_core_lifecycle.cpp   construction, start, resize, pause, stop
+//   src/pool_core_workers.cpp     the workers' list, count and OS threads
 #pragma once
 
 #include <atomic>
@@ -88,8 +88,6 @@ class pool_core {
 
   enum class state : int { created, running, stopping, stopped };
 
-
-
   // Pushes through the injector with `push()` (which returns result<void>),
   // then wakes a worker for the kinds in `kind_mask`.
   template <typename Push>
@@ -156,8 +154,6 @@ class pool_core {
   // Stamps `fn` with the enqueue time when this thread's sampling countdown
   // says so.
   void stamp_if_sampled(job_function& fn) const noexcept;
-  // Typed pools: jobs executed and failed with `tag`, over all workers.
-  [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> kind_totals(std::uint8_t tag) const;
   [[nodiscard]] injector& injector_ref() const noexcept { return *queue_; }
   // See core's worker_masks (pool_front.hpp). Allocates nothing.
   [[nodiscard]] worker_masks active_worker_masks(std::size_t first_n = 0) const;
@@ -175,7 +171,7 @@ class pool_core {
   // otherwise as enqueue().
   result<void> enqueue_continuation(job_function&& fn);
   bool find_and_run(thread_worker& w, std::span<job_function> local, bool helping);
-  class worker_help;  // a worker's help_source (src/thread_pool.cpp)
+  class worker_help;  // a worker's help_source (src/pool_core.cpp)
   // Jobs popped from the queue per call when the pool drains or cancels it
   // (stop()). A worker's own batch is thread_worker::injector_batch(); the
   // queue hands out only a fair share (queued / workers), so a small backlog
@@ -280,7 +276,6 @@ class pool_core {
   std::atomic<std::size_t> group_count_{0};
 
   event_count became_idle_;  // wait_idle() parks here
-
 };
 
 }  // namespace thread_system::detail

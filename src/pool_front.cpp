@@ -1,6 +1,6 @@
 // pool_front: the members thread_pool and typed_thread_pool_t<T> share, each
 // a call into the core (src/pool_core.hpp). The pushes are in
-// thread_pool.cpp, next to the core's push paths they inline.
+// pool_core.cpp, next to the core's push paths they inline.
 #include "thread_system/pools/pool_front.hpp"
 
 #include <new>
@@ -84,13 +84,7 @@ bool pool_front::stop_begun() const noexcept {
   return st == pool_core::state::stopping || st == pool_core::state::stopped;
 }
 
-worker_masks pool_front::active_worker_masks(std::size_t first_n) const {
-  return core_->active_worker_masks(first_n);
-}
-
-std::pair<std::uint64_t, std::uint64_t> pool_front::kind_totals(std::uint8_t tag) const {
-  return core_->kind_totals(tag);
-}
+worker_masks pool_front::active_worker_masks(std::size_t first_n) const { return core_->active_worker_masks(first_n); }
 
 void pool_front::report_failure(const std::exception_ptr& e) noexcept { core_->report_failure(e); }
 

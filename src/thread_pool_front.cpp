@@ -121,7 +121,8 @@ result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<job>> jobs) 
 }
 
 result<timer_queue*> thread_pool::timers() {
-  return timers_.get("thread_pool", get_name(), [this](job_function&& f, timer_route) { return push_one(std::move(f)); });
+  return timers_.get("thread_pool", get_name(),
+                     [this](job_function&& f, timer_route) { return push_one(std::move(f)); });
 }
 
 }  // namespace thread_system

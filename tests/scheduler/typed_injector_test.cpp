@@ -9,6 +9,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace ts = thread_system;
@@ -176,6 +177,29 @@ TEST_P(TypedInjector, AfterCloseEveryPushIsRefusedAndQueuedJobsStayPoppable) {
   EXPECT_EQ(q.accepted(), 1U);
   EXPECT_EQ(q.view(1).accepted, 1U);
   EXPECT_FALSE(q.view(7).exists);
+}
+
+TEST_P(TypedInjector, CompletionsAreCountedPerKindOverThePreparedWorkers) {
+  typed_injector q(GetParam(), 0ns);
+  // Nothing is counted for a worker the injector was not prepared for.
+  q.note_done(3, ts::detail::job_tag::with_rank(0, 2), false);
+  EXPECT_EQ(q.done_totals(2), std::make_pair(std::uint64_t{0}, std::uint64_t{0}));
+  q.prepare_worker(0);
+  q.prepare_worker(3);
+  q.prepare_worker(ts::detail::max_workers);  // the thread that runs what stop() drains
+  q.prepare_worker(3);                        // again (a worker that comes back): its counts stay
+  q.note_done(0, ts::detail::job_tag::with_rank(0, 2), false);
+  q.note_done(3, ts::detail::job_tag::with_rank(0, 2), true);
+  q.note_done(3, ts::detail::job_tag::with_rank(0, 2), false);
+  q.prepare_worker(3);
+  q.note_done(ts::detail::max_workers, ts::detail::job_tag::with_rank(ts::detail::job_tag::holds_room, 2), false);
+  q.note_done(0, ts::detail::job_tag::with_rank(0, 63), true);
+  q.note_done(0, 0, false);                                                               // untyped: not a kind's job
+  q.note_done(ts::detail::max_workers + 1, ts::detail::job_tag::with_rank(0, 2), false);  // not a worker
+  EXPECT_EQ(q.done_totals(2), std::make_pair(std::uint64_t{4}, std::uint64_t{1}));
+  EXPECT_EQ(q.done_totals(63), std::make_pair(std::uint64_t{1}, std::uint64_t{1}));
+  EXPECT_EQ(q.done_totals(0), std::make_pair(std::uint64_t{0}, std::uint64_t{0}));
+  EXPECT_EQ(q.done_totals(64), std::make_pair(std::uint64_t{0}, std::uint64_t{0}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Queues, TypedInjector, ::testing::Values(ts::pool_queue::mutex, ts::pool_queue::lockfree),

@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -447,6 +448,33 @@ TEST(TypedThreadPool, DrainRunsEverythingAcrossTypes) {
   }
   EXPECT_EQ(tracker.invoked.load(std::memory_order_relaxed), 3 * per_type);
   EXPECT_EQ(tracker.alive(), 0);
+}
+
+// stop(drain) on a pool that never started runs the queued jobs on the
+// calling thread; their types' statistics count them as executed (and
+// failed) like jobs a worker ran.
+TEST(TypedThreadPool, JobsStopRunsOnAPoolNeverStartedCountPerType) {
+  ts::typed_thread_pool_t<job_types> pool{"never started", typed_opts()};
+  pool.set_error_handler([](std::exception_ptr) {});
+  ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<job_types>>()));
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(pool.enqueue(job_types::Batch, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));
+  }
+  ASSERT_TRUE(pool.enqueue(job_types::RealTime, [] { throw std::runtime_error("fails"); }));
+  const auto report = pool.stop(ts::stop_mode::drain);
+  EXPECT_EQ(report.executed, 7U);
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 6);
+  const auto stats = pool.get_type_statistics();
+  ASSERT_EQ(stats.size(), 2U);
+  EXPECT_EQ(stats[0].type_name, "RealTime");
+  EXPECT_EQ(stats[0].accepted, 1U);
+  EXPECT_EQ(stats[0].executed, 1U);
+  EXPECT_EQ(stats[0].failed, 1U);
+  EXPECT_EQ(stats[1].type_name, "Batch");
+  EXPECT_EQ(stats[1].accepted, 6U);
+  EXPECT_EQ(stats[1].executed, 6U);
+  EXPECT_EQ(stats[1].failed, 0U);
 }
 
 TEST(TypedThreadPool, JobsQueuedBeforeStartRunAfterStart) {

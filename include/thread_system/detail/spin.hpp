@@ -9,7 +9,7 @@ namespace thread_system::detail {
 
 /// How long an idle worker (thread_pool's worker loop) and a helping wait
 /// with nothing to help (future.hpp) keep polling, yielding the CPU between
-/// polls, before they sleep. See thread_pool.cpp for the reasons.
+/// polls, before they sleep. See pool_core.cpp for the reasons.
 inline constexpr std::int64_t idle_yield_ns = 100'000;
 
 /// Pause instruction for spin loops.

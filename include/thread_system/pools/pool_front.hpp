@@ -51,7 +51,7 @@ namespace detail {
 class pool_core;
 class pool_front;
 
-// For parallel_for's lazy splitting (src/thread_pool.cpp): true when work
+// For parallel_for's lazy splitting (src/pool_core.cpp): true when work
 // handed to `pool` by the calling thread has all been taken - on a worker of
 // `pool`, its own deque and LIFO slot are empty; on any other thread, the
 // pool's queue is empty - so an idle worker would find nothing to steal
@@ -88,7 +88,7 @@ struct worker_masks {
 class pool_front {
  public:
   /// The most workers a pool has.
-  static constexpr std::size_t max_workers = 256;
+  static constexpr std::size_t max_workers = detail::max_workers;
   /// Jobs a worker takes from its LIFO slot in a row before it runs the
   /// oldest job of its deque (see thread_pool.hpp, "Scheduling").
   static constexpr std::uint32_t lifo_slot_budget = 3;
@@ -223,9 +223,6 @@ class pool_front {
   [[nodiscard]] bool stop_begun() const noexcept;
   // Allocates nothing.
   [[nodiscard]] worker_masks active_worker_masks(std::size_t first_n = 0) const;
-  // Jobs executed and failed with `tag`, over all workers (pools without
-  // local deques count them per tag).
-  [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> kind_totals(std::uint8_t tag) const;
   // Passes `e` to the error handler (a coroutine that failed, say).
   void report_failure(const std::exception_ptr& e) noexcept;
 

@@ -31,7 +31,7 @@
 namespace thread_system::detail {
 
 /// error_exception{cancelled} made when the library loaded, for a job
-/// cancelled when there is no memory to say why (src/thread_pool_accounting.cpp).
+/// cancelled when there is no memory to say why (src/pool_core_accounting.cpp).
 [[nodiscard]] const std::exception_ptr& cancelled_without_memory() noexcept;
 
 // The job behind submit(): runs the callable and completes the future; on

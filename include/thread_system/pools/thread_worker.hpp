@@ -180,11 +180,11 @@ class thread_worker {
   // The LIFO slot: the newest job spawned on this worker, or 0. Only the
   // owner puts a job here (a newer one pushes the previous one onto the
   // deque); the owner takes it first, and thieves take it with an exchange
-  // only after finding every deque empty (see thread_pool::push_local()).
+  // only after finding every deque empty (see pool_core::push_local(), src/pool_core.cpp).
   // The value is the job's node address; its low bit marks a continuation
-  // (thread_pool::enqueue_continuation()), which the owner runs as soon as
+  // (pool_core::enqueue_continuation()), which the owner runs as soon as
   // the current job returns: no worker is woken for it and idle workers do
-  // not count it as work (see thread_pool::work_visible()).
+  // not count it as work (see pool_core::work_visible()).
   // On a line of its own: thieves' polls of it must not pull in the
   // owner-only fields below, which the owner writes for every job.
   using slot_word = std::uintptr_t;
@@ -208,7 +208,7 @@ class thread_worker {
   bool degraded_ = false;                      // owner thread only: the last allocation attempt failed
   // Owner thread only: the worker whose LIFO-slot continuation this one
   // watches as a thief, that worker's job count and when watching began
-  // (thread_pool::owner_stalled()).
+  // (pool_core::owner_stalled()).
   const thread_worker* watched_ = nullptr;
   std::uint64_t watched_progress_ = 0;
   std::uint64_t watched_since_ = 0;
@@ -235,9 +235,6 @@ class thread_worker {
   // The workers sharing this worker's responsibilities park together; set
   // by the pool before the thread starts.
   detail::wake_group* group_ = nullptr;
-  // Typed pools: per-kind executed and failed counts (index = tag), written
-  // by this worker only. Null in an untyped pool.
-  std::unique_ptr<std::atomic<std::uint64_t>[]> kind_counts_;
 };
 
 }  // namespace thread_system

@@ -402,10 +402,10 @@ class typed_thread_pool_t : public detail::pool_front {
     const detail::typed_injector& inj = injector();
     for (std::uint64_t m = inj.created_mask(); m != 0; m &= m - 1) {
       const auto rank = static_cast<std::size_t>(std::countr_zero(m));
-      // Executed and cancelled first, accepted after (kind_totals() and
+      // Executed and cancelled first, accepted after (done_totals() and
       // view() load with acquire): a live snapshot never shows more jobs
       // run or cancelled than accepted.
-      const auto [executed, failed] = kind_totals(static_cast<std::uint8_t>(rank + 1));
+      const auto [executed, failed] = inj.done_totals(rank);
       const auto view = inj.view(rank);
       out.push_back(job_type_statistics{name_of_rank(rank), rank, view.accepted, executed, failed, view.cancelled,
                                         view.waiting, view.wait});

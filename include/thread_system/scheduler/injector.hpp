@@ -34,8 +34,12 @@ namespace detail {
 ///   * bit 7 (`holds_room`) is the core's: the job holds room in a pool with
 ///     backpressure and gives it back when it leaves the queue;
 ///   * bits 0..6 are the injector's kind: 0 for an untyped job; a typed
-///     injector stores rank + 1 (rank < 64), which is also the index of the
-///     per-kind counters the core keeps.
+///     injector stores rank + 1 (rank < 64).
+/// The most workers a pool has. The core numbers its workers 0..max_workers-1
+/// and calls the thread that runs what stop() drains worker max_workers
+/// (injector::prepare_worker(), injector::note_done()).
+inline constexpr std::size_t max_workers = 256;
+
 namespace job_tag {
 inline constexpr std::uint8_t holds_room = 0x80;
 inline constexpr std::uint8_t kind_bits = 0x7f;
@@ -110,6 +114,18 @@ class injector {
   virtual void note_wait(std::uint8_t tag, std::uint64_t wait_ns) noexcept {
     (void)tag;
     (void)wait_ns;
+  }
+  /// Called once for worker `worker` (0..max_workers) before its thread runs
+  /// a job, under the pool's lifecycle lock: what note_done() needs for it
+  /// is allocated here (may throw std::bad_alloc; the worker does not start).
+  virtual void prepare_worker(std::size_t worker) { (void)worker; }
+  /// Called by worker `worker` (its own thread, after prepare_worker()) for
+  /// every job of `tag` (kind bits non-zero) it ran to completion or that
+  /// failed (`failed`); not for cancelled jobs (note_cancelled()).
+  virtual void note_done(std::size_t worker, std::uint8_t tag, bool failed) noexcept {
+    (void)worker;
+    (void)tag;
+    (void)failed;
   }
 };
 

@@ -30,7 +30,15 @@
 // of the kinds' counts; close() closes every queue, and a queue created
 // after close() is refused, so the contract carries over kind by kind.
 //
-// Threading: every member may be called from any thread concurrently.
+// Per-kind statistics live here, not in the scheduler core: view() has a
+// kind's accepted, cancelled, waiting counts and wait times; done_totals()
+// its executed and failed counts, which the core reports through
+// note_done() into one block of counters per worker (1 KiB, allocated by
+// prepare_worker() before the worker starts; each block has one writer, so
+// counting a job is a load and a store).
+//
+// Threading: every member may be called from any thread concurrently, except
+// that note_done(w, ...) is called only by worker w (the core's contract).
 #pragma once
 
 #include <array>
@@ -255,6 +263,32 @@ class typed_injector final : public injector {
     if (kind_slot* s = slot_of_tag(tag)) s->wait.record_concurrent(wait_ns);
   }
 
+  void prepare_worker(std::size_t worker) override {
+    if (worker > max_workers) return;
+    // relaxed: written only here, under the pool's lifecycle lock.
+    if (done_[worker].load(std::memory_order_relaxed) != nullptr) return;  // a worker that comes back
+    auto block = std::make_unique<done_block>();
+    // release: pairs with the acquire loads in done_totals(). The worker's
+    // own (relaxed) loads are ordered by its thread's creation, which comes
+    // after this.
+    done_[worker].store(block.get(), std::memory_order_release);
+    owned_blocks_[worker] = std::move(block);
+  }
+
+  void note_done(std::size_t worker, std::uint8_t tag, bool failed) noexcept override {
+    const unsigned kind = detail::job_tag::kind(tag);
+    if (worker > max_workers || kind == 0 || kind > max_kinds) return;
+    // relaxed: set by prepare_worker() before this worker's thread started.
+    done_block* b = done_[worker].load(std::memory_order_relaxed);
+    if (b == nullptr) return;
+    // One writer per block (worker `worker`): a load and a store, no
+    // locked read-modify-write. failed: statistics only. executed: release,
+    // pairs with the acquire loads in done_totals(), so a reader that counts
+    // this job also reads its kind's accepted count including it.
+    if (failed) add(b->failed[kind - 1], 1, std::memory_order_relaxed);
+    add(b->executed[kind - 1], 1, std::memory_order_release);
+  }
+
   // ---- statistics --------------------------------------------------------
 
   struct kind_view {
@@ -279,6 +313,22 @@ class typed_injector final : public injector {
     v.waiting = s->queue->size_approx();
     v.wait = s->wait.snapshot();
     return v;
+  }
+
+  /// Jobs of kind `rank` executed (including failed ones) and failed, over
+  /// every worker. Read before view() for a snapshot that never shows more
+  /// jobs finished than accepted.
+  [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> done_totals(std::size_t rank) const noexcept {
+    std::uint64_t executed = 0;
+    std::uint64_t failed = 0;
+    if (rank >= max_kinds) return {0, 0};
+    for (const auto& slot : done_) {
+      const done_block* b = slot.load(std::memory_order_acquire);  // pairs with prepare_worker()
+      if (b == nullptr) continue;
+      executed += b->executed[rank].load(std::memory_order_acquire);  // pairs with note_done()
+      failed += b->failed[rank].load(std::memory_order_relaxed);      // statistics only
+    }
+    return {executed, failed};
   }
 
   /// Bit r set when kind r's queue exists.
@@ -352,6 +402,15 @@ class typed_injector final : public injector {
     return true;
   }
 
+  // A worker's completed and failed jobs per kind; written by that worker only.
+  struct done_block {
+    std::array<std::atomic<std::uint64_t>, max_kinds> executed{};
+    std::array<std::atomic<std::uint64_t>, max_kinds> failed{};
+  };
+  static void add(std::atomic<std::uint64_t>& counter, std::uint64_t n, std::memory_order order) noexcept {
+    counter.store(counter.load(std::memory_order_relaxed) + n, order);
+  }
+
   pool_queue queue_kind_;  // guarded by create_mutex_
   const std::uint64_t aging_ns_;
   std::array<std::atomic<kind_slot*>, max_kinds> slots_{};
@@ -359,6 +418,10 @@ class typed_injector final : public injector {
   std::atomic<bool> closed_{false};
   mutable std::mutex create_mutex_;
   std::array<std::unique_ptr<kind_slot>, max_kinds> owned_{};  // guarded by create_mutex_
+  // Per worker (index 0..max_workers, see injector::prepare_worker()): set
+  // once, before that worker runs a job; never replaced.
+  std::array<std::atomic<done_block*>, max_workers + 1> done_{};
+  std::array<std::unique_ptr<done_block>, max_workers + 1> owned_blocks_{};
 };
 
 }  // namespace thread_system::detail

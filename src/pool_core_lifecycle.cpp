@@ -1,11 +1,10 @@
-// thread_pool's lifecycle: construction, adding and starting workers (a
-// batch starts all or none), resize, the timer queue, pause and resume, and
-// stop() with its report. The worker loop is in thread_pool.cpp; the
+// The scheduler core's lifecycle: construction, adding and starting workers (a
+// batch starts all or none), resize, pause and resume, and
+// stop() with its report. The worker loop is in pool_core.cpp; the
 // workers as the user sees them (list, count, OS threads) in
-// thread_pool_workers.cpp.
+// pool_core_workers.cpp.
 #include "pool_core.hpp"
 #include "thread_system/detail/chaos.hpp"
-#include "thread_system/pools/thread_pool.hpp"
 
 #include <algorithm>
 #include <array>
@@ -19,8 +18,9 @@
 namespace thread_system::detail {
 
 namespace {
+// Half the hardware threads (thread_pool::default_worker_count()), at least one.
 std::uint32_t default_max_spinners() noexcept {
-  const std::size_t half = thread_pool::default_worker_count() / 2;
+  const std::size_t half = std::min<std::size_t>(std::thread::hardware_concurrency(), pool_core::max_workers) / 2;
   return static_cast<std::uint32_t>(half == 0 ? 1 : half);
 }
 
@@ -73,6 +73,10 @@ pool_core::pool_core(core_config config) try
       stack_size_(config.worker_stack_size),
       out_of_memory_report_(make_out_of_memory_report(name_)) {
   validate(bounds_);
+  // The thread that runs what stop() drains is worker max_workers to the
+  // injector (note_done()).
+  caller_runner_.index_ = max_workers;
+  queue_->prepare_worker(max_workers);
   if (config.make_worker != nullptr) make_worker_ = config.make_worker;
   if (config.on_error) handler_ = std::make_shared<const error_handler>(std::move(config.on_error));
 } catch (const std::bad_alloc&) {
@@ -209,9 +213,7 @@ void pool_core::prepare_worker(thread_worker& w) {
   w.node_cache_.attach(&node_pool_);
   node_pool_.reserve_for_worker();  // on this thread: the worker's first batch then needs no allocation
   w.group_ = &group_for(w.responsibility_mask_);
-  if (!local_deques_ && !w.kind_counts_) {
-    w.kind_counts_.reset(new std::atomic<std::uint64_t>[std::size_t{2} * 256] {});  // executed, failed per tag
-  }
+  queue_->prepare_worker(w.index_);  // e.g. a typed injector's per-worker counters
   w.thread_name_ = w.name_.empty() ? name_ + "-" + std::to_string(w.index_) : w.name_;
   w.prepared_ = true;
 }

@@ -1,4 +1,4 @@
-// thread_pool's accounting: idle detection and wait_idle(), statistics and
+// The scheduler core's accounting: idle detection and wait_idle(), statistics and
 // latency, and where a job's failure is reported (the error handler, or a
 // line on stderr).
 #include "pool_core.hpp"
@@ -114,18 +114,6 @@ pool_statistics pool_core::get_statistics() const {
     s.queued += w->lifo_slot_.load(std::memory_order_relaxed) != 0 ? 1 : 0;  // statistics only
   }
   return s;
-}
-
-std::pair<std::uint64_t, std::uint64_t> pool_core::kind_totals(std::uint8_t tag) const {
-  std::uint64_t executed = 0;
-  std::uint64_t failed = 0;
-  std::lock_guard lock(lifecycle_mutex_);
-  for (const auto& w : workers_) {
-    if (!w->kind_counts_) continue;
-    executed += w->kind_counts_[tag].load(std::memory_order_acquire);      // pairs with execute()
-    failed += w->kind_counts_[256 + tag].load(std::memory_order_relaxed);  // statistics only
-  }
-  return {executed, failed};
 }
 
 worker_latency pool_core::latency() const {

@@ -1,8 +1,8 @@
-// thread_pool's workers as its user sees them: the list and the count, the
+// The scheduler core's workers as a pool's user sees them: the list and the count, the
 // responsibility masks of the active ones (for the typed pool's resize()),
 // and each worker's OS thread (native handle, affinity, nice level). The
-// worker loop is in thread_pool.cpp, starting and resizing in
-// thread_pool_lifecycle.cpp.
+// worker loop is in pool_core.cpp, starting and resizing in
+// pool_core_lifecycle.cpp.
 #include "pool_core.hpp"
 
 #include <string>

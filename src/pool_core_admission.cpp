@@ -1,6 +1,6 @@
 // What a job passes before it enters the pool's queue: backpressure (room,
 // blocking, caller_runs, drop_oldest). The queues and the worker loop are in
-// thread_pool.cpp.
+// pool_core.cpp.
 #include "pool_core.hpp"
 
 #include <chrono>

@@ -1,11 +1,12 @@
-// The scheduler core of thread_pool: the one worker loop (find, steal, run,
-// spin, yield, park), the paths by which a job enters it (a worker's LIFO
-// slot and deque, or the injector), waking, and the helping-wait hook. The
-// rest of the pool is in thread_pool_lifecycle.cpp (construction, starting
-// workers, resize, stop), thread_pool_workers.cpp (the worker list and the
-// workers' OS threads), thread_pool_admission.cpp (backpressure and the
-// seed-style job API) and thread_pool_accounting.cpp (idle detection,
-// statistics, failure reports). docs/ARCHITECTURE.md walks one job through them.
+// The scheduler core of both pools (detail::pool_core, pool_core.hpp): the
+// one worker loop (find, steal, run, spin, yield, park), the paths by which a
+// job enters it (a worker's LIFO slot and deque, or the injector), waking,
+// and the helping-wait hook; and the fronts' pushes into it. The rest of the
+// core is in pool_core_lifecycle.cpp (construction, starting workers,
+// resize, stop), pool_core_workers.cpp (the worker list and the workers' OS
+// threads), pool_core_admission.cpp (backpressure) and
+// pool_core_accounting.cpp (idle detection, statistics, failure reports). docs/ARCHITECTURE.md walks one job through
+// them.
 #include "pool_core.hpp"
 #include "thread_system/detail/chaos.hpp"
 
@@ -688,12 +689,7 @@ void pool_core::execute(thread_worker& w, job_function& fn) {
   }
   const bool failed = outcome == job_outcome::failed_reported;
   if (failed) thread_worker::add(w.failed_, 1);
-  if (w.kind_counts_) {
-    // release: pairs with the acquire loads in kind_totals(), so a reader
-    // that counts this job also sees its type's accepted count include it.
-    if (failed) thread_worker::add(w.kind_counts_[256 + tag], 1);  // statistics only
-    thread_worker::add(w.kind_counts_[tag], 1, std::memory_order_release);
-  }
+  if (tag != 0) queue_->note_done(w.index_, tag, failed);  // a typed injector counts it per kind
   // release: pairs with the acquire loads in idle_now(); everything the job
   // did is visible to a wait_idle() that sees this count.
   thread_worker::add(w.processed_, 1, std::memory_order_release);
