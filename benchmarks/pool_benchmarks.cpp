@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "thread_system/pools/thread_pool.hpp"
+#include "thread_system/pools/thread_worker.hpp"
 #include "workloads.hpp"
 
 namespace ts = thread_system;

@@ -4,6 +4,7 @@
 // goes to pool_front::add_workers()) and its timer queue's target. Everything
 // both pools share is in pool_front.cpp.
 #include "thread_system/pools/thread_pool.hpp"
+#include "thread_system/pools/thread_worker.hpp"
 
 #include <memory>
 #include <new>

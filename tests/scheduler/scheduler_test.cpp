@@ -14,6 +14,7 @@
 
 #include "../support/test_support.hpp"
 #include "thread_system/pools/thread_pool.hpp"
+#include "thread_system/pools/thread_worker.hpp"
 
 namespace ts = thread_system;
 using namespace std::chrono_literals;

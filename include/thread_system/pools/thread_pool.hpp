@@ -8,7 +8,9 @@
 //   future<int> f = pool.submit([](int x) { return x * 2; }, 21);
 //   pool.wait_idle();
 //
-// Seed style (configure, then start):
+// Seed style (configure, then start; the workers' class is in
+// pools/thread_worker.hpp, which this header only declares - the umbrella
+// thread_system.hpp has both):
 //   auto pool = std::make_shared<thread_pool>("name");    // or ("name", pool_options) to choose the injector etc.
 //   pool->enqueue_batch(std::move(workers));             // vector<unique_ptr<thread_worker>>
 //   pool->start();
@@ -124,7 +126,6 @@
 #include "thread_system/pools/pool_options.hpp"
 #include "thread_system/pools/submission.hpp"
 #include "thread_system/pools/this_job.hpp"
-#include "thread_system/pools/thread_worker.hpp"
 #include "thread_system/scheduler/future.hpp"
 #include "thread_system/scheduler/injector.hpp"
 #include "thread_system/scheduler/timer_queue.hpp"
@@ -133,9 +134,8 @@
 
 namespace thread_system {
 
-template <typename T>
-class typed_thread_pool_t;
 class thread_pool;
+class thread_worker;  // pools/thread_worker.hpp: needed to make or inspect a worker
 
 namespace detail {
 

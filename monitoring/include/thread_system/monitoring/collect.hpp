@@ -26,6 +26,7 @@
 
 #include "thread_system/detail/clock.hpp"
 #include "thread_system/monitoring/metrics.hpp"
+#include "thread_system/pools/thread_worker.hpp"
 
 namespace thread_system::monitoring {
 
