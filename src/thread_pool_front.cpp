@@ -73,6 +73,12 @@ thread_pool::thread_pool(std::size_t worker_count, pool_options options)
   if (auto r = start(); !r) throw error_exception(r.error());
 }
 
+// Stops here, while the whole pool exists: the timers' target (timers()
+// below) calls into this object as the timers drain.
+thread_pool::~thread_pool() {
+  if (!is_stopped()) (void)stop(stop_mode::drain);
+}
+
 std::size_t thread_pool::default_worker_count() noexcept {
   const unsigned n = std::thread::hardware_concurrency();
   if (n == 0) return 1;

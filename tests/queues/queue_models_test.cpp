@@ -3,6 +3,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -307,16 +308,30 @@ TYPED_TEST(QueueModel, PopRacingLastPush) {
 
 // Pushes racing close(): every push that succeeded is popped by consumers
 // that stop only when they saw the queue closed and then found it empty.
+// Bounded work on a slow machine: a producer pushes at most
+// `max_pushes` jobs per round (then waits for the close), since the main
+// thread's short sleep can last far longer on a loaded machine and the
+// consumers then drain everything pushed meanwhile; and no new round
+// starts after 15 s (at least `min_rounds` run).
 TYPED_TEST(QueueModel, CloseRacingPushesLosesNothing) {
   const std::size_t rounds = ts::test::scaled(60);
+  constexpr std::size_t min_rounds = 3;
+  constexpr std::size_t max_pushes = 20'000;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
   for (std::size_t round = 0; round < rounds; ++round) {
+    if (round >= min_rounds && std::chrono::steady_clock::now() > deadline) break;
     auto queue = make_queue<TypeParam>();
     std::atomic<std::size_t> accepted{0};
     std::atomic<std::size_t> executed{0};
     std::vector<std::thread> threads;
     for (int p = 0; p < 3; ++p) {
       threads.emplace_back([&] {
-        for (;;) {
+        for (std::size_t n = 0;; ++n) {
+          if (n == max_pushes) {
+            // Enough for this round: the close still comes, and a push
+            // after it must be refused.
+            while (!queue->is_closed()) std::this_thread::yield();
+          }
           auto pushed = queue->try_push(
               ts::job_function([&executed] { executed.fetch_add(1, std::memory_order_relaxed); }));  // read after join
           if (pushed) {

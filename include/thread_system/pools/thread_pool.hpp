@@ -167,7 +167,7 @@ class thread_pool : public detail::pool_front {
   explicit thread_pool(std::size_t worker_count = default_worker_count(), pool_options options = {});
 
   /// stop(stop_mode::drain) unless already stopped. Must not be called from one of this pool's workers.
-  ~thread_pool() = default;
+  ~thread_pool();
   /// Not copyable.
   thread_pool(const thread_pool&) = delete;
   /// Not copyable.
