@@ -108,7 +108,7 @@ result<void> pool_core::push_local(thread_worker& w, job_function&& fn, bool con
   node->fn = std::move(fn);
   // release: the accepted count is published before the job can be stolen
   // and finished (see idle_now()).
-  thread_worker::add(w.spawned_, 1, std::memory_order_release);
+  single_writer_add(w.spawned_, 1, std::memory_order_release);
   THREAD_SYSTEM_CHAOS_POINT();
   // The new job goes into the LIFO slot; the one it displaces onto the
   // deque. Only this thread makes the slot non-null (thieves only empty
@@ -138,8 +138,8 @@ result<void> pool_core::push_local(thread_worker& w, job_function&& fn, bool con
 }
 
 void pool_core::note_allocation_failure(thread_worker& w) noexcept {
-  thread_worker::add(w.alloc_failures_, 1);  // statistics only
-  if (w.degraded_) return;                   // reported at the start of this run of failures
+  single_writer_add(w.alloc_failures_, 1);  // statistics only
+  if (w.degraded_) return;                  // reported at the start of this run of failures
   w.degraded_ = true;
   report_failure(out_of_memory_report_);
 }
@@ -374,9 +374,9 @@ void pool_core::worker_main(thread_worker& w) {
       int m = thread_worker::retiring;
       // acq_rel: pairs with the CAS retiring -> active in resize().
       if (w.membership_.compare_exchange_strong(m, thread_worker::exited, std::memory_order_acq_rel)) {
-        thread_worker::add(w.busy_ns_, steady_now_ns() - busy_since);  // statistics only
-        w.busy_since_ns_.store(0, std::memory_order_relaxed);          // statistics only
-        became_idle_.notify_all();                                     // its last jobs may have made the pool idle
+        single_writer_add(w.busy_ns_, steady_now_ns() - busy_since);  // statistics only
+        w.busy_since_ns_.store(0, std::memory_order_relaxed);         // statistics only
+        became_idle_.notify_all();                                    // its last jobs may have made the pool idle
         // A producer may have skipped its wake-up because this worker was
         // spinning when it was told to leave: pass the wake-up on.
         wake_worker_if_needed();
@@ -386,7 +386,7 @@ void pool_core::worker_main(thread_worker& w) {
     }
     if (find_and_run(w, batch(), /*helping=*/false)) continue;
 
-    thread_worker::add(w.busy_ns_, steady_now_ns() - busy_since);
+    single_writer_add(w.busy_ns_, steady_now_ns() - busy_since);
     w.busy_since_ns_.store(0, std::memory_order_relaxed);  // statistics only
     if (queue_->is_closed()) {
       // Closed was observed (acquire): every injector push that succeeded
@@ -440,12 +440,12 @@ void pool_core::worker_main(thread_worker& w) {
       start_stretch();
       continue;
     }
-    thread_worker::add(w.parks_, 1);
+    single_writer_add(w.parks_, 1);
     const std::uint64_t parked_at = steady_now_ns();
     group.work_available.commit_wait(key);
     start_stretch();
-    thread_worker::add(w.idle_ns_, busy_since - parked_at);
-    thread_worker::add(w.wakeups_, 1);
+    single_writer_add(w.idle_ns_, busy_since - parked_at);
+    single_writer_add(w.wakeups_, 1);
   }
   tl_context = worker_context{};
   (void)detail::set_help_source(outer_help);
@@ -600,7 +600,7 @@ bool pool_core::try_steal(thread_worker& w, detail::job_node*& out) {
       auto r = victim->deque_.steal();
       if (r) {
         out = r.value;
-        thread_worker::add(w.steals_, 1);
+        single_writer_add(w.steals_, 1);
         // The victim has more: another sleeping worker could steal too
         // (chained wake-up; wake_worker_if_needed() does nothing while a
         // worker of the group spins, and it will find the work).
@@ -623,7 +623,7 @@ bool pool_core::try_steal(thread_worker& w, detail::job_node*& out) {
     // acquire: pairs with the owner's release store/exchange in push_local().
     if (const thread_worker::slot_word taken = victim->lifo_slot_.exchange(0, std::memory_order_acquire)) {
       out = thread_worker::slot_node(taken);
-      thread_worker::add(w.steals_, 1);
+      single_writer_add(w.steals_, 1);
       return true;
     }
   }
@@ -667,7 +667,7 @@ void pool_core::execute(thread_worker& w, job_function& fn) {
     fn.cancel();
     fn.reset();
     queue_->note_cancelled(tag);
-    thread_worker::add(w.cancelled_, 1, std::memory_order_release);  // pairs with idle_now()
+    single_writer_add(w.cancelled_, 1, std::memory_order_release);  // pairs with idle_now()
     return;
   }
   // A sampled job: record how long it waited and how long it runs.
@@ -684,15 +684,15 @@ void pool_core::execute(thread_worker& w, job_function& fn) {
   if (outcome == job_outcome::cancelled) {
     // The job saw its token cancelled and completed its own future.
     queue_->note_cancelled(tag);
-    thread_worker::add(w.cancelled_, 1, std::memory_order_release);  // pairs with idle_now()
+    single_writer_add(w.cancelled_, 1, std::memory_order_release);  // pairs with idle_now()
     return;
   }
   const bool failed = outcome == job_outcome::failed_reported;
-  if (failed) thread_worker::add(w.failed_, 1);
+  if (failed) single_writer_add(w.failed_, 1);
   if (tag != 0) queue_->note_done(w.index_, tag, failed);  // a typed injector counts it per kind
   // release: pairs with the acquire loads in idle_now(); everything the job
   // did is visible to a wait_idle() that sees this count.
-  thread_worker::add(w.processed_, 1, std::memory_order_release);
+  single_writer_add(w.processed_, 1, std::memory_order_release);
 }
 
 void pool_core::run_batch(thread_worker& w, std::span<job_function> batch) {

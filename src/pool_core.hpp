@@ -53,6 +53,9 @@ struct wake_group {
   event_count work_available;  // the group's workers park here
 };
 
+// invalid_argument: a pool of `requested` workers is more than max_workers.
+[[nodiscard]] unexpected_error too_many_workers(const std::string& pool_name, std::size_t requested);
+
 // Every member is public to the fronts' implementation (src/pool_front.cpp);
 // the class is not visible outside src/.
 class pool_core {
@@ -202,7 +205,6 @@ class pool_core {
   void prepare_worker(thread_worker& w);
   // Makes a started worker visible to thieves (a new one gets a steal slot).
   void publish_worker(thread_worker& w) noexcept;
-  [[nodiscard]] unexpected_error too_many_workers(std::size_t requested) const;
   // A worker's allocation failed: count it, report the first of a run.
   void note_allocation_failure(thread_worker& w) noexcept;
   [[nodiscard]] std::size_t active_workers_locked() const noexcept;

@@ -87,8 +87,8 @@ pool_core::~pool_core() {
   if (state_.load(std::memory_order_acquire) != state::stopped) (void)stop(stop_mode::drain);
 }
 
-unexpected_error pool_core::too_many_workers(std::size_t requested) const {
-  return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': " + std::to_string(requested) +
+unexpected_error too_many_workers(const std::string& pool_name, std::size_t requested) {
+  return make_error(error_code::invalid_argument, "thread_pool '" + pool_name + "': " + std::to_string(requested) +
                                                       " workers requested; a pool has at most " +
                                                       std::to_string(max_workers));
 }
@@ -102,7 +102,7 @@ result<void> pool_core::enqueue_batch(std::vector<std::unique_ptr<thread_worker>
   if (st == state::stopping || st == state::stopped) {
     return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "': cannot add workers after stop()");
   }
-  if (workers.size() > max_workers - workers_.size()) return too_many_workers(workers_.size() + workers.size());
+  if (workers.size() > max_workers - workers_.size()) return too_many_workers(name_, workers_.size() + workers.size());
   const std::size_t first = workers_.size();
   std::vector<thread_worker*> added;
   try {
@@ -164,7 +164,8 @@ result<void> pool_core::launch(std::span<thread_worker* const> batch, BeforeGo b
   std::size_t new_slots = 0;
   for (thread_worker* w : batch) new_slots += w->published_ ? 0 : 1;
   // relaxed: published_ is only written under lifecycle_mutex_.
-  if (new_slots > max_workers - published_.load(std::memory_order_relaxed)) return too_many_workers(batch.size());
+  if (new_slots > max_workers - published_.load(std::memory_order_relaxed))
+    return too_many_workers(name_, batch.size());
   std::shared_ptr<launch_gate> gate;
   try {
     gate = std::make_shared<launch_gate>();
@@ -252,7 +253,7 @@ detail::wake_group& pool_core::group_for(std::uint64_t mask) {
 result<void> pool_core::resize(std::size_t n) {
   if (n == 0)
     return make_error(error_code::invalid_argument, "thread_pool::resize: the worker count must be at least 1");
-  if (n > max_workers) return too_many_workers(n);
+  if (n > max_workers) return too_many_workers(name_, n);
   std::lock_guard lock(lifecycle_mutex_);
   const state st = state_.load(std::memory_order_relaxed);  // state_ only changes under this mutex
   if (st == state::stopping || st == state::stopped) {

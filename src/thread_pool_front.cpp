@@ -6,6 +6,8 @@
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/pools/thread_worker.hpp"
 
+#include "pool_core.hpp"
+
 #include <memory>
 #include <new>
 #include <string>
@@ -30,14 +32,8 @@ void validate(const pool_options& o) {
 detail::core_config config_of(std::string name, const pool_options& options) {
   validate(options);
   try {
-    detail::core_config c;
-    c.name = std::move(name);
-    c.queue = detail::make_injector(options.queue, options.initial_queue_capacity);
-    c.latency_sample_every = options.latency_sample_every;
-    c.on_error = options.on_error;
-    c.bounds = options.backpressure;
-    c.worker_stack_size = options.worker_stack_size;
-    return c;
+    return detail::core_config_of(options, std::move(name),
+                                  detail::make_injector(options.queue, options.initial_queue_capacity));
   } catch (const std::bad_alloc&) {
     throw error_exception(detail::out_of_memory_error().value);
   }
@@ -55,11 +51,7 @@ thread_pool::thread_pool(std::size_t worker_count, pool_options options)
   if (worker_count == 0) {
     throw error_exception(error{error_code::invalid_argument, "thread_pool: worker_count must be at least 1"});
   }
-  if (worker_count > max_workers) {
-    throw error_exception(error{error_code::invalid_argument,
-                                "thread_pool '" + get_name() + "': " + std::to_string(worker_count) +
-                                    " workers requested; a pool has at most " + std::to_string(max_workers)});
-  }
+  if (worker_count > max_workers) throw error_exception(detail::too_many_workers(get_name(), worker_count).value);
   try {
     std::vector<std::unique_ptr<thread_worker>> workers;
     workers.reserve(worker_count);

@@ -1,4 +1,5 @@
-// A sequentially consistent fence that ThreadSanitizer understands.
+// Atomic helpers: a sequentially consistent fence that ThreadSanitizer
+// understands, and the add of a counter that has one writer.
 //
 // TSan does not model std::atomic_thread_fence, so under TSan the same
 // ordering is obtained with a seq_cst read-modify-write of one shared word:
@@ -30,6 +31,15 @@ inline void seq_cst_fence() noexcept {
 #else
   std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif
+}
+
+// Adds `n` to a counter only the calling thread writes (readers may load it
+// at any time): a load and a store, not a locked read-modify-write. `order`
+// is the store's (release when a reader's acquire load must see what the
+// writer did before).
+inline void single_writer_add(std::atomic<std::uint64_t>& counter, std::uint64_t n,
+                              std::memory_order order = std::memory_order_relaxed) noexcept {
+  counter.store(counter.load(std::memory_order_relaxed) + n, order);
 }
 
 }  // namespace thread_system::detail

@@ -75,6 +75,20 @@ struct core_config {
   std::unique_ptr<thread_worker> (*make_worker)() = nullptr;
 };
 
+// The settings both pools' options share (pool_options,
+// typed_pool_options<T>), around the injector `queue`.
+template <typename Options>
+[[nodiscard]] core_config core_config_of(const Options& o, std::string name, std::unique_ptr<injector> queue) {
+  core_config c;
+  c.queue = std::move(queue);
+  c.name = std::move(name);
+  c.latency_sample_every = o.latency_sample_every;
+  c.on_error = o.on_error;
+  c.bounds = o.backpressure;
+  c.worker_stack_size = o.worker_stack_size;
+  return c;
+}
+
 // The active workers (those resize() has not asked to leave or set aside):
 // how many, and the union of their responsibility masks, of all and of the
 // first `first_n` in the order added (the ones resize(first_n) keeps).

@@ -133,13 +133,6 @@ class thread_worker {
     return closed + (now > since ? now - since : 0);
   }
 
-  // Single writer (the worker thread): `add` is a load and a store, not a
-  // locked read-modify-write.
-  static void add(std::atomic<std::uint64_t>& counter, std::uint64_t n,
-                  std::memory_order order = std::memory_order_relaxed) noexcept {
-    counter.store(counter.load(std::memory_order_relaxed) + n, order);
-  }
-
   std::string name_;
   detail::os_thread thread_;
   std::size_t index_ = 0;

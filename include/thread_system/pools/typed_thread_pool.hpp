@@ -465,7 +465,7 @@ class typed_thread_pool_t : public detail::pool_front {
   }
   // `injector` is new and owned from the first step on.
   typed_thread_pool_t(typed_pool_options<T>&& options, detail::typed_injector* injector) try
-      : pool_front(core_config_of(options, injector)),
+      : pool_front(typed_core_config(options, injector)),
         options_(std::move(options)),
         ranks_(options_.priority_order),
         injector_(injector) {
@@ -477,14 +477,9 @@ class typed_thread_pool_t : public detail::pool_front {
   // The core's settings: the typed injector (owned from the first step on),
   // no local deques (jobs go through the injector, which knows their
   // types), universal workers of this pool's type for resize().
-  static detail::core_config core_config_of(const typed_pool_options<T>& o, detail::typed_injector* injector) {
-    detail::core_config c;
-    c.queue.reset(injector);
-    c.name = o.name;
-    c.latency_sample_every = o.latency_sample_every;
-    c.on_error = o.on_error;
-    c.bounds = o.backpressure;
-    c.worker_stack_size = o.worker_stack_size;
+  static detail::core_config typed_core_config(const typed_pool_options<T>& o, detail::typed_injector* injector) {
+    std::unique_ptr<detail::injector> owned(injector);  // first: nothing below leaks it
+    detail::core_config c = detail::core_config_of(o, o.name, std::move(owned));
     c.local_deques = false;
     c.make_worker = []() -> std::unique_ptr<thread_worker> {
       auto w = std::make_unique<worker_type>();

@@ -56,6 +56,7 @@
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/detail/clock.hpp"
+#include "thread_system/detail/fence.hpp"
 #include "thread_system/diagnostics/latency_histogram.hpp"
 #include "thread_system/scheduler/injector.hpp"
 
@@ -285,8 +286,8 @@ class typed_injector final : public injector {
     // locked read-modify-write. failed: statistics only. executed: release,
     // pairs with the acquire loads in done_totals(), so a reader that counts
     // this job also reads its kind's accepted count including it.
-    if (failed) add(b->failed[kind - 1], 1, std::memory_order_relaxed);
-    add(b->executed[kind - 1], 1, std::memory_order_release);
+    if (failed) single_writer_add(b->failed[kind - 1], 1);
+    single_writer_add(b->executed[kind - 1], 1, std::memory_order_release);
   }
 
   // ---- statistics --------------------------------------------------------
@@ -407,9 +408,6 @@ class typed_injector final : public injector {
     std::array<std::atomic<std::uint64_t>, max_kinds> executed{};
     std::array<std::atomic<std::uint64_t>, max_kinds> failed{};
   };
-  static void add(std::atomic<std::uint64_t>& counter, std::uint64_t n, std::memory_order order) noexcept {
-    counter.store(counter.load(std::memory_order_relaxed) + n, order);
-  }
 
   pool_queue queue_kind_;  // guarded by create_mutex_
   const std::uint64_t aging_ns_;
