@@ -1,8 +1,7 @@
 // thread_pool's own members: its constructors (each builds the core with the
-// injector its options name), the seed-style job and worker overloads
-// (adapted to the modern API: a seed job becomes a job_function, a worker
-// goes to pool_front::add_workers()) and its timer queue's target. Everything
-// both pools share is in pool_front.cpp.
+// injector its options name) and its timer queue's target. The seed-style
+// job and worker overloads are in seed_adapters.cpp; everything both pools
+// share is in pool_front.cpp.
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/pools/thread_worker.hpp"
 
@@ -75,48 +74,6 @@ std::size_t thread_pool::default_worker_count() noexcept {
   const unsigned n = std::thread::hardware_concurrency();
   if (n == 0) return 1;
   return n < max_workers ? n : max_workers;
-}
-
-result<void> thread_pool::enqueue(std::unique_ptr<thread_worker> worker) {
-  if (!worker) return make_error(error_code::invalid_argument, "thread_pool::enqueue: null worker");
-  std::vector<std::unique_ptr<thread_worker>> one;
-  try {
-    one.push_back(std::move(worker));
-  } catch (const std::bad_alloc&) {
-    return make_error(error_code::resource_exhausted, "out of memory");
-  }
-  return add_workers(std::move(one));
-}
-
-result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<thread_worker>> workers) {
-  return add_workers(std::move(workers));
-}
-
-result<void> thread_pool::enqueue(std::unique_ptr<job> j) {
-  if (!j) return make_error(error_code::invalid_argument, "thread_pool::enqueue: null job");
-  if (!j->runnable()) {
-    return make_error(error_code::invalid_argument,
-                      "thread_pool::enqueue: job '" + j->get_name() + "' has nothing to run (an empty callback)");
-  }
-  return push_one(job_function(detail::seed_job_adapter{std::move(j)}));  // inline: allocates nothing
-}
-
-result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<job>> jobs) {
-  std::vector<job_function> batch;
-  try {
-    batch.reserve(jobs.size());
-  } catch (const std::bad_alloc&) {
-    return detail::out_of_memory_error();
-  }
-  for (auto& j : jobs) {
-    if (!j) return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: null job in batch");
-    if (!j->runnable()) {
-      return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: job '" + j->get_name() +
-                                                          "' has nothing to run (an empty callback)");
-    }
-  }
-  for (auto& j : jobs) batch.emplace_back(detail::seed_job_adapter{std::move(j)});
-  return push_batch(batch);
 }
 
 result<timer_queue*> thread_pool::timers() {

@@ -1,9 +1,10 @@
 // Umbrella header: everything in Thread System's core library.
 #pragma once
 
+#include "thread_system/compat/job.hpp"
 #include "thread_system/compat/lockfree_pools.hpp"
+#include "thread_system/compat/typed_job.hpp"
 #include "thread_system/core/error.hpp"
-#include "thread_system/core/job.hpp"
 #include "thread_system/core/job_batch.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/core/stop_mode.hpp"

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "../support/test_support.hpp"
-#include "thread_system/core/job.hpp"
+#include "thread_system/compat/job.hpp"
 #include "thread_system/pools/typed_thread_pool.hpp"
 
 namespace ts = thread_system;
@@ -372,7 +372,7 @@ TEST(ThreadPool, SeedJobErrorIsReportedAsJobFailed) {
   EXPECT_EQ(pool.get_statistics().failed, 1U);
 }
 
-// core/job.hpp promises that a callback_job with nothing to run is refused
+// compat/job.hpp promises that a callback_job with nothing to run is refused
 // when it is enqueued, not accepted and failed later as job_failed.
 TEST(ThreadPool, EmptyCallbackJobIsRefusedAtEnqueue) {
   ts::thread_pool pool{1, ts::test::pool_opts()};

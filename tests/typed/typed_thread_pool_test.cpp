@@ -1,4 +1,5 @@
 #include "thread_system/pools/typed_thread_pool.hpp"
+#include "thread_system/compat/typed_job.hpp"
 
 #include <gtest/gtest.h>
 

@@ -32,6 +32,7 @@
 //   * typed_thread_pool_module::all_types() lists job_types in priority
 //     order; lockfree_mpmc_queue is lockfree_queue.
 //
+// The seed jobs (compat/job.hpp, compat/typed_job.hpp) come with this header.
 // docs/SEED_COMPATIBILITY.md maps every seed name to ours, and lists what
 // the guides show that no compiler accepts.
 #pragma once
@@ -40,6 +41,8 @@
 #include <string>
 #include <vector>
 
+#include "thread_system/compat/job.hpp"
+#include "thread_system/compat/typed_job.hpp"
 #include "thread_system/pools/job_types.hpp"
 #include "thread_system/pools/pool_options.hpp"
 #include "thread_system/pools/thread_pool.hpp"

@@ -9,8 +9,7 @@
 //   * token_job does not run a job whose token was cancelled before it
 //     started (it reports job_outcome::cancelled), and makes the token
 //     this_job::token() while the job runs.
-//   * seed_job_adapter runs a seed `job` and turns its error result into an
-//     error_exception{job_failed} for the pool's failure path.
+// (A seed `job` becomes a job_function in compat/job.hpp.)
 #pragma once
 
 #include <exception>
@@ -22,7 +21,6 @@
 
 #include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
-#include "thread_system/core/job.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/pools/this_job.hpp"
 #include "thread_system/scheduler/future.hpp"
@@ -163,15 +161,5 @@ job_function make_cancellable_job(cancellation_token token, F&& f) {
   }
   return job_function(token_job<D>{std::move(token), D(std::forward<F>(f))});
 }
-
-// The job behind enqueue(std::unique_ptr<job>): turns an error result into
-// an exception for the worker's failure path.
-struct seed_job_adapter {
-  std::unique_ptr<job> owned;
-  void operator()() const {
-    auto r = owned->do_work();
-    if (!r) throw error_exception(error{error_code::job_failed, owned->get_name() + ": " + r.error().to_string()});
-  }
-};
 
 }  // namespace thread_system::detail

@@ -9,8 +9,9 @@
 //   pool.wait_idle();
 //
 // Seed style (configure, then start; the workers' class is in
-// pools/thread_worker.hpp, which this header only declares - the umbrella
-// thread_system.hpp has both):
+// pools/thread_worker.hpp and the seed jobs in compat/job.hpp, which this
+// header only declares - the umbrella thread_system.hpp has them all; the
+// seed overloads below adapt them onto the modern API):
 //   auto pool = std::make_shared<thread_pool>("name");    // or ("name", pool_options) to choose the injector etc.
 //   pool->enqueue_batch(std::move(workers));             // vector<unique_ptr<thread_worker>>
 //   pool->start();
@@ -115,7 +116,6 @@
 
 #include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
-#include "thread_system/core/job.hpp"
 #include "thread_system/core/job_batch.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/core/stop_mode.hpp"
@@ -136,6 +136,7 @@ namespace thread_system {
 
 class thread_pool;
 class thread_worker;  // pools/thread_worker.hpp: needed to make or inspect a worker
+class job;            // compat/job.hpp: the seed-style jobs
 
 namespace detail {
 
@@ -191,9 +192,11 @@ class thread_pool : public detail::pool_front {
 
   // ---- jobs ----------------------------------------------------------------
 
-  /// Seed-style job. Null is `invalid_argument`.
+  /// Seed-style job (compat/job.hpp), run as job::to_job_function() makes
+  /// it. Null or not runnable(): `invalid_argument`.
   result<void> enqueue(std::unique_ptr<job> j);
-  /// Seed-style batch: all accepted or none (a null entry refuses the batch).
+  /// Seed-style batch: all accepted or none (a null or not runnable() entry
+  /// refuses the batch with `invalid_argument`).
   result<void> enqueue_batch(std::vector<std::unique_ptr<job>> jobs);
 
   /// A job_function. On refusal `fn` is left untouched, so the caller may

@@ -91,7 +91,6 @@
 
 #include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
-#include "thread_system/core/job.hpp"
 #include "thread_system/core/job_batch.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/coro/coro_base.hpp"
@@ -233,15 +232,13 @@ class typed_thread_pool_t : public detail::pool_front {
     });
   }
 
-  /// Seed-style typed job; its type() routes it. Null: `invalid_argument`.
+  /// Seed-style typed job (compat/typed_job.hpp); its type() routes it.
+  /// Null or not runnable(): `invalid_argument`.
   result<void> enqueue(std::unique_ptr<typed_job_t<T>> j) {
-    if (!j) return make_error(error_code::invalid_argument, "typed_thread_pool::enqueue: null job");
-    if (!j->runnable()) {
-      return make_error(error_code::invalid_argument, "typed_thread_pool::enqueue: job '" + j->get_name() +
-                                                          "' has nothing to run (an empty callback)");
-    }
-    const T type = j->type();
-    return enqueue(type, job_function(detail::seed_job_adapter{std::move(j)}));
+    const T type = j ? j->type() : T{};
+    auto fn = typed_job_t<T>::to_job_function(std::move(j), "typed_thread_pool::enqueue");
+    if (!fn) return unexpected_error(fn.error());
+    return enqueue(type, std::move(*fn));
   }
 
   /// A range of callables of one type, accepted all or none.
@@ -561,7 +558,5 @@ class typed_thread_pool_t : public detail::pool_front {
 /// The seed's names for the default job types.
 using typed_thread_pool = typed_thread_pool_t<job_types>;
 using typed_thread_worker = typed_thread_worker_t<job_types>;
-using typed_job = typed_job_t<job_types>;
-using callback_typed_job = callback_typed_job_t<job_types>;
 
 }  // namespace thread_system

@@ -1,7 +1,8 @@
 // The parts of a typed pool that a user builds before the pool: the
-// job_type concept (what a typed pool can be keyed by), typed_thread_worker_t
-// (a worker and the types it serves) and the seed-style typed jobs,
-// typed_job_t and callback_typed_job_t. The pool is in typed_thread_pool.hpp.
+// job_type concept (what a typed pool can be keyed by) and
+// typed_thread_worker_t (a worker and the types it serves). The pool is in
+// typed_thread_pool.hpp; the seed-style typed jobs (typed_job_t,
+// callback_typed_job_t) in compat/typed_job.hpp.
 //
 //   auto w = std::make_unique<typed_thread_worker_t<job_types>>();
 //   w->set_responsibilities({job_types::RealTime});   // a specialist
@@ -12,9 +13,6 @@
 //   * Responsibilities are fixed once the worker is added to a pool (or
 //     made by one, as resize() does): set_responsibilities() then returns
 //     `already_started` and changes nothing.
-//   * A typed job's type() picks the queue it goes to; a callback_typed_job_t
-//     built from an empty callback is not runnable() and a pool refuses it
-//     with `invalid_argument`.
 //
 // Threading: a worker's responsibilities may be read from any thread once it
 // is in a pool; set_responsibilities() before that, from one thread.
@@ -29,7 +27,6 @@
 
 #include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
-#include "thread_system/core/job.hpp"
 #include "thread_system/pools/thread_worker.hpp"
 
 namespace thread_system {
@@ -40,6 +37,10 @@ concept job_type = std::is_enum_v<T> || std::is_integral_v<T>;
 
 template <typename T>
 class typed_thread_pool_t;
+
+// compat/typed_job.hpp: the seed-style typed jobs.
+template <job_type T>
+class typed_job_t;
 
 namespace detail {
 template <typename T>
@@ -84,41 +85,6 @@ class typed_thread_worker_t : public thread_worker {
 
   std::vector<T> responsibilities_;
   std::atomic<bool> attached_{false};
-};
-
-/// Seed-style job with a type: `do_work()` as for `job`.
-template <job_type T>
-class typed_job_t : public job {
- public:
-  /// A job of `type`, named `name`.
-  explicit typed_job_t(T type, std::string name = "typed_job") : job(std::move(name)), type_(type) {}
-  /// The type the job was created with; it picks the queue the job goes to.
-  [[nodiscard]] T type() const noexcept { return type_; }
-
- private:
-  T type_;
-};
-
-/// A typed job that runs a callback returning `result<void>` or `void`.
-template <job_type T>
-class callback_typed_job_t final : public typed_job_t<T> {
- public:
-  /// Wraps `callback` as a job of `type`. An empty std::function or a null pointer gives a job that is not
-  /// runnable() and is refused at enqueue.
-  template <thread_system::runnable F>
-    requires not_same_as<F, callback_typed_job_t>
-  callback_typed_job_t(F&& callback, T type, std::string name = "callback_typed_job")
-      : typed_job_t<T>(type, name), inner_(std::forward<F>(callback), std::move(name)) {}
-
-  /// Runs the callback; an `invalid_argument` error if there is none.
-  [[nodiscard]] result<void> do_work() override { return inner_.do_work(); }
-  /// False when constructed from an empty callback.
-  [[nodiscard]] bool has_callback() const noexcept { return inner_.has_callback(); }
-  /// Same as has_callback().
-  [[nodiscard]] bool runnable() const noexcept override { return inner_.has_callback(); }
-
- private:
-  callback_job inner_;
 };
 
 }  // namespace thread_system

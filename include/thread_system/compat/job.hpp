@@ -1,5 +1,8 @@
-// Seed-compatible job model: an abstract `job` whose `do_work()` returns a
-// `result<void>`, and `callback_job`, which wraps a lambda.
+// Seed-compatible job model (the seed guides' `job` and `callback_job`): an
+// abstract `job` whose `do_work()` returns a `result<void>`, and
+// `callback_job`, which wraps a lambda. Part of the seed-style layer
+// (compat/): a pool runs a seed job through the modern API, as the
+// job_function that job::to_job_function() makes of it.
 //
 //   auto j = std::make_unique<callback_job>([]() -> result_void { return {}; });
 //   pool->enqueue(std::move(j));
@@ -9,19 +12,23 @@
 // `job_failed` (the message keeps the job's own text). An exception thrown by
 // `do_work()` reaches the handler unchanged. A job with nothing to run (a
 // callback_job built from an empty std::function or a null pointer:
-// runnable() is false) is refused at enqueue with `invalid_argument`.
+// runnable() is false) is refused at enqueue with `invalid_argument`, as is
+// a null job; a refused job is destroyed without running.
 //
 // Thread-safety: a job is run by exactly one worker, once; it needs no
 // internal synchronisation of its own.
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
 #include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
+#include "thread_system/core/job_function.hpp"
 
 namespace thread_system {
 
@@ -44,9 +51,38 @@ class job {
   /// The name given at construction.
   [[nodiscard]] const std::string& get_name() const noexcept { return name_; }
 
+  /// The seed job as a modern job: a job_function that runs `do_work()` once
+  /// and throws `error_exception{job_failed}` (the job's name and error text)
+  /// when it returns an error, so the pool counts it as failed and passes it
+  /// to its error handler. `invalid_argument`, naming `caller`, for a null or
+  /// not runnable() job (which is destroyed); allocates nothing otherwise.
+  [[nodiscard]] static result<job_function> to_job_function(std::unique_ptr<job> j, std::string_view caller);
+
  private:
   std::string name_;
 };
+
+namespace detail {
+
+// The job_function behind job::to_job_function().
+struct seed_job_adapter {
+  std::unique_ptr<job> owned;
+  void operator()() const {
+    auto r = owned->do_work();
+    if (!r) throw error_exception(error{error_code::job_failed, owned->get_name() + ": " + r.error().to_string()});
+  }
+};
+
+}  // namespace detail
+
+inline result<job_function> job::to_job_function(std::unique_ptr<job> j, std::string_view caller) {
+  if (!j) return make_error(error_code::invalid_argument, std::string(caller) + ": null job");
+  if (!j->runnable()) {
+    return make_error(error_code::invalid_argument,
+                      std::string(caller) + ": job '" + j->get_name() + "' has nothing to run (an empty callback)");
+  }
+  return job_function(detail::seed_job_adapter{std::move(j)});  // fits job_function's inline storage
+}
 
 /// A job that runs a callback. The callback may return `result<void>` (its
 /// error is reported) or `void`.
