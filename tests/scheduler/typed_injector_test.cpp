@@ -99,6 +99,32 @@ TEST_P(TypedInjector, PushRoutesEachJobByTheKindItsTagNames) {
   EXPECT_EQ(q.accepted(), 4U);
 }
 
+// The wake-up rule (docs/ARCHITECTURE.md, "Parking without lost wake-ups"):
+// a push asks the pool to wake a worker only when no earlier job of its kind
+// is waiting; each kind's queue answers for itself.
+TEST_P(TypedInjector, PushAsksForAWakeUpOnlyWhenItsKindHadNoJobWaiting) {
+  typed_injector q(GetParam(), 0ns);
+  std::vector<int> trace;
+  namespace tag = ts::detail::job_tag;
+  auto push_checked = [&](std::size_t rank, int id) {
+    auto fn = tracer(trace, id);
+    fn.set_tag(tag::with_rank(0, rank));
+    bool wake = false;
+    EXPECT_TRUE(q.push_and_check(std::move(fn), wake));
+    return wake;
+  };
+  EXPECT_TRUE(push_checked(1, 10));   // kind 1 was empty
+  EXPECT_FALSE(push_checked(1, 11));  // 10 waits: whoever takes it wakes the next
+  EXPECT_TRUE(push_checked(2, 20));   // another kind's queue: empty
+  EXPECT_FALSE(push_checked(2, 21));
+  EXPECT_EQ(run_one(q, bit(1), trace), 10);
+  EXPECT_EQ(run_one(q, bit(1), trace), 11);
+  EXPECT_TRUE(push_checked(1, 12));  // kind 1 is empty again
+  bool wake = false;
+  EXPECT_FALSE(q.push_and_check(tracer(trace, 99), wake));  // no kind: refused, not queued
+  EXPECT_EQ(q.accepted(), 5U);
+}
+
 TEST_P(TypedInjector, JobsWithoutAKindAndMixedBatchesAreRefusedAndNothingIsQueued) {
   typed_injector q(GetParam(), 0ns);
   namespace tag = ts::detail::job_tag;

@@ -70,8 +70,8 @@ class injector {
   /// earlier index of the job's segment still unclaimed when the job was
   /// published; the adaptive queue: either, in the queue the job went into): the push that made the queue non-empty
   /// woke a worker (or will, once it publishes), and a worker that takes jobs and leaves some behind wakes another
-  /// (thread_pool::find_and_run), so these jobs are covered. Only an injector with one kind of job may say so; the
-  /// default always wakes.
+  /// (pool_core::find_and_run: for the kinds pending_mask() still names), so these jobs are covered. An injector
+  /// with several kinds answers for the job's own kind (typed_injector: its kind's queue); the default always wakes.
   [[nodiscard]] virtual result<void> push_and_check(job_function&& fn, bool& wake) {
     wake = true;
     return push(std::move(fn));

@@ -116,11 +116,21 @@ class typed_injector final : public injector {
     return slot->queue->push(std::move(fn));
   }
 
-  /// push() that always asks for a wake-up (the pool wakes a worker of the
-  /// job's kind; the kinds' queues do not say whether they were empty).
+  /// push() that asks for a wake-up as the job's kind queue answers it:
+  /// only when no earlier job of that kind was waiting (the mutex,
+  /// lock-free and adaptive queues; the others always ask). A worker was
+  /// woken for that earlier job, and a worker that takes a job and leaves
+  /// some behind wakes the next (pool_core::find_and_run, through
+  /// pending_mask()), so this job is found without a wake-up of its own:
+  /// docs/ARCHITECTURE.md, "Parking without lost wake-ups".
   result<void> push_and_check(job_function&& fn, bool& wake) override {
     wake = true;
-    return push(std::move(fn));
+    const std::uint8_t kind = detail::job_tag::kind(fn.tag());
+    if (kind == 0 || kind > max_kinds) return bad_kind(kind);
+    kind_slot* slot = slot_for(kind - 1u);
+    if (slot == nullptr) return closed_error();
+    if (aging_ns_ != 0) note_push(*slot);
+    return slot->queue->push_and_check(std::move(fn), wake);
   }
 
   /// Queues all of `fns`, all or none. A batch holds one kind (every tag
