@@ -3,6 +3,7 @@
 // per-test watchdog (support/test_main.cpp) turns a deadlock into a failure.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -14,6 +15,7 @@
 
 #include "../support/test_support.hpp"
 #include "thread_system/pools/thread_pool.hpp"
+#include "thread_system/pools/typed_thread_pool.hpp"
 
 namespace ts = thread_system;
 using namespace std::chrono_literals;
@@ -172,6 +174,47 @@ TEST(PoolStress, NoLostWakeUpWhenIdlePoolGetsOneJob) {
   }
   pool.wait_idle();
   EXPECT_EQ(pool.get_statistics().executed, budget.ran());
+}
+
+// The typed pool's wake-up rule is per kind: a push into a kind whose queue
+// already holds a job wakes nobody, and the worker woken for that job (or one
+// that takes a job and leaves others behind) wakes the next. Bursts of one
+// to three jobs of random kinds, after random pauses that let the workers -
+// two specialists and a universal one - reach every point of spinning and
+// parking; every job must run without a later push to rescue it. A lost
+// wake-up leaves a future unready: the watchdog turns that into a failure.
+TEST(PoolStress, TypedPoolLosesNoWakeUpWhenAKindAlreadyHasAJobWaiting) {
+  ts::test::round_budget budget(ts::test::scaled(50'000), 5'000);
+  ts::typed_pool_options<ts::job_types> o;
+  o.queue = ts::test::pool_queue_under_test();  // each kind's queue (any but bounded)
+  ts::typed_thread_pool_t<ts::job_types> pool{"typed_wake", o};
+  for (auto responsibilities :
+       {std::vector{ts::job_types::RealTime}, std::vector{ts::job_types::Background}, std::vector<ts::job_types>{}}) {
+    ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<ts::job_types>>(responsibilities)));
+  }
+  ASSERT_TRUE(pool.start());
+  constexpr std::array kinds{ts::job_types::RealTime, ts::job_types::Batch, ts::job_types::Background};
+  std::mt19937 rng(2026);
+  std::uniform_int_distribution<int> pause(0, 20);
+  std::uniform_int_distribution<std::size_t> pick(0, kinds.size() - 1);
+  std::size_t submitted = 0;
+  for (std::size_t i = 0; budget.next(i); ++i) {
+    const int p = pause(rng);
+    if (p > 15) {
+      std::this_thread::sleep_for(std::chrono::microseconds(p - 15));
+    } else {
+      for (int k = 0; k < p * 20; ++k) std::atomic_signal_fence(std::memory_order_seq_cst);
+    }
+    // Same-kind pushes back to back are the ones that skip the wake-up.
+    const ts::job_types kind = kinds[pick(rng)];
+    const std::size_t burst = 1 + i % 3;
+    std::array<ts::future<std::size_t>, 3> results;
+    for (std::size_t k = 0; k < burst; ++k) results[k] = pool.submit(kind, [i] { return i; });
+    submitted += burst;
+    for (std::size_t k = 0; k < burst; ++k) ASSERT_EQ(results[k].get(), i);
+  }
+  pool.wait_idle();
+  EXPECT_EQ(pool.get_statistics().executed, submitted);
 }
 
 TEST(PoolStress, WaitIdleNeverReturnsEarly) {
