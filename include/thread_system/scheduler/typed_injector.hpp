@@ -108,12 +108,8 @@ class typed_injector final : public injector {
   /// beyond max_kinds is `invalid_argument`; after close(), `pool_stopped`.
   /// On refusal `fn` is left untouched.
   result<void> push(job_function&& fn) override {
-    const std::uint8_t kind = detail::job_tag::kind(fn.tag());
-    if (kind == 0 || kind > max_kinds) return bad_kind(kind);
-    kind_slot* slot = slot_for(kind - 1u);
-    if (slot == nullptr) return closed_error();
-    if (aging_ns_ != 0) note_push(*slot);
-    return slot->queue->push(std::move(fn));
+    bool wake = true;  // the answer is the pool's business, not push()'s
+    return push_and_check(std::move(fn), wake);
   }
 
   /// push() that asks for a wake-up as the job's kind queue answers it:
