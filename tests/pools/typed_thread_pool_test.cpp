@@ -34,7 +34,7 @@ using namespace std::chrono_literals;
 namespace {
 
 // The queue each type gets: the pool suites run once per queue kind (see
-// tests/typed/CMakeLists.txt); the default run uses the typed pool's default.
+// tests/CMakeLists.txt); the default run uses the typed pool's default.
 ts::typed_pool_options<job_types> typed_opts(std::string name = "typed") {
   ts::typed_pool_options<job_types> o;
   o.name = std::move(name);
