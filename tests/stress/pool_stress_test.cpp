@@ -184,7 +184,7 @@ TEST(PoolStress, NoLostWakeUpWhenIdlePoolGetsOneJob) {
 // parking; every job must run without a later push to rescue it. A lost
 // wake-up leaves a future unready: the watchdog turns that into a failure.
 TEST(PoolStress, TypedPoolLosesNoWakeUpWhenAKindAlreadyHasAJobWaiting) {
-  ts::test::round_budget budget(ts::test::scaled(50'000), 5'000);
+  ts::test::round_budget budget(ts::test::scaled(50'000), 2'000, std::chrono::seconds(5));
   ts::typed_pool_options<ts::job_types> o;
   o.queue = ts::test::pool_queue_under_test();  // each kind's queue (any but bounded)
   ts::typed_thread_pool_t<ts::job_types> pool{"typed_wake", o};
