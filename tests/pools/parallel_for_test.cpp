@@ -398,3 +398,27 @@ TEST(ParallelReduce, ExceptionOverAHugeRangeReturnsPromptly) {
                std::runtime_error);
   EXPECT_LT(leaves.load(std::memory_order_relaxed), 10'000U);
 }
+
+// A piece of a parallel_for that the pool accepts and then discards unrun
+// still counts as finished: the call throws error_exception{cancelled}.
+TEST(ParallelFor, APieceDiscardedByStopCancelPendingMakesTheCallThrowCancelled) {
+  ts::thread_pool pool{1, ts::test::pool_opts("pf-cancel")};
+  ts::test::worker_blocker blocker;
+  blocker.hold(pool);
+  std::atomic<std::uint64_t> visited{0};
+  std::atomic<bool> outcome_cancelled{false};
+  // From outside the pool the whole loop is one job for the (busy) worker.
+  std::thread caller([&] {
+    outcome_cancelled.store(
+        ts::test::throws_cancelled(
+            [&] { ts::parallel_for(pool, 0, 1000, [&](int) { visited.fetch_add(1, std::memory_order_relaxed); }); }),
+        std::memory_order_relaxed);  // read after join()
+  });
+  ASSERT_TRUE(ts::test::eventually([&] { return pool.get_statistics().queued >= 1; }));
+  std::thread stopper([&] { (void)pool.stop(ts::stop_mode::cancel_pending); });
+  caller.join();  // before the fix: the call waited forever
+  blocker.let_go();
+  stopper.join();
+  EXPECT_TRUE(outcome_cancelled.load(std::memory_order_relaxed));  // relaxed: joined
+  EXPECT_EQ(visited.load(std::memory_order_relaxed), 0U);          // relaxed: joined
+}

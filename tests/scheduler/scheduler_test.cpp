@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../support/test_support.hpp"
+#include "thread_system/pools/task_group.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/pools/thread_worker.hpp"
 
@@ -118,37 +119,6 @@ TEST(Scheduler, IdleWorkersStealSpawnedWork) {
   EXPECT_GT(pool.get_statistics().steals, 0U);
 }
 
-TEST(Scheduler, FutureWaitForTimesOutThenSucceeds) {
-  ts::thread_pool pool{1, ts::test::pool_opts()};
-  std::atomic<bool> release{false};
-  auto f = pool.submit([&release] {
-    // seq_cst: pairs with the writers' RMW/store
-    while (!release.load(std::memory_order_seq_cst)) std::this_thread::sleep_for(100us);
-    return 7;
-  });
-  EXPECT_EQ(f.wait_for(5ms), std::future_status::timeout);
-  EXPECT_FALSE(f.is_ready());
-  release.store(true, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
-  EXPECT_EQ(f.wait_for(30s), std::future_status::ready);
-  EXPECT_TRUE(f.valid());
-  EXPECT_EQ(f.get(), 7);
-  EXPECT_FALSE(f.valid());
-  EXPECT_THROW(f.wait(), std::future_error);
-}
-
-TEST(Scheduler, HelpingWaitRethrowsChildException) {
-  ts::thread_pool pool{1, ts::test::pool_opts()};
-  auto f = pool.submit([&pool] {
-    auto child = pool.submit([]() -> int { throw std::invalid_argument("child"); });
-    try {
-      return child.get();
-    } catch (const std::invalid_argument&) {
-      return -1;
-    }
-  });
-  EXPECT_EQ(f.get(), -1);
-}
-
 TEST(Scheduler, ShutdownWhileJobsSpawnJobsInBothModes) {
   for (auto mode : {ts::stop_mode::drain, ts::stop_mode::cancel_pending}) {
     ts::test::lifetime_tracker tracker;
@@ -173,77 +143,6 @@ TEST(Scheduler, ShutdownWhileJobsSpawnJobsInBothModes) {
   }
 }
 
-// ---- task_group -------------------------------------------------------------
-
-#include "thread_system/pools/parallel_for.hpp"
-#include "thread_system/pools/task_group.hpp"
-
-namespace {
-std::uint64_t fib_group(ts::thread_pool& pool, int n) {
-  if (n < 2) return static_cast<std::uint64_t>(n);
-  std::uint64_t a = 0;
-  ts::task_group g(pool);
-  g.run([&pool, &a, n] { a = fib_group(pool, n - 1); });
-  const std::uint64_t b = fib_group(pool, n - 2);
-  g.wait();
-  return a + b;
-}
-}  // namespace
-
-TEST(TaskGroup, FibFromOutsideAndInside) {
-  for (std::size_t workers : {1U, 2U, 3U}) {
-    ts::thread_pool pool{workers, ts::test::pool_opts()};
-    constexpr int n = ts::test::scale_divisor > 1 ? 15 : 22;
-    const std::uint64_t expected = n == 22 ? 17711U : 610U;
-    EXPECT_EQ(fib_group(pool, n), expected) << "called from outside, " << workers << " workers";
-    auto f = pool.submit([&pool] { return fib_group(pool, n); });
-    EXPECT_EQ(f.get(), expected) << "called from a worker";
-    pool.wait_idle();
-    const auto s = pool.get_statistics();
-    EXPECT_EQ(s.accepted, s.executed);
-  }
-}
-
-TEST(TaskGroup, WaitRethrowsFirstExceptionAfterAllJobsFinish) {
-  ts::thread_pool pool{2, ts::test::pool_opts()};
-  std::atomic<int> finished{0};
-  ts::task_group g(pool);
-  for (int i = 0; i < 100; ++i) {
-    g.run([i, &finished] {
-      finished.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
-      if (i % 10 == 3) throw std::runtime_error("job " + std::to_string(i));
-    });
-  }
-  EXPECT_THROW(g.wait(), std::runtime_error);
-  EXPECT_EQ(finished.load(std::memory_order_seq_cst), 100);  // seq_cst: pairs with the writers' RMW/store
-  // seq_cst: pairs with the checking load(s)
-  g.run([&finished] { finished.fetch_add(1, std::memory_order_seq_cst); });  // reusable after wait()
-  EXPECT_NO_THROW(g.wait());
-  EXPECT_EQ(finished.load(std::memory_order_seq_cst), 101);  // seq_cst: pairs with the writers' RMW/store
-}
-
-TEST(TaskGroup, RunOnAStoppedPoolRunsInline) {
-  ts::thread_pool pool{1, ts::test::pool_opts()};
-  (void)pool.stop();
-  int ran = 0;
-  ts::task_group g(pool);
-  g.run([&ran] { ++ran; });
-  g.wait();
-  EXPECT_EQ(ran, 1) << "a refused job runs on the caller instead of being lost";
-}
-
-TEST(TaskGroup, BlockedExternalWaiterIsWoken) {
-  ts::thread_pool pool{2, ts::test::pool_opts()};
-  ts::test::round_budget budget(ts::test::scaled(20'000));
-  for (std::size_t i = 0; budget.next(i); ++i) {
-    std::atomic<int> v{0};
-    ts::task_group g(pool);
-    g.run([&v] { v.store(1, std::memory_order_seq_cst); });  // seq_cst: pairs with the checking load(s)
-    g.wait();
-    ASSERT_EQ(v.load(std::memory_order_seq_cst), 1);  // seq_cst: pairs with the writers' RMW/store
-  }
-}
-
 // ---- regressions from review --------------------------------------------------
 
 // A job that waits on a job queued right behind it in the same injector batch
@@ -261,66 +160,6 @@ TEST(Scheduler, WaitOnAJobBehindItInTheSameBatch) {
   ASSERT_TRUE(pool->start());
   pool->wait_idle();
   EXPECT_EQ(child_ran.load(std::memory_order_seq_cst), 1);  // seq_cst: pairs with the writers' RMW/store
-}
-
-// The body of a task_group job (and its captures) is destroyed before the
-// job counts as finished, so nothing it owns outlives wait().
-TEST(TaskGroup, CapturesAreDestroyedBeforeWaitReturns) {
-  ts::thread_pool pool{2, ts::test::pool_opts()};
-  for (int round = 0; round < 200; ++round) {
-    ts::test::lifetime_tracker tracker;
-    {
-      ts::task_group g(pool);
-      for (int i = 0; i < 8; ++i) g.run(ts::test::counting_functor(tracker));
-      g.wait();
-      ASSERT_EQ(tracker.alive(), 0) << "a capture outlived wait()";
-    }
-    // seq_cst: relaxed tracker count, ordered by the wait/join above
-    ASSERT_EQ(tracker.invoked.load(std::memory_order_seq_cst), 8);
-  }
-}
-
-TEST(Scheduler, SubmittedCallableIsDestroyedBeforeTheFutureIsReady) {
-  ts::thread_pool pool{2, ts::test::pool_opts()};
-  for (int round = 0; round < 200; ++round) {
-    ts::test::lifetime_tracker tracker;
-    auto f = pool.submit([c = ts::test::counting_functor(tracker)] {
-      c();
-      return 1;
-    });
-    ASSERT_EQ(f.get(), 1);
-    ASSERT_EQ(tracker.alive(), 0) << "the bound callable outlived the result";
-  }
-}
-
-TEST(Scheduler, FutureWaitsSaturateHugeDurations) {
-  ts::thread_pool pool{1, ts::test::pool_opts()};
-  auto f = pool.submit([] { return 5; });
-  EXPECT_EQ(f.wait_for(std::chrono::nanoseconds::max()), std::future_status::ready);
-  EXPECT_EQ(f.wait_for(std::chrono::hours::max()), std::future_status::ready);
-  EXPECT_EQ(f.wait_until(std::chrono::steady_clock::time_point::max()), std::future_status::ready);
-  EXPECT_EQ(f.wait_for(std::chrono::nanoseconds(-1)), std::future_status::ready);
-  EXPECT_EQ(f.get(), 5);
-}
-
-// A NaN, negative or zero duration on a future that is not ready reports
-// timeout at once (a NaN used to mean "no deadline": a wait forever).
-TEST(Scheduler, FutureWaitForNanOrNegativeOnlyReportsReadiness) {
-  ts::thread_pool pool{1, ts::test::pool_opts()};
-  std::latch gate{1};
-  auto f = pool.submit([&gate] {
-    gate.wait();
-    return 3;
-  });
-  const std::chrono::duration<double> nan{std::numeric_limits<double>::quiet_NaN()};
-  EXPECT_EQ(f.wait_for(nan), std::future_status::timeout);
-  EXPECT_EQ(f.wait_for(std::chrono::duration<double>(-std::numeric_limits<double>::infinity())),
-            std::future_status::timeout);
-  EXPECT_EQ(f.wait_for(std::chrono::nanoseconds(0)), std::future_status::timeout);
-  gate.count_down();
-  EXPECT_EQ(f.wait_for(std::chrono::duration<double>(std::numeric_limits<double>::infinity())),
-            std::future_status::ready);
-  EXPECT_EQ(f.get(), 3);
 }
 
 // The LIFO slot: the newest spawn runs next on the same worker.
@@ -382,90 +221,4 @@ TEST(Scheduler, ChildInTheLifoSlotOfABlockedWorkerIsStolen) {
     pool.wait_idle();
     ASSERT_TRUE(parent_saw_child.load(std::memory_order_relaxed)) << "round " << round;
   }
-}
-
-// A job of a group that the pool accepts and then discards unrun still
-// counts as finished: wait() reports error_exception{cancelled} instead of
-// waiting forever. Both ways a pool discards: stop(cancel_pending) and
-// backpressure::drop_oldest.
-namespace {
-// Occupies a pool's only worker until released.
-struct worker_blocker {
-  std::atomic<bool> started{false};
-  std::atomic<bool> release{false};
-  void hold(ts::thread_pool& pool) {
-    ASSERT_TRUE(pool.enqueue([this] {
-      started.store(true, std::memory_order_release);  // pairs with the acquire in eventually()
-      while (!release.load(std::memory_order_acquire)) std::this_thread::sleep_for(100us);
-    }));
-    ASSERT_TRUE(ts::test::eventually([this] { return started.load(std::memory_order_acquire); }));
-  }
-  void let_go() { release.store(true, std::memory_order_release); }  // pairs with the loop above
-};
-
-bool throws_cancelled(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ts::error_exception& e) {
-    return e.code() == ts::error_code::cancelled;
-  }
-  return false;
-}
-}  // namespace
-
-TEST(TaskGroup, AJobDiscardedByStopCancelPendingMakesWaitThrowCancelled) {
-  ts::thread_pool pool{1, ts::test::pool_opts("tg-cancel")};
-  worker_blocker blocker;
-  blocker.hold(pool);
-  std::atomic<int> ran{0};
-  ts::task_group g(pool);
-  for (int i = 0; i < 3; ++i) g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
-  ts::stop_report report;
-  std::thread stopper([&] { report = pool.stop(ts::stop_mode::cancel_pending); });
-  EXPECT_TRUE(throws_cancelled([&] { g.wait(); }));  // before the fix: waited forever
-  blocker.let_go();
-  stopper.join();
-  EXPECT_EQ(ran.load(std::memory_order_relaxed), 0);  // relaxed: stop() joined the worker
-  EXPECT_EQ(report.cancelled, 3U);
-  EXPECT_EQ(report.accepted, report.executed + report.cancelled);
-}
-
-TEST(TaskGroup, AJobDroppedByBackpressureMakesWaitThrowCancelled) {
-  ts::pool_options o = ts::test::pool_opts("tg-drop");
-  o.backpressure = ts::backpressure::drop_oldest(1);
-  ts::thread_pool pool{1, o};
-  worker_blocker blocker;
-  blocker.hold(pool);
-  std::atomic<int> ran{0};
-  ts::task_group g(pool);
-  g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });   // queued: the room is taken
-  g.run([&ran] { ran.fetch_add(10, std::memory_order_relaxed); });  // drops the first one
-  blocker.let_go();
-  EXPECT_TRUE(throws_cancelled([&] { g.wait(); }));
-  EXPECT_EQ(ran.load(std::memory_order_relaxed), 10);                // relaxed: wait() ordered the run
-  g.run([&ran] { ran.fetch_add(100, std::memory_order_relaxed); });  // the group is reusable afterwards
-  EXPECT_NO_THROW(g.wait());
-  EXPECT_EQ(ran.load(std::memory_order_relaxed), 110);  // relaxed: as above
-}
-
-TEST(ParallelFor, APieceDiscardedByStopCancelPendingMakesTheCallThrowCancelled) {
-  ts::thread_pool pool{1, ts::test::pool_opts("pf-cancel")};
-  worker_blocker blocker;
-  blocker.hold(pool);
-  std::atomic<std::uint64_t> visited{0};
-  std::atomic<bool> outcome_cancelled{false};
-  // From outside the pool the whole loop is one job for the (busy) worker.
-  std::thread caller([&] {
-    outcome_cancelled.store(
-        throws_cancelled(
-            [&] { ts::parallel_for(pool, 0, 1000, [&](int) { visited.fetch_add(1, std::memory_order_relaxed); }); }),
-        std::memory_order_relaxed);  // read after join()
-  });
-  ASSERT_TRUE(ts::test::eventually([&] { return pool.get_statistics().queued >= 1; }));
-  std::thread stopper([&] { (void)pool.stop(ts::stop_mode::cancel_pending); });
-  caller.join();  // before the fix: the call waited forever
-  blocker.let_go();
-  stopper.join();
-  EXPECT_TRUE(outcome_cancelled.load(std::memory_order_relaxed));  // relaxed: joined
-  EXPECT_EQ(visited.load(std::memory_order_relaxed), 0U);          // relaxed: joined
 }

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -158,5 +159,33 @@ class counting_functor {
  private:
   lifetime_tracker* tracker_;
 };
+
+/// Occupies a pool's only worker until released (a job that sleeps until
+/// let_go()); hold() returns once the job runs.
+struct worker_blocker {
+  std::atomic<bool> started{false};
+  std::atomic<bool> release{false};
+  void hold(thread_pool& pool) {
+    auto r = pool.enqueue([this] {
+      started.store(true, std::memory_order_release);  // pairs with the acquire in eventually()
+      while (!release.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    });
+    if (!r || !eventually([this] { return started.load(std::memory_order_acquire); })) {
+      std::fprintf(stderr, "worker_blocker: the blocking job did not start\n");
+      std::abort();
+    }
+  }
+  void let_go() { release.store(true, std::memory_order_release); }  // pairs with the loop above
+};
+
+/// Whether `f()` throws error_exception{cancelled}.
+inline bool throws_cancelled(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const error_exception& e) {
+    return e.code() == error_code::cancelled;
+  }
+  return false;
+}
 
 }  // namespace thread_system::test

@@ -1,0 +1,143 @@
+// pools/task_group.hpp: fork-join groups on a pool - nested groups from
+// outside and inside the pool, the first exception, refused and discarded
+// jobs, captures destroyed before wait() returns.
+#include "thread_system/pools/task_group.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "../support/test_support.hpp"
+#include "thread_system/pools/thread_pool.hpp"
+
+namespace ts = thread_system;
+using namespace std::chrono_literals;
+
+namespace {
+std::uint64_t fib_group(ts::thread_pool& pool, int n) {
+  if (n < 2) return static_cast<std::uint64_t>(n);
+  std::uint64_t a = 0;
+  ts::task_group g(pool);
+  g.run([&pool, &a, n] { a = fib_group(pool, n - 1); });
+  const std::uint64_t b = fib_group(pool, n - 2);
+  g.wait();
+  return a + b;
+}
+}  // namespace
+
+TEST(TaskGroup, FibFromOutsideAndInside) {
+  for (std::size_t workers : {1U, 2U, 3U}) {
+    ts::thread_pool pool{workers, ts::test::pool_opts()};
+    constexpr int n = ts::test::scale_divisor > 1 ? 15 : 22;
+    const std::uint64_t expected = n == 22 ? 17711U : 610U;
+    EXPECT_EQ(fib_group(pool, n), expected) << "called from outside, " << workers << " workers";
+    auto f = pool.submit([&pool] { return fib_group(pool, n); });
+    EXPECT_EQ(f.get(), expected) << "called from a worker";
+    pool.wait_idle();
+    const auto s = pool.get_statistics();
+    EXPECT_EQ(s.accepted, s.executed);
+  }
+}
+
+TEST(TaskGroup, WaitRethrowsFirstExceptionAfterAllJobsFinish) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  std::atomic<int> finished{0};
+  ts::task_group g(pool);
+  for (int i = 0; i < 100; ++i) {
+    g.run([i, &finished] {
+      finished.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
+      if (i % 10 == 3) throw std::runtime_error("job " + std::to_string(i));
+    });
+  }
+  EXPECT_THROW(g.wait(), std::runtime_error);
+  EXPECT_EQ(finished.load(std::memory_order_seq_cst), 100);  // seq_cst: pairs with the writers' RMW/store
+  // seq_cst: pairs with the checking load(s)
+  g.run([&finished] { finished.fetch_add(1, std::memory_order_seq_cst); });  // reusable after wait()
+  EXPECT_NO_THROW(g.wait());
+  EXPECT_EQ(finished.load(std::memory_order_seq_cst), 101);  // seq_cst: pairs with the writers' RMW/store
+}
+
+TEST(TaskGroup, RunOnAStoppedPoolRunsInline) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  (void)pool.stop();
+  int ran = 0;
+  ts::task_group g(pool);
+  g.run([&ran] { ++ran; });
+  g.wait();
+  EXPECT_EQ(ran, 1) << "a refused job runs on the caller instead of being lost";
+}
+
+TEST(TaskGroup, BlockedExternalWaiterIsWoken) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  ts::test::round_budget budget(ts::test::scaled(20'000));
+  for (std::size_t i = 0; budget.next(i); ++i) {
+    std::atomic<int> v{0};
+    ts::task_group g(pool);
+    g.run([&v] { v.store(1, std::memory_order_seq_cst); });  // seq_cst: pairs with the checking load(s)
+    g.wait();
+    ASSERT_EQ(v.load(std::memory_order_seq_cst), 1);  // seq_cst: pairs with the writers' RMW/store
+  }
+}
+
+// The body of a task_group job (and its captures) is destroyed before the
+// job counts as finished, so nothing it owns outlives wait().
+TEST(TaskGroup, CapturesAreDestroyedBeforeWaitReturns) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  for (int round = 0; round < 200; ++round) {
+    ts::test::lifetime_tracker tracker;
+    {
+      ts::task_group g(pool);
+      for (int i = 0; i < 8; ++i) g.run(ts::test::counting_functor(tracker));
+      g.wait();
+      ASSERT_EQ(tracker.alive(), 0) << "a capture outlived wait()";
+    }
+    // seq_cst: relaxed tracker count, ordered by the wait/join above
+    ASSERT_EQ(tracker.invoked.load(std::memory_order_seq_cst), 8);
+  }
+}
+
+// A job of a group that the pool accepts and then discards unrun still
+// counts as finished: wait() reports error_exception{cancelled} instead of
+// waiting forever. Both ways a pool discards: stop(cancel_pending) and
+// backpressure::drop_oldest.
+TEST(TaskGroup, AJobDiscardedByStopCancelPendingMakesWaitThrowCancelled) {
+  ts::thread_pool pool{1, ts::test::pool_opts("tg-cancel")};
+  ts::test::worker_blocker blocker;
+  blocker.hold(pool);
+  std::atomic<int> ran{0};
+  ts::task_group g(pool);
+  for (int i = 0; i < 3; ++i) g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+  ts::stop_report report;
+  std::thread stopper([&] { report = pool.stop(ts::stop_mode::cancel_pending); });
+  EXPECT_TRUE(ts::test::throws_cancelled([&] { g.wait(); }));  // before the fix: waited forever
+  blocker.let_go();
+  stopper.join();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 0);  // relaxed: stop() joined the worker
+  EXPECT_EQ(report.cancelled, 3U);
+  EXPECT_EQ(report.accepted, report.executed + report.cancelled);
+}
+
+TEST(TaskGroup, AJobDroppedByBackpressureMakesWaitThrowCancelled) {
+  ts::pool_options o = ts::test::pool_opts("tg-drop");
+  o.backpressure = ts::backpressure::drop_oldest(1);
+  ts::thread_pool pool{1, o};
+  ts::test::worker_blocker blocker;
+  blocker.hold(pool);
+  std::atomic<int> ran{0};
+  ts::task_group g(pool);
+  g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });   // queued: the room is taken
+  g.run([&ran] { ran.fetch_add(10, std::memory_order_relaxed); });  // drops the first one
+  blocker.let_go();
+  EXPECT_TRUE(ts::test::throws_cancelled([&] { g.wait(); }));
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 10);                // relaxed: wait() ordered the run
+  g.run([&ran] { ran.fetch_add(100, std::memory_order_relaxed); });  // the group is reusable afterwards
+  EXPECT_NO_THROW(g.wait());
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 110);  // relaxed: as above
+}
