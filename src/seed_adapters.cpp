@@ -35,23 +35,18 @@ result<void> thread_pool::enqueue(std::unique_ptr<job> j) {
 }
 
 result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<job>> jobs) {
-  // Every entry is checked before any is converted: all or none.
-  for (const auto& j : jobs) {
-    if (!j) return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: null job in batch");
-    if (!j->runnable()) {
-      return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: job '" + j->get_name() +
-                                                          "' has nothing to run (an empty callback)");
-    }
-  }
   std::vector<job_function> batch;
   try {
     batch.reserve(jobs.size());
   } catch (const std::bad_alloc&) {
     return detail::out_of_memory_error();
   }
+  // All or none: a refused entry returns before anything is pushed (the
+  // batch, and every job in it, is dropped with `jobs`).
   for (auto& j : jobs) {
-    auto fn = job::to_job_function(std::move(j), "thread_pool::enqueue_batch");  // checked above: cannot fail
-    batch.push_back(std::move(*fn));
+    auto fn = job::to_job_function(std::move(j), "thread_pool::enqueue_batch");
+    if (!fn) return unexpected_error(fn.error());
+    batch.push_back(std::move(*fn));  // reserved above: no allocation
   }
   return push_batch(batch);
 }

@@ -155,20 +155,26 @@ TEST(PoolStress, DestroyingAPoolWhoseJobsKeepEnqueueingFinishes) {
 
 // ---- lost wake-ups -------------------------------------------------------------
 
+namespace {
+// A random pause of 0-5 us (spinning, or sleeping above 15 of 20 steps):
+// lets the workers reach every point of the spin -> prepare_wait ->
+// commit_wait path when the next job arrives.
+void random_short_pause(std::mt19937& rng) {
+  const int p = std::uniform_int_distribution<int>(0, 20)(rng);
+  if (p > 15) {
+    std::this_thread::sleep_for(std::chrono::microseconds(p - 15));
+  } else {
+    for (int k = 0; k < p * 20; ++k) std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+}
+}  // namespace
+
 TEST(PoolStress, NoLostWakeUpWhenIdlePoolGetsOneJob) {
   ts::test::round_budget budget(ts::test::scaled(100'000), 10'000);
   ts::thread_pool pool{2, ts::test::pool_opts()};
   std::mt19937 rng(12345);
-  std::uniform_int_distribution<int> pause(0, 20);
   for (std::size_t i = 0; budget.next(i); ++i) {
-    // Random short pauses let the workers reach every point of the
-    // spin -> prepare_wait -> commit_wait path when the job arrives.
-    const int p = pause(rng);
-    if (p > 15) {
-      std::this_thread::sleep_for(std::chrono::microseconds(p - 15));
-    } else {
-      for (int k = 0; k < p * 20; ++k) std::atomic_signal_fence(std::memory_order_seq_cst);
-    }
+    random_short_pause(rng);
     auto f = pool.submit([i] { return i; });
     ASSERT_EQ(f.get(), i);
   }
@@ -195,16 +201,10 @@ TEST(PoolStress, TypedPoolLosesNoWakeUpWhenAKindAlreadyHasAJobWaiting) {
   ASSERT_TRUE(pool.start());
   constexpr std::array kinds{ts::job_types::RealTime, ts::job_types::Batch, ts::job_types::Background};
   std::mt19937 rng(2026);
-  std::uniform_int_distribution<int> pause(0, 20);
   std::uniform_int_distribution<std::size_t> pick(0, kinds.size() - 1);
   std::size_t submitted = 0;
   for (std::size_t i = 0; budget.next(i); ++i) {
-    const int p = pause(rng);
-    if (p > 15) {
-      std::this_thread::sleep_for(std::chrono::microseconds(p - 15));
-    } else {
-      for (int k = 0; k < p * 20; ++k) std::atomic_signal_fence(std::memory_order_seq_cst);
-    }
+    random_short_pause(rng);
     // Same-kind pushes back to back are the ones that skip the wake-up.
     const ts::job_types kind = kinds[pick(rng)];
     const std::size_t burst = 1 + i % 3;
