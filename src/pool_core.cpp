@@ -38,7 +38,7 @@ namespace {
 // The pool and worker running on this thread (nullptrs elsewhere).
 struct worker_context {
   pool_core* pool = nullptr;
-  thread_worker* worker = nullptr;
+  pool_worker* worker = nullptr;
 };
 thread_local worker_context tl_context;
 
@@ -84,9 +84,9 @@ thread_local std::uint32_t tl_sample_countdown = 1;
 
 }  // namespace
 
-thread_worker* pool_core::own_worker() const noexcept { return tl_context.pool == this ? tl_context.worker : nullptr; }
+pool_worker* pool_core::own_worker() const noexcept { return tl_context.pool == this ? tl_context.worker : nullptr; }
 
-result<void> pool_core::push_local(thread_worker& w, job_function&& fn, bool continuation) {
+result<void> pool_core::push_local(pool_worker& w, job_function&& fn, bool continuation) {
   // Only this worker's thread pushes to its deque, so the check below and
   // the push cannot interleave with this worker's own exit decision.
   const state st = state_.load(std::memory_order_acquire);  // pairs with the release in stop()
@@ -117,7 +117,7 @@ result<void> pool_core::push_local(thread_worker& w, job_function&& fn, bool con
   if (w.lifo_slot_.load(std::memory_order_relaxed) == 0) {
     // release: publishes the job to a thief; pairs with the acquire
     // exchange in try_steal().
-    w.lifo_slot_.store(thread_worker::slot_word_of(node, continuation), std::memory_order_release);
+    w.lifo_slot_.store(pool_worker::slot_word_of(node, continuation), std::memory_order_release);
     // A continuation runs on this worker as soon as the job pushing it
     // returns: waking another worker for it would only make the two race
     // for it, and marked as one it keeps no idle worker awake either (see
@@ -128,23 +128,23 @@ result<void> pool_core::push_local(thread_worker& w, job_function&& fn, bool con
     // then there is nothing to move to the deque. The job in the slot now
     // is an ordinary one: a continuation only ever goes into an empty slot
     // (the displaced job needs the wake-up below, and so does the new one).
-    if (const thread_worker::slot_word displaced =
-            w.lifo_slot_.exchange(thread_worker::slot_word_of(node, false), std::memory_order_release)) {
-      w.deque_.push(thread_worker::slot_node(displaced));  // room reserved above: no allocation
+    if (const pool_worker::slot_word displaced =
+            w.lifo_slot_.exchange(pool_worker::slot_word_of(node, false), std::memory_order_release)) {
+      w.deque_.push(pool_worker::slot_node(displaced));  // room reserved above: no allocation
     }
   }
   wake_worker_if_needed();
   return {};
 }
 
-void pool_core::note_allocation_failure(thread_worker& w) noexcept {
+void pool_core::note_allocation_failure(pool_worker& w) noexcept {
   single_writer_add(w.alloc_failures_, 1);  // statistics only
   if (w.degraded_) return;                  // reported at the start of this run of failures
   w.degraded_ = true;
   report_failure(out_of_memory_report_);
 }
 
-bool pool_core::take_from_lifo_slot(thread_worker& w, bool helping, detail::job_node*& out) noexcept {
+bool pool_core::take_from_lifo_slot(pool_worker& w, bool helping, detail::job_node*& out) noexcept {
   // relaxed: only this thread fills the slot; a stale non-null only costs
   // the exchange below, which then returns nullptr.
   if (w.lifo_slot_.load(std::memory_order_relaxed) == 0) return false;
@@ -165,13 +165,13 @@ bool pool_core::take_from_lifo_slot(thread_worker& w, bool helping, detail::job_
     const bool deque_empty = w.deque_.empty_approx();
     if (deque_empty || !w.deque_.reserve(1)) {
       if (!deque_empty) note_allocation_failure(w);
-      out = thread_worker::slot_node(w.lifo_slot_.exchange(0, std::memory_order_relaxed));  // relaxed: as below
+      out = pool_worker::slot_node(w.lifo_slot_.exchange(0, std::memory_order_relaxed));  // relaxed: as below
       return out != nullptr;
     }
     // relaxed: the owner's own job (or nullptr if a thief took it first;
     // the exchange is then the thief's only competitor).
-    if (const thread_worker::slot_word newest = w.lifo_slot_.exchange(0, std::memory_order_relaxed)) {
-      w.deque_.push(thread_worker::slot_node(newest));  // room reserved above: no allocation
+    if (const pool_worker::slot_word newest = w.lifo_slot_.exchange(0, std::memory_order_relaxed)) {
+      w.deque_.push(pool_worker::slot_node(newest));  // room reserved above: no allocation
     }
     auto oldest = w.deque_.steal();  // the FIFO end (the owner may steal like any thief)
     if (!oldest) return false;       // taken by a thief meanwhile: the normal order goes on
@@ -180,7 +180,7 @@ bool pool_core::take_from_lifo_slot(thread_worker& w, bool helping, detail::job_
   }
   // relaxed: the job was put there by this thread; the exchange decides
   // between the owner and a thief (one total order on the slot).
-  out = thread_worker::slot_node(w.lifo_slot_.exchange(0, std::memory_order_relaxed));
+  out = pool_worker::slot_node(w.lifo_slot_.exchange(0, std::memory_order_relaxed));
   if (out == nullptr) return false;
   if (!helping) ++w.lifo_streak_;
   return true;
@@ -193,7 +193,7 @@ result<void> pool_core::push_one(job_function&& fn) {
 
 result<void> pool_core::push_one_unchecked(job_function&& fn) {
   if (local_deques_) {
-    if (thread_worker* w = own_worker()) return push_local(*w, std::move(fn));
+    if (pool_worker* w = own_worker()) return push_local(*w, std::move(fn));
   }
   return push_to_injector(std::move(fn));
 }
@@ -202,7 +202,7 @@ result<void> pool_core::enqueue_continuation(job_function&& fn) {
   if (!fn) return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': empty job");
   return detail::refuse_if_out_of_memory([&]() -> result<void> {
     if (local_deques_) {
-      if (thread_worker* w = own_worker()) return push_local(*w, std::move(fn), true);
+      if (pool_worker* w = own_worker()) return push_local(*w, std::move(fn), true);
     }
     return push_to_injector(std::move(fn));
   });
@@ -294,7 +294,7 @@ void pool_core::wake_all_groups() noexcept {
 // the worker runs one job of this pool through its worker.
 class pool_core::worker_help final : public detail::help_source {
  public:
-  worker_help(pool_core& pool, thread_worker& worker) noexcept : pool_(pool), worker_(worker) {}
+  worker_help(pool_core& pool, pool_worker& worker) noexcept : pool_(pool), worker_(worker) {}
   bool help_once() override {
     std::array<job_function, 1> one;
     return pool_.find_and_run(worker_, one, /*helping=*/true);
@@ -302,7 +302,7 @@ class pool_core::worker_help final : public detail::help_source {
 
  private:
   pool_core& pool_;
-  thread_worker& worker_;
+  pool_worker& worker_;
 };
 
 namespace {
@@ -324,7 +324,7 @@ class batch_buffer {
   // when a larger buffer cannot be allocated.
   std::span<job_function> first(std::size_t n) noexcept {
     if (n > inline_slots) {
-      if (!large_) large_.reset(new (std::nothrow) job_function[thread_worker::max_injector_batch]);
+      if (!large_) large_.reset(new (std::nothrow) job_function[pool_worker::max_injector_batch]);
       if (large_) return {large_.get(), n};
       n = inline_slots;
     }
@@ -333,7 +333,7 @@ class batch_buffer {
   }
 
  private:
-  static constexpr std::size_t inline_slots = thread_worker::default_injector_batch;
+  static constexpr std::size_t inline_slots = pool_worker::default_injector_batch;
   job_function* slots() noexcept { return std::launder(reinterpret_cast<job_function*>(storage_)); }
   alignas(job_function) std::byte storage_[sizeof(job_function) * inline_slots];
   std::size_t ready_ = 0;
@@ -343,7 +343,7 @@ class batch_buffer {
 static_assert(std::is_nothrow_default_constructible_v<job_function>);
 }  // namespace
 
-void pool_core::worker_main(thread_worker& w) {
+void pool_core::worker_main(pool_worker& w) {
   tl_context = worker_context{this, &w};
   worker_help help(*this, w);
   detail::help_source* const outer_help = detail::set_help_source(&help);
@@ -353,8 +353,8 @@ void pool_core::worker_main(thread_worker& w) {
   batch_buffer local;
   // The buffer for this iteration's batch (relaxed: a setting, see find_and_run()).
   auto batch = [&local, &w] {
-    return local.first(std::clamp<std::size_t>(w.injector_batch_.load(std::memory_order_relaxed), 1,
-                                               thread_worker::max_injector_batch));
+    return local.first(
+        std::clamp<std::size_t>(w.injector_batch_.load(std::memory_order_relaxed), 1, pool_worker::max_injector_batch));
   };
   std::uint64_t busy_since = 0;
   // A busy stretch runs from waking up until no work is found; its start is
@@ -367,14 +367,14 @@ void pool_core::worker_main(thread_worker& w) {
 
   for (;;) {
     // acquire: pairs with the release CAS in resize().
-    if (w.membership_.load(std::memory_order_acquire) == thread_worker::retiring) {
+    if (w.membership_.load(std::memory_order_acquire) == pool_worker::retiring) {
       // Leaving: run what is on this worker's own deque (only this thread
       // pushes there), then go - unless resize() took the worker back first.
       detail::job_node* node = nullptr;
       while (take_from_lifo_slot(w, /*helping=*/true, node) || w.deque_.pop(node)) run_node(w, node);
-      int m = thread_worker::retiring;
+      int m = pool_worker::retiring;
       // acq_rel: pairs with the CAS retiring -> active in resize().
-      if (w.membership_.compare_exchange_strong(m, thread_worker::exited, std::memory_order_acq_rel)) {
+      if (w.membership_.compare_exchange_strong(m, pool_worker::exited, std::memory_order_acq_rel)) {
         single_writer_add(w.busy_ns_, steady_now_ns() - busy_since);  // statistics only
         w.busy_since_ns_.store(0, std::memory_order_relaxed);         // statistics only
         became_idle_.notify_all();                                    // its last jobs may have made the pool idle
@@ -452,17 +452,17 @@ void pool_core::worker_main(thread_worker& w) {
   (void)detail::set_help_source(outer_help);
 }
 
-bool pool_core::work_visible(const thread_worker& w) const noexcept {
+bool pool_core::work_visible(const pool_worker& w) const noexcept {
   if (queue_->is_closed()) return true;
   // A worker asked to leave must wake up to do so (seq_cst: ordered like the
   // queue checks, against resize()'s wake-up).
-  if (w.membership_.load(std::memory_order_seq_cst) == thread_worker::retiring) return true;
+  if (w.membership_.load(std::memory_order_seq_cst) == pool_worker::retiring) return true;
   if (paused_.load(std::memory_order_seq_cst)) return false;  // Dekker with resume(); see there
   if (queue_->has_work_for(w.responsibility_mask_)) return true;
   if (!local_deques_) return false;
   const std::size_t n = published_.load(std::memory_order_acquire);  // pairs with start_worker()
   for (std::size_t i = 0; i < n; ++i) {
-    const thread_worker* other = steal_table_[i].load(std::memory_order_relaxed);  // fixed once published
+    const pool_worker* other = steal_table_[i].load(std::memory_order_relaxed);  // fixed once published
     if (!other->deque_.empty_approx()) return true;
     // relaxed: ordered like the deque checks (prepare_wait()'s fence here,
     // the fence in wake_worker_if_needed() after push_local()'s store).
@@ -472,13 +472,13 @@ bool pool_core::work_visible(const thread_worker& w) const noexcept {
     // hop). This worker's own does: it is the owner, idle because the pool
     // was paused when that job returned, and resume()'s wake-up may have
     // come before this worker's prepare_wait().
-    const thread_worker::slot_word slot = other->lifo_slot_.load(std::memory_order_relaxed);
-    if (slot != 0 && (other == &w || (slot & thread_worker::continuation_bit) == 0)) return true;
+    const pool_worker::slot_word slot = other->lifo_slot_.load(std::memory_order_relaxed);
+    if (slot != 0 && (other == &w || (slot & pool_worker::continuation_bit) == 0)) return true;
   }
   return false;
 }
 
-bool pool_core::find_and_run(thread_worker& w, std::span<job_function> local, bool helping) {
+bool pool_core::find_and_run(pool_worker& w, std::span<job_function> local, bool helping) {
   // Helping waits take one job at a time so the awaited result is not
   // delayed behind a batch.
   // A paused pool starts nothing (acquire: pairs with the store in pause()) -
@@ -583,7 +583,7 @@ bool pool_core::find_and_run(thread_worker& w, std::span<job_function> local, bo
   return false;
 }
 
-bool pool_core::try_steal(thread_worker& w, detail::job_node*& out) {
+bool pool_core::try_steal(pool_worker& w, detail::job_node*& out) {
   const std::size_t n = published_.load(std::memory_order_acquire);  // pairs with start_worker()
   if (n <= 1) return false;
   // xorshift32: a cheap random start so thieves spread over victims.
@@ -596,7 +596,7 @@ bool pool_core::try_steal(thread_worker& w, detail::job_node*& out) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     bool lost_any = false;
     for (std::size_t k = 0; k < n; ++k) {
-      thread_worker* victim = steal_table_[(start + k) % n].load(std::memory_order_relaxed);  // fixed once published
+      pool_worker* victim = steal_table_[(start + k) % n].load(std::memory_order_relaxed);  // fixed once published
       if (victim == &w) continue;
       auto r = victim->deque_.steal();
       if (r) {
@@ -615,15 +615,15 @@ bool pool_core::try_steal(thread_worker& w, detail::job_node*& out) {
   // Last resort: another worker's LIFO slot (its newest job, which that
   // worker would run next; taken only when no deque had anything).
   for (std::size_t k = 0; k < n; ++k) {
-    thread_worker* victim = steal_table_[(start + k) % n].load(std::memory_order_relaxed);  // fixed once published
+    pool_worker* victim = steal_table_[(start + k) % n].load(std::memory_order_relaxed);  // fixed once published
     if (victim == &w) continue;
     // relaxed pre-check: avoids the exchange on an empty slot.
-    const thread_worker::slot_word seen = victim->lifo_slot_.load(std::memory_order_relaxed);
+    const pool_worker::slot_word seen = victim->lifo_slot_.load(std::memory_order_relaxed);
     if (seen == 0) continue;
-    if ((seen & thread_worker::continuation_bit) != 0 && !owner_stalled(w, *victim)) continue;
+    if ((seen & pool_worker::continuation_bit) != 0 && !owner_stalled(w, *victim)) continue;
     // acquire: pairs with the owner's release store/exchange in push_local().
-    if (const thread_worker::slot_word taken = victim->lifo_slot_.exchange(0, std::memory_order_acquire)) {
-      out = thread_worker::slot_node(taken);
+    if (const pool_worker::slot_word taken = victim->lifo_slot_.exchange(0, std::memory_order_acquire)) {
+      out = pool_worker::slot_node(taken);
       single_writer_add(w.steals_, 1);
       return true;
     }
@@ -631,7 +631,7 @@ bool pool_core::try_steal(thread_worker& w, detail::job_node*& out) {
   return false;
 }
 
-bool pool_core::owner_stalled(thread_worker& w, const thread_worker& victim) noexcept {
+bool pool_core::owner_stalled(pool_worker& w, const pool_worker& victim) noexcept {
   // relaxed: statistics counters, read as a progress hint only; a stale
   // value only delays the decision or takes a continuation early, and
   // either is just a steal.
@@ -648,12 +648,12 @@ bool pool_core::owner_stalled(thread_worker& w, const thread_worker& victim) noe
   return now - w.watched_since_ >= continuation_grace_ns;
 }
 
-void pool_core::run_node(thread_worker& w, detail::job_node* node) {
+void pool_core::run_node(pool_worker& w, detail::job_node* node) {
   execute(w, node->fn);
   w.node_cache_.release(node);
 }
 
-void pool_core::execute(thread_worker& w, job_function& fn) {
+void pool_core::execute(pool_worker& w, job_function& fn) {
   // acquire: pairs with the release store in stop(); a job not yet started
   // when cancellation is requested is cancelled rather than run.
   const std::uint8_t raw_tag = fn.tag();
@@ -696,7 +696,7 @@ void pool_core::execute(thread_worker& w, job_function& fn) {
   single_writer_add(w.processed_, 1, std::memory_order_release);
 }
 
-void pool_core::run_batch(thread_worker& w, std::span<job_function> batch) {
+void pool_core::run_batch(pool_worker& w, std::span<job_function> batch) {
   for (auto& fn : batch) execute(w, fn);
 }
 
@@ -704,7 +704,7 @@ bool pool_core::on_own_worker() const noexcept { return tl_context.pool == this;
 
 bool pool_core::nothing_left_to_steal_from_caller() const noexcept {
   if (tl_context.pool == this) {
-    const thread_worker& w = *tl_context.worker;
+    const pool_worker& w = *tl_context.worker;
     // relaxed: a hint; the slot is stealable too.
     return w.deque_.empty_approx() && w.lifo_slot_.load(std::memory_order_relaxed) == 0;
   }

@@ -38,6 +38,8 @@
 #include "thread_system/scheduler/worker_statistics.hpp"
 #include "thread_system/sync/event_count.hpp"
 
+#include "pool_worker.hpp"
+
 namespace thread_system::detail {
 
 // Workers with the same responsibilities park on one event count; a push
@@ -145,7 +147,7 @@ class pool_core {
   [[nodiscard]] result<int> worker_os_tid(std::size_t worker) const;
   // Worker `worker` if it is running (its thread joinable, not exited).
   // Caller holds lifecycle_mutex_.
-  [[nodiscard]] result<thread_worker*> running_worker_locked(std::size_t worker) const;
+  [[nodiscard]] result<pool_worker*> running_worker_locked(std::size_t worker) const;
   [[nodiscard]] bool try_reserve(std::size_t n) noexcept;
   void release_room(std::size_t n) noexcept;
   [[nodiscard]] bool drop_oldest_queued();
@@ -166,14 +168,14 @@ class pool_core {
   result<void> push_batch_unchecked(std::span<job_function> fns, std::uint64_t kind_mask = ~std::uint64_t{0});
   // push_one() for a job that goes through the injector.
   result<void> push_to_injector(job_function&& fn, std::uint64_t kind_mask = ~std::uint64_t{0});
-  result<void> push_local(thread_worker& w, job_function&& fn, bool continuation = false);
+  result<void> push_local(pool_worker& w, job_function&& fn, bool continuation = false);
   // A coroutine's resumption pushed by `co_await schedule()` from one of
   // this pool's workers: into the worker's empty LIFO slot without waking
   // another worker (the pushing job ends at once, and this worker takes the
   // slot next - the continuation rule of Asio's and Tokio's schedulers);
   // otherwise as enqueue().
   result<void> enqueue_continuation(job_function&& fn);
-  bool find_and_run(thread_worker& w, std::span<job_function> local, bool helping);
+  bool find_and_run(pool_worker& w, std::span<job_function> local, bool helping);
   class worker_help;  // a worker's help_source (src/pool_core.cpp)
   // Jobs popped from the queue per call when the pool drains or cancels it
   // (stop()). A worker's own batch is thread_worker::injector_batch(); the
@@ -182,15 +184,15 @@ class pool_core {
   static constexpr std::size_t max_batch = 16;
   // The job in w's LIFO slot, within its budget (see lifo_budget in the
   // source); owner thread only.
-  bool take_from_lifo_slot(thread_worker& w, bool helping, job_node*& out) noexcept;
+  bool take_from_lifo_slot(pool_worker& w, bool helping, job_node*& out) noexcept;
   // Whether `victim` has finished no job for continuation_grace_ns since w
   // (a thief) started watching it: only then does w take the continuation
   // in victim's LIFO slot (see try_steal()).
-  static bool owner_stalled(thread_worker& w, const thread_worker& victim) noexcept;
-  bool try_steal(thread_worker& w, job_node*& out);
-  void run_node(thread_worker& w, job_node* node);
-  void execute(thread_worker& w, job_function& fn);
-  [[nodiscard]] bool work_visible(const thread_worker& w) const noexcept;
+  static bool owner_stalled(pool_worker& w, const pool_worker& victim) noexcept;
+  bool try_steal(pool_worker& w, job_node*& out);
+  void run_node(pool_worker& w, job_node* node);
+  void execute(pool_worker& w, job_function& fn);
+  [[nodiscard]] bool work_visible(const pool_worker& w) const noexcept;
   result<void> push_batch(std::span<job_function> fns);
   [[nodiscard]] unexpected_error refusal(const error& queue_error) const;
   void wake_worker_if_needed(std::uint64_t kind_mask = ~std::uint64_t{0}) noexcept;
@@ -200,17 +202,17 @@ class pool_core {
   // threads"); `before_go()` runs once they all exist, before any of them
   // runs. Caller holds lifecycle_mutex_.
   template <typename BeforeGo>
-  result<void> launch(std::span<thread_worker* const> batch, BeforeGo before_go);
+  result<void> launch(std::span<pool_worker* const> batch, BeforeGo before_go);
   // The parts of a worker's set-up that allocate; may throw std::bad_alloc.
-  void prepare_worker(thread_worker& w);
+  void prepare_worker(pool_worker& w);
   // Makes a started worker visible to thieves (a new one gets a steal slot).
-  void publish_worker(thread_worker& w) noexcept;
+  void publish_worker(pool_worker& w) noexcept;
   // A worker's allocation failed: count it, report the first of a run.
-  void note_allocation_failure(thread_worker& w) noexcept;
+  void note_allocation_failure(pool_worker& w) noexcept;
   [[nodiscard]] std::size_t active_workers_locked() const noexcept;
-  void worker_main(thread_worker& w);
-  void run_batch(thread_worker& w, std::span<job_function> batch);
-  [[nodiscard]] thread_worker* own_worker() const noexcept;
+  void worker_main(pool_worker& w);
+  void run_batch(pool_worker& w, std::span<job_function> batch);
+  [[nodiscard]] pool_worker* own_worker() const noexcept;
   void report_failure(const std::exception_ptr& e) noexcept;
   [[nodiscard]] bool idle_now() const noexcept;
   [[nodiscard]] bool on_own_worker() const noexcept;
@@ -226,17 +228,19 @@ class pool_core {
   std::mutex stop_mutex_;  // serialises stop(); never taken by workers
   mutable std::mutex lifecycle_mutex_;
   std::atomic<state> state_{state::created};
+  // The handles users hold (get_workers()); the core works on their state.
   std::vector<std::unique_ptr<thread_worker>> workers_;  // guarded by lifecycle_mutex_
+  [[nodiscard]] static pool_worker& state_of(const thread_worker& handle) noexcept { return *handle.state_; }
   std::atomic<std::size_t> worker_count_{0};
   // Started workers, for thieves (lock-free reads): slots [0, published_)
   // are set and never change. Written under lifecycle_mutex_.
-  std::unique_ptr<std::atomic<thread_worker*>[]> steal_table_{new std::atomic<thread_worker*>[max_workers]};
+  std::unique_ptr<std::atomic<pool_worker*>[]> steal_table_{new std::atomic<pool_worker*>[max_workers]};
   std::atomic<std::size_t> published_{0};
   job_node_pool node_pool_;
   stop_report final_report_{};  // guarded by lifecycle_mutex_
   // Accounts for jobs that stop() runs on the calling thread in a pool that
   // was never started (no OS thread behind it).
-  thread_worker caller_runner_{"caller"};
+  pool_worker caller_runner_{"caller"};
 
   mutable std::mutex handler_mutex_;
   std::shared_ptr<const error_handler> handler_;  // guarded by handler_mutex_

@@ -62,14 +62,16 @@ bool pool_core::idle_now() const noexcept {
   finished += caller_runner_.processed_.load(std::memory_order_acquire);  // pairs with execute()
   finished += caller_runner_.cancelled_.load(std::memory_order_acquire);  // pairs with execute()
   std::lock_guard lock(lifecycle_mutex_);
-  for (const auto& w : workers_) {
-    finished += w->processed_.load(std::memory_order_acquire);
-    finished += w->cancelled_.load(std::memory_order_acquire);
+  for (const auto& handle : workers_) {
+    const pool_worker& w = state_of(*handle);
+    finished += w.processed_.load(std::memory_order_acquire);
+    finished += w.cancelled_.load(std::memory_order_acquire);
   }
   // Accepted = injector pushes + jobs spawned onto workers' deques, read
   // after all completion counters (acquire loads above keep them first).
   std::uint64_t accepted = queue_->accepted();
-  for (const auto& w : workers_) accepted += w->spawned_.load(std::memory_order_acquire);  // pairs with push_local()
+  for (const auto& w : workers_)
+    accepted += state_of(*w).spawned_.load(std::memory_order_acquire);  // pairs with push_local()
   return finished == accepted;
 }
 
@@ -104,14 +106,15 @@ pool_statistics pool_core::get_statistics() const {
   s.caller_ran = caller_ran_.load(std::memory_order_relaxed);  // statistics only
   s.paused = paused_.load(std::memory_order_relaxed);          // statistics only
   s.queue_switches = queue_->queue_switches();
-  for (const auto& w : workers_) {
-    const auto ws = w->get_statistics();
+  for (const auto& handle : workers_) {
+    const pool_worker& w = state_of(*handle);
+    const auto ws = w.statistics();
     s.steals += ws.steals;
     s.parks += ws.parks;
     s.wakeups += ws.wakeups;
     s.allocation_failures += ws.allocation_failures;
-    s.queued += w->deque_.size_approx();
-    s.queued += w->lifo_slot_.load(std::memory_order_relaxed) != 0 ? 1 : 0;  // statistics only
+    s.queued += w.deque_.size_approx();
+    s.queued += w.lifo_slot_.load(std::memory_order_relaxed) != 0 ? 1 : 0;  // statistics only
   }
   return s;
 }

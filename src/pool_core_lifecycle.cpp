@@ -104,7 +104,7 @@ result<void> pool_core::enqueue_batch(std::vector<std::unique_ptr<thread_worker>
   }
   if (workers.size() > max_workers - workers_.size()) return too_many_workers(name_, workers_.size() + workers.size());
   const std::size_t first = workers_.size();
-  std::vector<thread_worker*> added;
+  std::vector<pool_worker*> added;
   try {
     workers_.reserve(first + workers.size());
     added.reserve(workers.size());
@@ -112,8 +112,8 @@ result<void> pool_core::enqueue_batch(std::vector<std::unique_ptr<thread_worker>
     return make_error(error_code::resource_exhausted, "out of memory");
   }
   for (auto& w : workers) {
-    w->index_ = workers_.size();
-    added.push_back(w.get());
+    state_of(*w).index_ = workers_.size();
+    added.push_back(&state_of(*w));
     workers_.push_back(std::move(w));  // capacity reserved: no allocation
   }
   if (st == state::running) {
@@ -139,19 +139,18 @@ result<void> pool_core::start() {
   if (active_workers_locked() == 0) {
     return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': start() with zero workers");
   }
-  std::vector<thread_worker*> all;
+  std::vector<pool_worker*> all;
   try {
     all.reserve(workers_.size());
   } catch (const std::bad_alloc&) {
     return make_error(error_code::resource_exhausted, "out of memory");
   }
   for (std::size_t i = 0; i < workers_.size(); ++i) {
-    workers_[i]->index_ = i;
+    pool_worker& w = state_of(*workers_[i]);
+    w.index_ = i;
     // Workers a resize() before start() set aside wait for a later resize().
     // relaxed: membership only changes under lifecycle_mutex_ before start().
-    if (workers_[i]->membership_.load(std::memory_order_relaxed) == thread_worker::active) {
-      all.push_back(workers_[i].get());
-    }
+    if (w.membership_.load(std::memory_order_relaxed) == pool_worker::active) all.push_back(&w);
   }
   // pairs with acquire loads in is_running()/push paths; set before the
   // workers run, so a job they run sees a running pool.
@@ -159,17 +158,17 @@ result<void> pool_core::start() {
 }
 
 template <typename BeforeGo>
-result<void> pool_core::launch(std::span<thread_worker* const> batch, BeforeGo before_go) {
+result<void> pool_core::launch(std::span<pool_worker* const> batch, BeforeGo before_go) {
   // Caller holds lifecycle_mutex_.
   std::size_t new_slots = 0;
-  for (thread_worker* w : batch) new_slots += w->published_ ? 0 : 1;
+  for (pool_worker* w : batch) new_slots += w->published_ ? 0 : 1;
   // relaxed: published_ is only written under lifecycle_mutex_.
   if (new_slots > max_workers - published_.load(std::memory_order_relaxed))
     return too_many_workers(name_, batch.size());
   std::shared_ptr<launch_gate> gate;
   try {
     gate = std::make_shared<launch_gate>();
-    for (thread_worker* w : batch) prepare_worker(*w);
+    for (pool_worker* w : batch) prepare_worker(*w);
   } catch (const std::system_error& e) {  // group_for(): too many distinct responsibility sets
     return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': " + e.what());
   } catch (const std::bad_alloc&) {
@@ -177,7 +176,7 @@ result<void> pool_core::launch(std::span<thread_worker* const> batch, BeforeGo b
   }
   std::size_t created = 0;
   result<void> refused;
-  for (thread_worker* w : batch) {
+  for (pool_worker* w : batch) {
     if (w->thread_.joinable()) w->thread_.join();  // a worker that left earlier (resize) and comes back
     // Its old thread's id is gone with it: worker_os_tid() waits for the new
     // one. relaxed: published to readers by lifecycle_mutex_, held here.
@@ -202,13 +201,13 @@ result<void> pool_core::launch(std::span<thread_worker* const> batch, BeforeGo b
              " workers (the system refused thread " + std::to_string(created + 1) + "): " + refused.error().message();
     });
   }
-  for (thread_worker* w : batch) publish_worker(*w);
+  for (pool_worker* w : batch) publish_worker(*w);
   before_go();
   gate->open(launch_gate::go);
   return {};
 }
 
-void pool_core::prepare_worker(thread_worker& w) {
+void pool_core::prepare_worker(pool_worker& w) {
   // Caller holds lifecycle_mutex_.
   if (w.prepared_) return;
   w.node_cache_.attach(&node_pool_);
@@ -219,10 +218,10 @@ void pool_core::prepare_worker(thread_worker& w) {
   w.prepared_ = true;
 }
 
-void pool_core::publish_worker(thread_worker& w) noexcept {
+void pool_core::publish_worker(pool_worker& w) noexcept {
   // Caller holds lifecycle_mutex_.
   // relaxed: membership is published to the thread by the gate's release.
-  w.membership_.store(thread_worker::active, std::memory_order_relaxed);
+  w.membership_.store(pool_worker::active, std::memory_order_relaxed);
   if (w.published_) return;  // back after leaving: its steal slot is still there
   const std::size_t slot = published_.load(std::memory_order_relaxed);  // only written under lifecycle_mutex_
   w.rng_state_ = static_cast<std::uint32_t>(slot * 2654435761U + 1U);
@@ -265,29 +264,30 @@ result<void> pool_core::resize(std::size_t n) {
     // the active ones.
     std::size_t active = active_workers_locked();
     const std::size_t old_size = workers_.size();
-    std::vector<thread_worker*> revived;
+    std::vector<pool_worker*> revived;
     try {
       revived.reserve(n);
       for (auto& w : workers_) {
         if (active + revived.size() >= n) break;
         // relaxed: membership only changes under lifecycle_mutex_ before start().
-        if (w->membership_.load(std::memory_order_relaxed) == thread_worker::exited) revived.push_back(w.get());
+        if (state_of(*w).membership_.load(std::memory_order_relaxed) == pool_worker::exited)
+          revived.push_back(&state_of(*w));
       }
       workers_.reserve(old_size + n);
       while (active + revived.size() + (workers_.size() - old_size) < n) {
         auto w = make_worker_();
-        w->index_ = workers_.size();
+        state_of(*w).index_ = workers_.size();
         workers_.push_back(std::move(w));  // capacity reserved: no allocation
       }
     } catch (const std::bad_alloc&) {
       workers_.resize(old_size);  // never seen outside this call
       return make_error(error_code::resource_exhausted, "out of memory");
     }
-    for (thread_worker* w : revived) w->membership_.store(thread_worker::active, std::memory_order_relaxed);
+    for (pool_worker* w : revived) w->membership_.store(pool_worker::active, std::memory_order_relaxed);
     active += revived.size() + (workers_.size() - old_size);
     for (auto it = workers_.rbegin(); it != workers_.rend() && active > n; ++it) {
-      if ((*it)->membership_.load(std::memory_order_relaxed) == thread_worker::active) {
-        (*it)->membership_.store(thread_worker::exited, std::memory_order_relaxed);  // as above
+      if (state_of(**it).membership_.load(std::memory_order_relaxed) == pool_worker::active) {
+        state_of(**it).membership_.store(pool_worker::exited, std::memory_order_relaxed);  // as above
         --active;
       }
     }
@@ -296,8 +296,8 @@ result<void> pool_core::resize(std::size_t n) {
   std::size_t active = active_workers_locked();
   if (active < n) {
     const std::size_t old_size = workers_.size();
-    std::vector<thread_worker*> revived;  // were leaving, taken back without a new thread
-    std::vector<thread_worker*> batch;    // need a thread: left earlier, or new
+    std::vector<pool_worker*> revived;  // were leaving, taken back without a new thread
+    std::vector<pool_worker*> batch;    // need a thread: left earlier, or new
     try {
       revived.reserve(n);
       batch.reserve(n);
@@ -305,28 +305,29 @@ result<void> pool_core::resize(std::size_t n) {
       // left, then new ones.
       for (auto& w : workers_) {
         if (active + revived.size() >= n) break;
-        int m = thread_worker::retiring;
+        int m = pool_worker::retiring;
         // acq_rel: pairs with the worker's CAS retiring -> exited; whoever wins decides.
-        if (w->membership_.compare_exchange_strong(m, thread_worker::active, std::memory_order_acq_rel)) {
-          revived.push_back(w.get());
+        if (state_of(*w).membership_.compare_exchange_strong(m, pool_worker::active, std::memory_order_acq_rel)) {
+          revived.push_back(&state_of(*w));
         }
       }
       for (auto& w : workers_) {
         if (active + revived.size() + batch.size() >= n) break;
         // relaxed: exited is final until this mutex's holder revives it.
-        if (w->membership_.load(std::memory_order_relaxed) == thread_worker::exited) batch.push_back(w.get());
+        if (state_of(*w).membership_.load(std::memory_order_relaxed) == pool_worker::exited)
+          batch.push_back(&state_of(*w));
       }
       workers_.reserve(old_size + n);
       while (active + revived.size() + batch.size() < n) {
         auto w = make_worker_();
-        w->index_ = workers_.size();
-        batch.push_back(w.get());
+        state_of(*w).index_ = workers_.size();
+        batch.push_back(&state_of(*w));
         workers_.push_back(std::move(w));
       }
     } catch (const std::bad_alloc&) {
-      for (thread_worker* w : revived) {
+      for (pool_worker* w : revived) {
         // release: pairs with the acquire at the top of the worker loop.
-        w->membership_.store(thread_worker::retiring, std::memory_order_release);
+        w->membership_.store(pool_worker::retiring, std::memory_order_release);
       }
       workers_.resize(old_size);
       wake_all_groups();
@@ -335,9 +336,9 @@ result<void> pool_core::resize(std::size_t n) {
     if (auto r = launch(batch, [] {}); !r) {
       // Back to the previous size: the revived workers leave again, the new
       // ones never ran.
-      for (thread_worker* w : revived) {
+      for (pool_worker* w : revived) {
         // release: pairs with the acquire at the top of the worker loop.
-        w->membership_.store(thread_worker::retiring, std::memory_order_release);
+        w->membership_.store(pool_worker::retiring, std::memory_order_release);
       }
       workers_.resize(old_size);
       wake_all_groups();
@@ -350,10 +351,10 @@ result<void> pool_core::resize(std::size_t n) {
   }
   // Shrink: the newest active workers leave.
   for (auto it = workers_.rbegin(); it != workers_.rend() && active > n; ++it) {
-    int m = thread_worker::active;
+    int m = pool_worker::active;
     // release: pairs with the acquire load at the top of the worker loop.
-    if ((*it)->membership_.compare_exchange_strong(m, thread_worker::retiring, std::memory_order_release,
-                                                   std::memory_order_relaxed)) {
+    if (state_of(**it).membership_.compare_exchange_strong(m, pool_worker::retiring, std::memory_order_release,
+                                                           std::memory_order_relaxed)) {
       --active;
     }
   }
@@ -433,7 +434,7 @@ stop_report pool_core::stop(stop_mode mode) {
   }
   wake_all_groups();
   for (auto& w : workers_) {
-    if (w->thread_.joinable()) w->thread_.join();
+    if (os_thread& t = state_of(*w).thread_; t.joinable()) t.join();
   }
   // Whatever is still queued runs (drain) or is cancelled (cancel_pending,
   // through execute()) on this thread, so every accepted job is accounted
@@ -464,7 +465,7 @@ stop_report pool_core::make_report() const {
   stop_report r;
   r.cancelled = cancelled_by_stop_.load(std::memory_order_acquire);
   r.cancelled += dropped_.load(std::memory_order_acquire);  // pairs with drop_oldest_queued()
-  auto add_worker = [&r](const thread_worker& w) {
+  auto add_worker = [&r](const pool_worker& w) {
     // acquire: pairs with the release stores in execute(), so the
     // injector's accepted count read below includes every job counted here.
     r.executed += w.processed_.load(std::memory_order_acquire);
@@ -472,7 +473,7 @@ stop_report pool_core::make_report() const {
     r.failed += w.failed_.load(std::memory_order_relaxed);  // statistics only
   };
   add_worker(caller_runner_);
-  for (const auto& w : workers_) add_worker(*w);
+  for (const auto& w : workers_) add_worker(state_of(*w));
   // Jobs caller_runs ran on the submitting thread: accepted and finished at
   // once, so one read serves both totals.
   const std::uint64_t by_caller = caller_ran_.load(std::memory_order_relaxed);                  // statistics only
@@ -481,7 +482,8 @@ stop_report pool_core::make_report() const {
   r.failed += caller_failed_.load(std::memory_order_relaxed);  // statistics only
   r.cancelled += cancelled_by_caller;
   r.accepted = queue_->accepted() + by_caller + cancelled_by_caller;
-  for (const auto& w : workers_) r.accepted += w->spawned_.load(std::memory_order_acquire);  // pairs with push_local()
+  for (const auto& w : workers_)
+    r.accepted += state_of(*w).spawned_.load(std::memory_order_acquire);  // pairs with push_local()
   return r;
 }
 

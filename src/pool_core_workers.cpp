@@ -23,12 +23,13 @@ std::vector<thread_worker*> pool_core::get_workers() const {
 worker_masks pool_core::active_worker_masks(std::size_t first_n) const {
   std::lock_guard lock(lifecycle_mutex_);
   worker_masks out;
-  for (const auto& w : workers_) {
+  for (const auto& handle : workers_) {
+    const pool_worker& w = state_of(*handle);
     // relaxed: membership only changes under lifecycle_mutex_, except
     // retiring -> exited, which does not make a worker active.
-    if (w->membership_.load(std::memory_order_relaxed) != thread_worker::active) continue;
-    if (out.active < first_n) out.first_n |= w->responsibility_mask_;
-    out.all |= w->responsibility_mask_;
+    if (w.membership_.load(std::memory_order_relaxed) != pool_worker::active) continue;
+    if (out.active < first_n) out.first_n |= w.responsibility_mask_;
+    out.all |= w.responsibility_mask_;
     ++out.active;
   }
   return out;
@@ -39,18 +40,18 @@ std::size_t pool_core::worker_count() const {
   return active_workers_locked();
 }
 
-result<thread_worker*> pool_core::running_worker_locked(std::size_t worker) const {
+result<pool_worker*> pool_core::running_worker_locked(std::size_t worker) const {
   if (worker >= workers_.size()) {
     return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': no worker " + std::to_string(worker));
   }
-  thread_worker* w = workers_[worker].get();
+  pool_worker* w = &state_of(*workers_[worker]);
   // Running pool, active worker: stop() joins threads only after setting
   // `stopping` (under this mutex), and launch() replaces a thread only under
   // it, so the thread_ read below cannot race with a join. relaxed: state_
   // and membership_ are written under this mutex (membership_ also by the
   // worker on exit, which only ever leaves `retiring`, refused here anyway).
   if (state_.load(std::memory_order_relaxed) != state::running || !w->thread_.joinable() ||
-      w->membership_.load(std::memory_order_relaxed) != thread_worker::active) {
+      w->membership_.load(std::memory_order_relaxed) != pool_worker::active) {
     return make_error(error_code::invalid_argument,
                       "thread_pool '" + name_ + "': worker " + std::to_string(worker) + " is not running");
   }
@@ -65,7 +66,7 @@ result<native_thread_handle> pool_core::native_handle(std::size_t worker) const 
 }
 
 result<int> pool_core::worker_os_tid(std::size_t worker) const {
-  thread_worker* w = nullptr;
+  pool_worker* w = nullptr;
   {
     std::lock_guard lock(lifecycle_mutex_);
     auto running = running_worker_locked(worker);
@@ -97,7 +98,7 @@ std::size_t pool_core::active_workers_locked() const noexcept {
   for (const auto& w : workers_) {
     // relaxed: membership only changes under lifecycle_mutex_, except
     // retiring -> exited, which does not change this count.
-    if (w->membership_.load(std::memory_order_relaxed) == thread_worker::active) ++n;
+    if (state_of(*w).membership_.load(std::memory_order_relaxed) == pool_worker::active) ++n;
   }
   return n;
 }

@@ -444,7 +444,7 @@ class typed_thread_pool_t : public detail::pool_front {
     std::vector<std::unique_ptr<thread_worker>> base;
     base.reserve(workers.size());
     for (std::size_t i = 0; i < workers.size(); ++i) {
-      workers[i]->responsibility_mask_ = masks[i];
+      workers[i]->set_responsibility_mask(masks[i]);
       // release: a later set_responsibilities() that sees it refuses.
       workers[i]->attached_.store(true, std::memory_order_release);
       base.push_back(std::move(workers[i]));
