@@ -4,6 +4,7 @@
 #if defined(__linux__)
 #include <sched.h>
 #endif
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <latch>
 #include <memory>
 #include <string>
 #include <thread>
@@ -177,6 +179,43 @@ struct worker_blocker {
   }
   void let_go() { release.store(true, std::memory_order_release); }  // pairs with the loop above
 };
+
+/// Holds a pool's only worker inside a job until release(); the
+/// constructor returns once the job runs.
+struct held_worker {
+  std::latch started{1};
+  std::latch gate{1};
+  explicit held_worker(thread_pool& pool) {
+    if (!pool.enqueue([this] {
+          started.count_down();
+          gate.wait();
+        })) {
+      std::fprintf(stderr, "held_worker: the holding job was refused\n");
+      std::abort();
+    }
+    started.wait();
+  }
+  void release() { gate.count_down(); }
+};
+
+/// The error code a future's get() throws (error_code::ok when it returns).
+template <typename T>
+error_code error_code_of(future<T>& f) {
+  try {
+    (void)f.get();
+  } catch (const error_exception& e) {
+    return e.code();
+  }
+  return error_code::ok;
+}
+
+/// CPU time this process has used (user + system), seconds.
+inline double process_cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 /// Whether `f()` throws error_exception{cancelled}.
 inline bool throws_cancelled(const std::function<void()>& f) {

@@ -1,0 +1,417 @@
+// backpressure (pools/backpressure.hpp) and the bounded injector
+// (pool_queue::bounded): what a full pool does with the next job - refuse,
+// block, block for a while, run it on the caller, drop the oldest - in both
+// pools, alone and under concurrent producers.
+#include "thread_system/pools/backpressure.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <latch>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../support/test_support.hpp"
+#include "thread_system/pools/thread_pool.hpp"
+#include "thread_system/pools/typed_thread_pool.hpp"
+
+namespace ts = thread_system;
+using namespace std::chrono_literals;
+
+namespace {
+
+ts::pool_options bounded(ts::backpressure b) {
+  auto o = ts::test::pool_opts("bounded");
+  o.backpressure = b;
+  return o;
+}
+
+// Holds the only worker of a typed pool inside a Batch job until release().
+struct held_typed_worker {
+  std::latch started{1};
+  std::latch gate{1};
+  explicit held_typed_worker(ts::typed_thread_pool_t<ts::job_types>& pool) {
+    EXPECT_TRUE(pool.enqueue(ts::job_types::Batch, [this] {
+      started.count_down();
+      gate.wait();
+    }));
+    started.wait();
+  }
+  void release() { gate.count_down(); }
+};
+
+}  // namespace
+
+// ---- backpressure -------------------------------------------------------------
+
+TEST(PoolBackpressure, RejectRefusesExactlyAtCapacity) {
+  for (std::size_t capacity : {1U, 2U, 7U, 64U}) {
+    ts::thread_pool pool{1, bounded(ts::backpressure::reject(capacity))};
+    ts::test::held_worker held(pool);  // started: holds no room
+    std::atomic<int> ran{0};
+    for (std::size_t i = 0; i < capacity; ++i) {
+      ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); })) << i;  // bookkeeping
+    }
+    auto full = pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });  // bookkeeping
+    ASSERT_FALSE(full);
+    EXPECT_EQ(full.error().code(), ts::error_code::queue_full);
+    held.release();
+    pool.wait_idle();
+    EXPECT_EQ(ran.load(std::memory_order_relaxed), static_cast<int>(capacity));
+    // Room frees as jobs start: the pool takes `capacity` more.
+    ts::test::held_worker again(pool);
+    for (std::size_t i = 0; i < capacity; ++i) ASSERT_TRUE(pool.enqueue([] {}));
+    EXPECT_FALSE(pool.enqueue([] {}));
+    again.release();
+    const auto report = pool.stop();
+    EXPECT_EQ(report.executed, 2 * capacity + 2);
+  }
+}
+
+TEST(PoolBackpressure, BatchThatCanNeverFitIsInvalid) {
+  ts::thread_pool pool{1, bounded(ts::backpressure::block(4))};
+  std::vector<std::function<void()>> five(5, [] {});
+  auto r = pool.enqueue_batch(five);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+  std::vector<std::function<void()>> four(4, [] {});
+  EXPECT_TRUE(pool.enqueue_batch(four));
+  pool.wait_idle();
+  EXPECT_EQ(pool.get_statistics().executed, 4U);
+}
+
+TEST(PoolBackpressure, BlockWaitsForRoomThenProceeds) {
+  ts::thread_pool pool{1, bounded(ts::backpressure::block(2))};
+  ts::test::held_worker held(pool);
+  ASSERT_TRUE(pool.enqueue([] {}));
+  ASSERT_TRUE(pool.enqueue([] {}));
+  std::atomic<bool> returned{false};
+  std::optional<ts::result<void>> result;
+  std::thread producer([&] {
+    result = pool.enqueue([] {});
+    returned.store(true, std::memory_order_release);  // pairs with the acquire loads below
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(returned.load(std::memory_order_acquire)) << "a full pool must block the producer";
+  held.release();
+  producer.join();
+  ASSERT_TRUE(result.has_value());
+  EXPECT_TRUE(*result);
+  pool.wait_idle();
+  EXPECT_EQ(pool.get_statistics().executed, 4U);
+}
+
+TEST(PoolBackpressure, BlockForTimesOutAndLeavesTheJobToTheCaller) {
+  ts::thread_pool pool{1, bounded(ts::backpressure::block_for(1, 20ms))};
+  ts::test::held_worker held(pool);
+  ASSERT_TRUE(pool.enqueue([] {}));
+  int ran = 0;
+  ts::job_function fn([&ran] { ++ran; });
+  auto r = pool.enqueue(std::move(fn));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::timeout);
+  ASSERT_TRUE(fn);  // NOLINT(bugprone-use-after-move): refused jobs are left untouched
+  fn();
+  EXPECT_EQ(ran, 1);
+  held.release();
+  pool.wait_idle();
+}
+
+// block_for with the largest timeout waits for room like block (the
+// deadline saturates; now + nanoseconds::max() used to overflow into the
+// past and time out at once).
+TEST(PoolBackpressure, BlockForWithTheLargestTimeoutWaitsForRoom) {
+  ts::thread_pool pool{1, bounded(ts::backpressure::block_for(1, std::chrono::nanoseconds::max()))};
+  ts::test::held_worker held(pool);
+  ASSERT_TRUE(pool.enqueue([] {}));  // the one place: full from here
+  std::thread releaser([&held] {
+    std::this_thread::sleep_for(20ms);  // the producer below is most likely waiting by then; either way it must succeed
+    held.release();
+  });
+  auto r = pool.enqueue([] {});
+  releaser.join();
+  EXPECT_TRUE(r) << r.error().to_string();
+  pool.wait_idle();
+}
+
+TEST(PoolBackpressure, BlockedProducersWakeWithPoolStoppedWhenThePoolStops) {
+  ts::thread_pool pool{1, bounded(ts::backpressure::block(1))};
+  ts::test::held_worker held(pool);
+  ASSERT_TRUE(pool.enqueue([] {}));
+  constexpr int producers = 3;
+  std::atomic<int> stopped_errors{0};
+  std::atomic<int> waiting{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < producers; ++i) {
+    threads.emplace_back([&] {
+      waiting.fetch_add(1, std::memory_order_relaxed);  // bookkeeping
+      auto r = pool.enqueue([] {});
+      if (!r && r.error().code() == ts::error_code::pool_stopped) {
+        stopped_errors.fetch_add(1, std::memory_order_relaxed);  // bookkeeping
+      }
+    });
+  }
+  while (waiting.load(std::memory_order_relaxed) < producers) std::this_thread::yield();
+  std::this_thread::sleep_for(20ms);  // let them reach the wait
+  std::thread stopper([&pool] { (void)pool.stop(ts::stop_mode::cancel_pending); });
+  for (auto& t : threads) t.join();  // they return before the held job ends
+  EXPECT_EQ(stopped_errors.load(std::memory_order_relaxed), producers);
+  held.release();
+  stopper.join();
+  const auto report = pool.stop();
+  EXPECT_EQ(report.executed + report.cancelled, report.accepted);
+  EXPECT_EQ(report.accepted, 2U);
+}
+
+TEST(PoolBackpressure, CallerRunsRunsOnTheSubmittingThread) {
+  ts::thread_pool pool{1, bounded(ts::backpressure::caller_runs(1))};
+  ts::test::held_worker held(pool);
+  ASSERT_TRUE(pool.enqueue([] {}));
+  std::thread::id ran_on;
+  ASSERT_TRUE(pool.enqueue([&ran_on] { ran_on = std::this_thread::get_id(); }));
+  EXPECT_EQ(ran_on, std::this_thread::get_id());  // ran before enqueue returned, here
+  auto f = pool.submit([] { return std::this_thread::get_id(); });
+  EXPECT_EQ(f.get(), std::this_thread::get_id());
+  held.release();
+  pool.wait_idle();
+  const auto s = pool.get_statistics();
+  EXPECT_EQ(s.caller_ran, 2U);
+  EXPECT_EQ(s.executed, 4U);
+  EXPECT_EQ(s.accepted, 4U);
+}
+
+// A batch with an empty job is refused whole before any policy sees it:
+// caller_runs on a full pool used to run the batch here, empty job included.
+TEST(PoolBackpressure, ABatchWithAnEmptyJobIsRefusedBeforeThePolicyActs) {
+  // Capacity 2 with one job queued: the batch of two does not fit, so the
+  // policy would act on it (a batch larger than the capacity is refused
+  // before any policy anyway).
+  for (auto policy :
+       {ts::backpressure::caller_runs(2), ts::backpressure::reject(2), ts::backpressure::drop_oldest(2)}) {
+    ts::thread_pool pool{1, bounded(policy)};
+    ts::test::held_worker held(pool);
+    std::atomic<int> ran{0};
+    ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));  // half the room is taken
+    std::vector<std::function<void()>> batch{[&ran] { ran.fetch_add(10, std::memory_order_relaxed); }, nullptr};
+    auto r = pool.enqueue_batch(batch);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+    EXPECT_EQ(ran.load(std::memory_order_relaxed), 0);  // relaxed: nothing ran yet, anywhere
+    held.release();
+    pool.wait_idle();
+    EXPECT_EQ(ran.load(std::memory_order_relaxed), 1);  // relaxed: wait_idle() ordered the run; nothing dropped
+  }
+}
+
+TEST(PoolBackpressure, DropOldestCancelsTheOldestQueuedJob) {
+  ts::thread_pool pool{1, bounded(ts::backpressure::drop_oldest(2))};
+  ts::test::held_worker held(pool);
+  auto first = pool.submit([] { return 1; });
+  auto second = pool.submit([] { return 2; });
+  auto third = pool.submit([] { return 3; });   // drops `first`
+  auto fourth = pool.submit([] { return 4; });  // drops `second`
+  EXPECT_EQ(ts::test::error_code_of(first), ts::error_code::cancelled);
+  EXPECT_EQ(ts::test::error_code_of(second), ts::error_code::cancelled);
+  held.release();
+  EXPECT_EQ(third.get(), 3);
+  EXPECT_EQ(fourth.get(), 4);
+  pool.wait_idle();
+  const auto s = pool.get_statistics();
+  EXPECT_EQ(s.dropped, 2U);
+  EXPECT_EQ(s.cancelled, 2U);
+  EXPECT_EQ(s.executed, 3U);
+  EXPECT_EQ(s.accepted, 5U);
+}
+
+TEST(PoolBackpressure, CapacityIsNeverExceededUnderConcurrentProducers) {
+  constexpr std::size_t capacity = 16;
+  ts::thread_pool pool{2, bounded(ts::backpressure::block(capacity))};
+  // Jobs whose enqueue() has returned and whose body has not begun. The pool
+  // frees a job's room just before running its body, so this count can
+  // exceed the pool's own count by at most one job per worker (2 here) -
+  // the exact bound itself is checked by RejectRefusesExactlyAtCapacity.
+  std::atomic<std::int64_t> queued{0};
+  std::atomic<std::int64_t> peak{0};
+  std::atomic<int> ran{0};
+  const int per_producer = static_cast<int>(ts::test::scaled(20000));
+  std::vector<std::thread> producers;
+  for (int p = 0; p < 3; ++p) {
+    producers.emplace_back([&] {
+      for (int i = 0; i < per_producer; ++i) {
+        ASSERT_TRUE(pool.enqueue([&] {
+          queued.fetch_sub(1, std::memory_order_seq_cst);  // test bookkeeping, one total order
+          ran.fetch_add(1, std::memory_order_relaxed);     // bookkeeping
+        }));
+        const std::int64_t now = queued.fetch_add(1, std::memory_order_seq_cst) + 1;
+        std::int64_t seen = peak.load(std::memory_order_relaxed);
+        while (now > seen && !peak.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
+        }
+      }
+    });
+  }
+  for (auto& t : producers) t.join();
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 3 * per_producer);
+  EXPECT_EQ(pool.get_statistics().executed, static_cast<std::uint64_t>(3 * per_producer));
+  EXPECT_LE(peak.load(std::memory_order_relaxed), static_cast<std::int64_t>(capacity) + 2);
+  EXPECT_GT(peak.load(std::memory_order_relaxed), 0);
+}
+
+TEST(PoolBackpressure, TypedPoolBoundCoversAllTypes) {
+  ts::typed_pool_options<ts::job_types> o;
+  o.backpressure = ts::backpressure::reject(3);
+  ts::typed_thread_pool_t<ts::job_types> pool{1, o};
+  held_typed_worker held(pool);
+  ASSERT_TRUE(pool.enqueue(ts::job_types::RealTime, [] {}));
+  ASSERT_TRUE(pool.enqueue(ts::job_types::Batch, [] {}));
+  ASSERT_TRUE(pool.enqueue(ts::job_types::Background, [] {}));
+  auto full = pool.enqueue(ts::job_types::RealTime, [] {});
+  ASSERT_FALSE(full);
+  EXPECT_EQ(full.error().code(), ts::error_code::queue_full);
+  held.release();
+  pool.wait_idle();
+  EXPECT_EQ(pool.get_statistics().executed, 4U);
+  ASSERT_TRUE(pool.enqueue(ts::job_types::RealTime, [] {}));  // room again
+  pool.wait_idle();
+}
+
+// ---- the bounded injector (pool_queue::bounded) --------------------------------
+
+namespace {
+ts::pool_options bounded_injector(std::size_t capacity) {
+  ts::pool_options o;
+  o.name = "ring";
+  o.queue = ts::pool_queue::bounded;
+  o.initial_queue_capacity = capacity;
+  return o;
+}
+}  // namespace
+
+TEST(PoolBoundedInjector, AFullQueueRefusesWithQueueFullAndLosesNothing) {
+  for (std::size_t capacity : {2U, 5U, 64U}) {
+    const std::size_t fits = std::bit_ceil(capacity);  // rounded up to a power of two
+    ts::thread_pool pool{1, bounded_injector(capacity)};
+    EXPECT_EQ(pool.queue_kind(), ts::pool_queue::bounded);
+    ts::test::held_worker held(pool);  // running: the ring is empty again
+    std::atomic<int> ran{0};
+    for (std::size_t i = 0; i < fits; ++i) {
+      ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); })) << i;  // bookkeeping
+    }
+    bool refused_ran = false;
+    auto full = pool.enqueue([&refused_ran] { refused_ran = true; });
+    ASSERT_FALSE(full);
+    EXPECT_EQ(full.error().code(), ts::error_code::queue_full);
+    EXPECT_NE(full.error().message().find("'ring'"), std::string::npos) << full.error().message();
+    EXPECT_THROW((void)pool.submit([] { return 1; }), ts::error_exception);
+    // Refusals are not counted, not even for a moment that a snapshot could see.
+    EXPECT_EQ(pool.get_statistics().accepted, fits + 1);
+    std::vector<std::function<void()>> two(2, [] {});
+    auto batch = pool.enqueue_batch(two);
+    ASSERT_FALSE(batch);
+    EXPECT_EQ(batch.error().code(), ts::error_code::queue_full);
+    held.release();
+    pool.wait_idle();
+    EXPECT_EQ(ran.load(std::memory_order_relaxed), static_cast<int>(fits));
+    EXPECT_FALSE(refused_ran);
+    const auto report = pool.stop();
+    EXPECT_EQ(report.executed, fits + 1);  // the held job and the ones that fitted; refusals are not accepted
+    EXPECT_EQ(report.accepted, fits + 1);
+  }
+}
+
+TEST(PoolBoundedInjector, JobsSpawnedByWorkersAreNotBoundedByTheRing) {
+  ts::thread_pool pool{2, bounded_injector(2)};
+  std::atomic<int> ran{0};
+  auto parent = pool.submit([&pool, &ran] {
+    for (int i = 0; i < 200; ++i) {
+      // Each goes to this worker's own deque, not through the ring.
+      if (!pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); })) return false;  // bookkeeping
+    }
+    return true;
+  });
+  EXPECT_TRUE(parent.get());
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 200);
+}
+
+TEST(PoolBoundedInjector, ConcurrentProducersThatRetryOnQueueFullLoseNoJob) {
+  ts::thread_pool pool{2, bounded_injector(8)};
+  std::atomic<int> ran{0};
+  std::atomic<std::uint64_t> refusals{0};
+  const int per_producer = static_cast<int>(ts::test::scaled(20000));
+  std::vector<std::thread> producers;
+  for (int p = 0; p < 3; ++p) {
+    producers.emplace_back([&] {
+      for (int i = 0; i < per_producer; ++i) {
+        for (;;) {
+          auto r = pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });  // bookkeeping
+          if (r) break;
+          ASSERT_EQ(r.error().code(), ts::error_code::queue_full);
+          refusals.fetch_add(1, std::memory_order_relaxed);  // bookkeeping
+          std::this_thread::yield();
+        }
+      }
+    });
+  }
+  for (auto& t : producers) t.join();
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 3 * per_producer);
+  const auto s = pool.get_statistics();
+  EXPECT_EQ(s.executed, static_cast<std::uint64_t>(3 * per_producer));
+  EXPECT_EQ(s.accepted, static_cast<std::uint64_t>(3 * per_producer));  // refusals are not counted
+}
+
+TEST(PoolBoundedInjector, TogetherWithBackpressureItIsInvalid) {
+  auto opts = bounded_injector(8);
+  opts.backpressure = ts::backpressure::block(100);
+  try {
+    ts::thread_pool pool{1, opts};
+    ADD_FAILURE() << "a bounded injector with backpressure was accepted";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::invalid_argument);
+  }
+  EXPECT_THROW(ts::thread_pool("seed", opts), ts::error_exception);
+}
+
+TEST(PoolBoundedInjector, AZeroCapacityOrATypedPoolIsInvalid) {
+  try {
+    ts::thread_pool pool{1, bounded_injector(0)};
+    ADD_FAILURE() << "a bounded injector of capacity 0 was accepted";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::invalid_argument);
+  }
+  ts::typed_pool_options<ts::job_types> o;
+  o.queue = ts::pool_queue::bounded;
+  try {
+    ts::typed_thread_pool_t<ts::job_types> typed{1, o};
+    ADD_FAILURE() << "a typed pool took the bounded injector";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::invalid_argument);
+  }
+  ts::typed_thread_pool_t<ts::job_types> seed{"seed"};
+  auto r = seed.set_queue(ts::pool_queue::bounded);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+  EXPECT_EQ(seed.queue_kind(), ts::pool_queue::adaptive);
+}
+
+TEST(PoolBackpressure, TypedDropOldestDropsTheLowestPriorityJob) {
+  ts::typed_pool_options<ts::job_types> o;
+  o.backpressure = ts::backpressure::drop_oldest(2);
+  ts::typed_thread_pool_t<ts::job_types> pool{1, o};
+  held_typed_worker held(pool);
+  auto low = pool.submit(ts::job_types::Background, [] { return 1; });
+  auto high = pool.submit(ts::job_types::RealTime, [] { return 2; });
+  auto another = pool.submit(ts::job_types::Batch, [] { return 3; });  // full: drops `low`
+  EXPECT_EQ(ts::test::error_code_of(low), ts::error_code::cancelled);
+  held.release();
+  EXPECT_EQ(high.get(), 2);
+  EXPECT_EQ(another.get(), 3);
+  pool.wait_idle();
+  EXPECT_EQ(pool.get_statistics().dropped, 1U);
+}
