@@ -24,7 +24,8 @@ result<void> thread_worker::set_injector_batch(std::size_t n) {
     return make_error(error_code::invalid_argument, "thread_worker::set_injector_batch: " + std::to_string(n) +
                                                         " is outside 1.." + std::to_string(max_injector_batch));
   }
-  state_->injector_batch_.store(static_cast<std::uint32_t>(n), std::memory_order_relaxed);  // a setting; read by the worker
+  // relaxed: a setting, read by the worker once per visit.
+  state_->injector_batch_.store(static_cast<std::uint32_t>(n), std::memory_order_relaxed);
   return {};
 }
 

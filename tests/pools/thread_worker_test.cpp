@@ -109,7 +109,6 @@ TEST(ThreadWorker, ThreadsAreNamedAfterThePoolOrTheirOwnName) {
   EXPECT_EQ(pool.get_workers().front()->get_name(), "") << "a worker the pool made has no name of its own";
 }
 
-
 // avg_processing_time_ns is the mean run time of sampled jobs, not busy time
 // (which includes looking for work) divided by jobs.
 TEST(ThreadWorker, AverageProcessingTimeIsTheSampledRunTimeOnly) {

@@ -44,7 +44,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -53,6 +52,7 @@
 #include <string>
 
 #include "thread_system/core/error.hpp"
+#include "thread_system/detail/chrono.hpp"
 #include "thread_system/detail/os_thread.hpp"
 
 namespace thread_system {

@@ -25,7 +25,6 @@
 //     its chain was started with (spawn(pool, token, t), sync_wait(t, token)).
 #pragma once
 
-#include <chrono>
 #include <coroutine>
 #include <cstdint>
 #include <exception>
@@ -34,6 +33,7 @@
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/detail/chrono.hpp"
 #include "thread_system/sync/this_job.hpp"
 
 // Symmetric transfer (a coroutine's await_suspend returning the handle to

@@ -33,7 +33,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <coroutine>
 #include <cstdint>
 #include <optional>
@@ -41,6 +40,7 @@
 #include <utility>
 
 #include "thread_system/coro/coro_base.hpp"
+#include "thread_system/detail/chrono.hpp"
 #include "thread_system/scheduler/timer_queue.hpp"
 #include "thread_system/sync/cancellation.hpp"
 

@@ -14,11 +14,12 @@
 #if defined(THREAD_SYSTEM_CHAOS)
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+
+#include "thread_system/detail/chrono.hpp"
 
 namespace thread_system::detail {
 

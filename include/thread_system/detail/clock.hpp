@@ -5,8 +5,9 @@
 // readings on any threads are non-negative when the readings are ordered.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
+
+#include "thread_system/detail/chrono.hpp"
 
 namespace thread_system::detail {
 

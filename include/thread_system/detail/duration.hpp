@@ -8,9 +8,9 @@
 // then converts with saturation and rounds up, so a timer never fires early.
 #pragma once
 
-#include <chrono>
-#include <cmath>
 #include <type_traits>
+
+#include "thread_system/detail/chrono.hpp"
 
 namespace thread_system::detail {
 
@@ -26,7 +26,9 @@ template <typename Rep, typename Period>
 [[nodiscard]] constexpr duration_kind classify(std::chrono::duration<Rep, Period> d) noexcept {
   using clock_duration = std::chrono::steady_clock::duration;
   if constexpr (std::is_floating_point_v<Rep>) {
-    if (std::isnan(d.count())) return duration_kind::nan;
+    // NaN is the one value unequal to itself (written so to keep <cmath>
+    // out of every header that takes a duration).
+    if (d.count() != d.count()) return duration_kind::nan;
   }
   if (d < d.zero()) return duration_kind::negative;
   if (d == d.zero()) return duration_kind::zero;

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <ctime>
 #if !defined(__linux__)
-#include <chrono>
 #include <thread>
+#include "thread_system/detail/chrono.hpp"
 #endif
 
 #if defined(__linux__)

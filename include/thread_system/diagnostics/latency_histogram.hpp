@@ -49,7 +49,6 @@
 #include <array>
 #include <atomic>
 #include <bit>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -137,7 +136,10 @@ struct histogram_snapshot {
     if (count == 0) return 0;
     if (!(q > 0.0)) return min;  // also catches NaN
     if (q >= 1.0) return max;
-    auto rank = static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(count)));
+    // ceil(q * count) for 0 < q < 1 (no <cmath>: this header is in every pool's).
+    const double exact = q * static_cast<double>(count);
+    auto rank = static_cast<std::uint64_t>(exact);
+    if (static_cast<double>(rank) < exact) ++rank;
     rank = std::clamp<std::uint64_t>(rank, 1, count);
     std::uint64_t seen = 0;
     for (std::size_t i = 0; i < counts.size(); ++i) {

@@ -32,8 +32,9 @@
 // job starts, and with `pool_stopped` when the pool stops.
 #pragma once
 
-#include <chrono>
 #include <cstddef>
+
+#include "thread_system/detail/chrono.hpp"
 
 namespace thread_system {
 

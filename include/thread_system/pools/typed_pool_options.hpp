@@ -18,7 +18,6 @@
 // checks them (README's refusal table says what it refuses).
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -27,6 +26,7 @@
 
 #include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
+#include "thread_system/detail/chrono.hpp"
 #include "thread_system/diagnostics/latency_histogram.hpp"
 #include "thread_system/pools/backpressure.hpp"
 #include "thread_system/pools/pool_options.hpp"

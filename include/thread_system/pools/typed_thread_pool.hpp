@@ -76,7 +76,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -95,6 +94,7 @@
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/coro/coro_base.hpp"
 #include "thread_system/coro/sleep_awaiter.hpp"
+#include "thread_system/detail/chrono.hpp"
 #include "thread_system/pools/job_types.hpp"
 #include "thread_system/pools/submission.hpp"
 #include "thread_system/pools/thread_pool.hpp"

@@ -101,7 +101,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -114,6 +113,7 @@
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/detail/chrono.hpp"
 #include "thread_system/detail/clock.hpp"
 #include "thread_system/detail/config.hpp"
 #include "thread_system/queues/job_queue.hpp"

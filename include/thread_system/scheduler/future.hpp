@@ -31,7 +31,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <future>
@@ -43,6 +42,7 @@
 #include <utility>
 
 #include "thread_system/core/error.hpp"
+#include "thread_system/detail/chrono.hpp"
 #include "thread_system/detail/clock.hpp"
 #include "thread_system/detail/duration.hpp"
 #include "thread_system/detail/futex.hpp"

@@ -70,7 +70,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -88,6 +87,7 @@
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/core/stop_mode.hpp"
+#include "thread_system/detail/chrono.hpp"
 #include "thread_system/detail/duration.hpp"
 #include "thread_system/detail/os_thread.hpp"
 

@@ -44,7 +44,6 @@
 #include <array>
 #include <atomic>
 #include <bit>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -55,6 +54,7 @@
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/detail/chrono.hpp"
 #include "thread_system/detail/clock.hpp"
 #include "thread_system/detail/fence.hpp"
 #include "thread_system/diagnostics/latency_histogram.hpp"

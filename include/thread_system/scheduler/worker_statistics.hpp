@@ -8,9 +8,9 @@
 // accepted >= executed + cancelled.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 
+#include "thread_system/detail/chrono.hpp"
 #include "thread_system/diagnostics/latency_histogram.hpp"
 
 namespace thread_system {

@@ -25,10 +25,10 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
-#include "thread_system/detail/chaos.hpp"
 
+#include "thread_system/detail/chaos.hpp"
+#include "thread_system/detail/chrono.hpp"
 #include "thread_system/detail/fence.hpp"
 #include "thread_system/detail/futex.hpp"
 

@@ -39,13 +39,13 @@
 
 #include <atomic>
 #include <barrier>
-#include <chrono>
 #include <cstdint>
 #include <latch>
 #include <limits>
 #include <semaphore>
 
 #include "thread_system/core/error.hpp"
+#include "thread_system/detail/chrono.hpp"
 #include "thread_system/detail/futex.hpp"
 #include "thread_system/detail/spin.hpp"
 #include "thread_system/sync/helping_wait.hpp"
