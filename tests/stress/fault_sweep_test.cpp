@@ -30,6 +30,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -412,4 +413,37 @@ TEST(JobNodePool, AWorkersFirstBatchAllocatesNothingOnItsThread) {
   for (auto* c : {&a, &b}) {
     for (std::size_t i = 0; i < 15; ++i) c->release(c->allocate());
   }
+}
+
+// A cache keeps room for a first refill only (a worker that never spawns
+// holds 16 slots, not 5 batches). A thief's cache that frees more nodes than
+// it has room for, on a thread where every allocation fails, loses none: the
+// list keeps what fits and hands the rest to the shared list, from which
+// another cache gets exactly those nodes back.
+TEST(JobNodePool, AFullListThatCannotGrowHandsNodesToTheSharedList) {
+  using pool_t = ts::detail::job_node_pool;
+  pool_t pool;
+  pool_t::cache owner;
+  pool_t::cache thief;
+  pool_t::cache other;
+  owner.attach(&pool);
+  thief.attach(&pool);
+  other.attach(&pool);
+  constexpr std::size_t taken_n = 200;
+  std::vector<ts::detail::job_node*> taken;
+  for (std::size_t i = 0; i < taken_n; ++i) taken.push_back(owner.allocate());
+  std::thread t([&] {
+    fault::tl_fail_all = true;  // every allocation of this thread fails
+    for (auto* n : taken) thief.release(n);
+    fault::tl_fail_all = false;
+  });
+  t.join();
+  EXPECT_EQ(thief.available(), pool_t::refill_step) << "the list kept what its first room holds";
+  // The other nodes are in the shared list: refills hand them out before
+  // any fresh node.
+  std::set<ts::detail::job_node*> back;
+  for (std::size_t i = 0; i < taken_n - pool_t::refill_step; ++i) back.insert(other.allocate());
+  for (std::size_t i = 0; i < pool_t::refill_step; ++i) back.insert(thief.allocate());
+  EXPECT_EQ(back, std::set<ts::detail::job_node*>(taken.begin(), taken.end())) << "every node came back, none was lost";
+  for (auto* n : back) other.release(n);
 }

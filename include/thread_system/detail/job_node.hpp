@@ -50,9 +50,12 @@ class job_node_pool {
     explicit cache(job_node_pool* pool = nullptr) : pool_(pool) {}
     void attach(job_node_pool* pool) {
       pool_ = pool;
-      // The list never holds more than this (release() spills above 4
-      // batches; refill() adds at most a batch), so it never reallocates.
-      free_.reserve(5 * batch_size);
+      // Room for a first refill (refill_step nodes: a worker's first
+      // injector batch), taken on the thread that prepares the worker. The
+      // list grows to its bound (5 batches) only in a worker that uses more
+      // nodes at once, on that worker's thread: an idle or lightly used
+      // worker keeps 128 bytes here instead of 5 KiB.
+      free_.reserve(refill_step);
     }
 
     job_node* allocate() {
@@ -77,8 +80,14 @@ class job_node_pool {
     }
     /// Nodes available now without allocation.
     [[nodiscard]] std::size_t available() const noexcept { return free_.size(); }
-    void release(job_node* n) {
-      free_.push_back(n);
+    /// Takes `n` back; never allocates on failure and never loses a node: a
+    /// full list that cannot grow hands `n` to the shared list instead.
+    void release(job_node* n) noexcept {
+      if (free_.size() == free_.capacity() && !grow()) {
+        pool_->spill_one(n);
+        return;
+      }
+      free_.push_back(n);  // room checked above: does not allocate
       if (free_.size() >= 4 * batch_size) pool_->spill(free_);
     }
 
@@ -87,8 +96,25 @@ class job_node_pool {
     // touches few nodes); later ones for a whole batch, so that a worker
     // that spawns or steals a lot takes the pool's mutex once per batch.
     void refill(std::size_t needed) {
-      pool_->refill(free_, refilled_ ? batch_size : needed);
+      const std::size_t want = refilled_ ? batch_size : needed;
+      // Room first (may throw std::bad_alloc, changing nothing), so that
+      // the pool's refill never reallocates the list under its mutex.
+      if (free_.capacity() - free_.size() < round_up(want))
+        free_.reserve(refilled_ ? list_bound : free_.size() + round_up(want));
+      pool_->refill(free_, want);
       refilled_ = true;
+    }
+    // The list's largest size: release() spills above 4 batches and a
+    // refill adds at most one.
+    static constexpr std::size_t list_bound = 5 * batch_size;
+    // Grows the list to its bound; false when memory ran out.
+    bool grow() noexcept {
+      try {
+        free_.reserve(list_bound);
+      } catch (...) {
+        return false;
+      }
+      return free_.capacity() > free_.size();
     }
 
     job_node_pool* pool_;
@@ -111,8 +137,14 @@ class job_node_pool {
   }
 
   /// A refill hands out a multiple of this many nodes (a worker's first
-  /// injector batch, 16 jobs, asks for 15).
+  /// injector batch, 16 jobs, asks for 15), at most batch_size.
   static constexpr std::size_t refill_step = 16;
+  /// What a refill of `want` nodes hands out.
+  [[nodiscard]] static constexpr std::size_t round_up(std::size_t want) noexcept {
+    want = (want + refill_step - 1) / refill_step * refill_step;
+    if (want == 0) want = refill_step;
+    return want > batch_size ? batch_size : want;
+  }
 
   /// Allocates raw storage (nothing is touched) for `refill_step` more
   /// nodes than reserved so far, on the calling thread: a new worker's first
@@ -152,9 +184,7 @@ class job_node_pool {
   // some, or else of a new chunk. Throws std::bad_alloc (leaving everything
   // as it was) when a new chunk cannot be allocated.
   void refill(std::vector<job_node*>& out, std::size_t want) {
-    want = (want + refill_step - 1) / refill_step * refill_step;
-    if (want == 0) want = refill_step;
-    if (want > batch_size) want = batch_size;
+    want = round_up(want);
     std::lock_guard lock(mutex_);
     if (!spilled_.empty()) {
       const std::size_t n = spilled_.size() < want ? spilled_.size() : want;
@@ -169,9 +199,16 @@ class job_node_pool {
     job_node* first = c.nodes() + c.constructed;
     for (std::size_t i = 0; i < n; ++i) {
       ::new (static_cast<void*>(first + i)) job_node{};  // job_function's default constructor does not throw
-      out.push_back(first + i);                          // reserved by attach(): does not allocate
+      out.push_back(first + i);                          // room made by cache::refill(): does not allocate
     }
     c.constructed += n;
+  }
+
+  // One node to the shared list (a cache whose list is full and cannot grow).
+  // The shared list has room for every node: never allocates.
+  void spill_one(job_node* n) noexcept {
+    std::lock_guard lock(mutex_);
+    spilled_.push_back(n);
   }
 
   // Returns all but `batch_size` nodes of `list` to the shared list.
