@@ -17,6 +17,7 @@ build_dir=build/bench
 args=("$@")
 for ((i = 0; i < ${#args[@]}; ++i)); do
   if [[ ${args[i]} == --build-dir ]] && ((i + 1 < ${#args[@]})); then build_dir=${args[i + 1]}; fi
+  if [[ ${args[i]} == --build-dir=* ]]; then build_dir=${args[i]#--build-dir=}; fi
 done
 if [[ $build_dir == build/bench ]]; then
   cmake --workflow --preset bench
