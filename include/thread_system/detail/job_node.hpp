@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/detail/config.hpp"
 
 namespace thread_system::detail {
 
@@ -82,20 +83,23 @@ class job_node_pool {
     [[nodiscard]] std::size_t available() const noexcept { return free_.size(); }
     /// Takes `n` back; never allocates on failure and never loses a node: a
     /// full list that cannot grow hands `n` to the shared list instead.
+    /// The common case is inline and as short as a plain push: one job ends
+    /// with one release, on every worker's hot path.
     void release(job_node* n) noexcept {
-      if (free_.size() == free_.capacity() && !grow()) {
-        pool_->spill_one(n);
+      if (free_.size() == free_.capacity()) [[unlikely]] {
+        release_to_full_list(n);
         return;
       }
       free_.push_back(n);  // room checked above: does not allocate
-      if (free_.size() >= 4 * batch_size) pool_->spill(free_);
+      if (free_.size() >= 4 * batch_size) [[unlikely]]
+        pool_->spill(free_);
     }
 
    private:
     // The first refill asks for what is needed (a worker that runs little
     // touches few nodes); later ones for a whole batch, so that a worker
     // that spawns or steals a lot takes the pool's mutex once per batch.
-    void refill(std::size_t needed) {
+    THREAD_SYSTEM_NOINLINE void refill(std::size_t needed) {
       const std::size_t want = refilled_ ? batch_size : needed;
       // Room first (may throw std::bad_alloc, changing nothing), so that
       // the pool's refill never reallocates the list under its mutex.
@@ -107,14 +111,17 @@ class job_node_pool {
     // The list's largest size: release() spills above 4 batches and a
     // refill adds at most one.
     static constexpr std::size_t list_bound = 5 * batch_size;
-    // Grows the list to its bound; false when memory ran out.
-    bool grow() noexcept {
+    // A release into a full list: grow it to its bound, or, when memory ran
+    // out, hand the node to the shared list.
+    THREAD_SYSTEM_NOINLINE void release_to_full_list(job_node* n) noexcept {
       try {
         free_.reserve(list_bound);
       } catch (...) {
-        return false;
+        pool_->spill_one(n);
+        return;
       }
-      return free_.capacity() > free_.size();
+      free_.push_back(n);  // the list is below its bound: room was made above
+      if (free_.size() >= 4 * batch_size) pool_->spill(free_);
     }
 
     job_node_pool* pool_;
