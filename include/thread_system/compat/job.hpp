@@ -19,7 +19,6 @@
 // internal synchronisation of its own.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -29,6 +28,7 @@
 #include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/detail/functional.hpp"
 
 namespace thread_system {
 
@@ -100,7 +100,7 @@ class callback_job final : public job {
       callback_ = std::forward<F>(callback);
     } else {
       callback_ = [cb = D(std::forward<F>(callback))]() mutable -> result<void> {
-        std::invoke(cb);
+        detail::invoke(cb);
         return {};
       };
     }

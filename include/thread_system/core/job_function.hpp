@@ -25,7 +25,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -33,6 +32,7 @@
 
 #include "thread_system/core/concepts.hpp"
 #include "thread_system/detail/config.hpp"
+#include "thread_system/detail/functional.hpp"
 
 namespace thread_system {
 
@@ -280,7 +280,7 @@ class job_function {
     if constexpr (detail::has_report_hook<D>) {
       return f.run_and_report();
     } else {
-      std::invoke(f);
+      detail::invoke(f);
       return job_outcome::succeeded;
     }
   }

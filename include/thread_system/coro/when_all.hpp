@@ -26,7 +26,6 @@
 #include <atomic>
 #include <coroutine>
 #include <cstddef>
-#include <functional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -35,6 +34,7 @@
 
 #include "thread_system/coro/coro_base.hpp"
 #include "thread_system/coro/task.hpp"
+#include "thread_system/detail/functional.hpp"
 
 namespace thread_system {
 namespace detail {

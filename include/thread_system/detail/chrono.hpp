@@ -10,6 +10,8 @@
 // standard asks of it anyway.
 #pragma once
 
+#include <version>  // defines __GLIBCXX__ for the test below
+
 #if defined(__GLIBCXX__) && __has_include(<bits/chrono.h>)
 #include <bits/chrono.h>  // IWYU pragma: export
 #else

@@ -45,7 +45,6 @@
 // Header-only, standard library only.
 #pragma once
 
-#include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>
@@ -140,14 +139,16 @@ struct histogram_snapshot {
     const double exact = q * static_cast<double>(count);
     auto rank = static_cast<std::uint64_t>(exact);
     if (static_cast<double>(rank) < exact) ++rank;
-    rank = std::clamp<std::uint64_t>(rank, 1, count);
+    if (rank < 1) rank = 1;
+    if (rank > count) rank = count;
     std::uint64_t seen = 0;
     for (std::size_t i = 0; i < counts.size(); ++i) {
       seen += counts[i];
       if (seen >= rank) {
         const std::uint64_t lo = histogram_layout::lower_bound(i);
         const std::uint64_t mid = lo + (histogram_layout::upper_bound(i) - lo) / 2;
-        return std::clamp(mid, min, std::max(min, max));
+        // Within [min, max] (max may lag min in a racy snapshot: min wins).
+        return mid < min ? min : (mid > max ? (max > min ? max : min) : mid);
       }
     }
     return max;  // unreachable when count == sum of counts
@@ -174,8 +175,8 @@ struct histogram_snapshot {
   void merge(const histogram_snapshot& other) noexcept {
     if (other.count == 0) return;
     for (std::size_t i = 0; i < counts.size(); ++i) counts[i] += other.counts[i];
-    min = count == 0 ? other.min : std::min(min, other.min);
-    max = count == 0 ? other.max : std::max(max, other.max);
+    min = count == 0 || other.min < min ? other.min : min;
+    max = count == 0 || other.max > max ? other.max : max;
     count += other.count;
     sum += other.sum;
   }
@@ -196,8 +197,10 @@ struct histogram_snapshot {
       while (d.counts[lo] == 0) ++lo;
       std::size_t hi = counts.size() - 1;
       while (d.counts[hi] == 0) --hi;
-      d.min = std::max(histogram_layout::lower_bound(lo), min);
-      d.max = std::min(histogram_layout::upper_bound(hi), max);
+      const std::uint64_t lower = histogram_layout::lower_bound(lo);
+      const std::uint64_t upper = histogram_layout::upper_bound(hi);
+      d.min = lower > min ? lower : min;
+      d.max = upper < max ? upper : max;
       if (d.max < d.min) d.max = d.min;
     }
     return d;

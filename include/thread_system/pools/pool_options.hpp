@@ -16,9 +16,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <string>
 
+#include "thread_system/detail/functional.hpp"
 #include "thread_system/pools/backpressure.hpp"
 #include "thread_system/queues/queue_kind.hpp"
 

@@ -13,7 +13,6 @@
 #pragma once
 
 #include <exception>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -22,6 +21,7 @@
 #include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/detail/functional.hpp"
 #include "thread_system/pools/this_job.hpp"
 #include "thread_system/scheduler/future.hpp"
 #include "thread_system/sync/cancellation.hpp"
@@ -44,11 +44,11 @@ struct submitted_job {
   job_outcome run_and_report() {
     try {
       if constexpr (std::is_void_v<R>) {
-        std::invoke(*fn);
+        detail::invoke(*fn);
         fn.reset();
         state->set_value();
       } else {
-        R value = std::invoke(*fn);
+        R value = detail::invoke(*fn);
         fn.reset();
         state->set_value(std::move(value));
       }
@@ -99,7 +99,7 @@ struct token_job {
     if constexpr (has_report_hook<Fn>) {
       return fn.run_and_report();
     } else {
-      std::invoke(fn);
+      detail::invoke(fn);
       return job_outcome::succeeded;
     }
   }
@@ -129,7 +129,7 @@ auto make_submitted_job(F&& f, Args&&... args) {
   }
   auto bound = [fn = std::decay_t<F>(std::forward<F>(f)),
                 ... bound_args = std::decay_t<Args>(std::forward<Args>(args))]() mutable -> R {
-    return std::invoke(std::move(fn), std::move(bound_args)...);
+    return detail::invoke(std::move(fn), std::move(bound_args)...);
   };
   auto shared_state = std::make_shared<future_state<R>>();
   future<R> result_future(shared_state);

@@ -44,7 +44,6 @@
 #pragma once
 
 #include <atomic>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -57,6 +56,7 @@
 
 #include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
+#include "thread_system/detail/functional.hpp"
 
 namespace thread_system {
 
