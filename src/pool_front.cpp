@@ -6,6 +6,7 @@
 #include <new>
 
 #include "pool_core.hpp"
+#include "pool_timers.hpp"
 
 namespace thread_system::detail {
 
@@ -13,7 +14,8 @@ namespace {
 void delete_core(pool_core* core) noexcept { delete core; }
 }  // namespace
 
-pool_front::pool_front(core_config config) try : core_(new pool_core(std::move(config)), &delete_core) {
+pool_front::pool_front(core_config config) try
+    : core_(new pool_core(std::move(config)), &delete_core), timers_(std::make_unique<pool_timers>()) {
 } catch (const std::bad_alloc&) {
   throw error_exception(out_of_memory_error().value);
 }
@@ -50,7 +52,7 @@ stop_report pool_front::stop(stop_mode mode) {
   if (core_->on_own_worker()) return core_->stop(mode);
   // Timers first, while the pool still accepts their due runs (see
   // timer_queue.hpp: drain dispatches due one-shot timers, cancels the rest).
-  timers_.close_and_stop(mode);
+  timers_->close_and_stop(mode);
   return core_->stop(mode);
 }
 
@@ -72,7 +74,11 @@ const std::string& pool_front::get_name() const noexcept { return core_->name_; 
 
 void pool_front::set_error_handler(error_handler handler) { core_->set_error_handler(std::move(handler)); }
 
-timer_statistics pool_front::get_timer_statistics() const { return timers_.statistics(); }
+timer_statistics pool_front::get_timer_statistics() const { return timers_->statistics(); }
+
+result<timer_handle> pool_front::add_timer(std::string_view kind, timer_routed_dispatch target, built_timer&& timer) {
+  return refuse_if_out_of_memory([&] { return timers_->add(kind, core_->name_, std::move(target), std::move(timer)); });
+}
 
 result<void> pool_front::add_workers(std::vector<std::unique_ptr<thread_worker>> workers) {
   return core_->enqueue_batch(std::move(workers));

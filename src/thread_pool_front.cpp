@@ -76,9 +76,9 @@ std::size_t thread_pool::default_worker_count() noexcept {
   return n < max_workers ? n : max_workers;
 }
 
-result<timer_queue*> thread_pool::timers() {
-  return timers_.get("thread_pool", get_name(),
-                     [this](job_function&& f, timer_route) { return push_one(std::move(f)); });
+result<timer_handle> thread_pool::add_timer(detail::built_timer&& timer) {
+  return pool_front::add_timer(
+      "thread_pool", [this](job_function&& f, timer_route) { return push_one(std::move(f)); }, std::move(timer));
 }
 
 }  // namespace thread_system

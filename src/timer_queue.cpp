@@ -487,43 +487,4 @@ bool timer_queue::is_running() const noexcept {
   return core_->running.load(std::memory_order_relaxed);  // a status flag only
 }
 
-// ---- pool_timers -----------------------------------------------------------
-
-namespace detail {
-
-result<timer_queue*> pool_timers::get(std::string_view kind, const std::string& pool_name,
-                                      timer_routed_dispatch target) {
-  std::lock_guard lock(mutex_);
-  if (closed_) return make_error(error_code::pool_stopped, std::string(kind) + " '" + pool_name + "' is stopped");
-  if (!queue_) {
-    try {
-      timer_queue_options o;
-      o.name = pool_name.substr(0, 9) + "-timer";
-      queue_ = std::make_unique<timer_queue>(std::move(target), std::move(o));
-    } catch (const error_exception& e) {
-      return unexpected_error{e.get_error()};
-    } catch (const std::bad_alloc&) {
-      return out_of_memory_error();
-    }
-  }
-  return queue_.get();
-}
-
-void pool_timers::close_and_stop(stop_mode mode) {
-  timer_queue* q = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    closed_ = true;
-    q = queue_.get();  // never replaced or destroyed before *this: safe to use unlocked
-  }
-  if (q != nullptr) (void)q->stop(mode);
-}
-
-timer_statistics pool_timers::statistics() const {
-  std::lock_guard lock(mutex_);
-  return queue_ ? queue_->statistics() : timer_statistics{};
-}
-
-}  // namespace detail
-
 }  // namespace thread_system

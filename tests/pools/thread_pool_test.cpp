@@ -18,6 +18,7 @@
 
 #include "../support/test_support.hpp"
 #include "thread_system/compat/job.hpp"
+#include "thread_system/detail/os_thread.hpp"
 #include "thread_system/pools/typed_thread_pool.hpp"
 
 namespace ts = thread_system;

@@ -41,7 +41,7 @@
 
 #include "thread_system/coro/coro_base.hpp"
 #include "thread_system/detail/chrono.hpp"
-#include "thread_system/scheduler/timer_queue.hpp"
+#include "thread_system/scheduler/timer_handle.hpp"
 #include "thread_system/sync/cancellation.hpp"
 
 namespace thread_system::detail {

@@ -42,24 +42,14 @@
 #include <utility>
 
 #include "thread_system/core/error.hpp"
-
-#if defined(__linux__) || defined(__APPLE__)
-#include <pthread.h>
-#define THREAD_SYSTEM_DETAIL_POSIX_THREADS 1
-#else
-#include <thread>
-#endif
+#include "thread_system/detail/native_thread.hpp"
 
 namespace thread_system::detail {
 
 class os_thread {
  public:
   /// The platform's thread handle: pthread_t where threads are POSIX threads.
-#if defined(THREAD_SYSTEM_DETAIL_POSIX_THREADS)
-  using native_handle_type = pthread_t;
-#else
-  using native_handle_type = std::thread::native_handle_type;
-#endif
+  using native_handle_type = native_thread_handle;
 
   os_thread() noexcept = default;
   os_thread(os_thread&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}

@@ -26,17 +26,18 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/core/stop_mode.hpp"
-#include "thread_system/detail/os_thread.hpp"
+#include "thread_system/detail/native_thread.hpp"
 #include "thread_system/pools/backpressure.hpp"
 #include "thread_system/pools/pool_options.hpp"
 #include "thread_system/scheduler/injector.hpp"
-#include "thread_system/scheduler/timer_queue.hpp"
+#include "thread_system/scheduler/timer_handle.hpp"
 #include "thread_system/scheduler/worker_statistics.hpp"
 
 namespace thread_system {
@@ -44,12 +45,13 @@ namespace thread_system {
 class thread_worker;
 
 /// A worker thread's platform handle (native_handle()).
-using native_thread_handle = detail::os_thread::native_handle_type;
+using native_thread_handle = detail::native_thread_handle;
 
 namespace detail {
 
 class pool_core;
 class pool_front;
+class pool_timers;
 
 // For parallel_for's lazy splitting (src/pool_core.cpp): true when work
 // handed to `pool` by the calling thread has all been taken - on a worker of
@@ -240,10 +242,17 @@ class pool_front {
   // Passes `e` to the error handler (a coroutine that failed, say).
   void report_failure(const std::exception_ptr& e) noexcept;
 
-  // The pool's timer queue, created on first use (see detail::pool_timers).
-  // Its runs go into the core: declared after core_, so destroyed (its
-  // thread joined) before it.
-  pool_timers timers_;
+  // Puts a built timer (detail::timer_after() and friends) on the pool's
+  // timer queue, created on first use with `target` as its dispatch, its
+  // thread named after the pool. pool_stopped once stop() began ("<kind>
+  // '<name>' is stopped"), checked before the timer's own refusal;
+  // resource_exhausted when the timer thread cannot start or memory runs out.
+  result<timer_handle> add_timer(std::string_view kind, timer_routed_dispatch target, built_timer&& timer);
+
+ private:
+  // The pool's timers (src/pool_timers.hpp). Their runs go into the core:
+  // declared after core_, so destroyed (their thread joined) before it.
+  std::unique_ptr<pool_timers> timers_;
 };
 
 }  // namespace detail

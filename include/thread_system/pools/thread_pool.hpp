@@ -107,7 +107,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -121,6 +120,7 @@
 #include "thread_system/core/stop_mode.hpp"
 #include "thread_system/coro/coro_base.hpp"
 #include "thread_system/coro/sleep_awaiter.hpp"
+#include "thread_system/detail/functional.hpp"
 #include "thread_system/pools/backpressure.hpp"
 #include "thread_system/pools/pool_front.hpp"
 #include "thread_system/pools/pool_options.hpp"
@@ -128,7 +128,7 @@
 #include "thread_system/pools/this_job.hpp"
 #include "thread_system/scheduler/future.hpp"
 #include "thread_system/scheduler/injector.hpp"
-#include "thread_system/scheduler/timer_queue.hpp"
+#include "thread_system/scheduler/timer_handle.hpp"
 #include "thread_system/scheduler/worker_statistics.hpp"
 #include "thread_system/sync/cancellation.hpp"
 
@@ -273,24 +273,24 @@ class thread_pool : public detail::pool_front {
   /// Runs `f` once, `delay` from now.
   template <typename Rep, typename Period, typename F>
   result<timer_handle> schedule_after(std::chrono::duration<Rep, Period> delay, F&& f) {
-    return with_timers([&](timer_queue& q) { return q.schedule_after(delay, std::forward<F>(f)); });
+    return add_timer(detail::timer_after(timer_route{}, delay, std::forward<F>(f)));
   }
   /// Runs `f` once at `when` (steady_clock; at once if that has passed).
   template <typename Duration, typename F>
   result<timer_handle> schedule_at(std::chrono::time_point<std::chrono::steady_clock, Duration> when, F&& f) {
-    return with_timers([&](timer_queue& q) { return q.schedule_at(when, std::forward<F>(f)); });
+    return add_timer(detail::timer_at(timer_route{}, when, std::forward<F>(f)));
   }
   /// Runs `f` every `period`, first after one period. `f` may take a
   /// `const timer_tick&` (its scheduled time and index).
   template <typename Rep, typename Period, typename F>
   result<timer_handle> schedule_every(std::chrono::duration<Rep, Period> period, F&& f) {
-    return with_timers([&](timer_queue& q) { return q.schedule_every(period, std::forward<F>(f)); });
+    return add_timer(detail::timer_every(timer_route{}, period, period, std::forward<F>(f)));
   }
   /// Runs `f` every `period`, first after `initial_delay`.
   template <typename Rep1, typename Period1, typename Rep2, typename Period2, typename F>
   result<timer_handle> schedule_every(std::chrono::duration<Rep1, Period1> initial_delay,
                                       std::chrono::duration<Rep2, Period2> period, F&& f) {
-    return with_timers([&](timer_queue& q) { return q.schedule_every(initial_delay, period, std::forward<F>(f)); });
+    return add_timer(detail::timer_every(timer_route{}, initial_delay, period, std::forward<F>(f)));
   }
 
   // ---- coroutines (coro/task.hpp, docs/COROUTINES.md) ---------------------------
@@ -336,17 +336,9 @@ class thread_pool : public detail::pool_front {
   }
   void report_coroutine_failure(const std::exception_ptr& e) noexcept { report_failure(e); }
 
-  // Runs `schedule(queue)` on the pool's timer queue (created on first
-  // use); its refusal, or resource_exhausted out of memory, otherwise.
-  template <typename Schedule>
-  result<timer_handle> with_timers(Schedule&& schedule) {
-    return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
-      auto t = timers();
-      if (!t) return unexpected_error{t.error()};
-      return schedule(**t);
-    });
-  }
-  result<timer_queue*> timers();
+  // Puts a built timer on the pool's timer queue (created on first use); its
+  // runs are plain jobs. Refusals: see pool_front::add_timer().
+  result<timer_handle> add_timer(detail::built_timer&& timer);
 
   pool_queue queue_kind_ = pool_queue::mutex;
 };

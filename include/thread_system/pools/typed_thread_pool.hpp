@@ -308,28 +308,25 @@ class typed_thread_pool_t : public detail::pool_front {
   /// Runs `f` once as a job of `type`, `delay` from now.
   template <typename Rep, typename Period, typename F>
   result<timer_handle> schedule_after(T type, std::chrono::duration<Rep, Period> delay, F&& f) {
-    return with_timers(type,
-                       [&](timer_queue& q, timer_route r) { return q.schedule_after(r, delay, std::forward<F>(f)); });
+    return with_timers(type, [&](timer_route r) { return detail::timer_after(r, delay, std::forward<F>(f)); });
   }
   /// Runs `f` once as a job of `type` at `when` (steady_clock; at once if that has passed).
   template <typename Duration, typename F>
   result<timer_handle> schedule_at(T type, std::chrono::time_point<std::chrono::steady_clock, Duration> when, F&& f) {
-    return with_timers(type, [&](timer_queue& q, timer_route r) { return q.schedule_at(r, when, std::forward<F>(f)); });
+    return with_timers(type, [&](timer_route r) { return detail::timer_at(r, when, std::forward<F>(f)); });
   }
   /// Runs `f` as a job of `type` every `period`, first after one period; `f`
   /// may take a `const timer_tick&`.
   template <typename Rep, typename Period, typename F>
   result<timer_handle> schedule_every(T type, std::chrono::duration<Rep, Period> period, F&& f) {
-    return with_timers(type,
-                       [&](timer_queue& q, timer_route r) { return q.schedule_every(r, period, std::forward<F>(f)); });
+    return with_timers(type, [&](timer_route r) { return detail::timer_every(r, period, period, std::forward<F>(f)); });
   }
   /// Runs `f` as a job of `type` every `period`, first after `initial_delay`.
   template <typename Rep1, typename Period1, typename Rep2, typename Period2, typename F>
   result<timer_handle> schedule_every(T type, std::chrono::duration<Rep1, Period1> initial_delay,
                                       std::chrono::duration<Rep2, Period2> period, F&& f) {
-    return with_timers(type, [&](timer_queue& q, timer_route r) {
-      return q.schedule_every(r, initial_delay, period, std::forward<F>(f));
-    });
+    return with_timers(
+        type, [&](timer_route r) { return detail::timer_every(r, initial_delay, period, std::forward<F>(f)); });
   }
 
   /// `co_await pool.schedule(type);` continues the coroutine in a job of
@@ -507,17 +504,17 @@ class typed_thread_pool_t : public detail::pool_front {
     return push_routed(std::uint64_t{1} << rank, std::move(fn));
   }
 
-  // Runs `schedule(queue, route)` on the pool's timer queue (created on
-  // first use), the route naming the rank of `type`.
-  template <typename Schedule>
-  result<timer_handle> with_timers(T type, Schedule&& schedule) {
+  // Puts the timer `build(route)` makes on the pool's timer queue (created
+  // on first use), the route naming the rank of `type`. Refusals: no worker
+  // serves `type` first, then as pool_front::add_timer().
+  template <typename Build>
+  result<timer_handle> with_timers(T type, Build&& build) {
     return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
       auto rank = routable_rank(type);
       if (!rank) return unexpected_error(rank.error());
-      auto q = timers_.get("typed_thread_pool", get_name(),
-                           [this](job_function&& fn, timer_route r) { return push_rank(r.id, std::move(fn)); });
-      if (!q) return unexpected_error{q.error()};
-      return schedule(**q, timer_route{static_cast<std::uint32_t>(*rank)});
+      return add_timer(
+          "typed_thread_pool", [this](job_function&& fn, timer_route r) { return push_rank(r.id, std::move(fn)); },
+          build(timer_route{static_cast<std::uint32_t>(*rank)}));
     });
   }
 

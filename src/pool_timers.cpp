@@ -1,0 +1,48 @@
+// pool_timers: a pool's timer queue, created on first use (src/pool_timers.hpp).
+#include "pool_timers.hpp"
+
+#include <new>
+#include <utility>
+
+namespace thread_system::detail {
+
+result<timer_handle> pool_timers::add(std::string_view kind, const std::string& pool_name,
+                                      timer_routed_dispatch target, built_timer&& timer) {
+  timer_queue* q = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) return make_error(error_code::pool_stopped, std::string(kind) + " '" + pool_name + "' is stopped");
+    if (!queue_) {
+      try {
+        timer_queue_options o;
+        o.name = pool_name.substr(0, 9) + "-timer";
+        queue_ = std::make_unique<timer_queue>(std::move(target), std::move(o));
+      } catch (const error_exception& e) {
+        return unexpected_error{e.get_error()};
+      } catch (const std::bad_alloc&) {
+        return out_of_memory_error();
+      }
+    }
+    q = queue_.get();  // never replaced or destroyed before *this: safe to use unlocked
+  }
+  // Outside the lock, as a timer_queue's own callers: a concurrent
+  // close_and_stop() makes the queue refuse (pool_stopped).
+  return q->add_built(std::move(timer));
+}
+
+void pool_timers::close_and_stop(stop_mode mode) {
+  timer_queue* q = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    q = queue_.get();  // as in add()
+  }
+  if (q != nullptr) (void)q->stop(mode);
+}
+
+timer_statistics pool_timers::statistics() const {
+  std::lock_guard lock(mutex_);
+  return queue_ ? queue_->statistics() : timer_statistics{};
+}
+
+}  // namespace thread_system::detail
