@@ -6,8 +6,8 @@
 
 namespace thread_system::detail {
 
-result<timer_handle> pool_timers::add(std::string_view kind, const std::string& pool_name,
-                                      timer_routed_dispatch target, built_timer&& timer) {
+result<timer_handle> pool_timers::add(std::string_view kind, const std::string& pool_name, timer_routed_dispatch target,
+                                      built_timer&& timer) {
   timer_queue* q = nullptr;
   {
     std::lock_guard lock(mutex_);

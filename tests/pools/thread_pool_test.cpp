@@ -19,12 +19,64 @@
 #include "../support/test_support.hpp"
 #include "thread_system/compat/job.hpp"
 #include "thread_system/detail/os_thread.hpp"
+#include "thread_system/pools/task_group.hpp"
 #include "thread_system/pools/typed_thread_pool.hpp"
 
 namespace ts = thread_system;
 using namespace std::chrono_literals;
 
 // ---- concise API ---------------------------------------------------------
+
+// Functions named directly (F a function type, bound by reference): every
+// entry point takes them. The library checks callables for null before
+// accepting them; comparing a reference to a function with nullptr made GCC
+// warn (-Wnonnull-compare), an error under the -Werror this file builds
+// with, so this test also fails by not compiling.
+namespace {
+std::atomic<int> named_function_runs{0};
+void named_function() { named_function_runs.fetch_add(1, std::memory_order_relaxed); }  // relaxed: a count
+int named_answer() { return 42; }
+ts::result<void> named_seed_callback() {
+  named_function();
+  return {};
+}
+}  // namespace
+
+TEST(ThreadPool, AFunctionNamedDirectlyIsAcceptedByEveryEntryPoint) {
+  named_function_runs.store(0);
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  ASSERT_TRUE(pool.enqueue(named_function));
+  ASSERT_TRUE(pool.enqueue(ts::cancellation_token{}, named_function));
+  std::vector<void (*)()> batch{named_function, named_function};
+  ASSERT_TRUE(pool.enqueue_batch(batch));
+  EXPECT_EQ(pool.submit(named_answer).get(), 42);
+  EXPECT_EQ(pool.submit(ts::cancellation_token{}, named_answer).get(), 42);
+  ASSERT_TRUE(pool.enqueue(std::make_unique<ts::callback_job>(named_seed_callback)));
+  ASSERT_TRUE(pool.enqueue(std::make_unique<ts::callback_job>(named_function)));
+  {
+    ts::task_group group(pool);
+    group.run(named_function);
+    group.wait();
+  }
+  auto timer = pool.schedule_after(std::chrono::milliseconds(0), named_function);
+  ASSERT_TRUE(timer);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (named_function_runs.load() < 8 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  pool.wait_idle();
+  EXPECT_EQ(named_function_runs.load(), 8);
+
+  ts::typed_thread_pool typed{1};
+  ASSERT_TRUE(typed.enqueue(ts::job_types::Batch, named_function));
+  EXPECT_EQ(typed.submit(ts::job_types::Batch, named_answer).get(), 42);
+  ASSERT_TRUE(typed.schedule_after(ts::job_types::Batch, std::chrono::milliseconds(0), named_function));
+  while (named_function_runs.load() < 10 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  typed.wait_idle();
+  EXPECT_EQ(named_function_runs.load(), 10);
+}
 
 TEST(ThreadPool, ConciseEnqueueAndWaitIdle) {
   ts::thread_pool pool{4, ts::test::pool_opts()};

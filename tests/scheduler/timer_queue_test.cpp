@@ -112,6 +112,24 @@ TEST(TimerQueue, EqualDueTimesRunInSchedulingOrder) {
   for (int i = 0; i < 50; ++i) EXPECT_EQ(order[static_cast<std::size_t>(i)], i);
 }
 
+namespace {
+std::atomic<int> named_timer_runs{0};
+void named_timer_function() { named_timer_runs.fetch_add(1, std::memory_order_relaxed); }  // relaxed: a count
+}  // namespace
+
+// A function named directly (bound by reference) is accepted; it failed to
+// compile under -Werror (the null check compared the reference).
+TEST(TimerQueue, AFunctionNamedDirectlyIsAccepted) {
+  ts::thread_pool pool{1};
+  ts::timer_queue timers{pool_target(pool)};
+  ASSERT_TRUE(timers.schedule_after(std::chrono::milliseconds(0), named_timer_function).has_value());
+  auto periodic = timers.schedule_every(std::chrono::milliseconds(1), named_timer_function);
+  ASSERT_TRUE(periodic.has_value());
+  // relaxed: a count; eventually() polls it with a deadline
+  ASSERT_TRUE(eventually([] { return named_timer_runs.load(std::memory_order_relaxed) >= 3; }));
+  EXPECT_TRUE(periodic->cancel());
+}
+
 TEST(TimerQueue, RunsOnAPoolAndNeverBeforeDue) {
   ts::thread_pool pool{2};
   ts::timer_queue timers{pool_target(pool)};

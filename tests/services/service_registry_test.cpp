@@ -34,7 +34,20 @@ struct other_service {
   int x = 5;
 };
 
+std::shared_ptr<greeter> make_greeter_7() { return std::make_shared<fixed_greeter>(7); }
+
 }  // namespace
+
+// A factory named directly (a function, bound by reference) is accepted; it
+// failed to compile under -Werror (the null check compared the reference).
+TEST(ServiceRegistry, AFactoryFunctionNamedDirectlyIsAccepted) {
+  ts::service_registry reg;
+  ASSERT_TRUE(reg.register_factory<greeter>(make_greeter_7).has_value());
+  auto r = reg.resolve<greeter>();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ((*r)->id(), 7);
+  ASSERT_TRUE(reg.replace_factory<greeter>(make_greeter_7).has_value());
+}
 
 TEST(ServiceRegistry, RegisterAndResolveAnInstance) {
   ts::service_registry reg;

@@ -93,9 +93,7 @@ class callback_job final : public job {
   template <thread_system::runnable F, typename D = std::decay_t<F>>
     requires not_same_as<F, callback_job>
   explicit callback_job(F&& callback, std::string name = "callback_job") : job(std::move(name)) {
-    if constexpr (nullable_callable<F>) {
-      if (callback == nullptr) return;  // empty std::function / null pointer: refused at enqueue
-    }
+    if (detail::is_empty_callable(callback)) return;  // empty std::function / null pointer: refused at enqueue
     if constexpr (std::is_same_v<std::invoke_result_t<D&>, result<void>>) {
       callback_ = std::forward<F>(callback);
     } else {

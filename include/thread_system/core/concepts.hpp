@@ -13,7 +13,9 @@
 //                             a future of its result).
 //   nullable_callable<F>      F can be empty (a function or member pointer, a
 //                             std::function, anything that compares with
-//                             nullptr): the library checks it and refuses an
+//                             nullptr): the library checks it (with
+//                             detail::is_empty_callable, which never compares
+//                             a function named directly) and refuses an
 //                             empty one with invalid_argument.
 //   factory_of<F, I>          a decayed F invocable with no arguments returns
 //                             something convertible to std::shared_ptr<I>
@@ -44,6 +46,28 @@ concept submittable = std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...
 template <typename F>
 concept nullable_callable = std::is_pointer_v<std::decay_t<F>> || std::is_member_pointer_v<std::decay_t<F>> ||
                             requires(const std::decay_t<F>& f) { f == nullptr; };
+
+namespace detail {
+
+/// True when `f` is empty: a null function or member pointer, an empty
+/// std::function, anything else of a nullable_callable type equal to
+/// nullptr. A function named directly (`pool.enqueue(my_function)`, F a
+/// function type bound by reference) is never empty and is not compared:
+/// comparing a reference to a function with nullptr is always false, and
+/// GCC warns about it (-Wnonnull-compare), which -Werror turns into an
+/// error in the caller's build.
+template <typename F>
+[[nodiscard]] constexpr bool is_empty_callable(const F& f) noexcept {
+  if constexpr (std::is_function_v<F>) {
+    return false;
+  } else if constexpr (nullable_callable<F>) {
+    return f == nullptr;
+  } else {
+    return false;
+  }
+}
+
+}  // namespace detail
 
 /// A factory of I: f() returns something convertible to std::shared_ptr<I>.
 template <typename F, typename I>

@@ -92,9 +92,7 @@ class job_function {
     requires not_same_as<F, job_function> && detail::job_callable<D> && std::constructible_from<D, F&&>
   // NOLINTNEXTLINE(bugprone-forwarding-reference-overload): the constraint excludes job_function itself
   job_function(F&& f) {  // NOLINT(google-explicit-constructor)
-    if constexpr (nullable_callable<D>) {
-      if (f == nullptr) return;
-    }
+    if (detail::is_empty_callable(f)) return;
     if constexpr (stored_inline<D>) {
       ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
     } else {

@@ -34,8 +34,8 @@ namespace thread_system::detail {
 /// object, a reference_wrapper or a pointer. Not viable (substitution
 /// failure) when `f` cannot be called with `args`, as std::invoke.
 template <typename F, typename... Args>
-constexpr std::invoke_result_t<F, Args...> invoke(F&& f, Args&&... args) noexcept(
-    std::is_nothrow_invocable_v<F, Args...>) {
+constexpr std::invoke_result_t<F, Args...> invoke(F&& f,
+                                                  Args&&... args) noexcept(std::is_nothrow_invocable_v<F, Args...>) {
   return THREAD_SYSTEM_DETAIL_STD_INVOKE_IMPL(std::forward<F>(f), std::forward<Args>(args)...);
 }
 

@@ -124,9 +124,7 @@ struct token_job {
 template <typename F, typename... Args>
 auto make_submitted_job(F&& f, Args&&... args) {
   using R = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
-  if constexpr (nullable_callable<F>) {
-    if (f == nullptr) throw error_exception(error{error_code::invalid_argument, "submit: null callable"});
-  }
+  if (is_empty_callable(f)) throw error_exception(error{error_code::invalid_argument, "submit: null callable"});
   auto bound = [fn = std::decay_t<F>(std::forward<F>(f)),
                 ... bound_args = std::decay_t<Args>(std::forward<Args>(args))]() mutable -> R {
     return detail::invoke(std::move(fn), std::move(bound_args)...);
@@ -156,9 +154,7 @@ auto make_cancellable_submission(cancellation_token token, F&& f, Args&&... args
 template <typename F>
 job_function make_cancellable_job(cancellation_token token, F&& f) {
   using D = std::decay_t<F>;
-  if constexpr (nullable_callable<F>) {
-    if (f == nullptr) return job_function{};
-  }
+  if (is_empty_callable(f)) return job_function{};
   return job_function(token_job<D>{std::move(token), D(std::forward<F>(f))});
 }
 

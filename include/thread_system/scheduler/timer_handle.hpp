@@ -196,7 +196,6 @@ class timer_handle {
   std::weak_ptr<detail::timer_core> core_;
 };
 
-
 namespace detail {
 
 // NaN and negative delays are refused; too long ones saturate (see the header).
@@ -229,9 +228,7 @@ template <typename F>
   using D = std::decay_t<F>;
   static_assert(std::is_invocable_v<D&, const timer_tick&> || std::is_invocable_v<D&>,
                 "a timer function is invocable as f() or f(const timer_tick&)");
-  if constexpr (nullable_callable<D>) {
-    if (f == nullptr) return make_error(error_code::invalid_argument, "timer_queue: empty function");
-  }
+  if (is_empty_callable(f)) return make_error(error_code::invalid_argument, "timer_queue: empty function");
   std::shared_ptr<timer_entry> e;
   try {
     e = std::make_shared<timer_entry_impl<D>>(std::forward<F>(f), due, period);
@@ -247,8 +244,7 @@ template <typename Rep, typename Period, typename F>
 [[nodiscard]] built_timer timer_after(timer_route route, std::chrono::duration<Rep, Period> delay, F&& f) {
   return refuse_if_out_of_memory([&]() -> built_timer {
     if (auto r = check_timer_delay(delay, "delay"); !r) return unexpected_error{r.error()};
-    return make_timer(route, timer_due_after(delay), std::chrono::steady_clock::duration::zero(),
-                      std::forward<F>(f));
+    return make_timer(route, timer_due_after(delay), std::chrono::steady_clock::duration::zero(), std::forward<F>(f));
   });
 }
 

@@ -249,9 +249,7 @@ class service_registry {
   template <typename I, typename F>
   static std::shared_ptr<entry> make_factory_entry(F&& factory, service_lifetime lifetime) {
     using D = std::decay_t<F>;
-    if constexpr (nullable_callable<D>) {
-      if (factory == nullptr) return nullptr;
-    }
+    if (detail::is_empty_callable(factory)) return nullptr;
     // Held through a shared_ptr so that move-only factories fit std::function.
     std::function<std::shared_ptr<void>()> erased = [f = std::make_shared<D>(std::forward<F>(factory))] {
       return std::shared_ptr<void>(std::shared_ptr<I>((*f)()));
