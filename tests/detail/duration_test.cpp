@@ -1,0 +1,72 @@
+// detail/duration.hpp: sorting user durations (classify), converting them to
+// the steady clock without undefined behaviour (to_clock_duration) and adding
+// them to a time point without overflow (saturating_add). The expected
+// values are written out by hand, not computed with the functions under test.
+#include "thread_system/detail/duration.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <ratio>
+
+namespace {
+
+namespace d = thread_system::detail;
+using clock_duration = std::chrono::steady_clock::duration;
+using time_point = std::chrono::steady_clock::time_point;
+using fp_seconds = std::chrono::duration<double>;
+using fp_nanoseconds = std::chrono::duration<double, std::nano>;
+using picoseconds = std::chrono::duration<std::int64_t, std::pico>;
+
+TEST(Duration, ClassifySortsEveryKindOfValue) {
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(d::classify(fp_seconds(nan)), d::duration_kind::nan);
+  EXPECT_EQ(d::classify(fp_seconds(-inf)), d::duration_kind::negative);
+  EXPECT_EQ(d::classify(fp_seconds(-0.5)), d::duration_kind::negative);
+  EXPECT_EQ(d::classify(std::chrono::milliseconds(-1)), d::duration_kind::negative);
+  EXPECT_EQ(d::classify(std::chrono::seconds(0)), d::duration_kind::zero);
+  EXPECT_EQ(d::classify(fp_seconds(0.0)), d::duration_kind::zero);
+  EXPECT_EQ(d::classify(picoseconds(1)), d::duration_kind::positive);
+  EXPECT_EQ(d::classify(std::chrono::hours(24 * 365)), d::duration_kind::positive);
+  EXPECT_EQ(d::classify(fp_seconds(inf)), d::duration_kind::too_long);
+  // hours::max() is far beyond what nanoseconds in 64 bits hold (~292 years):
+  // a duration_cast of it would overflow.
+  EXPECT_EQ(d::classify(std::chrono::hours::max()), d::duration_kind::too_long);
+  EXPECT_EQ(d::classify(clock_duration::max()), d::duration_kind::too_long);
+  EXPECT_EQ(d::classify(std::chrono::hours(24 * 365 * 300)), d::duration_kind::too_long);
+}
+
+TEST(Duration, ConversionRoundsUpSoAWaitIsNeverShort) {
+  EXPECT_EQ(d::to_clock_duration(picoseconds(1)), std::chrono::nanoseconds(1));
+  EXPECT_EQ(d::to_clock_duration(picoseconds(1001)), std::chrono::nanoseconds(2));
+  EXPECT_EQ(d::to_clock_duration(fp_nanoseconds(1.5)), std::chrono::nanoseconds(2));
+  EXPECT_EQ(d::to_clock_duration(fp_nanoseconds(1e-300)), std::chrono::nanoseconds(1));
+  EXPECT_EQ(d::to_clock_duration(std::chrono::milliseconds(3)), std::chrono::nanoseconds(3'000'000));
+  EXPECT_EQ(d::to_clock_duration(fp_seconds(0.25)), std::chrono::nanoseconds(250'000'000));
+}
+
+TEST(Duration, ConversionSaturatesAndMapsRefusedValuesToZero) {
+  EXPECT_EQ(d::to_clock_duration(std::chrono::hours::max()), clock_duration::max());
+  EXPECT_EQ(d::to_clock_duration(fp_seconds(std::numeric_limits<double>::infinity())), clock_duration::max());
+  EXPECT_EQ(d::to_clock_duration(fp_seconds(std::numeric_limits<double>::quiet_NaN())), clock_duration::zero());
+  EXPECT_EQ(d::to_clock_duration(std::chrono::seconds(-5)), clock_duration::zero());
+  EXPECT_EQ(d::to_clock_duration(std::chrono::seconds(0)), clock_duration::zero());
+}
+
+TEST(Duration, SaturatingAddStopsAtTheLastTimePoint) {
+  const time_point t{std::chrono::seconds(100)};
+  EXPECT_EQ(d::saturating_add(t, std::chrono::seconds(1)), time_point{std::chrono::seconds(101)});
+  EXPECT_EQ(d::saturating_add(t, clock_duration::zero()), t);
+  EXPECT_EQ(d::saturating_add(t, std::chrono::seconds(-1)), t);  // never moves back
+  EXPECT_EQ(d::saturating_add(t, clock_duration::max()), time_point::max());
+  EXPECT_EQ(d::saturating_add(time_point::max(), std::chrono::nanoseconds(1)), time_point::max());
+  // Exactly up to the last time point, and one past it.
+  const clock_duration room = time_point::max() - t;
+  EXPECT_EQ(d::saturating_add(t, room - std::chrono::nanoseconds(1)), time_point::max() - std::chrono::nanoseconds(1));
+  EXPECT_EQ(d::saturating_add(t, room), time_point::max());
+}
+
+}  // namespace
