@@ -57,10 +57,8 @@ namespace detail {
 /// GCC warns about it (-Wnonnull-compare), which -Werror turns into an
 /// error in the caller's build.
 template <typename F>
-[[nodiscard]] constexpr bool is_empty_callable(const F& f) noexcept {
-  if constexpr (std::is_function_v<F>) {
-    return false;
-  } else if constexpr (nullable_callable<F>) {
+[[nodiscard]] constexpr bool is_empty_callable([[maybe_unused]] const F& f) noexcept {
+  if constexpr (!std::is_function_v<F> && nullable_callable<F>) {
     return f == nullptr;
   } else {
     return false;

@@ -81,7 +81,7 @@ class spawn_root final : public coro_waiter {
     std::exception_ptr failure;
     void* pool;
     report_fn report;
-    void operator()() const { std::rethrow_exception(failure); }
+    [[noreturn]] void operator()() const { std::rethrow_exception(failure); }
     void cancel() noexcept { report(pool, failure); }
   };
 

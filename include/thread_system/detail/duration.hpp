@@ -26,9 +26,14 @@ template <typename Rep, typename Period>
 [[nodiscard]] constexpr duration_kind classify(std::chrono::duration<Rep, Period> d) noexcept {
   using clock_duration = std::chrono::steady_clock::duration;
   if constexpr (std::is_floating_point_v<Rep>) {
-    // NaN is the one value unequal to itself (written so to keep <cmath>
-    // out of every header that takes a duration).
-    if (d.count() != d.count()) return duration_kind::nan;
+    // Without <cmath> (kept out of every header that takes a duration), and
+    // without comparing the value with itself, which users' -Wfloat-equal
+    // would flag: GCC's and Clang's builtin, usable in constant expressions.
+#if defined(__GNUC__) || defined(__clang__)
+    if (__builtin_isnan(d.count())) return duration_kind::nan;
+#else
+    if (d.count() != d.count()) return duration_kind::nan;  // NOLINT(misc-redundant-expression): NaN only
+#endif
   }
   if (d < d.zero()) return duration_kind::negative;
   if (d == d.zero()) return duration_kind::zero;

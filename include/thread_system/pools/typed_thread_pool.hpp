@@ -227,7 +227,7 @@ class typed_thread_pool_t : public detail::pool_front {
     if (!fn) return make_error(error_code::invalid_argument, "typed_thread_pool '" + get_name() + "': empty job");
     return detail::refuse_if_out_of_memory([&]() -> result<void> {
       auto rank = routable_rank(type);
-      if (!rank) return unexpected_error(rank.error());
+      if (!rank) return unexpected_error{rank.error()};
       return push_rank(*rank, std::move(fn));
     });
   }
@@ -237,7 +237,7 @@ class typed_thread_pool_t : public detail::pool_front {
   result<void> enqueue(std::unique_ptr<typed_job_t<T>> j) {
     const T type = j ? j->type() : T{};
     auto fn = typed_job_t<T>::to_job_function(std::move(j), "typed_thread_pool::enqueue");
-    if (!fn) return unexpected_error(fn.error());
+    if (!fn) return unexpected_error{fn.error()};
     return enqueue(type, std::move(*fn));
   }
 
@@ -251,7 +251,7 @@ class typed_thread_pool_t : public detail::pool_front {
   template <typename R>
   result<void> enqueue_range(T type, R&& callables) {
     auto rank = routable_rank(type);
-    if (!rank) return unexpected_error(rank.error());
+    if (!rank) return unexpected_error{rank.error()};
     std::vector<job_function> batch = detail::to_job_batch(std::forward<R>(callables));
     for (const auto& fn : batch) {
       if (!fn) return make_error(error_code::invalid_argument, "typed_thread_pool::enqueue_batch: empty job in batch");
@@ -435,7 +435,7 @@ class typed_thread_pool_t : public detail::pool_front {
         return make_error(error_code::invalid_argument, "typed_thread_pool: the worker already belongs to a pool");
       }
       auto mask = ranks_.mask_of(w->responsibilities_, get_name());
-      if (!mask) return unexpected_error(mask.error());
+      if (!mask) return unexpected_error{mask.error()};
       masks.push_back(*mask);
     }
     std::vector<std::unique_ptr<thread_worker>> base;
@@ -511,7 +511,7 @@ class typed_thread_pool_t : public detail::pool_front {
   result<timer_handle> with_timers(T type, Build&& build) {
     return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
       auto rank = routable_rank(type);
-      if (!rank) return unexpected_error(rank.error());
+      if (!rank) return unexpected_error{rank.error()};
       return add_timer(
           "typed_thread_pool", [this](job_function&& fn, timer_route r) { return push_rank(r.id, std::move(fn)); },
           build(timer_route{static_cast<std::uint32_t>(*rank)}));

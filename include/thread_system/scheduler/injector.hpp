@@ -49,7 +49,7 @@ inline constexpr std::uint8_t kind_bits = 0x7f;
 }
 /// `tag` with its kind bits set to rank + 1 and the core's bit kept.
 [[nodiscard]] constexpr std::uint8_t with_rank(std::uint8_t tag, std::size_t rank) noexcept {
-  return static_cast<std::uint8_t>((tag & ~kind_bits) | (rank + 1));
+  return static_cast<std::uint8_t>(static_cast<std::size_t>(tag & holds_room) | (rank + 1));
 }
 /// The rank a typed injector stored in `tag` (its kind must not be 0).
 [[nodiscard]] constexpr unsigned rank(std::uint8_t tag) noexcept { return kind(tag) - 1u; }

@@ -206,9 +206,12 @@ template <typename Rep, typename Period>
       return make_error(error_code::invalid_argument, std::string("timer_queue: the ") + what + " is not a number");
     case duration_kind::negative:
       return make_error(error_code::invalid_argument, std::string("timer_queue: negative ") + what);
-    default:
+    case duration_kind::zero:
+    case duration_kind::positive:
+    case duration_kind::too_long:  // saturates to "never"
       return {};
   }
+  return {};
 }
 
 // Now plus `d` on the steady clock, saturating at time_point::max() ("never").
@@ -261,10 +264,13 @@ template <typename Duration, typename F>
       case duration_kind::negative:
         // Before the clock's epoch: long past, so due at once.
         return make_timer(route, clock::time_point{}, clock::duration::zero(), std::forward<F>(f));
-      default:
-        return make_timer(route, clock::time_point{to_clock_duration(since_epoch)}, clock::duration::zero(),
-                          std::forward<F>(f));
+      case duration_kind::zero:
+      case duration_kind::positive:
+      case duration_kind::too_long:  // saturates to time_point::max(): never
+        break;
     }
+    return make_timer(route, clock::time_point{to_clock_duration(since_epoch)}, clock::duration::zero(),
+                      std::forward<F>(f));
   });
 }
 
@@ -281,7 +287,8 @@ template <typename Rep1, typename Period1, typename Rep2, typename Period2, type
       case duration_kind::negative:
       case duration_kind::zero:
         return make_error(error_code::invalid_argument, "timer_queue: the period must be positive");
-      default:
+      case duration_kind::positive:
+      case duration_kind::too_long:  // saturates: fires once
         break;
     }
     const clock::duration p = to_clock_duration(period);
