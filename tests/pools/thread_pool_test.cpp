@@ -43,7 +43,7 @@ ts::result<void> named_seed_callback() {
 }  // namespace
 
 TEST(ThreadPool, AFunctionNamedDirectlyIsAcceptedByEveryEntryPoint) {
-  named_function_runs.store(0);
+  named_function_runs.store(0, std::memory_order_relaxed);  // relaxed: no job runs yet
   ts::thread_pool pool{2, ts::test::pool_opts()};
   ASSERT_TRUE(pool.enqueue(named_function));
   ASSERT_TRUE(pool.enqueue(ts::cancellation_token{}, named_function));
@@ -61,21 +61,21 @@ TEST(ThreadPool, AFunctionNamedDirectlyIsAcceptedByEveryEntryPoint) {
   auto timer = pool.schedule_after(std::chrono::milliseconds(0), named_function);
   ASSERT_TRUE(timer);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (named_function_runs.load() < 8 && std::chrono::steady_clock::now() < deadline) {
+  while (named_function_runs.load(std::memory_order_relaxed) < 8 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   pool.wait_idle();
-  EXPECT_EQ(named_function_runs.load(), 8);
+  EXPECT_EQ(named_function_runs.load(std::memory_order_relaxed), 8);  // relaxed: after wait_idle(), which orders it
 
   ts::typed_thread_pool typed{1};
   ASSERT_TRUE(typed.enqueue(ts::job_types::Batch, named_function));
   EXPECT_EQ(typed.submit(ts::job_types::Batch, named_answer).get(), 42);
   ASSERT_TRUE(typed.schedule_after(ts::job_types::Batch, std::chrono::milliseconds(0), named_function));
-  while (named_function_runs.load() < 10 && std::chrono::steady_clock::now() < deadline) {
+  while (named_function_runs.load(std::memory_order_relaxed) < 10 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   typed.wait_idle();
-  EXPECT_EQ(named_function_runs.load(), 10);
+  EXPECT_EQ(named_function_runs.load(std::memory_order_relaxed), 10);  // relaxed: after wait_idle()
 }
 
 TEST(ThreadPool, ConciseEnqueueAndWaitIdle) {
