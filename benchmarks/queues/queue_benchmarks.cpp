@@ -56,6 +56,7 @@
 #include <malloc.h>
 #endif
 
+#include "../workloads.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/detail/config.hpp"
 #include "thread_system/queues/bounded_queue.hpp"
@@ -530,7 +531,7 @@ void bm_contention(benchmark::State& state) {
 }
 
 // ---------------------------------------------------------------------------
-// Memory per queued job: VmRSS before constructing the queue and after
+// Memory per queued job: resident memory (bench::resident_bytes) before constructing the queue and after
 // filling it with `count` tiny jobs; (after - before) / count. So it includes
 // the queue's own structures (bounded_queue: a ring of exactly bit_ceil(count)
 // cells, allocated up front; job_queue: its doubled ring). malloc_trim(0)
@@ -539,15 +540,6 @@ void bm_contention(benchmark::State& state) {
 // 1K jobs the figure is coarse (+-4096/count bytes per page); trust 10K and
 // 100K. One iteration per run; use repetitions for a spread.
 // ---------------------------------------------------------------------------
-double rss_bytes() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) * 1024.0;  // "VmRSS:  1234 kB"
-  }
-  return 0.0;
-}
-
 void release_free_memory() {
 #if defined(__GLIBC__)
   malloc_trim(0);
@@ -560,7 +552,7 @@ void bm_memory(benchmark::State& state) {
   double bytes_per_job = 0;
   for (auto _ : state) {
     release_free_memory();
-    const double before = rss_bytes();
+    const double before = thread_system::bench::resident_bytes();
     const auto start = clock_type::now();
     {
       auto queue = std::make_unique<A>(count);
@@ -569,7 +561,7 @@ void bm_memory(benchmark::State& state) {
       }
       const auto stop = clock_type::now();
       release_free_memory();
-      const double after = rss_bytes();
+      const double after = thread_system::bench::resident_bytes();
       bytes_per_job = (after - before) / static_cast<double>(count);
       benchmark::DoNotOptimize(queue.get());
       state.SetIterationTime(seconds_between(start, stop));

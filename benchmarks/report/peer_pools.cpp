@@ -22,15 +22,15 @@
 //       (their wake-up is inside the timed region).
 //   latency/<lib>/workers:W          submit->start on an idle pool (p50/p95/p99/max ns)
 //   create/<lib>/workers:W           construct + start + stop/join (own-thread pools only)
-//   memory_per_worker/<lib>/workers:W  VmRSS delta / W with all W threads alive (stacks included)
+//   memory_per_worker/<lib>/workers:W  RSS delta / W with all W threads alive (stacks included)
 //   idle_cpu/<lib>/workers:W         CPU% of the whole process over 0.5 s with an idle pool
-//   queued_bytes/<lib>/jobs:N        VmRSS delta / N with N jobs queued behind a blocked worker
+//   queued_bytes/<lib>/jobs:N        RSS delta / N with N jobs queued behind a blocked worker
 //   long_jobs/<lib>/job_us:J/workers:W  W x 4 jobs of J us (1 ms, 10 ms): efficiency against
 //       the ideal J x 4 and the workers' CPU; the caller sleeps on the count
 //   million/<lib>/workers:W          1 000 000 empty jobs from one producer: wall time and the
 //       CPU of the process minus the submitting thread's (the workers')
 //   startup/<lib>/workers:W          construct -> first job started, -> all W workers in a job
-//   startup_memory/<lib>/workers:8   VmRSS delta and time at each start-up stage (created, first
+//   startup_memory/<lib>/workers:8   RSS delta and time at each start-up stage (created, first
 //       job, all workers in a job, after 100 000 jobs)
 //   alloc_jobs/<lib>/bytes:B/workers:W  jobs that malloc B bytes, touch each page, free; jobs/s
 //       and the p50/p99 run time of a sampled job
@@ -39,6 +39,8 @@
 // (smoke | quick | full, default quick); scripts/report.py sets it. Memory,
 // start-up memory, idle CPU and queued bytes are meant to run one benchmark per process (the
 // driver does that), so threads and heap left by earlier runs do not count.
+// RSS is read from /proc/self/smaps_rollup (bench::resident_bytes): VmRSS is
+// approximate on current kernels.
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -99,21 +101,6 @@ bool wait_for_count_for(const counter_t& counter, std::uint64_t target, std::chr
     std::this_thread::yield();
   }
   return true;
-}
-
-/// VmRSS of this process in bytes (0 when /proc is unavailable).
-double rss_bytes() {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  while (status >> key) {
-    if (key == "VmRSS:") {
-      double kib = 0;
-      status >> kib;
-      return kib * 1024.0;
-    }
-    status.ignore(4096, '\n');
-  }
-  return 0;
 }
 
 void trim_heap() {
@@ -435,15 +422,28 @@ void bm_memory_per_worker(benchmark::State& state, std::size_t workers) {
     // and is destroyed, so its code pages and one-time initialisation are
     // resident before the measurement (they are not per worker). Not for
     // oneTBB: its first pool starts the process-wide thread pool it reuses.
+    // The warm job is the measured job: it blocks on a gate the caller opens
+    // after it started, so the sleeping and waking code of the gate is
+    // resident too (otherwise its first use, in the measured pool, counted a
+    // page of libc code per fault-around, divided by W, for every library).
     P warm(1);
+    gate warm_gate;
+    counter_t warm_started{0};
     counter_t ran{0};
-    warm.submit([&ran] { ran.fetch_add(1, std::memory_order_release); });  // pairs with wait_for_count
+    warm.submit([&] {
+      warm_started.fetch_add(1, std::memory_order_acq_rel);  // pairs with wait_for_count
+      warm_gate.wait();
+      ran.fetch_add(1, std::memory_order_release);  // pairs with wait_for_count
+    });
+    wait_for_count(warm_started, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // let it block (not required)
+    warm_gate.release();
     wait_for_count(ran, 1);
     settle(warm);
   }
   for (auto _ : state) {
     trim_heap();
-    const double before = rss_bytes();
+    const double before = tb::resident_bytes();
     auto pool = std::make_unique<P>(workers);
     gate g;
     counter_t started{0};
@@ -456,11 +456,11 @@ void bm_memory_per_worker(benchmark::State& state, std::size_t workers) {
       });
     }
     all_started = wait_for_count_for(started, workers, std::chrono::seconds(5));
-    const double after = rss_bytes();
+    const double after = tb::resident_bytes();
     g.release();
     wait_for_count(finished, started.load(std::memory_order_seq_cst));  // seq_cst: pairs with the writers' RMW/store
     std::this_thread::sleep_for(std::chrono::milliseconds(50));         // the workers go idle (park)
-    idle_pool = rss_bytes() - before;
+    idle_pool = tb::resident_bytes() - before;
     pool.reset();
     per_worker = (after - before) / static_cast<double>(workers);
   }
@@ -499,9 +499,9 @@ void bm_queued_bytes(benchmark::State& state, std::uint64_t jobs) {
     });
     wait_for_count(started, 1);
     trim_heap();
-    const double before = rss_bytes();
+    const double before = tb::resident_bytes();
     for (std::uint64_t i = 0; i < jobs; ++i) pool.submit([&done] { done.fetch_add(1, std::memory_order_release); });
-    const double after = rss_bytes();
+    const double after = tb::resident_bytes();
     g.release();
     wait_for_count(done, jobs);
     per_job = (after - before) / static_cast<double>(jobs);
@@ -639,7 +639,7 @@ void bm_startup(benchmark::State& state, std::size_t workers) {
   state.counters["workers"] = static_cast<double>(workers);
 }
 
-/// The guides' start-up memory profile: VmRSS (minus VmRSS before the
+/// The guides' start-up memory profile: RSS (minus RSS before the
 /// constructor's call) and time since that call at each stage: the
 /// constructor returned; the first job ran; all W workers are inside a job at
 /// once; 100 000 empty jobs later (steady state). One iteration per process.
@@ -649,11 +649,11 @@ void bm_startup_memory(benchmark::State& state, std::size_t workers) {
   bool timed_out = false;
   for (auto _ : state) {
     trim_heap();
-    const double before = rss_bytes();
+    const double before = tb::resident_bytes();
     const std::uint64_t t0 = tb::now_ns();
     auto stage = [&](const char* name) {
       const double elapsed = static_cast<double>(tb::now_ns() - t0);
-      state.counters[std::string(name) + "_rss"] = rss_bytes() - before;
+      state.counters[std::string(name) + "_rss"] = tb::resident_bytes() - before;
       state.counters[std::string(name) + "_ns"] = elapsed;
     };
     auto pool = std::make_unique<P>(workers);
@@ -817,17 +817,17 @@ void omp_memory_per_worker(benchmark::State& state, std::size_t workers) {
   double idle_pool = 0;
   for (auto _ : state) {
     trim_heap();
-    const double before = rss_bytes();
+    const double before = tb::resident_bytes();
     double after = 0;
 #pragma omp parallel num_threads(static_cast<int>(workers))
     {
 #pragma omp barrier
 #pragma omp master
-      after = rss_bytes();
+      after = tb::resident_bytes();
 #pragma omp barrier
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the team goes idle
-    idle_pool = rss_bytes() - before;
+    idle_pool = tb::resident_bytes() - before;
     per_worker = (after - before) / static_cast<double>(workers);
   }
   state.counters["rss_per_worker_bytes"] = per_worker;

@@ -323,10 +323,13 @@ def table_memory(ctx, out):
     out.append("## Memory usage\n")
     out.append("Mirrors the seed's *Memory Usage by Configuration* (its *Memory Allocation Impact* is the table of jobs that allocate). Each figure comes "
                "from its own process (threads and heap left by other benchmarks do not count). **RSS per worker**: "
-               "VmRSS after creating a pool of N threads with all N running a job (malloc_trim first) minus VmRSS "
-               "before, divided by N — thread stacks (the touched pages) and per-thread malloc arenas are included. Pools "
+               "resident memory (RSS, from /proc/self/smaps_rollup, a walk of the page tables; VmRSS is approximate on "
+               "current kernels) after creating a pool of N threads with all N running a job (malloc_trim first) minus "
+               "RSS before, divided by N — thread stacks (the touched pages) and per-thread malloc arenas are included. Pools "
                "that own their threads are warmed up first (a 1-worker pool of the same library runs a job and is "
-               "destroyed), so code pages and one-time initialisation are not counted per worker. "
+               "destroyed; its job blocks on the same kind of gate as the measured jobs), so code pages and one-time "
+               "initialisation are not counted per worker. A glibc thread touches two pages of its stack (8 KiB) "
+               "before it runs a job: the floor for every library that owns its threads. "
                "oneTBB's arena and OpenMP's team come from a process-wide pool created on first use, so their "
                "figure is the first use. Ratio: > 1 means the peer uses less.\n")
     libs = present_libs(runs, "memory_per_worker")
@@ -338,8 +341,8 @@ def table_memory(ctx, out):
                           "{w} workers", "RSS per worker")
 
     out.append("### Whole pool, idle\n")
-    out.append("The guides' claim: an idle pool of N workers takes under 1 MB. VmRSS of the same process 50 ms after "
-               "the N jobs above finished (the workers idle, their stacks touched) minus VmRSS before the pool was "
+    out.append("The guides' claim: an idle pool of N workers takes under 1 MB. RSS of the same process 50 ms after "
+               "the N jobs above finished (the workers idle, their stacks touched) minus RSS before the pool was "
                "created: the pool object, its queues, its threads' stacks and malloc arenas. Ratio: > 1 means the "
                "peer uses less.\n")
     libs = present_libs(runs, "memory_per_worker")
@@ -350,7 +353,7 @@ def table_memory(ctx, out):
                           "{w} workers, idle pool", "whole idle pool")
 
     out.append("### Bytes per queued job\n")
-    out.append("100 000 empty jobs (an 8-byte capture) queued behind the only worker, which is blocked; VmRSS delta / "
+    out.append("100 000 empty jobs (an 8-byte capture) queued behind the only worker, which is blocked; RSS delta / "
                "100 000 (includes the queue's own growth). Thread System packs such a job into 24 bytes of its "
                "injector's storage, a list of 32 KiB segments that grows one segment at a time and copies nothing, "
                "so the figure is the jobs' own bytes plus at most a segment; the bare queue's figure is in the "

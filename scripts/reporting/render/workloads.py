@@ -166,7 +166,7 @@ STARTUP_STAGES = (("created", "constructor returned"), ("first_job", "first job 
 def table_startup_memory(ctx, out):
     runs = ctx.runs
     out.append("## Start-up memory profile\n")
-    out.append("Mirrors the guides' *Start-up Memory Profile*. One process per figure: VmRSS minus VmRSS before the "
+    out.append("Mirrors the guides' *Start-up Memory Profile*. One process per figure: RSS (smaps_rollup) minus RSS before the "
                "constructor's call (malloc_trim first), and the time since that call, at each stage. Jobs are "
                "submitted right after construction; the 100 000 empty jobs come from one producer as fast as it can "
                "submit them, so queue growth is in the last row. Only pools that own their threads. Cells: median "
