@@ -24,6 +24,45 @@ TEST(WorkStealingDeque, OwnerPopsNewestFirst) {
   EXPECT_FALSE(d.pop(v));
 }
 
+// Many growths (2 -> 65536, fifteen rings kept alive behind the newest):
+// every element survives each copy, and the rings are freed with the deque
+// (ASan/LSan check that).
+TEST(WorkStealingDeque, GrowsByDoublingAndKeepsEveryElement) {
+  ts::work_stealing_deque<std::uint32_t> d(2);
+  EXPECT_EQ(d.capacity(), 2U);
+  constexpr std::uint32_t n = 1U << 16;
+  for (std::uint32_t i = 0; i < n; ++i) d.push(i);
+  EXPECT_EQ(d.capacity(), n);
+  auto oldest = d.steal();
+  ASSERT_TRUE(oldest);
+  EXPECT_EQ(oldest.value, 0U);
+  std::uint32_t v = 0;
+  for (std::uint32_t i = n - 1; i >= 1; --i) {
+    ASSERT_TRUE(d.pop(v));
+    ASSERT_EQ(v, i);
+  }
+  EXPECT_FALSE(d.pop(v));
+}
+
+// reserve(n) makes room for n more pushes at once (growing as often as it
+// must) and keeps what is there; room() says how many pushes fit.
+TEST(WorkStealingDeque, ReserveMakesRoomAndKeepsTheElements) {
+  ts::work_stealing_deque<int> d(4);
+  for (int i = 0; i < 3; ++i) d.push(i);
+  EXPECT_EQ(d.room(), 1U);
+  ASSERT_TRUE(d.reserve(100));
+  EXPECT_GE(d.room(), 100U);
+  EXPECT_EQ(d.capacity(), 128U) << "the smallest power of two that holds 103";
+  EXPECT_EQ(d.size_approx(), 3U);
+  ASSERT_TRUE(d.reserve(1)) << "room already there: nothing to do";
+  EXPECT_EQ(d.capacity(), 128U);
+  for (int i = 0; i < 3; ++i) {
+    auto r = d.steal();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r.value, i);
+  }
+}
+
 TEST(WorkStealingDeque, ThiefTakesOldestFirst) {
   ts::work_stealing_deque<int> d;
   for (int i = 1; i <= 5; ++i) d.push(i);

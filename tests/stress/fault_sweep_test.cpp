@@ -45,6 +45,7 @@
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/pools/typed_thread_pool.hpp"
 #include "thread_system/queues/lockfree_queue.hpp"
+#include "thread_system/queues/work_stealing_deque.hpp"
 #include "thread_system/sync/cancellation.hpp"
 
 namespace ts = thread_system;
@@ -446,4 +447,49 @@ TEST(JobNodePool, AFullListThatCannotGrowHandsNodesToTheSharedList) {
   for (std::size_t i = 0; i < pool_t::refill_step; ++i) back.insert(thief.allocate());
   EXPECT_EQ(back, std::set<ts::detail::job_node*>(taken.begin(), taken.end())) << "every node came back, none was lost";
   for (auto* n : back) other.release(n);
+}
+
+// A worker's deque costs its ring and nothing else until it grows: the
+// rings it replaces are kept through the rings themselves, not in a list
+// reserved beside them (a 512-byte vector per worker before).
+TEST(WorkStealingDequeMemory, AnIdleDequeAllocatesOnlyItsRing) {
+  fault::arm(0);  // count, fail none
+  { ts::work_stealing_deque<int> deque(64); }
+  const std::uint64_t allocations = fault::disarm();
+  EXPECT_EQ(allocations, 2U) << "the ring's header and its slots";
+}
+
+// Growing when no memory is left changes nothing: reserve() says false,
+// push() throws std::bad_alloc, and every element is still there, in order,
+// for the owner and for a thief.
+TEST(WorkStealingDequeMemory, AGrowthThatCannotAllocateChangesNothing) {
+  ts::work_stealing_deque<int> deque(4);
+  for (int i = 0; i < 8; ++i) deque.push(i);  // grows once, 4 -> 8, and is full
+  ASSERT_EQ(deque.capacity(), 8U);
+  bool reserved = true;
+  bool threw = false;
+  std::thread owner_thread([&] {
+    fault::tl_fail_all = true;  // every allocation of this thread fails
+    reserved = deque.reserve(1);
+    try {
+      deque.push(8);
+    } catch (const std::bad_alloc&) {
+      threw = true;
+    }
+    fault::tl_fail_all = false;
+  });
+  owner_thread.join();
+  EXPECT_FALSE(reserved);
+  EXPECT_TRUE(threw);
+  EXPECT_EQ(deque.capacity(), 8U);
+  EXPECT_EQ(deque.size_approx(), 8U);
+  auto stolen = deque.steal();  // the oldest
+  ASSERT_TRUE(stolen);
+  EXPECT_EQ(stolen.value, 0);
+  for (int expected = 7; expected >= 1; --expected) {  // the owner pops newest first
+    int out = -1;
+    ASSERT_TRUE(deque.pop(out));
+    EXPECT_EQ(out, expected);
+  }
+  EXPECT_TRUE(deque.empty_approx());
 }

@@ -28,7 +28,6 @@
 #include <cstdint>
 #include <memory>
 #include <type_traits>
-#include <vector>
 
 #include "thread_system/core/concepts.hpp"
 #include "thread_system/detail/chaos.hpp"
@@ -58,11 +57,8 @@ class work_stealing_deque {
   explicit work_stealing_deque(std::size_t initial_capacity = 256) {
     std::size_t cap = 2;
     while (cap < initial_capacity) cap *= 2;
-    // Room for every ring the deque can ever own (each doubles the last),
-    // so that growing allocates only the ring itself.
-    rings_.reserve(64);
-    rings_.push_back(std::make_unique<ring>(cap));
-    ring_.store(rings_.back().get(), std::memory_order_relaxed);  // before any other thread sees the deque
+    newest_ = std::make_unique<ring>(cap);
+    ring_.store(newest_.get(), std::memory_order_relaxed);  // before any other thread sees the deque
   }
   /// Not copyable.
   work_stealing_deque(const work_stealing_deque&) = delete;
@@ -175,13 +171,19 @@ class work_stealing_deque {
     }
     std::size_t mask;
     std::unique_ptr<std::atomic<T>[]> slots;
+    // The ring this one replaced, kept alive (a thief may still read it)
+    // until the deque is destroyed. A list through the rings rather than a
+    // vector beside them: growing allocates only the new ring, and an idle
+    // deque costs one ring (no reserved list; at most ~60 links).
+    std::unique_ptr<ring> older;
   };
 
   ring* grow(ring* old, std::int64_t t, std::int64_t b) {
     auto bigger = std::make_unique<ring>((old->mask + 1) * 2);
     for (std::int64_t i = t; i < b; ++i) bigger->put(i, old->get(i));
     ring* raw = bigger.get();
-    rings_.push_back(std::move(bigger));          // old rings stay alive: thieves may still read them
+    bigger->older = std::move(newest_);           // old rings stay alive: thieves may still read them
+    newest_ = std::move(bigger);                  // nothing above throws once the ring is allocated
     ring_.store(raw, std::memory_order_release);  // pairs with the acquire in steal()
     return raw;
   }
@@ -191,7 +193,7 @@ class work_stealing_deque {
   alignas(64) std::atomic<std::int64_t> top_{0};
   alignas(64) std::atomic<std::int64_t> bottom_{0};
   alignas(64) std::atomic<ring*> ring_{nullptr};
-  std::vector<std::unique_ptr<ring>> rings_;  // owner-only
+  std::unique_ptr<ring> newest_;  // owner-only; owns every ring through ring::older
 };
 
 }  // namespace thread_system
