@@ -1,5 +1,7 @@
-// task<T>, schedule(), sleep_for(), when_all(), sync_wait(), spawn() and
-// co_await on a future (include/thread_system/coro/task.hpp).
+// task<T>, schedule(), sync_wait(), co_await on a future, a task's token,
+// stop() with suspended tasks and the typed pool's schedule()/sleep_for()
+// (include/thread_system/coro/task.hpp). when_all, spawn and sleep_for have
+// their own files.
 #include "thread_system/coro/task.hpp"
 
 #include <gtest/gtest.h>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "../support/test_support.hpp"
+#include "coro_test_support.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/pools/typed_thread_pool.hpp"
 #include "thread_system/sync/wait_group.hpp"
@@ -22,52 +25,8 @@ namespace thread_system {
 namespace {
 
 using namespace std::chrono_literals;
+using namespace coro_test;
 using test::scaled;
-
-// Counts live frames of a test's tasks through a local's lifetime.
-struct frame_probe {
-  std::atomic<int>* live;
-  // relaxed: read after stop()/sync_wait()/a join, which order it.
-  explicit frame_probe(std::atomic<int>* l) : live(l) { live->fetch_add(1, std::memory_order_relaxed); }
-  frame_probe(const frame_probe&) = delete;
-  frame_probe& operator=(const frame_probe&) = delete;
-  ~frame_probe() { live->fetch_sub(1, std::memory_order_relaxed); }
-};
-
-// The messages of the failures a pool's error handler received.
-class failure_log {
- public:
-  void attach(thread_pool& pool) {
-    pool.set_error_handler([this](const std::exception_ptr& e) {
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& ex) {
-        std::lock_guard lock(mutex_);
-        messages_.emplace_back(ex.what());
-      }
-    });
-  }
-  std::vector<std::string> messages() const {
-    std::lock_guard lock(mutex_);
-    return messages_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<std::string> messages_;
-};
-
-task<int> value_of(int v) { co_return v; }
-
-task<int> on_pool(thread_pool& pool, int v) {
-  co_await pool.schedule();
-  co_return v;
-}
-
-task<void> throws_after_schedule(thread_pool& pool) {
-  co_await pool.schedule();
-  throw std::runtime_error("boom");
-}
 
 TEST(Task, SyncWaitReturnsTheValueAndRethrows) {
   EXPECT_EQ(sync_wait(value_of(7)), 7);
@@ -339,142 +298,6 @@ TEST(Task, AwaitingAFutureResumesWithItsValueOrException) {
   EXPECT_EQ(sync_wait(t(pool)), 42);
 }
 
-TEST(WhenAll, ResultsInOrderAndChildrenRunInParallel) {
-  thread_pool pool{2};
-  auto child = [](thread_pool& p, int v, std::atomic<int>& running, std::atomic<int>& peak) -> task<int> {
-    co_await p.schedule();
-    // relaxed throughout: counters read by this test only, no data published with them.
-    const int now = running.fetch_add(1, std::memory_order_relaxed) + 1;
-    int seen = peak.load(std::memory_order_relaxed);
-    while (seen < now && !peak.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
-    }
-    // Hold the worker until the other child has started too (or give up
-    // after a while: the count below then says so).
-    const auto give_up = std::chrono::steady_clock::now() + 60s;
-    while (peak.load(std::memory_order_relaxed) < 2 && std::chrono::steady_clock::now() < give_up) {
-      std::this_thread::sleep_for(1ms);
-    }
-    running.fetch_sub(1, std::memory_order_relaxed);
-    co_return v;
-  };
-  std::atomic<int> running{0};
-  std::atomic<int> peak{0};
-  auto parent = [&](thread_pool& p) -> task<std::tuple<int, int, std::monostate>> {
-    co_await p.schedule();
-    auto nothing = [](thread_pool& q) -> task<void> { co_await q.schedule(); };
-    co_return co_await when_all(child(p, 1, running, peak), child(p, 2, running, peak), nothing(p));
-  };
-  auto [a, b, c] = sync_wait(parent(pool));
-  (void)c;
-  EXPECT_EQ(a, 1);
-  EXPECT_EQ(b, 2);
-  EXPECT_EQ(peak.load(std::memory_order_relaxed), 2);  // sync_wait's return orders it
-}
-
-TEST(WhenAll, RethrowsTheFirstFailureAfterAllFinished) {
-  thread_pool pool{2};
-  std::atomic<int> finished{0};
-  auto child = [](thread_pool& p, int i, std::atomic<int>& done) -> task<int> {
-    co_await p.schedule();
-    if (i == 1) {
-      std::this_thread::sleep_for(20ms);
-      done.fetch_add(1);
-      throw std::runtime_error("first");
-    }
-    if (i == 3) {
-      done.fetch_add(1);
-      throw std::logic_error("second");
-    }
-    std::this_thread::sleep_for(10ms);
-    done.fetch_add(1);
-    co_return i;
-  };
-  auto parent = [&](thread_pool& p) -> task<void> {
-    std::vector<task<int>> children;
-    for (int i = 0; i < 5; ++i) children.push_back(child(p, i, finished));
-    (void)co_await when_all(std::move(children));
-  };
-  EXPECT_THROW(sync_wait(parent(pool)), std::runtime_error);
-  EXPECT_EQ(finished.load(std::memory_order_relaxed), 5);  // sync_wait's return orders it
-}
-
-TEST(WhenAll, RangeOfValuesAndEmptyRange) {
-  thread_pool pool{2};
-  auto parent = [](thread_pool& p) -> task<int> {
-    std::vector<task<int>> children;
-    for (int i = 0; i < 100; ++i) children.push_back(on_pool(p, i));
-    std::vector<int> got = co_await when_all(std::move(children));
-    int sum = 0;
-    for (int i = 0; i < 100; ++i) sum += got[static_cast<std::size_t>(i)] == i ? 1 : 0;
-    std::vector<int> none = co_await when_all(std::vector<task<int>>{});
-    co_return sum + static_cast<int>(none.size());
-  };
-  EXPECT_EQ(sync_wait(parent(pool)), 100);
-}
-
-task<std::uint64_t> fib(thread_pool& pool, int n) {
-  if (n < 2) co_return static_cast<std::uint64_t>(n);
-  auto [a, b] = co_await when_all(fib(pool, n - 1), fib(pool, n - 2));
-  co_return a + b;
-}
-
-TEST(WhenAll, ForkJoinFibonacci) {
-  thread_pool pool{2};
-  auto root = [](thread_pool& p) -> task<std::uint64_t> {
-    co_await p.schedule();
-    co_return co_await fib(p, 20);
-  };
-  EXPECT_EQ(sync_wait(root(pool)), 6765U);
-}
-
-TEST(Spawn, EverySpawnedTaskRunsExactlyOnce) {
-  thread_pool pool{2};
-  const std::size_t n = scaled(1'000'000);
-  std::vector<std::atomic<std::uint8_t>> runs(n);
-  auto body = [](std::atomic<std::uint8_t>& slot) -> task<void> {
-    slot.fetch_add(1, std::memory_order_relaxed);
-    co_return;
-  };
-  for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(spawn(pool, body(runs[i])));
-  pool.wait_idle();
-  std::size_t wrong = 0;
-  for (auto& r : runs) wrong += r.load(std::memory_order_relaxed) == 1 ? 0 : 1;  // wait_idle() ordered the runs
-  EXPECT_EQ(wrong, 0U);
-  const auto s = pool.get_statistics();
-  EXPECT_EQ(s.accepted, n);
-  EXPECT_EQ(s.executed, n);
-}
-
-TEST(Spawn, AFailureGoesToTheErrorHandlerAndTheFailedCounter) {
-  thread_pool pool{2};
-  failure_log failures;
-  failures.attach(pool);
-  auto body = [](thread_pool& p) -> task<void> {
-    co_await p.schedule();
-    throw std::runtime_error("spawned failure");
-  };
-  ASSERT_TRUE(spawn(pool, body(pool)));
-  pool.wait_idle();
-  const auto s = pool.get_statistics();
-  EXPECT_EQ(s.failed, 1U);
-  EXPECT_EQ(s.accepted, s.executed);
-  EXPECT_EQ(failures.messages(), std::vector<std::string>{"spawned failure"});
-}
-
-TEST(Spawn, OnAStoppedPoolIsRefusedAndTheTaskDestroyed) {
-  thread_pool pool{1};
-  (void)pool.stop();
-  auto probe = std::make_shared<int>(0);
-  auto body = [](std::shared_ptr<int> p) -> task<void> {
-    (void)p;
-    co_return;
-  };
-  auto r = spawn(pool, body(probe));
-  ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().code(), error_code::pool_stopped);
-  EXPECT_EQ(probe.use_count(), 1);
-}
-
 TEST(Cancellation, ATaskSeesItsTokenThroughThisJobAndCancellationPoint) {
   thread_pool pool{1};
   cancellation_source src;
@@ -496,153 +319,6 @@ TEST(Cancellation, ATaskSeesItsTokenThroughThisJobAndCancellationPoint) {
   ASSERT_TRUE(spawn(pool, src.token(), body(pool, src, outcome)));
   pool.wait_idle();
   EXPECT_EQ(outcome.load(), 1);
-}
-
-TEST(Sleep, ResumesOnAWorkerNoEarlierThanTheDelay) {
-  thread_pool pool{2};
-  auto t = [](thread_pool& p) -> task<std::chrono::nanoseconds> {
-    const auto start = std::chrono::steady_clock::now();
-    co_await p.sleep_for(20ms);
-    if (!p.is_worker_thread()) co_return std::chrono::nanoseconds(-1);
-    co_return std::chrono::steady_clock::now() - start;
-  };
-  EXPECT_GE(sync_wait(t(pool)), 20ms);
-  auto until = [](thread_pool& p) -> task<bool> {
-    const auto due = std::chrono::steady_clock::now() + 10ms;
-    co_await p.sleep_until(due);
-    co_return std::chrono::steady_clock::now() >= due;
-  };
-  EXPECT_TRUE(sync_wait(until(pool)));
-}
-
-TEST(Sleep, ACancelledTokenEndsTheSleepEarlyWithCancelled) {
-  thread_pool pool{2};
-  cancellation_source src;
-  std::atomic<int> outcome{0};
-  auto body = [](thread_pool& p, std::atomic<int>& out) -> task<void> {
-    try {
-      co_await p.sleep_for(1h);
-      out.store(2);
-    } catch (const error_exception& e) {
-      out.store(e.code() == error_code::cancelled && p.is_worker_thread() ? 1 : 3);
-    }
-  };
-  ASSERT_TRUE(spawn(pool, src.token(), body(pool, outcome)));
-  std::this_thread::sleep_for(5ms);  // usually asleep by now; either way the outcome is the same
-  src.cancel();
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (outcome.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
-  EXPECT_EQ(outcome.load(), 1);
-  // Already cancelled: does not sleep at all.
-  std::atomic<int> again{0};
-  ASSERT_TRUE(spawn(pool, src.token(), body(pool, again)));
-  pool.wait_idle();
-  EXPECT_EQ(again.load(), 1);  // cancelled before it could suspend: throws at once, on the worker
-}
-
-TEST(Sleep, AWhenAllRightAfterASleepInTheSameResumption) {
-  // The sleep's awaiter is gone once the child returns, while the timer's
-  // run (the resumption) goes on: what when_all reads of the running
-  // resumption must not live in that awaiter.
-  thread_pool pool{2};
-  auto child = [](thread_pool& p) -> task<int> {
-    co_await p.sleep_for(1ms);
-    co_return 1;
-  };
-  auto leaf = []() -> task<int> { co_return 1; };
-  auto parent = [&](thread_pool& p) -> task<int> {
-    co_await p.schedule();
-    const int a = co_await child(p);
-    auto [b, c] = co_await when_all(leaf(), leaf());
-    co_return a + b + c;
-  };
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(sync_wait(parent(pool)), 3);
-}
-
-TEST(Sleep, ATokenCancelWhoseResumptionIsRefusedAbandonsTheTaskSafely) {
-  // The token's callback cancels the timer; the timer's discard pushes the
-  // resumption, the full pool refuses it, and the task is abandoned on this
-  // thread inside that cancel(): nothing may touch the freed frame after.
-  pool_options opts;
-  opts.backpressure = backpressure::reject(1);
-  thread_pool pool{1, opts};
-  cancellation_source src;
-  std::atomic<int> live{0};
-  std::atomic<int> stage{0};
-  auto sleeper = [](thread_pool& p, std::atomic<int>& l, std::atomic<int>& st) -> task<void> {
-    frame_probe alive(&l);
-    st.store(1);
-    co_await p.sleep_for(1h);
-    st.store(2);
-  };
-  ASSERT_TRUE(spawn(pool, src.token(), sleeper(pool, live, stage)));
-  while (pool.get_timer_statistics().scheduled < 1) std::this_thread::sleep_for(1ms);
-  std::atomic<bool> release{false};
-  std::atomic<bool> holding{false};
-  ASSERT_TRUE(pool.enqueue([&] {
-    holding.store(true);
-    while (!release.load()) std::this_thread::sleep_for(1ms);
-  }));
-  while (!holding.load()) std::this_thread::sleep_for(1ms);
-  ASSERT_TRUE(pool.enqueue([] {}));  // the queue is full now
-  src.cancel();
-  EXPECT_EQ(stage.load(), 1);  // never resumed
-  EXPECT_EQ(live.load(), 0);   // abandoned: the frame is gone
-  release.store(true);
-  const auto report = pool.stop();
-  EXPECT_EQ(report.accepted, report.executed + report.cancelled);
-}
-
-TEST(Sleep, AWakeUpTheBoundedPoolRefusesAbandonsTheSleepingTask) {
-  // The documented rule: a wake-up is a job; refused at capacity it is
-  // discarded, and the sleeping task is abandoned (its awaiter sees cancelled).
-  pool_options opts;
-  opts.backpressure = backpressure::reject(1);
-  thread_pool pool{1, opts};
-  std::atomic<bool> release{false};
-  std::atomic<bool> holding{false};
-  ASSERT_TRUE(pool.enqueue([&] {
-    holding.store(true);
-    while (!release.load()) std::this_thread::sleep_for(1ms);
-  }));
-  while (!holding.load()) std::this_thread::sleep_for(1ms);
-  ASSERT_TRUE(pool.enqueue([] {}));  // full: the wake-up will be refused
-  auto body = [](thread_pool& p) -> task<int> {
-    co_await p.sleep_for(5ms);
-    co_return 1;
-  };
-  error_code code = error_code::ok;
-  try {
-    (void)sync_wait(body(pool));
-  } catch (const error_exception& e) {
-    code = e.code();
-  }
-  release.store(true);  // only now: the worker is held until the sleep was refused
-  EXPECT_EQ(code, error_code::cancelled);
-  (void)pool.stop();
-}
-
-TEST(Spawn, AFailureWhoseReportJobIsDiscardedStillReachesTheErrorHandler) {
-  // The task fails on another pool, so its failure is pushed to its own pool
-  // as a job; that job, discarded by stop(cancel_pending), reports it.
-  thread_pool a{1};
-  thread_pool b{1};
-  failure_log failures;
-  failures.attach(a);
-  std::atomic<bool> go{false};
-  auto body = [](thread_pool& other, std::atomic<bool>& g) -> task<void> {
-    co_await other.schedule();
-    while (!g.load()) std::this_thread::sleep_for(1ms);
-    throw std::runtime_error("late failure");
-  };
-  ASSERT_TRUE(spawn(a, body(b, go)));
-  while (b.get_statistics().accepted < 1) std::this_thread::sleep_for(1ms);
-  a.pause();
-  go.store(true);
-  while (a.get_statistics().accepted < 2) std::this_thread::sleep_for(1ms);  // the failure's job is queued
-  const auto report = a.stop(stop_mode::cancel_pending);
-  EXPECT_EQ(report.cancelled, 1U);
-  EXPECT_EQ(failures.messages(), std::vector<std::string>{"late failure"});
 }
 
 TEST(Stop, CancelPendingAbandonsSuspendedTasksAndTheirAwaitersSeeCancelled) {

@@ -1,0 +1,61 @@
+// Helpers shared by the coroutine tests (tests/coro/*_test.cpp).
+#pragma once
+
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "thread_system/coro/task.hpp"
+#include "thread_system/pools/thread_pool.hpp"
+
+namespace thread_system::coro_test {
+
+// Counts live frames of a test's tasks through a local's lifetime.
+struct frame_probe {
+  std::atomic<int>* live;
+  // relaxed: read after stop()/sync_wait()/a join, which order it.
+  explicit frame_probe(std::atomic<int>* l) : live(l) { live->fetch_add(1, std::memory_order_relaxed); }
+  frame_probe(const frame_probe&) = delete;
+  frame_probe& operator=(const frame_probe&) = delete;
+  ~frame_probe() { live->fetch_sub(1, std::memory_order_relaxed); }
+};
+
+// The messages of the failures a pool's error handler received.
+class failure_log {
+ public:
+  void attach(thread_pool& pool) {
+    pool.set_error_handler([this](const std::exception_ptr& e) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        std::lock_guard lock(mutex_);
+        messages_.emplace_back(ex.what());
+      }
+    });
+  }
+  std::vector<std::string> messages() const {
+    std::lock_guard lock(mutex_);
+    return messages_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> messages_;
+};
+
+inline task<int> value_of(int v) { co_return v; }
+
+inline task<int> on_pool(thread_pool& pool, int v) {
+  co_await pool.schedule();
+  co_return v;
+}
+
+inline task<void> throws_after_schedule(thread_pool& pool) {
+  co_await pool.schedule();
+  throw std::runtime_error("boom");
+}
+
+}  // namespace thread_system::coro_test

@@ -1,0 +1,156 @@
+// co_await pool.sleep_for()/sleep_until(): a timer that resumes the task on
+// a worker, cancellation, refusal (include/thread_system/coro/sleep_awaiter.hpp).
+#include "thread_system/coro/sleep_awaiter.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <coroutine>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <variant>
+#include <vector>
+
+#include "../support/test_support.hpp"
+#include "coro_test_support.hpp"
+#include "thread_system/pools/pool_options.hpp"
+#include "thread_system/pools/thread_pool.hpp"
+#include "thread_system/sync/cancellation.hpp"
+
+namespace thread_system {
+namespace {
+
+using namespace std::chrono_literals;
+using namespace coro_test;
+using test::scaled;
+
+TEST(Sleep, ResumesOnAWorkerNoEarlierThanTheDelay) {
+  thread_pool pool{2};
+  auto t = [](thread_pool& p) -> task<std::chrono::nanoseconds> {
+    const auto start = std::chrono::steady_clock::now();
+    co_await p.sleep_for(20ms);
+    if (!p.is_worker_thread()) co_return std::chrono::nanoseconds(-1);
+    co_return std::chrono::steady_clock::now() - start;
+  };
+  EXPECT_GE(sync_wait(t(pool)), 20ms);
+  auto until = [](thread_pool& p) -> task<bool> {
+    const auto due = std::chrono::steady_clock::now() + 10ms;
+    co_await p.sleep_until(due);
+    co_return std::chrono::steady_clock::now() >= due;
+  };
+  EXPECT_TRUE(sync_wait(until(pool)));
+}
+
+TEST(Sleep, ACancelledTokenEndsTheSleepEarlyWithCancelled) {
+  thread_pool pool{2};
+  cancellation_source src;
+  std::atomic<int> outcome{0};
+  auto body = [](thread_pool& p, std::atomic<int>& out) -> task<void> {
+    try {
+      co_await p.sleep_for(1h);
+      out.store(2);
+    } catch (const error_exception& e) {
+      out.store(e.code() == error_code::cancelled && p.is_worker_thread() ? 1 : 3);
+    }
+  };
+  ASSERT_TRUE(spawn(pool, src.token(), body(pool, outcome)));
+  std::this_thread::sleep_for(5ms);  // usually asleep by now; either way the outcome is the same
+  src.cancel();
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (outcome.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(outcome.load(), 1);
+  // Already cancelled: does not sleep at all.
+  std::atomic<int> again{0};
+  ASSERT_TRUE(spawn(pool, src.token(), body(pool, again)));
+  pool.wait_idle();
+  EXPECT_EQ(again.load(), 1);  // cancelled before it could suspend: throws at once, on the worker
+}
+
+TEST(Sleep, AWhenAllRightAfterASleepInTheSameResumption) {
+  // The sleep's awaiter is gone once the child returns, while the timer's
+  // run (the resumption) goes on: what when_all reads of the running
+  // resumption must not live in that awaiter.
+  thread_pool pool{2};
+  auto child = [](thread_pool& p) -> task<int> {
+    co_await p.sleep_for(1ms);
+    co_return 1;
+  };
+  auto leaf = []() -> task<int> { co_return 1; };
+  auto parent = [&](thread_pool& p) -> task<int> {
+    co_await p.schedule();
+    const int a = co_await child(p);
+    auto [b, c] = co_await when_all(leaf(), leaf());
+    co_return a + b + c;
+  };
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(sync_wait(parent(pool)), 3);
+}
+
+TEST(Sleep, ATokenCancelWhoseResumptionIsRefusedAbandonsTheTaskSafely) {
+  // The token's callback cancels the timer; the timer's discard pushes the
+  // resumption, the full pool refuses it, and the task is abandoned on this
+  // thread inside that cancel(): nothing may touch the freed frame after.
+  pool_options opts;
+  opts.backpressure = backpressure::reject(1);
+  thread_pool pool{1, opts};
+  cancellation_source src;
+  std::atomic<int> live{0};
+  std::atomic<int> stage{0};
+  auto sleeper = [](thread_pool& p, std::atomic<int>& l, std::atomic<int>& st) -> task<void> {
+    frame_probe alive(&l);
+    st.store(1);
+    co_await p.sleep_for(1h);
+    st.store(2);
+  };
+  ASSERT_TRUE(spawn(pool, src.token(), sleeper(pool, live, stage)));
+  while (pool.get_timer_statistics().scheduled < 1) std::this_thread::sleep_for(1ms);
+  std::atomic<bool> release{false};
+  std::atomic<bool> holding{false};
+  ASSERT_TRUE(pool.enqueue([&] {
+    holding.store(true);
+    while (!release.load()) std::this_thread::sleep_for(1ms);
+  }));
+  while (!holding.load()) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(pool.enqueue([] {}));  // the queue is full now
+  src.cancel();
+  EXPECT_EQ(stage.load(), 1);  // never resumed
+  EXPECT_EQ(live.load(), 0);   // abandoned: the frame is gone
+  release.store(true);
+  const auto report = pool.stop();
+  EXPECT_EQ(report.accepted, report.executed + report.cancelled);
+}
+
+TEST(Sleep, AWakeUpTheBoundedPoolRefusesAbandonsTheSleepingTask) {
+  // The documented rule: a wake-up is a job; refused at capacity it is
+  // discarded, and the sleeping task is abandoned (its awaiter sees cancelled).
+  pool_options opts;
+  opts.backpressure = backpressure::reject(1);
+  thread_pool pool{1, opts};
+  std::atomic<bool> release{false};
+  std::atomic<bool> holding{false};
+  ASSERT_TRUE(pool.enqueue([&] {
+    holding.store(true);
+    while (!release.load()) std::this_thread::sleep_for(1ms);
+  }));
+  while (!holding.load()) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(pool.enqueue([] {}));  // full: the wake-up will be refused
+  auto body = [](thread_pool& p) -> task<int> {
+    co_await p.sleep_for(5ms);
+    co_return 1;
+  };
+  error_code code = error_code::ok;
+  try {
+    (void)sync_wait(body(pool));
+  } catch (const error_exception& e) {
+    code = e.code();
+  }
+  release.store(true);  // only now: the worker is held until the sleep was refused
+  EXPECT_EQ(code, error_code::cancelled);
+  (void)pool.stop();
+}
+
+}  // namespace
+}  // namespace thread_system

@@ -1,0 +1,118 @@
+// when_all() of tasks: a fixed set (a tuple) and a range (a vector)
+// (include/thread_system/coro/when_all.hpp).
+#include "thread_system/coro/when_all.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <coroutine>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <variant>
+#include <vector>
+
+#include "../support/test_support.hpp"
+#include "coro_test_support.hpp"
+#include "thread_system/pools/thread_pool.hpp"
+
+namespace thread_system {
+namespace {
+
+using namespace std::chrono_literals;
+using namespace coro_test;
+using test::scaled;
+
+TEST(WhenAll, ResultsInOrderAndChildrenRunInParallel) {
+  thread_pool pool{2};
+  auto child = [](thread_pool& p, int v, std::atomic<int>& running, std::atomic<int>& peak) -> task<int> {
+    co_await p.schedule();
+    // relaxed throughout: counters read by this test only, no data published with them.
+    const int now = running.fetch_add(1, std::memory_order_relaxed) + 1;
+    int seen = peak.load(std::memory_order_relaxed);
+    while (seen < now && !peak.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
+    }
+    // Hold the worker until the other child has started too (or give up
+    // after a while: the count below then says so).
+    const auto give_up = std::chrono::steady_clock::now() + 60s;
+    while (peak.load(std::memory_order_relaxed) < 2 && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(1ms);
+    }
+    running.fetch_sub(1, std::memory_order_relaxed);
+    co_return v;
+  };
+  std::atomic<int> running{0};
+  std::atomic<int> peak{0};
+  auto parent = [&](thread_pool& p) -> task<std::tuple<int, int, std::monostate>> {
+    co_await p.schedule();
+    auto nothing = [](thread_pool& q) -> task<void> { co_await q.schedule(); };
+    co_return co_await when_all(child(p, 1, running, peak), child(p, 2, running, peak), nothing(p));
+  };
+  auto [a, b, c] = sync_wait(parent(pool));
+  (void)c;
+  EXPECT_EQ(a, 1);
+  EXPECT_EQ(b, 2);
+  EXPECT_EQ(peak.load(std::memory_order_relaxed), 2);  // sync_wait's return orders it
+}
+
+TEST(WhenAll, RethrowsTheFirstFailureAfterAllFinished) {
+  thread_pool pool{2};
+  std::atomic<int> finished{0};
+  auto child = [](thread_pool& p, int i, std::atomic<int>& done) -> task<int> {
+    co_await p.schedule();
+    if (i == 1) {
+      std::this_thread::sleep_for(20ms);
+      done.fetch_add(1);
+      throw std::runtime_error("first");
+    }
+    if (i == 3) {
+      done.fetch_add(1);
+      throw std::logic_error("second");
+    }
+    std::this_thread::sleep_for(10ms);
+    done.fetch_add(1);
+    co_return i;
+  };
+  auto parent = [&](thread_pool& p) -> task<void> {
+    std::vector<task<int>> children;
+    for (int i = 0; i < 5; ++i) children.push_back(child(p, i, finished));
+    (void)co_await when_all(std::move(children));
+  };
+  EXPECT_THROW(sync_wait(parent(pool)), std::runtime_error);
+  EXPECT_EQ(finished.load(std::memory_order_relaxed), 5);  // sync_wait's return orders it
+}
+
+TEST(WhenAll, RangeOfValuesAndEmptyRange) {
+  thread_pool pool{2};
+  auto parent = [](thread_pool& p) -> task<int> {
+    std::vector<task<int>> children;
+    for (int i = 0; i < 100; ++i) children.push_back(on_pool(p, i));
+    std::vector<int> got = co_await when_all(std::move(children));
+    int sum = 0;
+    for (int i = 0; i < 100; ++i) sum += got[static_cast<std::size_t>(i)] == i ? 1 : 0;
+    std::vector<int> none = co_await when_all(std::vector<task<int>>{});
+    co_return sum + static_cast<int>(none.size());
+  };
+  EXPECT_EQ(sync_wait(parent(pool)), 100);
+}
+
+task<std::uint64_t> fib(thread_pool& pool, int n) {
+  if (n < 2) co_return static_cast<std::uint64_t>(n);
+  auto [a, b] = co_await when_all(fib(pool, n - 1), fib(pool, n - 2));
+  co_return a + b;
+}
+
+TEST(WhenAll, ForkJoinFibonacci) {
+  thread_pool pool{2};
+  auto root = [](thread_pool& p) -> task<std::uint64_t> {
+    co_await p.schedule();
+    co_return co_await fib(p, 20);
+  };
+  EXPECT_EQ(sync_wait(root(pool)), 6765U);
+}
+
+}  // namespace
+}  // namespace thread_system
