@@ -5,8 +5,11 @@
 // core is in pool_core_lifecycle.cpp (construction, starting workers,
 // resize, stop), pool_core_workers.cpp (the worker list and the workers' OS
 // threads), pool_core_admission.cpp (backpressure) and
-// pool_core_accounting.cpp (idle detection, statistics, failure reports). docs/ARCHITECTURE.md walks one job through
-// them.
+// pool_core_accounting.cpp (idle detection, statistics, failure reports).
+// docs/ARCHITECTURE.md walks one job through them. The loop and the pushes
+// stay together: one hot path (a job spawned on a worker is the next one its
+// loop takes), sharing this file's thread-local current worker, with the
+// pushes' small helpers inlined into both.
 #include "pool_core.hpp"
 #include "thread_system/detail/chaos.hpp"
 
