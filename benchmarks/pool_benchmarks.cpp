@@ -22,15 +22,7 @@
 namespace ts = thread_system;
 namespace tb = thread_system::bench;
 
-// A counter the workers bump for every job, alone on its cache line. On the
-// producer's stack next to the producer's own hot slots it made every job a
-// cross-core line transfer for the producer (false sharing) whose cost
-// depended on the benchmark's frame layout - on the size of thread_pool, say
-// - rather than on the pool: BM_EnqueueThroughput with empty jobs read 0.81x
-// when the pool object shrank by 48 bytes, with identical loop code.
-struct alignas(64) job_counter {
-  std::atomic<std::uint64_t> value{0};
-};
+using tb::job_counter;
 
 // Seed table "Thread Pool Creation Performance". Here creation means what a
 // user pays: construct, start N OS threads, and stop/join them again.

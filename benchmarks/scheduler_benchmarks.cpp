@@ -111,7 +111,8 @@ constexpr std::uint64_t external_jobs = 1'000'000;
 template <typename Submit>
 void external_submit(benchmark::State& state, Submit submit) {
   const auto producers = static_cast<std::uint64_t>(state.range(0));
-  std::atomic<std::uint64_t> done{0};
+  tb::job_counter done_line;  // written by the workers for every job: a line of its own
+  std::atomic<std::uint64_t>& done = done_line.value;
   std::uint64_t target = 0;
   for (auto _ : state) {
     target += external_jobs;

@@ -88,7 +88,8 @@ void BM_CancelJobs(benchmark::State& state, token_variant v) {
   ts::cancellation_source dead_src;
   dead_src.cancel();
   const ts::cancellation_token dead = dead_src.token();
-  std::atomic<std::uint64_t> ran{0};
+  tb::job_counter ran_line;  // written by the workers for every job: a line of its own
+  std::atomic<std::uint64_t>& ran = ran_line.value;
   std::atomic<std::uint64_t> saw_cancel{0};
   const auto one_round = [&] {
     for (std::uint64_t i = 0; i < pool_jobs; ++i) {
@@ -193,7 +194,8 @@ void BM_Backpressure(benchmark::State& state, bound_kind kind) {
       break;
   }
   ts::thread_pool pool{2, opt};
-  std::atomic<std::uint64_t> ran{0};
+  tb::job_counter ran_line;  // written by the workers for every job: a line of its own
+  std::atomic<std::uint64_t>& ran = ran_line.value;
   std::uint64_t retries = 0;
   const auto one_round = [&] {
     for (std::uint64_t i = 0; i < jobs; ++i) {
@@ -377,7 +379,8 @@ void BM_TimerLateness1K(benchmark::State& state) {
   std::uniform_int_distribution<int> delay_us(0, 20'000);
   for (auto _ : state) {
     std::vector<double> lateness(timers, 0.0);
-    std::atomic<std::uint64_t> ran{0};
+    tb::job_counter ran_line;  // written by the workers for every job: a line of its own
+    std::atomic<std::uint64_t>& ran = ran_line.value;
     for (int i = 0; i < timers; ++i) {
       auto h = queue.schedule_after(std::chrono::microseconds(delay_us(rng)), [&lateness, &ran,
                                                                                i](const ts::timer_tick& t) {

@@ -44,7 +44,8 @@ void spin_job(std::atomic<std::uint64_t>* ran, std::uint64_t ns) {
 static void BM_StandardPool(benchmark::State& state) {
   const auto ns = static_cast<std::uint64_t>(state.range(0));
   ts::thread_pool pool{workers()};
-  std::atomic<std::uint64_t> ran{0};
+  tb::job_counter ran_line;  // written by the workers for every job: a line of its own
+  std::atomic<std::uint64_t>& ran = ran_line.value;
   for (auto _ : state) {
     for (std::size_t i = 0; i < jobs_per_run; ++i) {
       if (!pool.enqueue([&ran, ns] { spin_job(&ran, ns); })) state.SkipWithError("refused");
@@ -68,7 +69,8 @@ static void BM_TypedPoolTypeMix(benchmark::State& state) {
   options.queue = static_cast<ts::pool_queue>(state.range(1));
   ts::typed_thread_pool_t<int> pool{workers(), options};
   state.SetLabel(ts::to_string(options.queue));
-  std::atomic<std::uint64_t> ran{0};
+  tb::job_counter ran_line;  // written by the workers for every job: a line of its own
+  std::atomic<std::uint64_t>& ran = ran_line.value;
   for (auto _ : state) {
     for (std::size_t i = 0; i < jobs_per_run; ++i) {
       if (!pool.enqueue(static_cast<int>(i % static_cast<std::size_t>(types)), [&ran, ns] { spin_job(&ran, ns); })) {
@@ -154,7 +156,8 @@ BENCHMARK(BM_PriorityScheduling)->Arg(100)->Arg(500)->Arg(1000)->UseRealTime()->
 // Batch and Background, empty jobs, one producer.
 static void run_routing_mix(benchmark::State& state, ts::typed_thread_pool_t<ts::job_types>& pool,
                             std::size_t high_pct) {
-  std::atomic<std::uint64_t> ran{0};
+  tb::job_counter ran_line;  // written by the workers for every job: a line of its own
+  std::atomic<std::uint64_t>& ran = ran_line.value;
   for (auto _ : state) {
     for (std::size_t i = 0; i < jobs_per_run; ++i) {
       const std::size_t slot = i % 100;
@@ -198,7 +201,8 @@ BENCHMARK(BM_TypedRoutingUniversal)->Arg(33)->Arg(50)->Arg(80)->UseRealTime()->U
 // The same empty jobs through the standard pool with as many workers (4).
 static void BM_RoutingStandardPool(benchmark::State& state) {
   ts::thread_pool pool{4};
-  std::atomic<std::uint64_t> ran{0};
+  tb::job_counter ran_line;  // written by the workers for every job: a line of its own
+  std::atomic<std::uint64_t>& ran = ran_line.value;
   for (auto _ : state) {
     for (std::size_t i = 0; i < jobs_per_run; ++i) {
       // relaxed: counting only; wait_idle() synchronises with the reader
