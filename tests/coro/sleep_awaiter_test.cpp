@@ -52,22 +52,24 @@ TEST(Sleep, ACancelledTokenEndsTheSleepEarlyWithCancelled) {
   auto body = [](thread_pool& p, std::atomic<int>& out) -> task<void> {
     try {
       co_await p.sleep_for(1h);
-      out.store(2);
+      out.store(2, std::memory_order_seq_cst);  // seq_cst, as before: the test reads it after polling
     } catch (const error_exception& e) {
-      out.store(e.code() == error_code::cancelled && p.is_worker_thread() ? 1 : 3);
+      out.store(e.code() == error_code::cancelled && p.is_worker_thread() ? 1 : 3, std::memory_order_seq_cst);
     }
   };
   ASSERT_TRUE(spawn(pool, src.token(), body(pool, outcome)));
   std::this_thread::sleep_for(5ms);  // usually asleep by now; either way the outcome is the same
   src.cancel();
   const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (outcome.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
-  EXPECT_EQ(outcome.load(), 1);
+  while (outcome.load(std::memory_order_seq_cst) == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(outcome.load(std::memory_order_relaxed), 1);  // a flag polled; no data published with it
   // Already cancelled: does not sleep at all.
   std::atomic<int> again{0};
   ASSERT_TRUE(spawn(pool, src.token(), body(pool, again)));
   pool.wait_idle();
-  EXPECT_EQ(again.load(), 1);  // cancelled before it could suspend: throws at once, on the worker
+  EXPECT_EQ(again.load(std::memory_order_seq_cst),
+            1);  // cancelled before it could suspend: throws at once, on the worker
 }
 
 TEST(Sleep, AWhenAllRightAfterASleepInTheSameResumption) {
@@ -101,24 +103,18 @@ TEST(Sleep, ATokenCancelWhoseResumptionIsRefusedAbandonsTheTaskSafely) {
   std::atomic<int> stage{0};
   auto sleeper = [](thread_pool& p, std::atomic<int>& l, std::atomic<int>& st) -> task<void> {
     frame_probe alive(&l);
-    st.store(1);
+    st.store(1, std::memory_order_seq_cst);  // seq_cst: read by the test thread after cancel()
     co_await p.sleep_for(1h);
-    st.store(2);
+    st.store(2, std::memory_order_seq_cst);
   };
   ASSERT_TRUE(spawn(pool, src.token(), sleeper(pool, live, stage)));
   while (pool.get_timer_statistics().scheduled < 1) std::this_thread::sleep_for(1ms);
-  std::atomic<bool> release{false};
-  std::atomic<bool> holding{false};
-  ASSERT_TRUE(pool.enqueue([&] {
-    holding.store(true);
-    while (!release.load()) std::this_thread::sleep_for(1ms);
-  }));
-  while (!holding.load()) std::this_thread::sleep_for(1ms);
+  test::held_worker held(pool);      // the only worker, inside a job until released
   ASSERT_TRUE(pool.enqueue([] {}));  // the queue is full now
   src.cancel();
-  EXPECT_EQ(stage.load(), 1);  // never resumed
-  EXPECT_EQ(live.load(), 0);   // abandoned: the frame is gone
-  release.store(true);
+  EXPECT_EQ(stage.load(std::memory_order_seq_cst), 1);  // never resumed
+  EXPECT_EQ(live.load(std::memory_order_seq_cst), 0);   // abandoned: the frame is gone
+  held.release();
   const auto report = pool.stop();
   EXPECT_EQ(report.accepted, report.executed + report.cancelled);
 }
@@ -129,13 +125,7 @@ TEST(Sleep, AWakeUpTheBoundedPoolRefusesAbandonsTheSleepingTask) {
   pool_options opts;
   opts.backpressure = backpressure::reject(1);
   thread_pool pool{1, opts};
-  std::atomic<bool> release{false};
-  std::atomic<bool> holding{false};
-  ASSERT_TRUE(pool.enqueue([&] {
-    holding.store(true);
-    while (!release.load()) std::this_thread::sleep_for(1ms);
-  }));
-  while (!holding.load()) std::this_thread::sleep_for(1ms);
+  test::held_worker held(pool);      // the only worker, inside a job until released
   ASSERT_TRUE(pool.enqueue([] {}));  // full: the wake-up will be refused
   auto body = [](thread_pool& p) -> task<int> {
     co_await p.sleep_for(5ms);
@@ -147,7 +137,7 @@ TEST(Sleep, AWakeUpTheBoundedPoolRefusesAbandonsTheSleepingTask) {
   } catch (const error_exception& e) {
     code = e.code();
   }
-  release.store(true);  // only now: the worker is held until the sleep was refused
+  held.release();  // only now: the worker is held until the sleep was refused
   EXPECT_EQ(code, error_code::cancelled);
   (void)pool.stop();
 }
