@@ -63,7 +63,7 @@ TEST(Sleep, ACancelledTokenEndsTheSleepEarlyWithCancelled) {
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   while (outcome.load(std::memory_order_seq_cst) == 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(1ms);
-  EXPECT_EQ(outcome.load(std::memory_order_relaxed), 1);  // a flag polled; no data published with it
+  EXPECT_EQ(outcome.load(std::memory_order_seq_cst), 1);
   // Already cancelled: does not sleep at all.
   std::atomic<int> again{0};
   ASSERT_TRUE(spawn(pool, src.token(), body(pool, again)));
