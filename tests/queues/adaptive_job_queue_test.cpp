@@ -202,8 +202,64 @@ TEST(AdaptiveJobQueue, SwitchKeepsOrderDeterministically) {
   EXPECT_EQ(refused.error().code(), ts::error_code::pool_stopped);
 }
 
-// Several producers and consumers, a switch forced every few thousand
-// operations: every job runs exactly once.
+// pop_share takes one consumer's part of the backlog, from whichever queue
+// holds it, in order; taking less than there is never strands the rest. (A
+// share smaller than the previous mutex queue's jobs once marked that queue
+// drained: the jobs left in it were never popped.)
+TEST(AdaptiveJobQueue, PopShareTakesAFairPartAndStrandsNothing) {
+  ts::adaptive_job_queue queue(ts::queue_strategy::ADAPTIVE, manual_switching);
+  std::vector<int> seen;
+  for (int i = 0; i < 12; ++i) ASSERT_TRUE(queue.try_push(recorder(seen, i)));
+  std::array<ts::job_function, 16> out;
+  // Mutex queue, the only source: 12 queued, 4 consumers: 3.
+  ASSERT_EQ(queue.pop_share(out, 4), 3U);
+  for (std::size_t i = 0; i < 3; ++i) out[i]();
+  ASSERT_TRUE(queue.force_switch_for_testing());  // the mutex queue still holds 3..11
+  for (int i = 12; i < 20; ++i) ASSERT_TRUE(queue.try_push(recorder(seen, i)));
+  // The previous (mutex) queue first, a share of it at a time (the call
+  // that empties it may go on into the lock-free queue).
+  std::size_t popped = 3;
+  while (popped < 12) {
+    const std::size_t n = queue.pop_share(out, 4);
+    ASSERT_GE(n, 1U) << "jobs left behind: " << 20 - popped;
+    for (std::size_t i = 0; i < n; ++i) out[i]();
+    popped += n;
+    ASSERT_EQ(seen.size(), popped);
+  }
+  // Then the lock-free queue's 8, again in shares.
+  while (popped < 20) {
+    const std::size_t n = queue.pop_share(out, 2);
+    ASSERT_GE(n, 1U) << "jobs left behind: " << 20 - popped;
+    for (std::size_t i = 0; i < n; ++i) out[i]();
+    popped += n;
+  }
+  EXPECT_EQ(queue.pop_share(out, 1), 0U);
+  EXPECT_TRUE(queue.empty_approx());
+  ASSERT_EQ(seen.size(), 20U);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], i);
+}
+
+// empty_approx() follows the jobs through a switch: the lock-free queue's
+// own check while it may hold jobs, the mutex queue's otherwise.
+TEST(AdaptiveJobQueue, EmptyApproxAcrossASwitch) {
+  ts::adaptive_job_queue queue(ts::queue_strategy::ADAPTIVE, manual_switching);
+  EXPECT_TRUE(queue.empty_approx());
+  ASSERT_TRUE(queue.try_push([] {}));
+  EXPECT_FALSE(queue.empty_approx());
+  ASSERT_TRUE(queue.force_switch_for_testing());
+  EXPECT_FALSE(queue.empty_approx());  // the job is still in the (previous) mutex queue
+  ts::job_function job;
+  ASSERT_TRUE(queue.try_pop(job));
+  EXPECT_TRUE(queue.empty_approx());
+  ASSERT_TRUE(queue.try_push([] {}));  // into the lock-free queue
+  EXPECT_FALSE(queue.empty_approx());
+  ASSERT_TRUE(queue.try_pop(job));
+  EXPECT_TRUE(queue.empty_approx());
+}
+
+// Several producers and consumers (one each with pop_batch, try_pop and
+// pop_share), a switch forced every few thousand operations: every job runs
+// exactly once.
 TEST(AdaptiveJobQueue, SwitchUnderLoadLosesNothing) {
   constexpr int producers = 3;
   constexpr int consumers = 3;
@@ -250,7 +306,10 @@ TEST(AdaptiveJobQueue, SwitchUnderLoadLosesNothing) {
       std::size_t rounds = 0;
       // acquire: pairs with the acq_rel increments below (progress check only).
       while (executed.load(std::memory_order_acquire) < total) {
-        const std::size_t n = c == 0 ? queue.pop_batch(out) : (queue.try_pop(out[0]) ? 1 : 0);
+        // pop_batch, try_pop and pop_share (a fair part of the backlog).
+        const std::size_t n = c == 0   ? queue.pop_batch(out)
+                              : c == 1 ? (queue.try_pop(out[0]) ? 1 : 0)
+                                       : queue.pop_share(out, consumers);
         for (std::size_t k = 0; k < n; ++k) out[k]();
         if (n == 0) {
           std::this_thread::yield();
@@ -278,7 +337,9 @@ TEST(AdaptiveJobQueue, SwitchUnderLoadLosesNothing) {
 // consumer sees the producer's sequence numbers in increasing order. Checked
 // by mutation: allowing a switch before the previous queue is drained fails
 // it on every run; declaring the previous queue drained without checking its
-// in-flight pushes failed it in about one run in three.
+// in-flight pushes failed it in about one run in three; declaring it drained
+// when a pop_share took fewer jobs than it had room for (not when the queue
+// was empty) fails it on every run.
 TEST(AdaptiveJobQueue, ProducerFifoAcrossSwitches) {
   ts::adaptive_job_queue queue(ts::queue_strategy::ADAPTIVE, manual_switching);
   const std::size_t count = ts::test::scaled(50000);
@@ -305,7 +366,11 @@ TEST(AdaptiveJobQueue, ProducerFifoAcrossSwitches) {
     std::array<ts::job_function, 4> out;
     std::size_t rounds = 0;
     while (seen.size() < count) {
-      const std::size_t n = ++rounds % 2 == 0 ? queue.pop_batch(out) : (queue.try_pop(out[0]) ? 1 : 0);
+      // pop_batch, try_pop, and pop_share as one of three consumers (a
+      // part of the backlog, so it often takes fewer than there are).
+      const std::size_t n = ++rounds % 3 == 0 ? queue.pop_batch(out)
+                            : rounds % 3 == 1 ? (queue.try_pop(out[0]) ? 1 : 0)
+                                              : queue.pop_share(out, 3);
       for (std::size_t k = 0; k < n; ++k) out[k]();
       // The consumer switches too, so that switches also race with a push
       // in flight (the producer's own switches never do).

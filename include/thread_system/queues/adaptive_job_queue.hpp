@@ -228,6 +228,21 @@ class adaptive_job_queue {
     return fast != not_mutex_only ? fast : pop_routed(out);
   }
 
+  /// Moves up to `min(out.size(), max(1, size / consumers))` jobs into
+  /// `out`, like pop_batch(): a consumer that is one of `consumers` takes its
+  /// fair part of the backlog (job_queue::pop_share, lockfree_queue::pop_share).
+  [[nodiscard]] std::size_t pop_share(std::span<job_function> out, std::size_t consumers) {
+    if (out.empty()) return 0;
+    // seq_cst: as in pop_mutex_only(); a hint, re-validated under the lock.
+    if (mutex_is_the_only_source_in(state_.load(std::memory_order_seq_cst))) {
+      const std::size_t taken =
+          mutex_queue_.pop_admitted(out, job_queue::fair_share{consumers}, mutex_is_the_only_source{this},
+                                    job_queue::no_action{}, lock_was_held{this});
+      if (taken != job_queue::not_admitted) return taken;
+    }
+    return pop_routed(out, std::max<std::size_t>(consumers, 1));
+  }
+
   /// Refuses further pushes. Idempotent; queued jobs stay poppable.
   void close() {
     mutex_queue_.close();  // under the mutex queue's lock: no switch after this
@@ -247,8 +262,18 @@ class adaptive_job_queue {
   [[nodiscard]] std::size_t size_approx() const noexcept {
     return mutex_queue_.size_approx() + lockfree_queue_.size_approx();
   }
-  /// True when size_approx() is 0; approximate under concurrency.
-  [[nodiscard]] bool empty_approx() const noexcept { return size_approx() == 0; }
+  /// True when neither queue holds a job, by each queue's own
+  /// empty_approx() (the lock-free queue's reads its head segment, not the
+  /// per-record counters size_approx() sums); the lock-free queue is asked
+  /// only while it may hold jobs (active, or previous and not drained).
+  /// Approximate under concurrency.
+  [[nodiscard]] bool empty_approx() const noexcept {
+    if (!mutex_queue_.empty_approx()) return false;
+    // seq_cst: as every access to the state (see push_routed()).
+    const std::uint64_t state = state_.load(std::memory_order_seq_cst);
+    if (active_index(state) == mutex_index && is_drained(state)) return true;
+    return lockfree_queue_.empty_approx();
+  }
 
   /// Jobs accepted so far by either queue, each counted before it can be
   /// popped (the mutex queue inside its critical section, the lock-free
@@ -440,7 +465,18 @@ class adaptive_job_queue {
     return taken == job_queue::not_admitted ? not_mutex_only : taken;
   }
 
-  THREAD_SYSTEM_NOINLINE std::size_t pop_routed(std::span<job_function> out) {
+  // How many jobs a routed pop may take from a queue holding `queued`: all
+  // (consumers == 0: pop_batch) or one consumer's fair share (pop_share).
+  struct share_of {
+    std::size_t consumers;
+    THREAD_SYSTEM_ALWAYS_INLINE std::size_t operator()(std::size_t queued) const noexcept {
+      return consumers == 0 ? ~std::size_t{0} : job_queue::fair_share{consumers}(queued);
+    }
+  };
+
+  // Pops from the previous queue until it is drained, then from the active
+  // one; `consumers` as in share_of.
+  THREAD_SYSTEM_NOINLINE std::size_t pop_routed(std::span<job_function> out, std::size_t consumers = 0) {
     std::size_t taken = 0;
     for (;;) {
       // seq_cst: see push_routed(). A hint here; each queue re-validates.
@@ -450,13 +486,15 @@ class adaptive_job_queue {
         std::uint64_t current = 0;
         const std::span<job_function> rest = out.subspan(taken);
         const std::size_t n = mutex_queue_.pop_admitted(
-            rest, job_queue::take_all{},
+            rest, share_of{consumers},
             [this, &current]() noexcept {
               current = state_.load(std::memory_order_seq_cst);
               return source_index(current) == mutex_index;
             },
-            [this, &current, &go_on, wanted = rest.size()](std::size_t popped) noexcept {
-              if (popped < wanted && active_index(current) != mutex_index) {
+            [this, &current, &go_on](std::size_t /*popped*/) noexcept {
+              // (Empty, not "took fewer than asked": a pop_share() takes only
+              // a share of what is there.)
+              if (mutex_queue_.count_ == 0 && active_index(current) != mutex_index) {
                 // Previous, empty, and no push can enter it (pushes need it
                 // active, checked under this lock): empty for good. Nothing
                 // else changes the state while we hold the lock in this state.
@@ -473,7 +511,7 @@ class adaptive_job_queue {
       }
       bool go_on = false;
       const std::optional<std::size_t> popped = lockfree_queue_.pop_checked(
-          out.subspan(taken),
+          out.subspan(taken), consumers,
           [this] {
             // Read while holding the hazard record (see the header comment).
             return source_index(state_.load(std::memory_order_seq_cst)) == lockfree_index;

@@ -637,16 +637,25 @@ class lockfree_queue {
     for (auto& job : jobs) slot::unprepare(job);
   }
 
-  // Pops up to out.size() jobs like pop_batch(), but first, while holding
-  // the operation's hazard record, calls `check()`; when it returns false,
+  // Pops up to out.size() jobs like pop_batch() (consumers == 0), or one
+  // consumer's share like pop_share(), but first, while holding the
+  // operation's hazard record, calls `check()`; when it returns false,
   // nothing is popped and the result is empty. When the pop stops at the end
   // (empty and sealed or closed), it calls `on_ended()` before releasing the
   // record.
   template <typename Check, typename OnEnded>
-  std::optional<std::size_t> pop_checked(std::span<job_function> out, Check&& check, OnEnded&& on_ended) {
+  std::optional<std::size_t> pop_checked(std::span<job_function> out, std::size_t consumers, Check&& check,
+                                         OnEnded&& on_ended) {
     detail::hazard_holder holder(domain_);
     if (!check()) return std::nullopt;
-    std::size_t count = 0;
+    if (consumers != 0 && !out.empty()) {
+      std::size_t fair = backlog(holder);
+      if (consumers > 1) fair /= consumers;
+      out = out.first(std::clamp<std::size_t>(fair, 1, out.size()));
+    }
+    // A run of published cells with one CAS (as take_up_to()); the rest, and
+    // the end of the queue, one at a time.
+    std::size_t count = out.size() > 1 ? claim_published(holder, out) : 0;
     while (count < out.size()) {
       const pop_status status = pop_one(holder, out[count]);
       if (status != pop_status::taken) {
