@@ -233,14 +233,8 @@ class adaptive_job_queue {
   /// fair part of the backlog (job_queue::pop_share, lockfree_queue::pop_share).
   [[nodiscard]] std::size_t pop_share(std::span<job_function> out, std::size_t consumers) {
     if (out.empty()) return 0;
-    // seq_cst: as in pop_mutex_only(); a hint, re-validated under the lock.
-    if (mutex_is_the_only_source_in(state_.load(std::memory_order_seq_cst))) {
-      const std::size_t taken =
-          mutex_queue_.pop_admitted(out, job_queue::fair_share{consumers}, mutex_is_the_only_source{this},
-                                    job_queue::no_action{}, lock_was_held{this});
-      if (taken != job_queue::not_admitted) return taken;
-    }
-    return pop_routed(out, std::max<std::size_t>(consumers, 1));
+    const std::size_t fast = pop_mutex_only(out, job_queue::fair_share{consumers});
+    return fast != not_mutex_only ? fast : pop_routed(out, std::max<std::size_t>(consumers, 1));
   }
 
   /// Refuses further pushes. Idempotent; queued jobs stay poppable.
@@ -456,11 +450,13 @@ class adaptive_job_queue {
   // the lock-free one drained, so the mutex queue is the only place a pop
   // may take from, and finding it empty is a definite answer (no second
   // lock for an empty poll). Returns not_mutex_only in any other state.
-  THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_mutex_only(std::span<job_function> out) {
+  // `limit` as job_queue::pop_admitted's (all, or a consumer's share).
+  template <typename Limit = job_queue::take_all>
+  THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_mutex_only(std::span<job_function> out, Limit limit = {}) {
     // seq_cst: see push_routed(); a hint, re-validated under the lock.
     const std::uint64_t hint = state_.load(std::memory_order_seq_cst);
     if (!mutex_is_the_only_source_in(hint)) return not_mutex_only;
-    const std::size_t taken = mutex_queue_.pop_admitted(out, job_queue::take_all{}, mutex_is_the_only_source{this},
+    const std::size_t taken = mutex_queue_.pop_admitted(out, limit, mutex_is_the_only_source{this},
                                                         job_queue::no_action{}, lock_was_held{this});
     return taken == job_queue::not_admitted ? not_mutex_only : taken;
   }

@@ -285,9 +285,7 @@ class lockfree_queue {
   [[nodiscard]] std::size_t pop_share(std::span<job_function> out, std::size_t consumers) {
     if (out.empty()) return 0;
     detail::hazard_holder holder(domain_);
-    std::size_t fair = backlog(holder);
-    if (consumers > 1) fair /= consumers;
-    return take_up_to(holder, out, std::clamp<std::size_t>(fair, 1, out.size()));
+    return take_up_to(holder, out, share_limit(holder, out.size(), consumers));
   }
 
   /// Segments currently allocated (in the queue, pooled, retired, or held by
@@ -648,24 +646,8 @@ class lockfree_queue {
                                          OnEnded&& on_ended) {
     detail::hazard_holder holder(domain_);
     if (!check()) return std::nullopt;
-    if (consumers != 0 && !out.empty()) {
-      std::size_t fair = backlog(holder);
-      if (consumers > 1) fair /= consumers;
-      out = out.first(std::clamp<std::size_t>(fair, 1, out.size()));
-    }
-    // A run of published cells with one CAS (as take_up_to()); the rest, and
-    // the end of the queue, one at a time.
-    std::size_t count = out.size() > 1 ? claim_published(holder, out) : 0;
-    while (count < out.size()) {
-      const pop_status status = pop_one(holder, out[count]);
-      if (status != pop_status::taken) {
-        if (status == pop_status::ended) on_ended();
-        break;
-      }
-      ++count;
-    }
-    holder.tally(tally_popped, count);
-    return count;
+    const std::size_t limit = consumers == 0 || out.empty() ? out.size() : share_limit(holder, out.size(), consumers);
+    return take_up_to(holder, out, limit, std::forward<OnEnded>(on_ended));
   }
 
   pop_status pop_one(detail::hazard_holder& holder, job_function& out) {
@@ -778,12 +760,36 @@ class lockfree_queue {
     }
   }
 
-  // Pops up to `limit` jobs into `out` (limit <= out.size()) and counts them.
-  std::size_t take_up_to(detail::hazard_holder& holder, std::span<job_function> out, std::size_t limit) {
+  struct no_action {
+    void operator()() const noexcept {}
+  };
+
+  // Pops up to `limit` jobs into `out` (limit <= out.size()) and counts them:
+  // a run of published cells with one CAS (claim_published()), the rest one
+  // at a time. When the pop stops at the end (empty and sealed or closed),
+  // calls `on_ended()` (pop_checked()).
+  template <typename OnEnded = no_action>
+  std::size_t take_up_to(detail::hazard_holder& holder, std::span<job_function> out, std::size_t limit,
+                         OnEnded&& on_ended = {}) {
     std::size_t count = limit > 1 ? claim_published(holder, out.first(limit)) : 0;
-    while (count < limit && pop_one(holder, out[count]) == pop_status::taken) ++count;
+    while (count < limit) {
+      const pop_status status = pop_one(holder, out[count]);
+      if (status != pop_status::taken) {
+        if (status == pop_status::ended) on_ended();
+        break;
+      }
+      ++count;
+    }
     holder.tally(tally_popped, count);
     return count;
+  }
+
+  // One consumer's share of the backlog, max(1, backlog / consumers), at
+  // most `room` (pop_share()).
+  std::size_t share_limit(detail::hazard_holder& holder, std::size_t room, std::size_t consumers) const noexcept {
+    std::size_t fair = backlog(holder);
+    if (consumers > 1) fair /= consumers;
+    return std::clamp<std::size_t>(fair, 1, room);
   }
 
   // Claims, with one CAS on the head segment's `deq`, the run of published
