@@ -53,7 +53,7 @@ MODES = {
         logger=r"^logger_",
         typed=None,
         control=None,
-        coro=None,
+        coro=r"^coro_(schedule|fib)/",
         monitoring=r"^(empty_jobs/|BM_histogram_record$)",
         monitoring_rounds=11,
         monitoring_min_time=0.1,
@@ -67,14 +67,17 @@ MODES = {
         logger=r"^logger_",
         typed=None,
         control=None,
-        coro=None,
+        coro=r"^coro_(schedule|fib)/",
         monitoring=r"^(empty_jobs/|BM_histogram_record$)",
         monitoring_rounds=15,
         monitoring_min_time=0.2,
     ),
 }
 
-ISOLATED = r"^(memory_per_worker|idle_cpu|queued_bytes|startup_memory)/"  # one process per benchmark
+ISOLATED = r"^(memory_per_worker|idle_cpu|queued_bytes|startup_memory)/"  # one process per repetition
+# The coroutine binary's memory benchmark, likewise (quick and full modes;
+# smoke runs only the coroutine timings).
+CORO_ISOLATED = r"^coro_sleep/"
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -205,9 +208,18 @@ def plan(mode, paths, missing):
     shared("queue", "queue.json")
     shared("report", "peers.json")
     if "report" not in missing:
-        for i, name in enumerate(list_tests(paths["report"], ISOLATED, env)):
-            flt = "^" + re.escape(name) + "$"
-            steps.append(Step(name, "report", paths["report"], flt, cfg["reps"], f"isolated_{i:03d}.json", False, env, mt))
+        # One process per repetition, not only per benchmark: the second
+        # repetition in a process would find the stacks of the first one's
+        # threads in glibc's cache (already resident) and a peer's
+        # process-wide pool already created, and measure 0 bytes. Round r
+        # runs every isolated benchmark once, so the repetitions interleave.
+        isolated = [("report", name) for name in list_tests(paths["report"], ISOLATED, env)]
+        if "coro" not in missing and mode != "smoke":
+            isolated += [("coro", name) for name in list_tests(paths["coro"], CORO_ISOLATED, env)]
+        for r in range(cfg["reps"]):
+            for i, (key, name) in enumerate(isolated):
+                flt = "^" + re.escape(name) + "$"
+                steps.append(Step(name, key, paths[key], flt, 1, f"isolated_{i:03d}_r{r}.json", False, env, mt))
     shared("logger", "logger.json")
     shared("typed", "typed.json")
     shared("control", "control.json")

@@ -49,7 +49,9 @@ def table_coro(ctx, out):
         out.append("100 000 tasks spawned into a paused pool, then released together: each computes its due time and "
                    "sleeps, so all 100 000 come due within a few ms of each other and two workers resume them one "
                    "after another (lateness = resumed − due, the queueing of that burst). Memory: resident set growth "
-                   "while all are suspended, per task.\n")
+                   "while all are suspended, per task; each repetition runs in its own process (in one process a "
+                   "later repetition reuses the frames and heap the first one left, and the suspended row reads "
+                   "near 0).\n")
         out.append("| measure | value (median, min–max) | goal |")
         out.append("|---|---:|---|")
         for label, st in got:

@@ -321,8 +321,9 @@ def table_creation(ctx, out):
 def table_memory(ctx, out):
     runs = ctx.runs
     out.append("## Memory usage\n")
-    out.append("Mirrors the seed's *Memory Usage by Configuration* (its *Memory Allocation Impact* is the table of jobs that allocate). Each figure comes "
-               "from its own process (threads and heap left by other benchmarks do not count). **RSS per worker**: "
+    out.append("Mirrors the seed's *Memory Usage by Configuration* (its *Memory Allocation Impact* is the table of jobs that allocate). Each repetition "
+               "is its own process (threads, heap and cached thread stacks left by other benchmarks, or by an earlier "
+               "repetition, do not count). **RSS per worker**: "
                "resident memory (RSS, from /proc/self/smaps_rollup, a walk of the page tables; VmRSS is approximate on "
                "current kernels) after creating a pool of N threads with all N running a job (malloc_trim first) minus "
                "RSS before, divided by N — thread stacks (the touched pages) and per-thread malloc arenas are included. Pools "
