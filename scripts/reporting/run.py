@@ -34,6 +34,7 @@ MODES = {
         r"ServiceResolve|CancelJobs/(plain|token)/|Backpressure/(unbounded|block_1024)/job_ns:0/|"
         r"Resize(Grow|Shrink)/|TimerLateness1K/via_pool:0/)",
         coro=r"^coro_(schedule|fib)/",
+        coro_isolated=None,
         # the monitoring binary repeats by interleaved rounds (--rounds) instead of repetitions
         monitoring=r"^empty_jobs/sampling:(off|default)/",
         monitoring_rounds=2,
@@ -54,6 +55,7 @@ MODES = {
         typed=None,
         control=None,
         coro=r"^coro_(schedule|fib)/",
+        coro_isolated=r"^coro_sleep/",
         monitoring=r"^(empty_jobs/|BM_histogram_record$)",
         monitoring_rounds=11,
         monitoring_min_time=0.1,
@@ -68,16 +70,16 @@ MODES = {
         typed=None,
         control=None,
         coro=r"^coro_(schedule|fib)/",
+        coro_isolated=r"^coro_sleep/",
         monitoring=r"^(empty_jobs/|BM_histogram_record$)",
         monitoring_rounds=15,
         monitoring_min_time=0.2,
     ),
 }
 
-ISOLATED = r"^(memory_per_worker|idle_cpu|queued_bytes|startup_memory)/"  # one process per repetition
-# The coroutine binary's memory benchmark, likewise (quick and full modes;
-# smoke runs only the coroutine timings).
-CORO_ISOLATED = r"^coro_sleep/"
+# Benchmarks that measure memory or idle CPU: one process per repetition
+# (the report binary's here, the coroutine binary's per mode: coro_isolated).
+ISOLATED = r"^(memory_per_worker|idle_cpu|queued_bytes|startup_memory)/"
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -207,19 +209,19 @@ def plan(mode, paths, missing):
     shared("core", "core.json")
     shared("queue", "queue.json")
     shared("report", "peers.json")
-    if "report" not in missing:
-        # One process per repetition, not only per benchmark: the second
-        # repetition in a process would find the stacks of the first one's
-        # threads in glibc's cache (already resident) and a peer's
-        # process-wide pool already created, and measure 0 bytes. Round r
-        # runs every isolated benchmark once, so the repetitions interleave.
-        isolated = [("report", name) for name in list_tests(paths["report"], ISOLATED, env)]
-        if "coro" not in missing and mode != "smoke":
-            isolated += [("coro", name) for name in list_tests(paths["coro"], CORO_ISOLATED, env)]
-        for r in range(cfg["reps"]):
-            for i, (key, name) in enumerate(isolated):
-                flt = "^" + re.escape(name) + "$"
-                steps.append(Step(name, key, paths[key], flt, 1, f"isolated_{i:03d}_r{r}.json", False, env, mt))
+    # One process per repetition, not only per benchmark: the second
+    # repetition in a process would find the stacks of the first one's
+    # threads in glibc's cache (already resident), a peer's process-wide pool
+    # already created or freed coroutine frames, and measure ~0 bytes. Round
+    # r runs every isolated benchmark once, so the repetitions interleave.
+    isolated = []
+    for key, flt in (("report", ISOLATED), ("coro", cfg["coro_isolated"])):
+        if flt is not None and key not in missing:
+            isolated += [(key, name) for name in list_tests(paths[key], flt, env)]
+    for r in range(cfg["reps"]):
+        for i, (key, name) in enumerate(isolated):
+            flt = "^" + re.escape(name) + "$"
+            steps.append(Step(name, key, paths[key], flt, 1, f"isolated_{i:03d}_r{r}.json", False, env, mt))
     shared("logger", "logger.json")
     shared("typed", "typed.json")
     shared("control", "control.json")
