@@ -65,8 +65,8 @@ constexpr int spin_polls = 256;
 // wake-up per worker per round (tens of microseconds on a VM), and woken
 // threads often land on another CPU, away from the data they had cached.
 // oneTBB and rayon likewise yield for a while before they sleep. The length
-// is detail::idle_yield_ns (100 us), shared with helping waits.
-constexpr auto yield_phase_ns = static_cast<std::uint64_t>(detail::idle_yield_ns);
+// is pool_options::idle_wait (idle_wait_ns_; by default detail::idle_yield_ns,
+// 100 us, the same as helping waits).
 
 // A continuation in another worker's LIFO slot is taken by a thief only
 // when that worker has finished no job for this long: normally its owner
@@ -421,11 +421,13 @@ void pool_core::worker_main(pool_worker& w) {
       // after prepare_wait() below catches a push that raced with this.
       group.spinning.fetch_sub(1, std::memory_order_seq_cst);
     }
-    // The yield phase (see yield_phase_ns). It is not counted in `spinning`:
+    // The yield phase (see idle_wait_ns_ above). It is not counted in `spinning`:
     // producers keep notifying, which costs them one relaxed load while no
     // worker is parked, and nothing in the wake-up protocol changes.
-    if (!work_seen) {
-      const std::uint64_t until = steady_now_ns() + yield_phase_ns;
+    if (!work_seen && idle_wait_ns_ != 0) {
+      const std::uint64_t start = steady_now_ns();
+      // Saturating: an idle_wait longer than the clock can count never ends.
+      const std::uint64_t until = idle_wait_ns_ > ~start ? ~std::uint64_t{0} : start + idle_wait_ns_;
       do {
         std::this_thread::yield();
         work_seen = work_visible(w);

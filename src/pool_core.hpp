@@ -269,7 +269,8 @@ class pool_core {
   std::unique_ptr<thread_worker> (*make_worker_)() = [] { return std::make_unique<thread_worker>(); };
   std::uint32_t latency_sample_every_ = 32;
   std::uint32_t max_spinners_ = 1;
-  std::size_t stack_size_ = 0;  // worker threads' stack, bytes (0: default)
+  std::size_t stack_size_ = 0;      // worker threads' stack, bytes (0: default)
+  std::uint64_t idle_wait_ns_ = 0;  // the yield phase of an idle worker (core_config::idle_wait)
   // What the error handler receives when a worker runs out of memory (built
   // up front: out of memory there is nothing left to build it with).
   std::exception_ptr out_of_memory_report_;

@@ -30,6 +30,15 @@ void validate(const backpressure& b) {
   }
 }
 
+// pool_options::idle_wait in nanoseconds; negative is refused. (The
+// spin before it is not part of it: a few microseconds, see pool_core.cpp.)
+std::uint64_t idle_wait_ns(std::chrono::nanoseconds wait) {
+  if (wait.count() < 0) {
+    throw error_exception(error{error_code::invalid_argument, "pool_options::idle_wait: negative duration"});
+  }
+  return static_cast<std::uint64_t>(wait.count());
+}
+
 std::exception_ptr make_out_of_memory_report(const std::string& pool_name) {
   return std::make_exception_ptr(error_exception(
       error{error_code::resource_exhausted, "thread_pool '" + pool_name +
@@ -71,6 +80,7 @@ pool_core::pool_core(core_config config) try
       latency_sample_every_(config.latency_sample_every),
       max_spinners_(default_max_spinners()),
       stack_size_(config.worker_stack_size),
+      idle_wait_ns_(idle_wait_ns(config.idle_wait)),
       out_of_memory_report_(make_out_of_memory_report(name_)) {
   validate(bounds_);
   // The thread that runs what stop() drains is worker max_workers to the

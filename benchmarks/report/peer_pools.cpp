@@ -20,7 +20,9 @@
 //       increment; the submitting thread waits on it by yielding, the same
 //       for every library). Extra producers are threads parked on a barrier
 //       (their wake-up is inside the timed region).
-//   latency/<lib>/workers:W          submit->start on an idle pool (p50/p95/p99/max ns)
+//   latency/<lib>/workers:W          submit->start on an idle pool (p50/p95/p99/max ns, and the
+//                                    process's CPU over the test, % of a core); <lib> also
+//                                    thread_system_idle_wait (pool_options::idle_wait 1 ms)
 //   create/<lib>/workers:W           construct + start + stop/join (own-thread pools only)
 //   memory_per_worker/<lib>/workers:W  RSS delta / W with all W threads alive (stacks included)
 //   idle_cpu/<lib>/workers:W         CPU% of the whole process over 0.5 s with an idle pool
@@ -156,6 +158,26 @@ struct thread_system_pool {
   template <typename F>
   bool submit(F&& f) {
     return static_cast<bool>(pool.enqueue(std::forward<F>(f)));
+  }
+  ts::thread_pool pool;
+};
+
+// Thread System with pool_options::idle_wait = 1 ms (latency rows only):
+// workers still poll, yielding, when the next sample comes 500 us after the
+// last - the trade OpenMP's spinning team makes; the rows' cpu_percent
+// shows its price.
+struct thread_system_idle_wait_pool {
+  static constexpr const char* name = "thread_system_idle_wait";
+  static constexpr bool owns_threads = true;
+  explicit thread_system_idle_wait_pool(std::size_t n) : pool{n, options()} {}
+  template <typename F>
+  bool submit(F&& f) {
+    return static_cast<bool>(pool.enqueue(std::forward<F>(f)));
+  }
+  static ts::pool_options options() {
+    ts::pool_options o;
+    o.idle_wait = std::chrono::milliseconds(1);
+    return o;
   }
   ts::thread_pool pool;
 };
@@ -377,12 +399,28 @@ void bm_throughput(benchmark::State& state, std::size_t workers, std::uint64_t j
                       job_ns);  // pairs with the jobs' release increments
 }
 
+/// The counters of a latency row: percentiles of `samples` (sorted here), and the CPU the
+/// whole process used from `cpu_before` / `wall_before` on, in % of one
+/// core (what keeping workers awake between samples costs).
+void latency_counters(benchmark::State& state, std::vector<double>& samples, std::size_t workers, double cpu_before,
+                      std::chrono::steady_clock::time_point wall_before) {
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
+  state.counters["p50_ns"] = tb::percentile(samples, 50);
+  state.counters["p95_ns"] = tb::percentile(samples, 95);
+  state.counters["p99_ns"] = tb::percentile(samples, 99);
+  state.counters["max_ns"] = tb::percentile(samples, 100);
+  state.counters["cpu_percent"] = wall > 0 ? (process_cpu_seconds() - cpu_before) / wall * 100.0 : 0.0;
+  state.counters["workers"] = static_cast<double>(workers);
+}
+
 template <typename P>
 void bm_latency(benchmark::State& state, std::size_t workers) {
   P pool(workers);
   start_all_workers(pool, workers);
   settle(pool);
   std::vector<double> samples;
+  const double cpu_before = process_cpu_seconds();
+  const auto wall_before = std::chrono::steady_clock::now();
   for (auto _ : state) {
     state.PauseTiming();
     settle(pool);
@@ -394,12 +432,8 @@ void bm_latency(benchmark::State& state, std::size_t workers) {
     while (started_at.load(std::memory_order_acquire) == 0) std::this_thread::yield();
     samples.push_back(static_cast<double>(started_at.load(std::memory_order_relaxed) - submitted_at));
   }
+  latency_counters(state, samples, workers, cpu_before, wall_before);
   settle(pool);
-  state.counters["p50_ns"] = tb::percentile(samples, 50);
-  state.counters["p95_ns"] = tb::percentile(samples, 95);
-  state.counters["p99_ns"] = tb::percentile(samples, 99);
-  state.counters["max_ns"] = tb::percentile(samples, 100);
-  state.counters["workers"] = static_cast<double>(workers);
 }
 
 template <typename P>
@@ -790,6 +824,8 @@ void omp_latency(benchmark::State& state, std::size_t workers) {
   std::vector<double> samples;
 #pragma omp parallel num_threads(n)
   {}
+  const double cpu_before = process_cpu_seconds();
+  const auto wall_before = std::chrono::steady_clock::now();
   for (auto _ : state) {
     state.PauseTiming();
     std::this_thread::sleep_for(std::chrono::microseconds(500));
@@ -804,11 +840,7 @@ void omp_latency(benchmark::State& state, std::size_t workers) {
     }
     samples.push_back(static_cast<double>(started_at.load(std::memory_order_relaxed) - submitted_at));
   }
-  state.counters["p50_ns"] = tb::percentile(samples, 50);
-  state.counters["p95_ns"] = tb::percentile(samples, 95);
-  state.counters["p99_ns"] = tb::percentile(samples, 99);
-  state.counters["max_ns"] = tb::percentile(samples, 100);
-  state.counters["workers"] = static_cast<double>(workers);
+  latency_counters(state, samples, workers, cpu_before, wall_before);
 }
 
 void omp_memory_per_worker(benchmark::State& state, std::size_t workers) {
@@ -975,6 +1007,11 @@ void register_all() {
       ->UseRealTime()
       ->Unit(benchmark::kMicrosecond);
 #endif
+  benchmark::RegisterBenchmark((std::string("latency/thread_system_idle_wait") + arg("workers", hw)).c_str(),
+                               [=](benchmark::State& s) { bm_latency<thread_system_idle_wait_pool>(s, hw); })
+      ->Iterations(p.latency_iterations)
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark((std::string("latency/std_async") + arg("workers", hw)).c_str(),
                                [=](benchmark::State& s) { bm_latency<std_async_pool>(s, hw); })
       ->Iterations(std::max(10, p.latency_iterations / 4))

@@ -10,6 +10,7 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "../support/test_support.hpp"
 #include "thread_system/pools/thread_pool.hpp"
@@ -27,6 +28,7 @@ TEST(PoolOptions, TheDefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(o.latency_sample_every, 32U);
   EXPECT_EQ(o.backpressure.capacity, 0U) << "unbounded";
   EXPECT_EQ(o.worker_stack_size, 0U) << "the platform default";
+  EXPECT_EQ(o.idle_wait, std::chrono::microseconds(100));
 }
 
 TEST(PoolOptions, APoolWithTheDefaultsRunsJobs) {
@@ -99,10 +101,68 @@ TEST(PoolOptions, TheConstructorRefusesInvalidCombinations) {
   negative_wait.backpressure = ts::backpressure::block_for(4, std::chrono::nanoseconds(-1));
   EXPECT_EQ(construction_error(negative_wait), ts::error_code::invalid_argument);
 
+  ts::pool_options negative_idle_wait;
+  negative_idle_wait.idle_wait = std::chrono::nanoseconds(-1);
+  EXPECT_EQ(construction_error(negative_idle_wait), ts::error_code::invalid_argument);
+
   ts::pool_options fine;
   fine.queue = ts::pool_queue::bounded;
   fine.initial_queue_capacity = 3;  // rounded up to 4
   EXPECT_EQ(construction_error(fine), ts::error_code::ok);
+}
+
+// idle_wait: a worker out of work polls that long before it parks. Longer
+// than the test lasts, no worker ever parks - not at start, not after jobs
+// - and stop() still reaches them. (With the default of 100 us, every
+// worker has parked long before the 20 ms below.)
+TEST(PoolOptions, AnIdleWaitLongerThanThePoolsLifeKeepsEveryWorkerAwake) {
+  ts::pool_options o;
+  o.idle_wait = std::chrono::hours(1);
+  ts::thread_pool pool{2, o};
+  std::atomic<int> ran{0};
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 10; ++i) {
+      ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));  // read after wait_idle()
+    }
+    pool.wait_idle();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 30);
+  EXPECT_EQ(pool.get_statistics().parks, 0U);
+  pool.pause();  // paused, the workers keep polling too; resume() and stop() reach them
+  pool.resume();
+  (void)pool.stop();  // returns: stop() reached the polling workers
+  EXPECT_FALSE(pool.enqueue([] {}));
+}
+
+// An idle_wait that does not fit the clock's count saturates: still no park.
+TEST(PoolOptions, TheLongestIdleWaitIsAccepted) {
+  ts::pool_options o;
+  o.idle_wait = std::chrono::nanoseconds::max();
+  ts::thread_pool pool{1, o};
+  ASSERT_TRUE(pool.enqueue([] {}));
+  pool.wait_idle();
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(pool.get_statistics().parks, 0U);
+}
+
+// idle_wait 0: workers park right after their spin, and a parked worker is
+// woken for every later job.
+TEST(PoolOptions, AZeroIdleWaitParksAfterTheSpinAndStillWakes) {
+  ts::pool_options o;
+  o.idle_wait = std::chrono::nanoseconds(0);
+  ts::thread_pool pool{2, o};
+  for (int round = 0; round < 20; ++round) {
+    // Both workers asleep (a park not yet followed by its wake-up), so the
+    // job below has to wake one.
+    ASSERT_TRUE(ts::test::eventually([&pool] {
+      const ts::pool_statistics st = pool.get_statistics();
+      return st.parks - st.wakeups == 2;
+    }));
+    std::atomic<bool> ran{false};
+    ASSERT_TRUE(pool.enqueue([&ran] { ran.store(true, std::memory_order_release); }));  // pairs with the acquire below
+    ASSERT_TRUE(ts::test::eventually([&ran] { return ran.load(std::memory_order_acquire); }));
+  }
 }
 
 }  // namespace

@@ -640,6 +640,28 @@ TEST(TypedThreadPool, DuplicateInPriorityOrderIsRefused) {
   }
 }
 
+// idle_wait reaches a typed pool's workers as a thread_pool's (pool_options_test.cpp).
+TEST(TypedThreadPool, IdleWaitIsTheStandardPoolsAndIsChecked) {
+  ts::typed_pool_options<job_types> awake = typed_opts("awake");
+  awake.idle_wait = std::chrono::hours(1);
+  {
+    ts::typed_thread_pool_t<job_types> pool{2, awake};
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(pool.enqueue(job_types::Batch, [] {}));
+    pool.wait_idle();
+    std::this_thread::sleep_for(20ms);  // with the default of 100 us both workers would have parked by now
+    EXPECT_EQ(pool.get_statistics().parks, 0U);
+    EXPECT_EQ(pool.get_statistics().executed, 10U);
+  }
+  ts::typed_pool_options<job_types> negative = typed_opts("negative");
+  negative.idle_wait = std::chrono::nanoseconds(-5);
+  try {
+    ts::typed_thread_pool_t<job_types> pool{1, negative};
+    FAIL() << "a negative idle_wait was accepted";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::invalid_argument);
+  }
+}
+
 // ---- as thread_pool: tokens and the workers' threads --------------------------
 
 TEST(TypedThreadPool, TokenJobsCancelledBeforeStartingNeverRunAndAreCounted) {

@@ -7,9 +7,10 @@
 
 namespace thread_system::detail {
 
-/// How long an idle worker (thread_pool's worker loop) and a helping wait
-/// with nothing to help (future.hpp) keep polling, yielding the CPU between
-/// polls, before they sleep. See pool_core.cpp for the reasons.
+/// How long a helping wait with nothing to help (future.hpp) keeps polling,
+/// yielding the CPU between polls, before it sleeps, and the default of
+/// pool_options::idle_wait, the same for an idle worker. See pool_core.cpp
+/// for the reasons.
 inline constexpr std::int64_t idle_yield_ns = 100'000;
 
 /// Pause instruction for spin loops.

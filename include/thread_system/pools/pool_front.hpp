@@ -68,6 +68,7 @@ struct core_config {
   error_handler on_error;
   thread_system::backpressure bounds{};
   std::size_t worker_stack_size = 0;
+  std::chrono::nanoseconds idle_wait{detail::idle_yield_ns};  // negative: refused by the core's constructor
   // false: producers never push to a worker's deque (every job goes through
   // the injector, which knows its kind and priority); a worker's deque only
   // holds the rest of a batch of the highest kind it serves, and workers do
@@ -88,6 +89,7 @@ template <typename Options>
   c.on_error = o.on_error;
   c.bounds = o.backpressure;
   c.worker_stack_size = o.worker_stack_size;
+  c.idle_wait = o.idle_wait;
   return c;
 }
 

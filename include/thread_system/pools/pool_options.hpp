@@ -18,7 +18,9 @@
 #include <exception>
 #include <string>
 
+#include "thread_system/detail/chrono.hpp"
 #include "thread_system/detail/functional.hpp"
+#include "thread_system/detail/spin.hpp"
 #include "thread_system/pools/backpressure.hpp"
 #include "thread_system/queues/queue_kind.hpp"
 
@@ -58,6 +60,18 @@ struct pool_options {
   /// Stack size of each worker thread in bytes; 0: the platform default.
   /// See "Workers and their threads" in thread_pool.hpp for the nesting it allows.
   std::size_t worker_stack_size = 0;
+  /// How long a worker out of work keeps looking for more (a few
+  /// microseconds of spinning, then polls with the CPU yielded between
+  /// them) before it parks: the OpenMP `KMP_BLOCKTIME` / `GOMP_SPINCOUNT`
+  /// trade-off. A job submitted within this time of a worker's last one
+  /// starts without a futex wake-up (0.6-0.7 us instead of ~4 us submit to
+  /// start on the development machine, docs/PERFORMANCE.md), at the price
+  /// of CPU time: every idle worker keeps a CPU busy for up to this long
+  /// after its last job (yielding it to any thread that wants it). 0 parks
+  /// right after the spin; negative: the constructor throws
+  /// `invalid_argument`. Longer than a pool lives is allowed (workers never
+  /// park; stop(), resize() and pause() still reach them).
+  std::chrono::nanoseconds idle_wait{detail::idle_yield_ns};
 };
 
 }  // namespace thread_system

@@ -35,7 +35,8 @@
 //     into the future instead (still counted as failed).
 //   * Jobs submitted before start() are kept and run once started.
 //   * Idle workers sleep: a worker out of work spins briefly, polls for up
-//     to 100 us more while yielding its CPU, then parks (no CPU use).
+//     to pool_options::idle_wait (100 us by default) more while yielding its
+//     CPU, then parks (no CPU use).
 //   * The destructor is stop(stop_mode::drain).
 //
 // Workers and their threads

@@ -55,6 +55,8 @@ struct typed_pool_options {
   error_handler on_error;
   /// As pool_options::worker_stack_size.
   std::size_t worker_stack_size = 0;
+  /// As pool_options::idle_wait.
+  std::chrono::nanoseconds idle_wait{detail::idle_yield_ns};
 };
 
 /// Per-type statistics of a typed pool (only types that have been used).

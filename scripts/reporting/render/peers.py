@@ -173,24 +173,43 @@ def table_idle_latency(ctx, out):
                "`workers` threads, parked (500 µs sleep before each sample); the job stores a steady_clock stamp. "
                "Percentiles are over the samples of one repetition; the table shows their median over repetitions "
                "(min–max). OpenMP's figure includes forking the team (`parallel`/`single`/`task`); std::async's "
-               "includes creating a thread. Ratio on p50: > 1 means the peer starts jobs sooner.\n")
+               "includes creating a thread. Ratio on p50: > 1 means the peer starts jobs sooner. CPU: the whole "
+               "process's CPU time over the test (sleeps included), in % of one core: what keeping workers awake "
+               "between samples costs. The last row is Thread System with `pool_options::idle_wait` = 1 ms "
+               "instead of the default 100 µs: its workers still poll (yielding) when the next sample comes, "
+               "the trade OpenMP's spinning team makes (ratio: against the default).\n")
     libs = present_libs(runs, "latency")
     if not libs:
         out.append("_No data._\n")
         return
     w = values(runs, "latency", "workers")
     w = w[0] if w else 2
-    out.append(f"| library (workers: {w}) | p50 | p95 | p99 | max | p50 ratio |")
-    out.append("|---|---:|---:|---:|---:|---:|")
+    out.append(f"| library (workers: {w}) | p50 | p95 | p99 | max | CPU | p50 ratio |")
+    out.append("|---|---:|---:|---:|---:|---:|---:|")
     ours = runs.stat(f"latency/thread_system/workers:{w}", "p50_ns")
     dat = []
+
+    def row(label, key, ratio):
+        stats = [runs.stat(key, f) for f in ("p50_ns", "p95_ns", "p99_ns", "max_ns")]
+        cpu = runs.stat(key, "cpu_percent")
+        cpu_cell = f"{cpu[0]:.0f}%" if cpu is not None else "—"
+        r = ratio(stats[0])
+        out.append(f"| {label} | " + " | ".join(cell(s, "ns") for s in stats) + f" | {cpu_cell} | {r} |")
+        return stats
+
     for lib in libs:
         key = f"latency/{lib}/workers:{w}"
-        stats = [runs.stat(key, f) for f in ("p50_ns", "p95_ns", "p99_ns", "max_ns")]
-        r = None if lib == "thread_system" else ctx.compare("idle latency", f"workers:{w}", lib, "p50 submit→start", stats[0], ours, False)
-        out.append(f"| {LIB_LABEL[lib]} | " + " | ".join(cell(s, "ns") for s in stats) + f" | {fmt_ratio(r) if lib != 'thread_system' else '1.00×'} |")
+        if lib == "thread_system":
+            stats = row(LIB_LABEL[lib], key, lambda s: "1.00×")
+        else:
+            stats = row(LIB_LABEL[lib], key, lambda s, lib=lib: fmt_ratio(
+                ctx.compare("idle latency", f"workers:{w}", lib, "p50 submit→start", s, ours, False)))
         if all(s is not None for s in stats[:3]):
             dat.append((lib, [s[0] / 1e3 for s in stats[:3]]))
+    awake_key = f"latency/thread_system_idle_wait/workers:{w}"
+    if runs.stat(awake_key, "p50_ns") is not None:
+        row("Thread System, `idle_wait` 1 ms", awake_key,
+            lambda s: fmt_ratio(ours[0] / s[0]) if ours is not None and s is not None and s[0] > 0 else "—")
     out.append("")
     if dat:
         ctx.plot("latency", dat)
