@@ -1,5 +1,6 @@
-// lockfree_queue and hazard-pointer specifics: reclamation, segment pool,
-// segment boundaries, destruction.
+// lockfree_queue specifics: segment pool and reclamation of segments,
+// segment boundaries, destruction (hazard_domain itself:
+// tests/detail/hazard_pointers_test.cpp).
 #include "thread_system/queues/lockfree_queue.hpp"
 
 #include <gtest/gtest.h>
@@ -10,102 +11,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
-#include <set>
 #include <thread>
 #include <vector>
 
 #include "../support/close_race.hpp"
 #include "../support/test_support.hpp"
-#include "thread_system/detail/hazard_pointers.hpp"
 
 namespace ts = thread_system;
-
-namespace {
-
-// Reclaims `int`s allocated with new, remembering which ones.
-struct reclaim_log {
-  std::mutex mutex;
-  std::set<const void*> reclaimed;
-
-  static void reclaim(void* context, void* pointer) noexcept {
-    auto* self = static_cast<reclaim_log*>(context);
-    {
-      std::lock_guard lock(self->mutex);
-      self->reclaimed.insert(pointer);
-    }
-    delete static_cast<int*>(pointer);
-  }
-  bool contains(const void* pointer) {
-    std::lock_guard lock(mutex);
-    return reclaimed.count(pointer) != 0;
-  }
-};
-
-}  // namespace
-
-TEST(HazardPointers, ProtectedPointerIsNotReclaimed) {
-  reclaim_log log;
-  ts::detail::hazard_domain domain(&reclaim_log::reclaim, &log);
-  std::atomic<int*> source{new int(7)};
-  int* const protected_value = source.load(std::memory_order_seq_cst);  // seq_cst: setup read, no other thread yet
-  {
-    ts::detail::hazard_holder reader(domain);
-    EXPECT_EQ(reader.protect(0, source), protected_value);
-    {
-      ts::detail::hazard_holder writer(domain);
-      source.store(nullptr, std::memory_order_seq_cst);
-      writer.retire(protected_value);
-      // Retire many more so the writer's own threshold scan runs too.
-      for (int i = 0; i < 200; ++i) writer.retire(new int(i));
-    }
-    domain.collect();
-    EXPECT_FALSE(log.contains(protected_value));
-    EXPECT_EQ(*protected_value, 7);  // still readable (ASan would flag a free)
-    EXPECT_EQ(domain.retired_count(), 1U);
-  }
-  domain.collect();
-  EXPECT_TRUE(log.contains(protected_value));
-  EXPECT_EQ(domain.retired_count(), 0U);
-}
-
-TEST(HazardPointers, ProtectionHoldsAcrossThreads) {
-  reclaim_log log;
-  ts::detail::hazard_domain domain(&reclaim_log::reclaim, &log);
-  std::atomic<int*> source{new int(42)};
-  int* const value = source.load(std::memory_order_seq_cst);  // seq_cst: setup read, no other thread yet
-  std::atomic<int> stage{0};
-  std::thread reader([&] {
-    ts::detail::hazard_holder holder(domain);
-    int* seen = holder.protect(0, source);
-    stage.store(1, std::memory_order_release);  // pairs with the main thread's acquire
-    while (stage.load(std::memory_order_acquire) != 2) std::this_thread::yield();
-    EXPECT_EQ(*seen, 42);  // dereferenced after many scans
-  });
-  while (stage.load(std::memory_order_acquire) != 1) std::this_thread::yield();
-  {
-    ts::detail::hazard_holder writer(domain);
-    source.store(nullptr, std::memory_order_seq_cst);
-    writer.retire(value);
-    for (int i = 0; i < 1000; ++i) writer.retire(new int(i));
-  }
-  for (int i = 0; i < 10; ++i) domain.collect();
-  EXPECT_FALSE(log.contains(value));
-  stage.store(2, std::memory_order_release);  // pairs with the reader's acquire
-  reader.join();
-  domain.collect();
-  EXPECT_TRUE(log.contains(value));
-}
-
-TEST(HazardPointers, DomainDestructorReclaimsLeftovers) {
-  reclaim_log log;
-  {
-    ts::detail::hazard_domain domain(&reclaim_log::reclaim, &log);
-    ts::detail::hazard_holder holder(domain);
-    holder.retire(new int(1));
-    holder.retire(new int(2));
-  }
-  EXPECT_EQ(log.reclaimed.size(), 2U);
-}
 
 namespace {
 constexpr std::size_t segment_jobs = ts::lockfree_queue::segment_capacity;
@@ -314,28 +226,6 @@ TEST(LockfreeQueue, RefusedPushKeepsTheJob) {
 
 // wait_for_holders() returns only once the operation that held a record
 // when it was called has released it.
-TEST(HazardPointers, WaitForHoldersWaitsForTheOperationInProgress) {
-  reclaim_log log;
-  ts::detail::hazard_domain domain(&reclaim_log::reclaim, &log);
-  std::atomic<int> stage{0};
-  std::atomic<bool> released{false};
-  std::thread holder_thread([&] {
-    ts::detail::hazard_holder holder(domain);
-    stage.store(1, std::memory_order_release);  // pairs with the main thread's acquire
-    while (stage.load(std::memory_order_acquire) != 2) std::this_thread::yield();
-    released.store(true, std::memory_order_relaxed);  // ordered by the record's release below
-  });
-  while (stage.load(std::memory_order_acquire) != 1) std::this_thread::yield();
-  std::thread waiter([&] {
-    domain.wait_for_holders();
-    // relaxed: the wait's acquire of the record's release orders it.
-    EXPECT_TRUE(released.load(std::memory_order_relaxed));
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the waiter is (very likely) waiting by now
-  stage.store(2, std::memory_order_release);
-  waiter.join();
-  holder_thread.join();
-}
 
 // accepted_pushes() counts exactly the pushes that succeeded once close()
 // and wait_for_pushes() have returned, with pushes racing the close.
