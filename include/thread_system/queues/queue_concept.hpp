@@ -2,7 +2,7 @@
 // so that pools and tests can be written once for all of them.
 //
 // Contract a model must honour (the concept checks the signatures; the
-// typed tests in tests/queues/queue_models_test.cpp check the behaviour):
+// typed tests in tests/queues/queue_concept_test.cpp check the behaviour):
 //   * try_push(job_function&&) -> result<void>
 //       Appends the job. An empty job fails with `invalid_argument`; a closed
 //       queue fails with `pool_stopped`; a bounded queue at capacity fails
