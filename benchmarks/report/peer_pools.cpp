@@ -154,7 +154,7 @@ struct gate {
 struct thread_system_pool {
   static constexpr const char* name = "thread_system";
   static constexpr bool owns_threads = true;
-  explicit thread_system_pool(std::size_t n) : pool{n} {}
+  explicit thread_system_pool(std::size_t n, const ts::pool_options& options = {}) : pool{n, options} {}
   template <typename F>
   bool submit(F&& f) {
     return static_cast<bool>(pool.enqueue(std::forward<F>(f)));
@@ -166,20 +166,14 @@ struct thread_system_pool {
 // workers still poll, yielding, when the next sample comes 500 us after the
 // last - the trade OpenMP's spinning team makes; the rows' cpu_percent
 // shows its price.
-struct thread_system_idle_wait_pool {
+struct thread_system_idle_wait_pool : thread_system_pool {
   static constexpr const char* name = "thread_system_idle_wait";
-  static constexpr bool owns_threads = true;
-  explicit thread_system_idle_wait_pool(std::size_t n) : pool{n, options()} {}
-  template <typename F>
-  bool submit(F&& f) {
-    return static_cast<bool>(pool.enqueue(std::forward<F>(f)));
-  }
+  explicit thread_system_idle_wait_pool(std::size_t n) : thread_system_pool(n, options()) {}
   static ts::pool_options options() {
     ts::pool_options o;
     o.idle_wait = std::chrono::milliseconds(1);
     return o;
   }
-  ts::thread_pool pool;
 };
 
 #if defined(THREAD_SYSTEM_HAVE_TBB)
