@@ -64,7 +64,7 @@ struct pool_options {
   /// microseconds of spinning, then polls with the CPU yielded between
   /// them) before it parks: the OpenMP `KMP_BLOCKTIME` / `GOMP_SPINCOUNT`
   /// trade-off. A job submitted within this time of a worker's last one
-  /// starts without a futex wake-up (0.6-0.7 us instead of ~4 us submit to
+  /// starts without a futex wake-up (0.5-0.7 us instead of ~4 us submit to
   /// start on the development machine, docs/PERFORMANCE.md), at the price
   /// of CPU time: every idle worker keeps a CPU busy for up to this long
   /// after its last job (yielding it to any thread that wants it). 0 parks
