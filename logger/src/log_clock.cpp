@@ -22,6 +22,13 @@
 #include <unistd.h>
 #endif
 
+// membarrier(2) is usable where the system call exists (__NR_membarrier, a
+// macro of <sys/syscall.h>). MEMBARRIER_CMD_* are enumerators, not macros:
+// testing them with defined() would compile the fast path out everywhere.
+#if defined(__linux__) && defined(__NR_membarrier) && !defined(THREAD_SYSTEM_TSAN)
+#define THREAD_SYSTEM_HAVE_MEMBARRIER 1
+#endif
+
 namespace thread_system::detail {
 
 namespace {
@@ -112,7 +119,7 @@ std::chrono::system_clock::time_point tick_converter::to_system(std::uint64_t ti
 // ---------------------------------------------------------------------------
 
 void asymmetric_fence_init() noexcept {
-#if defined(__linux__) && defined(MEMBARRIER_CMD_PRIVATE_EXPEDITED) && !defined(THREAD_SYSTEM_TSAN)
+#if defined(THREAD_SYSTEM_HAVE_MEMBARRIER)
   static std::once_flag once;
   try {
     std::call_once(once, [] {
@@ -130,7 +137,7 @@ void asymmetric_fence_init() noexcept {
 
 void asymmetric_fence_heavy() noexcept {
   std::atomic_thread_fence(std::memory_order_seq_cst);
-#if defined(__linux__) && defined(MEMBARRIER_CMD_PRIVATE_EXPEDITED) && !defined(THREAD_SYSTEM_TSAN)
+#if defined(THREAD_SYSTEM_HAVE_MEMBARRIER)
   // relaxed: see asymmetric_fence_init().
   if (asymmetric_fence_cheap.load(std::memory_order_relaxed)) {
     // Registered, so it fails only if something (a seccomp filter installed
