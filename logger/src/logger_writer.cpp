@@ -23,16 +23,18 @@ namespace {
 // Polls of empty buffers (writer_poll_interval apart, ~50 us in all) before
 // yielding and then sleeping: a longer spin would keep a core busy at
 // moderate log rates.
-constexpr int writer_spins = 12;
+constexpr int writer_spins = 48;
 constexpr int writer_yields = 4;  // yields before the writer sleeps
 // While it is awake and the producers are slower than it, the writer looks
 // for new records at most this often. Each look pulls the lines a producer
 // has just written (and, through the hardware prefetchers, the next ones it
 // is about to write) into the writer's cache; the producer's next stores
 // then wait for them to come back, a cross-core round trip per call. Reading
-// right behind a producer made the median call 170-210 ns here; looking
-// every 4 us (records reach the sinks that much later) keeps it at ~30 ns.
-constexpr std::chrono::nanoseconds writer_poll_interval{4'000};
+// right behind a producer (no pause, or 0.5 us) made the median call 60 ns
+// here and a single producer's rate fall to 6 M/s; every 1 us keeps the
+// call at 20 ns, and a burst reaches the sinks sooner than with a longer
+// pause (bursts of 10: 6.5 M/s at 1 us, 2.1 M/s at 4 us; docs/PERFORMANCE.md).
+constexpr std::chrono::nanoseconds writer_poll_interval{1'000};
 
 void poll_pause() noexcept {
   const auto until = std::chrono::steady_clock::now() + writer_poll_interval;
