@@ -131,9 +131,8 @@ class thread_buffer {
     // covered too (capped: beyond that the hardware prefetcher keeps up).
     // Only lines the consumer has freed, by this side's copy of its
     // position: once the ring runs nearly full, the lines ahead are the ones
-    // the consumer is reading, and taking them from it only to have it take
-    // them back made both sides run at a fifth of their rate, a state a
-    // run could fall into and stay in (logger_single: 7 instead of 36 M/s).
+    // the consumer is reading, and taking them from it would only make it
+    // take them back (a transfer each way per line).
     const std::size_t lines = bytes / 128 < 8 ? bytes / 128 : 8;
     if (write_ + prefetch_distance + lines * 128 - cached_read_ <= capacity_) {
       for (std::size_t i = 0; i < lines; ++i) {
