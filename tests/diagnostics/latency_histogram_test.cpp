@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "support/test_support.hpp"
+#include "../support/test_support.hpp"
 
 namespace thread_system {
 namespace {
