@@ -17,16 +17,23 @@
 #endif
 
 #if defined(__linux__)
-#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
 
 // membarrier(2) is usable where the system call exists (__NR_membarrier, a
-// macro of <sys/syscall.h>). MEMBARRIER_CMD_* are enumerators, not macros:
-// testing them with defined() would compile the fast path out everywhere.
+// macro of <sys/syscall.h>). The MEMBARRIER_CMD_* names of
+// <linux/membarrier.h> are enumerators, not macros (testing them with
+// defined() would compile the fast path out everywhere), and kernel headers
+// before Linux 4.14 lack the expedited ones; their values are fixed by the
+// kernel's ABI, so they are spelt out here.
 #if defined(__linux__) && defined(__NR_membarrier) && !defined(THREAD_SYSTEM_TSAN)
 #define THREAD_SYSTEM_HAVE_MEMBARRIER 1
+namespace {
+constexpr int membarrier_cmd_query = 0;
+constexpr int membarrier_cmd_private_expedited = 1 << 3;
+constexpr int membarrier_cmd_register_private_expedited = 1 << 4;
+}  // namespace
 #endif
 
 namespace thread_system::detail {
@@ -123,9 +130,9 @@ void asymmetric_fence_init() noexcept {
   static std::once_flag once;
   try {
     std::call_once(once, [] {
-      const long supported = ::syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-      if (supported < 0 || (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return;
-      if (::syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0) return;
+      const long supported = ::syscall(__NR_membarrier, membarrier_cmd_query, 0, 0);
+      if (supported < 0 || (supported & membarrier_cmd_private_expedited) == 0) return;
+      if (::syscall(__NR_membarrier, membarrier_cmd_register_private_expedited, 0, 0) != 0) return;
       // relaxed: read by producers of loggers constructed after this; the
       // logger's construction happens-before their calls.
       asymmetric_fence_cheap.store(true, std::memory_order_relaxed);
@@ -144,7 +151,7 @@ void asymmetric_fence_heavy() noexcept {
     // later) forbids it. Producers rely on it (their side is a compiler
     // barrier), so carrying on could lose records or hang stop(): abort
     // with the reason rather than corrupt the contract silently.
-    if (::syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+    if (::syscall(__NR_membarrier, membarrier_cmd_private_expedited, 0, 0) != 0) {
       std::fprintf(stderr,
                    "thread_system logger: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) failed after registration "
                    "(errno %d); the logger's stop/sleep protocol depends on it. Aborting.\n",

@@ -36,6 +36,7 @@
 #include <memory>
 #include <new>
 #include <source_location>
+#include <type_traits>
 
 #include "thread_system/logger/detail/arg_codec.hpp"
 #include "thread_system/logger/log_level.hpp"
@@ -63,6 +64,10 @@ inline constexpr std::uint32_t wrap_marker = 0xFFFF'FFFFU;
 /// next call, a cross-core transfer per call).
 inline constexpr std::size_t record_alignment = 128;
 static_assert(sizeof(record_header) % alignof(std::uint64_t) == 0 && record_alignment % alignof(record_header) == 0);
+// The producer copy-constructs a header into the ring; the writer copies it
+// out with memcpy (and reads its ticks at their offset), which needs a
+// trivially copyable type.
+static_assert(std::is_trivially_copyable_v<record_header> && std::is_trivially_destructible_v<record_header>);
 
 /// Asks for the 128 bytes at `p` (two cache lines) in exclusive state (x86
 /// PREFETCHW; a no-op on CPUs without it), so that a later store does not
