@@ -89,6 +89,11 @@ inline void prefetch_for_write(const std::byte* p) noexcept {
 /// asking for them a few records ahead takes that off the call.
 inline constexpr std::size_t prefetch_distance = 2048;
 
+/// Lines commit() prefetches at most per record, and how far ahead of the
+/// write position the last of them ends.
+inline constexpr std::size_t prefetch_lines_max = 8;
+inline constexpr std::size_t prefetch_reach = prefetch_distance + prefetch_lines_max * record_alignment;
+
 /// Bytes of a record with `payload` bytes after its header.
 constexpr std::size_t record_bytes(std::size_t payload) noexcept {
   return (sizeof(record_header) + payload + record_alignment - 1) & ~(record_alignment - 1);
@@ -99,7 +104,11 @@ class thread_buffer {
   /// `bytes` must be a power of two and at least 2 * record_bytes(0). Throws
   /// std::bad_alloc.
   thread_buffer(std::size_t bytes, std::uint32_t thread_id)
-      : data_(new std::byte[bytes]), capacity_(bytes), mask_(bytes - 1), thread_id_(thread_id) {}
+      : data_(new std::byte[bytes]),
+        capacity_(bytes),
+        mask_(bytes - 1),
+        reload_margin_(bytes > 4 * prefetch_reach ? prefetch_reach : 0),
+        thread_id_(thread_id) {}
   thread_buffer(const thread_buffer&) = delete;
   thread_buffer& operator=(const thread_buffer&) = delete;
   ~thread_buffer() = default;
@@ -114,7 +123,10 @@ class thread_buffer {
     const std::size_t offset = static_cast<std::size_t>(w) & mask_;
     const std::size_t to_end = capacity_ - offset;
     const std::size_t needed = bytes <= to_end ? bytes : to_end + bytes;
-    if (w + needed - cached_read_ > capacity_) {
+    // The copy of the consumer's position is refreshed a little before the
+    // ring looks full (by the farthest line commit() prefetches), so that
+    // commit() does not skip the prefetch for lines already freed.
+    if (w + needed + reload_margin_ - cached_read_ > capacity_) {
       // acquire: pairs with the consumer's release store in release_to();
       // its reads of the bytes we are about to overwrite are done.
       cached_read_ = read_pos_.load(std::memory_order_acquire);
@@ -138,7 +150,7 @@ class thread_buffer {
     // position: once the ring runs nearly full, the lines ahead are the ones
     // the consumer is reading, and taking them from it would only make it
     // take them back (a transfer each way per line).
-    const std::size_t lines = bytes / 128 < 8 ? bytes / 128 : 8;
+    const std::size_t lines = bytes / 128 < prefetch_lines_max ? bytes / 128 : prefetch_lines_max;
     if (write_ + prefetch_distance + lines * 128 - cached_read_ <= capacity_) {
       for (std::size_t i = 0; i < lines; ++i) {
         prefetch_for_write(data_.get() + ((write_ + prefetch_distance + i * 128) & mask_));
@@ -225,6 +237,7 @@ class thread_buffer {
   std::unique_ptr<std::byte[]> data_;
   std::size_t capacity_;
   std::size_t mask_;
+  std::size_t reload_margin_;  // see try_reserve(); 0 for a ring too small to prefetch in
   std::uint32_t thread_id_;
   std::atomic<int> refs_{2};
 
