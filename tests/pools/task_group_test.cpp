@@ -141,3 +141,69 @@ TEST(TaskGroup, AJobDroppedByBackpressureMakesWaitThrowCancelled) {
   EXPECT_NO_THROW(g.wait());
   EXPECT_EQ(ran.load(std::memory_order_relaxed), 110);  // relaxed: as above
 }
+
+// The count a group keeps: jobs run() by the thread that created the group
+// count in a word only that thread writes, jobs run() elsewhere (by other
+// jobs of the group, on the workers) in a shared one, and a job may finish
+// on either kind of thread. Every mix must be waited for: a tree of jobs in
+// one group, each job running two more of it, from outside the pool and
+// from one of its workers.
+namespace {
+void spawn_tree(ts::task_group& g, std::atomic<int>& done, int depth) {
+  if (depth > 0) {
+    for (int k = 0; k < 2; ++k) g.run([&g, &done, depth] { spawn_tree(g, done, depth - 1); });
+  }
+  done.fetch_add(1, std::memory_order_relaxed);  // relaxed: read after wait()
+}
+}  // namespace
+
+TEST(TaskGroup, JobsRunByJobsOfTheGroupAreWaitedFor) {
+  for (std::size_t workers : {1U, 2U, 3U}) {
+    ts::thread_pool pool{workers, ts::test::pool_opts()};
+    constexpr int depth = 10;  // 2^11 - 1 jobs per round
+    ts::test::round_budget budget(ts::test::scaled(200), 20, std::chrono::seconds(5));
+    for (std::size_t i = 0; budget.next(i); ++i) {
+      std::atomic<int> done{0};
+      ts::task_group g(pool);  // created outside the pool: every job runs elsewhere
+      spawn_tree(g, done, depth);
+      g.wait();
+      ASSERT_EQ(done.load(std::memory_order_relaxed), (1 << (depth + 1)) - 1) << workers << " workers, outside";
+      // relaxed: as above
+      auto inside = pool.submit([&pool] {
+        std::atomic<int> d{0};
+        ts::task_group h(pool);  // created on a worker: its wait() runs jobs run() on other workers too
+        spawn_tree(h, d, depth);
+        h.wait();
+        return d.load(std::memory_order_relaxed);  // relaxed: read after wait()
+      });
+      ASSERT_EQ(inside.get(), (1 << (depth + 1)) - 1) << workers << " workers, on a worker";
+    }
+  }
+}
+
+// wait() on a thread other than the one that created the group (one wait
+// at a time): it still waits for every job, including jobs the creating
+// thread run() and the pool finished, and jobs run() by jobs.
+TEST(TaskGroup, AnotherThreadMayWait) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  ts::test::round_budget budget(ts::test::scaled(2'000), 200, std::chrono::seconds(5));
+  for (std::size_t i = 0; budget.next(i); ++i) {
+    std::atomic<int> done{0};
+    auto g = std::make_unique<ts::task_group>(pool);
+    spawn_tree(*g, done, 3);  // run() by this thread, and by the jobs
+    std::thread waiter([&] {
+      g->wait();
+      ASSERT_EQ(done.load(std::memory_order_relaxed), 15);  // relaxed: read after wait()
+    });
+    waiter.join();
+    // Created on a worker, waited for here: the worker's own jobs of the group finish there.
+    auto made = pool.submit([&pool, &done] {
+      auto h = std::make_unique<ts::task_group>(pool);
+      spawn_tree(*h, done, 3);
+      return h;
+    });
+    auto h = made.get();
+    h->wait();
+    ASSERT_EQ(done.load(std::memory_order_relaxed), 30);  // relaxed: read after wait()
+  }
+}

@@ -25,8 +25,17 @@
 //     discarded unrun (stop(stop_mode::cancel_pending), or
 //     backpressure::drop_oldest) counts as finished, and wait() throws
 //     error_exception{cancelled} when no job threw.
-//   * The destructor waits too (and swallows the exception if wait() was not
-//     called). The group must outlive its jobs, which the waiting ensures.
+//   * wait() is called by one thread at a time (usually the thread that
+//     created the group; any thread may). The destructor waits too (and
+//     swallows the exception if wait() was not called). The group must
+//     outlive its jobs, which the waiting ensures.
+//
+// Cost: a job that its group's creating thread runs and then runs itself,
+// inside that thread's wait() (the common fork-join case: the child was
+// not stolen), is counted without a single read-modify-write: the creating
+// thread keeps that count in a word only it writes. Jobs run or finished
+// anywhere else count on a shared word with one atomic add or subtract
+// each (see the count's comment in the class).
 #pragma once
 
 #include <atomic>
@@ -45,6 +54,13 @@
 #include "thread_system/sync/helping_wait.hpp"
 
 namespace thread_system {
+
+namespace detail {
+/// The task_group whose creating thread is inside that group's wait() on
+/// this thread (the innermost such wait), or null: a job of that group
+/// finishing here counts in the group's owner-only word.
+inline thread_local const void* tl_task_group_in_wait = nullptr;
+}  // namespace detail
 
 /// Runs jobs on a pool and waits for all of them (fork-join), with no future per job; see the header comment.
 class task_group {
@@ -67,9 +83,7 @@ class task_group {
   /// if the pool refuses it, runs it on the calling thread instead. Never fails.
   template <runnable F>
   void run(F&& f) {
-    // relaxed: the enqueue below publishes the job, and its finish() RMW is
-    // ordered after this increment through it.
-    pending_.word().fetch_add(1, std::memory_order_relaxed);
+    count_spawn();
     std::optional<job_function> wrapped;
     try {
       wrapped.emplace(group_job<std::decay_t<F>>{this, std::decay_t<F>(std::forward<F>(f))});
@@ -87,8 +101,7 @@ class task_group {
 
   /// Waits for every job run() so far; rethrows the first exception.
   void wait() {
-    (void)pending_.wait(0);                         // the one helping wait (sync/helping_wait.hpp)
-    pending_.clear_sleeper();                       // this group has one waiter: its owner
+    if (!all_finished()) wait_for_jobs();
     if (failed_.load(std::memory_order_acquire)) {  // pairs with record()
       std::exception_ptr e = std::move(error_);
       failed_.store(false, std::memory_order_relaxed);     // only the waiter touches it now
@@ -141,23 +154,127 @@ class task_group {
     }
   };
 
+  // ---- the count of jobs run() and not finished ----------------------------
+  //
+  // Two words. local_ is written only by the thread that created the group
+  // (owner_): +1 for each job it run()s, -1 for each job of the group it
+  // finishes *inside its own wait()* - then it is the only thread that
+  // waits, and it reads its own word. remote_ counts everything else, in
+  // its bits 1-31: -2 for each run() on another thread, +2 for each job
+  // finished anywhere but inside the owner's wait(). Bit 0 says that the
+  // waiter sleeps on the word; steps of 2 never change it, so the count may
+  // wrap (it is compared modulo 2^31). Pending jobs = local_ - remote_ / 2.
+  //
+  // Why a waiter that reads remote_ first (acquire) and local_ second sees
+  // no job finished that it does not also see run(): a job counted in
+  // local_ and finished elsewhere was run() (the store to local_) before it
+  // was enqueued, so its finish() RMW, which the acquire load reads, comes
+  // after that store, and the load of local_ that follows sees it. A job
+  // counted only in remote_ has its run() before its finish() in the one
+  // modification order of remote_. And a job counted only in local_
+  // changes local_ only on the waiting thread itself. So each job adds 1
+  // (seen run, not seen finished) or 0, never -1, and the difference is 0
+  // only when every job run() before wait() began has finished.
+
+  static constexpr std::uint32_t sleeper_bit = 1U;
+  static constexpr std::uint32_t remote_step = 2U;
+
+  // The address of a thread_local names the calling thread (owner_).
+  static const void* this_thread_tag() noexcept { return &detail::tl_task_group_in_wait; }
+
+  void count_spawn() noexcept {
+    if (this_thread_tag() == owner_) {
+      // Only the owner writes local_. relaxed: the enqueue that follows
+      // publishes the job, and a waiter orders this store before the job's
+      // finish() through it (see above).
+      local_.store(local_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    } else {
+      // relaxed: as above; the job's finish() comes after this RMW in
+      // remote_'s modification order.
+      remote_.fetch_sub(remote_step, std::memory_order_relaxed);
+    }
+  }
+
   void finish() noexcept {
-    // The job's writes happen-before the waiter's acquire that sees the
-    // count reach zero; this is the last access to *this (see
-    // pending_count::finish()).
     THREAD_SYSTEM_CHAOS_POINT();
-    pending_.finish();
+    if (detail::tl_task_group_in_wait == this) {
+      // The owner runs the job inside its own wait(): the waiter is this
+      // thread. release: for a later waiter on another thread that acquires
+      // local_ (its own synchronisation with this thread orders it anyway).
+      local_.store(local_.load(std::memory_order_relaxed) - 1, std::memory_order_release);
+      return;
+    }
+    // acq_rel: the job's writes happen-before the waiter's acquire load
+    // that sees the count reach zero (chains of finish() carry every
+    // earlier job's writes through the RMW order). This RMW is the last
+    // access to *this: the futex wake only names the address, so the
+    // waiter may already have destroyed the group.
+    const std::uint32_t old = remote_.fetch_add(remote_step, std::memory_order_acq_rel);
+    if ((old & sleeper_bit) != 0) detail::futex_wake(remote_, detail::futex_wake_all);
+  }
+
+  [[nodiscard]] bool finished_at(std::uint32_t remote) const noexcept {
+    // acquire: local_ after remote_ (see above); pairs with finish()'s release store.
+    const std::uint32_t local = local_.load(std::memory_order_acquire);
+    return static_cast<std::uint32_t>(local * remote_step) == (remote & ~sleeper_bit);
+  }
+
+  [[nodiscard]] bool all_finished() const noexcept {
+    return finished_at(remote_.load(std::memory_order_acquire));  // pairs with finish()'s release RMW
+  }
+
+  // Sleeps until remote_ changes (or limit_ns passes; -1: until woken),
+  // announcing the sleeper in bit 0 first. Only remote finishes can bring
+  // the count to zero while the waiter sleeps: local_ falls only on the
+  // waiting thread itself.
+  void park(std::int64_t limit_ns) noexcept {
+    std::uint32_t v = remote_.load(std::memory_order_acquire);  // pairs with finish()
+    if (finished_at(v)) return;
+    // acq_rel: a full barrier before the futex re-checks the word; acquire
+    // on failure: the caller re-reads and re-checks.
+    if ((v & sleeper_bit) == 0 &&
+        !remote_.compare_exchange_strong(v, v | sleeper_bit, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      return;
+    }
+    if (limit_ns < 0) {
+      detail::futex_wait(remote_, v | sleeper_bit);
+    } else {
+      detail::futex_wait_for(remote_, v | sleeper_bit, limit_ns);
+    }
+  }
+
+  // The waiter's slow path: the one helping wait (sync/helping_wait.hpp).
+  void wait_for_jobs() {
+    // Marks this group as waited for by its owner on this thread (jobs of
+    // the group it runs meanwhile count in local_), and restores the outer
+    // mark on the way out, exception or not.
+    struct scope {
+      const void* outer;
+      bool owner;
+      ~scope() {
+        if (owner) detail::tl_task_group_in_wait = outer;
+      }
+    } mark{detail::tl_task_group_in_wait, this_thread_tag() == owner_};
+    if (mark.owner) detail::tl_task_group_in_wait = this;
+    (void)detail::helping_wait([this] { return all_finished(); }, [this](std::int64_t limit) { park(limit); }, 0);
+    // Only the waiter sets the bit, and there is one waiter at a time.
+    // relaxed: nothing is published with it.
+    if ((remote_.load(std::memory_order_relaxed) & sleeper_bit) != 0) {
+      remote_.fetch_and(~sleeper_bit, std::memory_order_relaxed);
+    }
   }
 
   void record(std::exception_ptr e) noexcept {
     bool expected = false;
     // acq_rel: exactly one job stores error_; the waiter reads it after the
-    // acquire in wait() (through finish()'s release on pending_).
+    // acquire in wait() (through finish()).
     if (failed_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) error_ = std::move(e);
   }
 
   thread_pool& pool_;
-  detail::pending_count pending_;  // jobs run() and not finished, and the owner's sleeper bit
+  const void* const owner_ = this_thread_tag();  // the creating thread (the only writer of local_)
+  std::atomic<std::uint32_t> local_{0};          // see "the count" above
+  std::atomic<std::uint32_t> remote_{0};         // likewise
   std::atomic<bool> failed_{false};
   std::atomic<bool> cancelled_{false};  // a job of the group was discarded unrun (see group_job::cancel())
   std::exception_ptr error_;
