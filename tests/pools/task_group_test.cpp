@@ -207,3 +207,29 @@ TEST(TaskGroup, AnotherThreadMayWait) {
     ASSERT_EQ(done.load(std::memory_order_relaxed), 30);  // relaxed: read after wait()
   }
 }
+
+// Copying the callable into the job throws: run() lets the exception out
+// and the group does not count the job (a count taken first would never be
+// given back: wait() and the destructor would wait forever).
+namespace {
+struct throws_when_copied {
+  throws_when_copied() = default;
+  throws_when_copied(const throws_when_copied& /*other*/) { throw std::runtime_error("copy"); }
+  throws_when_copied(throws_when_copied&&) noexcept = default;
+  throws_when_copied& operator=(const throws_when_copied&) = delete;
+  throws_when_copied& operator=(throws_when_copied&&) = delete;
+  ~throws_when_copied() = default;
+  void operator()() const noexcept {}
+};
+}  // namespace
+
+TEST(TaskGroup, ACallableWhoseCopyThrowsIsNotCounted) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  ts::task_group g(pool);
+  std::atomic<int> ran{0};
+  g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });  // relaxed: read after wait()
+  const throws_when_copied f;
+  EXPECT_THROW(g.run(f), std::runtime_error);
+  g.wait();                                           // before the fix: waited forever for the job that was never made
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 1);  // relaxed: read after wait()
+}

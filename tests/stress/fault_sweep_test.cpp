@@ -259,6 +259,34 @@ void workload(outcome& out) {
 
 TEST(FaultSweep, EveryAllocationFailureIsSurvivedAndReported) { fault::sweep(workload); }
 
+// task_group::run() with no memory to wrap the job (a capture larger than
+// job_function's inline storage) runs it on the calling thread, with its
+// captures intact: the callable was moved into the job before the wrapper's
+// allocation failed, and that moved job is what runs (running the
+// moved-from argument instead would see an empty vector here).
+TEST(TaskGroupOutOfMemory, AJobThatCannotBeWrappedRunsHereWithItsCaptures) {
+  ts::thread_pool pool{1, ts::test::pool_opts("tg-oom")};
+  ts::task_group g(pool);
+  std::vector<int> values{1, 2, 3, 4};
+  std::array<char, 128> padding{};  // beyond the inline storage: the wrapper allocates
+  padding.fill('x');
+  std::size_t seen_size = 0;
+  char seen_pad = 0;
+  bool ran_here = false;
+  const auto caller = std::this_thread::get_id();
+  fault::tl_fail_all = true;  // every allocation of this thread fails (moving a vector allocates nothing)
+  g.run([v = std::move(values), padding, &seen_size, &seen_pad, &ran_here, caller] {
+    seen_size = v.size();
+    seen_pad = padding[127];
+    ran_here = std::this_thread::get_id() == caller;
+  });
+  fault::tl_fail_all = false;
+  g.wait();
+  EXPECT_TRUE(ran_here) << "no memory to hand the job over: it runs on the caller";
+  EXPECT_EQ(seen_size, 4U) << "the job ran with its captures moved out";
+  EXPECT_EQ(seen_pad, 'x');
+}
+
 // A worker that cannot allocate goes on without: a job makes every
 // allocation of its worker's thread fail, then spawns children. Each child
 // needs a deque node the worker cannot get, so it goes through the

@@ -17,7 +17,9 @@
 //     From one of the pool's workers the job goes onto that worker's deque
 //     (idle workers steal it). If the pool refuses it (stopping, full, out
 //     of memory), run() executes it on the calling thread, so a group never
-//     loses a job and run() itself never fails.
+//     loses a job and run() itself never fails - except by throwing what
+//     copying or moving f into the job throws, and then the group does not
+//     count it.
 //   * wait() returns when every job run() so far has finished; on a worker
 //     it helps run other jobs meanwhile. Everything the jobs did is visible
 //     after wait() returns. The first exception thrown by a job is rethrown
@@ -26,14 +28,18 @@
 //     backpressure::drop_oldest) counts as finished, and wait() throws
 //     error_exception{cancelled} when no job threw.
 //   * wait() is called by one thread at a time (usually the thread that
-//     created the group; any thread may). The destructor waits too (and
-//     swallows the exception if wait() was not called). The group must
+//     created the group; any thread may): a wait on another thread must
+//     begin after the previous wait returned (a join, a future, a mutex).
+//     Two waits at once may hang or return early. The destructor waits too
+//     (and swallows the exception if wait() was not called). The group must
 //     outlive its jobs, which the waiting ensures.
 //
 // Cost: a job that its group's creating thread runs and then runs itself,
-// inside that thread's wait() (the common fork-join case: the child was
-// not stolen), is counted without a single read-modify-write: the creating
-// thread keeps that count in a word only it writes. Jobs run or finished
+// inside that thread's wait() (the common fork-join case on a pool worker:
+// the child was not stolen, and the wait helps), is counted without a
+// single read-modify-write: the creating thread keeps that count in a word
+// only it writes. (Off the pool's workers a wait does not help, so every
+// job finishes elsewhere.) Jobs run or finished
 // anywhere else count on a shared word with one atomic add or subtract
 // each (see the count's comment in the class).
 #pragma once
@@ -80,18 +86,23 @@ class task_group {
   }
 
   /// Runs `f` as a job of the group on the pool (on this worker's deque when called from one of its workers);
-  /// if the pool refuses it, runs it on the calling thread instead. Never fails.
+  /// if the pool refuses it, or there is no memory to hand it over, runs it on the calling thread instead. Throws
+  /// only what copying or moving `f` throws (and then adds nothing to the group).
   template <runnable F>
   void run(F&& f) {
+    // The job first: if copying or moving f throws, the exception leaves
+    // run() and nothing was counted (a count taken first would never be
+    // given back, and wait() would wait forever).
+    group_job<std::decay_t<F>> job{this, std::decay_t<F>(std::forward<F>(f))};
     count_spawn();
     std::optional<job_function> wrapped;
     try {
-      wrapped.emplace(group_job<std::decay_t<F>>{this, std::decay_t<F>(std::forward<F>(f))});
+      wrapped.emplace(std::move(job));
     } catch (const std::bad_alloc&) {
       // No memory to wrap the job (a capture too large to store inline):
-      // run it here, now, which needs none. f was not moved from: the
-      // allocation comes before the copy.
-      run_here(f);
+      // run it here, now, which needs none. The job's body is intact:
+      // job_function allocates before it moves the job in.
+      run_here(*job.body);
       return;
     }
     // A refused job_function is left untouched (see thread_pool::enqueue),
@@ -213,8 +224,10 @@ class task_group {
     if ((old & sleeper_bit) != 0) detail::futex_wake(remote_, detail::futex_wake_all);
   }
 
+  // `remote`: remote_ as the caller loaded it, with acquire - which keeps
+  // the load of local_ below after it (see above).
   [[nodiscard]] bool finished_at(std::uint32_t remote) const noexcept {
-    // acquire: local_ after remote_ (see above); pairs with finish()'s release store.
+    // acquire: pairs with finish()'s release store (a job the owner ran).
     const std::uint32_t local = local_.load(std::memory_order_acquire);
     return static_cast<std::uint32_t>(local * remote_step) == (remote & ~sleeper_bit);
   }
@@ -230,8 +243,10 @@ class task_group {
   void park(std::int64_t limit_ns) noexcept {
     std::uint32_t v = remote_.load(std::memory_order_acquire);  // pairs with finish()
     if (finished_at(v)) return;
-    // acq_rel: a full barrier before the futex re-checks the word; acquire
-    // on failure: the caller re-reads and re-checks.
+    // acq_rel: as any RMW of remote_, it joins the finishes' release
+    // sequence; the futex compares the word with v | sleeper_bit atomically,
+    // so a finish after this CAS makes the wait return at once. acquire on
+    // failure: the caller re-reads and re-checks.
     if ((v & sleeper_bit) == 0 &&
         !remote_.compare_exchange_strong(v, v | sleeper_bit, std::memory_order_acq_rel, std::memory_order_acquire)) {
       return;

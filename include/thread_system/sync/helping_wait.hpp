@@ -133,9 +133,10 @@ bool helping_wait(Ready&& ready, Park&& park, std::int64_t deadline_ns) {
   return true;
 }
 
-/// A count of pending pieces with a sleeper bit in one futex word: the
-/// protocol wait_group and task_group share. The low 31 bits count, the top
-/// bit says a thread parks on the word.
+/// A count of pending pieces with a sleeper bit in one futex word:
+/// wait_group's protocol (task_group keeps a variant of its own, with a word
+/// only its creating thread writes; see pools/task_group.hpp). The low 31
+/// bits count, the top bit says a thread parks on the word.
 class pending_count {
  public:
   static constexpr std::uint32_t sleeper_bit = 0x8000'0000U;
