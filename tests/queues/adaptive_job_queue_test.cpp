@@ -274,7 +274,10 @@ TEST(AdaptiveJobQueue, EmptyApproxAcrossASwitch) {
 
 // Several producers and consumers (one each with pop_batch, try_pop and
 // pop_share), a switch forced every few thousand operations: every job runs
-// exactly once.
+// exactly once. Every wait in it is bounded (60 s for the whole run, well
+// inside the watchdog): a run that stops making progress ends with what it
+// saw - jobs run, the queue's size estimate and statistics, what a pop finds
+// afterwards, the first job that never ran - instead of the watchdog's abort.
 TEST(AdaptiveJobQueue, SwitchUnderLoadLosesNothing) {
   constexpr int producers = 3;
   constexpr int consumers = 3;
@@ -284,6 +287,16 @@ TEST(AdaptiveJobQueue, SwitchUnderLoadLosesNothing) {
   std::vector<std::atomic<std::uint8_t>> runs(total);
   std::atomic<std::size_t> executed{0};
   std::atomic<std::size_t> switched{0};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::atomic<bool> stuck{false};
+  // True (and from then on for every thread) once the deadline has passed.
+  auto give_up = [&] {
+    // relaxed: a flag that only ends loops early; the figures are read after join().
+    if (stuck.load(std::memory_order_relaxed)) return true;
+    if (std::chrono::steady_clock::now() < deadline) return false;
+    stuck.store(true, std::memory_order_relaxed);
+    return true;
+  };
   std::vector<std::thread> threads;
   for (int p = 0; p < producers; ++p) {
     threads.emplace_back([&, p] {
@@ -294,10 +307,10 @@ TEST(AdaptiveJobQueue, SwitchUnderLoadLosesNothing) {
       };
       std::size_t i = 0;
       bool want_switch = false;
-      while (i < per_producer) {
+      while (i < per_producer && !give_up()) {
         // Short backlog: a switch waits for the previous queue to drain.
         if (queue.size_approx() > 1024) {
-          while (queue.size_approx() > 64) std::this_thread::yield();
+          while (queue.size_approx() > 64 && !give_up()) std::this_thread::yield();
         }
         if (i % 7 == 0 && i + batch.size() <= per_producer) {
           for (std::size_t k = 0; k < batch.size(); ++k) batch[k] = job_for(base + i + k);
@@ -327,6 +340,7 @@ TEST(AdaptiveJobQueue, SwitchUnderLoadLosesNothing) {
                                        : queue.pop_share(out, consumers);
         for (std::size_t k = 0; k < n; ++k) out[k]();
         if (n == 0) {
+          if (give_up()) break;
           std::this_thread::yield();
         } else {
           executed.fetch_add(n, std::memory_order_acq_rel);
@@ -338,6 +352,23 @@ TEST(AdaptiveJobQueue, SwitchUnderLoadLosesNothing) {
     });
   }
   for (auto& t : threads) t.join();
+  if (stuck.load(std::memory_order_relaxed)) {  // relaxed: after join()
+    const auto statistics = queue.get_statistics();
+    const std::size_t size_left = queue.size_approx();
+    std::size_t popped_after = 0;
+    ts::job_function job;
+    while (popped_after < total && queue.try_pop(job)) ++popped_after;
+    std::size_t first_missing = total;
+    for (std::size_t v = 0; v < total && first_missing == total; ++v) {
+      if (runs[v].load(std::memory_order_relaxed) == 0) first_missing = v;  // relaxed: after join()
+    }
+    FAIL() << "no progress for 60 s: " << executed.load(std::memory_order_relaxed) << " of " << total
+           << " jobs run; size_approx() " << size_left << ", a pop afterwards found " << popped_after << "; switches "
+           << statistics.switches << " (forced " << switched.load(std::memory_order_relaxed) << "), on the "
+           << (statistics.current_strategy == ts::queue_strategy::FORCE_MUTEX ? "mutex" : "lock-free") << " queue, "
+           << statistics.operations << " jobs moved; first job never run: " << first_missing << " (producer "
+           << first_missing / per_producer << ")";
+  }
   EXPECT_EQ(executed.load(std::memory_order_seq_cst), total);  // seq_cst: pairs with the writers' RMW/store
   // seq_cst: pairs with the writers' RMW/store
   for (std::size_t v = 0; v < total; ++v) ASSERT_EQ(runs[v].load(std::memory_order_seq_cst), 1) << "value " << v;
