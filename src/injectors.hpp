@@ -39,7 +39,7 @@ std::size_t pop_fair_share(Q& queue, std::span<job_function> out, std::size_t co
 }
 
 // A worker's share of any queue: the queue's own pop_share() when it has one
-// (job_queue: under one lock; lockfree_queue: one CAS for the run), else
+// (job_queue: under its head lock; lockfree_queue: one CAS for the run), else
 // pop_fair_share().
 template <job_queue_model Q>
 std::size_t take_share(Q& queue, std::span<job_function> out, std::size_t consumers) {

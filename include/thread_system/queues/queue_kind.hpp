@@ -32,7 +32,7 @@ namespace thread_system {
 
 /// Which job queue: the injector of a pool, or the mode of an adaptive_job_queue.
 enum class pool_queue {
-  mutex,     ///< job_queue: segments under a spin lock (the pools' default).
+  mutex,     ///< job_queue: segments, a spin lock for each end (the pools' default).
   lockfree,  ///< lockfree_queue: fetch-and-add array segments with hazard pointers.
   adaptive,  ///< adaptive_job_queue: switches between the two above by measured contention.
   sharded,   ///< sharded_queue: per-producer shards.

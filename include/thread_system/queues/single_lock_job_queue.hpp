@@ -1,20 +1,16 @@
-// job_queue: the mutex-protected, unbounded FIFO of jobs.
+// single_lock_job_queue: adaptive_job_queue's mutex side - job_queue's
+// segments (queues/job_segments.hpp) under one lock for both ends.
 //
-// Storage is a FIFO list of equal segments of 8-byte words. A push that does
-// not fit in the last segment moves on to a spare segment, allocating one
-// only when none is spare; a segment the pops have emptied becomes a spare.
-// Nothing is ever copied, so growth costs the queue's users one allocation
-// per segment and never a pause, memory follows the backlog (no doubling:
-// 100 000 small jobs take 2.4 MB), and once the queue has grown to its
-// working set, pushing and popping allocate nothing (spares are kept, never
-// freed before the queue is). Jobs are stored *packed* (job_function's packed
-// form): the operations pointer, the metadata word and only the words of
-// inline storage the callable uses, so a small job (a callable of up to 8
-// bytes, or one stored on the heap) takes 24 bytes instead of a full 64-byte
-// job_function. An entry never spans two segments: when it does not fit
-// before a segment's end, a skip marker (a zero first word) ends the segment
-// and the entry starts the next one. Every operation takes the mutex once,
-// including the batch operations (one lock per batch, not per job).
+// job_queue takes a lock per end, so a producer never waits for a
+// consumer's critical section; adaptive_job_queue needs one lock that every
+// operation of its mutex side takes, because its switch protocol changes
+// what that side may do while holding it (see adaptive_job_queue.hpp). So
+// this queue keeps one lock, and lets adaptive_job_queue run its own checks
+// inside its critical section (push_admitted, pop_admitted). Storage as in
+// job_queue: a push that does not fit in the last segment moves on to a
+// spare segment, allocating one only when none is spare; a segment the pops
+// have emptied becomes a spare (never freed before the queue is); a queue
+// that a pop empties starts over at word 0 of its segment.
 //
 // Contract:
 //   * Any number of threads may call any member concurrently.
@@ -40,29 +36,34 @@
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/detail/config.hpp"
+#include "thread_system/queues/job_segments.hpp"
 #include "thread_system/sync/spin_lock.hpp"
 
 namespace thread_system {
 
-/// The mutex-protected (spin-locked), unbounded FIFO of jobs, stored packed in a list of segments.
-class alignas(64) job_queue {
+class adaptive_job_queue;
+
+namespace detail {
+
+/// adaptive_job_queue's mutex side: job_queue's segments under one spin lock.
+class alignas(64) single_lock_job_queue {
  public:
   /// `initial_capacity`: jobs of four words (32 bytes packed) a segment
   /// holds; every segment has that size (rounded up to a power of two words,
   /// at least 64 words: 512 bytes). The first segment is allocated here
   /// (std::bad_alloc propagates).
-  explicit job_queue(std::size_t initial_capacity = 1024)
-      : segment_words_(std::bit_ceil(std::max<std::size_t>(initial_capacity * 4, min_segment_words))) {
+  explicit single_lock_job_queue(std::size_t initial_capacity = 1024)
+      : segment_words_(segment_words_for(initial_capacity)) {
     head_segment_ = tail_segment_ = new_segment();
   }
 
   /// Not copyable.
-  job_queue(const job_queue&) = delete;
+  single_lock_job_queue(const single_lock_job_queue&) = delete;
   /// Not copyable.
-  job_queue& operator=(const job_queue&) = delete;
+  single_lock_job_queue& operator=(const single_lock_job_queue&) = delete;
 
   /// Destroys the jobs still queued (not run, not cancelled), exactly once.
-  ~job_queue() {
+  ~single_lock_job_queue() {
     job_function discarded;
     while (count_ > 0) pop_one(discarded);
     discarded.reset();
@@ -74,7 +75,7 @@ class alignas(64) job_queue {
   /// `invalid_argument` for an empty job, `resource_exhausted` when a segment
   /// cannot be allocated) `job` is not moved from.
   [[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE result<void> try_push(job_function&& job) {
-    if (!job) return make_error(error_code::invalid_argument, "job_queue: empty job");
+    if (!job) return make_error(error_code::invalid_argument, "single_lock_job_queue: empty job");
     return to_result(push_admitted(std::span<job_function>(&job, 1), no_action{}));
   }
 
@@ -82,7 +83,7 @@ class alignas(64) job_queue {
   /// this push; read inside the push's critical section, so it is exact (a
   /// pool wakes a worker only on that transition: see pool_core.cpp).
   [[nodiscard]] result<void> try_push(job_function&& job, bool& was_empty) {
-    if (!job) return make_error(error_code::invalid_argument, "job_queue: empty job");
+    if (!job) return make_error(error_code::invalid_argument, "single_lock_job_queue: empty job");
     return to_result(push_admitted(std::span<job_function>(&job, 1), record_was_empty{this, 1, &was_empty}));
   }
 
@@ -91,7 +92,7 @@ class alignas(64) job_queue {
   /// anywhere in the batch).
   [[nodiscard]] result<void> push_batch(std::span<job_function> jobs) {
     for (const auto& j : jobs) {
-      if (!j) return make_error(error_code::invalid_argument, "job_queue: empty job in batch");
+      if (!j) return make_error(error_code::invalid_argument, "single_lock_job_queue: empty job in batch");
     }
     return to_result(push_admitted(jobs, no_action{}));
   }
@@ -159,13 +160,13 @@ class alignas(64) job_queue {
  private:
   // adaptive_job_queue runs its own checks inside this queue's critical
   // section, through push_admitted() and pop_admitted() below.
-  friend class adaptive_job_queue;
+  friend class ::thread_system::adaptive_job_queue;
 
   // The one implementation of a push and of a pop, shared with
   // adaptive_job_queue, which runs its own checks inside the same critical
   // section: a pop's `admit()` decides, under the lock, whether it may go
   // on (a push is decided by refusals_), and `after(...)` runs under the
-  // lock once it is done. job_queue's own
+  // lock once it is done. This queue's own
   // operations pass no-ops, which compile away. (Hooks are named types with
   // forced-inline calls, not lambdas: the whole fast path must inline into
   // the caller, whatever the compiler's inlining budget there.)
@@ -187,7 +188,7 @@ class alignas(64) job_queue {
     THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t /*queued*/) const noexcept { return max; }
   };
   struct record_was_empty {  // after a push of `pushed` jobs: was the queue empty before it?
-    const job_queue* queue;
+    const single_lock_job_queue* queue;
     std::size_t pushed;
     bool* was_empty;
     THREAD_SYSTEM_ALWAYS_INLINE void operator()() const noexcept { *was_empty = queue->count_ == pushed; }
@@ -204,7 +205,7 @@ class alignas(64) job_queue {
   // then calls the caller's hook with the new count.
   template <typename Contended>
   struct counting_contention {
-    job_queue* queue;
+    single_lock_job_queue* queue;
     Contended hook;
     THREAD_SYSTEM_ALWAYS_INLINE void operator()() const noexcept { hook(queue->count_contended()); }
   };
@@ -221,12 +222,12 @@ class alignas(64) job_queue {
       case push_outcome::pushed:
         return {};
       case push_outcome::closed:
-        return make_error(error_code::pool_stopped, "job_queue: queue is closed");
+        return make_error(error_code::pool_stopped, "single_lock_job_queue: queue is closed");
       case push_outcome::out_of_memory:
       case push_outcome::not_admitted:  // (not used by job_queue's own operations)
         break;
     }
-    return make_error(error_code::resource_exhausted, "job_queue: out of memory for a segment");
+    return make_error(error_code::resource_exhausted, "single_lock_job_queue: out of memory for a segment");
   }
 
   // A push is admitted unless refusals_ refuses it (closed, or pushes
@@ -280,58 +281,16 @@ class alignas(64) job_queue {
     count_pushed(jobs.size());
   }
 
-  // One 8-byte word of a segment; entries are built in it with placement
-  // new (job_function::pack_into), hence the byte array.
-  struct alignas(8) word {
-    unsigned char bytes[8];
-  };
+  using word = job_word;
+  using segment = job_segment;
 
-  static bool is_skip_marker(const word& w) noexcept {
-    std::uint64_t bits = 0;
-    std::memcpy(&bits, w.bytes, sizeof(bits));
-    return bits == 0;  // an entry starts with its (non-null) operations pointer
-  }
-
-  // A segment: this header, then segment_words_ words, in one allocation.
-  // Header and words start on a cache line, so where entries cross lines
-  // depends only on their sizes, not on where the allocator put the segment.
-  struct alignas(64) segment {
-    explicit segment(unsigned char* from) noexcept : storage(from) {}
-    segment* next = nullptr;
-    unsigned char* storage;  // what new_segment() allocated, for delete[]
-    [[nodiscard]] word* words() noexcept {
-      // The words follow the header in the same allocation (an array of an
-      // implicit-lifetime type, created by the allocation).
-      return reinterpret_cast<word*>(reinterpret_cast<unsigned char*>(this) + sizeof(segment));
-    }
-  };
-  static_assert(sizeof(segment) == 64, "the words start one cache line after the header");
-
-  static constexpr std::size_t min_segment_words = 64;
-  // The most words an entry can leave unused at a segment's end: an entry
-  // that does not fit is at most max_packed_words long.
-  static constexpr std::size_t segment_waste = job_function::max_packed_words - 1;
-  static_assert(min_segment_words > 2 * job_function::max_packed_words);
-
-  // Throws std::bad_alloc. (A byte array provides the storage, with room to
-  // start the header on a cache line; the header and words are built in it.)
+  // Throws std::bad_alloc.
   [[nodiscard]] segment* new_segment() {
-    const std::size_t bytes = alignof(segment) - 1 + sizeof(segment) + segment_words_ * sizeof(word);
-    auto* raw = new unsigned char[bytes];
-    const auto address = reinterpret_cast<std::uintptr_t>(raw);
-    const std::size_t pad = (alignof(segment) - address % alignof(segment)) % alignof(segment);
+    segment* s = segment::allocate(segment_words_);
     ++segments_;
-    return ::new (static_cast<void*>(raw + pad)) segment(raw);
+    return s;
   }
-  static void free_list(segment* s) noexcept {
-    while (s != nullptr) {
-      segment* next = s->next;
-      unsigned char* storage = s->storage;
-      s->~segment();
-      delete[] storage;
-      s = next;
-    }
-  }
+  static void free_list(segment* s) noexcept { segment::free_chain(s); }
 
   // Makes sure `needed` words of entries fit, whatever their sizes: what
   // the last segment has left and each spare segment hold, less what each
@@ -361,7 +320,7 @@ class alignas(64) job_queue {
   // Ends the last segment (a skip marker where words are left) and appends
   // a spare one; reserve() made sure there is one.
   void next_tail_segment() noexcept {
-    if (tail_ < segment_words_) std::memset(tail_segment_->words()[tail_].bytes, 0, sizeof(word));
+    end_segment(*tail_segment_, tail_, segment_words_);
     segment* s = spare_;
     spare_ = s->next;
     --spares_;
@@ -454,4 +413,5 @@ class alignas(64) job_queue {
   std::size_t segments_ = 0;  // guarded by mutex_ (and the constructor): allocated, in use or spare
 };
 
+}  // namespace detail
 }  // namespace thread_system
