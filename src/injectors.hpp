@@ -24,6 +24,7 @@
 #include "thread_system/queues/lockfree_queue.hpp"
 #include "thread_system/queues/queue_concept.hpp"
 #include "thread_system/queues/sharded_queue.hpp"
+#include "thread_system/queues/two_lock_job_queue.hpp"
 #include "thread_system/scheduler/injector.hpp"
 
 namespace thread_system::detail {
@@ -39,7 +40,8 @@ std::size_t pop_fair_share(Q& queue, std::span<job_function> out, std::size_t co
 }
 
 // A worker's share of any queue: the queue's own pop_share() when it has one
-// (job_queue: under its head lock; lockfree_queue: one CAS for the run), else
+// (two_lock_job_queue: under its head lock; job_queue: under its lock;
+// lockfree_queue: one CAS for the run), else
 // pop_fair_share().
 template <job_queue_model Q>
 std::size_t take_share(Q& queue, std::span<job_function> out, std::size_t consumers) {
@@ -60,7 +62,7 @@ concept self_counting_queue = job_queue_model<Q> && requires(Q& q, const Q& cq, 
 };
 
 // The injector over a self-counting queue: no counter of its own on the push
-// path. job_queue counts inside its critical section (exact, free);
+// path. two_lock_job_queue counts inside its push's critical section (exact, free);
 // lockfree_queue per hazard record, before a job can be popped, and its
 // close() resolves every push in flight; adaptive_job_queue in its two
 // queues, each as above.
@@ -101,7 +103,9 @@ class self_counting_injector final : public injector {
   Q queue_;
 };
 
-using mutex_injector = self_counting_injector<job_queue>;
+// The mutex strategy: two_lock_job_queue, whose producers and workers never
+// wait for each other (workers take jobs in shares; see its header).
+using mutex_injector = self_counting_injector<two_lock_job_queue>;
 using lockfree_injector = self_counting_injector<lockfree_queue>;
 using adaptive_injector = self_counting_injector<adaptive_job_queue>;
 

@@ -18,12 +18,12 @@
 #include "thread_system/queues/lockfree_queue.hpp"
 #include "thread_system/queues/queue_concept.hpp"
 #include "thread_system/queues/sharded_queue.hpp"
-#include "thread_system/queues/single_lock_job_queue.hpp"
+#include "thread_system/queues/two_lock_job_queue.hpp"
 
 namespace ts = thread_system;
 
 static_assert(ts::job_queue_model<ts::job_queue>);
-static_assert(ts::job_queue_model<ts::detail::single_lock_job_queue>);
+static_assert(ts::job_queue_model<ts::two_lock_job_queue>);
 static_assert(ts::job_queue_model<ts::bounded_queue>);
 static_assert(ts::job_queue_model<ts::lockfree_queue>);
 static_assert(ts::job_queue_model<ts::sharded_queue>);
@@ -53,8 +53,8 @@ std::unique_ptr<ts::job_queue> make_queue<ts::job_queue>() {
   return std::make_unique<ts::job_queue>();
 }
 template <>
-std::unique_ptr<ts::detail::single_lock_job_queue> make_queue<ts::detail::single_lock_job_queue>() {
-  return std::make_unique<ts::detail::single_lock_job_queue>(16);
+std::unique_ptr<ts::two_lock_job_queue> make_queue<ts::two_lock_job_queue>() {
+  return std::make_unique<ts::two_lock_job_queue>(16);
 }
 template <>
 std::unique_ptr<ts::bounded_queue> make_queue<ts::bounded_queue>() {
@@ -101,15 +101,15 @@ template <typename Q>
 class QueueModel : public ::testing::Test {};
 
 using queue_types =
-    ::testing::Types<ts::job_queue, ts::detail::single_lock_job_queue, ts::bounded_queue, ts::lockfree_queue,
-                     ts::sharded_queue, bounded_sharded_queue, ts::adaptive_job_queue, switching_adaptive_queue>;
+    ::testing::Types<ts::job_queue, ts::two_lock_job_queue, ts::bounded_queue, ts::lockfree_queue, ts::sharded_queue,
+                     bounded_sharded_queue, ts::adaptive_job_queue, switching_adaptive_queue>;
 
 class queue_names {
  public:
   template <typename T>
   static std::string GetName(int) {
     if constexpr (std::is_same_v<T, ts::job_queue>) return "job_queue";
-    if constexpr (std::is_same_v<T, ts::detail::single_lock_job_queue>) return "single_lock_job_queue";
+    if constexpr (std::is_same_v<T, ts::two_lock_job_queue>) return "two_lock_job_queue";
     if constexpr (std::is_same_v<T, ts::bounded_queue>) return "bounded_queue";
     if constexpr (std::is_same_v<T, ts::lockfree_queue>) return "lockfree_queue";
     if constexpr (std::is_same_v<T, ts::sharded_queue>) return "sharded_queue";

@@ -1,5 +1,5 @@
 // adaptive_job_queue: a job queue that holds a mutex-strategy queue
-// (single_lock_job_queue: job_queue's segments under one spin lock) and a lock-free queue
+// (job_queue, spin-locked segments) and a lock-free queue
 // (lockfree_queue, fetch-and-add segments) and routes every operation to one
 // of them, switching between the two according to what it measures.
 //
@@ -44,7 +44,7 @@
 // take from the previous queue until it is drained, then from the active
 // one. Nothing on the fast path is a shared read-modify-write:
 //   * Mutex queue: every push and pop re-reads the state inside the queue's
-//     critical section (the fast paths read its copy in the mutex queue's
+//     critical section (the fast paths read its copy in job_queue's
 //     refusals_, refreshed under the lock after every change of the state)
 //     and goes elsewhere if it may not use it (a push needs
 //     it active; a pop needs it active with the other queue drained, or
@@ -70,13 +70,13 @@
 //     while it still holds its record, which keeps the queue sealed.
 //   * Switches are made by one thread at a time, under the mutex queue's lock.
 //
-// Cost on the mutex queue: a push or pop runs the mutex queue's own code
+// Cost on the mutex queue: a push or pop runs job_queue's own code
 // (push_admitted / pop_admitted), inlined into try_push / try_pop, plus one
 // read of the state word before taking the lock (so that in lock-free mode
 // no operation touches the lock). Inside the critical section the state is
-// read from the mutex queue's `refusals_` byte, a copy kept on the lock's cache
+// read from job_queue's `refusals_` byte, a copy kept on the lock's cache
 // line (see refresh_refusals_locked()): a push checks it exactly as
-// the queue checks its closed flag, a pop tests one more bit. An
+// job_queue checks its closed flag, a pop tests one more bit. An
 // uncontended operation does no measuring. Everything else (a window to
 // evaluate, a switch, the lock-free queue, errors) is out of line.
 //
@@ -116,10 +116,10 @@
 #include "thread_system/detail/chrono.hpp"
 #include "thread_system/detail/clock.hpp"
 #include "thread_system/detail/config.hpp"
+#include "thread_system/queues/job_queue.hpp"
 #include "thread_system/queues/lockfree_queue.hpp"
 #include "thread_system/queues/queue_concept.hpp"
 #include "thread_system/queues/queue_kind.hpp"
-#include "thread_system/queues/single_lock_job_queue.hpp"
 
 namespace thread_system {
 
@@ -230,10 +230,10 @@ class adaptive_job_queue {
 
   /// Moves up to `min(out.size(), max(1, size / consumers))` jobs into
   /// `out`, like pop_batch(): a consumer that is one of `consumers` takes its
-  /// fair part of the backlog (detail::single_lock_job_queue::pop_share, lockfree_queue::pop_share).
+  /// fair part of the backlog (job_queue::pop_share, lockfree_queue::pop_share).
   [[nodiscard]] std::size_t pop_share(std::span<job_function> out, std::size_t consumers) {
     if (out.empty()) return 0;
-    const std::size_t fast = pop_mutex_only(out, detail::single_lock_job_queue::fair_share{consumers});
+    const std::size_t fast = pop_mutex_only(out, job_queue::fair_share{consumers});
     return fast != not_mutex_only ? fast : pop_routed(out, std::max<std::size_t>(consumers, 1));
   }
 
@@ -355,26 +355,26 @@ class adaptive_job_queue {
   }
 
   // Pushes `jobs` (all valid, at least one). The common case is inline (the
-  // mutex queue is active and no window closes): the mutex queue's own push plus
+  // mutex queue is active and no window closes): job_queue's own push plus
   // one load of the state. Anything else goes out of line.
   // `was_empty`, when given, is set on success (see try_push()).
   THREAD_SYSTEM_ALWAYS_INLINE result<void> push_valid(std::span<job_function> jobs, bool* was_empty = nullptr) {
     // seq_cst: see push_routed().
     if (active_index(state_.load(std::memory_order_seq_cst)) == mutex_index) {
       const auto outcome = push_mutex(jobs, was_empty);
-      if (outcome == detail::single_lock_job_queue::push_outcome::pushed) return {};
+      if (outcome == job_queue::push_outcome::pushed) return {};
       return finish_mutex_push(outcome, jobs, was_empty);
     }
     return push_routed(jobs, was_empty);
   }
 
-  // The fast path's hooks into the mutex queue's critical section (named types
-  // with forced-inline calls: see detail::single_lock_job_queue::admit_all).
+  // The fast path's hooks into job_queue's critical section (named types
+  // with forced-inline calls: see job_queue::admit_all).
   struct mutex_is_the_only_source {  // the mutex queue is active and the lock-free one drained
     const adaptive_job_queue* queue;
     THREAD_SYSTEM_ALWAYS_INLINE bool operator()() const noexcept {
       // The copy of the state on the lock's line (see refresh_refusals_locked()).
-      return (queue->mutex_queue_.refusals_ & detail::single_lock_job_queue::refuse_fast_pops) == 0;
+      return (queue->mutex_queue_.refusals_ & job_queue::refuse_fast_pops) == 0;
     }
   };
   struct lock_was_held {  // a mutex-queue operation found the lock held (runs under it, before admit)
@@ -386,31 +386,29 @@ class adaptive_job_queue {
     }
   };
 
-  // The mutex queue's own push, with the state re-checked under its lock.
-  THREAD_SYSTEM_ALWAYS_INLINE detail::single_lock_job_queue::push_outcome push_mutex(std::span<job_function> jobs,
-                                                                                     bool* was_empty) {
-    // (The mutex queue refuses the push itself when the mutex queue is not active:
+  // job_queue's own push, with the state re-checked under its lock.
+  THREAD_SYSTEM_ALWAYS_INLINE job_queue::push_outcome push_mutex(std::span<job_function> jobs, bool* was_empty) {
+    // (job_queue refuses the push itself when the mutex queue is not active:
     // refuse_pushes, see refresh_refusals_locked().)
     if (was_empty != nullptr) {
-      return mutex_queue_.push_admitted(
-          jobs, detail::single_lock_job_queue::record_was_empty{&mutex_queue_, jobs.size(), was_empty},
-          lock_was_held{this});
+      return mutex_queue_.push_admitted(jobs, job_queue::record_was_empty{&mutex_queue_, jobs.size(), was_empty},
+                                        lock_was_held{this});
     }
-    return mutex_queue_.push_admitted(jobs, detail::single_lock_job_queue::no_action{}, lock_was_held{this});
+    return mutex_queue_.push_admitted(jobs, job_queue::no_action{}, lock_was_held{this});
   }
 
   // The rest of a mutex-queue push that did not simply succeed: a switch
   // that came first (pushed again, through push_routed()), or an error.
-  THREAD_SYSTEM_NOINLINE result<void> finish_mutex_push(detail::single_lock_job_queue::push_outcome outcome,
-                                                        std::span<job_function> jobs, bool* was_empty) {
+  THREAD_SYSTEM_NOINLINE result<void> finish_mutex_push(job_queue::push_outcome outcome, std::span<job_function> jobs,
+                                                        bool* was_empty) {
     switch (outcome) {
-      case detail::single_lock_job_queue::push_outcome::pushed:
+      case job_queue::push_outcome::pushed:
         return {};
-      case detail::single_lock_job_queue::push_outcome::not_admitted:
+      case job_queue::push_outcome::not_admitted:
         return push_routed(jobs, was_empty);
-      case detail::single_lock_job_queue::push_outcome::closed:
+      case job_queue::push_outcome::closed:
         return make_error(error_code::pool_stopped, "adaptive_job_queue: queue is closed");
-      case detail::single_lock_job_queue::push_outcome::out_of_memory:
+      case job_queue::push_outcome::out_of_memory:
         break;
     }
     return make_error(error_code::resource_exhausted, "adaptive_job_queue: out of memory");
@@ -424,7 +422,7 @@ class adaptive_job_queue {
       const std::uint64_t state = state_.load(std::memory_order_seq_cst);
       if (active_index(state) == mutex_index) {
         const auto outcome = push_mutex(jobs, was_empty);
-        if (outcome == detail::single_lock_job_queue::push_outcome::not_admitted) continue;  // switched meanwhile
+        if (outcome == job_queue::push_outcome::not_admitted) continue;  // switched meanwhile
         return finish_mutex_push(outcome, jobs, was_empty);
       }
       const auto status =
@@ -452,15 +450,15 @@ class adaptive_job_queue {
   // the lock-free one drained, so the mutex queue is the only place a pop
   // may take from, and finding it empty is a definite answer (no second
   // lock for an empty poll). Returns not_mutex_only in any other state.
-  // `limit` as detail::single_lock_job_queue::pop_admitted's (all, or a consumer's share).
-  template <typename Limit = detail::single_lock_job_queue::take_all>
+  // `limit` as job_queue::pop_admitted's (all, or a consumer's share).
+  template <typename Limit = job_queue::take_all>
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_mutex_only(std::span<job_function> out, Limit limit = {}) {
     // seq_cst: see push_routed(); a hint, re-validated under the lock.
     const std::uint64_t hint = state_.load(std::memory_order_seq_cst);
     if (!mutex_is_the_only_source_in(hint)) return not_mutex_only;
-    const std::size_t taken = mutex_queue_.pop_admitted(
-        out, limit, mutex_is_the_only_source{this}, detail::single_lock_job_queue::no_action{}, lock_was_held{this});
-    return taken == detail::single_lock_job_queue::not_admitted ? not_mutex_only : taken;
+    const std::size_t taken = mutex_queue_.pop_admitted(out, limit, mutex_is_the_only_source{this},
+                                                        job_queue::no_action{}, lock_was_held{this});
+    return taken == job_queue::not_admitted ? not_mutex_only : taken;
   }
 
   // How many jobs a routed pop may take from a queue holding `queued`: all
@@ -468,7 +466,7 @@ class adaptive_job_queue {
   struct share_of {
     std::size_t consumers;
     THREAD_SYSTEM_ALWAYS_INLINE std::size_t operator()(std::size_t queued) const noexcept {
-      return consumers == 0 ? ~std::size_t{0} : detail::single_lock_job_queue::fair_share{consumers}(queued);
+      return consumers == 0 ? ~std::size_t{0} : job_queue::fair_share{consumers}(queued);
     }
   };
 
@@ -502,7 +500,7 @@ class adaptive_job_queue {
               }
             },
             lock_was_held{this});
-        if (n == detail::single_lock_job_queue::not_admitted) continue;  // the state changed after our hint
+        if (n == job_queue::not_admitted) continue;  // the state changed after our hint
         taken += n;
         if (go_on) continue;
         return taken;
@@ -661,19 +659,18 @@ class adaptive_job_queue {
   void refresh_refusals_locked() noexcept {
     // seq_cst: see push_routed().
     const std::uint64_t state = state_.load(std::memory_order_seq_cst);
-    std::uint8_t refusals = mutex_queue_.refusals_ & detail::single_lock_job_queue::refuse_closed;
+    std::uint8_t refusals = mutex_queue_.refusals_ & job_queue::refuse_closed;
     if (active_index(state) != mutex_index) {
-      refusals |= detail::single_lock_job_queue::refuse_pushes | detail::single_lock_job_queue::refuse_fast_pops;
+      refusals |= job_queue::refuse_pushes | job_queue::refuse_fast_pops;
     } else if (!is_drained(state)) {
-      refusals |= detail::single_lock_job_queue::refuse_fast_pops;  // older jobs may wait in the lock-free queue
+      refusals |= job_queue::refuse_fast_pops;  // older jobs may wait in the lock-free queue
     }
     mutex_queue_.refusals_ = refusals;
   }
 
   // try_switch() for a caller holding the mutex queue's lock.
   bool switch_locked(std::size_t target) noexcept {
-    if ((mutex_queue_.refusals_ & detail::single_lock_job_queue::refuse_closed) != 0)
-      return false;  // no switch once closing began
+    if ((mutex_queue_.refusals_ & job_queue::refuse_closed) != 0) return false;  // no switch once closing began
     const std::uint64_t state = state_.load(std::memory_order_seq_cst);
     if (active_index(state) == target || !is_drained(state)) return false;
     if (target == lockfree_index) {
@@ -697,7 +694,7 @@ class adaptive_job_queue {
   alignas(64) std::atomic<std::uint64_t> state_{0};
   const queue_strategy strategy_;
   adaptive_policy policy_;
-  alignas(64) detail::single_lock_job_queue mutex_queue_;
+  alignas(64) job_queue mutex_queue_;
   alignas(64) lockfree_queue lockfree_queue_;
   alignas(64) std::atomic<bool> evaluating_{false};
   std::atomic<std::uint64_t> switches_{0};

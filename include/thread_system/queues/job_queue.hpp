@@ -1,42 +1,27 @@
-// job_queue: the mutex-protected, unbounded FIFO of jobs, with a lock for
-// each end.
+// job_queue: the mutex-protected, unbounded FIFO of jobs.
 //
-// Pushes take the tail lock, pops the head lock (the two-lock queue of
-// M. Michael and M. Scott, "Simple, Fast, and Practical Non-Blocking and
-// Blocking Concurrent Queue Algorithms", PODC 1996), so a producer never
-// waits for a consumer's critical section nor a consumer for a producer's:
-// with one lock for both ends, a worker copying its share of jobs out held
-// the lock the producer needed for its next push, and a producer pushing
-// without pause kept the worker out (docs/PERFORMANCE.md, *`job_queue` with
-// a lock for each end*). The two ends meet in one atomic word, the number
-// of queued jobs: a push adds to it after writing its entries (release), a
-// pop reads it (acquire), takes at most that many and subtracts them. A job
-// a pop holds counts as queued until the pop subtracts it.
-//
-// Storage (queues/job_segments.hpp): a FIFO list of equal segments holding
-// jobs packed (a small job takes 24 bytes instead of a full 64-byte
-// job_function). A push that does not fit in the last segment moves on to
-// a spare segment, allocating one only when none is spare; a segment the
-// pops have used up goes back to the pushers as a spare. Nothing is ever
-// copied, so growth costs one allocation per segment and never a pause,
-// memory follows the backlog (100 000 small jobs take 2.4 MB), and once the
-// queue has grown to its working set, pushing and popping allocate nothing
-// (spares are kept, never freed before the queue is). A drained queue goes
-// on where its last entry ended (neither end may move the other's
-// position), so a steady stream walks through at least two segments in
-// turn and the same backlog may span one segment more than it did first.
-// Every operation takes one lock once, including the batch operations (one
-// lock per batch); a pop that finds the queue empty takes none.
+// Storage (queues/job_segments.hpp) is a FIFO list of equal segments of
+// 8-byte words. A push that does not fit in the last segment moves on to a
+// spare segment, allocating one only when none is spare; a segment the pops
+// have emptied becomes a spare. Nothing is ever copied, so growth costs the
+// queue's users one allocation per segment and never a pause, memory
+// follows the backlog (no doubling: 100 000 small jobs take 2.4 MB), and
+// once the queue has grown to its working set, pushing and popping allocate
+// nothing (spares are kept, never freed before the queue is). Jobs are
+// stored *packed* (job_function's packed form): the operations pointer, the
+// metadata word and only the words of inline storage the callable uses, so
+// a small job (a callable of up to 8 bytes, or one stored on the heap) takes
+// 24 bytes instead of a full 64-byte job_function. Every operation takes the
+// mutex once, including the batch operations (one lock per batch, not per
+// job). (two_lock_job_queue stores jobs the same way with a lock for each
+// end: the pools' injector, where workers take jobs in shares; one lock for
+// both ends moves more jobs one at a time, see docs/PERFORMANCE.md.)
 //
 // Contract:
 //   * Any number of threads may call any member concurrently.
-//   * FIFO: jobs pushed by one thread are popped in the order pushed (and
-//     jobs of different pushes in the order their pushes took the tail lock).
+//   * FIFO: jobs pushed by one thread are popped in the order pushed.
 //   * A push that returns success happens-before the pop that returns the
-//     job (the count's release/acquire orders them).
-//   * try_push(job, was_empty) reports exactly whether the count was 0
-//     just before this push (its read-modify-write on the count decides; a
-//     job a pop has taken but not yet subtracted still counts).
+//     job (the mutex orders them).
 //   * After close(), pushes fail with `pool_stopped` and leave the caller's
 //     job untouched; pops keep returning what is left until empty.
 //   * size_approx() may be stale by the time it returns.
@@ -44,8 +29,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <span>
@@ -59,8 +46,7 @@
 
 namespace thread_system {
 
-/// The mutex-protected (spin-locked), unbounded FIFO of jobs, stored packed
-/// in a list of segments, with one lock for pushes and one for pops.
+/// The mutex-protected (spin-locked), unbounded FIFO of jobs, stored packed in a list of segments.
 class alignas(64) job_queue {
  public:
   /// `initial_capacity`: jobs of four words (32 bytes packed) a segment
@@ -68,7 +54,7 @@ class alignas(64) job_queue {
   /// at least 64 words: 512 bytes). The first segment is allocated here
   /// (std::bad_alloc propagates).
   explicit job_queue(std::size_t initial_capacity = 1024)
-      : segment_words_(detail::segment_words_for(initial_capacity)), head_words_(segment_words_) {
+      : segment_words_(detail::segment_words_for(initial_capacity)) {
     head_segment_ = tail_segment_ = new_segment();
   }
 
@@ -80,12 +66,10 @@ class alignas(64) job_queue {
   /// Destroys the jobs still queued (not run, not cancelled), exactly once.
   ~job_queue() {
     job_function discarded;
-    // relaxed: no other thread uses a queue being destroyed.
-    for (std::size_t left = count_.load(std::memory_order_relaxed); left > 0; --left) pop_one(discarded);
+    while (count_ > 0) pop_one(discarded);
     discarded.reset();
-    detail::job_segment::free_chain(head_segment_);
-    detail::job_segment::free_chain(spare_);
-    detail::job_segment::free_chain(returned_.load(std::memory_order_relaxed));  // relaxed: as above
+    free_list(head_segment_);
+    free_list(spare_);
   }
 
   /// Appends `job`. On failure (`pool_stopped` after close(),
@@ -93,16 +77,15 @@ class alignas(64) job_queue {
   /// cannot be allocated) `job` is not moved from.
   [[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE result<void> try_push(job_function&& job) {
     if (!job) return make_error(error_code::invalid_argument, "job_queue: empty job");
-    bool was_empty = false;
-    return to_result(push_valid(std::span<job_function>(&job, 1), was_empty));
+    return to_result(push_admitted(std::span<job_function>(&job, 1), no_action{}));
   }
 
   /// try_push() that also reports whether the queue held no job just before
-  /// this push (exact: see the contract; a pool wakes a worker only on that
-  /// transition, see pool_core.cpp). Unchanged when the push fails.
+  /// this push; read inside the push's critical section, so it is exact (a
+  /// pool wakes a worker only on that transition: see pool_core.cpp).
   [[nodiscard]] result<void> try_push(job_function&& job, bool& was_empty) {
     if (!job) return make_error(error_code::invalid_argument, "job_queue: empty job");
-    return to_result(push_valid(std::span<job_function>(&job, 1), was_empty));
+    return to_result(push_admitted(std::span<job_function>(&job, 1), record_was_empty{this, 1, &was_empty}));
   }
 
   /// Appends every job of `jobs`, all or none, under one lock. Fails like
@@ -112,34 +95,33 @@ class alignas(64) job_queue {
     for (const auto& j : jobs) {
       if (!j) return make_error(error_code::invalid_argument, "job_queue: empty job in batch");
     }
-    bool was_empty = false;
-    return to_result(push_valid(jobs, was_empty));
+    return to_result(push_admitted(jobs, no_action{}));
   }
 
   /// Removes the oldest job into `out`; false when empty.
   [[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE bool try_pop(job_function& out) {
-    return pop_up_to(std::span<job_function>(&out, 1), take_all{}) == 1;
+    return pop_admitted(std::span<job_function>(&out, 1), take_all{}, admit_all{}, no_action{}) == 1;
   }
 
   /// Removes up to `out.size()` of the oldest jobs, in order; returns how many.
-  [[nodiscard]] std::size_t pop_batch(std::span<job_function> out) { return pop_up_to(out, take_all{}); }
+  [[nodiscard]] std::size_t pop_batch(std::span<job_function> out) { return pop_batch(out, out.size()); }
 
   /// Removes up to `min(out.size(), max(1, size / consumers))` jobs: a consumer
   /// that is one of `consumers` takes its fair part, so one worker does not
   /// hoard a small backlog that others could run.
   [[nodiscard]] std::size_t pop_share(std::span<job_function> out, std::size_t consumers) {
-    return pop_up_to(out, fair_share{consumers});
+    return pop_admitted(out, fair_share{consumers}, admit_all{}, no_action{});
   }
 
   /// Removes up to `min(out.size(), max)` of the oldest jobs, in order; returns how many.
   [[nodiscard]] std::size_t pop_batch(std::span<job_function> out, std::size_t max) {
-    return pop_up_to(out, at_most{max});
+    return pop_admitted(out, at_most{max}, admit_all{}, no_action{});
   }
 
   /// Refuses further pushes. Idempotent. Jobs already queued stay poppable.
   void close() {
-    std::lock_guard lock(tail_lock_);
-    closed_ = true;
+    std::lock_guard lock(mutex_);
+    refusals_ |= refuse_closed;
     closed_hint_.store(true, std::memory_order_release);  // pairs with the acquire in is_closed()
   }
 
@@ -150,23 +132,21 @@ class alignas(64) job_queue {
 
   /// Number of queued jobs; approximate under concurrency.
   [[nodiscard]] std::size_t size_approx() const noexcept {
-    return count_.load(std::memory_order_relaxed);  // a snapshot, not a synchronisation point
+    return size_.load(std::memory_order_relaxed);  // a snapshot, not a synchronisation point
   }
   /// True when size_approx() is 0; approximate under concurrency.
   [[nodiscard]] bool empty_approx() const noexcept { return size_approx() == 0; }
 
   /// Jobs ever accepted by try_push/push_batch. Exact once the queue is
-  /// closed. Counted before the jobs become poppable, so a thread that has
-  /// seen a popped job's completion (through an acquire that pairs with a
-  /// release made after the pop) reads a total that includes it.
+  /// closed. The count is updated inside the push's critical section, so a
+  /// thread that has seen a popped job's completion (through an acquire that
+  /// pairs with a release made after the pop) reads a total that includes it.
   [[nodiscard]] std::uint64_t accepted_pushes() const noexcept {
-    return pushed_total_.load(std::memory_order_acquire);  // pairs with the release store in push_valid()
+    return pushed_total_.load(std::memory_order_acquire);  // pairs with the mutex-ordered stores below
   }
 
-  /// Operations (pushes and pops, batch ones included) that found their
-  /// lock held and had to wait for it: a measure of contention among
-  /// producers and among consumers (a producer and a consumer never wait
-  /// for each other). Statistics only.
+  /// Operations (pushes and pops, batch ones included) that found the lock
+  /// held and had to wait for it: a measure of contention. Statistics only.
   [[nodiscard]] std::uint64_t contended_operations() const noexcept {
     return contended_.load(std::memory_order_relaxed);  // a snapshot; nothing is read through it
   }
@@ -174,42 +154,69 @@ class alignas(64) job_queue {
   /// Bytes of job storage held: every segment, in use or spare (grows with
   /// the largest backlog seen, never shrinks).
   [[nodiscard]] std::size_t capacity_bytes() const {
-    std::lock_guard lock(tail_lock_);
-    return segments_ * segment_words_ * sizeof(detail::job_word);
+    std::lock_guard lock(mutex_);
+    return segments_ * segment_words_ * sizeof(word);
   }
 
  private:
-  using word = detail::job_word;
-  using segment = detail::job_segment;
+  // adaptive_job_queue runs its own checks inside this queue's critical
+  // section, through push_admitted() and pop_admitted() below.
+  friend class adaptive_job_queue;
 
-  // How many jobs a pop may take, given how many are queued (named types
-  // with forced-inline calls: the whole fast path inlines into the caller).
+  // The one implementation of a push and of a pop, shared with
+  // adaptive_job_queue, which runs its own checks inside the same critical
+  // section: a pop's `admit()` decides, under the lock, whether it may go
+  // on (a push is decided by refusals_), and `after(...)` runs under the
+  // lock once it is done. job_queue's own
+  // operations pass no-ops, which compile away. (Hooks are named types with
+  // forced-inline calls, not lambdas: the whole fast path must inline into
+  // the caller, whatever the compiler's inlining budget there.)
+  struct admit_all {
+    THREAD_SYSTEM_ALWAYS_INLINE constexpr bool operator()() const noexcept { return true; }
+  };
+  struct no_action {
+    template <typename... A>
+    THREAD_SYSTEM_ALWAYS_INLINE constexpr void operator()(A&&... /*unused*/) const noexcept {}
+  };
+  // How many jobs a pop may take, given how many are queued.
   struct take_all {
-    THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t queued) const noexcept { return queued; }
+    THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t /*queued*/) const noexcept {
+      return ~std::size_t{0};
+    }
   };
   struct at_most {
     std::size_t max;
-    THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t queued) const noexcept {
-      return std::min(max, queued);
-    }
+    THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t /*queued*/) const noexcept { return max; }
+  };
+  struct record_was_empty {  // after a push of `pushed` jobs: was the queue empty before it?
+    const job_queue* queue;
+    std::size_t pushed;
+    bool* was_empty;
+    THREAD_SYSTEM_ALWAYS_INLINE void operator()() const noexcept { *was_empty = queue->count_ == pushed; }
   };
   struct fair_share {  // one consumer's part of the backlog, at least one job
     std::size_t consumers;
     THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t queued) const noexcept {
       const std::size_t fair = consumers <= 1 ? queued : queued / consumers;
-      return fair == 0 ? std::min<std::size_t>(1, queued) : fair;
+      return fair == 0 ? std::size_t{1} : fair;
     }
   };
-  // What an operation that found its lock held does once it holds it
-  // (out of line, see spin_lock::lock_then_if_contended).
-  struct count_contention {
+  // What an operation that found the lock held does once it holds it
+  // (out of line, see spin_lock::lock_then_if_contended): counts itself,
+  // then calls the caller's hook with the new count.
+  template <typename Contended>
+  struct counting_contention {
     job_queue* queue;
-    THREAD_SYSTEM_ALWAYS_INLINE void operator()() const noexcept {
-      queue->contended_.fetch_add(1, std::memory_order_relaxed);  // statistics only
-    }
+    Contended hook;
+    THREAD_SYSTEM_ALWAYS_INLINE void operator()() const noexcept { hook(queue->count_contended()); }
   };
 
-  enum class push_outcome { pushed, closed, out_of_memory };
+  enum class push_outcome { pushed, not_admitted, closed, out_of_memory };
+  // refusals_ bits.
+  static constexpr std::uint8_t refuse_closed = 1;     // closed: pushes fail with pool_stopped
+  static constexpr std::uint8_t refuse_pushes = 2;     // pushes are not admitted (they belong elsewhere)
+  static constexpr std::uint8_t refuse_fast_pops = 4;  // adaptive_job_queue's fast pop is not admitted
+  static constexpr std::size_t not_admitted = ~std::size_t{0};
 
   static result<void> to_result(push_outcome outcome) {
     switch (outcome) {
@@ -218,65 +225,65 @@ class alignas(64) job_queue {
       case push_outcome::closed:
         return make_error(error_code::pool_stopped, "job_queue: queue is closed");
       case push_outcome::out_of_memory:
+      case push_outcome::not_admitted:  // (not used by job_queue's own operations)
         break;
     }
     return make_error(error_code::resource_exhausted, "job_queue: out of memory for a segment");
   }
 
-  // Appends `jobs` (all valid) under the tail lock.
-  THREAD_SYSTEM_ALWAYS_INLINE push_outcome push_valid(std::span<job_function> jobs, bool& was_empty) {
-    tail_lock_.lock_then_if_contended(count_contention{this});
-    std::lock_guard lock(tail_lock_, std::adopt_lock);
-    if (closed_) return push_outcome::closed;
-    std::size_t needed = 0;
-    for (const auto& j : jobs) needed += j.packed_words();
-    // The common case: the jobs fit in the last segment whatever their sizes.
-    if (tail_ + needed + detail::segment_waste > segment_words_) {
-      try {
-        reserve(needed);
-      } catch (const std::bad_alloc&) {
-        return push_outcome::out_of_memory;
-      }
+  // A push is admitted unless refusals_ refuses it (closed, or pushes
+  // belong elsewhere). after() runs once the jobs are in. contended(n) runs
+  // only when the lock was found held, first thing inside the critical
+  // section (before any check, so anything it changes under the lock is
+  // seen by the operation),
+  // with n the new contended_operations() count; an operation that had to
+  // wait pays for it, the common one does not.
+  template <typename After, typename Contended = no_action>
+  THREAD_SYSTEM_ALWAYS_INLINE push_outcome push_admitted(std::span<job_function> jobs, After after,
+                                                         Contended contended_hook = {}) {
+    mutex_.lock_then_if_contended(counting_contention<Contended>{this, contended_hook});
+    std::lock_guard lock(mutex_, std::adopt_lock);
+    if ((refusals_ & (refuse_closed | refuse_pushes)) != 0) {
+      return (refusals_ & refuse_closed) != 0 ? push_outcome::closed : push_outcome::not_admitted;
     }
-    for (auto& j : jobs) put(j);
-    // Pushers are serialised by the tail lock, so load+store is exact.
-    // release: pairs with accepted_pushes(). Written before the count's
-    // release below, so a pop that acquires the count sees the total.
-    pushed_total_.store(pushed_total_.load(std::memory_order_relaxed) + jobs.size(), std::memory_order_release);
-    // release: the entries (and a segment link) are written before a pop's
-    // acquire load of the count lets it read them. Under the tail lock, so
-    // the count grows in the order the entries were written. Every write of
-    // the count is a read-modify-write, so a pop's relaxed decrement keeps
-    // this release in the count's release sequence. was_empty is exact by
-    // the read-modify-write itself (the value it replaced), not by an order.
-    was_empty = count_.fetch_add(jobs.size(), std::memory_order_release) == 0;
+    try {
+      push_locked(jobs);
+    } catch (const std::bad_alloc&) {
+      return push_outcome::out_of_memory;
+    }
+    after();
     return push_outcome::pushed;
   }
 
-  // Takes up to min(out.size(), limit(queued)) jobs; returns how many.
-  template <typename Limit>
-  THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_up_to(std::span<job_function> out, Limit limit) {
-    // An empty poll takes no lock and writes nothing. relaxed: a hint; the
-    // acquire load under the lock decides what is read.
-    if (count_.load(std::memory_order_relaxed) == 0) return 0;
-    head_lock_.lock_then_if_contended(count_contention{this});
-    std::lock_guard lock(head_lock_, std::adopt_lock);
-    // acquire: pairs with the release in push_valid(); the entries counted
-    // are written. Only pops decrease the count, and they hold the head
-    // lock, so what is counted here stays queued until this pop takes it.
-    const std::size_t queued = count_.load(std::memory_order_acquire);
-    const std::size_t n = std::min(limit(queued), out.size());
-    if (n == 0) return 0;
-    for (std::size_t i = 0; i < n; ++i) pop_one(out[i]);
-    // relaxed: nothing the pushers read depends on it but the count itself
-    // (segments go back through returned_, with their own release). It must
-    // stay a read-modify-write (see push_valid()) and stay under the head
-    // lock: the next pop's count must include it.
-    count_.fetch_sub(n, std::memory_order_relaxed);
-    return n;
+  // Takes up to min(out.size(), limit(queued)) jobs; returns how many, or
+  // not_admitted. after(taken) runs once they are out (also for 0);
+  // contended() as for a push.
+  template <typename Limit, typename Admit, typename After, typename Contended = no_action>
+  THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_admitted(std::span<job_function> out, Limit limit, Admit admit,
+                                                       After after, Contended contended_hook = {}) {
+    mutex_.lock_then_if_contended(counting_contention<Contended>{this, contended_hook});
+    std::lock_guard lock(mutex_, std::adopt_lock);
+    if (!admit()) return not_admitted;
+    const std::size_t taken = pop_locked(out, limit(count_));
+    after(taken);
+    return taken;
   }
 
-  // Tail side (under tail_lock_).
+  // Appends `jobs` (all valid); the caller holds mutex_ and checked refusals_.
+  // Allocating a segment may throw std::bad_alloc before anything is moved.
+  THREAD_SYSTEM_ALWAYS_INLINE void push_locked(std::span<job_function> jobs) {
+    std::size_t needed = 0;
+    for (const auto& j : jobs) needed += j.packed_words();
+    // The common case: the jobs fit in the last segment whatever their sizes.
+    if (tail_ + needed + detail::segment_waste > segment_words_) reserve(needed);
+    for (auto& j : jobs) put(j);
+    count_ += jobs.size();
+    size_.store(count_, std::memory_order_relaxed);  // statistics only; the mutex publishes the jobs
+    count_pushed(jobs.size());
+  }
+
+  using word = detail::job_word;
+  using segment = detail::job_segment;
 
   // Throws std::bad_alloc.
   [[nodiscard]] segment* new_segment() {
@@ -284,33 +291,26 @@ class alignas(64) job_queue {
     ++segments_;
     return s;
   }
+  static void free_list(segment* s) noexcept { segment::free_chain(s); }
 
   // Makes sure `needed` words of entries fit, whatever their sizes: what
   // the last segment has left and each spare segment hold, less what each
-  // may leave unused at its end. Takes back the segments the pops have used
-  // up, then allocates (std::bad_alloc propagates; spares taken or
-  // allocated so far are kept, no job has moved).
+  // may leave unused at its end. Allocates spares as needed (std::bad_alloc
+  // propagates; spares allocated so far are kept, no job has moved).
   void reserve(std::size_t needed) {
     const std::size_t per_segment = segment_words_ - detail::segment_waste;
     const std::size_t left = segment_words_ - tail_;
     std::size_t room = (left > detail::segment_waste ? left - detail::segment_waste : 0) + spares_ * per_segment;
     while (room < needed) {
-      // acquire: pairs with the release in next_head_segment(); the pop's
-      // reads of those segments are done before this push writes them.
-      segment* s = returned_.exchange(nullptr, std::memory_order_acquire);
-      if (s == nullptr) s = new_segment();
-      while (s != nullptr) {
-        segment* next = s->next;
-        s->next = spare_;
-        spare_ = s;
-        ++spares_;
-        room += per_segment;
-        s = next;
-      }
+      segment* s = new_segment();
+      s->next = spare_;
+      spare_ = s;
+      ++spares_;
+      room += per_segment;
     }
   }
 
-  // Packs `job` at the tail; the caller made room (reserve()).
+  // Packs `job` at the tail; the caller made room (push_locked()).
   THREAD_SYSTEM_ALWAYS_INLINE void put(job_function& job) noexcept {
     const std::size_t words = job.packed_words();
     if (tail_ + words > segment_words_) next_tail_segment();
@@ -318,8 +318,8 @@ class alignas(64) job_queue {
     tail_ += words;
   }
 
-  // Ends the last segment and appends a spare one (reserve() made sure
-  // there is one). The link is published with the count, as the entries.
+  // Ends the last segment (a skip marker where words are left) and appends
+  // a spare one; reserve() made sure there is one.
   void next_tail_segment() noexcept {
     detail::end_segment(*tail_segment_, tail_, segment_words_);
     segment* s = spare_;
@@ -331,60 +331,87 @@ class alignas(64) job_queue {
     tail_ = 0;
   }
 
-  // Head side (under head_lock_).
-
   // Moves the oldest job into `out` (its previous job, if any, is
-  // destroyed). Precondition: the count includes it.
+  // destroyed). Precondition: count_ > 0. The caller updates size_.
   THREAD_SYSTEM_ALWAYS_INLINE void pop_one(job_function& out) noexcept {
-    if (head_ == head_words_ || detail::is_skip_marker(head_segment_->words()[head_])) next_head_segment();
+    if (head_ == segment_words_ || detail::is_skip_marker(head_segment_->words()[head_])) next_head_segment();
     word* entry = &head_segment_->words()[head_];
     const std::size_t words = job_function::packed_words_at(entry);
     out.reset();
     out.unpack_from(entry);
     head_ += words;
+    // Empty: the last job was in the last segment, so head and tail share
+    // it; start over at its word 0.
+    if (--count_ == 0) head_ = tail_ = 0;
   }
 
-  // The head segment is used up (a later one holds the next entry, which
-  // the count includes): it goes back to the pushers.
+  // The head segment is used up (count_ > 0, so a later one holds the next
+  // entry): it becomes a spare.
   void next_head_segment() noexcept {
     segment* done = head_segment_;
     head_segment_ = done->next;
     head_ = 0;
-    // release: this pop's reads of the segment come before a push reuses
-    // it (pairs with the acquire exchange in reserve()). relaxed on
-    // failure: the value is only the next attempt's link.
-    segment* top = returned_.load(std::memory_order_relaxed);
-    do {
-      done->next = top;
-    } while (!returned_.compare_exchange_weak(top, done, std::memory_order_release, std::memory_order_relaxed));
+    done->next = spare_;
+    spare_ = done;
+    ++spares_;
   }
 
-  // Four cache lines (the class is aligned to a line), so that pushers and
-  // poppers write none in common but the count (and, when they wait for
-  // their lock, the contention count). The first: the tail end, what a push
-  // reads and writes under its lock.
-  mutable spin_lock tail_lock_;
-  bool closed_ = false;              // guarded by tail_lock_
-  const std::size_t segment_words_;  // a power of two, at least min_segment_words
-  segment* tail_segment_ = nullptr;  // guarded by tail_lock_: the last segment, where pushes go
-  std::size_t tail_ = 0;             // guarded by tail_lock_: word index of the next entry in tail_segment_
-  segment* spare_ = nullptr;         // guarded by tail_lock_: spare segments, a stack
-  std::size_t spares_ = 0;           // guarded by tail_lock_
-  std::size_t segments_ = 0;         // guarded by tail_lock_ (and the constructor): allocated, in use or spare
-  std::atomic<std::uint64_t> pushed_total_{0};  // written under tail_lock_: see accepted_pushes()
-  // The second: the head end, what a pop reads and writes under its lock
-  // (with its own copy of the segment size, so a pop reads no line a push writes).
-  alignas(64) spin_lock head_lock_;
-  const std::size_t head_words_;     // = segment_words_
-  segment* head_segment_ = nullptr;  // guarded by head_lock_: holds the oldest entry
-  std::size_t head_ = 0;             // guarded by head_lock_: word index of the oldest entry (or a skip marker)
-  // The third: the count, where the two ends meet, and what idle pollers
-  // read with it (the closed flag, written once).
-  alignas(64) std::atomic<std::size_t> count_{0};
+  THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_locked(std::span<job_function> out, std::size_t max) {
+    const std::size_t n = std::min({max, out.size(), count_});
+    if (n == 0) return 0;  // an empty poll writes nothing
+    for (std::size_t i = 0; i < n; ++i) pop_one(out[i]);
+    size_.store(count_, std::memory_order_relaxed);  // statistics only
+    return n;
+  }
+
+  THREAD_SYSTEM_ALWAYS_INLINE void count_pushed(std::size_t n) noexcept {
+    // Writers are serialised by mutex_, so load+store is exact; the store
+    // becomes visible to poppers with the mutex release.
+    pushed_total_.store(pushed_total_.load(std::memory_order_relaxed) + n, std::memory_order_release);
+  }
+
+  // Returns the new count.
+  THREAD_SYSTEM_ALWAYS_INLINE std::uint64_t count_contended() noexcept {
+    // Writers are serialised by mutex_ (load+store is exact); readers take
+    // statistics only. On the lock's line, which the operation holds
+    // anyway, so counting moves no extra cache line between threads.
+    const std::uint64_t count = contended_.load(std::memory_order_relaxed) + 1;
+    contended_.store(count, std::memory_order_relaxed);
+    return count;
+  }
+
+  // Two cache lines (the class is aligned to a line). The first holds the
+  // lock and everything an operation reads or writes under it, the
+  // contention count included, so an empty poll - contended or not - moves
+  // only this line between threads.
+  mutable spin_lock mutex_;
+  // Guarded by mutex_: why a push (or an adaptive_job_queue's pop) may not
+  // use this queue now. job_queue itself only ever sets refuse_closed; the
+  // other bits are adaptive_job_queue's (a copy of its routing state, kept
+  // here so that the check reads no line but the lock's).
+  std::uint8_t refusals_ = 0;
   std::atomic<bool> closed_hint_{false};
-  // The fourth: what only a segment change or contention touches.
-  alignas(64) std::atomic<segment*> returned_{nullptr};  // segments the pops used up, a stack: see reserve()
-  std::atomic<std::uint64_t> contended_{0};              // both ends: see contended_operations()
+  const std::size_t segment_words_;  // a power of two, at least min_segment_words
+  // No two of head_, count_ and tail_ are neighbours, so the compiler does
+  // not merge a pop's (head_, count_) or a push's (tail_, count_) updates
+  // into 16-byte loads and stores that the other operation's 8-byte stores
+  // would have to forward into. (With count_ next to head_ the single-thread
+  // pop measured 0.79x of the ring's; the layout's effect on the contended
+  // rows is within what code placement alone moves them.)
+  std::size_t head_ = 0;                     // guarded by mutex_: word index of the oldest entry (or a skip marker)
+  segment* head_segment_ = nullptr;          // guarded by mutex_: holds the oldest entry
+  std::size_t count_ = 0;                    // guarded by mutex_: jobs queued
+  segment* tail_segment_ = nullptr;          // guarded by mutex_: the last segment, where pushes go
+  std::size_t tail_ = 0;                     // guarded by mutex_: word index of the next entry in tail_segment_
+  std::atomic<std::uint64_t> contended_{0};  // see contended_operations()
+  // The second: what readers outside the lock poll (size_approx(),
+  // accepted_pushes()), written by pushes and non-empty pops; then what
+  // only a segment change touches.
+  alignas(64) std::atomic<std::size_t> size_{0};
+  std::atomic<std::uint64_t> pushed_total_{0};
+  segment* spare_ = nullptr;  // guarded by mutex_: spare segments, a stack
+  std::size_t spares_ = 0;    // guarded by mutex_
+  std::size_t segments_ = 0;  // guarded by mutex_ (and the constructor): allocated, in use or spare
 };
 
 }  // namespace thread_system

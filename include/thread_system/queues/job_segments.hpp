@@ -1,6 +1,6 @@
 // job_segments: the storage of the two segmented mutex queues (job_queue,
-// with a lock for each end; single_lock_job_queue, adaptive_job_queue's
-// mutex side, with one lock).
+// one lock for both ends; two_lock_job_queue, a lock for each end, the
+// pools' mutex injector).
 //
 // A queue is a FIFO list of equal segments of 8-byte words holding jobs
 // *packed* (job_function::pack_into: the operations pointer, the metadata

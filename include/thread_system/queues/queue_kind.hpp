@@ -32,7 +32,8 @@ namespace thread_system {
 
 /// Which job queue: the injector of a pool, or the mode of an adaptive_job_queue.
 enum class pool_queue {
-  mutex,     ///< job_queue: segments, a spin lock for each end (the pools' default).
+  mutex,     ///< Spin-locked segments (the pools' default): a pool's injector is a two_lock_job_queue (a lock for each
+             ///< end), an adaptive_job_queue's mutex side a job_queue.
   lockfree,  ///< lockfree_queue: fetch-and-add array segments with hazard pointers.
   adaptive,  ///< adaptive_job_queue: switches between the two above by measured contention.
   sharded,   ///< sharded_queue: per-producer shards.

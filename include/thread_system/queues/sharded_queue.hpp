@@ -2,8 +2,8 @@
 // several independent shards, so that producers on different threads do not
 // fight over one lock.
 //
-// Layout: `shard_count()` shards (a power of two), each a job_queue
-// (segments with a spin lock for each end, see job_queue.hpp). A thread gets a
+// Layout: `shard_count()` shards (a power of two), each a job_queue (a
+// spin-locked ring that grows when full, see job_queue.hpp). A thread gets a
 // slot number the first time it touches any sharded_queue (handed out
 // round-robin by a process-wide counter) and always pushes into shard
 // `slot % shard_count()`, so producers on different threads spread over the
