@@ -49,6 +49,7 @@ REFERENCES = ("moodycamel", "mutex+deque")
 FAMILY_ORDER = ["latency_enqueue", "latency_dequeue", "latency_pair", "batch", "pc", "contention", "memory"]
 QUEUE_ORDER = [
     "job_queue",
+    "two_lock_job_queue",
     "bounded_queue",
     "lockfree_queue",
     "sharded_queue",

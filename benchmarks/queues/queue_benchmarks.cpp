@@ -1,7 +1,7 @@
 // Queue-level benchmarks: each Thread System queue next to two peers, all
 // carrying the same element type (thread_system::job_function, 64 bytes), so
 // the comparison is like for like:
-//   * job_queue, bounded_queue, lockfree_queue (and sharded_queue /
+//   * job_queue, two_lock_job_queue, bounded_queue, lockfree_queue (and sharded_queue /
 //     adaptive_job_queue when their headers exist);
 //   * moodycamel::ConcurrentQueue<job_function> (THREAD_SYSTEM_HAVE_MOODYCAMEL,
 //     set by CMake when the header is found), used without producer/consumer
@@ -61,6 +61,7 @@
 #include "thread_system/detail/config.hpp"
 #include "thread_system/queues/bounded_queue.hpp"
 #include "thread_system/queues/job_queue.hpp"
+#include "thread_system/queues/two_lock_job_queue.hpp"
 #include "thread_system/queues/lockfree_queue.hpp"
 #include "thread_system/queues/queue_concept.hpp"
 
@@ -146,6 +147,10 @@ class native_adapter {
 
 struct job_queue_adapter : native_adapter<ts::job_queue> {
   static constexpr const char* name = "job_queue";
+  using native_adapter::native_adapter;
+};
+struct two_lock_job_queue_adapter : native_adapter<ts::two_lock_job_queue> {
+  static constexpr const char* name = "two_lock_job_queue";
   using native_adapter::native_adapter;
 };
 struct bounded_queue_adapter : native_adapter<ts::bounded_queue> {
@@ -581,7 +586,7 @@ void bm_memory(benchmark::State& state) {
 template <typename... A>
 struct queue_list {};
 
-using all_queues = queue_list<job_queue_adapter, bounded_queue_adapter, lockfree_queue_adapter,
+using all_queues = queue_list<job_queue_adapter, two_lock_job_queue_adapter, bounded_queue_adapter, lockfree_queue_adapter,
 #if defined(THREAD_SYSTEM_BENCH_SHARDED)
                               sharded_queue_adapter,
 #endif

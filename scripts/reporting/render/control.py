@@ -131,7 +131,8 @@ def table_control(ctx, out):
         out.append("")
 
 
-COMPONENT_QUEUES = (("job_queue", "`job_queue` (the mutex injector)"), ("lockfree_queue", "`lockfree_queue`"),
+COMPONENT_QUEUES = (("two_lock_job_queue", "`two_lock_job_queue` (the mutex injector)"), ("job_queue", "`job_queue`"),
+                    ("lockfree_queue", "`lockfree_queue`"),
                     ("adaptive_job_queue", "`adaptive_job_queue`"), ("sharded_queue", "`sharded_queue`"))
 
 

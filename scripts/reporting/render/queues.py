@@ -16,8 +16,8 @@ def table_injector(ctx, out):
     out.append("## Injector queues under producer/consumer load (seed 004, first table)\n")
     out.append("Seed 004 compares a mutex queue, a bounded DVyukov MPMC ring and a sharded ring as the pool's "
                "injector. Here: `thread_system_queue_benchmarks` `pc/` (P producers, C consumers, P = C = the "
-               "thread count), mutex+deque vs bounded_queue (Vyukov) vs sharded_queue (and job_queue, the pool's "
-               "injector). Median M jobs/s consumed (min–max); ratio vs mutex+deque.\n")
+               "thread count), mutex+deque vs bounded_queue (Vyukov) vs sharded_queue (and job_queue, one lock, and "
+               "two_lock_job_queue, the pool's injector, a lock for each end). Median M jobs/s consumed (min–max); ratio vs mutex+deque.\n")
     rows = {}
     for key in runs.reps:
         m = re.match(r"^pc/([^/]+)/P:(\d+)/C:(\d+)/ops:(\d+)$", key)
@@ -26,7 +26,7 @@ def table_injector(ctx, out):
     if not rows:
         out.append("_No data (queue benchmarks not run or `pc/` filtered out)._\n")
         return
-    queues = [q for q in ("mutex_deque", "job_queue", "bounded_queue", "sharded_queue") if any(q in r for r in rows.values())]
+    queues = [q for q in ("mutex_deque", "job_queue", "two_lock_job_queue", "bounded_queue", "sharded_queue") if any(q in r for r in rows.values())]
     if "sharded_queue" not in queues:
         out.append("_sharded_queue not in this build's queue benchmarks._\n")
     out.append("| threads (P = C) | tasks | " + " | ".join(queues) + " |")
