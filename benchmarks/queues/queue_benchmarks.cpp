@@ -61,9 +61,9 @@
 #include "thread_system/detail/config.hpp"
 #include "thread_system/queues/bounded_queue.hpp"
 #include "thread_system/queues/job_queue.hpp"
-#include "thread_system/queues/two_lock_job_queue.hpp"
 #include "thread_system/queues/lockfree_queue.hpp"
 #include "thread_system/queues/queue_concept.hpp"
+#include "thread_system/queues/two_lock_job_queue.hpp"
 
 #if __has_include("thread_system/queues/sharded_queue.hpp")
 #include "thread_system/queues/sharded_queue.hpp"
@@ -586,17 +586,18 @@ void bm_memory(benchmark::State& state) {
 template <typename... A>
 struct queue_list {};
 
-using all_queues = queue_list<job_queue_adapter, two_lock_job_queue_adapter, bounded_queue_adapter, lockfree_queue_adapter,
+using all_queues =
+    queue_list<job_queue_adapter, two_lock_job_queue_adapter, bounded_queue_adapter, lockfree_queue_adapter,
 #if defined(THREAD_SYSTEM_BENCH_SHARDED)
-                              sharded_queue_adapter,
+               sharded_queue_adapter,
 #endif
 #if defined(THREAD_SYSTEM_BENCH_ADAPTIVE)
-                              adaptive_queue_adapter,
+               adaptive_queue_adapter,
 #endif
 #if defined(THREAD_SYSTEM_HAVE_MOODYCAMEL)
-                              moodycamel_adapter,
+               moodycamel_adapter,
 #endif
-                              mutex_deque_adapter>;
+               mutex_deque_adapter>;
 
 template <typename Configure, typename... A>
 void for_each_queue(queue_list<A...>, Configure configure) {
