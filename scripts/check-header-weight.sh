@@ -17,7 +17,7 @@ cxx="${CXX_FOR_HEADER_CHECK:-g++}"
 forbidden=(
   '/functional$' '/algorithm$' '/unordered_map$' '/sstream$' '/chrono$'
   'thread_system/scheduler/timer_queue\.hpp$' 'thread_system/detail/os_thread\.hpp$'
-  'thread_system/queues/(job_queue|bounded_queue|lockfree_queue|sharded_queue|adaptive_job_queue)\.hpp$'
+  'thread_system/queues/(job_queue|two_lock_job_queue|job_segments|bounded_queue|lockfree_queue|sharded_queue|adaptive_job_queue)\.hpp$'
   'thread_system/detail/hazard_pointers\.hpp$'
 )
 pattern="$(

@@ -16,6 +16,7 @@
 #include "thread_system/queues/bounded_queue.hpp"
 #include "thread_system/queues/job_queue.hpp"
 #include "thread_system/queues/lockfree_queue.hpp"
+#include "thread_system/queues/two_lock_job_queue.hpp"
 #include "thread_system/sync/cancellation.hpp"
 
 namespace {
@@ -194,8 +195,9 @@ TEST(Allocation, JobQueueReportsOutOfMemoryWhenItCannotGrow) {
 // A batch that needs several new segments, one of which cannot be
 // allocated, is refused whole: no job of it is moved from, the jobs queued
 // before stay queued, in order, and the same batch goes in once memory is back.
-TEST(Allocation, JobQueueRefusesABatchWholeWhenASegmentCannotBeAllocated) {
-  ts::job_queue queue{2};  // 64-word segments: 21 small jobs each
+namespace {
+template <typename Queue>
+void expect_batch_refused_whole(Queue& queue) {  // 64-word segments: 21 small jobs each
   std::vector<int> seen;
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(queue.try_push(ts::job_function([&seen, i] { seen.push_back(i); })));
   std::vector<ts::job_function> batch;
@@ -212,6 +214,24 @@ TEST(Allocation, JobQueueRefusesABatchWholeWhenASegmentCannotBeAllocated) {
   while (queue.try_pop(out)) out();
   ASSERT_EQ(seen.size(), 110U);
   for (int i = 0; i < 110; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], i);
+}
+}  // namespace
+
+TEST(Allocation, JobQueueRefusesABatchWholeWhenASegmentCannotBeAllocated) {
+  ts::job_queue queue{2};
+  expect_batch_refused_whole(queue);
+}
+
+// The same for two_lock_job_queue, the pools' mutex injector (a segment is
+// taken back from the pops or allocated under the tail lock only).
+TEST(Allocation, TwoLockJobQueueReportsOutOfMemoryWhenItCannotGrow) {
+  ts::two_lock_job_queue queue{2};
+  expect_out_of_memory_is_reported(queue);
+}
+
+TEST(Allocation, TwoLockJobQueueRefusesABatchWholeWhenASegmentCannotBeAllocated) {
+  ts::two_lock_job_queue queue{2};
+  expect_batch_refused_whole(queue);
 }
 
 TEST(Allocation, AdaptiveQueueReportsOutOfMemoryOfItsMutexQueue) {

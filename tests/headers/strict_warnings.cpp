@@ -18,9 +18,11 @@
 #include <thread_system/queues/job_queue.hpp>
 #include <thread_system/queues/lockfree_queue.hpp>
 #include <thread_system/queues/sharded_queue.hpp>
+#include <thread_system/queues/two_lock_job_queue.hpp>
 #include <thread_system/scheduler/timer_queue.hpp>
 #include <thread_system/thread_system.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -107,6 +109,12 @@ void timers_and_queues(ts::thread_pool& pool) {
   ts::job_queue mutex_queue;
   (void)mutex_queue.try_push(ts::job_function(no_op));
   (void)mutex_queue.try_pop(out);
+  ts::two_lock_job_queue two_lock;
+  bool was_empty = false;
+  (void)two_lock.try_push(ts::job_function(no_op), was_empty);
+  (void)two_lock.try_pop(out);
+  std::array<ts::job_function, 4> share;
+  (void)two_lock.pop_share(share, 2);
   ts::lockfree_queue lockfree;
   (void)lockfree.try_push(ts::job_function([] {}));
   (void)lockfree.try_pop(out);

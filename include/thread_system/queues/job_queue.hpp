@@ -11,11 +11,13 @@
 // stored *packed* (job_function's packed form): the operations pointer, the
 // metadata word and only the words of inline storage the callable uses, so
 // a small job (a callable of up to 8 bytes, or one stored on the heap) takes
-// 24 bytes instead of a full 64-byte job_function. Every operation takes the
+// 24 bytes instead of a full 64-byte job_function. An entry never spans two
+// segments (a skip marker ends a segment early). Every operation takes the
 // mutex once, including the batch operations (one lock per batch, not per
 // job). (two_lock_job_queue stores jobs the same way with a lock for each
-// end: the pools' injector, where workers take jobs in shares; one lock for
-// both ends moves more jobs one at a time, see docs/PERFORMANCE.md.)
+// end: the pools' mutex injector, `pool_queue::mutex`, whose workers take
+// jobs in shares; one lock for both ends moves more jobs one at a time, see
+// docs/PERFORMANCE.md.)
 //
 // Contract:
 //   * Any number of threads may call any member concurrently.

@@ -364,9 +364,9 @@ class alignas(64) two_lock_job_queue {
   }
 
   // Four cache lines (the class is aligned to a line), so that pushers and
-  // poppers write none in common but the count (and, when they wait for
-  // their lock, the contention count). The first: the tail end, what a push
-  // reads and writes under its lock.
+  // poppers write no line in common but the count's on every operation (the
+  // fourth only at a segment change or when one waits for its lock). The
+  // first: the tail end, what a push reads and writes under its lock.
   mutable spin_lock tail_lock_;
   bool closed_ = false;              // guarded by tail_lock_
   const std::size_t segment_words_;  // a power of two, at least min_segment_words
@@ -377,7 +377,8 @@ class alignas(64) two_lock_job_queue {
   std::size_t segments_ = 0;         // guarded by tail_lock_ (and the constructor): allocated, in use or spare
   std::atomic<std::uint64_t> pushed_total_{0};  // written under tail_lock_: see accepted_pushes()
   // The second: the head end, what a pop reads and writes under its lock
-  // (with its own copy of the segment size, so a pop reads no line a push writes).
+  // (with its own copy of the segment size, so that besides the count and
+  // the entries a pop reads no line a push writes).
   alignas(64) spin_lock head_lock_;
   const std::size_t head_words_;     // = segment_words_
   segment* head_segment_ = nullptr;  // guarded by head_lock_: holds the oldest entry

@@ -66,7 +66,9 @@ class injector {
   [[nodiscard]] virtual result<void> push_batch(std::span<job_function> fns) = 0;
   /// push() that also tells the pool whether to wake a worker. `wake` is
   /// set false only when the push exactly found an earlier job not yet taken
-  /// (the mutex queue: inside its critical section; the lock-free queue: an
+  /// (the mutex queue: the count of queued jobs its push replaced, in which a
+  /// job a worker has taken but not yet subtracted still counts - that worker
+  /// looks at the queue again after its own subtraction; the lock-free queue: an
   /// earlier index of the job's segment still unclaimed when the job was
   /// published; the adaptive queue: either, in the queue the job went into): the push that made the queue non-empty
   /// woke a worker (or will, once it publishes), and a worker that takes jobs and leaves some behind wakes another
