@@ -5,9 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <exception>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -109,6 +113,46 @@ TEST(PoolOptions, TheConstructorRefusesInvalidCombinations) {
   fine.queue = ts::pool_queue::bounded;
   fine.initial_queue_capacity = 3;  // rounded up to 4
   EXPECT_EQ(construction_error(fine), ts::error_code::ok);
+}
+
+// Any initial_queue_capacity gives a working pool or a clear error, never
+// undefined behaviour: the segmented mutex queue clamps its segment size
+// (job_segments.hpp; SIZE_MAX once gave one-word segments that no job fits
+// in), the bounded queue refuses a capacity above 2^62 and reports a ring
+// that cannot be allocated as resource_exhausted; the other kinds ignore it.
+TEST(PoolOptions, AnyInitialQueueCapacityGivesAWorkingPoolOrAClearError) {
+  constexpr std::size_t size_max = std::numeric_limits<std::size_t>::max();
+  constexpr std::array<std::size_t, 5> capacities{size_max, (std::size_t{1} << 62) + 1, std::size_t{1} << 62,
+                                                  (std::size_t{1} << 62) - 1, std::size_t{1} << 61};
+  for (const auto kind : {ts::pool_queue::mutex, ts::pool_queue::lockfree, ts::pool_queue::adaptive,
+                          ts::pool_queue::sharded, ts::pool_queue::bounded}) {
+    for (const std::size_t capacity : capacities) {
+      SCOPED_TRACE(std::string(ts::to_string(kind)) + " " + std::to_string(capacity));
+      ts::pool_options o;
+      o.queue = kind;
+      o.initial_queue_capacity = capacity;
+      try {
+        ts::thread_pool pool{2, o};
+        std::atomic<int> ran{0};
+        std::array<std::uint64_t, 4> payload{1, 1, 1, 1};  // a job of several words
+        for (int i = 0; i < 500; ++i) {
+          // relaxed: read after wait_idle().
+          ASSERT_TRUE(i % 2 == 0 ? pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); })
+                                 : pool.enqueue([&ran, payload] {
+                                     ran.fetch_add(static_cast<int>(payload[3]), std::memory_order_relaxed);
+                                   }));
+        }
+        pool.wait_idle();
+        EXPECT_EQ(ran.load(std::memory_order_relaxed), 500);
+        EXPECT_NE(kind, ts::pool_queue::bounded) << "a bounded ring of 2^61 jobs or more cannot be allocated";
+      } catch (const ts::error_exception& e) {
+        EXPECT_EQ(kind, ts::pool_queue::bounded) << e.what();
+        EXPECT_TRUE(e.code() == ts::error_code::invalid_argument || e.code() == ts::error_code::resource_exhausted)
+            << e.what();
+        EXPECT_NE(std::string(e.what()), "");
+      }
+    }
+  }
 }
 
 // idle_wait: a worker out of work polls that long before it parks. Longer

@@ -40,10 +40,12 @@ struct pool_options {
   error_handler on_error;
   /// The queue for jobs submitted from outside the pool's workers.
   pool_queue queue = pool_queue::mutex;
-  /// The mutex queue's initial ring capacity (it grows on demand); the
-  /// bounded queue's fixed capacity, rounded up to a power of two (a
-  /// submission into a full one is refused with `queue_full`; 0 makes the
-  /// constructor throw invalid_argument). Other kinds ignore it.
+  /// The mutex queue's segment size in jobs (it adds segments on demand;
+  /// any value is accepted, clamped to [16, 2^19] jobs: two_lock_job_queue);
+  /// the bounded queue's fixed capacity, rounded up to a power of two (a
+  /// submission into a full one is refused with `queue_full`; 0 or a value
+  /// above 2^62 makes the constructor throw invalid_argument, one whose ring
+  /// cannot be allocated error_exception{resource_exhausted}). Other kinds ignore it.
   std::size_t initial_queue_capacity = 1024;
   /// Latency sampling: every Nth job a thread submits is stamped, and the
   /// worker that runs it records its enqueue->start wait and its run time

@@ -53,8 +53,9 @@ class alignas(64) job_queue {
  public:
   /// `initial_capacity`: jobs of four words (32 bytes packed) a segment
   /// holds; every segment has that size (rounded up to a power of two words,
-  /// at least 64 words: 512 bytes). The first segment is allocated here
-  /// (std::bad_alloc propagates).
+  /// at least 64 words, 512 bytes, and at most 2^21 words, 16 MiB: any
+  /// larger capacity, SIZE_MAX included, means 2^19 jobs a segment). The
+  /// first segment is allocated here (std::bad_alloc propagates).
   explicit job_queue(std::size_t initial_capacity = 1024)
       : segment_words_(detail::segment_words_for(initial_capacity)) {
     head_segment_ = tail_segment_ = new_segment();

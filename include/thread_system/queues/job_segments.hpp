@@ -51,7 +51,10 @@ struct alignas(64) job_segment {
   /// array provides the storage, with room to start the header on a cache
   /// line; the header is built in it.)
   [[nodiscard]] static job_segment* allocate(std::size_t words) {
-    const std::size_t bytes = alignof(job_segment) - 1 + sizeof(job_segment) + words * sizeof(job_word);
+    constexpr std::size_t overhead = alignof(job_segment) - 1 + sizeof(job_segment);
+    // A size that does not fit in size_t is memory that cannot be had.
+    if (words > (static_cast<std::size_t>(-1) - overhead) / sizeof(job_word)) throw std::bad_alloc();
+    const std::size_t bytes = overhead + words * sizeof(job_word);
     auto* raw = new unsigned char[bytes];
     const auto address = reinterpret_cast<std::uintptr_t>(raw);
     const std::size_t pad = (alignof(job_segment) - address % alignof(job_segment)) % alignof(job_segment);
@@ -73,17 +76,26 @@ static_assert(sizeof(job_segment) == 64, "the words start one cache line after t
 
 /// Segment sizes: at least this many words (512 bytes).
 inline constexpr std::size_t min_segment_words = 64;
+/// Segment sizes: at most this many words (16 MiB). A queue built for more
+/// jobs gets segments of this size (it adds segments as it grows, so a
+/// larger initial capacity would only delay the first allocation).
+inline constexpr std::size_t max_segment_words = std::size_t{1} << 21;
 /// The most words an entry can leave unused at a segment's end: an entry
 /// that does not fit is at most max_packed_words long.
 inline constexpr std::size_t segment_waste = job_function::max_packed_words - 1;
 static_assert(min_segment_words > 2 * job_function::max_packed_words);
 
 /// Words per segment for a queue built with `initial_capacity`: room for
-/// that many jobs of four words, rounded up to a power of two, at least
-/// min_segment_words.
+/// that many jobs of four words, rounded up to a power of two, within
+/// [min_segment_words, max_segment_words] (any capacity, SIZE_MAX included,
+/// gives a valid size).
 [[nodiscard]] constexpr std::size_t segment_words_for(std::size_t initial_capacity) noexcept {
-  return std::bit_ceil(std::max<std::size_t>(initial_capacity * 4, min_segment_words));
+  constexpr std::size_t words_per_job = 4;
+  const std::size_t jobs = std::min(initial_capacity, max_segment_words / words_per_job);
+  return std::bit_ceil(std::max(jobs * words_per_job, min_segment_words));
 }
+static_assert(segment_words_for(0) == min_segment_words);
+static_assert(segment_words_for(static_cast<std::size_t>(-1)) == max_segment_words);
 
 /// True for a skip marker: an entry starts with its (non-null) operations pointer.
 [[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE bool is_skip_marker(const job_word& w) noexcept {

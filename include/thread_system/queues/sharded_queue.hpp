@@ -75,7 +75,7 @@ struct sharded_queue_options {
   std::size_t shards = 0;
   /// Total capacity across all shards; 0 means unbounded.
   std::size_t capacity = 0;
-  /// Initial ring size of each shard (the rings grow as needed).
+  /// Jobs each shard's first segment holds (job_queue's initial_capacity; shards grow as needed).
   std::size_t initial_shard_capacity = 256;
 };
 
