@@ -7,8 +7,12 @@
    order (the block's folder order, lowest first; detail/ and core/ form one
    layer, services/ and diagnostics/ sit beside sync/), and src/ files
    include only headers.
+3. Tests mirror headers: every header include/thread_system/<folder>/<h>.hpp
+   has tests/<folder>/<h>_test.cpp (the umbrella thread_system.hpp:
+   tests/thread_system_test.cpp), and every such test file is built
+   (named in a tests/ CMakeLists.txt).
 
-Exit status 0 when both hold; otherwise every difference is printed.
+Exit status 0 when all three hold; otherwise every difference is printed.
 Usage: scripts/check-architecture.py [repository root]
 """
 import pathlib
@@ -79,10 +83,26 @@ for folder, files in actual.items():
                     f"{folder}/{name} includes {target_folder}/{target}: {target_folder}/ is above {folder}/"
                 )
 
+# Tests mirror headers.
+cmake_lists = "\n".join(p.read_text() for p in (root / "tests").rglob("CMakeLists.txt"))
+mirrors = {("", "thread_system.hpp"): root / "tests" / "thread_system_test.cpp"}
+for folder, files in actual.items():
+    if folder == "src":
+        continue
+    for name in files:
+        mirrors[(folder, name)] = root / "tests" / folder / (name[: -len(".hpp")] + "_test.cpp")
+for (folder, name), test in sorted(mirrors.items()):
+    header = f"{folder}/{name}" if folder else name
+    relative = test.relative_to(root / "tests").as_posix()
+    if not test.is_file():
+        problems.append(f"{header} has no test file tests/{relative}")
+    elif test.name not in cmake_lists:
+        problems.append(f"tests/{relative} is not built (no tests/ CMakeLists.txt names it)")
+
 if problems:
-    print("docs/ARCHITECTURE.md and the tree disagree:")
+    print("architecture: the tree, docs/ARCHITECTURE.md and tests/ disagree:")
     for p in problems:
         print("  " + p)
     sys.exit(1)
 count = sum(len(v) for v in actual.values())
-print(f"architecture: {count} files listed, every include goes down the layers")
+print(f"architecture: {count} files listed, every include goes down the layers, every header has its test file")

@@ -96,7 +96,7 @@ class self_counting_injector final : public injector {
       return 0;
     }
   }
-  /// The queue itself, for white-box tests (tests/scheduler/injectors_test.cpp).
+  /// The queue itself, for white-box tests (tests/scheduler/injector_test.cpp).
   Q& queue_for_testing() noexcept { return queue_; }
 
  private:

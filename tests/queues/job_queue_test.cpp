@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../support/test_support.hpp"
+#include "was_empty_check.hpp"
 
 namespace ts = thread_system;
 
@@ -252,25 +253,7 @@ TEST(JobQueue, BatchesSpanSegmentsInOrder) {
 // The pool wakes a worker only when a push finds the queue empty, so that
 // report must be exact, including after the queue was drained.
 TEST(JobQueue, PushReportsWhetherTheQueueWasEmpty) {
-  ts::job_queue queue{2};
-  bool was_empty = false;
-  ASSERT_TRUE(queue.try_push(ts::job_function([] {}), was_empty));
-  EXPECT_TRUE(was_empty);
-  for (int i = 0; i < 20; ++i) {  // also across the ring's growth
-    ASSERT_TRUE(queue.try_push(ts::job_function([] {}), was_empty));
-    EXPECT_FALSE(was_empty) << "push " << i;
-  }
-  ts::job_function out;
-  while (queue.try_pop(out)) {
-  }
-  ASSERT_TRUE(queue.try_push(ts::job_function([] {}), was_empty));
-  EXPECT_TRUE(was_empty);
-  ts::job_function empty;
-  was_empty = false;
-  auto refused = queue.try_push(std::move(empty), was_empty);
-  ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().code(), ts::error_code::invalid_argument);
-  EXPECT_FALSE(was_empty) << "a refused push reports nothing";
+  ts::test::expect_push_reports_whether_the_queue_was_empty<ts::job_queue>();
 }
 
 // contended_operations(): zero while one thread works alone; under a

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../support/test_support.hpp"
+#include "was_empty_check.hpp"
 
 namespace ts = thread_system;
 
@@ -21,32 +22,7 @@ namespace ts = thread_system;
 // report must be exact, including after the queue was drained and across
 // segments.
 TEST(TwoLockJobQueue, PushReportsWhetherTheQueueWasEmpty) {
-  ts::two_lock_job_queue queue{2};
-  bool was_empty = false;
-  ASSERT_TRUE(queue.try_push(ts::job_function([] {}), was_empty));
-  EXPECT_TRUE(was_empty);
-  for (int i = 0; i < 50; ++i) {  // 64-word segments: also across segments
-    ASSERT_TRUE(queue.try_push(ts::job_function([] {}), was_empty));
-    EXPECT_FALSE(was_empty) << "push " << i;
-  }
-  ts::job_function out;
-  while (queue.try_pop(out)) {
-  }
-  ASSERT_TRUE(queue.try_push(ts::job_function([] {}), was_empty));
-  EXPECT_TRUE(was_empty);
-  ts::job_function empty;
-  was_empty = false;
-  auto refused = queue.try_push(std::move(empty), was_empty);
-  ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().code(), ts::error_code::invalid_argument);
-  EXPECT_FALSE(was_empty) << "a refused push reports nothing";
-  queue.close();
-  auto closed = queue.try_push(ts::job_function([] {}), was_empty);
-  ASSERT_FALSE(closed);
-  EXPECT_EQ(closed.error().code(), ts::error_code::pool_stopped);
-  EXPECT_TRUE(queue.try_pop(out)) << "what was queued stays poppable after close()";
-  EXPECT_FALSE(queue.try_pop(out));
-  EXPECT_EQ(queue.accepted_pushes(), 52U);
+  ts::test::expect_push_reports_whether_the_queue_was_empty<ts::two_lock_job_queue>();
 }
 
 // Storage follows the backlog: 100 000 small jobs (8 bytes of state, 3 words

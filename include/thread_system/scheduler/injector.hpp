@@ -78,7 +78,11 @@ class injector {
     wake = true;
     return push(std::move(fn));
   }
-  /// Pops at most max(1, size / consumers) jobs, at most out.size().
+  /// Pops at most max(1, backlog / consumers) jobs, at most out.size(). The
+  /// backlog is the queue's own estimate: exact for the mutex, sharded and
+  /// bounded kinds; the lock-free queue counts a whole segment for one that
+  /// follows the head segment (it cannot read that segment's count without
+  /// protecting it), so its share may be larger.
   [[nodiscard]] virtual std::size_t pop_share(std::span<job_function> out, std::size_t consumers) = 0;
   [[nodiscard]] virtual bool empty_approx() const noexcept = 0;
   [[nodiscard]] virtual std::size_t size_approx() const noexcept = 0;
