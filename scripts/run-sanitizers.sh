@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 # unless CTEST_PARALLEL_LEVEL says otherwise.
 export CTEST_PARALLEL_LEVEL="${CTEST_PARALLEL_LEVEL:-$(nproc)}"
 scripts/install-deps.sh
+echo "== sanitizers: ASan+UBSan+LSan (preset asan)"
 cmake --workflow --preset asan
+echo "== sanitizers: TSan (preset tsan)"
 if setarch "$(uname -m)" -R true 2>/dev/null; then
   setarch "$(uname -m)" -R cmake --workflow --preset tsan
 else

@@ -9,5 +9,7 @@ cd "$(dirname "$0")/.."
 # unless CTEST_PARALLEL_LEVEL says otherwise.
 export CTEST_PARALLEL_LEVEL="${CTEST_PARALLEL_LEVEL:-$(nproc)}"
 scripts/install-deps.sh --with-clang
+echo "== toolchains: Clang 16 + libstdc++ (preset clang)"
 cmake --workflow --preset clang
+echo "== toolchains: Clang 19 + libc++ (preset libcxx)"
 cmake --workflow --preset libcxx
