@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -61,6 +64,28 @@ TEST(WorkStealingDeque, ReserveMakesRoomAndKeepsTheElements) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r.value, i);
   }
+}
+
+// Sizes no ring can have are refused up front: the constructor throws
+// bad_alloc (its doubling once wrapped to 0 and looped forever for a
+// capacity above 2^63), reserve() answers false (the sum of the queued
+// count and n once wrapped and answered true), and the deque goes on.
+TEST(WorkStealingDeque, SizesNoRingCanHoldAreRefused) {
+  using deque = ts::work_stealing_deque<int>;
+  constexpr std::size_t size_max = std::numeric_limits<std::size_t>::max();
+  EXPECT_THROW(deque{size_max}, std::bad_alloc);
+  EXPECT_THROW(deque{deque::max_capacity + 1}, std::bad_alloc);
+  deque d(4);
+  d.push(1);
+  EXPECT_FALSE(d.reserve(size_max));
+  EXPECT_FALSE(d.reserve(deque::max_capacity));
+  EXPECT_EQ(d.capacity(), 4U) << "nothing was allocated";
+  d.push(2);
+  int v = 0;
+  ASSERT_TRUE(d.pop(v));
+  EXPECT_EQ(v, 2);
+  ASSERT_TRUE(d.pop(v));
+  EXPECT_EQ(v, 1);
 }
 
 TEST(WorkStealingDeque, ThiefTakesOldestFirst) {

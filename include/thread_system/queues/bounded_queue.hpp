@@ -59,6 +59,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <span>
 #include <thread>
 #include <utility>
@@ -83,13 +84,16 @@ class bounded_queue {
   static constexpr std::size_t inline_job_bytes = 24;
 
   /// A queue of `capacity` rounded up to a power of two (at least 2). Throws error_exception{invalid_argument} for
-  /// 0 or a capacity above max_capacity.
+  /// 0 or a capacity above max_capacity, std::bad_alloc when the ring cannot be allocated.
   explicit bounded_queue(std::size_t capacity) {
     if (capacity == 0 || capacity > max_capacity) {
       throw error_exception(error{error_code::invalid_argument, "bounded_queue: capacity must be in [1, 2^62]"});
     }
     capacity_ = std::bit_ceil(capacity < 2 ? std::size_t{2} : capacity);
     mask_ = capacity_ - 1;
+    // A ring whose byte size does not fit in size_t is memory that cannot be
+    // had: refused here rather than by new[] (not every compiler checks).
+    if (capacity_ > static_cast<std::size_t>(-1) / sizeof(cell)) throw std::bad_alloc();
     cells_ = std::make_unique<cell[]>(capacity_);
     for (std::size_t i = 0; i < capacity_; ++i) {
       // Before any thread can see the queue: the constructor's completion

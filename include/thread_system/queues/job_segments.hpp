@@ -78,7 +78,7 @@ static_assert(sizeof(job_segment) == 64, "the words start one cache line after t
 inline constexpr std::size_t min_segment_words = 64;
 /// Segment sizes: at most this many words (16 MiB). A queue built for more
 /// jobs gets segments of this size (it adds segments as it grows, so a
-/// larger initial capacity would only delay the first allocation).
+/// larger segment would only delay the next allocation).
 inline constexpr std::size_t max_segment_words = std::size_t{1} << 21;
 /// The most words an entry can leave unused at a segment's end: an entry
 /// that does not fit is at most max_packed_words long.

@@ -75,7 +75,7 @@ struct sharded_queue_options {
   std::size_t shards = 0;
   /// Total capacity across all shards; 0 means unbounded.
   std::size_t capacity = 0;
-  /// Jobs each shard's first segment holds (job_queue's initial_capacity; shards grow as needed).
+  /// Jobs each of a shard's segments holds (job_queue's initial_capacity; shards grow as needed).
   std::size_t initial_shard_capacity = 256;
 };
 
@@ -100,7 +100,8 @@ class sharded_queue {
   /// An unbounded queue with default options.
   sharded_queue() : sharded_queue(sharded_queue_options{}) {}
 
-  /// A queue shaped by `options`. Throws error_exception{invalid_argument} for more than 65536 shards.
+  /// A queue shaped by `options`. Throws error_exception{invalid_argument} for more than 65536 shards, std::bad_alloc
+  /// when the shards' first segments cannot be allocated (shards * initial_shard_capacity jobs).
   explicit sharded_queue(sharded_queue_options options) : capacity_(options.capacity) {
     std::size_t count = options.shards;
     if (count == 0) count = std::max<std::size_t>(1, std::thread::hardware_concurrency());

@@ -24,9 +24,11 @@
 #pragma once
 
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <type_traits>
 
 #include "thread_system/core/concepts.hpp"
@@ -53,11 +55,14 @@ struct steal_result {
 template <trivially_copyable T>
 class work_stealing_deque {
  public:
-  /// An empty deque whose ring holds `initial_capacity` rounded up to a power of two (at least 2).
+  /// The largest ring: the indices are signed 64-bit and a ring's size is a power of two.
+  static constexpr std::size_t max_capacity = std::size_t{1} << 62;
+
+  /// An empty deque whose ring holds `initial_capacity` rounded up to a power of two (at least 2). Throws
+  /// std::bad_alloc when that ring cannot be allocated, which includes any capacity above max_capacity.
   explicit work_stealing_deque(std::size_t initial_capacity = 256) {
-    std::size_t cap = 2;
-    while (cap < initial_capacity) cap *= 2;
-    newest_ = std::make_unique<ring>(cap);
+    if (initial_capacity > max_capacity) throw std::bad_alloc();
+    newest_ = std::make_unique<ring>(std::bit_ceil(initial_capacity < 2 ? std::size_t{2} : initial_capacity));
     ring_.store(newest_.get(), std::memory_order_relaxed);  // before any other thread sees the deque
   }
   /// Not copyable.
@@ -71,8 +76,10 @@ class work_stealing_deque {
     const std::int64_t b = bottom_.load(std::memory_order_relaxed);  // only the owner writes bottom_
     const std::int64_t t = top_.load(std::memory_order_acquire);     // pairs with the thieves' CAS on top_
     ring* r = ring_.load(std::memory_order_relaxed);                 // only the owner replaces the ring
+    const auto queued = static_cast<std::size_t>(b - t);
+    if (n > max_capacity - queued) return false;  // no ring can hold that many
     try {
-      while (static_cast<std::size_t>(b - t) + n > r->mask + 1) r = grow(r, t, b);
+      while (queued + n > r->mask + 1) r = grow(r, t, b);
     } catch (...) {  // std::bad_alloc
       return false;
     }
@@ -179,6 +186,7 @@ class work_stealing_deque {
   };
 
   ring* grow(ring* old, std::int64_t t, std::int64_t b) {
+    if (old->mask + 1 >= max_capacity) throw std::bad_alloc();  // the next size would not be a valid ring
     auto bigger = std::make_unique<ring>((old->mask + 1) * 2);
     for (std::int64_t i = t; i < b; ++i) bigger->put(i, old->get(i));
     ring* raw = bigger.get();

@@ -80,9 +80,10 @@ class injector {
   }
   /// Pops at most max(1, backlog / consumers) jobs, at most out.size(). The
   /// backlog is the queue's own estimate: exact for the mutex, sharded and
-  /// bounded kinds; the lock-free queue counts a whole segment for one that
-  /// follows the head segment (it cannot read that segment's count without
-  /// protecting it), so its share may be larger.
+  /// bounded kinds; the lock-free queue (and the adaptive one while on its
+  /// lock-free side) counts a whole segment for one that follows the head
+  /// segment (it cannot read that segment's count without protecting it),
+  /// so its share may be larger.
   [[nodiscard]] virtual std::size_t pop_share(std::span<job_function> out, std::size_t consumers) = 0;
   [[nodiscard]] virtual bool empty_approx() const noexcept = 0;
   [[nodiscard]] virtual std::size_t size_approx() const noexcept = 0;
@@ -137,9 +138,10 @@ class injector {
 
 /// The injector of kind `kind` (defined in src/injector.cpp, so that only
 /// that file includes the queue implementations). `initial_capacity` sizes
-/// the mutex queue's ring (which grows) and the bounded queue (which does
-/// not). Throws std::bad_alloc, and error_exception{invalid_argument} for a
-/// bounded queue of capacity 0.
+/// the mutex queue's segments (any value; clamped, see job_segments.hpp) and
+/// the bounded queue's ring (fixed). Throws std::bad_alloc, and
+/// error_exception{invalid_argument} for a bounded queue of capacity 0 or
+/// above 2^62.
 [[nodiscard]] std::unique_ptr<injector> make_injector(pool_queue kind, std::size_t initial_capacity);
 
 }  // namespace detail
