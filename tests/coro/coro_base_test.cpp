@@ -224,8 +224,8 @@ struct chain_link {
     struct to_next {
       static bool await_ready() noexcept { return false; }
       std::coroutine_handle<> await_suspend(std::coroutine_handle<promise_type> h) noexcept {
-        std::coroutine_handle<> next = h.promise().next;
-        return td::transfer(h, next ? next : std::noop_coroutine());
+        const std::coroutine_handle<> following = h.promise().next;
+        return td::transfer(h, following ? following : std::noop_coroutine());
       }
       static void await_resume() noexcept {}
     };
