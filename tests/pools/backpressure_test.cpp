@@ -239,6 +239,17 @@ TEST(PoolBackpressure, CapacityIsNeverExceededUnderConcurrentProducers) {
   std::atomic<std::int64_t> peak{0};
   std::atomic<int> ran{0};
   const int per_producer = static_cast<int>(ts::test::scaled(20000));
+  // Both workers are held until the producers have filled the pool, so the
+  // bound is reached on every run (not only when the workers fall behind).
+  std::atomic<int> held{0};
+  std::atomic<bool> release{false};
+  for (int w = 0; w < 2; ++w) {
+    ASSERT_TRUE(pool.enqueue([&] {
+      held.fetch_add(1, std::memory_order_relaxed);                                // bookkeeping
+      while (!release.load(std::memory_order_acquire)) std::this_thread::yield();  // pairs with the release below
+    }));
+  }
+  ASSERT_TRUE(ts::test::eventually([&] { return held.load(std::memory_order_relaxed) == 2; }));
   std::vector<std::thread> producers;
   for (int p = 0; p < 3; ++p) {
     producers.emplace_back([&] {
@@ -254,12 +265,15 @@ TEST(PoolBackpressure, CapacityIsNeverExceededUnderConcurrentProducers) {
       }
     });
   }
+  EXPECT_TRUE(ts::test::eventually(
+      [&] { return peak.load(std::memory_order_relaxed) >= static_cast<std::int64_t>(capacity); }));
+  release.store(true, std::memory_order_release);  // pairs with the held jobs' acquire
   for (auto& t : producers) t.join();
   pool.wait_idle();
   EXPECT_EQ(ran.load(std::memory_order_relaxed), 3 * per_producer);
-  EXPECT_EQ(pool.get_statistics().executed, static_cast<std::uint64_t>(3 * per_producer));
+  EXPECT_EQ(pool.get_statistics().executed, static_cast<std::uint64_t>(3 * per_producer) + 2);
   EXPECT_LE(peak.load(std::memory_order_relaxed), static_cast<std::int64_t>(capacity) + 2);
-  EXPECT_GT(peak.load(std::memory_order_relaxed), 0);
+  EXPECT_GE(peak.load(std::memory_order_relaxed), static_cast<std::int64_t>(capacity));
 }
 
 TEST(PoolBackpressure, TypedPoolBoundCoversAllTypes) {

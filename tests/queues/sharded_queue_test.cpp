@@ -235,12 +235,18 @@ TEST(ShardedQueue, BoundedConcurrentProducersNeverExceedCapacity) {
           ++done;
         } else {
           ASSERT_EQ(pushed.error().code(), ts::error_code::queue_full);
-          full_seen.fetch_add(1, std::memory_order_relaxed);  // read after join
+          full_seen.fetch_add(1, std::memory_order_release);  // pairs with the gate below and the read after join
           std::this_thread::yield();
         }
       }
       producers_done.fetch_add(1, std::memory_order_release);  // pairs with the consumers' acquire
     });
+  }
+  // The queue is full and nothing pops yet, so the producers are refused
+  // until the consumers start: a refusal under concurrency happens on every
+  // run, not only when the scheduler happens to delay the consumers.
+  while (full_seen.load(std::memory_order_acquire) < static_cast<std::size_t>(producers)) {  // pairs with the release
+    std::this_thread::yield();
   }
   for (int c = 0; c < consumers; ++c) {
     threads.emplace_back([&, c] {

@@ -126,15 +126,22 @@ TEST(Scheduler, ShutdownWhileJobsSpawnJobsInBothModes) {
     {
       ts::thread_pool pool{2, ts::test::pool_opts()};
       std::atomic<bool> go{true};
+      // Bounded work on a slow machine: spawning stops after a cap, and the
+      // stop comes once a thousand spawners ran (not after a sleep that a
+      // loaded machine can stretch while the backlog grows).
+      const std::size_t cap = ts::test::scaled(100'000);
+      std::atomic<std::size_t> runs{0};
       std::function<void()> spawner = [&] {
         if (!go.load(std::memory_order_seq_cst)) return;  // seq_cst: pairs with the writers' RMW/store
+        // relaxed: a counter; the main thread only waits for it to grow.
+        if (runs.fetch_add(1, std::memory_order_relaxed) >= cap) return;
         for (int i = 0; i < 2; ++i) {
           (void)pool.enqueue(ts::test::counting_functor(tracker));
           (void)pool.enqueue([&spawner] { spawner(); });
         }
       };
       ASSERT_TRUE(pool.enqueue([&spawner] { spawner(); }));
-      std::this_thread::sleep_for(20ms);
+      ASSERT_TRUE(ts::test::eventually([&] { return runs.load(std::memory_order_relaxed) >= 1000; }));
       report = pool.stop(mode);
       go.store(false, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load(s)
     }

@@ -20,7 +20,10 @@ namespace thread_system::test {
 // consumer pops until the queue is closed, calling `after_pop()` after each
 // job it took. After `pause`, the calling thread closes the queue and waits
 // for pushes in flight: accepted_pushes() must then equal the pushes that
-// succeeded, and stay so. `round` labels a failure.
+// succeeded, and stay so. `round` labels a failure. Bounded work on a slow
+// machine: a producer pushes at most `max_pushes` jobs (then waits for the
+// close, and its next push must be refused), since the short pause can last
+// far longer on a loaded machine.
 template <typename Queue, typename AfterPop>
 void expect_accepted_count_final_after_close(Queue& queue, std::chrono::microseconds pause, AfterPop after_pop,
                                              std::size_t round) {
@@ -30,7 +33,11 @@ void expect_accepted_count_final_after_close(Queue& queue, std::chrono::microsec
   for (int p = 0; p < 3; ++p) {
     producers.emplace_back([&] {
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();  // pairs with the release below
-      for (;;) {
+      constexpr std::size_t max_pushes = 20'000;
+      for (std::size_t n = 0;; ++n) {
+        if (n == max_pushes) {
+          while (!queue.is_closed()) std::this_thread::yield();
+        }
         if (!queue.try_push(job_function([] {}))) return;   // closed
         succeeded.fetch_add(1, std::memory_order_relaxed);  // read after the joins
       }
