@@ -260,6 +260,25 @@ struct lockfree_queue_test_access {
     lockfree_queue::slot::unprepare(job);
     return false;
   }
+  // seal() and unseal(), as the adaptive queue calls them.
+  static bool seal(lockfree_queue& queue) { return queue.seal(); }
+  static bool unseal(lockfree_queue& queue) { return queue.unseal(); }
+  // Runs `hook` inside resolve_pending(), between reading a successor and
+  // protecting it; null removes it.
+  static void set_resolve_pending_hook(void (*hook)(lockfree_queue&)) {
+    lockfree_queue::resolve_pending_hook_.store(hook, std::memory_order_relaxed);  // single-threaded test
+  }
+  // Segments on the reuse pool whose producer word carries a flag: a pooled
+  // segment is reset, so any flag was written after it was reclaimed.
+  static std::size_t flagged_pooled_segments(lockfree_queue& queue) {
+    std::size_t flagged = 0;
+    // acquire / relaxed: the test's own thread reclaimed them; no operation runs.
+    for (auto* s = queue.pool_top_.load(std::memory_order_acquire); s != nullptr;
+         s = s->next.load(std::memory_order_relaxed)) {
+      if ((s->enq.load(std::memory_order_relaxed) & lockfree_queue::any_flag) != 0) ++flagged;
+    }
+    return flagged;
+  }
 };
 }  // namespace thread_system
 
@@ -351,6 +370,68 @@ TEST(LockfreeQueue, BatchClaimKeepsOrderAndDestroysOnlyUntakenJobs) {
   }
   EXPECT_EQ(tracker.invoked.load(std::memory_order_seq_cst), 2);  // seq_cst: as the checks above
   EXPECT_EQ(tracker.alive(), 0);                                  // three destroyed by the queue, once each
+}
+
+}  // namespace
+
+namespace {
+
+std::atomic<int> hook_pops{0};
+
+// Inside seal()'s walk, after it read the head segment's successor N: a
+// consumer takes the head's three jobs and N's five, which leaves both
+// segments (the head was flagged by the walk, N by the pop that found a
+// successor behind it, both with fewer than a segment's 128 cells used),
+// and a scan reclaims N into the pool.
+void drain_two_segments_and_reclaim(ts::lockfree_queue& queue) {
+  ts::job_function job;
+  for (int i = 0; i < 9; ++i) {
+    if (!queue.try_pop(job)) return;
+    job();
+    job.reset();
+    hook_pops.fetch_add(1, std::memory_order_relaxed);  // read by the same thread
+  }
+  queue.collect();
+}
+
+// Regression: the walk of seal() (and close()) protected the successor of a
+// segment and then trusted it while the segment had used fewer than 128
+// cells, but a flagged segment is left - and its successor can be left and
+// reclaimed - with any number of cells used. The walk then went on in a
+// reclaimed segment: here it flagged a segment on the reuse pool (with
+// pooling off it wrote freed memory, and the adaptive queue, which seals on
+// every switch back to the mutex queue, crashed under load).
+TEST(LockfreeQueue, SealWalkNeverEntersASegmentAPopReclaimed) {
+  ts::lockfree_queue queue;
+  std::atomic<int> ran{0};
+  auto job = [&ran] { ran.fetch_add(1, std::memory_order_relaxed); };              // read by the same thread
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(queue.try_push(ts::job_function(job)));  // the head segment
+  for (int b = 0; b < 2; ++b) {                                                    // N, then N2: a segment each
+    std::array<ts::job_function, 5> batch;
+    for (auto& fn : batch) fn = ts::job_function(job);
+    ASSERT_TRUE(queue.push_batch(batch));
+  }
+  hook_pops.store(0, std::memory_order_relaxed);
+  ts::lockfree_queue_test_access::set_resolve_pending_hook(&drain_two_segments_and_reclaim);
+  const bool sealed = ts::lockfree_queue_test_access::seal(queue);
+  ts::lockfree_queue_test_access::set_resolve_pending_hook(nullptr);
+  ASSERT_TRUE(sealed);
+  ASSERT_EQ(hook_pops.load(std::memory_order_relaxed), 9);
+  EXPECT_EQ(ts::lockfree_queue_test_access::flagged_pooled_segments(queue), 0U)
+      << "seal() walked into a segment that had been reclaimed";
+  ASSERT_TRUE(ts::lockfree_queue_test_access::unseal(queue));
+  ts::job_function rest;
+  while (queue.try_pop(rest)) {
+    rest();
+    rest.reset();
+  }
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 13);
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(queue.try_push(ts::job_function(job)));  // pooled segments work
+  while (queue.try_pop(rest)) {
+    rest();
+    rest.reset();
+  }
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 213);
 }
 
 }  // namespace

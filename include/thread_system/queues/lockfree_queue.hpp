@@ -341,6 +341,12 @@ class lockfree_queue {
  private:
   friend class adaptive_job_queue;
   friend struct lockfree_queue_test_access;  // white-box tests: a push stopped between its index and its publication
+
+  // White-box tests: called by resolve_pending() (seal(), close()) between
+  // reading a segment's successor and protecting it, on the sealing thread.
+  // Null outside those tests; a relaxed load on a path that runs once per
+  // seal or close.
+  static inline std::atomic<void (*)(lockfree_queue&)> resolve_pending_hook_{nullptr};
   using slot = detail::packed_slot<4>;
 
   // Cell states. Producers CAS empty -> full; consumers (and a resolving
@@ -375,6 +381,11 @@ class lockfree_queue {
     // The next segment, a sentinel (closed/sealed), or null on the last one.
     // Also the next free segment while on the pool.
     alignas(64) std::atomic<segment*> next{nullptr};
+    // Set (seq_cst) by leave_segment() before it moves head_ past this
+    // segment; reset only by reclaim_segment(). A segment can be left before
+    // all of its cells were used (a flag froze its count), so this, not
+    // `deq`, tells resolve_pending() whether its successor may be unlinked.
+    std::atomic<bool> leaving{false};
     cell cells[segment_capacity];
   };
 
@@ -865,6 +876,11 @@ class lockfree_queue {
     // head_ never passes tail_: a producer may still find `first` in tail_
     // and protect it, which is safe only while it is not retired.
     if (tail_.load(std::memory_order_seq_cst) == first) advance_tail(first, next);
+    // seq_cst: before the unlink below in the single total order, so that
+    // resolve_pending(), which protects `next` and then reads this (seq_cst),
+    // either sees the flag or had its protection visible before `next`
+    // could be unlinked and scanned.
+    first->leaving.store(true, std::memory_order_seq_cst);
     // seq_cst: the unlink that scan()'s hazard loads are ordered after (see
     // hazard_pointers.hpp).
     THREAD_SYSTEM_CHAOS_POINT();
@@ -928,15 +944,25 @@ class lockfree_queue {
       // acquire: pairs with the CAS that linked a successor or a sentinel.
       segment* next = current->next.load(std::memory_order_acquire);
       if (next == nullptr || is_marker(next)) return;
+      // The window in which a pop can leave `current`, then `next`, and a
+      // scan reclaim `next` (white-box tests stop here: see the hook).
+      THREAD_SYSTEM_CHAOS_POINT();
+      // relaxed: set and cleared by a single-threaded test only.
+      if (auto* hook = resolve_pending_hook_.load(std::memory_order_relaxed)) hook(*this);
       holder.set(1, next);
-      // While `current` is not used up, head_ has not passed it, so `next`
-      // is still linked (not retired) after the hazard above became visible.
-      if (current->deq.load(std::memory_order_seq_cst) >= segment_capacity) {
-        // Used up, so possibly unlinked; its cells are all taken by pops
-        // anyway. Help the pop that used it up move head_ on (the CASes
-        // fail harmlessly if `current` is no longer the head: it was
-        // protected all along, so it cannot be the head again), then start
-        // again from the head, which only moves forward.
+      // seq_cst, after the hazard above (seq_cst): while no pop has begun to
+      // leave `current`, head_ has not passed it, so `next` was still linked
+      // when the hazard became visible and no scan reclaims it (pairs with
+      // the seq_cst store in leave_segment()). Whether `current` is used up
+      // does not say that: a flagged segment is left once the cells handed
+      // out before the flag are taken, however few.
+      if (current->leaving.load(std::memory_order_seq_cst) ||
+          current->deq.load(std::memory_order_seq_cst) >= segment_capacity) {
+        // Left or used up, so possibly unlinked (and `next` with it). Help
+        // the pop that used it up move head_ on (the CASes fail harmlessly
+        // if `current` is no longer the head: it was protected all along,
+        // so it cannot be the head again), then start again from the head,
+        // which only moves forward.
         leave_segment(holder, current, next);
         current = holder.protect(0, head_);
         holder.clear(1);
@@ -1018,6 +1044,7 @@ class lockfree_queue {
     for (cell& c : reclaimed->cells) c.state.store(cell_empty, std::memory_order_relaxed);
     reclaimed->enq.store(0, std::memory_order_relaxed);
     reclaimed->deq.store(0, std::memory_order_relaxed);
+    reclaimed->leaving.store(false, std::memory_order_relaxed);
     // relaxed: a soft limit; counted before the push so the count never
     // drops below the true size.
     if (self->pooled_.fetch_add(1, std::memory_order_relaxed) >= self->max_pooled_) {
