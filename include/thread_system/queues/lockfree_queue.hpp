@@ -344,8 +344,8 @@ class lockfree_queue {
 
   // White-box tests: called by resolve_pending() (seal(), close()) between
   // reading a segment's successor and protecting it, on the sealing thread.
-  // Null outside those tests; a relaxed load on a path that runs once per
-  // seal or close.
+  // Null outside those tests; a relaxed load per segment of the walk, which
+  // runs once per seal or close.
   static inline std::atomic<void (*)(lockfree_queue&)> resolve_pending_hook_{nullptr};
   using slot = detail::packed_slot<4>;
 
@@ -958,11 +958,11 @@ class lockfree_queue {
       // out before the flag are taken, however few.
       if (current->leaving.load(std::memory_order_seq_cst) ||
           current->deq.load(std::memory_order_seq_cst) >= segment_capacity) {
-        // Left or used up, so possibly unlinked (and `next` with it). Help
-        // the pop that used it up move head_ on (the CASes fail harmlessly
-        // if `current` is no longer the head: it was protected all along,
-        // so it cannot be the head again), then start again from the head,
-        // which only moves forward.
+        // Left, so possibly unlinked (and `next` with it), or used up and
+        // about to be left. Help the pop that did so move head_ on (the
+        // CASes fail harmlessly if `current` is no longer the head: it was
+        // protected all along, so it cannot be the head again), then start
+        // again from the head, which only moves forward.
         leave_segment(holder, current, next);
         current = holder.protect(0, head_);
         holder.clear(1);
