@@ -27,6 +27,7 @@
 #include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
 #include "thread_system/detail/chrono.hpp"
+#include "thread_system/detail/config.hpp"
 #include "thread_system/diagnostics/latency_histogram.hpp"
 #include "thread_system/pools/backpressure.hpp"
 #include "thread_system/pools/pool_options.hpp"
@@ -99,22 +100,27 @@ class job_type_ranks {
 
   /// The rank of `type`, or `invalid_argument` naming `pool`.
   [[nodiscard]] result<std::size_t> rank_of(T type, const std::string& pool) const {
+    const std::size_t rank = rank_or_none(type);
+    if (rank != max_ranks) return rank;
+    return no_rank(
+        type, pool,
+        order_.empty() ? " has no rank in [0, 63]; give a priority_order" : " is not in the pool's priority order");
+  }
+
+  /// The rank of `type`, or max_ranks if it has none (every enqueue asks;
+  /// rank_of() builds the refusal).
+  [[nodiscard]] std::size_t rank_or_none(T type) const noexcept {
     if (!order_.empty()) {
       for (std::size_t i = 0; i < order_.size(); ++i) {
         if (order_[i] == type) return i;
       }
-      return make_error(error_code::invalid_argument, "typed_thread_pool '" + pool + "': job type " + type_name(type) +
-                                                          " is not in the pool's priority order");
+      return max_ranks;
     }
     using U = job_type_value_t<T>;
     const auto v = static_cast<U>(type);
     bool in_range = static_cast<std::uint64_t>(v) < max_ranks;
     if constexpr (std::is_signed_v<U>) in_range = in_range && v >= 0;
-    if (!in_range) {
-      return make_error(error_code::invalid_argument, "typed_thread_pool '" + pool + "': job type " + type_name(type) +
-                                                          " has no rank in [0, 63]; give a priority_order");
-    }
-    return static_cast<std::size_t>(v);
+    return in_range ? static_cast<std::size_t>(v) : max_ranks;
   }
 
   /// The ranks of `types` as a bit mask (bit r = rank r); all bits for none
@@ -152,6 +158,11 @@ class job_type_ranks {
   }
 
  private:
+  THREAD_SYSTEM_NOINLINE static unexpected_error no_rank(T type, const std::string& pool, const char* why) {
+    return make_error(error_code::invalid_argument,
+                      "typed_thread_pool '" + pool + "': job type " + type_name(type) + why);
+  }
+
   std::vector<T> order_;
 };
 

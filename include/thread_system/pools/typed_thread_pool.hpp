@@ -95,6 +95,7 @@
 #include "thread_system/coro/coro_base.hpp"
 #include "thread_system/coro/sleep_awaiter.hpp"
 #include "thread_system/detail/chrono.hpp"
+#include "thread_system/detail/config.hpp"
 #include "thread_system/pools/job_types.hpp"
 #include "thread_system/pools/submission.hpp"
 #include "thread_system/pools/thread_pool.hpp"
@@ -226,9 +227,13 @@ class typed_thread_pool_t : public detail::pool_front {
   result<void> enqueue(T type, job_function&& fn) {
     if (!fn) return make_error(error_code::invalid_argument, "typed_thread_pool '" + get_name() + "': empty job");
     return detail::refuse_if_out_of_memory([&]() -> result<void> {
-      auto rank = routable_rank(type);
-      if (!rank) return unexpected_error{rank.error()};
-      return push_rank(*rank, std::move(fn));
+      std::size_t rank = served_rank(type);
+      if (rank == max_types) {  // the refusal (or a worker added since)
+        auto r = routable_rank(type);
+        if (!r) return unexpected_error{r.error()};
+        rank = *r;
+      }
+      return push_rank(rank, std::move(fn));
     });
   }
 
@@ -518,16 +523,27 @@ class typed_thread_pool_t : public detail::pool_front {
     });
   }
 
+  // The rank of `type` if some added worker serves it, else max_types:
+  // routable_rank() without building a refusal (every enqueue asks).
+  std::size_t served_rank(T type) const noexcept {
+    const std::size_t rank = ranks_.rank_or_none(type);
+    // acquire: pairs with the release in refresh_served().
+    if (rank < max_types && (served_.load(std::memory_order_acquire) & (std::uint64_t{1} << rank)) != 0) return rank;
+    return max_types;
+  }
+
   // The rank of `type` if some added worker serves it.
   result<std::size_t> routable_rank(T type) const {
     auto rank = rank_of(type);
     if (!rank) return rank;
     // acquire: pairs with the release in refresh_served().
-    if ((served_.load(std::memory_order_acquire) & (std::uint64_t{1} << *rank)) == 0) {
-      return make_error(error_code::no_worker, "typed_thread_pool '" + get_name() + "': no worker serves job type " +
-                                                   type_name(type) + "; add one before queueing such jobs");
-    }
+    if ((served_.load(std::memory_order_acquire) & (std::uint64_t{1} << *rank)) == 0) return not_served(type);
     return rank;
+  }
+
+  THREAD_SYSTEM_NOINLINE unexpected_error not_served(T type) const {
+    return make_error(error_code::no_worker, "typed_thread_pool '" + get_name() + "': no worker serves job type " +
+                                                 type_name(type) + "; add one before queueing such jobs");
   }
 
   detail::typed_injector& injector() const noexcept { return *injector_; }
@@ -536,7 +552,7 @@ class typed_thread_pool_t : public detail::pool_front {
   // config_mutex_. Allocates nothing (so it cannot fail after a change).
   void refresh_served() {
     const std::uint64_t mask = active_worker_masks().all;
-    // release: pairs with the acquire in routable_rank().
+    // release: pairs with the acquires in served_rank() and routable_rank().
     served_.store(mask, std::memory_order_release);
   }
 

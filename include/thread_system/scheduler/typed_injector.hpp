@@ -56,13 +56,17 @@
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/detail/chrono.hpp"
 #include "thread_system/detail/clock.hpp"
+#include "thread_system/detail/config.hpp"
 #include "thread_system/detail/fence.hpp"
 #include "thread_system/diagnostics/latency_histogram.hpp"
 #include "thread_system/scheduler/injector.hpp"
 
 namespace thread_system::detail {
 
-class typed_injector final : public injector {
+// Aligned to a cache line: every push reads the object's first line (the
+// vtable pointer, the aging bound, the first kinds' slots), which must not
+// share a line with a neighbour on the heap that other threads write.
+class alignas(64) typed_injector final : public injector {
  public:
   static constexpr std::size_t max_kinds = 64;
 
@@ -157,10 +161,10 @@ class typed_injector final : public injector {
   // that has one.
   std::size_t pop_victim(std::span<job_function> out) override {
     if (out.empty()) return 0;
-    const std::uint64_t created = created_.load(std::memory_order_acquire);  // pairs with slot_for()
+    const std::uint64_t created = created_.load(std::memory_order_acquire);  // pairs with create_slot()
     for (int r = static_cast<int>(max_kinds) - 1; r >= 0; --r) {
       if ((created & (std::uint64_t{1} << r)) == 0) continue;
-      kind_slot* s = slots_[static_cast<std::size_t>(r)].load(std::memory_order_acquire);  // pairs with slot_for()
+      kind_slot* s = slots_[static_cast<std::size_t>(r)].load(std::memory_order_acquire);  // pairs with create_slot()
       if (s->queue->pop_share(out.first(1), 1) == 1) return 1;
     }
     return 0;
@@ -168,7 +172,7 @@ class typed_injector final : public injector {
 
   std::size_t pop_for(std::uint64_t mask, std::span<job_function> out, std::size_t consumers) override {
     if (out.empty()) return 0;
-    mask &= created_.load(std::memory_order_acquire);  // pairs with the release in slot_for()
+    mask &= created_.load(std::memory_order_acquire);  // pairs with the release in create_slot()
     if (mask == 0) return 0;
     if (aging_ns_ != 0) {
       const std::uint64_t now = steady_now_ns();
@@ -213,7 +217,7 @@ class typed_injector final : public injector {
 
   std::uint64_t pending_mask() const noexcept override {
     std::uint64_t pending = 0;
-    for (std::uint64_t m = created_.load(std::memory_order_acquire); m != 0; m &= m - 1) {  // pairs with slot_for()
+    for (std::uint64_t m = created_.load(std::memory_order_acquire); m != 0; m &= m - 1) {  // pairs with create_slot()
       const auto r = static_cast<std::size_t>(std::countr_zero(m));
       if (!slots_[r].load(std::memory_order_acquire)->queue->empty_approx()) pending |= std::uint64_t{1} << r;
     }
@@ -309,7 +313,7 @@ class typed_injector final : public injector {
   [[nodiscard]] kind_view view(std::size_t rank) const noexcept {
     kind_view v;
     if (rank >= max_kinds) return v;
-    const kind_slot* s = slots_[rank].load(std::memory_order_acquire);  // pairs with slot_for()
+    const kind_slot* s = slots_[rank].load(std::memory_order_acquire);  // pairs with create_slot()
     if (s == nullptr) return v;
     v.exists = true;
     // Cancelled first (acquire, pairs with note_cancelled()), accepted
@@ -340,7 +344,7 @@ class typed_injector final : public injector {
 
   /// Bit r set when kind r's queue exists.
   [[nodiscard]] std::uint64_t created_mask() const noexcept {
-    return created_.load(std::memory_order_acquire);  // pairs with slot_for()
+    return created_.load(std::memory_order_acquire);  // pairs with create_slot()
   }
 
  private:
@@ -356,7 +360,7 @@ class typed_injector final : public injector {
   };
 
   static unexpected_error closed_error() { return make_error(error_code::pool_stopped, "queue is closed"); }
-  static unexpected_error bad_kind(std::uint8_t kind) {
+  THREAD_SYSTEM_NOINLINE static unexpected_error bad_kind(std::uint8_t kind) {
     if (kind == 0) return make_error(error_code::invalid_argument, "typed injector: the job carries no kind");
     return rank_beyond(kind - 1u);
   }
@@ -366,11 +370,16 @@ class typed_injector final : public injector {
   }
 
   // The slot of kind `rank`, created on first use; null once closed.
-  kind_slot* slot_for(std::size_t rank) {
-    kind_slot* s = slots_[rank].load(std::memory_order_acquire);  // pairs with the release below
-    if (s != nullptr) return s;
+  // Every push passes here: the common case (the kind's queue exists) is a
+  // load; creating the queue is out of line.
+  THREAD_SYSTEM_ALWAYS_INLINE kind_slot* slot_for(std::size_t rank) {
+    kind_slot* s = slots_[rank].load(std::memory_order_acquire);  // pairs with the release in create_slot()
+    return s != nullptr ? s : create_slot(rank);
+  }
+
+  THREAD_SYSTEM_NOINLINE kind_slot* create_slot(std::size_t rank) {
     std::lock_guard lock(create_mutex_);
-    s = slots_[rank].load(std::memory_order_relaxed);  // written only under create_mutex_
+    kind_slot* s = slots_[rank].load(std::memory_order_relaxed);  // written only under create_mutex_
     if (s != nullptr) return s;
     if (closed_.load(std::memory_order_relaxed)) return nullptr;  // written only under create_mutex_
     owned_[rank] = std::make_unique<kind_slot>(rank, make_injector(queue_kind_, 256));
@@ -384,12 +393,12 @@ class typed_injector final : public injector {
   kind_slot* slot_of_tag(std::uint8_t tag) const noexcept {
     tag = detail::job_tag::kind(tag);
     if (tag == 0 || tag > max_kinds) return nullptr;
-    return slots_[tag - 1u].load(std::memory_order_acquire);  // pairs with slot_for()
+    return slots_[tag - 1u].load(std::memory_order_acquire);  // pairs with create_slot()
   }
 
   template <typename F>
   void for_each_slot(F&& f) const {
-    for (std::uint64_t m = created_.load(std::memory_order_acquire); m != 0; m &= m - 1) {  // pairs with slot_for()
+    for (std::uint64_t m = created_.load(std::memory_order_acquire); m != 0; m &= m - 1) {  // pairs with create_slot()
       f(*slots_[static_cast<std::size_t>(std::countr_zero(m))].load(std::memory_order_acquire));
     }
   }
