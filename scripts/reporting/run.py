@@ -28,7 +28,7 @@ MODES = {
         report=r"^(throughput|latency|create/[^/]+/workers:(1|2)/|long_jobs|million|startup|alloc_jobs)",
         logger=r"^logger_(single/[^/]+/chars:123|threads/[^/]+/threads:4|latency|latency_formatted|"
         r"writer/[^/]+/kind:[01]/line:0)/",
-        typed=r"^BM_(StandardPool/job_ns:1000/|TypedPoolTypeMix/types:(1|3)/queue:2/job_ns:1000/|"
+        typed=r"^BM_(StandardPool/job_ns:1000/|TypedPoolTypeMix/types:(1|3)/queue:2/job_ns:1000/|EnqueueWhilePaused/|"
         r"PriorityScheduling/100/|TypedRouting(Universal)?/50/|RoutingStandardPool/)",
         control=r"^BM_(TokenIsCancelled|RegisterUnregister|ThreadBaseStartStop|WakeInterval|SpinLockScoped|MutexScoped|"
         r"ServiceResolve|CancelJobs/(plain|token)/|Backpressure/(unbounded|block_1024)/job_ns:0/|"
