@@ -181,6 +181,7 @@ class alignas(64) typed_injector final : public injector {
         kind_slot* oldest = nullptr;
         std::uint64_t oldest_since = 0;
         for (std::uint64_t m = mask; m != 0; m &= m - 1) {
+          // acquire: pairs with the release in create_slot() (a slot is read once its bit is seen).
           kind_slot* s = slots_[static_cast<std::size_t>(std::countr_zero(m))].load(std::memory_order_acquire);
           // relaxed: a timing hint; the queue itself orders the jobs.
           const std::uint64_t since = s->stalled_since.load(std::memory_order_relaxed);
@@ -195,6 +196,7 @@ class alignas(64) typed_injector final : public injector {
         mask &= ~(std::uint64_t{1} << oldest->rank);  // emptied meanwhile: look again without it
       }
       for (std::uint64_t m = mask; m != 0; m &= m - 1) {
+        // acquire: pairs with the release in create_slot() (a slot is read once its bit is seen).
         kind_slot* s = slots_[static_cast<std::size_t>(std::countr_zero(m))].load(std::memory_order_acquire);
         if (take_one(*s, out, now)) return 1;
       }
@@ -205,6 +207,7 @@ class alignas(64) typed_injector final : public injector {
     // worker, and the pool runs the batch before anything of a lower kind.
     // Any other kind is taken one job at a time.
     for (std::uint64_t m = mask; m != 0; m &= m - 1) {
+      // acquire: pairs with the release in create_slot() (a slot is read once its bit is seen).
       kind_slot* s = slots_[static_cast<std::size_t>(std::countr_zero(m))].load(std::memory_order_acquire);
       const bool highest = m == mask;
       const std::size_t n = s->queue->pop_share(highest ? out : out.first(1), highest ? consumers : 1);
@@ -219,6 +222,7 @@ class alignas(64) typed_injector final : public injector {
     std::uint64_t pending = 0;
     for (std::uint64_t m = created_.load(std::memory_order_acquire); m != 0; m &= m - 1) {  // pairs with create_slot()
       const auto r = static_cast<std::size_t>(std::countr_zero(m));
+      // acquire: pairs with the release in create_slot() (a slot is read once its bit is seen).
       if (!slots_[r].load(std::memory_order_acquire)->queue->empty_approx()) pending |= std::uint64_t{1} << r;
     }
     return pending;
@@ -384,7 +388,8 @@ class alignas(64) typed_injector final : public injector {
     if (closed_.load(std::memory_order_relaxed)) return nullptr;  // written only under create_mutex_
     owned_[rank] = std::make_unique<kind_slot>(rank, make_injector(queue_kind_, 256));
     s = owned_[rank].get();
-    // release: the slot is fully built before a reader can see it.
+    // release: the slot is fully built before a reader can see it (pairs
+    // with every acquire load of slots_).
     slots_[rank].store(s, std::memory_order_release);
     created_.fetch_or(std::uint64_t{1} << rank, std::memory_order_release);  // pairs with acquire loads of created_
     return s;
@@ -399,6 +404,7 @@ class alignas(64) typed_injector final : public injector {
   template <typename F>
   void for_each_slot(F&& f) const {
     for (std::uint64_t m = created_.load(std::memory_order_acquire); m != 0; m &= m - 1) {  // pairs with create_slot()
+      // acquire: pairs with the release in create_slot() (a slot is read once its bit is seen).
       f(*slots_[static_cast<std::size_t>(std::countr_zero(m))].load(std::memory_order_acquire));
     }
   }
