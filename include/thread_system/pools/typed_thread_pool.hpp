@@ -532,13 +532,13 @@ class typed_thread_pool_t : public detail::pool_front {
     return max_types;
   }
 
-  // The rank of `type` if some added worker serves it.
+  // The rank of `type` if some added worker serves it; else the refusal:
+  // `invalid_argument` for a type without a rank, `no_worker` otherwise.
   result<std::size_t> routable_rank(T type) const {
+    if (const std::size_t rank = served_rank(type); rank != max_types) return rank;
     auto rank = rank_of(type);
     if (!rank) return rank;
-    // acquire: pairs with the release in refresh_served().
-    if ((served_.load(std::memory_order_acquire) & (std::uint64_t{1} << *rank)) == 0) return not_served(type);
-    return rank;
+    return not_served(type);
   }
 
   THREAD_SYSTEM_NOINLINE unexpected_error not_served(T type) const {
@@ -552,7 +552,7 @@ class typed_thread_pool_t : public detail::pool_front {
   // config_mutex_. Allocates nothing (so it cannot fail after a change).
   void refresh_served() {
     const std::uint64_t mask = active_worker_masks().all;
-    // release: pairs with the acquires in served_rank() and routable_rank().
+    // release: pairs with the acquire in served_rank().
     served_.store(mask, std::memory_order_release);
   }
 
