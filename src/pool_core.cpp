@@ -211,7 +211,8 @@ result<void> pool_core::enqueue_continuation(job_function&& fn) {
   });
 }
 
-result<void> pool_core::push_to_injector(job_function&& fn, std::uint64_t kind_mask) {
+THREAD_SYSTEM_ALWAYS_INLINE result<void> pool_core::push_to(injector& target, job_function&& fn,
+                                                            std::uint64_t kind_mask) {
   stamp_if_sampled(fn);
   // The queue counts the job as accepted inside its critical section, so
   // close() in stop() makes the accepted total exact and no worker can
@@ -223,7 +224,11 @@ result<void> pool_core::push_to_injector(job_function&& fn, std::uint64_t kind_m
   // (backpressure::caller_runs) leaves `wake` true; that costs one look.
   bool wake = true;
   return push_external(
-      kind_mask, std::span<job_function>(&fn, 1), [&] { return queue_->push_and_check(std::move(fn), wake); }, &wake);
+      kind_mask, std::span<job_function>(&fn, 1), [&] { return target.push_and_check(std::move(fn), wake); }, &wake);
+}
+
+result<void> pool_core::push_to_injector(job_function&& fn, std::uint64_t kind_mask) {
+  return push_to(*queue_, std::move(fn), kind_mask);
 }
 
 result<void> pool_core::push_batch(std::span<job_function> fns) {
@@ -738,6 +743,10 @@ result<void> pool_front::push_continuation(job_function&& fn) { return core_->en
 
 result<void> pool_front::push_routed(std::uint64_t kind_mask, job_function&& fn) {
   return core_->push_to_injector(std::move(fn), kind_mask);
+}
+
+result<void> pool_front::push_routed(std::uint64_t kind_mask, injector& part, job_function&& fn) {
+  return core_->push_to(part, std::move(fn), kind_mask);
 }
 
 result<void> pool_front::push_routed_batch(std::uint64_t kind_mask, std::span<job_function> fns) {

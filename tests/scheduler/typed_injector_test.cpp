@@ -125,6 +125,47 @@ TEST_P(TypedInjector, PushAsksForAWakeUpOnlyWhenItsKindHadNoJobWaiting) {
   EXPECT_EQ(q.accepted(), 5U);
 }
 
+// direct_queue(): the typed pool pushes a job of a kind whose queue exists
+// straight into that queue. Such a job is the injector's like any other:
+// counted in accepted() and view(), popped by pop_for() in priority order,
+// refused once close() has run; no queue is offered before the kind's
+// first push or with aging on (push_and_check() starts the aging clock).
+TEST_P(TypedInjector, DirectQueueIsAKindsOwnQueueCountedAndClosedWithTheInjector) {
+  typed_injector q(GetParam(), 0ns);
+  std::vector<int> trace;
+  namespace tag = ts::detail::job_tag;
+  EXPECT_EQ(q.direct_queue(2), nullptr);  // not created yet: push through the injector
+  EXPECT_EQ(q.direct_queue(typed_injector::max_kinds), nullptr);
+  ASSERT_TRUE(q.push_kind(2, tracer(trace, 20)));
+  ts::detail::injector* direct = q.direct_queue(2);
+  ASSERT_NE(direct, nullptr);
+  EXPECT_NE(static_cast<ts::detail::injector*>(&q), direct);
+  auto fn = tracer(trace, 21);
+  fn.set_tag(tag::with_rank(0, 2));
+  bool wake = true;
+  ASSERT_TRUE(direct->push_and_check(std::move(fn), wake));
+  EXPECT_FALSE(wake);  // job 20 still waits in that queue
+  ASSERT_TRUE(q.push_kind(1, tracer(trace, 10)));
+  EXPECT_EQ(q.accepted(), 3U);
+  EXPECT_EQ(q.view(2).accepted, 2U);
+  EXPECT_EQ(run_one(q, ~std::uint64_t{0}, trace), 10);  // priority order over both paths
+  EXPECT_EQ(run_one(q, ~std::uint64_t{0}, trace), 20);
+  q.close();
+  q.wait_for_pushes();
+  auto late = tracer(trace, 22);
+  late.set_tag(tag::with_rank(0, 2));
+  auto refused = direct->push_and_check(std::move(late), wake);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), ts::error_code::pool_stopped);
+  EXPECT_EQ(run_one(q, ~std::uint64_t{0}, trace), 21);
+  EXPECT_EQ(q.accepted(), 3U);
+
+  typed_injector aging(GetParam(), 1ms);
+  ASSERT_TRUE(aging.push_kind(2, tracer(trace, 30)));
+  EXPECT_EQ(aging.direct_queue(2), nullptr);
+  EXPECT_EQ(run_one(aging, ~std::uint64_t{0}, trace), 30);
+}
+
 TEST_P(TypedInjector, JobsWithoutAKindAndMixedBatchesAreRefusedAndNothingIsQueued) {
   typed_injector q(GetParam(), 0ns);
   namespace tag = ts::detail::job_tag;

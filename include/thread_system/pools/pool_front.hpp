@@ -232,6 +232,11 @@ class pool_front {
   // Through the injector (the job's tag routes it), waking a worker that
   // serves `kind_mask`. Non-empty jobs; out of memory throws std::bad_alloc.
   result<void> push_routed(std::uint64_t kind_mask, job_function&& fn);
+  // push_routed() straight into `part`, a queue inside the pool's injector
+  // that the injector counts and closes as its own (the typed injector's
+  // queue of the job's kind: typed_injector::direct_queue()): the same
+  // admission, accounting, refusals and wake-up, one virtual call fewer.
+  result<void> push_routed(std::uint64_t kind_mask, injector& part, job_function&& fn);
   // A batch through the injector, all or none, as push_routed().
   result<void> push_routed_batch(std::uint64_t kind_mask, std::span<job_function> fns);
 
