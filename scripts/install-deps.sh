@@ -10,8 +10,9 @@
 #                      example in the monitoring tests, which skip themselves
 #                      without it. Its service is not started.
 #   --with-clang       also the other toolchains CI proves: Clang 16 (with
-#                      GCC's libstdc++) and Clang 19 with libc++ 19 (the
-#                      clang and libcxx presets; GoogleTest is rebuilt from
+#                      GCC's libstdc++) with its sanitizer runtimes, and
+#                      Clang 19 with libc++ 19 (the clang, libcxx, asan-clang
+#                      and chaos-libcxx presets; GoogleTest is rebuilt from
 #                      the sources libgtest-dev installs in /usr/src/googletest),
 #                      clang-format-16 and clang-tidy-16 (scripts/check-format.sh,
 #                      scripts/check-tidy.sh).
@@ -27,7 +28,7 @@ for arg in "$@"; do
     --with-peers) packages+=(libtbb-dev libboost-dev libconcurrentqueue-dev libspdlog-dev gnuplot-nox) ;;
     --with-prometheus) quiet_packages+=(prometheus) ;;
     --with-docs) packages+=(doxygen) ;;
-    --with-clang) packages+=(clang-16 clang-19 libc++-19-dev libc++abi-19-dev googletest clang-format-16 clang-tidy-16) ;;
+    --with-clang) packages+=(clang-16 libclang-rt-16-dev clang-19 libc++-19-dev libc++abi-19-dev googletest clang-format-16 clang-tidy-16) ;;
     *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
