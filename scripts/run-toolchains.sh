@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The whole suite with the other toolchains CI proves (README: Supported
-# toolchains): Clang 16 with libstdc++ (preset clang) and Clang 19 with
-# libc++ 19 (preset libcxx: GoogleTest built from Debian's sources, {fmt}
-# header-only, no benchmarks). Both at -O1 (the GCC release build is the -O3
-# one; -O1 keeps CI within its time), warnings as errors.
+# The whole suite with the other toolchains, without sanitizers or chaos:
+# Clang 16 with libstdc++ (preset clang) and Clang 19 with libc++ 19
+# (preset libcxx: GoogleTest built from Debian's sources, {fmt} header-only,
+# no benchmarks). Both at -O1, warnings as errors. CI proves these
+# toolchains with the same settings in its ASan build (preset asan-clang,
+# scripts/run-sanitizers.sh) and its chaos build (preset chaos-libcxx)
+# instead, one build each (README: Supported toolchains); this script is for
+# a plain build with either.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The test presets leave parallelism to the machine: one test per core
