@@ -211,8 +211,7 @@ result<void> pool_core::enqueue_continuation(job_function&& fn) {
   });
 }
 
-THREAD_SYSTEM_ALWAYS_INLINE result<void> pool_core::push_to(injector& target, job_function&& fn,
-                                                            std::uint64_t kind_mask) {
+result<void> pool_core::push_to(injector& target, job_function&& fn, std::uint64_t kind_mask) {
   stamp_if_sampled(fn);
   // The queue counts the job as accepted inside its critical section, so
   // close() in stop() makes the accepted total exact and no worker can
@@ -225,10 +224,6 @@ THREAD_SYSTEM_ALWAYS_INLINE result<void> pool_core::push_to(injector& target, jo
   bool wake = true;
   return push_external(
       kind_mask, std::span<job_function>(&fn, 1), [&] { return target.push_and_check(std::move(fn), wake); }, &wake);
-}
-
-result<void> pool_core::push_to_injector(job_function&& fn, std::uint64_t kind_mask) {
-  return push_to(*queue_, std::move(fn), kind_mask);
 }
 
 result<void> pool_core::push_batch(std::span<job_function> fns) {
