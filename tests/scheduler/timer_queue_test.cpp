@@ -251,6 +251,8 @@ TEST(TimerQueue, PeriodicCancellingItselfStopsAtOnce) {
   std::this_thread::sleep_for(20ms);
   // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(runs.load(std::memory_order_seq_cst), runs_at_cancel.load(std::memory_order_seq_cst));
+  // cancel() counts right after the handle turns inactive, on the job's thread.
+  ASSERT_TRUE(eventually([&] { return timers.statistics().cancelled >= 1; }));
   EXPECT_EQ(timers.statistics().cancelled, 1U);
 }
 
@@ -434,6 +436,13 @@ TEST(TimerQueue, RefusalByAStoppedPoolCountsAsCancelled) {
   ASSERT_TRUE(once.has_value());
   ASSERT_TRUE(every.has_value());
   ASSERT_TRUE(eventually([&] { return !once->is_active() && !every->is_active(); }));
+  // The counters trail the handles by a few instructions (the timer thread
+  // makes a handle inactive, then counts it and takes it off the heap):
+  // wait until both timers are accounted for, then check how.
+  ASSERT_TRUE(eventually([&] {
+    const auto t = timers.statistics();
+    return t.cancelled + t.fired >= 2 && t.pending == 0;
+  }));
   const auto s = timers.statistics();
   EXPECT_EQ(ran.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(s.refused, 2U);

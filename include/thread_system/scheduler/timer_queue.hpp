@@ -176,6 +176,9 @@ class timer_queue {
   timer_statistics stop(stop_mode mode = stop_mode::drain);
 
   /// A snapshot of the counters; `pending` is the number of timers waiting now.
+  /// The counters trail the handles: a timer whose handle has just become
+  /// inactive (cancelled, refused, run) is counted, and taken off the heap, a
+  /// moment later by the thread that ended it.
   [[nodiscard]] timer_statistics statistics() const;
 
   /// False once stop() has begun.
