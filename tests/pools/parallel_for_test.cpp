@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <mutex>
@@ -276,18 +277,27 @@ struct alignas(64) padded_count {
 };
 constexpr std::size_t count_slots = 64;
 std::array<padded_count, count_slots> g_counts;
+// Slots are handed out afresh by each expect_visits_exactly() call (its
+// generation), so the few threads of one call always hold distinct slots,
+// however many threads earlier calls or repeated runs used.
 std::atomic<std::size_t> g_next_slot{0};
-// This thread's slot, taken on its first count. Constant-initialised, so
-// reading it is a plain thread-local load (no initialisation wrapper).
+std::uint64_t g_generation = 0;  // written only between calls, by the test's thread
+// This thread's slot and the generation it was taken in. Constant-
+// initialised, so reading them is a plain thread-local load (no
+// initialisation wrapper).
 thread_local padded_count* t_count = nullptr;
+thread_local std::uint64_t t_generation = 0;
 
 std::uint64_t total_count() {
   std::uint64_t sum = 0;
   for (auto& c : g_counts) sum += c.n;
   return sum;
 }
-void reset_counts() {
+// Before a call: zero counts, a new generation of slots. Returns it.
+std::uint64_t reset_counts() {
   for (auto& c : g_counts) c.n = 0;
+  g_next_slot.store(0, std::memory_order_relaxed);  // the pool's enqueue of the first piece orders it before any count
+  return ++g_generation;
 }
 
 // The body of expect_visits_exactly(): counts a call in this thread's slot
@@ -300,10 +310,16 @@ template <typename I>
 struct visit_counter {
   I first;
   I last_index;
+  std::uint64_t generation;
   std::atomic<int>* ends;
   __attribute__((no_sanitize("address", "thread", "undefined"))) void operator()(I i) const {
-    if (t_count == nullptr) t_count = &g_counts[g_next_slot.fetch_add(1, std::memory_order_relaxed) % count_slots];
-    ++t_count->n;  // this thread's slot (distinct ids)
+    if (t_generation != generation) {  // this thread's first count in this call
+      const std::size_t slot = g_next_slot.fetch_add(1, std::memory_order_relaxed);
+      if (slot >= count_slots) std::abort();  // a call runs on the pool's workers and the caller: a few threads
+      t_count = &g_counts[slot];
+      t_generation = generation;
+    }
+    ++t_count->n;                                                                      // this thread's slot
     if (i == first || i == last_index) ends->fetch_add(1, std::memory_order_relaxed);  // checked after the join
   }
 };
@@ -312,9 +328,9 @@ struct visit_counter {
 // indices at each end (the ones an overflowing length would get wrong).
 template <typename I>
 void expect_visits_exactly(ts::thread_pool& pool, I first, I last) {
-  reset_counts();
+  const std::uint64_t generation = reset_counts();
   std::atomic<int> ends{0};
-  ts::parallel_for(pool, first, last, visit_counter<I>{first, static_cast<I>(last - 1), &ends});
+  ts::parallel_for(pool, first, last, visit_counter<I>{first, static_cast<I>(last - 1), generation, &ends});
   EXPECT_EQ(total_count(), ts::detail::range_length(first, last));
   EXPECT_EQ(ends.load(std::memory_order_relaxed), first == static_cast<I>(last - 1) ? 1 : 2);
 }

@@ -177,8 +177,9 @@ class timer_queue {
 
   /// A snapshot of the counters; `pending` is the number of timers waiting now.
   /// The counters trail the handles: a timer whose handle has just become
-  /// inactive (cancelled, refused, run) is counted, and taken off the heap, a
-  /// moment later by the thread that ended it.
+  /// inactive by a cancel or a refusal is counted as cancelled, and taken
+  /// off the heap, a moment later by the thread that cancelled it (`fired`
+  /// is counted when a run starts, before its handle turns inactive).
   [[nodiscard]] timer_statistics statistics() const;
 
   /// False once stop() has begun.

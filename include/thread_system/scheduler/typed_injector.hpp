@@ -389,8 +389,9 @@ class alignas(64) typed_injector final : public injector {
   }
 
   // The slot of kind `rank`, created on first use; null once closed.
-  // Every push passes here: the common case (the kind's queue exists) is a
-  // load; creating the queue is out of line.
+  // Every push through the injector passes here (the typed pool's enqueue
+  // skips it once the kind's queue exists: direct_queue()): the common case
+  // is a load; creating the queue is out of line.
   THREAD_SYSTEM_ALWAYS_INLINE kind_slot* slot_for(std::size_t rank) {
     kind_slot* s = slots_[rank].load(std::memory_order_acquire);  // pairs with the release in create_slot()
     return s != nullptr ? s : create_slot(rank);
