@@ -736,12 +736,8 @@ result<void> pool_front::push_batch(std::span<job_function> fns) { return core_-
 
 result<void> pool_front::push_continuation(job_function&& fn) { return core_->enqueue_continuation(std::move(fn)); }
 
-result<void> pool_front::push_routed(std::uint64_t kind_mask, job_function&& fn) {
-  return core_->push_to_injector(std::move(fn), kind_mask);
-}
-
-result<void> pool_front::push_routed(std::uint64_t kind_mask, injector& part, job_function&& fn) {
-  return core_->push_to(part, std::move(fn), kind_mask);
+result<void> pool_front::push_routed(std::uint64_t kind_mask, injector& target, job_function&& fn) {
+  return core_->push_to(target, std::move(fn), kind_mask);
 }
 
 result<void> pool_front::push_routed_batch(std::uint64_t kind_mask, std::span<job_function> fns) {

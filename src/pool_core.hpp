@@ -167,9 +167,7 @@ class pool_core {
   result<void> push_one_unchecked(job_function&& fn);
   result<void> push_batch_unchecked(std::span<job_function> fns, std::uint64_t kind_mask = ~std::uint64_t{0});
   // push_one() for a job that goes through the injector.
-  result<void> push_to_injector(job_function&& fn, std::uint64_t kind_mask = ~std::uint64_t{0}) {
-    return push_to(*queue_, std::move(fn), kind_mask);
-  }
+  result<void> push_to_injector(job_function&& fn) { return push_to(*queue_, std::move(fn), ~std::uint64_t{0}); }
   // push_to_injector() into `target`: the injector, or a queue inside it
   // that it counts and closes as its own (pool_front::push_routed()). One
   // function for both, so that push_external() inlines into it.

@@ -229,14 +229,13 @@ class pool_front {
   // worker's LIFO slot, run as soon as its current job returns, no worker
   // woken (see thread_pool.hpp, "Scheduling"); otherwise as push_one().
   result<void> push_continuation(job_function&& fn);
-  // Through the injector (the job's tag routes it), waking a worker that
-  // serves `kind_mask`. Non-empty jobs; out of memory throws std::bad_alloc.
-  result<void> push_routed(std::uint64_t kind_mask, job_function&& fn);
-  // push_routed() straight into `part`, a queue inside the pool's injector
-  // that the injector counts and closes as its own (the typed injector's
-  // queue of the job's kind: typed_injector::direct_queue()): the same
-  // admission, accounting, refusals and wake-up, one virtual call fewer.
-  result<void> push_routed(std::uint64_t kind_mask, injector& part, job_function&& fn);
+  // Into `target` - the pool's injector (the job's tag routes it), or a
+  // queue inside it that the injector counts and closes as its own (the
+  // typed injector's queue of the job's kind: typed_injector::direct_queue(),
+  // one virtual call fewer) - waking a worker that serves `kind_mask`. The
+  // same admission, accounting and refusals either way. Non-empty jobs; out
+  // of memory throws std::bad_alloc.
+  result<void> push_routed(std::uint64_t kind_mask, injector& target, job_function&& fn);
   // A batch through the injector, all or none, as push_routed().
   result<void> push_routed_batch(std::uint64_t kind_mask, std::span<job_function> fns);
 

@@ -508,9 +508,8 @@ class typed_thread_pool_t : public detail::pool_front {
     fn.set_tag(detail::job_tag::with_rank(fn.tag(), rank));  // the injector routes by the tag
     // Straight into the kind's queue when it exists (and aging is off): the
     // same push, one call fewer (typed_injector::direct_queue()).
-    if (detail::injector* q = injector_->direct_queue(rank))
-      return push_routed(std::uint64_t{1} << rank, *q, std::move(fn));
-    return push_routed(std::uint64_t{1} << rank, std::move(fn));
+    detail::injector* direct = injector_->direct_queue(rank);
+    return push_routed(std::uint64_t{1} << rank, direct != nullptr ? *direct : *injector_, std::move(fn));
   }
 
   // Puts the timer `build(route)` makes on the pool's timer queue (created
