@@ -249,7 +249,7 @@ struct lockfree_queue_test_access {
   // Publishes `job` in the cell at `index` as place() does; false (the job
   // given back) when a pop abandoned the cell first.
   static bool publish(lockfree_queue& queue, std::uint64_t index, job_function&& job) {
-    auto& target = queue.tail_.load(std::memory_order_seq_cst)->cells[index];
+    auto& target = queue.tail_.load(std::memory_order_seq_cst)->cells()[index];
     if (!lockfree_queue::slot::prepare(job)) return false;
     target.job.put(std::move(job));
     std::uint32_t expected = lockfree_queue::cell_empty;
@@ -259,6 +259,10 @@ struct lockfree_queue_test_access {
     target.job.take_prepared(job);
     lockfree_queue::slot::unprepare(job);
     return false;
+  }
+  // Cells of the last segment (the one pushes go to).
+  static std::uint64_t tail_capacity(lockfree_queue& queue) {
+    return queue.tail_.load(std::memory_order_seq_cst)->capacity;
   }
   // seal() and unseal(), as the adaptive queue calls them.
   static bool seal(lockfree_queue& queue) { return queue.seal(); }
@@ -404,13 +408,24 @@ void drain_two_segments_and_reclaim(ts::lockfree_queue& queue) {
 TEST(LockfreeQueue, SealWalkNeverEntersASegmentAPopReclaimed) {
   ts::lockfree_queue queue;
   std::atomic<int> ran{0};
-  auto job = [&ran] { ran.fetch_add(1, std::memory_order_relaxed); };              // read by the same thread
+  auto job = [&ran] { ran.fetch_add(1, std::memory_order_relaxed); };  // read by the same thread
+  // Two segments used up and pooled first, so that N and N2 are pooled
+  // segments and go back to the pool (a batch's segment allocated to its
+  // size is freed instead, where only a sanitizer would see the write).
+  ts::job_function warm;
+  for (std::size_t i = 0; i < 2 * segment_jobs + 1; ++i) ASSERT_TRUE(queue.try_push(ts::job_function([] {})));
+  while (queue.try_pop(warm)) warm();
+  warm.reset();
+  queue.collect();
+  ASSERT_EQ(queue.pooled_count(), 2U);
+  const std::size_t allocated = queue.allocated_count();
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(queue.try_push(ts::job_function(job)));  // the head segment
   for (int b = 0; b < 2; ++b) {                                                    // N, then N2: a segment each
     std::array<ts::job_function, 5> batch;
     for (auto& fn : batch) fn = ts::job_function(job);
     ASSERT_TRUE(queue.push_batch(batch));
   }
+  ASSERT_EQ(queue.allocated_count(), allocated);  // N and N2 came from the pool
   hook_pops.store(0, std::memory_order_relaxed);
   ts::lockfree_queue_test_access::set_resolve_pending_hook(&drain_two_segments_and_reclaim);
   const bool sealed = ts::lockfree_queue_test_access::seal(queue);
@@ -432,6 +447,85 @@ TEST(LockfreeQueue, SealWalkNeverEntersASegmentAPopReclaimed) {
     rest.reset();
   }
   EXPECT_EQ(ran.load(std::memory_order_relaxed), 213);
+}
+
+}  // namespace
+
+namespace {
+
+// With no pooled segment to take, a small batch gets a segment of its own
+// size rather than a full one: a backlog of small batches holds a few
+// hundred bytes per batch, not a 5 KiB segment each. Its segment is freed,
+// not pooled, once used up; order, pops that claim whole batches, and the
+// destructor work across such segments as across full ones.
+TEST(LockfreeQueue, SmallBatchWithNothingPooledGetsASegmentOfItsSize) {
+  ts::test::lifetime_tracker tracker;
+  {
+    ts::lockfree_queue queue(0);  // nothing pooled: every segment is fresh
+    std::vector<int> seen;
+    int next = 0;
+    for (int b = 0; b < 40; ++b) {
+      std::array<ts::job_function, 8> batch;
+      for (auto& fn : batch) fn = ts::job_function([&seen, i = next++] { seen.push_back(i); });
+      ASSERT_TRUE(queue.push_batch(batch));
+      EXPECT_EQ(ts::lockfree_queue_test_access::tail_capacity(queue), batch.size());
+    }
+    EXPECT_EQ(queue.allocated_count(), 41U);
+    // A single push after a small batch's segment links a full one.
+    ASSERT_TRUE(queue.try_push(ts::job_function([&seen, i = next++] { seen.push_back(i); })));
+    EXPECT_EQ(ts::lockfree_queue_test_access::tail_capacity(queue), segment_jobs);
+    EXPECT_EQ(queue.size_approx(), 321U);
+    // Pops of 20: each claims runs across the batches' segments.
+    std::array<ts::job_function, 20> out;
+    std::size_t popped = 0;
+    for (std::size_t n = 0; (n = queue.pop_batch(out)) != 0;) {
+      for (std::size_t i = 0; i < n; ++i) out[i]();
+      popped += n;
+    }
+    EXPECT_EQ(popped, 321U);
+    ASSERT_EQ(seen.size(), 321U);
+    for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], static_cast<int>(i));
+    EXPECT_EQ(queue.cas_retries(), 0U);
+    queue.collect();
+    EXPECT_EQ(queue.allocated_count(), 1U);  // the batches' segments were freed; the full one is current
+    // Jobs left in such segments are destroyed with the queue, once each.
+    for (int b = 0; b < 3; ++b) {
+      std::array<ts::job_function, 5> batch;
+      for (auto& fn : batch) fn = ts::job_function(ts::test::counting_functor(tracker));
+      ASSERT_TRUE(queue.push_batch(batch));
+    }
+    ts::job_function job;
+    ASSERT_TRUE(queue.try_pop(job));
+    job();
+  }
+  EXPECT_EQ(tracker.invoked.load(std::memory_order_seq_cst), 1);  // seq_cst: after the queue's destruction
+  EXPECT_EQ(tracker.alive(), 0);
+}
+
+// With a pooled segment at hand, a small batch takes it (no allocation),
+// and a pooled segment that held one is reset for its next use: single
+// pushes then fill all of its cells.
+TEST(LockfreeQueue, SmallBatchTakesAPooledSegmentWhenThereIsOne) {
+  ts::lockfree_queue queue;
+  ts::job_function job;
+  for (std::size_t i = 0; i < 2 * segment_jobs + 1; ++i) ASSERT_TRUE(queue.try_push(ts::job_function([] {})));
+  while (queue.try_pop(job)) job();
+  queue.collect();
+  ASSERT_EQ(queue.pooled_count(), 2U);
+  const std::size_t allocated = queue.allocated_count();
+  int ran = 0;
+  for (int round = 0; round < 50; ++round) {
+    std::array<ts::job_function, 3> batch;
+    for (auto& fn : batch) fn = ts::job_function([&ran] { ++ran; });
+    ASSERT_TRUE(queue.push_batch(batch));
+    EXPECT_EQ(ts::lockfree_queue_test_access::tail_capacity(queue), segment_jobs);
+    for (std::size_t i = 0; i < segment_jobs; ++i) ASSERT_TRUE(queue.try_push(ts::job_function([&ran] { ++ran; })));
+    while (queue.try_pop(job)) job();
+    queue.collect();
+  }
+  EXPECT_EQ(ran, static_cast<int>(50 * (3 + segment_jobs)));
+  EXPECT_EQ(queue.allocated_count(), allocated);  // every segment came from the pool
+  EXPECT_EQ(queue.cas_retries(), 0U);
 }
 
 }  // namespace

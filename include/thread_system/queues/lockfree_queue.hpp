@@ -48,11 +48,13 @@
 // it leaves.
 //
 // Memory: a segment is `segment_capacity` (128) cells of 40 bytes plus three
-// cache lines of counters, about 5.3 KiB; an empty queue holds one. Reclaimed
-// segments are kept for reuse up to `max_pooled_jobs` jobs' worth, so once
-// the pool holds the working set, pushing and popping allocate nothing; the
-// rest are freed. A cell stores the job in job_function's packed form in 4
-// words (detail/packed_slot.hpp): callables of up to `inline_job_bytes` (16)
+// cache lines of counters, about 5.3 KiB (fewer cells at the end of a batch:
+// see push_batch below); an empty queue holds one. Reclaimed segments are
+// kept for reuse up to `max_pooled_jobs` jobs' worth, so once the pool holds
+// the working set, pushing and popping allocate nothing; the rest are freed.
+// A reclaimed segment is reset for reuse by rewriting only the cells its
+// counters say were handed out or claimed. A cell stores the job in
+// job_function's packed form in 4 words (detail/packed_slot.hpp): callables of up to `inline_job_bytes` (16)
 // bytes - function pointers, lambdas capturing two pointers, anything
 // job_function already keeps on the heap - are stored in the cell; a larger
 // callable is boxed (one extra allocation per push, freed by the pop that
@@ -87,10 +89,13 @@
 //     still holds its callable (it may have been relocated into a cell and
 //     back, which for a job_function is not observable beyond the move).
 //   * push_batch puts the whole batch into private segments and links them
-//     with one CAS: all or none, and the batch is contiguous in the queue
-//     (later pushes fill the rest of its last segment). Each batch starts a
-//     segment, so a stream of small batches turns segments over faster than
-//     single pushes do (they come from the pool, not the allocator).
+//     with one CAS: all or none, and the batch is contiguous in the queue.
+//     Each batch starts a segment: a pooled one when the pool has one (later
+//     pushes fill the rest of it), otherwise a new one; when the batch's end
+//     fills less than a segment, the new one is allocated to the size of
+//     that end (192 bytes plus 40 per job; freed, not pooled, once used up),
+//     so a backlog of small batches does not hold a 5 KiB segment each.
+//     A pop that moves on to a batch's segment claims its jobs with one CAS.
 //   * close() is totally ordered with pushes (above). Pops keep returning
 //     the jobs queued before; once close() has returned, a pop that returns
 //     false proves the queue is empty for good (every cell index handed out
@@ -126,6 +131,7 @@
 #include <new>
 #include <optional>
 #include <span>
+#include <type_traits>
 #include <utility>
 
 #include "thread_system/core/error.hpp"
@@ -157,7 +163,7 @@ class lockfree_queue {
   explicit lockfree_queue(std::size_t max_pooled_jobs = default_max_pooled_jobs)
       : max_pooled_((max_pooled_jobs + segment_capacity - 1) / segment_capacity), domain_(&reclaim_segment, this) {
     domain_.reserve_record();  // close() waits for a record rather than fail for lack of memory
-    auto* first = new segment;
+    auto* first = make_segment(segment_capacity);
     allocated_.store(1, std::memory_order_relaxed);  // before the queue is shared
     head_.store(first, std::memory_order_relaxed);   // published by the constructor's completion
     tail_.store(first, std::memory_order_relaxed);   // likewise
@@ -180,18 +186,18 @@ class lockfree_queue {
       // Cells below `deq` were claimed by pops (a pop that found its cell
       // published leaves it marked full; see pop_one()); a full cell above
       // it was queued and never taken.
-      const auto claimed = std::min<std::uint64_t>(current->deq.load(std::memory_order_relaxed), segment_capacity);
-      for (std::uint64_t i = claimed; i < segment_capacity; ++i) {
-        if (current->cells[i].state.load(std::memory_order_relaxed) == cell_full) current->cells[i].job.destroy();
+      const auto claimed = std::min<std::uint64_t>(current->deq.load(std::memory_order_relaxed), current->capacity);
+      for (std::uint64_t i = claimed; i < current->capacity; ++i) {
+        if (current->cells()[i].state.load(std::memory_order_relaxed) == cell_full) current->cells()[i].job.destroy();
       }
       segment* next = current->next.load(std::memory_order_relaxed);
-      delete current;
+      free_segment(current);
       current = next;
     }
     current = pool_top_.load(std::memory_order_relaxed);
     while (current != nullptr) {
       segment* next = current->next.load(std::memory_order_relaxed);
-      delete current;
+      free_segment(current);
       current = next;
     }
   }
@@ -375,8 +381,15 @@ class lockfree_queue {
   // Producers' counter, consumers' counter and the link on separate cache
   // lines, so that one side's read-modify-writes do not invalidate the
   // other's line (false sharing).
+  //
+  // The cells follow the segment in the same allocation (make_segment()):
+  // `segment_capacity` of them, or fewer in a segment allocated for the
+  // end of a batch (push_chain()).
   struct segment {
     alignas(64) std::atomic<std::uint64_t> enq{0};  // next cell for a producer, plus flags
+    // Cells this segment holds; set before the segment is shared, never
+    // changed. On enq's line: whoever reads one reads the other.
+    const std::uint64_t capacity;
     alignas(64) std::atomic<std::uint64_t> deq{0};  // next cell for a consumer
     // The next segment, a sentinel (closed/sealed), or null on the last one.
     // Also the next free segment while on the pool.
@@ -386,8 +399,36 @@ class lockfree_queue {
     // all of its cells were used (a flag froze its count), so this, not
     // `deq`, tells resolve_pending() whether its successor may be unlinked.
     std::atomic<bool> leaving{false};
-    cell cells[segment_capacity];
+
+    explicit segment(std::uint64_t cell_count) noexcept : capacity(cell_count) {}
+    segment(const segment&) = delete;
+    segment& operator=(const segment&) = delete;
+    ~segment() = default;
+
+    cell* cells() noexcept {
+      return std::launder(reinterpret_cast<cell*>(reinterpret_cast<std::byte*>(this) + sizeof(segment)));
+    }
+    const cell* cells() const noexcept {
+      return std::launder(reinterpret_cast<const cell*>(reinterpret_cast<const std::byte*>(this) + sizeof(segment)));
+    }
   };
+  static_assert(sizeof(segment) % alignof(cell) == 0);
+  static_assert(std::is_trivially_destructible_v<cell>);
+
+  // A segment of `cell_count` empty cells; throws std::bad_alloc.
+  static segment* make_segment(std::uint64_t cell_count) {
+    void* raw = ::operator new(sizeof(segment) + cell_count * sizeof(cell), std::align_val_t{alignof(segment)});
+    auto* made = ::new (raw) segment(cell_count);
+    for (std::uint64_t index = 0; index < cell_count; ++index) ::new (static_cast<void*>(made->cells() + index)) cell;
+    return made;
+  }
+
+  // Frees a segment made by make_segment(); its jobs must be gone (taken or
+  // destroyed): cells are trivially destructible.
+  static void free_segment(segment* gone) noexcept {
+    gone->~segment();
+    ::operator delete(static_cast<void*>(gone), std::align_val_t{alignof(segment)});
+  }
 
   // A pop claims its index with a CAS rather than a fetch-and-add when at
   // most this many indices are handed out and not yet claimed (see pop_one()).
@@ -488,8 +529,8 @@ class lockfree_queue {
         return (ticket & closed_flag) != 0 ? link_status::closed : link_status::sealed;
       }
       const std::uint64_t index = ticket & index_mask;
-      if (index < segment_capacity) {
-        cell& target = last->cells[index];
+      if (index < last->capacity) {
+        cell& target = last->cells()[index];
         target.job.put(std::move(job));
         std::uint32_t expected = cell_empty;
         // seq_cst (release part): publishes the job to the consumer's
@@ -529,9 +570,9 @@ class lockfree_queue {
           return link_status::out_of_memory;
         }
       }
-      spare->cells[0].job.put(std::move(job));
+      spare->cells()[0].job.put(std::move(job));
       // relaxed: private until the CAS below publishes the segment.
-      spare->cells[0].state.store(cell_full, std::memory_order_relaxed);
+      spare->cells()[0].state.store(cell_full, std::memory_order_relaxed);
       spare->enq.store(1, std::memory_order_relaxed);
       // seq_cst (release part): publishes the segment and its job; pairs
       // with the acquire loads of `next`; totally ordered with the sentinel
@@ -544,8 +585,8 @@ class lockfree_queue {
         return link_status::linked;
       }
       // Another producer linked first (or a sentinel came): take the job back, keep the segment for the retry.
-      spare->cells[0].job.take_prepared(job);
-      spare->cells[0].state.store(cell_empty, std::memory_order_relaxed);
+      spare->cells()[0].job.take_prepared(job);
+      spare->cells()[0].state.store(cell_empty, std::memory_order_relaxed);
       spare->enq.store(0, std::memory_order_relaxed);
       holder.tally(tally_push_failures, 1);
       holder.tally(tally_contention, 1);
@@ -576,7 +617,10 @@ class lockfree_queue {
       std::size_t stored = 0;
       try {
         while (stored < jobs.size()) {
-          segment* fresh = take_segment(holder);
+          // The batch's end, when it fills less than a segment: a pooled
+          // segment if there is one, else one allocated to its size.
+          const std::size_t left = jobs.size() - stored;
+          segment* fresh = left < segment_capacity ? take_segment(holder, left) : take_segment(holder);
           // relaxed: the chain is private until link_chain() publishes it.
           if (last == nullptr) {
             first = fresh;
@@ -585,9 +629,9 @@ class lockfree_queue {
           }
           last = fresh;
           std::size_t index = 0;
-          for (; index < segment_capacity && stored < jobs.size(); ++index, ++stored) {
-            fresh->cells[index].job.put(std::move(jobs[stored]));
-            fresh->cells[index].state.store(cell_full, std::memory_order_relaxed);
+          for (; index < fresh->capacity && stored < jobs.size(); ++index, ++stored) {
+            fresh->cells()[index].job.put(std::move(jobs[stored]));
+            fresh->cells()[index].state.store(cell_full, std::memory_order_relaxed);
           }
           fresh->enq.store(index, std::memory_order_relaxed);
         }
@@ -639,7 +683,7 @@ class lockfree_queue {
     while (first != nullptr) {
       segment* next = first->next.load(std::memory_order_relaxed);  // private chain
       const std::uint64_t count = first->enq.load(std::memory_order_relaxed);
-      for (std::uint64_t index = 0; index < count; ++index) first->cells[index].job.take_prepared(jobs[stored++]);
+      for (std::uint64_t index = 0; index < count; ++index) first->cells()[index].job.take_prepared(jobs[stored++]);
       holder.retire(first);  // reset by reclaim_segment()
       first = next;
     }
@@ -670,7 +714,7 @@ class lockfree_queue {
       const std::uint64_t taken = first->deq.load(std::memory_order_seq_cst);
       std::uint64_t ticket = first->enq.load(std::memory_order_seq_cst);
       std::uint64_t handed = ticket & index_mask;
-      if (taken >= std::min<std::uint64_t>(handed, segment_capacity)) {
+      if (taken >= std::min<std::uint64_t>(handed, first->capacity)) {
         // acquire: pairs with the CAS that linked a successor or a sentinel.
         segment* next = first->next.load(std::memory_order_acquire);
         if (next == nullptr) return pop_status::empty;
@@ -678,20 +722,20 @@ class lockfree_queue {
           // The sentinel came after the flag, so this re-read sees every
           // index handed out before it.
           handed = first->enq.load(std::memory_order_seq_cst) & index_mask;
-          if (taken >= std::min<std::uint64_t>(handed, segment_capacity)) return pop_status::ended;
+          if (taken >= std::min<std::uint64_t>(handed, first->capacity)) return pop_status::ended;
         } else {
           // A later segment exists (a batch was linked, or this one is
           // full). Retire this one's unused cells: flagged, it hands out no
           // more indices (a producer that gets a flagged one goes on to
           // the next segment), so once every index handed out before the
           // flag is claimed, nothing more can appear here.
-          if ((ticket & any_flag) == 0 && handed < segment_capacity) {
+          if ((ticket & any_flag) == 0 && handed < first->capacity) {
             // seq_cst: ordered with the producers' fetch-and-adds on this
             // word: an index taken before is below the count returned.
             ticket = first->enq.fetch_or(full_flag, std::memory_order_seq_cst);
             handed = ticket & index_mask;
           }
-          if (taken >= std::min<std::uint64_t>(handed, segment_capacity)) {
+          if (taken >= std::min<std::uint64_t>(handed, first->capacity)) {
             leave_segment(holder, first, next);
             continue;
           }
@@ -706,7 +750,7 @@ class lockfree_queue {
         // and wait for its producer: a waiting consumer would spin on the
         // cell's line while the producer writes it, and on an oversubscribed
         // machine take the CPU that producer needs.
-        if ((ticket & any_flag) == 0 && handed <= segment_capacity && published_in(first, taken, handed) == 0 &&
+        if ((ticket & any_flag) == 0 && handed <= first->capacity && published_in(first, taken, handed) == 0 &&
             // acquire: pairs with the CAS that linked a successor or a sentinel.
             first->next.load(std::memory_order_acquire) == nullptr) {
           return pop_status::empty;
@@ -727,7 +771,7 @@ class lockfree_queue {
         index = first->deq.fetch_add(1, std::memory_order_seq_cst);
         if (index != taken) holder.tally(tally_contention, 1);
       }
-      if (index >= segment_capacity) {
+      if (index >= first->capacity) {
         // acquire: pairs with the CAS that linked a successor or a sentinel.
         segment* next = first->next.load(std::memory_order_acquire);
         if (next == nullptr) return pop_status::empty;
@@ -735,7 +779,7 @@ class lockfree_queue {
         leave_segment(holder, first, next);
         continue;
       }
-      cell& source = first->cells[index];
+      cell& source = first->cells()[index];
       // Its producer took the index and is about to publish: wait for it a
       // little before abandoning the cell (which would make the producer
       // retry). Bounded, so a preempted producer delays no one for long.
@@ -783,6 +827,7 @@ class lockfree_queue {
   std::size_t take_up_to(detail::hazard_holder& holder, std::span<job_function> out, std::size_t limit,
                          OnEnded&& on_ended = {}) {
     std::size_t count = limit > 1 ? claim_published(holder, out.first(limit)) : 0;
+    bool claim_again = true;
     while (count < limit) {
       const pop_status status = pop_one(holder, out[count]);
       if (status != pop_status::taken) {
@@ -790,6 +835,16 @@ class lockfree_queue {
         break;
       }
       ++count;
+      // The pop may have left a used-up segment for the next one (after
+      // small batches, each its own segment, every pop of a batch does):
+      // claim the rest of that segment's published run with one CAS as
+      // well. After a claim that found no run, not again in this call, so
+      // that pops at lone published cells do not try for every job.
+      if (claim_again && limit - count > 1) {
+        const std::size_t claimed = claim_published(holder, out.subspan(count, limit - count));
+        count += claimed;
+        claim_again = claimed != 0;
+      }
     }
     holder.tally(tally_popped, count);
     return count;
@@ -813,12 +868,12 @@ class lockfree_queue {
     // seq_cst: as in pop_one().
     const std::uint64_t taken = first->deq.load(std::memory_order_seq_cst);
     const std::uint64_t handed =
-        std::min<std::uint64_t>(first->enq.load(std::memory_order_seq_cst) & index_mask, segment_capacity);
+        std::min<std::uint64_t>(first->enq.load(std::memory_order_seq_cst) & index_mask, first->capacity);
     if (taken >= handed) return 0;
     const std::uint64_t end = std::min<std::uint64_t>(handed, taken + out.size());
     std::uint64_t run = taken;
     // acquire: pairs with each producer's publishing CAS.
-    while (run < end && first->cells[run].state.load(std::memory_order_acquire) == cell_full) ++run;
+    while (run < end && first->cells()[run].state.load(std::memory_order_acquire) == cell_full) ++run;
     if (run - taken < 2) return 0;
     std::uint64_t expected = taken;
     // seq_cst: as in pop_one().
@@ -829,7 +884,7 @@ class lockfree_queue {
     }
     // Published cells claimed by this pop alone: taken without a
     // read-modify-write, as in pop_one().
-    for (std::uint64_t i = taken; i < run; ++i) first->cells[i].job.take(out[i - taken]);
+    for (std::uint64_t i = taken; i < run; ++i) first->cells()[i].job.take(out[i - taken]);
     return static_cast<std::size_t>(run - taken);
   }
 
@@ -841,14 +896,14 @@ class lockfree_queue {
     // seq_cst: as in pop_one().
     const std::uint64_t taken = first->deq.load(std::memory_order_seq_cst);
     const std::uint64_t handed =
-        std::min<std::uint64_t>(first->enq.load(std::memory_order_seq_cst) & index_mask, segment_capacity);
+        std::min<std::uint64_t>(first->enq.load(std::memory_order_seq_cst) & index_mask, first->capacity);
     auto count = static_cast<std::size_t>(taken < handed ? handed - taken : 0);
     // seq_cst: a parking worker's last look must see a segment a producer
     // appended (seq_cst CAS) before it checked for sleepers (acquire part:
     // pairs with that CAS).
     const segment* next = first->next.load(std::memory_order_seq_cst);
     if (next != nullptr && !is_marker(next)) {
-      count += segment_capacity;
+      count += next->capacity;
     } else if (next == nullptr && count != 0 && count <= claim_by_cas_within) {
       // Nearly empty: count only published jobs, as pop_one() takes only
       // those then.
@@ -866,7 +921,7 @@ class lockfree_queue {
       // load sees the job, or the producer's check for sleepers after its
       // push (thread_pool::wake_worker_if_needed()) sees the parking worker
       // that read this.
-      if (first->cells[i].state.load(std::memory_order_seq_cst) == cell_full) ++count;
+      if (first->cells()[i].state.load(std::memory_order_seq_cst) == cell_full) ++count;
     }
     return count;
   }
@@ -934,12 +989,12 @@ class lockfree_queue {
     for (;;) {
       // seq_cst: ordered with the producers' fetch-and-adds (see mark_end()).
       const std::uint64_t handed = current->enq.fetch_or(flag, std::memory_order_seq_cst) & index_mask;
-      const std::uint64_t cells = std::min<std::uint64_t>(handed, segment_capacity);
+      const std::uint64_t cells = std::min<std::uint64_t>(handed, current->capacity);
       for (std::uint64_t index = 0; index < cells; ++index) {
         std::uint32_t expected = cell_empty;
         // seq_cst: either the producer's publishing CAS or this one wins.
-        current->cells[index].state.compare_exchange_strong(expected, cell_abandoned, std::memory_order_seq_cst,
-                                                            std::memory_order_relaxed);
+        current->cells()[index].state.compare_exchange_strong(expected, cell_abandoned, std::memory_order_seq_cst,
+                                                              std::memory_order_relaxed);
       }
       // acquire: pairs with the CAS that linked a successor or a sentinel.
       segment* next = current->next.load(std::memory_order_acquire);
@@ -957,7 +1012,7 @@ class lockfree_queue {
       // does not say that: a flagged segment is left once the cells handed
       // out before the flag are taken, however few.
       if (current->leaving.load(std::memory_order_seq_cst) ||
-          current->deq.load(std::memory_order_seq_cst) >= segment_capacity) {
+          current->deq.load(std::memory_order_seq_cst) >= current->capacity) {
         // Left, so possibly unlinked (and `next` with it), or used up and
         // about to be left. Help the pop that did so move head_ on (the
         // CASes fail harmlessly if `current` is no longer the head: it was
@@ -1013,7 +1068,9 @@ class lockfree_queue {
   // or the operation's later seq_cst loads see that store.
   [[nodiscard]] bool operation_in_progress() const noexcept { return domain_.any_record_held(); }
 
-  segment* take_segment(detail::hazard_holder& holder) {
+  // A pooled segment, else a new one of `segment_capacity` cells (or
+  // `cells_if_new`, when the caller needs fewer); throws std::bad_alloc.
+  segment* take_segment(detail::hazard_holder& holder, std::uint64_t cells_if_new = segment_capacity) {
     for (;;) {
       segment* top = holder.protect(1, pool_top_);
       if (top == nullptr) break;
@@ -1029,7 +1086,7 @@ class lockfree_queue {
       }
     }
     holder.clear(1);
-    auto* fresh = new segment;                           // may throw std::bad_alloc
+    auto* fresh = make_segment(cells_if_new);            // may throw std::bad_alloc
     allocated_.fetch_add(1, std::memory_order_relaxed);  // statistics only
     return fresh;
   }
@@ -1040,8 +1097,25 @@ class lockfree_queue {
   static void reclaim_segment(void* context, void* pointer) noexcept {
     auto* self = static_cast<lockfree_queue*>(context);
     auto* reclaimed = static_cast<segment*>(pointer);
-    // relaxed: the segment is ours; the release CAS below publishes it.
-    for (cell& c : reclaimed->cells) c.state.store(cell_empty, std::memory_order_relaxed);
+    // Only cells below the larger of the two counters were ever written: a
+    // producer writes a cell whose index it took from `enq`, a consumer one
+    // from `deq`, close()/seal() cells handed out (below `enq`), and the
+    // rest are still empty from the segment's last reset or allocation. A
+    // segment that held a small batch (push_chain()) costs a few stores to
+    // reset, not one per cell. relaxed: the segment is ours; the release
+    // CAS below publishes it.
+    if (reclaimed->capacity != segment_capacity) {  // made for the end of a batch: not pooled
+      free_segment(reclaimed);
+      self->allocated_.fetch_sub(1, std::memory_order_relaxed);  // statistics only
+      return;
+    }
+    const std::uint64_t written =
+        std::min<std::uint64_t>(std::max(reclaimed->enq.load(std::memory_order_relaxed) & index_mask,
+                                         reclaimed->deq.load(std::memory_order_relaxed)),
+                                segment_capacity);
+    for (std::uint64_t index = 0; index < written; ++index) {
+      reclaimed->cells()[index].state.store(cell_empty, std::memory_order_relaxed);
+    }
     reclaimed->enq.store(0, std::memory_order_relaxed);
     reclaimed->deq.store(0, std::memory_order_relaxed);
     reclaimed->leaving.store(false, std::memory_order_relaxed);
@@ -1049,7 +1123,7 @@ class lockfree_queue {
     // drops below the true size.
     if (self->pooled_.fetch_add(1, std::memory_order_relaxed) >= self->max_pooled_) {
       self->pooled_.fetch_sub(1, std::memory_order_relaxed);
-      delete reclaimed;
+      free_segment(reclaimed);
       self->allocated_.fetch_sub(1, std::memory_order_relaxed);  // statistics only
       return;
     }
