@@ -260,6 +260,14 @@ struct lockfree_queue_test_access {
     lockfree_queue::slot::unprepare(job);
     return false;
   }
+  // A consumer that overtook the producers, as pop_one() does under
+  // contention: takes the head segment's next index and abandons its cell,
+  // which no producer has yet.
+  static void claim_ahead(lockfree_queue& queue) {
+    auto* head = queue.head_.load(std::memory_order_seq_cst);
+    const std::uint64_t index = head->deq.fetch_add(1, std::memory_order_seq_cst);
+    head->cells()[index].state.exchange(lockfree_queue::cell_abandoned, std::memory_order_seq_cst);
+  }
   // Cells of the last segment (the one pushes go to).
   static std::uint64_t tail_capacity(lockfree_queue& queue) {
     return queue.tail_.load(std::memory_order_seq_cst)->capacity;
@@ -526,6 +534,62 @@ TEST(LockfreeQueue, SmallBatchTakesAPooledSegmentWhenThereIsOne) {
   EXPECT_EQ(ran, static_cast<int>(50 * (3 + segment_jobs)));
   EXPECT_EQ(queue.allocated_count(), allocated);  // every segment came from the pool
   EXPECT_EQ(queue.cas_retries(), 0U);
+}
+
+}  // namespace
+
+namespace {
+
+// A stream of small batches that consumers keep up with: while the pool can
+// keep them, the batches' segments are full ones and come back to the pool,
+// so the stream stops allocating.
+TEST(LockfreeQueue, SmallBatchStreamStopsAllocating) {
+  ts::lockfree_queue queue;
+  ts::job_function job;
+  int ran = 0;
+  std::size_t after_warm_up = 0;
+  for (int round = 0; round < 300; ++round) {
+    std::array<ts::job_function, 4> batch;
+    for (auto& fn : batch) fn = ts::job_function([&ran] { ++ran; });
+    ASSERT_TRUE(queue.push_batch(batch));
+    EXPECT_EQ(ts::lockfree_queue_test_access::tail_capacity(queue), segment_jobs);
+    while (queue.try_pop(job)) job();
+    queue.collect();
+    if (round == 10) after_warm_up = queue.allocated_count();
+  }
+  EXPECT_EQ(ran, 1200);
+  EXPECT_EQ(queue.allocated_count(), after_warm_up);
+  EXPECT_LE(queue.allocated_count(), 3U);
+}
+
+// A segment left while a consumer had overtaken its producers (a cell
+// claimed and abandoned above the last index handed out) is reset up to the
+// consumers' counter when it is reused: its next producers find every cell
+// empty and retry none.
+TEST(LockfreeQueue, ReusedSegmentIsResetUpToTheFurthestClaim) {
+  ts::lockfree_queue queue;
+  ts::job_function job;
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(queue.try_push(ts::job_function([] {})));
+  while (queue.try_pop(job)) job();
+  ts::lockfree_queue_test_access::claim_ahead(queue);  // cell 2 abandoned, handed out to nobody
+  std::array<ts::job_function, 5> batch;
+  for (auto& fn : batch) fn = ts::job_function([] {});
+  ASSERT_TRUE(queue.push_batch(batch));  // a segment after the head: the head is left once drained
+  while (queue.try_pop(job)) job();
+  queue.collect();
+  ASSERT_EQ(queue.pooled_count(), 1U);  // the first segment, reclaimed
+  const std::uint64_t before = queue.cas_retries();
+  // These fill the rest of the batch's segment, then link the pooled one
+  // and fill its first cells, the abandoned one among them.
+  for (std::size_t i = 0; i < segment_jobs; ++i) ASSERT_TRUE(queue.try_push(ts::job_function([] {})));
+  EXPECT_EQ(queue.pooled_count(), 0U);
+  EXPECT_EQ(queue.cas_retries(), before);
+  std::size_t ran = 0;
+  while (queue.try_pop(job)) {
+    job();
+    ++ran;
+  }
+  EXPECT_EQ(ran, segment_jobs);
 }
 
 }  // namespace

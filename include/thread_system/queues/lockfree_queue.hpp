@@ -4,19 +4,16 @@
 // Algorithm: a linked list of array segments indexed by fetch-and-add, after
 // the FAAArrayQueue of P. Ramalhete and A. Correia ("FAAArrayQueue",
 // concurrencyfreaks, 2016; the same idea as the segments of LCRQ, A. Morrison
-// and Y. Afek, PPoPP 2013). Each segment holds `segment_capacity` cells and
-// two counters. A producer takes a cell index with one fetch-and-add on the
-// tail segment's `enq`, writes its job into the cell and publishes it with a
-// CAS on the cell's state (empty -> full). A consumer takes an index with one
-// fetch-and-add on the head segment's `deq` and exchanges the cell's state
-// to `abandoned`: if it was full, the job is its own; if the producer has not
-// written yet, the cell is abandoned, the producer's CAS fails and it takes
-// another index. A fetch-and-add never fails, so contended producers (and
-// consumers) do not retry each other's CASes as on a linked queue's tail:
-// each job costs one read-modify-write on the shared counter and one on its
-// own cell. A producer that finds the tail segment full links a new segment
-// (with its job in the first cell) with one CAS on `next`; a consumer that
-// finds the head segment used up moves `head_` on and retires it.
+// and Y. Afek, PPoPP 2013). Each segment holds `segment_capacity` cells
+// (fewer at the end of a batch: see push_batch below) and two counters. A producer takes a cell index with one
+// fetch-and-add on the tail segment's `enq`, writes its job into the cell and publishes it with a CAS on the cell's
+// state (empty -> full). A consumer takes an index with one fetch-and-add on the head segment's `deq` and exchanges the
+// cell's state to `abandoned`: if it was full, the job is its own; if the producer has not written yet, the cell is
+// abandoned, the producer's CAS fails and it takes another index. A fetch-and-add never fails, so contended producers
+// (and consumers) do not retry each other's CASes as on a linked queue's tail: each job costs one read-modify-write on
+// the shared counter and one on its own cell. A producer that finds the tail segment full links a new segment (with its
+// job in the first cell) with one CAS on `next`; a consumer that finds the head segment used up moves `head_` on and
+// retires it.
 //
 // Three refinements keep consumers from running ahead of producers, the
 // weakness of a fetch-and-add queue when it is nearly empty (an index a
@@ -91,11 +88,14 @@
 //   * push_batch puts the whole batch into private segments and links them
 //     with one CAS: all or none, and the batch is contiguous in the queue.
 //     Each batch starts a segment: a pooled one when the pool has one (later
-//     pushes fill the rest of it), otherwise a new one; when the batch's end
-//     fills less than a segment, the new one is allocated to the size of
-//     that end (192 bytes plus 40 per job; freed, not pooled, once used up),
-//     so a backlog of small batches does not hold a 5 KiB segment each.
-//     A pop that moves on to a batch's segment claims its jobs with one CAS.
+//     pushes fill the rest of it), otherwise a new one. When the batch's end
+//     fills less than a segment and the pool could not keep another full
+//     segment (segments allocated >= the pool's bound), the new one is
+//     allocated to the size of that end (192 bytes plus 40 per job; freed,
+//     not pooled, once used up), so a backlog of small batches does not
+//     hold a 5 KiB segment each. A pop_batch() or pop_share() that takes
+//     one job from a new segment claims the published jobs after it with
+//     one CAS.
 //   * close() is totally ordered with pushes (above). Pops keep returning
 //     the jobs queued before; once close() has returned, a pop that returns
 //     false proves the queue is empty for good (every cell index handed out
@@ -148,7 +148,7 @@ namespace thread_system {
 /// fetch-and-add, hazard pointers).
 class lockfree_queue {
  public:
-  /// Cells per segment: jobs a segment holds.
+  /// Cells per segment: jobs a segment holds (a segment made for the end of a batch may hold fewer).
   static constexpr std::size_t segment_capacity = 128;
 
   /// Default bound on the reclaimed segments kept for reuse, in jobs' worth (64 segments).
@@ -419,7 +419,8 @@ class lockfree_queue {
   static segment* make_segment(std::uint64_t cell_count) {
     void* raw = ::operator new(sizeof(segment) + cell_count * sizeof(cell), std::align_val_t{alignof(segment)});
     auto* made = ::new (raw) segment(cell_count);
-    for (std::uint64_t index = 0; index < cell_count; ++index) ::new (static_cast<void*>(made->cells() + index)) cell;
+    std::byte* storage = static_cast<std::byte*>(raw) + sizeof(segment);  // where cells() finds them
+    for (std::uint64_t index = 0; index < cell_count; ++index) ::new (storage + index * sizeof(cell)) cell;
     return made;
   }
 
@@ -618,9 +619,14 @@ class lockfree_queue {
       try {
         while (stored < jobs.size()) {
           // The batch's end, when it fills less than a segment: a pooled
-          // segment if there is one, else one allocated to its size.
+          // segment if there is one; else one allocated to its size once the
+          // pool could not keep another full one (while it could, a full
+          // segment is allocated and goes to the pool when used up, so a
+          // stream of small batches stops allocating).
           const std::size_t left = jobs.size() - stored;
-          segment* fresh = left < segment_capacity ? take_segment(holder, left) : take_segment(holder);
+          // relaxed: statistics; a stale value only changes which size is allocated.
+          const bool small = left < segment_capacity && allocated_.load(std::memory_order_relaxed) >= max_pooled_;
+          segment* fresh = small ? take_segment(holder, left) : take_segment(holder);
           // relaxed: the chain is private until link_chain() publishes it.
           if (last == nullptr) {
             first = fresh;
@@ -841,7 +847,7 @@ class lockfree_queue {
       // well. After a claim that found no run, not again in this call, so
       // that pops at lone published cells do not try for every job.
       if (claim_again && limit - count > 1) {
-        const std::size_t claimed = claim_published(holder, out.subspan(count, limit - count));
+        const std::size_t claimed = claim_published(holder, out.subspan(count, limit - count), 1);
         count += claimed;
         claim_again = claimed != 0;
       }
@@ -859,11 +865,12 @@ class lockfree_queue {
   }
 
   // Claims, with one CAS on the head segment's `deq`, the run of published
-  // cells it starts with (up to out.size(), at least two) and takes their
-  // jobs: one read-modify-write on the consumers' counter for the whole run
-  // instead of one per job. Returns 0, having taken nothing, when there is no
-  // such run or another pop claimed first (pop_one() then goes on).
-  std::size_t claim_published(detail::hazard_holder& holder, std::span<job_function> out) {
+  // cells it starts with (up to out.size(), at least `min_run`) and takes
+  // their jobs: one read-modify-write on the consumers' counter for the
+  // whole run instead of one per job. Returns 0, having taken nothing, when
+  // there is no such run or another pop claimed first (pop_one() then goes
+  // on).
+  std::size_t claim_published(detail::hazard_holder& holder, std::span<job_function> out, std::uint64_t min_run = 2) {
     segment* first = holder.protect(0, head_);
     // seq_cst: as in pop_one().
     const std::uint64_t taken = first->deq.load(std::memory_order_seq_cst);
@@ -874,7 +881,7 @@ class lockfree_queue {
     std::uint64_t run = taken;
     // acquire: pairs with each producer's publishing CAS.
     while (run < end && first->cells()[run].state.load(std::memory_order_acquire) == cell_full) ++run;
-    if (run - taken < 2) return 0;
+    if (run - taken < min_run) return 0;
     std::uint64_t expected = taken;
     // seq_cst: as in pop_one().
     THREAD_SYSTEM_CHAOS_POINT();
@@ -889,8 +896,9 @@ class lockfree_queue {
   }
 
   // Jobs the head segment holds unclaimed (handed out, published or not),
-  // plus a segment's worth when another segment follows: exact within one
-  // segment, a lower bound beyond. Leaves no hazard set.
+  // plus a full segment's worth when another segment follows: exact within
+  // one segment, an estimate beyond (the next may be a smaller segment, or
+  // partly taken). Leaves no hazard set.
   std::size_t backlog(detail::hazard_holder& holder) const noexcept {
     segment* first = holder.protect(0, head_);
     // seq_cst: as in pop_one().
@@ -903,7 +911,9 @@ class lockfree_queue {
     // pairs with that CAS).
     const segment* next = first->next.load(std::memory_order_seq_cst);
     if (next != nullptr && !is_marker(next)) {
-      count += next->capacity;
+      // `next` is not protected (it may be left and freed already): its
+      // own capacity is not read, a full segment's is assumed.
+      count += segment_capacity;
     } else if (next == nullptr && count != 0 && count <= claim_by_cas_within) {
       // Nearly empty: count only published jobs, as pop_one() takes only
       // those then.
