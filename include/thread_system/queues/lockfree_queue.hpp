@@ -714,13 +714,14 @@ class lockfree_queue {
   pop_status pop_one(detail::hazard_holder& holder, job_function& out) {
     for (;;) {
       segment* first = holder.protect(0, head_);
+      const std::uint64_t cells = first->capacity;  // read once: fixed for the segment's life
       // seq_cst loads: with the producers' seq_cst fetch-and-add, a pop that
       // follows a push in the single total order sees its index (the pool's
       // sleep/wake protocol relies on it).
       const std::uint64_t taken = first->deq.load(std::memory_order_seq_cst);
       std::uint64_t ticket = first->enq.load(std::memory_order_seq_cst);
       std::uint64_t handed = ticket & index_mask;
-      if (taken >= std::min<std::uint64_t>(handed, first->capacity)) {
+      if (taken >= std::min<std::uint64_t>(handed, cells)) {
         // acquire: pairs with the CAS that linked a successor or a sentinel.
         segment* next = first->next.load(std::memory_order_acquire);
         if (next == nullptr) return pop_status::empty;
@@ -728,20 +729,20 @@ class lockfree_queue {
           // The sentinel came after the flag, so this re-read sees every
           // index handed out before it.
           handed = first->enq.load(std::memory_order_seq_cst) & index_mask;
-          if (taken >= std::min<std::uint64_t>(handed, first->capacity)) return pop_status::ended;
+          if (taken >= std::min<std::uint64_t>(handed, cells)) return pop_status::ended;
         } else {
           // A later segment exists (a batch was linked, or this one is
           // full). Retire this one's unused cells: flagged, it hands out no
           // more indices (a producer that gets a flagged one goes on to
           // the next segment), so once every index handed out before the
           // flag is claimed, nothing more can appear here.
-          if ((ticket & any_flag) == 0 && handed < first->capacity) {
+          if ((ticket & any_flag) == 0 && handed < cells) {
             // seq_cst: ordered with the producers' fetch-and-adds on this
             // word: an index taken before is below the count returned.
             ticket = first->enq.fetch_or(full_flag, std::memory_order_seq_cst);
             handed = ticket & index_mask;
           }
-          if (taken >= std::min<std::uint64_t>(handed, first->capacity)) {
+          if (taken >= std::min<std::uint64_t>(handed, cells)) {
             leave_segment(holder, first, next);
             continue;
           }
@@ -756,7 +757,7 @@ class lockfree_queue {
         // and wait for its producer: a waiting consumer would spin on the
         // cell's line while the producer writes it, and on an oversubscribed
         // machine take the CPU that producer needs.
-        if ((ticket & any_flag) == 0 && handed <= first->capacity && published_in(first, taken, handed) == 0 &&
+        if ((ticket & any_flag) == 0 && handed <= cells && published_in(first, taken, handed) == 0 &&
             // acquire: pairs with the CAS that linked a successor or a sentinel.
             first->next.load(std::memory_order_acquire) == nullptr) {
           return pop_status::empty;
@@ -777,7 +778,7 @@ class lockfree_queue {
         index = first->deq.fetch_add(1, std::memory_order_seq_cst);
         if (index != taken) holder.tally(tally_contention, 1);
       }
-      if (index >= first->capacity) {
+      if (index >= cells) {
         // acquire: pairs with the CAS that linked a successor or a sentinel.
         segment* next = first->next.load(std::memory_order_acquire);
         if (next == nullptr) return pop_status::empty;
