@@ -45,7 +45,7 @@
 // it leaves.
 //
 // Memory: a segment is `segment_capacity` (128) cells of 40 bytes plus three
-// cache lines of counters, about 5.3 KiB (fewer cells at the end of a batch:
+// cache lines of counters, 5312 bytes (fewer cells at the end of a batch:
 // see push_batch below); an empty queue holds one. Reclaimed segments are
 // kept for reuse up to `max_pooled_jobs` jobs' worth, so once the pool holds
 // the working set, pushing and popping allocate nothing; the rest are freed.
