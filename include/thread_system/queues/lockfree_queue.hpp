@@ -626,7 +626,7 @@ class lockfree_queue {
           const std::size_t left = jobs.size() - stored;
           // relaxed: statistics; a stale value only changes which size is allocated.
           const bool small = left < segment_capacity && allocated_.load(std::memory_order_relaxed) >= max_pooled_;
-          segment* fresh = small ? take_segment(holder, left) : take_segment(holder);
+          segment* fresh = take_segment(holder, small ? left : segment_capacity);
           // relaxed: the chain is private until link_chain() publishes it.
           if (last == nullptr) {
             first = fresh;
