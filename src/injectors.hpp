@@ -90,7 +90,7 @@ class self_counting_injector final : public injector {
     if constexpr (requires { queue_.wait_for_pushes(); }) queue_.wait_for_pushes();
   }
   std::uint64_t queue_switches() const noexcept override {
-    if constexpr (std::is_same_v<Q, adaptive_job_queue>) {
+    if constexpr (requires { queue_.get_statistics().switches; }) {
       return queue_.get_statistics().switches;
     } else {
       return 0;
@@ -107,7 +107,8 @@ class self_counting_injector final : public injector {
 // wait for each other (workers take jobs in shares; see its header).
 using mutex_injector = self_counting_injector<two_lock_job_queue>;
 using lockfree_injector = self_counting_injector<lockfree_queue>;
-using adaptive_injector = self_counting_injector<adaptive_job_queue>;
+// The adaptive strategy over the same two-lock queue as its mutex side.
+using adaptive_injector = self_counting_injector<two_lock_adaptive_job_queue>;
 
 // Any other queue: acceptance is counted around the push. A push announces
 // itself in pushes_in_flight_ and re-checks `closed_` (Dekker with close(),

@@ -46,6 +46,12 @@ class switching_adaptive_queue : public ts::adaptive_job_queue {
   switching_adaptive_queue()
       : ts::adaptive_job_queue(ts::queue_strategy::ADAPTIVE, ts::adaptive_policy{32, 0.0, 1.0}) {}
 };
+// The same over the two-lock mutex side (the pools' adaptive injector).
+class switching_two_lock_adaptive_queue : public ts::two_lock_adaptive_job_queue {
+ public:
+  switching_two_lock_adaptive_queue()
+      : ts::two_lock_adaptive_job_queue(ts::queue_strategy::ADAPTIVE, ts::adaptive_policy{32, 0.0, 1.0}) {}
+};
 
 // The queue each suite runs over, with the sizes the tests expect.
 template <typename Q>
@@ -92,6 +98,8 @@ class queue_names {
     if constexpr (std::is_same_v<T, bounded_sharded_queue>) return "bounded_sharded_queue";
     if constexpr (std::is_same_v<T, ts::adaptive_job_queue>) return "adaptive_job_queue";
     if constexpr (std::is_same_v<T, switching_adaptive_queue>) return "switching_adaptive_queue";
+    if constexpr (std::is_same_v<T, ts::two_lock_adaptive_job_queue>) return "two_lock_adaptive_job_queue";
+    if constexpr (std::is_same_v<T, switching_two_lock_adaptive_queue>) return "switching_two_lock_adaptive_queue";
     return "unknown";
   }
 };

@@ -120,6 +120,7 @@
 #include "thread_system/queues/lockfree_queue.hpp"
 #include "thread_system/queues/queue_concept.hpp"
 #include "thread_system/queues/queue_kind.hpp"
+#include "thread_system/queues/two_lock_job_queue.hpp"
 
 namespace thread_system {
 
@@ -153,9 +154,14 @@ struct adaptive_queue_statistics {
   std::uint64_t probes_rejected = 0;  ///< Switches to the lock-free queue undone because it was slower.
 };
 
-/// A job queue that routes every operation to a mutex queue or a lock-free queue, switching between them by measured
-/// contention and throughput; FIFO per producer (see the header comment).
-class adaptive_job_queue {
+/// A job queue that routes every operation to a mutex queue (`MutexQueue`: job_queue or two_lock_job_queue) or a
+/// lock-free queue, switching between them by measured contention and throughput; FIFO per producer (see the header
+/// comment). Use the aliases adaptive_job_queue and two_lock_adaptive_job_queue.
+template <typename MutexQueue>
+class basic_adaptive_job_queue {
+  using push_outcome = typename MutexQueue::push_outcome;
+  using queue_end = typename MutexQueue::queue_end;
+
  public:
   /// The seed's name for thread_system::queue_strategy (= pool_queue).
   using queue_strategy = thread_system::queue_strategy;
@@ -164,7 +170,7 @@ class adaptive_job_queue {
   /// FORCE_LOCKFREE (lockfree); `policy` says when ADAPTIVE switches (a
   /// window of 0 counts as 1). Any other pool_queue (sharded) throws
   /// error_exception{invalid_argument}.
-  explicit adaptive_job_queue(queue_strategy strategy = queue_strategy::ADAPTIVE, adaptive_policy policy = {})
+  explicit basic_adaptive_job_queue(queue_strategy strategy = queue_strategy::ADAPTIVE, adaptive_policy policy = {})
       : strategy_(checked_strategy(strategy)), policy_(policy) {
     if (policy_.window == 0) policy_.window = 1;
     window_start_ns_ = detail::steady_now_ns();
@@ -179,9 +185,9 @@ class adaptive_job_queue {
   }
 
   /// Not copyable.
-  adaptive_job_queue(const adaptive_job_queue&) = delete;
+  basic_adaptive_job_queue(const basic_adaptive_job_queue&) = delete;
   /// Not copyable.
-  adaptive_job_queue& operator=(const adaptive_job_queue&) = delete;
+  basic_adaptive_job_queue& operator=(const basic_adaptive_job_queue&) = delete;
 
   /// Appends `job` to the active queue. Fails with `invalid_argument` (empty
   /// job), `pool_stopped` (closed) or `resource_exhausted` (out of memory);
@@ -230,10 +236,10 @@ class adaptive_job_queue {
 
   /// Moves up to `min(out.size(), max(1, size / consumers))` jobs into
   /// `out`, like pop_batch(): a consumer that is one of `consumers` takes its
-  /// fair part of the backlog (job_queue::pop_share, lockfree_queue::pop_share).
+  /// fair part of the backlog (the mutex queue's pop_share, lockfree_queue::pop_share).
   [[nodiscard]] std::size_t pop_share(std::span<job_function> out, std::size_t consumers) {
     if (out.empty()) return 0;
-    const std::size_t fast = pop_mutex_only(out, job_queue::fair_share{consumers});
+    const std::size_t fast = pop_mutex_only(out, typename MutexQueue::fair_share{consumers});
     return fast != not_mutex_only ? fast : pop_routed(out, std::max<std::size_t>(consumers, 1));
   }
 
@@ -362,53 +368,50 @@ class adaptive_job_queue {
     // seq_cst: see push_routed().
     if (active_index(state_.load(std::memory_order_seq_cst)) == mutex_index) {
       const auto outcome = push_mutex(jobs, was_empty);
-      if (outcome == job_queue::push_outcome::pushed) return {};
+      if (outcome == push_outcome::pushed) return {};
       return finish_mutex_push(outcome, jobs, was_empty);
     }
     return push_routed(jobs, was_empty);
   }
 
-  // The fast path's hooks into job_queue's critical section (named types
-  // with forced-inline calls: see job_queue::admit_all).
+  // The fast path's hooks into the mutex queue's critical sections (named
+  // types with forced-inline calls: see job_queue::admit_all).
   struct mutex_is_the_only_source {  // the mutex queue is active and the lock-free one drained
-    const adaptive_job_queue* queue;
+    const basic_adaptive_job_queue* queue;
     THREAD_SYSTEM_ALWAYS_INLINE bool operator()() const noexcept {
-      // The copy of the state on the lock's line (see refresh_refusals_locked()).
-      return (queue->mutex_queue_.refusals_ & job_queue::refuse_fast_pops) == 0;
+      // The copy of the state on the pop lock's line (see refresh_refusals_locked()).
+      return !queue->mutex_queue_.fast_pops_refused_locked();
     }
   };
-  struct lock_was_held {  // a mutex-queue operation found the lock held (runs under it, before admit)
-    adaptive_job_queue* queue;
+  struct lock_was_held {  // a mutex-queue operation found its lock held (runs under it, before admit)
+    basic_adaptive_job_queue* queue;
+    queue_end end;  // the end whose lock the operation holds
     THREAD_SYSTEM_ALWAYS_INLINE void operator()(std::uint64_t contended_total) const noexcept {
       // Every contended_check_every-th contended operation looks at the
       // window; the others pay one test.
-      if ((contended_total & (contended_check_every - 1)) == 0) queue->evaluate_locked();
+      if ((contended_total & (contended_check_every - 1)) == 0) queue->evaluate_locked(end);
     }
   };
 
-  // job_queue's own push, with the state re-checked under its lock.
-  THREAD_SYSTEM_ALWAYS_INLINE job_queue::push_outcome push_mutex(std::span<job_function> jobs, bool* was_empty) {
-    // (job_queue refuses the push itself when the mutex queue is not active:
+  // The mutex queue's own push, with the state re-checked under its lock.
+  THREAD_SYSTEM_ALWAYS_INLINE push_outcome push_mutex(std::span<job_function> jobs, bool* was_empty) {
+    // (The mutex queue refuses the push itself when it is not active:
     // refuse_pushes, see refresh_refusals_locked().)
-    if (was_empty != nullptr) {
-      return mutex_queue_.push_admitted(jobs, job_queue::record_was_empty{&mutex_queue_, jobs.size(), was_empty},
-                                        lock_was_held{this});
-    }
-    return mutex_queue_.push_admitted(jobs, job_queue::no_action{}, lock_was_held{this});
+    return mutex_queue_.push_admitted(jobs, was_empty, lock_was_held{this, queue_end::push});
   }
 
   // The rest of a mutex-queue push that did not simply succeed: a switch
   // that came first (pushed again, through push_routed()), or an error.
-  THREAD_SYSTEM_NOINLINE result<void> finish_mutex_push(job_queue::push_outcome outcome, std::span<job_function> jobs,
+  THREAD_SYSTEM_NOINLINE result<void> finish_mutex_push(push_outcome outcome, std::span<job_function> jobs,
                                                         bool* was_empty) {
     switch (outcome) {
-      case job_queue::push_outcome::pushed:
+      case push_outcome::pushed:
         return {};
-      case job_queue::push_outcome::not_admitted:
+      case push_outcome::not_admitted:
         return push_routed(jobs, was_empty);
-      case job_queue::push_outcome::closed:
+      case push_outcome::closed:
         return make_error(error_code::pool_stopped, "adaptive_job_queue: queue is closed");
-      case job_queue::push_outcome::out_of_memory:
+      case push_outcome::out_of_memory:
         break;
     }
     return make_error(error_code::resource_exhausted, "adaptive_job_queue: out of memory");
@@ -422,7 +425,7 @@ class adaptive_job_queue {
       const std::uint64_t state = state_.load(std::memory_order_seq_cst);
       if (active_index(state) == mutex_index) {
         const auto outcome = push_mutex(jobs, was_empty);
-        if (outcome == job_queue::push_outcome::not_admitted) continue;  // switched meanwhile
+        if (outcome == push_outcome::not_admitted) continue;  // switched meanwhile
         return finish_mutex_push(outcome, jobs, was_empty);
       }
       const auto status =
@@ -450,15 +453,25 @@ class adaptive_job_queue {
   // the lock-free one drained, so the mutex queue is the only place a pop
   // may take from, and finding it empty is a definite answer (no second
   // lock for an empty poll). Returns not_mutex_only in any other state.
-  // `limit` as job_queue::pop_admitted's (all, or a consumer's share).
-  template <typename Limit = job_queue::take_all>
+  // `limit` as the mutex queue's pop_admitted's (all, or a consumer's share).
+  template <typename Limit = typename MutexQueue::take_all>
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_mutex_only(std::span<job_function> out, Limit limit = {}) {
     // seq_cst: see push_routed(); a hint, re-validated under the lock.
     const std::uint64_t hint = state_.load(std::memory_order_seq_cst);
     if (!mutex_is_the_only_source_in(hint)) return not_mutex_only;
-    const std::size_t taken = mutex_queue_.pop_admitted(out, limit, mutex_is_the_only_source{this},
-                                                        job_queue::no_action{}, lock_was_held{this});
-    return taken == job_queue::not_admitted ? not_mutex_only : taken;
+    if constexpr (MutexQueue::lock_per_end) {
+      // An empty poll takes no lock (as two_lock_job_queue's own): no job
+      // counted (acquire, so the state is read again after it) while the
+      // state is still the hint's is a moment when both queues were empty.
+      // (The state only moves forward: the same value means no change.)
+      if (mutex_queue_.looks_empty()) {
+        return state_.load(std::memory_order_seq_cst) == hint ? 0 : not_mutex_only;  // seq_cst: see push_routed()
+      }
+    }
+    const std::size_t taken =
+        mutex_queue_.pop_admitted(out, limit, mutex_is_the_only_source{this}, typename MutexQueue::no_action{},
+                                  lock_was_held{this, queue_end::pop});
+    return taken == MutexQueue::not_admitted ? not_mutex_only : taken;
   }
 
   // How many jobs a routed pop may take from a queue holding `queued`: all
@@ -466,7 +479,7 @@ class adaptive_job_queue {
   struct share_of {
     std::size_t consumers;
     THREAD_SYSTEM_ALWAYS_INLINE std::size_t operator()(std::size_t queued) const noexcept {
-      return consumers == 0 ? ~std::size_t{0} : job_queue::fair_share{consumers}(queued);
+      return consumers == 0 ? ~std::size_t{0} : typename MutexQueue::fair_share{consumers}(queued);
     }
   };
 
@@ -490,17 +503,19 @@ class adaptive_job_queue {
             [this, &current, &go_on](std::size_t /*popped*/) noexcept {
               // (Empty, not "took fewer than asked": a pop_share() takes only
               // a share of what is there.)
-              if (mutex_queue_.count_ == 0 && active_index(current) != mutex_index) {
+              if (mutex_queue_.empty_locked() && active_index(current) != mutex_index) {
                 // Previous, empty, and no push can enter it (pushes need it
-                // active, checked under this lock): empty for good. Nothing
-                // else changes the state while we hold the lock in this state.
+                // active, checked under the push lock, and the switch that
+                // made it previous held both locks): empty for good. Nothing
+                // else changes the state while we hold the pop lock in this
+                // state (a switch needs both locks).
                 state_.store(current | drained_bit, std::memory_order_seq_cst);
-                refresh_refusals_locked();
+                refresh_pop_refusals_locked();
                 go_on = true;
               }
             },
-            lock_was_held{this});
-        if (n == job_queue::not_admitted) continue;  // the state changed after our hint
+            lock_was_held{this, queue_end::pop});
+        if (n == MutexQueue::not_admitted) continue;  // the state changed after our hint
         taken += n;
         if (go_on) continue;
         return taken;
@@ -530,8 +545,8 @@ class adaptive_job_queue {
         // The previous lock-free queue was found drained (by this pop or
         // another): the mutex queue's copy of the state may now let fast
         // pops in. (Until this refresh they take this path: safe, slower.)
-        std::lock_guard lock(mutex_queue_.mutex_);
-        refresh_refusals_locked();
+        std::lock_guard lock(mutex_queue_.pop_lock());
+        refresh_pop_refusals_locked();
       }
       if (*popped > 0) note_lockfree_jobs();
       if (taken < out.size() && go_on) continue;
@@ -539,15 +554,16 @@ class adaptive_job_queue {
     }
   }
 
-  // Every contended_check_every-th mutex-queue operation that found the
+  // Every contended_check_every-th mutex-queue operation that found its
   // lock held (counted by the mutex queue itself) looks at the window,
-  // holding the lock. Only contended operations look: a window with no
-  // contention has a contention ratio of 0, which asks for no switch (see
-  // adaptive_policy), so the common, uncontended operation measures
-  // nothing. Runs before the operation's own state check, so a switch made
-  // here is seen by the operation that made it.
-  THREAD_SYSTEM_NOINLINE void evaluate_locked() noexcept {
-    if (strategy_ == queue_strategy::ADAPTIVE) evaluate(lock_held::yes);
+  // holding the lock of its end (`end`). Only contended operations look: a
+  // window with no contention has a contention ratio of 0, which asks for
+  // no switch (see adaptive_policy), so the common, uncontended operation
+  // measures nothing. Runs before the operation's own state check, so a
+  // switch made here is seen by the operation that made it.
+  THREAD_SYSTEM_NOINLINE void evaluate_locked(queue_end end) noexcept {
+    if (strategy_ == queue_strategy::ADAPTIVE)
+      evaluate(end == queue_end::push ? lock_held::push_end : lock_held::pop_end);
   }
 
   // After lock-free jobs moved: every few of this thread's jobs, look at the window.
@@ -559,7 +575,7 @@ class adaptive_job_queue {
       return;
     }
     countdown = static_cast<unsigned>(std::min<std::size_t>(policy_.window, lockfree_check_every)) - 1;
-    evaluate(lock_held::no);
+    evaluate(lock_held::none);
   }
 
   [[nodiscard]] std::uint64_t jobs_moved() const noexcept {
@@ -573,7 +589,9 @@ class adaptive_job_queue {
     return mutex_queue_.contended_operations() + lockfree_queue_.cas_retries();
   }
 
-  enum class lock_held : bool { no, yes };  // does the caller hold the mutex queue's lock?
+  // Which of the mutex queue's locks the caller holds (with job_queue the
+  // one lock is both ends').
+  enum class lock_held : std::uint8_t { none, push_end, pop_end };
 
   // Closes a measurement window if one is complete and decides (see the
   // header comment). One thread at a time; others skip.
@@ -637,40 +655,57 @@ class adaptive_job_queue {
     evaluating_.store(false, std::memory_order_release);  // pairs with the exchange above
   }
 
+  // A switch needs both of the mutex queue's locks. A caller that holds one
+  // only tries the other (never waits for it: another thread may hold it
+  // and be waiting for the first); if it is taken, the switch waits for a
+  // later window.
   bool switch_to(std::size_t target, lock_held held) noexcept {
-    if (held == lock_held::yes) return switch_locked(target);
-    return try_switch(target);
+    if (held == lock_held::none) return try_switch(target);
+    const queue_end end = held == lock_held::push_end ? queue_end::push : queue_end::pop;
+    if (!mutex_queue_.try_lock_other_end(end)) return false;
+    const bool switched = switch_locked(target);
+    mutex_queue_.unlock_other_end(end);
+    return switched;
   }
 
   // Switches the active queue to `target`; see the header comment.
   bool try_switch(std::size_t target) noexcept {
-    std::lock_guard lock(mutex_queue_.mutex_);
-    return switch_locked(target);
+    mutex_queue_.lock_both();
+    const bool switched = switch_locked(target);
+    mutex_queue_.unlock_both();
+    return switched;
   }
 
-  // Copies what the state allows the mutex queue into its refusals_ (on
-  // the lock's line, read inside its critical sections). Called, holding
-  // the mutex queue's lock, after every change of state_: a change that
-  // takes a permission away from the mutex queue (a switch, or its own
-  // `drained` bit) is made under that lock, so no mutex-queue operation
-  // acts on an outdated copy; the one change made without the lock (the
-  // lock-free queue found drained, in pop_routed()) only grants a
-  // permission, and until its refresh the copy is merely stricter.
+  // Copies what the state allows the mutex queue into its refusals (on
+  // its locks' lines, read inside its critical sections): pushes need it
+  // active; fast pops need it active with the lock-free queue drained.
+  // Called, holding both of its locks, after a switch (the only change of
+  // what pushes may do); refresh_pop_refusals_locked(), holding its pop
+  // lock, after a change of a `drained` bit. A change that takes a
+  // permission away from the mutex queue (a switch, or its own `drained`
+  // bit) is made under the lock of every end it concerns, so no
+  // mutex-queue operation acts on an outdated copy; the one change made
+  // without a lock (the lock-free queue found drained, in pop_routed())
+  // only grants a permission, and until its refresh the copy is merely
+  // stricter.
+  static std::uint8_t pop_refusals_for(std::uint64_t state) noexcept {
+    // Older jobs may wait in the lock-free queue unless it is drained.
+    return active_index(state) != mutex_index || !is_drained(state) ? MutexQueue::refuse_fast_pops : std::uint8_t{0};
+  }
   void refresh_refusals_locked() noexcept {
     // seq_cst: see push_routed().
     const std::uint64_t state = state_.load(std::memory_order_seq_cst);
-    std::uint8_t refusals = mutex_queue_.refusals_ & job_queue::refuse_closed;
-    if (active_index(state) != mutex_index) {
-      refusals |= job_queue::refuse_pushes | job_queue::refuse_fast_pops;
-    } else if (!is_drained(state)) {
-      refusals |= job_queue::refuse_fast_pops;  // older jobs may wait in the lock-free queue
-    }
-    mutex_queue_.refusals_ = refusals;
+    const std::uint8_t push_refusals = active_index(state) != mutex_index ? MutexQueue::refuse_pushes : std::uint8_t{0};
+    mutex_queue_.set_refusals_locked(push_refusals, pop_refusals_for(state));
+  }
+  void refresh_pop_refusals_locked() noexcept {
+    // seq_cst: see push_routed().
+    mutex_queue_.set_pop_refusals_locked(pop_refusals_for(state_.load(std::memory_order_seq_cst)));
   }
 
-  // try_switch() for a caller holding the mutex queue's lock.
+  // try_switch() for a caller holding both of the mutex queue's locks.
   bool switch_locked(std::size_t target) noexcept {
-    if ((mutex_queue_.refusals_ & job_queue::refuse_closed) != 0) return false;  // no switch once closing began
+    if (mutex_queue_.closed_locked()) return false;  // no switch once closing began
     const std::uint64_t state = state_.load(std::memory_order_seq_cst);
     if (active_index(state) == target || !is_drained(state)) return false;
     if (target == lockfree_index) {
@@ -694,7 +729,7 @@ class adaptive_job_queue {
   alignas(64) std::atomic<std::uint64_t> state_{0};
   const queue_strategy strategy_;
   adaptive_policy policy_;
-  alignas(64) job_queue mutex_queue_;
+  alignas(64) MutexQueue mutex_queue_;
   alignas(64) lockfree_queue lockfree_queue_;
   alignas(64) std::atomic<bool> evaluating_{false};
   std::atomic<std::uint64_t> switches_{0};
@@ -711,6 +746,14 @@ class adaptive_job_queue {
   alignas(64) std::atomic<bool> closed_{false};
 };
 
+/// The adaptive queue over job_queue (one lock for both ends): the stand-alone queue, where producers and consumers
+/// move one job at a time.
+using adaptive_job_queue = basic_adaptive_job_queue<job_queue>;
+/// The adaptive queue over two_lock_job_queue (a lock for each end): the pools' adaptive injector and the typed
+/// pool's adaptive per-type queue, whose workers take jobs in shares.
+using two_lock_adaptive_job_queue = basic_adaptive_job_queue<two_lock_job_queue>;
+
 static_assert(job_queue_model<adaptive_job_queue>);
+static_assert(job_queue_model<two_lock_adaptive_job_queue>);
 
 }  // namespace thread_system

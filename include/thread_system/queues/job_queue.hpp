@@ -80,7 +80,7 @@ class alignas(64) job_queue {
   /// cannot be allocated) `job` is not moved from.
   [[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE result<void> try_push(job_function&& job) {
     if (!job) return make_error(error_code::invalid_argument, "job_queue: empty job");
-    return to_result(push_admitted(std::span<job_function>(&job, 1), no_action{}));
+    return to_result(push_admitted(std::span<job_function>(&job, 1), nullptr));
   }
 
   /// try_push() that also reports whether the queue held no job just before
@@ -88,7 +88,7 @@ class alignas(64) job_queue {
   /// pool wakes a worker only on that transition: see pool_core.cpp).
   [[nodiscard]] result<void> try_push(job_function&& job, bool& was_empty) {
     if (!job) return make_error(error_code::invalid_argument, "job_queue: empty job");
-    return to_result(push_admitted(std::span<job_function>(&job, 1), record_was_empty{this, 1, &was_empty}));
+    return to_result(push_admitted(std::span<job_function>(&job, 1), &was_empty));
   }
 
   /// Appends every job of `jobs`, all or none, under one lock. Fails like
@@ -98,7 +98,7 @@ class alignas(64) job_queue {
     for (const auto& j : jobs) {
       if (!j) return make_error(error_code::invalid_argument, "job_queue: empty job in batch");
     }
-    return to_result(push_admitted(jobs, no_action{}));
+    return to_result(push_admitted(jobs, nullptr));
   }
 
   /// Removes the oldest job into `out`; false when empty.
@@ -162,15 +162,17 @@ class alignas(64) job_queue {
   }
 
  private:
-  // adaptive_job_queue runs its own checks inside this queue's critical
-  // section, through push_admitted() and pop_admitted() below.
-  friend class adaptive_job_queue;
+  // basic_adaptive_job_queue<job_queue> runs its own checks inside this
+  // queue's critical section, through push_admitted() and pop_admitted()
+  // below (two_lock_job_queue has the same surface).
+  template <typename>
+  friend class basic_adaptive_job_queue;
 
-  // The one implementation of a push and of a pop, shared with
-  // adaptive_job_queue, which runs its own checks inside the same critical
+  // The one implementation of a push and of a pop, shared with the
+  // adaptive queue, which runs its own checks inside the same critical
   // section: a pop's `admit()` decides, under the lock, whether it may go
-  // on (a push is decided by refusals_), and `after(...)` runs under the
-  // lock once it is done. job_queue's own
+  // on (a push is decided by refusals_), and a pop's `after(...)` runs
+  // under the lock once it is done. job_queue's own
   // operations pass no-ops, which compile away. (Hooks are named types with
   // forced-inline calls, not lambdas: the whole fast path must inline into
   // the caller, whatever the compiler's inlining budget there.)
@@ -190,12 +192,6 @@ class alignas(64) job_queue {
   struct at_most {
     std::size_t max;
     THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t /*queued*/) const noexcept { return max; }
-  };
-  struct record_was_empty {  // after a push of `pushed` jobs: was the queue empty before it?
-    const job_queue* queue;
-    std::size_t pushed;
-    bool* was_empty;
-    THREAD_SYSTEM_ALWAYS_INLINE void operator()() const noexcept { *was_empty = queue->count_ == pushed; }
   };
   struct fair_share {  // one consumer's part of the backlog, at least one job
     std::size_t consumers;
@@ -235,14 +231,15 @@ class alignas(64) job_queue {
   }
 
   // A push is admitted unless refusals_ refuses it (closed, or pushes
-  // belong elsewhere). after() runs once the jobs are in. contended(n) runs
+  // belong elsewhere). `was_empty`, when given, is set on success (was the
+  // queue empty just before this push?). contended(n) runs
   // only when the lock was found held, first thing inside the critical
   // section (before any check, so anything it changes under the lock is
   // seen by the operation),
   // with n the new contended_operations() count; an operation that had to
   // wait pays for it, the common one does not.
-  template <typename After, typename Contended = no_action>
-  THREAD_SYSTEM_ALWAYS_INLINE push_outcome push_admitted(std::span<job_function> jobs, After after,
+  template <typename Contended = no_action>
+  THREAD_SYSTEM_ALWAYS_INLINE push_outcome push_admitted(std::span<job_function> jobs, bool* was_empty,
                                                          Contended contended_hook = {}) {
     mutex_.lock_then_if_contended(counting_contention<Contended>{this, contended_hook});
     std::lock_guard lock(mutex_, std::adopt_lock);
@@ -254,7 +251,7 @@ class alignas(64) job_queue {
     } catch (const std::bad_alloc&) {
       return push_outcome::out_of_memory;
     }
-    after();
+    if (was_empty != nullptr) *was_empty = count_ == jobs.size();
     return push_outcome::pushed;
   }
 
@@ -271,6 +268,28 @@ class alignas(64) job_queue {
     after(taken);
     return taken;
   }
+
+  // For the adaptive queue (the same surface as two_lock_job_queue's,
+  // where each end has its own lock; here one lock is both).
+  enum class queue_end : bool { push, pop };
+  static constexpr bool lock_per_end = false;
+  void lock_both() noexcept { mutex_.lock(); }
+  void unlock_both() noexcept { mutex_.unlock(); }
+  spin_lock& pop_lock() noexcept { return mutex_; }
+  // The caller holds the lock, which is both ends'.
+  [[nodiscard]] static bool try_lock_other_end(queue_end /*held*/) noexcept { return true; }
+  static void unlock_other_end(queue_end /*held*/) noexcept {}
+  // Holding the lock: the refusals for pushes (with closed kept) and for fast pops.
+  void set_refusals_locked(std::uint8_t push_bits, std::uint8_t pop_bits) noexcept {
+    refusals_ = static_cast<std::uint8_t>((refusals_ & refuse_closed) | push_bits | pop_bits);
+  }
+  void set_pop_refusals_locked(std::uint8_t pop_bits) noexcept {
+    refusals_ = static_cast<std::uint8_t>((refusals_ & ~refuse_fast_pops) | pop_bits);
+  }
+  [[nodiscard]] bool fast_pops_refused_locked() const noexcept { return (refusals_ & refuse_fast_pops) != 0; }
+  [[nodiscard]] bool closed_locked() const noexcept { return (refusals_ & refuse_closed) != 0; }
+  // Holding the lock: no job is queued.
+  [[nodiscard]] bool empty_locked() const noexcept { return count_ == 0; }
 
   // Appends `jobs` (all valid); the caller holds mutex_ and checked refusals_.
   // Allocating a segment may throw std::bad_alloc before anything is moved.

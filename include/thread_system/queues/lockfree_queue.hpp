@@ -345,7 +345,8 @@ class lockfree_queue {
   void collect() { domain_.collect(); }
 
  private:
-  friend class adaptive_job_queue;
+  template <typename>
+  friend class basic_adaptive_job_queue;
   friend struct lockfree_queue_test_access;  // white-box tests: a push stopped between its index and its publication
 
   // White-box tests: called by resolve_pending() (seal(), close()) between

@@ -98,8 +98,7 @@ class alignas(64) two_lock_job_queue {
   /// cannot be allocated) `job` is not moved from.
   [[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE result<void> try_push(job_function&& job) {
     if (!job) return make_error(error_code::invalid_argument, "two_lock_job_queue: empty job");
-    bool was_empty = false;
-    return to_result(push_valid(std::span<job_function>(&job, 1), was_empty));
+    return to_result(push_admitted(std::span<job_function>(&job, 1), nullptr));
   }
 
   /// try_push() that also reports whether the queue held no job just before
@@ -107,7 +106,7 @@ class alignas(64) two_lock_job_queue {
   /// transition, see pool_core.cpp). Unchanged when the push fails.
   [[nodiscard]] result<void> try_push(job_function&& job, bool& was_empty) {
     if (!job) return make_error(error_code::invalid_argument, "two_lock_job_queue: empty job");
-    return to_result(push_valid(std::span<job_function>(&job, 1), was_empty));
+    return to_result(push_admitted(std::span<job_function>(&job, 1), &was_empty));
   }
 
   /// Appends every job of `jobs`, all or none, under one lock. Fails like
@@ -117,8 +116,7 @@ class alignas(64) two_lock_job_queue {
     for (const auto& j : jobs) {
       if (!j) return make_error(error_code::invalid_argument, "two_lock_job_queue: empty job in batch");
     }
-    bool was_empty = false;
-    return to_result(push_valid(jobs, was_empty));
+    return to_result(push_admitted(jobs, nullptr));
   }
 
   /// Removes the oldest job into `out`; false when empty.
@@ -144,7 +142,7 @@ class alignas(64) two_lock_job_queue {
   /// Refuses further pushes. Idempotent. Jobs already queued stay poppable.
   void close() {
     std::lock_guard lock(tail_lock_);
-    closed_ = true;
+    tail_refusals_ |= refuse_closed;
     closed_hint_.store(true, std::memory_order_release);  // pairs with the acquire in is_closed()
   }
 
@@ -165,7 +163,7 @@ class alignas(64) two_lock_job_queue {
   /// seen a popped job's completion (through an acquire that pairs with a
   /// release made after the pop) reads a total that includes it.
   [[nodiscard]] std::uint64_t accepted_pushes() const noexcept {
-    return pushed_total_.load(std::memory_order_acquire);  // pairs with the release store in push_valid()
+    return pushed_total_.load(std::memory_order_acquire);  // pairs with the release store in push_admitted()
   }
 
   /// Operations (pushes and pops, batch ones included) that found their
@@ -206,15 +204,45 @@ class alignas(64) two_lock_job_queue {
     }
   };
   // What an operation that found its lock held does once it holds it
-  // (out of line, see spin_lock::lock_then_if_contended).
-  struct count_contention {
+  // (out of line, see spin_lock::lock_then_if_contended): counts itself,
+  // then calls the caller's hook with the new count.
+  template <typename Contended>
+  struct counting_contention {
     two_lock_job_queue* queue;
+    Contended hook;
     THREAD_SYSTEM_ALWAYS_INLINE void operator()() const noexcept {
-      queue->contended_.fetch_add(1, std::memory_order_relaxed);  // statistics only
+      // relaxed: statistics (and the adaptive queue's sampling rate) only.
+      hook(queue->contended_.fetch_add(1, std::memory_order_relaxed) + 1);
     }
   };
 
-  enum class push_outcome { pushed, closed, out_of_memory };
+  // The hooks basic_adaptive_job_queue<two_lock_job_queue> runs inside this
+  // queue's critical sections (the same surface as job_queue's; see
+  // adaptive_job_queue.hpp). The queue's own operations pass no-ops, which
+  // compile away. (Named types with forced-inline calls, not lambdas: the
+  // whole fast path must inline into the caller.)
+  template <typename>
+  friend class basic_adaptive_job_queue;
+  struct admit_all {
+    THREAD_SYSTEM_ALWAYS_INLINE constexpr bool operator()() const noexcept { return true; }
+  };
+  struct no_action {
+    template <typename... A>
+    THREAD_SYSTEM_ALWAYS_INLINE constexpr void operator()(A&&... /*unused*/) const noexcept {}
+  };
+  // The ends, for a hook that holds one lock and needs the other.
+  enum class queue_end : bool { push, pop };
+  // refusals: tail_refusals_ holds refuse_closed and refuse_pushes (read by
+  // pushes, under the tail lock), head_refusals_ refuse_fast_pops (read by
+  // the adaptive queue's fast pop, under the head lock).
+  static constexpr std::uint8_t refuse_closed = 1;     // closed: pushes fail with pool_stopped
+  static constexpr std::uint8_t refuse_pushes = 2;     // pushes are not admitted (they belong elsewhere)
+  static constexpr std::uint8_t refuse_fast_pops = 4;  // the adaptive queue's fast pop is not admitted
+  static constexpr std::size_t not_admitted = ~std::size_t{0};
+  // Each lock has its own end's queue: a pop never blocks a push.
+  static constexpr bool lock_per_end = true;
+
+  enum class push_outcome { pushed, not_admitted, closed, out_of_memory };
 
   static result<void> to_result(push_outcome outcome) {
     switch (outcome) {
@@ -223,16 +251,25 @@ class alignas(64) two_lock_job_queue {
       case push_outcome::closed:
         return make_error(error_code::pool_stopped, "two_lock_job_queue: queue is closed");
       case push_outcome::out_of_memory:
+      case push_outcome::not_admitted:  // (not used by the queue's own operations)
         break;
     }
     return make_error(error_code::resource_exhausted, "two_lock_job_queue: out of memory for a segment");
   }
 
-  // Appends `jobs` (all valid) under the tail lock.
-  THREAD_SYSTEM_ALWAYS_INLINE push_outcome push_valid(std::span<job_function> jobs, bool& was_empty) {
-    tail_lock_.lock_then_if_contended(count_contention{this});
+  // Appends `jobs` (all valid) under the tail lock, unless tail_refusals_
+  // refuses them. `was_empty`, when given, is set on success (see
+  // try_push()). contended(n) runs only when the lock was found held, first
+  // thing inside the critical section, with n the new
+  // contended_operations() count.
+  template <typename Contended = no_action>
+  THREAD_SYSTEM_ALWAYS_INLINE push_outcome push_admitted(std::span<job_function> jobs, bool* was_empty,
+                                                         Contended contended_hook = {}) {
+    tail_lock_.lock_then_if_contended(counting_contention<Contended>{this, contended_hook});
     std::lock_guard lock(tail_lock_, std::adopt_lock);
-    if (closed_) return push_outcome::closed;
+    if ((tail_refusals_ & (refuse_closed | refuse_pushes)) != 0) {
+      return (tail_refusals_ & refuse_closed) != 0 ? push_outcome::closed : push_outcome::not_admitted;
+    }
     std::size_t needed = 0;
     for (const auto& j : jobs) needed += j.packed_words();
     // The common case: the jobs fit in the last segment whatever their sizes.
@@ -254,7 +291,8 @@ class alignas(64) two_lock_job_queue {
     // the count is a read-modify-write, so a pop's relaxed decrement keeps
     // this release in the count's release sequence. was_empty is exact by
     // the read-modify-write itself (the value it replaced), not by an order.
-    was_empty = count_.fetch_add(jobs.size(), std::memory_order_release) == 0;
+    const bool empty_before = count_.fetch_add(jobs.size(), std::memory_order_release) == 0;
+    if (was_empty != nullptr) *was_empty = empty_before;
     return push_outcome::pushed;
   }
 
@@ -264,22 +302,79 @@ class alignas(64) two_lock_job_queue {
     // An empty poll takes no lock and writes nothing. relaxed: a hint; the
     // acquire load under the lock decides what is read.
     if (count_.load(std::memory_order_relaxed) == 0) return 0;
-    head_lock_.lock_then_if_contended(count_contention{this});
+    return pop_admitted(out, limit, admit_all{}, no_action{});
+  }
+
+  // Under the head lock: returns not_admitted unless admit() allows the
+  // pop, else takes up to min(out.size(), limit(queued)) jobs and returns
+  // how many; after(taken) runs once they are out (also for 0), still under
+  // the lock; contended() as for a push.
+  template <typename Limit, typename Admit, typename After, typename Contended = no_action>
+  THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_admitted(std::span<job_function> out, Limit limit, Admit admit,
+                                                       After after, Contended contended_hook = {}) {
+    head_lock_.lock_then_if_contended(counting_contention<Contended>{this, contended_hook});
     std::lock_guard lock(head_lock_, std::adopt_lock);
-    // acquire: pairs with the release in push_valid(); the entries counted
-    // are written. Only pops decrease the count, and they hold the head
-    // lock, so what is counted here stays queued until this pop takes it.
+    if (!admit()) return not_admitted;
+    // acquire: pairs with the release in push_admitted(); the entries
+    // counted are written. Only pops decrease the count, and they hold the
+    // head lock, so what is counted here stays queued until this pop takes it.
     const std::size_t queued = count_.load(std::memory_order_acquire);
-    const std::size_t n = std::min(limit(queued), out.size());
-    if (n == 0) return 0;
+    const std::size_t n = std::min({limit(queued), out.size(), queued});
     for (std::size_t i = 0; i < n; ++i) pop_one(out[i]);
     // relaxed: nothing the pushers read depends on it but the count itself
     // (segments go back through returned_, with their own release). It must
-    // stay a read-modify-write (see push_valid()) and stay under the head
-    // lock: the next pop's count must include it.
-    count_.fetch_sub(n, std::memory_order_relaxed);
+    // stay a read-modify-write (see push_admitted()) and stay under the head
+    // lock: the next pop's count must include it. An empty poll writes nothing.
+    if (n > 0) count_.fetch_sub(n, std::memory_order_relaxed);
+    after(n);
     return n;
   }
+
+  // For the adaptive queue. Each lock is taken tail first, then head, by
+  // whoever takes both; a hook that holds one lock only tries the other.
+  void lock_both() noexcept {
+    tail_lock_.lock();
+    head_lock_.lock();
+  }
+  void unlock_both() noexcept {
+    head_lock_.unlock();
+    tail_lock_.unlock();
+  }
+  spin_lock& pop_lock() noexcept { return head_lock_; }
+  // The caller holds `held`'s lock: takes the other end's lock if it is
+  // free (never waits, so no order between the two is needed here).
+  [[nodiscard]] bool try_lock_other_end(queue_end held) noexcept {
+    return held == queue_end::push ? head_lock_.try_lock() : tail_lock_.try_lock();
+  }
+  void unlock_other_end(queue_end held) noexcept {
+    if (held == queue_end::push) {
+      head_lock_.unlock();
+    } else {
+      tail_lock_.unlock();
+    }
+  }
+  // Holding both locks: the refusals for pushes (with closed kept) and for
+  // fast pops.
+  void set_refusals_locked(std::uint8_t push_bits, std::uint8_t pop_bits) noexcept {
+    tail_refusals_ = static_cast<std::uint8_t>((tail_refusals_ & refuse_closed) | push_bits);
+    head_refusals_ = pop_bits;
+  }
+  // Holding the head lock: the refusals for fast pops.
+  void set_pop_refusals_locked(std::uint8_t pop_bits) noexcept { head_refusals_ = pop_bits; }
+  // Holding the head lock.
+  [[nodiscard]] bool fast_pops_refused_locked() const noexcept { return (head_refusals_ & refuse_fast_pops) != 0; }
+  // Holding the tail lock.
+  [[nodiscard]] bool closed_locked() const noexcept { return (tail_refusals_ & refuse_closed) != 0; }
+  // Holding the head lock while pushes are refused (refuse_pushes, set with
+  // both locks held, so every push admitted before has added to the count
+  // and released the tail lock before this pop took the head lock): true
+  // when no job is queued, for good until pushes are admitted again.
+  [[nodiscard]] bool empty_locked() const noexcept {
+    return count_.load(std::memory_order_relaxed) == 0;  // relaxed: ordered by the locks, as above
+  }
+  // Without a lock: no job is counted. acquire: a later load the caller
+  // makes (the adaptive queue's state) is not read before this one.
+  [[nodiscard]] bool looks_empty() const noexcept { return count_.load(std::memory_order_acquire) == 0; }
 
   // Tail side (under tail_lock_).
 
@@ -369,7 +464,7 @@ class alignas(64) two_lock_job_queue {
   // fourth only at a segment change or when one waits for its lock). The
   // first: the tail end, what a push reads and writes under its lock.
   mutable spin_lock tail_lock_;
-  bool closed_ = false;              // guarded by tail_lock_
+  std::uint8_t tail_refusals_ = 0;   // guarded by tail_lock_: refuse_closed, refuse_pushes
   const std::size_t segment_words_;  // a power of two, at least min_segment_words
   segment* tail_segment_ = nullptr;  // guarded by tail_lock_: the last segment, where pushes go
   std::size_t tail_ = 0;             // guarded by tail_lock_: word index of the next entry in tail_segment_
@@ -381,6 +476,7 @@ class alignas(64) two_lock_job_queue {
   // (with its own copy of the segment size, so that besides the count and
   // the entries a pop reads no line a push writes).
   alignas(64) spin_lock head_lock_;
+  std::uint8_t head_refusals_ = 0;   // guarded by head_lock_: refuse_fast_pops (the adaptive queue's)
   const std::size_t head_words_;     // = segment_words_
   segment* head_segment_ = nullptr;  // guarded by head_lock_: holds the oldest entry
   std::size_t head_ = 0;             // guarded by head_lock_: word index of the oldest entry (or a skip marker)
