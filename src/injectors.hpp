@@ -64,8 +64,8 @@ concept self_counting_queue = job_queue_model<Q> && requires(Q& q, const Q& cq, 
 // The injector over a self-counting queue: no counter of its own on the push
 // path. two_lock_job_queue counts inside its push's critical section (exact, free);
 // lockfree_queue per hazard record, before a job can be popped, and its
-// close() resolves every push in flight; adaptive_job_queue in its two
-// queues, each as above.
+// close() resolves every push in flight; two_lock_adaptive_job_queue in its
+// two queues, each as above.
 template <self_counting_queue Q>
 class self_counting_injector final : public injector {
  public:

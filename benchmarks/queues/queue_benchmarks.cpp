@@ -2,7 +2,7 @@
 // carrying the same element type (thread_system::job_function, 64 bytes), so
 // the comparison is like for like:
 //   * job_queue, two_lock_job_queue, bounded_queue, lockfree_queue (and sharded_queue /
-//     adaptive_job_queue when their headers exist);
+//     adaptive_job_queue / two_lock_adaptive_job_queue when their headers exist);
 //   * moodycamel::ConcurrentQueue<job_function> (THREAD_SYSTEM_HAVE_MOODYCAMEL,
 //     set by CMake when the header is found), used without producer/consumer
 //     tokens: enqueue / try_dequeue, enqueue_bulk / try_dequeue_bulk;
@@ -170,6 +170,11 @@ struct sharded_queue_adapter : native_adapter<ts::sharded_queue> {
 #if defined(THREAD_SYSTEM_BENCH_ADAPTIVE)
 struct adaptive_queue_adapter : native_adapter<ts::adaptive_job_queue> {
   static constexpr const char* name = "adaptive_job_queue";
+  using native_adapter::native_adapter;
+};
+// Over the two-lock mutex side: the pools' adaptive injector.
+struct two_lock_adaptive_queue_adapter : native_adapter<ts::two_lock_adaptive_job_queue> {
+  static constexpr const char* name = "two_lock_adaptive_job_queue";
   using native_adapter::native_adapter;
 };
 #endif
@@ -592,7 +597,7 @@ using all_queues =
                sharded_queue_adapter,
 #endif
 #if defined(THREAD_SYSTEM_BENCH_ADAPTIVE)
-               adaptive_queue_adapter,
+               adaptive_queue_adapter, two_lock_adaptive_queue_adapter,
 #endif
 #if defined(THREAD_SYSTEM_HAVE_MOODYCAMEL)
                moodycamel_adapter,

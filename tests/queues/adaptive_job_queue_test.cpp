@@ -22,6 +22,26 @@
 
 namespace ts = thread_system;
 
+namespace thread_system {
+// White-box access: closes a measurement window with chosen measurements.
+struct adaptive_job_queue_test_access {
+  // Makes the next evaluate() a complete window, `ns_per_job` the mutex
+  // queue's best time per job, and runs it as an operation holding no lock.
+  template <typename Queue>
+  static void evaluate_window(Queue& queue, unsigned probation_left, double mutex_ns_per_job) {
+    queue.probation_left_ = probation_left;
+    queue.mutex_ns_per_job_ = mutex_ns_per_job;
+    queue.window_start_moved_ = 0;  // every job moved so far is in this window
+    queue.window_start_ns_ = 0;     // and it lasted since the clock's epoch: slow
+    queue.evaluate(Queue::lock_held::none);
+  }
+  template <typename Queue>
+  static unsigned probation_left(const Queue& queue) {
+    return queue.probation_left_;
+  }
+};
+}  // namespace thread_system
+
 namespace {
 
 // Thresholds no ratio can reach: only force_switch_for_testing() switches.
@@ -474,6 +494,32 @@ TYPED_TEST(AdaptiveJobQueue, ProducerFifoAcrossSwitches) {
 // number of probes logarithmic in the number of windows. Two threads push
 // and pop so that operations meet the lock held (only those look at a
 // window); without back-off this run would switch about once per window.
+// A probe of the lock-free queue that ends slower while the mutex queue still
+// holds jobs from before it cannot switch back yet (the previous queue must
+// drain first): it stays on probation and switches back at the next window,
+// instead of keeping the slower queue for good.
+TYPED_TEST(AdaptiveJobQueue, SlowerProbeThatCannotSwitchBackYetStaysOnProbation) {
+  // Ratios that never switch by themselves: only the probation decides.
+  TypeParam queue(ts::queue_strategy::ADAPTIVE, ts::adaptive_policy{16, 2.0, -1.0, true});
+  std::vector<int> seen;
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(queue.try_push(recorder(seen, i)));
+  ASSERT_TRUE(queue.force_switch_for_testing());  // the probe: lock-free active, 4 jobs left in the mutex queue
+  ts::adaptive_job_queue_test_access::evaluate_window(queue, 1, 0.0);       // slower than a mutex queue at 0 ns a job
+  EXPECT_EQ(queue.current_strategy(), ts::queue_strategy::FORCE_LOCKFREE);  // could not switch: not drained
+  EXPECT_EQ(ts::adaptive_job_queue_test_access::probation_left(queue), 1U);
+  ts::job_function job;
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(queue.try_pop(job));
+    job();
+  }
+  EXPECT_FALSE(queue.try_pop(job));  // the mutex queue is now marked drained
+  ts::adaptive_job_queue_test_access::evaluate_window(queue, ts::adaptive_job_queue_test_access::probation_left(queue),
+                                                      0.0);
+  EXPECT_EQ(queue.current_strategy(), ts::queue_strategy::FORCE_MUTEX);
+  EXPECT_EQ(queue.get_statistics().probes_rejected, 1U);
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3}));
+}
+
 TYPED_TEST(AdaptiveJobQueue, SlowerProbesAreUndoneWithBackoff) {
   ts::adaptive_policy policy;
   policy.window = 64;

@@ -1,7 +1,19 @@
 // adaptive_job_queue: a job queue that holds a mutex-strategy queue
-// (job_queue, spin-locked segments) and a lock-free queue
-// (lockfree_queue, fetch-and-add segments) and routes every operation to one
-// of them, switching between the two according to what it measures.
+// (spin-locked segments) and a lock-free queue (lockfree_queue,
+// fetch-and-add segments) and routes every operation to one of them,
+// switching between the two according to what it measures.
+//
+// Two mutex sides, one template (basic_adaptive_job_queue<MutexQueue>):
+//   * adaptive_job_queue: over job_queue, one lock for both ends. The
+//     stand-alone queue: where producers and consumers move one job at a
+//     time with nothing between, one lock moves the most jobs.
+//   * two_lock_adaptive_job_queue: over two_lock_job_queue, a lock for each
+//     end, so a producer never waits for a consumer. The pools' adaptive
+//     injector (pool_queue::adaptive) and the typed pool's adaptive
+//     per-type queue, whose workers take jobs in shares. Since producers
+//     and consumers never meet at a lock, its contention ratio counts only
+//     producers meeting producers and consumers meeting consumers, and it
+//     switches to the lock-free queue later than the one-lock queue would.
 //
 // Strategies (fixed at construction):
 //   * FORCE_MUTEX / FORCE_LOCKFREE: always that queue; never switches.
@@ -28,11 +40,12 @@
 //     holder) dominate a mean latency, while the lock still moves far more
 //     jobs per second. The measurements add no shared read-modify-write to
 //     an operation: the mutex queue counts contended operations itself (on
-//     its lock's cache line), the lock-free queue counts
+//     its lock's cache line; on a two-lock side on a line of their own,
+//     which only contended operations write), the lock-free queue counts
 //     contention in per-record counters it keeps anyway, and a window is
 //     evaluated by one thread (steady_clock once).
 //     Who looks at the window: on the mutex queue, every 64th operation
-//     that found the lock held (out of line, holding the lock); an
+//     that found its lock held (out of line, holding that lock); an
 //     uncontended operation never looks, since a window without contention
 //     has a ratio of 0 and asks for no switch. (So a threshold of 0 means
 //     "at the first contention", not "always".) On the lock-free queue,
@@ -44,15 +57,20 @@
 // take from the previous queue until it is drained, then from the active
 // one. Nothing on the fast path is a shared read-modify-write:
 //   * Mutex queue: every push and pop re-reads the state inside the queue's
-//     critical section (the fast paths read its copy in job_queue's
-//     refusals_, refreshed under the lock after every change of the state)
-//     and goes elsewhere if it may not use it (a push needs
-//     it active; a pop needs it active with the other queue drained, or
-//     previous and not drained). Every state change that takes a permission
-//     away from the mutex queue (a switch, its `drained` bit) is made while
-//     holding the same lock, so no mutex-queue operation acts on an
-//     outdated state. A pop that finds the previous mutex queue empty marks
-//     it drained under the lock: no push can enter it any more.
+//     critical section (the fast paths read its copy in the mutex queue's
+//     refusals, on the line of the lock they hold, refreshed under the
+//     locks concerned after every change of the state) and goes elsewhere
+//     if it may not use it (a push needs it active; a pop needs it active
+//     with the other queue drained, or previous and not drained). A switch
+//     holds every lock of the mutex queue (its one lock, or the tail lock
+//     then the head lock), so no mutex-queue operation acts on an outdated
+//     state. A pop that finds the previous mutex queue empty marks it
+//     drained holding its pop lock: no push can enter it any more (pushes
+//     need it active, and making it previous took the push lock too).
+//     With two locks an empty poll on the fast path takes no lock: it reads
+//     the count (acquire) and then the state again, and reports empty only
+//     if the state is still the one it started from (states only move
+//     forward), a moment at which both queues were empty.
 //   * Lock-free queue: a switch away from it *seals* it (a flag on its last
 //     segment and a sentinel after it; every index handed out before is
 //     resolved, see lockfree_queue.hpp), so a late push fails and retries on
@@ -68,15 +86,19 @@
 //     while older ones of the same producer wait in the mutex queue. A pop
 //     that ends at the seal of the previous lock-free queue marks it drained
 //     while it still holds its record, which keeps the queue sealed.
-//   * Switches are made by one thread at a time, under the mutex queue's lock.
+//   * Switches are made by one thread at a time, holding every lock of the
+//     mutex queue. A contended operation that looks at the window holds its
+//     own end's lock; with two locks it only tries the other one (never
+//     waits: no lock-order cycle), and if that is held the switch waits for
+//     a later window.
 //
-// Cost on the mutex queue: a push or pop runs job_queue's own code
+// Cost on the mutex queue: a push or pop runs the mutex queue's own code
 // (push_admitted / pop_admitted), inlined into try_push / try_pop, plus one
 // read of the state word before taking the lock (so that in lock-free mode
 // no operation touches the lock). Inside the critical section the state is
-// read from job_queue's `refusals_` byte, a copy kept on the lock's cache
-// line (see refresh_refusals_locked()): a push checks it exactly as
-// job_queue checks its closed flag, a pop tests one more bit. An
+// read from the mutex queue's refusals byte, a copy kept on the lock's
+// cache line (see refresh_refusals_locked()): a push checks it exactly as
+// the queue checks its closed flag, a pop tests one more bit. An
 // uncontended operation does no measuring. Everything else (a window to
 // evaluate, a switch, the lock-free queue, errors) is out of line.
 //
@@ -87,6 +109,7 @@
 //     producers have no mutual order.
 //   * A successful push happens-before the pop that returns its job (the
 //     underlying queue orders them).
+//   * try_push(job, was_empty) is exact on both mutex sides (see there).
 //   * push_batch goes into one queue: all or none.
 //   * A pop returns false only after finding the queue it may take from
 //     empty. Once is_closed() has returned true no switch happens any more,
@@ -128,12 +151,15 @@ namespace thread_system {
 struct adaptive_policy {
   /// Jobs moved (pushed or popped) per measurement window (at least 1).
   /// On the mutex queue a window is looked at only by an operation that
-  /// found the lock held, so a window may span more jobs than this.
+  /// found its lock held, so a window may span more jobs than this.
   std::size_t window = 4096;
   /// Switch from the mutex queue to the lock-free one at or above this
   /// contention ratio (contention events per job moved). Only windows with
   /// contention are looked at: a queue that never meets its lock held never
-  /// switches, even with a threshold of 0.
+  /// switches, even with a threshold of 0. On a two-lock mutex side
+  /// (two_lock_adaptive_job_queue) only producers meeting producers and
+  /// consumers meeting consumers count, so the ratio is far lower than on a
+  /// one-lock side for the same load (see the header comment).
   double to_lockfree_threshold = 0.25;
   /// Switch from the lock-free queue back to the mutex one at or below this ratio.
   double to_mutex_threshold = 0.02;
@@ -161,6 +187,7 @@ template <typename MutexQueue>
 class basic_adaptive_job_queue {
   using push_outcome = typename MutexQueue::push_outcome;
   using queue_end = typename MutexQueue::queue_end;
+  friend struct adaptive_job_queue_test_access;  // white-box tests: a window's decision with chosen measurements
 
  public:
   /// The seed's name for thread_system::queue_strategy (= pool_queue).
@@ -201,8 +228,10 @@ class basic_adaptive_job_queue {
   /// went into held no earlier job still to be taken: the mutex queue reads
   /// it inside its critical section (exact), the lock-free queue after
   /// publishing (lockfree_queue::try_push(job, was_empty)). False only when
-  /// an earlier job waits in the same queue, so a pool that skips its
-  /// wake-up then leaves no job unserved (see scheduler/injector.hpp).
+  /// an earlier job waits in the same queue (on a two-lock side, or one a
+  /// pop has taken and not yet subtracted from the count: that pop's
+  /// consumer is awake), so a pool that skips its wake-up then leaves no
+  /// job unserved (see scheduler/injector.hpp).
   /// Unchanged on failure.
   [[nodiscard]] result<void> try_push(job_function&& job, bool& was_empty) {
     if (!job) return make_error(error_code::invalid_argument, "adaptive_job_queue: empty job");
@@ -245,7 +274,7 @@ class basic_adaptive_job_queue {
 
   /// Refuses further pushes. Idempotent; queued jobs stay poppable.
   void close() {
-    mutex_queue_.close();  // under the mutex queue's lock: no switch after this
+    mutex_queue_.close();  // under its (push) lock, which every switch holds too: no switch after this
     lockfree_queue_.close();
     // release: a thread that sees the flag (acquire in is_closed()) sees both
     // queues closed; pairs with is_closed().
@@ -288,7 +317,7 @@ class basic_adaptive_job_queue {
   }
 
   /// After close(): returns once no push that could still be accepted is
-  /// running. The mutex queue accepts under its lock, which close() took;
+  /// running. The mutex queue accepts under its (push) lock, which close() took;
   /// the lock-free queue's pushes in flight are waited for (its
   /// wait_for_pushes()); a push they turn away finds the mutex queue closed.
   void wait_for_pushes() const noexcept { lockfree_queue_.wait_for_pushes(); }
@@ -361,7 +390,7 @@ class basic_adaptive_job_queue {
   }
 
   // Pushes `jobs` (all valid, at least one). The common case is inline (the
-  // mutex queue is active and no window closes): job_queue's own push plus
+  // mutex queue is active and no window closes): the mutex queue's own push plus
   // one load of the state. Anything else goes out of line.
   // `was_empty`, when given, is set on success (see try_push()).
   THREAD_SYSTEM_ALWAYS_INLINE result<void> push_valid(std::span<job_function> jobs, bool* was_empty = nullptr) {
@@ -452,7 +481,8 @@ class basic_adaptive_job_queue {
   // The common case, in one critical section: the mutex queue is active and
   // the lock-free one drained, so the mutex queue is the only place a pop
   // may take from, and finding it empty is a definite answer (no second
-  // lock for an empty poll). Returns not_mutex_only in any other state.
+  // lock for an empty poll; with two locks, no lock at all). Returns
+  // not_mutex_only in any other state.
   // `limit` as the mutex queue's pop_admitted's (all, or a consumer's share).
   template <typename Limit = typename MutexQueue::take_all>
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_mutex_only(std::span<job_function> out, Limit limit = {}) {
@@ -646,6 +676,11 @@ class basic_adaptive_job_queue {
                 std::min(backoff_length_ == 0 ? first_backoff_windows : 2 * backoff_length_, max_backoff_windows);
             backoff_left_ = backoff_length_;
             probes_rejected_.fetch_add(1, std::memory_order_relaxed);  // statistics only
+          } else {
+            // Not now (the mutex queue still holds jobs from before the
+            // probe, or its other lock was held): still on probation,
+            // decided again at the next window.
+            probation_left_ = 1;
           }
         } else {
           backoff_length_ = 0;  // the lock-free queue won: later probes start afresh

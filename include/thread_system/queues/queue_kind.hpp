@@ -33,9 +33,11 @@ namespace thread_system {
 /// Which job queue: the injector of a pool, or the mode of an adaptive_job_queue.
 enum class pool_queue {
   mutex,     ///< Spin-locked segments (the pools' default): a pool's injector is a two_lock_job_queue (a lock for each
-             ///< end), an adaptive_job_queue's mutex side a job_queue.
+             ///< end); a stand-alone adaptive_job_queue's mutex side is a job_queue (one lock).
   lockfree,  ///< lockfree_queue: fetch-and-add array segments with hazard pointers.
-  adaptive,  ///< adaptive_job_queue: switches between the two above by measured contention.
+  adaptive,  ///< Switches between the two above by measured contention: a pool's injector is a
+             ///< two_lock_adaptive_job_queue (its mutex side the pool's two-lock queue), a stand-alone queue an
+             ///< adaptive_job_queue.
   sharded,   ///< sharded_queue: per-producer shards.
   bounded,   ///< bounded_queue: Vyukov's fixed ring; a push into a full queue is refused with `queue_full`.
 
