@@ -3,6 +3,7 @@
 // the replacement affects nothing else).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdlib>
@@ -28,6 +29,8 @@ thread_local bool t_fail_array_new = false;
 // error message must still be allocated, so failing every size would only
 // test that the error cannot be built.)
 thread_local std::size_t t_fail_new_of_size = 0;
+// When set, every allocation of this thread fails, the error message's too.
+thread_local bool t_fail_all_new = false;
 }  // namespace
 
 // Replacements of the global allocation functions (counting, then malloc).
@@ -38,13 +41,13 @@ thread_local std::size_t t_fail_new_of_size = 0;
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 void* operator new(std::size_t n) {
-  if (t_fail_new_of_size != 0 && n == t_fail_new_of_size) throw std::bad_alloc();
+  if (t_fail_all_new || (t_fail_new_of_size != 0 && n == t_fail_new_of_size)) throw std::bad_alloc();
   g_allocations.fetch_add(1, std::memory_order_relaxed);  // a count, no ordering needed
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
 }
 void* operator new[](std::size_t n) {
-  if (t_fail_array_new) throw std::bad_alloc();
+  if (t_fail_array_new || t_fail_all_new) throw std::bad_alloc();
   g_allocations.fetch_add(1, std::memory_order_relaxed);  // a count, no ordering needed
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
@@ -58,6 +61,30 @@ void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
     return nullptr;
   }
 }
+// The aligned forms (lock-free segments, alignas(64) state), counted and
+// failed the same way.
+void* operator new(std::size_t n, std::align_val_t al) {
+  if (t_fail_all_new) throw std::bad_alloc();
+  g_allocations.fetch_add(1, std::memory_order_relaxed);  // a count, no ordering needed
+  const auto align = static_cast<std::size_t>(al);
+  if (void* p = std::aligned_alloc(align, (std::max<std::size_t>(n, 1) + align - 1) / align * align)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n, std::align_val_t al) {
+  if (t_fail_array_new) throw std::bad_alloc();
+  return operator new(n, al);
+}
+void* operator new(std::size_t n, std::align_val_t al, const std::nothrow_t&) noexcept {
+  try {
+    return operator new(n, al);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
@@ -294,6 +321,86 @@ TEST(Allocation, BoundedQueueReportsAFailedBox) {
 TEST(Allocation, LockfreeQueueReportsAFailedBox) {
   ts::lockfree_queue queue;
   expect_box_failure_is_reported(queue);
+}
+
+// With no memory left at all, not even for the error's message, a push
+// that needs storage (a segment, a large job's box) is still refused with a
+// `resource_exhausted` result: it never throws (the message was a string
+// longer than the small-string buffer, and building it threw bad_alloc out
+// of try_push). The message may then be empty; the code is always there.
+namespace {
+template <typename Queue, typename MakeJob>
+void expect_refusal_with_no_memory_at_all(Queue& queue, MakeJob make_job) {
+  int ran = 0;
+  ASSERT_TRUE(queue.try_push(make_job(ran)));  // the thread's first use of the queue may allocate
+  std::size_t accepted = 1;
+  ts::result<void> pushed;
+  bool threw = false;
+  t_fail_all_new = true;
+  try {
+    for (int i = 0; i < 100000; ++i) {  // a segment holds at most a few thousand jobs
+      pushed = queue.try_push(make_job(ran));
+      if (!pushed) break;
+      ++accepted;
+    }
+  } catch (...) {
+    threw = true;
+  }
+  t_fail_all_new = false;
+  EXPECT_FALSE(threw) << "a refusal for lack of memory must be a result, not an exception";
+  ASSERT_FALSE(pushed) << "100000 pushes succeeded without allocating";
+  EXPECT_EQ(pushed.error().code(), ts::error_code::resource_exhausted);
+  ts::job_function out;
+  while (queue.try_pop(out)) out();
+  EXPECT_EQ(static_cast<std::size_t>(ran), accepted);
+}
+auto small_job(int& ran) {
+  return ts::job_function([&ran] { ++ran; });
+}
+auto boxed_job(int& ran) { return ts::job_function(large_job{{}, &ran}); }
+}  // namespace
+
+TEST(Allocation, EveryQueueRefusesWithAResultWhenNoMemoryIsLeftEvenForTheMessage) {
+  {
+    SCOPED_TRACE("job_queue");
+    ts::job_queue queue{2};
+    expect_refusal_with_no_memory_at_all(queue, small_job);
+  }
+  {
+    SCOPED_TRACE("two_lock_job_queue");
+    ts::two_lock_job_queue queue{2};
+    expect_refusal_with_no_memory_at_all(queue, small_job);
+  }
+  {
+    SCOPED_TRACE("adaptive_job_queue, mutex");
+    ts::adaptive_job_queue queue{ts::queue_strategy::FORCE_MUTEX};
+    expect_refusal_with_no_memory_at_all(queue, small_job);
+  }
+  {
+    SCOPED_TRACE("adaptive_job_queue, lock-free");
+    ts::adaptive_job_queue queue{ts::queue_strategy::FORCE_LOCKFREE};
+    expect_refusal_with_no_memory_at_all(queue, small_job);
+  }
+  {
+    SCOPED_TRACE("two_lock_adaptive_job_queue, mutex");
+    ts::two_lock_adaptive_job_queue queue{ts::queue_strategy::FORCE_MUTEX};
+    expect_refusal_with_no_memory_at_all(queue, small_job);
+  }
+  {
+    SCOPED_TRACE("lockfree_queue");
+    ts::lockfree_queue queue;
+    expect_refusal_with_no_memory_at_all(queue, small_job);
+  }
+  {
+    SCOPED_TRACE("lockfree_queue, a large job's box");
+    ts::lockfree_queue queue;
+    expect_refusal_with_no_memory_at_all(queue, boxed_job);
+  }
+  {
+    SCOPED_TRACE("bounded_queue, a large job's box");
+    ts::bounded_queue queue{16};
+    expect_refusal_with_no_memory_at_all(queue, boxed_job);
+  }
 }
 
 // Coroutines: frames are recycled (coro/frame_allocator.hpp). On one

@@ -433,17 +433,8 @@ class basic_adaptive_job_queue {
   // that came first (pushed again, through push_routed()), or an error.
   THREAD_SYSTEM_NOINLINE result<void> finish_mutex_push(push_outcome outcome, std::span<job_function> jobs,
                                                         bool* was_empty) {
-    switch (outcome) {
-      case push_outcome::pushed:
-        return {};
-      case push_outcome::not_admitted:
-        return push_routed(jobs, was_empty);
-      case push_outcome::closed:
-        return make_error(error_code::pool_stopped, "adaptive_job_queue: queue is closed");
-      case push_outcome::out_of_memory:
-        break;
-    }
-    return make_error(error_code::resource_exhausted, "adaptive_job_queue: out of memory");
+    if (outcome == push_outcome::not_admitted) return push_routed(jobs, was_empty);
+    return detail::mutex_queue_hooks::to_result(outcome, "adaptive_job_queue");
   }
 
   THREAD_SYSTEM_NOINLINE result<void> push_routed(std::span<job_function> jobs, bool* was_empty) {
@@ -472,7 +463,7 @@ class basic_adaptive_job_queue {
         case lockfree_queue::link_status::out_of_memory:
           break;
       }
-      return make_error(error_code::resource_exhausted, "adaptive_job_queue: out of memory");
+      return detail::mutex_queue_hooks::to_result(push_outcome::out_of_memory, "adaptive_job_queue");
     }
   }
 

@@ -232,8 +232,10 @@ class bounded_queue {
   static_assert(sizeof(cell) == 48);
   static_assert(slot::inline_bytes == inline_job_bytes);
 
-  static result<void> out_of_memory() {
-    return make_error(error_code::resource_exhausted, "bounded_queue: cannot allocate the box of a large job");
+  // Never throws: out of memory for the message too, the error keeps only its code.
+  static result<void> out_of_memory() noexcept {
+    return make_error_nothrow(error_code::resource_exhausted,
+                              [] { return "bounded_queue: cannot allocate the box of a large job"; });
   }
 
   // Claims `count` consecutive positions for a producer; on success `first`

@@ -49,7 +49,7 @@
 namespace thread_system {
 
 /// The mutex-protected (spin-locked), unbounded FIFO of jobs, stored packed in a list of segments.
-class alignas(64) job_queue {
+class alignas(64) job_queue : private detail::mutex_queue_hooks {
  public:
   /// `initial_capacity`: jobs of four words (32 bytes packed) a segment
   /// holds; every segment has that size (rounded up to a power of two words,
@@ -168,38 +168,10 @@ class alignas(64) job_queue {
   template <typename>
   friend class basic_adaptive_job_queue;
 
-  // The one implementation of a push and of a pop, shared with the
-  // adaptive queue, which runs its own checks inside the same critical
-  // section: a pop's `admit()` decides, under the lock, whether it may go
-  // on (a push is decided by refusals_), and a pop's `after(...)` runs
-  // under the lock once it is done. job_queue's own
-  // operations pass no-ops, which compile away. (Hooks are named types with
-  // forced-inline calls, not lambdas: the whole fast path must inline into
-  // the caller, whatever the compiler's inlining budget there.)
-  struct admit_all {
-    THREAD_SYSTEM_ALWAYS_INLINE constexpr bool operator()() const noexcept { return true; }
-  };
-  struct no_action {
-    template <typename... A>
-    THREAD_SYSTEM_ALWAYS_INLINE constexpr void operator()(A&&... /*unused*/) const noexcept {}
-  };
-  // How many jobs a pop may take, given how many are queued.
-  struct take_all {
-    THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t /*queued*/) const noexcept {
-      return ~std::size_t{0};
-    }
-  };
-  struct at_most {
-    std::size_t max;
-    THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t /*queued*/) const noexcept { return max; }
-  };
-  struct fair_share {  // one consumer's part of the backlog, at least one job
-    std::size_t consumers;
-    THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t queued) const noexcept {
-      const std::size_t fair = consumers <= 1 ? queued : queued / consumers;
-      return fair == 0 ? std::size_t{1} : fair;
-    }
-  };
+  // push_admitted() and pop_admitted() below are the one implementation of
+  // a push and of a pop, shared with the adaptive queue, with the hooks of
+  // detail::mutex_queue_hooks (a push is decided by refusals_).
+
   // What an operation that found the lock held does once it holds it
   // (out of line, see spin_lock::lock_then_if_contended): counts itself,
   // then calls the caller's hook with the new count.
@@ -210,24 +182,8 @@ class alignas(64) job_queue {
     THREAD_SYSTEM_ALWAYS_INLINE void operator()() const noexcept { hook(queue->count_contended()); }
   };
 
-  enum class push_outcome { pushed, not_admitted, closed, out_of_memory };
-  // refusals_ bits.
-  static constexpr std::uint8_t refuse_closed = 1;     // closed: pushes fail with pool_stopped
-  static constexpr std::uint8_t refuse_pushes = 2;     // pushes are not admitted (they belong elsewhere)
-  static constexpr std::uint8_t refuse_fast_pops = 4;  // adaptive_job_queue's fast pop is not admitted
-  static constexpr std::size_t not_admitted = ~std::size_t{0};
-
-  static result<void> to_result(push_outcome outcome) {
-    switch (outcome) {
-      case push_outcome::pushed:
-        return {};
-      case push_outcome::closed:
-        return make_error(error_code::pool_stopped, "job_queue: queue is closed");
-      case push_outcome::out_of_memory:
-      case push_outcome::not_admitted:  // (not used by job_queue's own operations)
-        break;
-    }
-    return make_error(error_code::resource_exhausted, "job_queue: out of memory for a segment");
+  static result<void> to_result(push_outcome outcome) noexcept {
+    return mutex_queue_hooks::to_result(outcome, "job_queue");
   }
 
   // A push is admitted unless refusals_ refuses it (closed, or pushes
@@ -271,7 +227,6 @@ class alignas(64) job_queue {
 
   // For the adaptive queue (the same surface as two_lock_job_queue's,
   // where each end has its own lock; here one lock is both).
-  enum class queue_end : bool { push, pop };
   static constexpr bool lock_per_end = false;
   void lock_both() noexcept { mutex_.lock(); }
   void unlock_both() noexcept { mutex_.unlock(); }

@@ -9,7 +9,8 @@
 // segment's end, a skip marker (a zero first word) ends the segment and the
 // entry starts the next one. What is shared here is the segment itself, its
 // allocation and the entry format; how segments are linked, reused and
-// locked is each queue's.
+// locked is each queue's. Shared too: the vocabulary of the private hook
+// surface both queues offer basic_adaptive_job_queue (mutex_queue_hooks).
 //
 // Contract: no synchronisation of its own; a segment's words are written
 // and read as each queue's locks and orders allow.
@@ -21,7 +22,9 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <string>
 
+#include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/detail/config.hpp"
 
@@ -109,5 +112,74 @@ static_assert(segment_words_for(static_cast<std::size_t>(-1)) == max_segment_wor
 inline void end_segment(job_segment& s, std::size_t used, std::size_t words) noexcept {
   if (used < words) std::memset(s.words()[used].bytes, 0, sizeof(job_word));
 }
+
+/// The vocabulary of the hook surface job_queue and two_lock_job_queue share
+/// with basic_adaptive_job_queue, which runs its own checks inside their
+/// critical sections: a pop's `admit()` decides, under the lock, whether it
+/// may go on, its `limit(queued)` how many jobs it may take, its
+/// `after(taken)` runs under the lock once they are out; a push is decided
+/// by the queue's refusal bits. Each queue inherits this privately, so the
+/// names are its own (`job_queue::take_all`, ...). The queues' own
+/// operations pass the no-op hooks, which compile away. (Hooks are named
+/// types with forced-inline calls, not lambdas: the whole fast path must
+/// inline into the caller, whatever the compiler's inlining budget there.)
+struct mutex_queue_hooks {
+  struct admit_all {
+    THREAD_SYSTEM_ALWAYS_INLINE constexpr bool operator()() const noexcept { return true; }
+  };
+  struct no_action {
+    template <typename... A>
+    THREAD_SYSTEM_ALWAYS_INLINE constexpr void operator()(A&&... /*unused*/) const noexcept {}
+  };
+  // Limits: how many jobs a pop may take, given how many are queued (never
+  // more than that).
+  struct take_all {
+    THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t queued) const noexcept { return queued; }
+  };
+  struct at_most {
+    std::size_t max;
+    THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t queued) const noexcept {
+      return std::min(max, queued);
+    }
+  };
+  struct fair_share {  // one consumer's part of the backlog, at least one job while any is queued
+    std::size_t consumers;
+    THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t queued) const noexcept {
+      const std::size_t fair = consumers <= 1 ? queued : queued / consumers;
+      return fair == 0 ? std::min<std::size_t>(1, queued) : fair;
+    }
+  };
+
+  // The ends, for a hook that holds one lock and needs the other (with one
+  // lock for both, it holds both).
+  enum class queue_end : bool { push, pop };
+
+  // Refusal bits.
+  static constexpr std::uint8_t refuse_closed = 1;     // closed: pushes fail with pool_stopped
+  static constexpr std::uint8_t refuse_pushes = 2;     // pushes are not admitted (they belong elsewhere)
+  static constexpr std::uint8_t refuse_fast_pops = 4;  // the adaptive queue's fast pop is not admitted
+  // A pop's result when admit() refused it.
+  static constexpr std::size_t not_admitted = ~std::size_t{0};
+
+  enum class push_outcome { pushed, not_admitted, closed, out_of_memory };
+
+  // The queue's own pushes' result (not_admitted cannot happen there: only
+  // the adaptive queue sets refuse_pushes, and it maps that outcome itself).
+  // Never throws, out of memory included: the message is then dropped.
+  static result<void> to_result(push_outcome outcome, const char* queue_name) noexcept {
+    switch (outcome) {
+      case push_outcome::pushed:
+        return {};
+      case push_outcome::closed:
+        return make_error_nothrow(error_code::pool_stopped,
+                                  [queue_name] { return std::string(queue_name) + ": queue is closed"; });
+      case push_outcome::out_of_memory:
+      case push_outcome::not_admitted:
+        break;
+    }
+    return make_error_nothrow(error_code::resource_exhausted,
+                              [queue_name] { return std::string(queue_name) + ": out of memory for a segment"; });
+  }
+};
 
 }  // namespace thread_system::detail

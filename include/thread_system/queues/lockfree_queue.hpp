@@ -458,7 +458,7 @@ class lockfree_queue {
       case link_status::linked:
         return {};
       case link_status::out_of_memory:
-        return make_error(error_code::resource_exhausted, "lockfree_queue: out of memory");
+        return make_error_nothrow(error_code::resource_exhausted, [] { return "lockfree_queue: out of memory"; });
       case link_status::sealed:  // only an adaptive_job_queue seals; it never lets this through
       case link_status::closed:
         break;

@@ -65,7 +65,7 @@ namespace thread_system {
 
 /// job_queue's storage with one spin lock for pushes and one for pops (the
 /// pools' mutex injector): producers and consumers never wait for each other.
-class alignas(64) two_lock_job_queue {
+class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
  public:
   /// `initial_capacity`: jobs of four words (32 bytes packed) a segment
   /// holds; every segment has that size (rounded up to a power of two words,
@@ -185,24 +185,6 @@ class alignas(64) two_lock_job_queue {
   using word = detail::job_word;
   using segment = detail::job_segment;
 
-  // How many jobs a pop may take, given how many are queued (named types
-  // with forced-inline calls: the whole fast path inlines into the caller).
-  struct take_all {
-    THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t queued) const noexcept { return queued; }
-  };
-  struct at_most {
-    std::size_t max;
-    THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t queued) const noexcept {
-      return std::min(max, queued);
-    }
-  };
-  struct fair_share {  // one consumer's part of the backlog, at least one job
-    std::size_t consumers;
-    THREAD_SYSTEM_ALWAYS_INLINE constexpr std::size_t operator()(std::size_t queued) const noexcept {
-      const std::size_t fair = consumers <= 1 ? queued : queued / consumers;
-      return fair == 0 ? std::min<std::size_t>(1, queued) : fair;
-    }
-  };
   // What an operation that found its lock held does once it holds it
   // (out of line, see spin_lock::lock_then_if_contended): counts itself,
   // then calls the caller's hook with the new count.
@@ -216,45 +198,21 @@ class alignas(64) two_lock_job_queue {
     }
   };
 
-  // The hooks basic_adaptive_job_queue<two_lock_job_queue> runs inside this
-  // queue's critical sections (the same surface as job_queue's; see
-  // adaptive_job_queue.hpp). The queue's own operations pass no-ops, which
-  // compile away. (Named types with forced-inline calls, not lambdas: the
-  // whole fast path must inline into the caller.)
+  // basic_adaptive_job_queue<two_lock_job_queue> runs its hooks
+  // (detail::mutex_queue_hooks) inside this queue's critical sections, the
+  // same surface as job_queue's; see adaptive_job_queue.hpp.
   template <typename>
   friend class basic_adaptive_job_queue;
-  struct admit_all {
-    THREAD_SYSTEM_ALWAYS_INLINE constexpr bool operator()() const noexcept { return true; }
-  };
-  struct no_action {
-    template <typename... A>
-    THREAD_SYSTEM_ALWAYS_INLINE constexpr void operator()(A&&... /*unused*/) const noexcept {}
-  };
-  // The ends, for a hook that holds one lock and needs the other.
-  enum class queue_end : bool { push, pop };
-  // refusals: tail_refusals_ holds refuse_closed and refuse_pushes (read by
-  // pushes, under the tail lock), head_refusals_ refuse_fast_pops (read by
-  // the adaptive queue's fast pop, under the head lock).
-  static constexpr std::uint8_t refuse_closed = 1;     // closed: pushes fail with pool_stopped
-  static constexpr std::uint8_t refuse_pushes = 2;     // pushes are not admitted (they belong elsewhere)
-  static constexpr std::uint8_t refuse_fast_pops = 4;  // the adaptive queue's fast pop is not admitted
-  static constexpr std::size_t not_admitted = ~std::size_t{0};
+  // refusals (detail::mutex_queue_hooks' bits): tail_refusals_ holds
+  // refuse_closed and refuse_pushes (read by pushes, under the tail lock),
+  // head_refusals_ refuse_fast_pops (read by the adaptive queue's fast pop,
+  // under the head lock).
+
   // Each lock has its own end's queue: a pop never blocks a push.
   static constexpr bool lock_per_end = true;
 
-  enum class push_outcome { pushed, not_admitted, closed, out_of_memory };
-
-  static result<void> to_result(push_outcome outcome) {
-    switch (outcome) {
-      case push_outcome::pushed:
-        return {};
-      case push_outcome::closed:
-        return make_error(error_code::pool_stopped, "two_lock_job_queue: queue is closed");
-      case push_outcome::out_of_memory:
-      case push_outcome::not_admitted:  // (not used by the queue's own operations)
-        break;
-    }
-    return make_error(error_code::resource_exhausted, "two_lock_job_queue: out of memory for a segment");
+  static result<void> to_result(push_outcome outcome) noexcept {
+    return mutex_queue_hooks::to_result(outcome, "two_lock_job_queue");
   }
 
   // Appends `jobs` (all valid) under the tail lock, unless tail_refusals_
