@@ -182,7 +182,9 @@ result<void> pool_core::launch(std::span<pool_worker* const> batch, BeforeGo bef
   } catch (const std::system_error& e) {  // group_for(): too many distinct responsibility sets
     return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': " + e.what());
   } catch (const std::bad_alloc&) {
-    return make_error(error_code::resource_exhausted, "thread_pool '" + name_ + "': out of memory for the workers");
+    // The message is built without throwing: memory is short here.
+    return make_error_nothrow(error_code::resource_exhausted,
+                              [this] { return "thread_pool '" + name_ + "': out of memory for the workers"; });
   }
   std::size_t created = 0;
   result<void> refused;

@@ -29,7 +29,9 @@ result<void> pool_monitor::start() {
   try {
     sampler_ = std::thread([this] { sampler_main(); });
   } catch (const std::system_error& e) {
-    return make_error(error_code::resource_exhausted, std::string("pool_monitor: cannot start sampler: ") + e.what());
+    // Built without throwing (the message needs memory too).
+    return make_error_nothrow(error_code::resource_exhausted,
+                              [&e] { return std::string("pool_monitor: cannot start sampler: ") + e.what(); });
   }
   running_.store(true, std::memory_order_release);  // pairs with is_running()'s acquire
   return {};
