@@ -258,7 +258,7 @@ bool logger::write_one(const detail::thread_buffer& b, const detail::record_head
       if (static_cast<std::size_t>(failure_length) >= sizeof failure_text) failure_length = sizeof failure_text - 1;
     };
     try {
-      h.formatter(message_, fmt::string_view(h.format, h.format_size), payload);
+      h.formatter(format_cache_, message_, fmt::string_view(h.format, h.format_size), payload);
     } catch (const std::bad_alloc&) {
       note_failure("out of memory");
     } catch (const std::exception& e) {

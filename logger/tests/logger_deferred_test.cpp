@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -520,5 +522,71 @@ TEST(LoggerDeferred, AWriterThatFallsBehindLosesNothing) {
   }
 }
 
+// The writer parses each format string once (detail::format_cache): the
+// text is the same as fmt's for every spec, on the first record of a call
+// site (parsed) and on later ones (cached), and with fields the cache does
+// not cover (positional) it falls back to fmt::vformat_to.
+TEST(LoggerDeferred, ParsedFormatStringsGiveFmtsTextFirstAndLaterTime) {
+  auto sink = std::make_shared<recording_sink>();
+  logger log({sink}, small_options());
+  for (int round = 0; round < 3; ++round) {
+    const int i = 40 + round;
+    expect_same_text(log, *sink, "user {} logged in from {} on attempt {} in {:.2f} ms", i, std::string("10.0.0.1"), 3,
+                     0.25 * i);
+    expect_same_text(log, *sink, "{{{}}} }}{{ {{}} [{:*^9}] [{:+08.3f}] [{:#x}] [{:<5}]", i, "mid", -2.5, 255U, true);
+    expect_same_text(log, *sink, "{:>4}{:c}{:d}{}", 'a', 66, 'C', 'd');
+    expect_same_text(log, *sink, "{} {} {} {} {}", 7L, 8UL, 9LL, 10ULL, -1.5L);
+    expect_same_text(log, *sink, "{:e} {:g} {:a} {:E} ", 1e-9, 2.5F, 1.0, 0.5);
+    expect_same_text(log, *sink, "{:.3} [{:10.4}] {}", std::string_view("truncate"), "cstring", "");
+    expect_same_text(log, *sink, "{1} {0} {1}", 1, "positional");  // not covered: fmt::vformat_to
+    expect_same_text(log, *sink, "{:s} {:d} {}", true, false, false);
+    expect_same_text(log, *sink, "only the first {} of two", 1, 2);
+    expect_same_text(log, *sink, "{}", std::numeric_limits<double>::quiet_NaN());
+  }
+  EXPECT_EQ(log.statistics().format_errors, 0U);
+}
+
+// White-box: the cache is keyed by the format's text and the argument
+// types, not by the text's address alone. The same address seen with other
+// argument types (identical literals are merged by the linker) or holding
+// other text (a format string in a library unloaded and another loaded at
+// the same address) is parsed again; many call sites on few slots evict
+// each other and still format right.
+namespace {
+template <typename... A>
+std::string format_deferred(detail::format_cache& cache, fmt::string_view format, const A&... args) {
+  std::vector<std::byte> bytes(4096);
+  std::byte* out = bytes.data();
+  ((out = detail::encode_arg(out, detail::encode_view(args))), ...);
+  fmt::memory_buffer buffer;
+  detail::format_encoded<detail::log_stored_t<const A&>...>(cache, buffer, format, bytes.data());
+  return {buffer.data(), buffer.size()};
+}
+}  // namespace
+
+TEST(LoggerFormatCache, KeyedByTextAndArgumentTypesNotByAddress) {
+  detail::format_cache cache;
+  char format[] = "a{}b{:>4}c";
+  const fmt::string_view view(format, sizeof format - 1);
+  EXPECT_EQ(format_deferred(cache, view, 1, 2), "a1b   2c");
+  EXPECT_EQ(format_deferred(cache, view, 1, 2), "a1b   2c");                     // cached
+  EXPECT_EQ(format_deferred(cache, view, 1.5, std::string("x")), "a1.5b   xc");  // same address, other types
+  EXPECT_EQ(format_deferred(cache, view, 3, 4), "a3b   4c");
+  std::memcpy(format, "x{}y{:<4}z", sizeof format);  // same address and length, other text
+  EXPECT_EQ(format_deferred(cache, view, 3, 4), "x3y4   z");
+  std::memcpy(format, "x{0}{0:<4}", sizeof format);  // now a positional format: not covered
+  EXPECT_EQ(format_deferred(cache, view, 5, 6), "x55   ");
+
+  // Many call sites, more than the cache has slots: each formats right on
+  // every round, evicted or not.
+  std::vector<std::string> formats;
+  for (int k = 0; k < 300; ++k) formats.push_back(fmt::format("site {} {{}} {{:0{}}}", k, 1 + k % 9));
+  for (int round = 0; round < 3; ++round) {
+    for (int k = 0; k < 300; ++k) {
+      const std::string& f = formats[static_cast<std::size_t>(k)];
+      ASSERT_EQ(format_deferred(cache, f, round, k), fmt::format(fmt::runtime(f), round, k)) << f;
+    }
+  }
+}
 }  // namespace
 }  // namespace thread_system

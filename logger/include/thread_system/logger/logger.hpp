@@ -513,7 +513,8 @@ class logger {
   std::vector<std::uint64_t> ends_;
   std::vector<std::uint64_t> heads_;
   std::vector<std::uint64_t> ends_snapshot_;
-  fmt::memory_buffer message_;  // a deferred record's formatted message
+  fmt::memory_buffer message_;         // a deferred record's formatted message
+  detail::format_cache format_cache_;  // the writer's parsed format strings (detail/arg_codec.hpp)
   line_formatter formatter_;
   std::unique_ptr<detail::tick_converter> clock_;
   std::uint64_t dropped_reported_ = 0;
