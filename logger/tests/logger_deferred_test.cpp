@@ -542,8 +542,31 @@ TEST(LoggerDeferred, ParsedFormatStringsGiveFmtsTextFirstAndLaterTime) {
     expect_same_text(log, *sink, "{:s} {:d} {}", true, false, false);
     expect_same_text(log, *sink, "only the first {} of two", 1, 2);
     expect_same_text(log, *sink, "{}", std::numeric_limits<double>::quiet_NaN());
+    // A '}' fill before a dynamic width or precision (a nested field, which
+    // the writer cannot format without the argument list), and a '}' fill
+    // with a static width.
+    expect_same_text(log, *sink, "[{:}>{}}]", 42, 6);
+    expect_same_text(log, *sink, "{:}^.{}}", 3.14159, 3);
+    expect_same_text(log, *sink, "[{:}>8}] [{:\xC3\xA9<5}]", std::string_view("str"), 7);
   }
   EXPECT_EQ(log.statistics().format_errors, 0U);
+}
+
+// A fill is read as {fmt} reads it (any code point before '<', '>' or '^',
+// '}' included), so a nested field or a `p` presentation after such a fill
+// keeps the call on the caller's thread.
+static_assert(!detail::format_is_deferrable("[{:}>{}}]"));
+static_assert(!detail::format_is_deferrable("{:}^.{}}"));
+static_assert(!detail::format_is_deferrable("{:}<20p}"));
+static_assert(!detail::format_is_deferrable("{:\xC3}>{}}"));
+static_assert(detail::format_is_deferrable("[{:}>8}] {:p<3} {:%H:%M}"));
+static_assert(!detail::format_is_deferrable("{:{}}"));
+
+TEST(LoggerDeferred, APointerPresentationAfterABraceFillShowsTheCallersAddress) {
+  auto sink = std::make_shared<recording_sink>();
+  logger log({sink}, small_options());
+  const char* c_string = "c string";
+  expect_same_text(log, *sink, "[{:}<20p}]", c_string);
 }
 
 // White-box: the cache is keyed by the format's text and the argument

@@ -269,7 +269,14 @@ class format_cache {
     std::string literals;                         // its literal text, unescaped
     std::unique_ptr<std::max_align_t[]> program;  // a format_program<T...>, trivially destructible
     bool compiled = false;                        // false: formatted with fmt::vformat_to
+    std::uint32_t misses = 0;                     // records of other call sites since this one's last
   };
+
+  /// A slot held by another call site is taken over only after this many
+  /// records of other sites in a row: of two hot sites that share a slot,
+  /// one keeps it and the other is formatted by fmt::vformat_to, instead of
+  /// both being parsed again on every record.
+  static constexpr std::uint32_t takeover_misses = 8;
 
   entry& slot(const char* format) noexcept {
     const auto bits = reinterpret_cast<std::uintptr_t>(format);  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
@@ -282,12 +289,13 @@ class format_cache {
   }
 
  private:
-  std::array<entry, 64> entries_;
+  std::array<entry, 128> entries_;
 };
 
 /// Parses `format` for T... into `e`. A format or a spec outside what a
 /// program covers is cached as not compiled (formatted with
-/// fmt::vformat_to). Out of memory: false, and `e` is left empty.
+/// fmt::vformat_to). Out of memory: false, and `e` is left empty (tried
+/// again by a later record).
 template <typename... T>
 bool compile_format(format_cache::entry& e, fmt::string_view format) noexcept {
   using program = format_program<T...>;
@@ -302,6 +310,7 @@ bool compile_format(format_cache::entry& e, fmt::string_view format) noexcept {
     e.program.reset(new std::max_align_t[words]);
   } catch (...) {  // out of memory: nothing cached
     e.text.clear();
+    e.program.reset();
     return false;
   }
   e.signature = program_signature<T...>;
@@ -317,17 +326,22 @@ bool compile_format(format_cache::entry& e, fmt::string_view format) noexcept {
           e.literals += c;
           it += 2;
         } else if (c == '}' || p->fields == program::arity || it + 1 == end || (it[1] != '}' && it[1] != ':')) {
-          ok = false;  // a lone '}', a positional or named field, or more fields than arguments
+          ok = false;               // a lone '}', a positional or named field, or more fields than arguments
+        } else if (it[1] == '}') {  // "{}": the formatter's default spec, nothing to parse
+          p->literal_end[p->fields++] = static_cast<std::uint32_t>(e.literals.size());
+          it += 2;
         } else {
-          // The spec starts after ':' (or is empty); the formatter's parse()
-          // returns where it stopped, which must be the field's '}'.
-          const char* spec = it[1] == ':' ? it + 2 : it + 1;
+          // The spec starts after ':'; the formatter's parse() returns where
+          // it stopped, which must be the field's '}'. A '{' inside it is a
+          // nested field (a dynamic width or precision: '{' cannot be a
+          // fill), which needs the argument list: not covered.
+          const char* spec = it + 2;
           fmt::format_parse_context ctx(fmt::string_view(spec, static_cast<std::size_t>(end - spec)));
           const char* stop = nullptr;
           [&]<std::size_t... K>(std::index_sequence<K...>) {
             ((K == p->fields ? (void)(stop = std::get<K>(p->formatters).parse(ctx)) : (void)0), ...);
           }(std::index_sequence_for<T...>{});
-          ok = stop != nullptr && stop != end && *stop == '}';
+          ok = stop != nullptr && stop != end && *stop == '}' && std::find(spec, stop, '{') == stop;
           p->literal_end[p->fields++] = static_cast<std::uint32_t>(e.literals.size());
           if (ok) it = stop + 1;
         }
@@ -337,7 +351,12 @@ bool compile_format(format_cache::entry& e, fmt::string_view format) noexcept {
         it = stop;
       }
     }
-  } catch (...) {  // a spec the formatter refuses, or no memory for the literals: formatted by fmt::vformat_to
+  } catch (const std::bad_alloc&) {  // no memory for the literals: nothing cached, tried again later
+    e.signature = 0;
+    e.text.clear();
+    e.program.reset();
+    return false;
+  } catch (...) {  // a spec the formatter refuses: formatted by fmt::vformat_to
     ok = false;
   }
   if (ok) {
@@ -379,11 +398,16 @@ void format_encoded([[maybe_unused]] format_cache& cache, fmt::memory_buffer& ou
   if constexpr (sizeof...(S) > 0 && sizeof...(S) <= 15 && (compiled_log_type<log_decoded_t<S>> && ...)) {
     constexpr std::uint64_t signature = program_signature<log_decoded_t<S>...>;
     format_cache::entry& e = cache.slot(format.data());
-    if (format_cache::matches(e, signature, format) || compile_format<log_decoded_t<S>...>(e, format)) {
-      if (e.compiled) {
-        run_format_program(e, out, values);
-        return;
-      }
+    bool ready = format_cache::matches(e, signature, format);
+    if (ready) {
+      e.misses = 0;
+    } else if (e.signature == 0 || ++e.misses >= format_cache::takeover_misses) {
+      e.misses = 0;
+      ready = compile_format<log_decoded_t<S>...>(e, format);
+    }
+    if (ready && e.compiled) {
+      run_format_program(e, out, values);
+      return;
     }
   }
   std::apply([&](const auto&... v) { fmt::vformat_to(fmt::appender(out), format, fmt::make_format_args(v...)); },
@@ -393,7 +417,9 @@ void format_encoded([[maybe_unused]] format_cache& cache, fmt::memory_buffer& ou
 /// True when a format string may be formatted on the writer thread: no
 /// nested replacement field (a dynamic width or precision such as "{:{}}",
 /// checked only at run time) and no `p` presentation (a C string formatted
-/// as a pointer would show the address of the logger's copy).
+/// as a pointer would show the address of the logger's copy). A fill
+/// character (any code point, '}' included, before '<', '>' or '^') is
+/// skipped, as {fmt} reads it: "{:}>{}}" has a nested field.
 constexpr bool format_is_deferrable(std::string_view text) noexcept {
   int depth = 0;
   bool in_spec = false;
@@ -413,8 +439,18 @@ constexpr bool format_is_deferrable(std::string_view text) noexcept {
       }
       if (in_spec && text[i - 1] == 'p') return false;
       --depth;
-    } else if (c == ':' && depth == 1) {
+    } else if (c == ':' && depth == 1 && !in_spec) {
       in_spec = true;
+      if (i + 1 < text.size()) {
+        // The fill's length in bytes, from its lead byte as {fmt} counts it
+        // (a stray continuation byte counts as one).
+        constexpr std::array<std::uint8_t, 32> lengths{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                       0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 3, 3, 4, 0};
+        const auto lead = static_cast<unsigned char>(text[i + 1]);
+        const std::size_t fill = std::max<std::size_t>(1, lengths[lead >> 3]);
+        const std::size_t align = i + 1 + fill;
+        if (align < text.size() && (text[align] == '<' || text[align] == '>' || text[align] == '^')) i = align;
+      }
     }
   }
   return true;
