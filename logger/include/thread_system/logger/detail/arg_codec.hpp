@@ -267,8 +267,7 @@ class format_cache {
     std::uint64_t signature = 0;
     std::string text;                             // the format string, as parsed
     std::string literals;                         // its literal text, unescaped
-    std::unique_ptr<std::max_align_t[]> program;  // a format_program<T...>, trivially destructible
-    bool compiled = false;                        // false: formatted with fmt::vformat_to
+    std::unique_ptr<std::max_align_t[]> program;  // a format_program<T...> (trivially destructible); null: vformat_to
     std::uint32_t misses = 0;                     // records of other call sites since this one's last
   };
 
@@ -300,18 +299,22 @@ template <typename... T>
 bool compile_format(format_cache::entry& e, fmt::string_view format) noexcept {
   using program = format_program<T...>;
   static_assert(std::is_trivially_destructible_v<program> && alignof(program) <= alignof(std::max_align_t));
+  // Out of memory: nothing cached (signature 0 matches no call), tried again by a later record.
+  const auto forget = [&e]() noexcept {
+    e.signature = 0;
+    e.text.clear();
+    e.program.reset();
+    return false;
+  };
   e.signature = 0;
-  e.compiled = false;
   e.program.reset();
   try {
     e.text.assign(format.data(), format.size());
     e.literals.clear();
     constexpr std::size_t words = (sizeof(program) + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
     e.program.reset(new std::max_align_t[words]);
-  } catch (...) {  // out of memory: nothing cached
-    e.text.clear();
-    e.program.reset();
-    return false;
+  } catch (...) {
+    return forget();
   }
   e.signature = program_signature<T...>;
   auto* p = ::new (static_cast<void*>(e.program.get())) program{};
@@ -351,20 +354,16 @@ bool compile_format(format_cache::entry& e, fmt::string_view format) noexcept {
         it = stop;
       }
     }
-  } catch (const std::bad_alloc&) {  // no memory for the literals: nothing cached, tried again later
-    e.signature = 0;
-    e.text.clear();
-    e.program.reset();
-    return false;
+  } catch (const std::bad_alloc&) {  // no memory for the literals
+    return forget();
   } catch (...) {  // a spec the formatter refuses: formatted by fmt::vformat_to
     ok = false;
   }
   if (ok) {
     p->literal_end[p->fields] = static_cast<std::uint32_t>(e.literals.size());
   } else {
-    e.program.reset();
+    e.program.reset();  // cached as not covered
   }
-  e.compiled = ok;
   return true;
 }
 
@@ -381,7 +380,7 @@ void run_format_program(const format_cache::entry& e, fmt::memory_buffer& out, c
       if (index >= p.fields) return;
       out.append(lit + begin, lit + p.literal_end[index]);
       begin = p.literal_end[index];
-      // The formatter is a copy: fmt's format() is const, the program is shared.
+      // fmt's format() is const: the parsed formatter is used as it is.
       ctx.advance_to(std::get<index>(p.formatters).format(std::get<index>(values), ctx));
     };
     (field(std::integral_constant<std::size_t, K>{}), ...);
@@ -405,7 +404,7 @@ void format_encoded([[maybe_unused]] format_cache& cache, fmt::memory_buffer& ou
       e.misses = 0;
       ready = compile_format<log_decoded_t<S>...>(e, format);
     }
-    if (ready && e.compiled) {
+    if (ready && e.program != nullptr) {
       run_format_program(e, out, values);
       return;
     }
