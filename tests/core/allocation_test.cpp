@@ -266,6 +266,70 @@ TEST(Allocation, AdaptiveQueueReportsOutOfMemoryOfItsMutexQueue) {
   expect_out_of_memory_is_reported(queue);
 }
 
+// An adaptive queue makes its lock-free queue (a 5312-byte segment and a
+// hazard record) only at its first switch to it: one that never switches
+// allocates what its mutex queue does and nothing more. FORCE_LOCKFREE makes
+// it at construction.
+namespace {
+template <typename Queue>
+std::uint64_t allocations_to_construct(ts::queue_strategy strategy) {
+  const std::uint64_t before = allocations();
+  { const Queue queue{strategy}; }
+  return allocations() - before;
+}
+template <typename Queue>
+std::uint64_t allocations_to_construct() {
+  const std::uint64_t before = allocations();
+  { const Queue queue; }
+  return allocations() - before;
+}
+}  // namespace
+
+TEST(Allocation, AnAdaptiveQueueThatNeverSwitchesAllocatesNoLockFreeQueue) {
+  EXPECT_EQ(allocations_to_construct<ts::adaptive_job_queue>(ts::queue_strategy::ADAPTIVE),
+            allocations_to_construct<ts::job_queue>());
+  EXPECT_EQ(allocations_to_construct<ts::adaptive_job_queue>(ts::queue_strategy::FORCE_MUTEX),
+            allocations_to_construct<ts::job_queue>());
+  EXPECT_EQ(allocations_to_construct<ts::two_lock_adaptive_job_queue>(ts::queue_strategy::ADAPTIVE),
+            allocations_to_construct<ts::two_lock_job_queue>());
+  EXPECT_GT(allocations_to_construct<ts::adaptive_job_queue>(ts::queue_strategy::FORCE_LOCKFREE),
+            allocations_to_construct<ts::job_queue>());
+
+  // The first switch makes it; switching back and forth again makes nothing.
+  ts::two_lock_adaptive_job_queue queue{ts::queue_strategy::ADAPTIVE, ts::adaptive_policy{1024, 2.0, -1.0}};
+  std::uint64_t before = allocations();
+  ASSERT_TRUE(queue.force_switch_for_testing());
+  EXPECT_GT(allocations(), before);
+  ts::job_function out;
+  EXPECT_FALSE(queue.try_pop(out));  // the previous (mutex) queue is marked drained
+  ASSERT_TRUE(queue.force_switch_for_testing());
+  EXPECT_FALSE(queue.try_pop(out));
+  before = allocations();
+  ASSERT_TRUE(queue.force_switch_for_testing());
+  EXPECT_EQ(allocations(), before);
+}
+
+// A switch that cannot make the lock-free queue (no memory) is not made:
+// the queue stays on its mutex queue, loses nothing, and switches once
+// memory is back.
+TEST(Allocation, AnAdaptiveQueueThatCannotMakeItsLockFreeQueueStaysOnItsMutexQueue) {
+  ts::adaptive_job_queue queue{ts::queue_strategy::ADAPTIVE, ts::adaptive_policy{1024, 2.0, -1.0}};
+  int ran = 0;
+  ASSERT_TRUE(queue.try_push(ts::job_function([&ran] { ++ran; })));
+  t_fail_all_new = true;
+  const bool switched = queue.force_switch_for_testing();
+  t_fail_all_new = false;
+  EXPECT_FALSE(switched);
+  EXPECT_EQ(queue.current_strategy(), ts::queue_strategy::FORCE_MUTEX);
+  EXPECT_EQ(queue.get_statistics().switches, 0U);
+  ASSERT_TRUE(queue.force_switch_for_testing());
+  EXPECT_EQ(queue.current_strategy(), ts::queue_strategy::FORCE_LOCKFREE);
+  ASSERT_TRUE(queue.try_push(ts::job_function([&ran] { ran += 10; })));
+  ts::job_function out;
+  while (queue.try_pop(out)) out();
+  EXPECT_EQ(ran, 11);
+}
+
 // The lock-free and bounded queues keep a job larger than their node or cell
 // in a heap box. When the box cannot be allocated the push is refused with
 // `resource_exhausted`, the job (or the whole batch) stays with the caller

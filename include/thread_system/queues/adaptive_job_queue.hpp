@@ -202,13 +202,20 @@ class basic_adaptive_job_queue {
     if (policy_.window == 0) policy_.window = 1;
     window_start_ns_ = detail::steady_now_ns();
     // Generation parity names the active queue: even = mutex, odd = lock-free.
-    // The previous queue starts drained (nothing was ever pushed into it);
-    // a previous lock-free queue is sealed, as after a switch.
+    // The previous queue starts drained (nothing was ever pushed into it).
+    // The lock-free queue is made here only for FORCE_LOCKFREE; ADAPTIVE
+    // makes it at its first switch to it (see lockfree_).
     const std::uint64_t generation = strategy == queue_strategy::FORCE_LOCKFREE ? 1 : 0;
-    if (generation == 0) (void)lockfree_queue_.seal();
+    if (generation == 1)
+      lockfree_.store(new lockfree_queue(), std::memory_order_relaxed);  // before the queue is shared
     state_.store(generation << generation_shift | drained_bit,
                  std::memory_order_relaxed);  // before the queue is shared
     refresh_refusals_locked();                // (no lock needed yet: nothing else sees the queue)
+  }
+
+  /// Destroys the jobs still queued and frees both queues. Requires that no other member is running.
+  ~basic_adaptive_job_queue() {
+    delete lockfree_.load(std::memory_order_relaxed);  // quiescent: no concurrent member call
   }
 
   /// Not copyable.
@@ -275,7 +282,8 @@ class basic_adaptive_job_queue {
   /// Refuses further pushes. Idempotent; queued jobs stay poppable.
   void close() {
     mutex_queue_.close();  // under its (push) lock, which every switch holds too: no switch after this
-    lockfree_queue_.close();
+    // (So a lock-free queue made by a switch is seen here: made under that lock.)
+    if (lockfree_queue* lockfree = lockfree_queue_if_made(); lockfree != nullptr) lockfree->close();
     // release: a thread that sees the flag (acquire in is_closed()) sees both
     // queues closed; pairs with is_closed().
     closed_.store(true, std::memory_order_release);
@@ -289,7 +297,8 @@ class basic_adaptive_job_queue {
 
   /// Number of queued jobs in both queues; approximate under concurrency.
   [[nodiscard]] std::size_t size_approx() const noexcept {
-    return mutex_queue_.size_approx() + lockfree_queue_.size_approx();
+    const lockfree_queue* lockfree = lockfree_queue_if_made();
+    return mutex_queue_.size_approx() + (lockfree != nullptr ? lockfree->size_approx() : 0);
   }
   /// True when neither queue holds a job, by each queue's own
   /// empty_approx() (the lock-free queue's reads its head segment, not the
@@ -301,7 +310,7 @@ class basic_adaptive_job_queue {
     // seq_cst: as every access to the state (see push_routed()).
     const std::uint64_t state = state_.load(std::memory_order_seq_cst);
     if (active_index(state) == mutex_index && is_drained(state)) return true;
-    return lockfree_queue_.empty_approx();
+    return active_lockfree_queue().empty_approx();  // (made before a state that names it)
   }
 
   /// Jobs accepted so far by either queue, each counted before it can be
@@ -313,14 +322,17 @@ class basic_adaptive_job_queue {
   /// again only where it lands). After close() and then wait_for_pushes(),
   /// the total is final.
   [[nodiscard]] std::uint64_t accepted_pushes() const noexcept {
-    return mutex_queue_.accepted_pushes() + lockfree_queue_.accepted_pushes();
+    const lockfree_queue* lockfree = lockfree_queue_if_made();
+    return mutex_queue_.accepted_pushes() + (lockfree != nullptr ? lockfree->accepted_pushes() : 0);
   }
 
   /// After close(): returns once no push that could still be accepted is
   /// running. The mutex queue accepts under its (push) lock, which close() took;
   /// the lock-free queue's pushes in flight are waited for (its
   /// wait_for_pushes()); a push they turn away finds the mutex queue closed.
-  void wait_for_pushes() const noexcept { lockfree_queue_.wait_for_pushes(); }
+  void wait_for_pushes() const noexcept {
+    if (const lockfree_queue* lockfree = lockfree_queue_if_made(); lockfree != nullptr) lockfree->wait_for_pushes();
+  }
 
   /// The strategy chosen at construction.
   [[nodiscard]] queue_strategy requested_strategy() const noexcept { return strategy_; }
@@ -385,6 +397,19 @@ class basic_adaptive_job_queue {
           std::string("adaptive_job_queue: '") + to_string(s) + "' is not a strategy (adaptive, mutex or lockfree)"});
     return s;
   }
+  // The lock-free queue once made, else null. acquire: pairs with the
+  // release store in switch_locked(), so a made queue is seen whole.
+  [[nodiscard]] lockfree_queue* lockfree_queue_if_made() const noexcept {
+    return lockfree_.load(std::memory_order_acquire);
+  }
+  // The lock-free queue, for a caller that read a state naming it (active,
+  // or previous and not drained): made before that state was stored, so
+  // never null here.
+  [[nodiscard]] lockfree_queue& active_lockfree_queue() const noexcept {
+    // relaxed: ordered by the caller's seq_cst load of that state, which
+    // read the seq_cst store made after the pointer's.
+    return *lockfree_.load(std::memory_order_relaxed);
+  }
   static queue_strategy strategy_of(std::size_t index) noexcept {
     return index == mutex_index ? queue_strategy::FORCE_MUTEX : queue_strategy::FORCE_LOCKFREE;
   }
@@ -448,8 +473,9 @@ class basic_adaptive_job_queue {
         if (outcome == push_outcome::not_admitted) continue;  // switched meanwhile
         return finish_mutex_push(outcome, jobs, was_empty);
       }
+      lockfree_queue& lockfree = active_lockfree_queue();
       const auto status =
-          jobs.size() == 1 ? lockfree_queue_.push_one(std::move(jobs[0]), was_empty) : lockfree_queue_.push_chain(jobs);
+          jobs.size() == 1 ? lockfree.push_one(std::move(jobs[0]), was_empty) : lockfree.push_chain(jobs);
       switch (status) {
         case lockfree_queue::link_status::linked:
           note_lockfree_jobs();
@@ -542,7 +568,7 @@ class basic_adaptive_job_queue {
         return taken;
       }
       bool go_on = false;
-      const std::optional<std::size_t> popped = lockfree_queue_.pop_checked(
+      const std::optional<std::size_t> popped = active_lockfree_queue().pop_checked(
           out.subspan(taken), consumers,
           [this] {
             // Read while holding the hazard record (see the header comment).
@@ -604,10 +630,12 @@ class basic_adaptive_job_queue {
     // queued was popped. Two reads at slightly different moments: approximate.
     const std::uint64_t pushed = mutex_queue_.accepted_pushes();
     const std::uint64_t queued = mutex_queue_.size_approx();
-    return 2 * pushed - std::min<std::uint64_t>(queued, pushed) + lockfree_queue_.jobs_moved();
+    const lockfree_queue* lockfree = lockfree_queue_if_made();
+    return 2 * pushed - std::min<std::uint64_t>(queued, pushed) + (lockfree != nullptr ? lockfree->jobs_moved() : 0);
   }
   [[nodiscard]] std::uint64_t contention_events() const noexcept {
-    return mutex_queue_.contended_operations() + lockfree_queue_.cas_retries();
+    const lockfree_queue* lockfree = lockfree_queue_if_made();
+    return mutex_queue_.contended_operations() + (lockfree != nullptr ? lockfree->cas_retries() : 0);
   }
 
   // Which of the mutex queue's locks the caller holds (with job_queue the
@@ -735,11 +763,26 @@ class basic_adaptive_job_queue {
     const std::uint64_t state = state_.load(std::memory_order_seq_cst);
     if (active_index(state) == target || !is_drained(state)) return false;
     if (target == lockfree_index) {
-      // A lock-free operation running now may be a pop that read an older
-      // state allowing it to pop (see the header comment): try later.
-      if (lockfree_queue_.operation_in_progress()) return false;
-      if (!lockfree_queue_.unseal()) return false;  // closed
-    } else if (!lockfree_queue_.seal()) {
+      lockfree_queue* lockfree = lockfree_queue_if_made();
+      if (lockfree == nullptr) {
+        // The first switch to it: made now, open (no operation can have
+        // read a state naming it). Out of memory: no switch.
+        try {
+          lockfree = new lockfree_queue();
+        } catch (const std::bad_alloc&) {
+          return false;
+        }
+        // release (and the state's seq_cst store below): whoever reads a
+        // state naming the lock-free queue, or acquires this pointer, sees
+        // it made; pairs with lockfree_queue_if_made() and the state loads.
+        lockfree_.store(lockfree, std::memory_order_release);
+      } else {
+        // A lock-free operation running now may be a pop that read an
+        // older state allowing it to pop (see the header comment): try later.
+        if (lockfree->operation_in_progress()) return false;
+        if (!lockfree->unseal()) return false;  // closed
+      }
+    } else if (!active_lockfree_queue().seal()) {
       return false;  // closed
     }
     // The old active queue becomes the previous one, not drained.
@@ -756,7 +799,12 @@ class basic_adaptive_job_queue {
   const queue_strategy strategy_;
   adaptive_policy policy_;
   alignas(64) MutexQueue mutex_queue_;
-  alignas(64) lockfree_queue lockfree_queue_;
+  // The lock-free queue: made at the first switch to it (at construction
+  // for FORCE_LOCKFREE), so that an adaptive queue that never switches never
+  // allocates it (a segment of 5312 bytes and a hazard record). Set once,
+  // holding every lock of the mutex queue, before the state store that
+  // names it; owned, freed by the destructor.
+  alignas(64) std::atomic<lockfree_queue*> lockfree_{nullptr};
   alignas(64) std::atomic<bool> evaluating_{false};
   std::atomic<std::uint64_t> switches_{0};
   std::atomic<std::uint64_t> probes_rejected_{0};
