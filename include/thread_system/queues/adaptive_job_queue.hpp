@@ -117,6 +117,11 @@
 //   * close() closes both queues, then sets the closed flag: after it
 //     returns every push fails with `pool_stopped`; pops drain both queues.
 //   * size_approx() adds the two queues' approximate sizes.
+//   * The lock-free queue is allocated at the first switch to it (with
+//     FORCE_LOCKFREE, at construction): a queue that never switches
+//     allocates its mutex queue only (no lock-free segment of 5312 bytes, no
+//     hazard record). A switch that cannot allocate it is not made; the
+//     queue stays where it is and loses nothing.
 //   * accepted_pushes() adds the two queues' acceptance counts (each counted
 //     before its job can be popped); final after close() and
 //     wait_for_pushes().
