@@ -81,7 +81,8 @@
 //     letting pops take new jobs from it while older ones may still wait in
 //     the mutex queue) is made only when no operation holds a record after
 //     the switch read the state (seq_cst on both sides: either the switch
-//     sees the pop, or the pop sees the new state). So a pop that decided
+//     sees the pop, or the pop sees the new state). The first switch to it
+//     makes it, open: no operation can have read a state naming it before. So a pop that decided
 //     under an older state never takes a newer job from the lock-free queue
 //     while older ones of the same producer wait in the mutex queue. A pop
 //     that ends at the seal of the previous lock-free queue marks it drained
@@ -114,8 +115,9 @@
 //   * A pop returns false only after finding the queue it may take from
 //     empty. Once is_closed() has returned true no switch happens any more,
 //     and a pop that returns false proves the queue is empty for good.
-//   * close() closes both queues, then sets the closed flag: after it
-//     returns every push fails with `pool_stopped`; pops drain both queues.
+//   * close() closes both queues (the lock-free one if it was ever made),
+//     then sets the closed flag: after it returns every push fails with
+//     `pool_stopped`; pops drain both queues.
 //   * size_approx() adds the two queues' approximate sizes.
 //   * The lock-free queue is allocated at the first switch to it (with
 //     FORCE_LOCKFREE, at construction): a queue that never switches
@@ -762,6 +764,25 @@ class basic_adaptive_job_queue {
     mutex_queue_.set_pop_refusals_locked(pop_refusals_for(state_.load(std::memory_order_seq_cst)));
   }
 
+  // Seal or unseal the lock-free queue for a switch. Each takes a hazard
+  // record, which allocates when every record of the queue is held: out of
+  // memory there throws before anything changed, and the switch is then
+  // not made (switches are noexcept).
+  static bool sealed(lockfree_queue& queue) noexcept {
+    try {
+      return queue.seal();
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
+  }
+  static bool unsealed(lockfree_queue& queue) noexcept {
+    try {
+      return queue.unseal();
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
+  }
+
   // try_switch() for a caller holding both of the mutex queue's locks.
   bool switch_locked(std::size_t target) noexcept {
     if (mutex_queue_.closed_locked()) return false;  // no switch once closing began
@@ -785,10 +806,10 @@ class basic_adaptive_job_queue {
         // A lock-free operation running now may be a pop that read an
         // older state allowing it to pop (see the header comment): try later.
         if (lockfree->operation_in_progress()) return false;
-        if (!lockfree->unseal()) return false;  // closed
+        if (!unsealed(*lockfree)) return false;  // closed, or no memory
       }
-    } else if (!active_lockfree_queue().seal()) {
-      return false;  // closed
+    } else if (!sealed(active_lockfree_queue())) {
+      return false;  // closed, or no memory
     }
     // The old active queue becomes the previous one, not drained.
     state_.store(((state >> generation_shift) + 1) << generation_shift, std::memory_order_seq_cst);
