@@ -271,16 +271,10 @@ TEST(Allocation, AdaptiveQueueReportsOutOfMemoryOfItsMutexQueue) {
 // allocates what its mutex queue does and nothing more. FORCE_LOCKFREE makes
 // it at construction.
 namespace {
-template <typename Queue>
-std::uint64_t allocations_to_construct(ts::queue_strategy strategy) {
+template <typename Queue, typename... Args>
+std::uint64_t allocations_to_construct(Args... args) {
   const std::uint64_t before = allocations();
-  { const Queue queue{strategy}; }
-  return allocations() - before;
-}
-template <typename Queue>
-std::uint64_t allocations_to_construct() {
-  const std::uint64_t before = allocations();
-  { const Queue queue; }
+  { const Queue queue{args...}; }
   return allocations() - before;
 }
 }  // namespace

@@ -82,8 +82,8 @@
 //     the mutex queue) is made only when no operation holds a record after
 //     the switch read the state (seq_cst on both sides: either the switch
 //     sees the pop, or the pop sees the new state). The first switch to it
-//     makes it, open: no operation can have read a state naming it before. So a pop that decided
-//     under an older state never takes a newer job from the lock-free queue
+//     makes it, open: no operation can have read a state naming it before.
+//     So a pop that decided under an older state never takes a newer job from the lock-free queue
 //     while older ones of the same producer wait in the mutex queue. A pop
 //     that ends at the seal of the previous lock-free queue marks it drained
 //     while it still holds its record, which keeps the queue sealed.
@@ -304,8 +304,7 @@ class basic_adaptive_job_queue {
 
   /// Number of queued jobs in both queues; approximate under concurrency.
   [[nodiscard]] std::size_t size_approx() const noexcept {
-    const lockfree_queue* lockfree = lockfree_queue_if_made();
-    return mutex_queue_.size_approx() + (lockfree != nullptr ? lockfree->size_approx() : 0);
+    return mutex_queue_.size_approx() + from_lockfree_queue(&lockfree_queue::size_approx);
   }
   /// True when neither queue holds a job, by each queue's own
   /// empty_approx() (the lock-free queue's reads its head segment, not the
@@ -329,8 +328,7 @@ class basic_adaptive_job_queue {
   /// again only where it lands). After close() and then wait_for_pushes(),
   /// the total is final.
   [[nodiscard]] std::uint64_t accepted_pushes() const noexcept {
-    const lockfree_queue* lockfree = lockfree_queue_if_made();
-    return mutex_queue_.accepted_pushes() + (lockfree != nullptr ? lockfree->accepted_pushes() : 0);
+    return mutex_queue_.accepted_pushes() + from_lockfree_queue(&lockfree_queue::accepted_pushes);
   }
 
   /// After close(): returns once no push that could still be accepted is
@@ -408,6 +406,13 @@ class basic_adaptive_job_queue {
   // release store in switch_locked(), so a made queue is seen whole.
   [[nodiscard]] lockfree_queue* lockfree_queue_if_made() const noexcept {
     return lockfree_.load(std::memory_order_acquire);
+  }
+  // A count of the lock-free queue's (`count` one of its const noexcept
+  // members), 0 while it has not been made.
+  template <typename Count>
+  [[nodiscard]] Count from_lockfree_queue(Count (lockfree_queue::*count)() const noexcept) const noexcept {
+    const lockfree_queue* lockfree = lockfree_queue_if_made();
+    return lockfree != nullptr ? (lockfree->*count)() : Count{0};
   }
   // The lock-free queue, for a caller that read a state naming it (active,
   // or previous and not drained): made before that state was stored, so
@@ -637,12 +642,10 @@ class basic_adaptive_job_queue {
     // queued was popped. Two reads at slightly different moments: approximate.
     const std::uint64_t pushed = mutex_queue_.accepted_pushes();
     const std::uint64_t queued = mutex_queue_.size_approx();
-    const lockfree_queue* lockfree = lockfree_queue_if_made();
-    return 2 * pushed - std::min<std::uint64_t>(queued, pushed) + (lockfree != nullptr ? lockfree->jobs_moved() : 0);
+    return 2 * pushed - std::min<std::uint64_t>(queued, pushed) + from_lockfree_queue(&lockfree_queue::jobs_moved);
   }
   [[nodiscard]] std::uint64_t contention_events() const noexcept {
-    const lockfree_queue* lockfree = lockfree_queue_if_made();
-    return mutex_queue_.contended_operations() + (lockfree != nullptr ? lockfree->cas_retries() : 0);
+    return mutex_queue_.contended_operations() + from_lockfree_queue(&lockfree_queue::cas_retries);
   }
 
   // Which of the mutex queue's locks the caller holds (with job_queue the
@@ -764,20 +767,13 @@ class basic_adaptive_job_queue {
     mutex_queue_.set_pop_refusals_locked(pop_refusals_for(state_.load(std::memory_order_seq_cst)));
   }
 
-  // Seal or unseal the lock-free queue for a switch. Each takes a hazard
-  // record, which allocates when every record of the queue is held: out of
-  // memory there throws before anything changed, and the switch is then
-  // not made (switches are noexcept).
-  static bool sealed(lockfree_queue& queue) noexcept {
+  // Seals (`seal`) or unseals the lock-free queue for a switch; true when
+  // done. Either takes a hazard record, which allocates when every record
+  // of the queue is held: out of memory there throws before anything
+  // changed, and the switch is then not made (switches are noexcept).
+  static bool set_sealed(lockfree_queue& queue, bool seal) noexcept {
     try {
-      return queue.seal();
-    } catch (const std::bad_alloc&) {
-      return false;
-    }
-  }
-  static bool unsealed(lockfree_queue& queue) noexcept {
-    try {
-      return queue.unseal();
+      return seal ? queue.seal() : queue.unseal();
     } catch (const std::bad_alloc&) {
       return false;
     }
@@ -806,9 +802,9 @@ class basic_adaptive_job_queue {
         // A lock-free operation running now may be a pop that read an
         // older state allowing it to pop (see the header comment): try later.
         if (lockfree->operation_in_progress()) return false;
-        if (!unsealed(*lockfree)) return false;  // closed, or no memory
+        if (!set_sealed(*lockfree, false)) return false;  // closed, or no memory
       }
-    } else if (!sealed(active_lockfree_queue())) {
+    } else if (!set_sealed(active_lockfree_queue(), true)) {
       return false;  // closed, or no memory
     }
     // The old active queue becomes the previous one, not drained.
