@@ -15,6 +15,12 @@ scripts/report.py. A round where one side has no value is left out of that
 benchmark's ratios; benchmarks found in only one commit, and those that
 reported errors, are listed under the table.
 
+With --control-row A=B, a benchmark whose name contains A is also compared
+against the benchmark named with A replaced by B, run in the same rounds: per
+round (HEAD row / HEAD control) / (BASE row / BASE control) for rates (the
+inverse for times), so a slow phase of the host that hits both rows of one
+run cancels out. Its median and min-max go in a column of their own.
+
 Run by compare-commits.sh; standard library only.
 """
 
@@ -59,7 +65,15 @@ def has_field(rounds, key, field):
     return any(e.get(field) is not None for runs in rounds.values() for e in runs.reps.get(key, []))
 
 
-def compare_binary(run_dir, binary):
+def control_of(key, controls):
+    """The control row's name for benchmark `key` (the first A=B whose A it contains), or None."""
+    for ours, control in controls:
+        if ours in key:
+            return key.replace(ours, control)
+    return None
+
+
+def compare_binary(run_dir, binary, controls=()):
     """Rows for the benchmarks both commits ran, and the names only one had."""
     base, base_order = read_binary(run_dir, "base", binary)
     head, head_order = read_binary(run_dir, "head", binary)
@@ -76,7 +90,8 @@ def compare_binary(run_dir, binary):
             continue
         rate = has_field(base, key, "items_per_second") and has_field(head, key, "items_per_second")
         field = "items_per_second" if rate else "real_ns"
-        ratios, bvals, hvals = [], [], []
+        control = control_of(key, controls)
+        ratios, bvals, hvals, controlled = [], [], [], []
         for r in sorted(set(base) & set(head)):
             b = base[r].stat(key, field)
             h = head[r].stat(key, field)
@@ -84,31 +99,49 @@ def compare_binary(run_dir, binary):
                 continue
             bvals.append(b[0])
             hvals.append(h[0])
-            ratios.append(h[0] / b[0] if rate else b[0] / h[0])
+            ratio = h[0] / b[0] if rate else b[0] / h[0]
+            ratios.append(ratio)
+            if control is not None:
+                bc = base[r].stat(control, field)
+                hc = head[r].stat(control, field)
+                if bc is not None and hc is not None and bc[0] > 0 and hc[0] > 0:
+                    # The control's own HEAD/BASE ratio, oriented the same way.
+                    controlled.append(ratio / (hc[0] / bc[0] if rate else bc[0] / hc[0]))
         if not ratios:
             continue
-        rows.append(dict(binary=binary, name=key, metric="items/s" if rate else "real time",
-                         unit="rate" if rate else "ns", base=statistics.median(bvals), head=statistics.median(hvals),
-                         ratio=statistics.median(ratios), lo=min(ratios), hi=max(ratios), n=len(ratios)))
+        row = dict(binary=binary, name=key, metric="items/s" if rate else "real time", unit="rate" if rate else "ns",
+                   base=statistics.median(bvals), head=statistics.median(hvals), ratio=statistics.median(ratios),
+                   lo=min(ratios), hi=max(ratios), n=len(ratios))
+        if controlled:
+            row.update(control=control, c_ratio=statistics.median(controlled), c_lo=min(controlled),
+                       c_hi=max(controlled))
+        rows.append(row)
     only_base = [k for k in base_order if k in base_keys and k not in head_keys]
     only_head = [k for k in head_order if k in head_keys and k not in base_keys]
     return rows, only_base, only_head, errors
 
 
 def table(rows, labels, threshold, md):
-    head = ["binary", "benchmark", "metric", "BASE", "HEAD", "HEAD/BASE", "per-round min–max", "rounds", "flag"]
+    with_control = any("control" in r for r in rows)
+    head = ["binary", "benchmark", "metric", "BASE", "HEAD", "HEAD/BASE", "per-round min–max", "rounds"]
+    if with_control:
+        head += ["against its control (min–max)"]
+    head += ["flag"]
     body = []
     for r in rows:
         flag = f"below {threshold:g}" if r["ratio"] < threshold else ""
-        body.append([labels[r["binary"]], f"`{r['name']}`" if md else r["name"], r["metric"], fmt(r["base"], r["unit"]),
-                     fmt(r["head"], r["unit"]), f"{r['ratio']:.3f}×", f"{r['lo']:.3f}–{r['hi']:.3f}×", str(r["n"]),
-                     (f"**{flag}**" if flag and md else flag)])
+        cells = [labels[r["binary"]], f"`{r['name']}`" if md else r["name"], r["metric"], fmt(r["base"], r["unit"]),
+                 fmt(r["head"], r["unit"]), f"{r['ratio']:.3f}×", f"{r['lo']:.3f}–{r['hi']:.3f}×", str(r["n"])]
+        if with_control:
+            cells.append(f"{r['c_ratio']:.3f}× ({r['c_lo']:.2f}–{r['c_hi']:.2f}×)" if "control" in r else "")
+        cells.append(f"**{flag}**" if flag and md else flag)
+        body.append(cells)
     if md:
-        lines = ["| " + " | ".join(head) + " |", "|---|---|---|---:|---:|---:|---:|---:|---|"]
+        lines = ["| " + " | ".join(head) + " |", "|---|---|---|---:|---:|---:|---:|---:|" + ("---:|" if with_control else "") + "---|"]
         lines += ["| " + " | ".join(b) + " |" for b in body]
         return lines
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
-    right = {3, 4, 5, 6, 7}
+    right = {3, 4, 5, 6, 7, 8} if with_control else {3, 4, 5, 6, 7}
 
     def line(cells):
         return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
@@ -131,8 +164,16 @@ def main():
     ap.add_argument("--only-head-binary", action="append", default=[])
     ap.add_argument("--failed-binary", action="append", default=[])
     ap.add_argument("--out", help="also write the Markdown here")
+    ap.add_argument("--control-row", action="append", default=[], metavar="A=B",
+                    help="compare benchmarks named with A also against those named with B (see above)")
     args = ap.parse_args()
 
+    controls = []
+    for spec in args.control_row:
+        ours, sep, control = spec.partition("=")
+        if not sep or not ours or not control:
+            ap.error(f"--control-row wants A=B, not '{spec}'")
+        controls.append((ours, control))
     binaries, labels, filters = [], {}, {}
     for spec in args.binary:
         target, short, flt = spec.split("=", 2)
@@ -142,7 +183,7 @@ def main():
 
     rows, only, errors = [], [], []
     for b in binaries:
-        r, ob, oh, err = compare_binary(args.run_dir, b)
+        r, ob, oh, err = compare_binary(args.run_dir, b, controls)
         rows += r
         only += [("BASE", labels[b], k) for k in ob] + [("HEAD", labels[b], k) for k in oh]
         errors += [(labels[b], k, v) for k, v in err.items()]
@@ -162,6 +203,10 @@ def main():
              "the median over rounds of the per-round ratio, with its min–max; BASE and HEAD columns: medians "
              f"over rounds. {os.cpu_count()} logical cores, load average {load} at the end "
              f"({datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}).")
+    if controls:
+        intro += (" Against its control: the per-round ratio divided by that round's ratio of the control row, "
+                  + ", ".join(f"`{o}` → `{c}`" for o, c in controls)
+                  + " (> 1: the row gained on its control); median and min–max over rounds.")
     summary = (f"{plural(len(rows), 'benchmark')} compared; {len(below)} below {args.threshold:g}×"
                + (": " + ", ".join(f"{labels[r['binary']]} {r['name']} ({r['ratio']:.3f}×)" for r in below) if below else "")
                + ".")

@@ -18,6 +18,14 @@
 #                    commits have
 #   --min-time S     --benchmark_min_time per benchmark, seconds (default 0.1)
 #   --threshold R    flag every benchmark whose median ratio is below R (default 0.97)
+#   --control-row A=B (repeatable) for every benchmark whose name contains A and
+#                    whose name with A replaced by B was run too (B: a row to
+#                    measure against, best one whose code did not change; e.g.
+#                    adaptive_job_queue=job_queue),
+#                    also print the ratio against that control: per round,
+#                    (HEAD row / HEAD control) / (BASE row / BASE control), so a
+#                    phase of the host that slows both rows of one run cancels
+#                    out; median and min-max over rounds, as for the main ratio
 #   --out FILE       also write the table as Markdown (for docs/PERFORMANCE.md)
 #   --jobs N         build parallelism (default 2)
 #   --build-root DIR scratch directory (default build/ab)
@@ -74,6 +82,7 @@ cd "$root"
 base_ref="" head_ref=""
 rounds=7 min_time=0.1 threshold=0.97 out="" jobs=2 build_root="build/ab" binaries_arg=""
 filters=()
+controls=()
 while (($#)); do
   case "$1" in
     -h | --help) usage 0 ;;
@@ -87,6 +96,8 @@ while (($#)); do
     --min-time=*) min_time=${1#*=}; shift ;;
     --threshold) threshold=${2:?--threshold needs a value}; shift 2 ;;
     --threshold=*) threshold=${1#*=}; shift ;;
+    --control-row) controls+=("${2:?--control-row needs A=B}"); shift 2 ;;
+    --control-row=*) controls+=("${1#*=}"); shift ;;
     --out) out=${2:?--out needs a value}; shift 2 ;;
     --out=*) out=${1#*=}; shift ;;
     --jobs) jobs=${2:?--jobs needs a value}; shift 2 ;;
@@ -108,6 +119,9 @@ head_ref=${head_ref:-HEAD}
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || die "--jobs wants a positive integer, not '$jobs'"
 [[ $min_time =~ ^[0-9]*\.?[0-9]+$ ]] || die "--min-time wants seconds (e.g. 0.1), not '$min_time'"
 [[ $threshold =~ ^[0-9]*\.?[0-9]+$ ]] || die "--threshold wants a number (e.g. 0.97), not '$threshold'"
+for c in "${controls[@]}"; do
+  [[ $c == ?*=?* ]] || die "--control-row wants A=B (two parts of benchmark names), not '$c'"
+done
 command -v cmake >/dev/null || die "cmake not found"
 command -v ninja >/dev/null || die "ninja not found (apt-get install ninja-build)"
 
@@ -326,5 +340,6 @@ for t in "${runnable[@]}"; do args+=(--binary "$t=$(short_name "$t")=$(filter_fo
 for t in "${only_base[@]}"; do args+=(--only-base-binary "$t"); done
 for t in "${only_head[@]}"; do args+=(--only-head-binary "$t"); done
 for t in "${build_failed[@]}"; do args+=(--failed-binary "$t"); done
+for c in "${controls[@]}"; do args+=(--control-row "$c"); done
 [[ -z $out ]] || args+=(--out "$out")
 exec python3 "$root/scripts/compare-commits-stats.py" "${args[@]}"
