@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../support/test_support.hpp"
@@ -505,4 +506,55 @@ TEST(Cancellation, ManyThreadsRegisteringWhileOneCancels) {
     for (auto& th : threads) th.join();
     ASSERT_EQ(ran.load(std::memory_order_seq_cst), 3 * per_thread);  // seq_cst: pairs with the writers' RMW/store
   }
+}
+
+// When unregister() returns after waiting for a running callback, the
+// callback's function object - and what it captured by value - has been
+// destroyed: the captures may refer to objects the caller frees next. (The
+// cancelling thread used to destroy it after waking the waiter.)
+TEST(CancellationRegression, UnregisterReturnsAfterTheCallbacksCapturesAreDestroyed) {
+  struct counted_capture {
+    std::atomic<int>* alive;
+    explicit counted_capture(std::atomic<int>* a) : alive(a) { alive->fetch_add(1, std::memory_order_relaxed); }
+    counted_capture(counted_capture&& o) noexcept : alive(std::exchange(o.alive, nullptr)) {}
+    counted_capture(const counted_capture&) = delete;
+    counted_capture& operator=(const counted_capture&) = delete;
+    counted_capture& operator=(counted_capture&&) = delete;
+    ~counted_capture() {
+      if (alive != nullptr) alive->fetch_sub(1, std::memory_order_relaxed);
+    }
+  };
+  int late = 0;
+  ts::test::round_budget budget(ts::test::scaled(5'000), 200);
+  for (std::size_t i = 0; budget.next(i); ++i) {
+    std::atomic<int> alive{0};
+    std::atomic<bool> entered{false};
+    ts::cancellation_source source;
+    auto registration = source.token().register_callback([capture = counted_capture{&alive}, &entered]() noexcept {
+      entered.store(true, std::memory_order_release);              // pairs with the acquire load below
+      std::this_thread::sleep_for(std::chrono::microseconds(20));  // still running when unregister() comes
+    });
+    std::thread canceller([&source] { source.cancel(); });
+    while (!entered.load(std::memory_order_acquire)) {
+    }
+    registration.unregister();  // waits for the running callback
+    // acquire: unregister() synchronised with the callback's end; the
+    // capture's destructor ran before that (relaxed counter, ordered by it).
+    if (alive.load(std::memory_order_relaxed) != 0) ++late;
+    canceller.join();
+  }
+  EXPECT_EQ(late, 0) << "rounds in which the callback's capture outlived unregister()";
+}
+
+// A moved-from source has no state: cancel() and is_cancelled() are false
+// (they dereferenced a null state), its token can never be cancelled.
+TEST(CancellationRegression, AMovedFromSourceIsSafeToUse) {
+  ts::cancellation_source a;
+  ts::cancellation_source b = std::move(a);
+  EXPECT_FALSE(a.is_cancelled());              // NOLINT(bugprone-use-after-move): what this test is about
+  EXPECT_FALSE(a.cancel());                    // NOLINT(bugprone-use-after-move)
+  EXPECT_FALSE(a.token().can_be_cancelled());  // NOLINT(bugprone-use-after-move)
+  EXPECT_FALSE(b.is_cancelled());
+  EXPECT_TRUE(b.cancel());
+  EXPECT_TRUE(b.is_cancelled());
 }

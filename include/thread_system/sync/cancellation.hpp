@@ -10,7 +10,9 @@
 // Contract:
 //   * Every member of every type here may be called from any thread. Copies
 //     of a token (and of a source) share one state; the state lives while a
-//     source, a token or a registration refers to it.
+//     source, a token or a registration refers to it. A moved-from source
+//     has no state (as std::stop_source): cancel() and is_cancelled()
+//     return false, token() is a token that can never be cancelled.
 //   * cancel() is idempotent: the first call (on any source or token of the
 //     state) returns true and runs the callbacks, later calls return false.
 //     Whatever the cancelling thread did before cancel() is visible to a
@@ -28,7 +30,9 @@
 //     terminates the program, as with std::stop_callback).
 //   * cancellation_registration is a move-only RAII handle. Its destructor
 //     (or unregister()) removes the callback. When it returns, the callback
-//     is not running and never will run — if the callback is running on
+//     is not running and never will run, and (called from anywhere but the
+//     callback itself) its function object, with what it captured, has
+//     been destroyed — if the callback is running on
 //     another thread, unregister waits for it to return; if it is called
 //     from inside that same callback (or from another callback of the same
 //     cancel() on that thread), it does not wait (no self-deadlock). So a
@@ -119,6 +123,10 @@ class cancellation_node {
   cancellation_node& operator=(const cancellation_node&) = delete;
 
   virtual void invoke() noexcept = 0;
+  // Destroys the callback's function object (after invoke(), before
+  // mark_finished(): an unregister() that returns finds it gone, so what
+  // it captured may die right after).
+  virtual void discard() noexcept = 0;
 
   // Marks the callback finished and wakes an unregister waiting for it.
   void mark_finished() noexcept {
@@ -165,11 +173,12 @@ class cancellation_callback_node final : public cancellation_node {
  public:
   template <typename G>
   // NOLINTNEXTLINE(bugprone-forwarding-reference-overload): nodes are never copied or moved (heap, refcounted)
-  explicit cancellation_callback_node(G&& g) : fn_(std::forward<G>(g)) {}
-  void invoke() noexcept override { fn_(); }
+  explicit cancellation_callback_node(G&& g) : fn_(std::in_place, std::forward<G>(g)) {}
+  void invoke() noexcept override { (*fn_)(); }
+  void discard() noexcept override { fn_.reset(); }
 
  private:
-  F fn_;
+  std::optional<F> fn_;
 };
 
 // Bridges a std::stop_token into a state (see cancellation_source::from_stop_token).
@@ -292,6 +301,7 @@ class cancellation_state {
       unlink(n);
       lock_.unlock();
       n->invoke();
+      n->discard();  // its captures die before an unregister() waiting for it returns
       n->mark_finished();
       n->release();  // the list's reference
       lock_.lock();
@@ -476,7 +486,9 @@ class cancellation_token {
     if (state_ == nullptr) return {};
     if (state_->is_cancelled()) {  // no allocation when already cancelled
       D local(std::forward<F>(f));
-      local();
+      // Through a noexcept call: a callback that throws terminates here as
+      // it would when run by cancel() (see the header comment).
+      [&local]() noexcept { local(); }();
       return {};
     }
     auto* n =
@@ -566,11 +578,11 @@ class cancellation_source {
   /// when this call cancelled it.
   bool cancel() const noexcept {
     const std::shared_ptr<detail::cancellation_state> keep = state_;  // a callback may destroy *this
-    return keep->request_cancel();
+    return keep != nullptr && keep->request_cancel();  // a moved-from source has no state: nothing to cancel
   }
 
-  /// True once the state has been cancelled.
-  [[nodiscard]] bool is_cancelled() const noexcept { return state_->is_cancelled(); }
+  /// True once the state has been cancelled (false for a moved-from source).
+  [[nodiscard]] bool is_cancelled() const noexcept { return state_ != nullptr && state_->is_cancelled(); }
 
  private:
   void link_to(const cancellation_token& parent) {
