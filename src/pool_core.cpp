@@ -94,7 +94,7 @@ result<void> pool_core::push_local(pool_worker& w, job_function&& fn, bool conti
   // the push cannot interleave with this worker's own exit decision.
   const state st = state_.load(std::memory_order_acquire);  // pairs with the release in stop()
   if (st == state::stopping || st == state::stopped) {
-    return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
+    return make_error_nothrow(error_code::pool_stopped, [&] { return "thread_pool '" + name_ + "' is stopped"; });
   }
   // A node, and room on the deque for the job the slot may displace. Out of
   // memory, the job goes through the injector instead (which reports its
@@ -190,7 +190,8 @@ bool pool_core::take_from_lifo_slot(pool_worker& w, bool helping, detail::job_no
 }
 
 result<void> pool_core::push_one(job_function&& fn) {
-  if (!fn) return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': empty job");
+  if (!fn)
+    return make_error_nothrow(error_code::invalid_argument, [&] { return "thread_pool '" + name_ + "': empty job"; });
   return detail::refuse_if_out_of_memory([&] { return push_one_unchecked(std::move(fn)); });
 }
 
@@ -202,7 +203,8 @@ result<void> pool_core::push_one_unchecked(job_function&& fn) {
 }
 
 result<void> pool_core::enqueue_continuation(job_function&& fn) {
-  if (!fn) return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': empty job");
+  if (!fn)
+    return make_error_nothrow(error_code::invalid_argument, [&] { return "thread_pool '" + name_ + "': empty job"; });
   return detail::refuse_if_out_of_memory([&]() -> result<void> {
     if (local_deques_) {
       if (pool_worker* w = own_worker()) return push_local(*w, std::move(fn), true);
@@ -231,12 +233,50 @@ result<void> pool_core::push_batch(std::span<job_function> fns) {
   // Before anything else (backpressure included): a batch with an empty job
   // is refused whole, and no policy ever sees it (caller_runs would run it).
   for (const auto& fn : fns) {
-    if (!fn) return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': empty job in batch");
+    if (!fn)
+      return make_error_nothrow(error_code::invalid_argument,
+                                [&] { return "thread_pool '" + name_ + "': empty job in batch"; });
   }
   return detail::refuse_if_out_of_memory([&] { return push_batch_unchecked(fns); });
 }
 
+bool pool_core::push_local_batch(pool_worker& w, std::span<job_function> fns, result<void>& r) {
+  // As push_local(), for a whole batch: all of it or none (the state check
+  // below, then every node and deque slot reserved before a job moves).
+  const state st = state_.load(std::memory_order_acquire);  // pairs with the release in stop()
+  if (st == state::stopping || st == state::stopped) {
+    r = make_error_nothrow(error_code::pool_stopped, [&] { return "thread_pool '" + name_ + "' is stopped"; });
+    return true;
+  }
+  // Out of memory: the injector takes the batch (push_local() does the same).
+  if (!w.node_cache_.reserve(fns.size()) || !w.deque_.reserve(fns.size())) {
+    note_allocation_failure(w);
+    return false;
+  }
+  w.degraded_ = false;
+  // release: the accepted count is published before any of the jobs can be
+  // stolen and finished (see idle_now()).
+  single_writer_add(w.spawned_, fns.size(), std::memory_order_release);
+  for (auto& fn : fns) {
+    stamp_if_sampled(fn);
+    fn.set_tag(static_cast<std::uint8_t>(fn.tag() & ~bounded_tag));  // local jobs hold no room
+    detail::job_node* node = w.node_cache_.allocate();               // reserved above: does not allocate
+    node->fn = std::move(fn);
+    w.deque_.push(node);  // reserved above: no allocation; thieves see it from here
+  }
+  wake_worker_if_needed();
+  r = {};
+  return true;
+}
+
 result<void> pool_core::push_batch_unchecked(std::span<job_function> fns, std::uint64_t kind_mask) {
+  // From one of this pool's own workers, the batch goes to its deque, like a
+  // single job (push_local()): not bounded (backpressure.hpp).
+  if (local_deques_) {
+    if (pool_worker* w = own_worker()) {
+      if (result<void> r; push_local_batch(*w, fns, r)) return r;
+    }
+  }
   for (auto& fn : fns) stamp_if_sampled(fn);
   // One wake-up; the woken worker wakes the next while work remains
   // (see worker_main), so a burst wakes only as many workers as it keeps busy.
@@ -662,13 +702,14 @@ void pool_core::execute(pool_worker& w, job_function& fn) {
   // acquire: pairs with the release store in stop(); a job not yet started
   // when cancellation is requested is cancelled rather than run.
   const std::uint8_t raw_tag = fn.tag();
-  if ((raw_tag & bounded_tag) != 0) release_room(1);  // the job leaves the queue now
   const auto tag = static_cast<std::uint8_t>(raw_tag & ~bounded_tag);
   // A job taken just before pause() became visible to this worker, but
   // pushed after pause() returned, must not start either: the push
   // happens-after the pause store, so this load sees it. Hold the job until
-  // resume() or stop().
+  // resume() or stop() - still holding its room (backpressure.hpp: room
+  // frees when a job starts; a held job has not).
   if (paused_.load(std::memory_order_acquire)) wait_while_paused();  // pairs with the seq_cst store in pause()
+  if ((raw_tag & bounded_tag) != 0) release_room(1);  // the job leaves the queue now: it starts or is cancelled
   if (cancel_requested_.load(std::memory_order_acquire)) {
     fn.cancel();
     fn.reset();
@@ -703,6 +744,18 @@ void pool_core::execute(pool_worker& w, job_function& fn) {
 
 void pool_core::run_batch(pool_worker& w, std::span<job_function> batch) {
   for (auto& fn : batch) execute(w, fn);
+}
+
+void pool_core::run_left_behind(std::span<job_function> batch) {
+  // This thread may be a worker of another pool: its context comes back.
+  struct as_caller_runner {
+    worker_context outer = tl_context;
+    explicit as_caller_runner(pool_core* core) noexcept { tl_context = worker_context{core, &core->caller_runner_}; }
+    as_caller_runner(const as_caller_runner&) = delete;
+    as_caller_runner& operator=(const as_caller_runner&) = delete;
+    ~as_caller_runner() { tl_context = outer; }
+  } scope(this);
+  run_batch(caller_runner_, batch);
 }
 
 bool pool_core::on_own_worker() const noexcept { return tl_context.pool == this; }

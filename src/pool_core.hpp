@@ -82,6 +82,12 @@ class pool_core {
   void resume() noexcept;
   [[nodiscard]] bool is_paused() const noexcept;
   void wait_idle();
+  // The first step of a stop() that will go ahead (the front calls it
+  // before stopping the pool's timers): producers blocked by backpressure
+  // (a timer's dispatch among them) give up with pool_stopped, and a full
+  // pool no longer makes anyone wait, so nothing stop() waits for can be
+  // stuck waiting for room that only stop() would free. Idempotent.
+  void begin_stop() noexcept;
   stop_report stop(stop_mode mode);
   [[nodiscard]] bool is_running() const noexcept;
   [[nodiscard]] bool is_stopped() const noexcept;
@@ -106,7 +112,11 @@ class pool_core {
       if (auto q = push(); !q) return refusal(q.error());
       return {};
     };
-    result<void> r = bounds_.capacity != 0 ? push_bounded(fns, queue_push) : queue_push();
+    // Submissions from one of the pool's own workers are not bounded
+    // (backpressure.hpp): a worker must neither wait for its own pool nor be
+    // refused by it. (A standard pool's worker pushes to its deque and gets
+    // here only out of memory; a typed pool's workers always get here.)
+    result<void> r = bounds_.capacity != 0 && !on_own_worker() ? push_bounded(fns, queue_push) : queue_push();
     if (!r) {
       // A wait_idle() waiter may have seen an accepted count the refusal
       // rolled back: let it look again.
@@ -142,7 +152,7 @@ class pool_core {
   }
   result<void> acquire_room(std::span<job_function> fns, bool& ran_inline);
   unexpected_error stopped_error() const {
-    return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
+    return make_error_nothrow(error_code::pool_stopped, [&] { return "thread_pool '" + name_ + "' is stopped"; });
   }
   [[nodiscard]] result<int> worker_os_tid(std::size_t worker) const;
   // Worker `worker` if it is running (its thread joinable, not exited).
@@ -173,6 +183,9 @@ class pool_core {
   // function for both, so that push_external() inlines into it.
   result<void> push_to(injector& target, job_function&& fn, std::uint64_t kind_mask);
   result<void> push_local(pool_worker& w, job_function&& fn, bool continuation = false);
+  // push_local() for a batch, all or none; false (nothing moved) when the
+  // nodes or deque room cannot be allocated, else true with the result in `r`.
+  bool push_local_batch(pool_worker& w, std::span<job_function> fns, result<void>& r);
   // A coroutine's resumption pushed by `co_await schedule()` from one of
   // this pool's workers: into the worker's empty LIFO slot without waking
   // another worker (the pushing job ends at once, and this worker takes the
@@ -216,6 +229,11 @@ class pool_core {
   [[nodiscard]] std::size_t active_workers_locked() const noexcept;
   void worker_main(pool_worker& w);
   void run_batch(pool_worker& w, std::span<job_function> batch);
+  // stop()'s last step: runs (or cancels) jobs no worker will take, on the
+  // calling thread, which counts as one of the pool's workers meanwhile
+  // (caller_runner_): a job calling wait_idle() or stop() there is refused
+  // with invalid_argument as on a worker, instead of waiting for itself.
+  void run_left_behind(std::span<job_function> batch);
   [[nodiscard]] pool_worker* own_worker() const noexcept;
   void report_failure(const std::exception_ptr& e) noexcept;
   [[nodiscard]] bool idle_now() const noexcept;
@@ -251,6 +269,7 @@ class pool_core {
 
   // Set before workers are told to stop in cancel_pending mode.
   std::atomic<bool> cancel_requested_{false};
+  std::atomic<bool> stop_requested_{false};  // begin_stop() was called
 
   alignas(64) std::atomic<std::uint64_t> cancelled_by_stop_{0};
 
@@ -260,6 +279,7 @@ class pool_core {
   thread_system::backpressure bounds_{};
   alignas(64) std::atomic<std::size_t> queued_external_{0};  // bounded pools: jobs holding room
   event_count room_available_;                               // producers blocked by backpressure
+  std::atomic<std::size_t> multi_slot_waiters_{0};           // blocked producers of batches (see release_room())
   alignas(64) std::atomic<std::uint64_t> dropped_{0};        // drop_oldest victims (count as finished)
   std::atomic<std::uint64_t> caller_ran_{0};                 // jobs run by caller_runs
   std::atomic<std::uint64_t> caller_failed_{0};

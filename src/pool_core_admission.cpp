@@ -26,11 +26,19 @@ void pool_core::release_room(std::size_t n) noexcept {
   queued_external_.fetch_sub(n, std::memory_order_seq_cst);
   const auto p = bounds_.on_full;
   if (p == backpressure::policy::block || p == backpressure::policy::block_for) {
-    if (n == 1) {
-      room_available_.notify_one();
-    } else {
+    if (n != 1) {
       room_available_.notify_all();
+      return;
     }
+    room_available_.notify_one();
+    // The one woken may be a batch's producer that needs more than this
+    // slot and sleeps again, while a single job's producer could have used
+    // it: with batches waiting, every waiter looks. seq_cst fence: a batch
+    // producer's increment (seq_cst, in acquire_room()) that this load
+    // misses comes after the fence, so its prepare_wait() reads the epoch
+    // notify_one() advanced, and it was not the one that notify_one() woke.
+    detail::seq_cst_fence();
+    if (multi_slot_waiters_.load(std::memory_order_relaxed) != 0) room_available_.notify_all();
   }
 }
 
@@ -60,29 +68,31 @@ void pool_core::run_on_caller(job_function& fn) {
 result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inline) {
   const std::size_t n = fns.size();
   if (n > bounds_.capacity) {
-    return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': a batch of " + std::to_string(n) +
-                                                        " jobs can never fit the capacity of " +
-                                                        std::to_string(bounds_.capacity));
+    return make_error_nothrow(error_code::invalid_argument, [&] {
+      return "thread_pool '" + name_ + "': a batch of " + std::to_string(n) + " jobs can never fit the capacity of " +
+             std::to_string(bounds_.capacity);
+    });
   }
-  auto policy = bounds_.on_full;
-  // A worker of this pool (typed pools route its submissions through here)
-  // must not block on its own pool: it runs the job itself instead.
-  if (on_own_worker() && (policy == backpressure::policy::block || policy == backpressure::policy::block_for)) {
-    policy = backpressure::policy::caller_runs;
-  }
+  // (Never a worker of this pool: its submissions are not bounded, see push_external().)
+  const auto policy = bounds_.on_full;
   // Saturating: block_for(n, nanoseconds::max()) waits without a deadline.
   const auto deadline = detail::saturating_add(std::chrono::steady_clock::now(), bounds_.timeout);
   auto stopped = [this] {
+    // seq_cst: Dekker with begin_stop() (store, then notify), as with the
+    // state below; the check follows prepare_wait() on the blocking path.
+    if (stop_requested_.load(std::memory_order_seq_cst)) return true;
     const state st = state_.load(std::memory_order_acquire);  // pairs with the release in stop()
     return st == state::stopping || st == state::stopped;
   };
   for (;;) {
     if (try_reserve(n)) return {};
-    if (stopped()) return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
+    if (stopped())
+      return make_error_nothrow(error_code::pool_stopped, [&] { return "thread_pool '" + name_ + "' is stopped"; });
     switch (policy) {
       case backpressure::policy::reject:
-        return make_error(error_code::queue_full, "thread_pool '" + name_ + "': queue is full (capacity " +
-                                                      std::to_string(bounds_.capacity) + ")");
+        return make_error_nothrow(error_code::queue_full, [&] {
+          return "thread_pool '" + name_ + "': queue is full (capacity " + std::to_string(bounds_.capacity) + ")";
+        });
       case backpressure::policy::caller_runs:
         for (auto& fn : fns) run_on_caller(fn);
         ran_inline = true;
@@ -94,6 +104,19 @@ result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inli
         continue;
       case backpressure::policy::block:
       case backpressure::policy::block_for: {
+        // A batch's producer counts itself while it may sleep (see
+        // release_room()); seq_cst: ordered against release_room()'s fence.
+        struct counted_while_waiting {
+          std::atomic<std::size_t>* count;
+          explicit counted_while_waiting(std::atomic<std::size_t>* c) noexcept : count(c) {
+            if (count != nullptr) count->fetch_add(1, std::memory_order_seq_cst);
+          }
+          counted_while_waiting(const counted_while_waiting&) = delete;
+          counted_while_waiting& operator=(const counted_while_waiting&) = delete;
+          ~counted_while_waiting() {
+            if (count != nullptr) count->fetch_sub(1, std::memory_order_relaxed);  // a stale count only wakes more
+          }
+        } counted(n > 1 ? &multi_slot_waiters_ : nullptr);
         const auto key = room_available_.prepare_wait();
         if (try_reserve(n)) {
           room_available_.cancel_wait();
@@ -101,13 +124,14 @@ result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inli
         }
         if (stopped()) {
           room_available_.cancel_wait();
-          return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
+          return make_error_nothrow(error_code::pool_stopped, [&] { return "thread_pool '" + name_ + "' is stopped"; });
         }
         if (policy == backpressure::policy::block) {
           room_available_.commit_wait(key);
         } else if (!room_available_.commit_wait_until(key, deadline)) {
           if (try_reserve(n)) return {};
-          return make_error(error_code::timeout, "thread_pool '" + name_ + "': no room within the block_for timeout");
+          return make_error_nothrow(
+              error_code::timeout, [&] { return "thread_pool '" + name_ + "': no room within the block_for timeout"; });
         }
         break;
       }
@@ -115,11 +139,17 @@ result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inli
   }
 }
 
+void pool_core::begin_stop() noexcept {
+  stop_requested_.store(true, std::memory_order_seq_cst);  // pairs with acquire_room()'s stopped()
+  room_available_.notify_all();
+}
+
 unexpected_error pool_core::refusal(const error& queue_error) const {
   if (queue_error.code() == error_code::pool_stopped) {
-    return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' is stopped");
+    return make_error_nothrow(error_code::pool_stopped, [&] { return "thread_pool '" + name_ + "' is stopped"; });
   }
-  return make_error(queue_error.code(), "thread_pool '" + name_ + "': " + queue_error.message());
+  return make_error_nothrow(queue_error.code(),
+                            [&] { return "thread_pool '" + name_ + "': " + queue_error.message(); });
 }
 
 }  // namespace thread_system::detail

@@ -98,9 +98,10 @@ pool_core::~pool_core() {
 }
 
 unexpected_error too_many_workers(const std::string& pool_name, std::size_t requested) {
-  return make_error(error_code::invalid_argument, "thread_pool '" + pool_name + "': " + std::to_string(requested) +
-                                                      " workers requested; a pool has at most " +
-                                                      std::to_string(max_workers));
+  return make_error_nothrow(error_code::invalid_argument, [&] {
+    return "thread_pool '" + pool_name + "': " + std::to_string(requested) + " workers requested; a pool has at most " +
+           std::to_string(max_workers);
+  });
 }
 
 result<void> pool_core::enqueue_batch(std::vector<std::unique_ptr<thread_worker>> workers) {
@@ -110,7 +111,8 @@ result<void> pool_core::enqueue_batch(std::vector<std::unique_ptr<thread_worker>
   std::lock_guard lock(lifecycle_mutex_);
   const state st = state_.load(std::memory_order_relaxed);  // state_ only changes under this mutex
   if (st == state::stopping || st == state::stopped) {
-    return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "': cannot add workers after stop()");
+    return make_error_nothrow(error_code::pool_stopped,
+                              [&] { return "thread_pool '" + name_ + "': cannot add workers after stop()"; });
   }
   if (workers.size() > max_workers - workers_.size()) return too_many_workers(name_, workers_.size() + workers.size());
   const std::size_t first = workers_.size();
@@ -139,15 +141,18 @@ result<void> pool_core::start() {
   std::lock_guard lock(lifecycle_mutex_);
   switch (state_.load(std::memory_order_relaxed)) {  // state_ only changes under this mutex
     case state::running:
-      return make_error(error_code::already_started, "thread_pool '" + name_ + "' is already running");
+      return make_error_nothrow(error_code::already_started,
+                                [&] { return "thread_pool '" + name_ + "' is already running"; });
     case state::stopping:
     case state::stopped:
-      return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "' was stopped; create a new pool");
+      return make_error_nothrow(error_code::pool_stopped,
+                                [&] { return "thread_pool '" + name_ + "' was stopped; create a new pool"; });
     case state::created:
       break;
   }
   if (active_workers_locked() == 0) {
-    return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': start() with zero workers");
+    return make_error_nothrow(error_code::invalid_argument,
+                              [&] { return "thread_pool '" + name_ + "': start() with zero workers"; });
   }
   std::vector<pool_worker*> all;
   try {
@@ -180,7 +185,7 @@ result<void> pool_core::launch(std::span<pool_worker* const> batch, BeforeGo bef
     gate = std::make_shared<launch_gate>();
     for (pool_worker* w : batch) prepare_worker(*w);
   } catch (const std::system_error& e) {  // group_for(): too many distinct responsibility sets
-    return make_error(error_code::invalid_argument, "thread_pool '" + name_ + "': " + e.what());
+    return make_error_nothrow(error_code::invalid_argument, [&] { return "thread_pool '" + name_ + "': " + e.what(); });
   } catch (const std::bad_alloc&) {
     // The message is built without throwing: memory is short here.
     return make_error_nothrow(error_code::resource_exhausted,
@@ -268,7 +273,8 @@ result<void> pool_core::resize(std::size_t n) {
   std::lock_guard lock(lifecycle_mutex_);
   const state st = state_.load(std::memory_order_relaxed);  // state_ only changes under this mutex
   if (st == state::stopping || st == state::stopped) {
-    return make_error(error_code::pool_stopped, "thread_pool '" + name_ + "': cannot resize after stop()");
+    return make_error_nothrow(error_code::pool_stopped,
+                              [&] { return "thread_pool '" + name_ + "': cannot resize after stop()"; });
   }
   if (st == state::created) {
     // Before start(): set workers aside or take them back; none is
@@ -458,7 +464,7 @@ stop_report pool_core::stop(stop_mode mode) {
     std::array<job_function, max_batch> local;
     // Until it works: no one else will ever take these jobs.
     for (std::size_t n = pop_retrying(*queue_, local, 0); n > 0; n = pop_retrying(*queue_, local, 0)) {
-      run_batch(caller_runner_, std::span(local.data(), n));
+      run_left_behind(std::span(local.data(), n));
     }
   }
   std::lock_guard lock(lifecycle_mutex_);

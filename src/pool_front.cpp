@@ -24,18 +24,22 @@ pool_front::~pool_front() {
   if (!core_->is_stopped()) (void)stop(stop_mode::drain);
 }
 
-result<void> pool_front::start() { return core_->start(); }
+result<void> pool_front::start() {
+  return refuse_if_out_of_memory([&] { return core_->start(); });
+}
 
 std::vector<thread_worker*> pool_front::get_workers() const { return core_->get_workers(); }
 
 result<void> pool_front::set_affinity(std::size_t worker, std::span<const int> cpus) {
-  return core_->set_affinity(worker, cpus);
+  return refuse_if_out_of_memory([&] { return core_->set_affinity(worker, cpus); });
 }
 
-result<void> pool_front::set_nice(std::size_t worker, int nice) { return core_->set_nice(worker, nice); }
+result<void> pool_front::set_nice(std::size_t worker, int nice) {
+  return refuse_if_out_of_memory([&] { return core_->set_nice(worker, nice); });
+}
 
 result<native_thread_handle> pool_front::native_handle(std::size_t worker) const {
-  return core_->native_handle(worker);
+  return refuse_if_out_of_memory([&] { return core_->native_handle(worker); });
 }
 
 void pool_front::pause() noexcept { core_->pause(); }
@@ -50,8 +54,18 @@ stop_report pool_front::stop(stop_mode mode) {
   // From a worker: the core throws invalid_argument and stops nothing (not
   // even the timers).
   if (core_->on_own_worker()) return core_->stop(mode);
+  // From the timer thread (a timer's function that backpressure::caller_runs
+  // ran there): stopping would join that thread from itself. Refused before
+  // anything stops, as on a worker.
+  if (timers_->on_timer_thread()) {
+    throw error_exception(error{error_code::invalid_argument, "thread_pool::stop() called on the pool's timer thread"});
+  }
+  // A full pool makes no one wait from here (a timer's run blocked on room
+  // would keep the timer thread, which the next step joins, from ending).
+  core_->begin_stop();
   // Timers first, while the pool still accepts their due runs (see
-  // timer_queue.hpp: drain dispatches due one-shot timers, cancels the rest).
+  // timer_queue.hpp: drain dispatches due one-shot timers, cancels the rest;
+  // a run that finds a full pool is refused now instead of waiting).
   timers_->close_and_stop(mode);
   return core_->stop(mode);
 }
@@ -60,7 +74,9 @@ bool pool_front::is_running() const noexcept { return core_->is_running(); }
 
 bool pool_front::is_stopped() const noexcept { return core_->is_stopped(); }
 
-result<void> pool_front::resize(std::size_t n) { return core_->resize(n); }
+result<void> pool_front::resize(std::size_t n) {
+  return refuse_if_out_of_memory([&] { return core_->resize(n); });
+}
 
 pool_statistics pool_front::get_statistics() const { return core_->get_statistics(); }
 

@@ -11,7 +11,9 @@ result<timer_handle> pool_timers::add(std::string_view kind, const std::string& 
   timer_queue* q = nullptr;
   {
     std::lock_guard lock(mutex_);
-    if (closed_) return make_error(error_code::pool_stopped, std::string(kind) + " '" + pool_name + "' is stopped");
+    if (closed_)
+      return make_error_nothrow(error_code::pool_stopped,
+                                [&] { return std::string(kind) + " '" + pool_name + "' is stopped"; });
     if (!queue_) {
       try {
         timer_queue_options o;
@@ -38,6 +40,11 @@ void pool_timers::close_and_stop(stop_mode mode) {
     q = queue_.get();  // as in add()
   }
   if (q != nullptr) (void)q->stop(mode);
+}
+
+bool pool_timers::on_timer_thread() const noexcept {
+  std::lock_guard lock(mutex_);
+  return queue_ != nullptr && queue_->on_timer_thread();
 }
 
 timer_statistics pool_timers::statistics() const {

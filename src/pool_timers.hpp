@@ -30,6 +30,9 @@ class pool_timers {
   void close_and_stop(stop_mode mode);
   // The queue's counters; all zero when none was created.
   [[nodiscard]] timer_statistics statistics() const;
+  // True on the timer thread (a timer's function run there by the pool's
+  // caller_runs backpressure, or the dispatch itself).
+  [[nodiscard]] bool on_timer_thread() const noexcept;
 
  private:
   mutable std::mutex mutex_;

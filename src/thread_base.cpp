@@ -46,10 +46,12 @@ thread_base::~thread_base() {
 
 result<void> thread_base::start() {
   if (tl_current == this) {
-    return make_error(error_code::already_started, "thread_base '" + name_ + "': start() called from its own thread");
+    return make_error_nothrow(error_code::already_started,
+                              [&] { return "thread_base '" + name_ + "': start() called from its own thread"; });
   }
   std::lock_guard life(lifecycle_mutex_);
-  if (thread_.joinable()) return make_error(error_code::already_started, "thread_base '" + name_ + "' is running");
+  if (thread_.joinable())
+    return make_error_nothrow(error_code::already_started, [&] { return "thread_base '" + name_ + "' is running"; });
   {
     std::lock_guard lock(mutex_);
     stop_requested_ = false;

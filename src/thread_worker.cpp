@@ -21,8 +21,10 @@ worker_statistics thread_worker::get_statistics() const noexcept { return state_
 
 result<void> thread_worker::set_injector_batch(std::size_t n) {
   if (n == 0 || n > max_injector_batch) {
-    return make_error(error_code::invalid_argument, "thread_worker::set_injector_batch: " + std::to_string(n) +
-                                                        " is outside 1.." + std::to_string(max_injector_batch));
+    return make_error_nothrow(error_code::invalid_argument, [&] {
+      return "thread_worker::set_injector_batch: " + std::to_string(n) + " is outside 1.." +
+             std::to_string(max_injector_batch);
+    });
   }
   // relaxed: a setting, read by the worker once per visit.
   state_->injector_batch_.store(static_cast<std::uint32_t>(n), std::memory_order_relaxed);

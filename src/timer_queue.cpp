@@ -449,8 +449,10 @@ result<timer_handle> timer_queue::add(std::shared_ptr<detail::timer_entry> e) {
   return timer_handle{std::move(e), core_};
 }
 
+bool timer_queue::on_timer_thread() const noexcept { return detail::tl_timer_core == core_.get(); }
+
 timer_statistics timer_queue::stop(stop_mode mode) {
-  if (detail::tl_timer_core == core_.get()) {
+  if (on_timer_thread()) {
     throw error_exception(error{error_code::invalid_argument, "timer_queue::stop() called on the timer thread"});
   }
   std::lock_guard stop_lock(stop_mutex_);

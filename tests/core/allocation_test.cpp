@@ -8,16 +8,20 @@
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <optional>
 #include <vector>
 
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/coro/task.hpp"
 #include "thread_system/pools/thread_pool.hpp"
+#include "thread_system/pools/thread_worker.hpp"
+#include "thread_system/pools/typed_thread_pool.hpp"
 #include "thread_system/queues/adaptive_job_queue.hpp"
 #include "thread_system/queues/bounded_queue.hpp"
 #include "thread_system/queues/job_queue.hpp"
 #include "thread_system/queues/lockfree_queue.hpp"
 #include "thread_system/queues/two_lock_job_queue.hpp"
+#include "thread_system/scheduler/timer_queue.hpp"
 #include "thread_system/sync/cancellation.hpp"
 
 namespace {
@@ -505,4 +509,60 @@ TEST(Allocation, SpawnedTasksInSteadyStateDoNotAllocatePerTask) {
   constexpr std::uint64_t cache_bound = 2 * 3 * (ts::detail::thread_cache_limit + ts::detail::thread_cache_limit / 2);
   EXPECT_LE(allocations() - before, cache_bound);
   EXPECT_EQ(done.load(std::memory_order_relaxed), 25U * tasks);
+}
+
+// With no memory left at all, every refusal of a pool or a timer queue comes
+// back as a result with its own code (the message may be empty): never a raw
+// std::bad_alloc, and never `resource_exhausted` in place of the real reason
+// (a stopped pool is `pool_stopped`, a bad argument `invalid_argument`).
+// A call that does need memory (resize() adding workers) is
+// `resource_exhausted`.
+namespace {
+template <typename Call>
+std::optional<ts::error_code> refusal_with_no_memory(Call call) {
+  t_fail_all_new = true;
+  try {
+    const auto r = call();
+    t_fail_all_new = false;
+    if (r) return std::nullopt;
+    return r.error().code();
+  } catch (const std::exception& e) {
+    t_fail_all_new = false;
+    ADD_FAILURE() << "threw " << e.what();
+    return std::nullopt;
+  }
+}
+}  // namespace
+
+TEST(Allocation, PoolAndTimerRefusalsKeepTheirCodeWhenNoMemoryIsLeft) {
+  using ts::error_code;
+  ts::thread_pool running{1};
+  ts::thread_pool stopped{1};
+  (void)stopped.stop();
+  ts::typed_thread_pool_t<ts::job_types> typed{1};
+  ts::timer_queue timers{[](ts::job_function&& f) -> ts::result<void> {
+    f();
+    return {};
+  }};
+  (void)timers.stop();
+  const std::array<int, 1> cpu{0};
+
+  EXPECT_EQ(refusal_with_no_memory([&] { return stopped.enqueue([] {}); }), error_code::pool_stopped);
+  EXPECT_EQ(refusal_with_no_memory([&] { return stopped.resize(2); }), error_code::pool_stopped);
+  EXPECT_EQ(refusal_with_no_memory([&] { return running.start(); }), error_code::already_started);
+  EXPECT_EQ(refusal_with_no_memory([&] { return running.resize(0); }), error_code::invalid_argument);
+  EXPECT_EQ(refusal_with_no_memory([&] { return running.resize(64); }), error_code::resource_exhausted);
+  EXPECT_EQ(refusal_with_no_memory([&] { return running.set_affinity(99, cpu); }), error_code::invalid_argument);
+  EXPECT_EQ(refusal_with_no_memory([&] { return running.enqueue(std::unique_ptr<ts::thread_worker>{}); }),
+            error_code::invalid_argument);
+  EXPECT_EQ(refusal_with_no_memory([&] { return typed.resize(0); }), error_code::invalid_argument);
+  EXPECT_EQ(refusal_with_no_memory([&] { return typed.start(); }), error_code::already_started);
+  EXPECT_EQ(refusal_with_no_memory([&] { return stopped.schedule_after(std::chrono::milliseconds(1), [] {}); }),
+            error_code::pool_stopped);
+  EXPECT_TRUE(
+      refusal_with_no_memory([&] { return timers.schedule_after(std::chrono::milliseconds(1), [] {}); }).has_value());
+  // Everything still works once memory is back.
+  EXPECT_TRUE(running.resize(2));
+  EXPECT_TRUE(running.enqueue([] {}));
+  running.wait_idle();
 }

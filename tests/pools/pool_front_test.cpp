@@ -531,3 +531,92 @@ TEST(PoolControlRegression, WaitIdleAfterStoppingANeverStartedPoolWithACancelled
   EXPECT_EQ(report.cancelled, 1U);
   pool.wait_idle();  // returns: the cancelled job counts as finished
 }
+
+// A job that stop() runs on the calling thread (a never-started pool's
+// drain) and calls wait_idle() or stop() is refused with invalid_argument,
+// as on a worker: it used to wait for itself (wait_idle) or lock stop()'s
+// mutex a second time on the same thread.
+TEST(PoolControlRegression, AJobThatStopRunsOnTheCallingThreadCannotWaitForItsPool) {
+  std::atomic<int> refused{0};
+  {
+    ts::thread_pool pool{"never-started"};
+    ASSERT_TRUE(pool.enqueue([&] {
+      try {
+        pool.wait_idle();
+      } catch (const ts::error_exception& e) {
+        if (e.code() == ts::error_code::invalid_argument) refused.fetch_add(1, std::memory_order_relaxed);
+      }
+      try {
+        (void)pool.stop();
+      } catch (const ts::error_exception& e) {
+        if (e.code() == ts::error_code::invalid_argument) refused.fetch_add(1, std::memory_order_relaxed);
+      }
+      EXPECT_FALSE(pool.enqueue([] {}));  // stopping: pool_stopped
+    }));
+    const auto report = pool.stop();
+    EXPECT_EQ(report.executed, 1U);
+  }
+  EXPECT_EQ(refused.load(std::memory_order_relaxed), 2);
+}
+
+// stop() returns although a timer's run is waiting for room in a full pool
+// (paused, or never started): the waiting run gives up with pool_stopped
+// instead of keeping the timer thread, which stop() joins, alive for ever.
+TEST(PoolControlRegression, StopEndsATimerRunWaitingForRoomInAFullPool) {
+  for (const bool started : {true, false}) {
+    SCOPED_TRACE(started ? "paused" : "never started");
+    auto o = ts::test::pool_opts("timer-full");
+    o.backpressure = ts::backpressure::block(1);
+    std::optional<ts::thread_pool> pool;
+    if (started) {
+      pool.emplace(1, o);
+      pool->pause();
+    } else {
+      o.name = "timer-full-never-started";
+      pool.emplace(o.name, o);
+    }
+    std::atomic<int> ran{0};
+    ASSERT_TRUE(pool->enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));  // fills the bound
+    auto timer = pool->schedule_after(1ms, [&ran] { ran.fetch_add(100, std::memory_order_relaxed); });
+    ASSERT_TRUE(timer);
+    // The timer is due: its run waits for room on the timer thread, or (if
+    // that thread is slow to get there) stop(drain) dispatches it; either
+    // way the full pool refuses it once stop() has begun.
+    std::this_thread::sleep_for(20ms);
+    const auto report = pool->stop(ts::stop_mode::drain);
+    EXPECT_EQ(ran.load(std::memory_order_relaxed), 1);  // the queued job ran; the timer's run was refused
+    EXPECT_EQ(report.executed, 1U);
+    EXPECT_EQ(pool->get_timer_statistics().refused, 1U);
+  }
+}
+
+// stop() called by a timer's function that the pool's caller_runs
+// backpressure ran on the timer thread is refused with invalid_argument and
+// stops nothing (it used to stop the timers, then throw, leaving a running
+// pool whose schedule_*() refused for ever).
+TEST(PoolControlRegression, StopFromATimersFunctionOnTheTimerThreadIsRefused) {
+  auto o = ts::test::pool_opts("timer-caller-runs");
+  o.backpressure = ts::backpressure::caller_runs(1);
+  ts::thread_pool pool{1, o};
+  ts::test::held_worker held(pool);
+  ASSERT_TRUE(pool.enqueue([] {}));  // fills the bound: the timer's run will run on the timer thread
+  std::atomic<bool> done{false};
+  std::optional<ts::error_code> refusal;
+  auto timer = pool.schedule_after(1ms, [&] {
+    try {
+      (void)pool.stop();
+    } catch (const ts::error_exception& e) {
+      refusal = e.code();
+    }
+    done.store(true, std::memory_order_release);  // pairs with the acquire load below
+  });
+  ASSERT_TRUE(timer);
+  while (!done.load(std::memory_order_acquire)) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(refusal, ts::error_code::invalid_argument);
+  held.release();
+  EXPECT_TRUE(pool.is_running());
+  std::atomic<bool> later{false};
+  const auto again = pool.schedule_after(1ms, [&later] { later.store(true, std::memory_order_release); });
+  ASSERT_TRUE(again) << again.error().message();
+  while (!later.load(std::memory_order_acquire)) std::this_thread::sleep_for(1ms);
+}

@@ -144,6 +144,13 @@ template <typename MessageFn>
   }
 }
 
+/// make_error() with a message that is a C string (a literal): never throws
+/// (make_error_nothrow()), so a refusal built from a literal comes back, with
+/// its code, even when nothing can be allocated.
+[[nodiscard]] inline unexpected_error make_error(error_code code, const char* message) noexcept {
+  return make_error_nothrow(code, [message] { return message; });
+}
+
 /// Either a `T` or an `error`. Accessing the wrong alternative is a
 /// precondition violation: `value()` throws `error_exception`, `operator*`
 /// and `error()` throw `std::bad_variant_access` (never undefined behaviour).

@@ -8,9 +8,13 @@
 //
 // What is bounded: jobs submitted from outside the pool's workers that have
 // been accepted and have not started yet ("queued"). The bound is exact: at
-// no moment are more than `capacity` such jobs queued. Jobs that a running
-// job submits from one of the pool's own workers go to that worker's deque
-// and are not bounded (blocking a worker on its own pool could deadlock it).
+// no moment are more than `capacity` such jobs queued (a job a worker has
+// taken but holds for a paused pool has not started: it keeps its room).
+// Jobs that a running job submits from one of the pool's own workers, one
+// at a time or as a batch, are not bounded (blocking a worker on its own
+// pool could deadlock it; refusing it would fail work the pool itself
+// runs): in a thread_pool they go to that worker's deque, in a typed pool
+// to their type's queue.
 //
 // Policies when the pool is full:
 //   * block          wait until a job starts (room frees) or the pool stops
@@ -29,7 +33,10 @@
 //                    are not dropped; their room frees when they start.
 // A batch larger than the capacity is refused with `invalid_argument` (it
 // could never fit). Producers blocked by block/block_for wake as soon as a
-// job starts, and with `pool_stopped` when the pool stops.
+// job starts (a batch's producer once there is room for the whole batch; a
+// single job's producer is not kept waiting behind it), and with
+// `pool_stopped` when stop() is called (from then on a full pool refuses
+// instead of blocking).
 #pragma once
 
 #include <cstddef>

@@ -17,7 +17,10 @@
 // Threading: every member may be called from any thread at any time, except
 // that stop(), wait_idle() and the destructor must not be called from one
 // of the pool's own workers (stop() and wait_idle() throw
-// `error_exception{invalid_argument}` if they are).
+// `error_exception{invalid_argument}` if they are; so do they from a job
+// that stop() runs on its calling thread), and stop() not from the pool's
+// timer thread (a timer's function that backpressure::caller_runs ran
+// there: stop() throws invalid_argument and stops nothing).
 #pragma once
 
 #include <cstddef>
@@ -152,7 +155,8 @@ class pool_front {
   /// wait_idle() on a paused pool with queued jobs waits for resume().
   /// Exceptions: a job a worker had already taken when pause() was called
   /// may still start; backpressure::caller_runs runs jobs on the submitting
-  /// thread; a worker leaving after resize() runs the jobs on its own deque.
+  /// thread. A worker leaving after resize() takes the jobs on its own deque
+  /// and holds them (and their backpressure room) until resume().
   void pause() noexcept;
   /// Ends pause(): queued jobs start again and parked workers are woken.
   void resume() noexcept;
@@ -167,7 +171,9 @@ class pool_front {
   /// one-shot timers already due, every other timer is cancelled), then the
   /// workers, which are joined. Idempotent: later calls return the same
   /// report. On a pool that was never started, drain runs the pending jobs
-  /// on the calling thread.
+  /// on the calling thread. From the moment stop() is called a full bounded
+  /// pool refuses instead of blocking (`pool_stopped`): a producer blocked
+  /// for room, a timer's run among them, gives up.
   stop_report stop(stop_mode mode = stop_mode::drain);
 
   /// True from a successful start() (or the concise constructor) until stop() begins.

@@ -185,6 +185,11 @@ class timer_queue {
   /// False once stop() has begun.
   [[nodiscard]] bool is_running() const noexcept;
 
+  /// True when called on this queue's timer thread: from a timer's function
+  /// that runs there (a target that runs the job on the calling thread), or
+  /// from the target itself. stop() throws there (it would join itself).
+  [[nodiscard]] bool on_timer_thread() const noexcept;
+
  private:
   friend class detail::pool_timers;
 

@@ -19,7 +19,7 @@ namespace thread_system {
 struct worker_statistics {
   std::uint64_t jobs_processed = 0;       ///< Jobs this worker ran (including failed ones).
   std::uint64_t jobs_failed = 0;          ///< Jobs that threw or reported an error.
-  std::uint64_t jobs_cancelled = 0;       ///< Jobs this worker discarded at stop(cancel_pending).
+  std::uint64_t jobs_cancelled = 0;       ///< Jobs this worker ended unrun: at stop(cancel_pending), or by their token.
   std::chrono::nanoseconds busy_time{0};  ///< Time spent running or looking for jobs (not parked).
   std::chrono::nanoseconds idle_time{0};  ///< Time spent parked waiting for work.
   /// Mean run time of the jobs this worker ran that were sampled
@@ -50,7 +50,7 @@ struct pool_statistics {
   std::uint64_t accepted = 0;    ///< Jobs accepted by enqueue/submit.
   std::uint64_t executed = 0;    ///< Jobs that ran to completion (including failed ones).
   std::uint64_t failed = 0;      ///< Jobs that threw or reported an error.
-  std::uint64_t cancelled = 0;   ///< Jobs discarded by stop(cancel_pending).
+  std::uint64_t cancelled = 0;   ///< Jobs ended unrun: by stop(cancel_pending), drop_oldest, or their token.
   std::uint64_t queued = 0;      ///< Jobs waiting now (approximate).
   std::uint64_t workers = 0;     ///< Worker threads.
   std::uint64_t steals = 0;      ///< Jobs moved between workers by stealing.
