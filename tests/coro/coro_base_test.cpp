@@ -278,4 +278,25 @@ TEST(CoroBase, DeadlinesRoundUpAndSaturate) {
   EXPECT_GE(td::due_at(at), at);
 }
 
+// sleep_until() with a far time point on a coarse duration saturates like
+// sleep_for(): comparing it with now() in nanoseconds overflowed, and the
+// task woke at once (hours::max(), or seconds 400 years ahead).
+TEST(CoroBase, FarDeadlinesOnCoarseDurationsSaturate) {
+  using clock = std::chrono::steady_clock;
+  const auto century = clock::now() + std::chrono::hours(24 * 365 * 99);
+  EXPECT_GT(td::due_at(std::chrono::time_point<clock, std::chrono::hours>::max()), century);
+  const auto in_seconds = std::chrono::time_point_cast<std::chrono::seconds>(clock::now());
+  EXPECT_GT(td::due_at(in_seconds + std::chrono::hours(24 * 365 * 400)), century);
+  // Each deadline is computed before the clock::now() it is compared with.
+  const auto long_past = td::due_at(std::chrono::time_point<clock, std::chrono::hours>::min());
+  EXPECT_LE(long_past, clock::now());
+  const auto nan = td::due_at(std::chrono::time_point<clock, std::chrono::duration<double>>(
+      std::chrono::duration<double>(std::numeric_limits<double>::quiet_NaN())));
+  EXPECT_LE(nan, clock::now());
+  // Finer than the clock: rounded up, never early.
+  const auto fine = std::chrono::time_point<clock, std::chrono::duration<std::int64_t, std::pico>>(clock::now()) +
+                    std::chrono::duration<std::int64_t, std::pico>(1500);
+  EXPECT_GE(td::due_at(fine), std::chrono::ceil<clock::duration>(fine));
+}
+
 }  // namespace

@@ -293,13 +293,25 @@ template <typename Rep, typename Period>
 }
 
 /// `t` on steady_clock's own duration, rounded up (never early), saturated
-/// ~100 years from now.
+/// ~100 years from now (NaN: now, as due_after()).
 template <typename Duration>
 [[nodiscard]] std::chrono::steady_clock::time_point due_at(
     std::chrono::time_point<std::chrono::steady_clock, Duration> t) noexcept {
-  const auto now = std::chrono::steady_clock::now();
-  if (t <= now) return now;
-  return due_after(t - now);
+  using clock = std::chrono::steady_clock;
+  const auto now = clock::now();
+  constexpr std::chrono::hours far{24 * 365 * 100};
+  // Placed in double seconds first: comparing `t` with `now` converts it to
+  // the common duration, and a far time on a coarse duration (hours, or
+  // seconds 400 years ahead) overflows nanoseconds there.
+  const double ahead = std::chrono::duration<double>(t.time_since_epoch()).count() -
+                       std::chrono::duration<double>(now.time_since_epoch()).count();
+  const double far_seconds = std::chrono::duration<double>(far).count();
+  if (ahead != ahead) return now;              // NaN  // NOLINT(misc-redundant-expression)
+  if (ahead >= far_seconds) return now + far;  // also +infinity
+  if (ahead <= -far_seconds) return now;       // long past (also -infinity)
+  // Within a century of now: exact on the clock's duration, rounded up.
+  const clock::time_point exact{std::chrono::ceil<clock::duration>(t.time_since_epoch())};
+  return exact <= now ? now : exact;
 }
 
 }  // namespace thread_system::detail
