@@ -79,6 +79,36 @@ TEST(Task, EmptyTasksAreRefusedWithInvalidArgument) {
   EXPECT_EQ(r.error().code(), error_code::invalid_argument);
 }
 
+// A task is awaitable once: awaited again after it finished it is refused
+// like an empty one (it used to resume the finished coroutine: a crash).
+TEST(Task, AFinishedTaskIsRefusedLikeAnEmptyOne) {
+  auto await_it = [](task<int>& inner) -> task<int> { co_return co_await std::move(inner); };
+  auto expect_refused = [](auto&& call) {
+    try {
+      call();
+      ADD_FAILURE() << "no error";
+    } catch (const error_exception& e) {
+      EXPECT_EQ(e.code(), error_code::invalid_argument);
+    }
+  };
+  task<int> t = value_of(7);
+  EXPECT_EQ(sync_wait(await_it(t)), 7);
+  ASSERT_TRUE(t.valid());
+  EXPECT_TRUE(t.is_ready());
+  EXPECT_FALSE(t.startable());
+  expect_refused([&] { (void)sync_wait(await_it(t)); });
+  expect_refused([&] { (void)when_all(std::move(t)); });
+  expect_refused([&] { (void)sync_wait(std::move(t)); });
+
+  auto await_void = [](task<void>& inner) -> task<void> { co_await std::move(inner); };
+  task<void> v = []() -> task<void> { co_return; }();
+  sync_wait(await_void(v));
+  thread_pool pool{1};
+  auto r = spawn(pool, std::move(v));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), error_code::invalid_argument);
+}
+
 TEST(Task, ScheduleResumesOnAWorkerOfThePool) {
   thread_pool pool{2};
   auto where = [](thread_pool& p) -> task<bool> {

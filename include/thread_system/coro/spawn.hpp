@@ -103,7 +103,7 @@ class spawn_root final : public coro_waiter {
 // `Pool` is named for its failure report; the target pushes into it.
 template <typename Pool>
 result<void> spawn_on(Pool& /*pool*/, resume_target target, cancellation_token token, task<void> t) {
-  if (!t.valid()) return make_error(error_code::invalid_argument, "spawn() of an empty task");
+  if (!t.startable()) return make_error(error_code::invalid_argument, "spawn() of an empty or finished task");
   spawn_root* root = nullptr;
   try {
     root = new spawn_root(std::move(t), std::move(token), target, [](void* p, const std::exception_ptr& e) noexcept {

@@ -19,7 +19,10 @@
 //   * Awaiting a task resumes the awaiter, when the task finishes, on the
 //     thread that finished it, by symmetric transfer: a chain of a million
 //     nested awaits uses constant stack. co_await rethrows the task's
-//     exception. Only an rvalue task is awaitable, once.
+//     exception. Only an rvalue task is awaitable, once: a task that has
+//     finished (is_ready()) is refused like an empty one by co_await,
+//     sync_wait(), spawn() and when_all() (error_exception / result
+//     {invalid_argument}), never resumed again.
 //   * A coroutine runs on a pool only between `co_await pool.schedule()` (or
 //     a sleep, or a future completed by a pool's job) and its next
 //     suspension; each such stretch is one job of the pool (a *resumption*),
@@ -175,6 +178,9 @@ class [[nodiscard]] task {
   [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(frame_); }
   /// True when the coroutine has finished (its result is ready).
   [[nodiscard]] bool is_ready() const noexcept { return frame_ && frame_.done(); }
+  /// Not empty and not finished: what co_await, sync_wait(), spawn() and
+  /// when_all() accept (a finished task was awaited once already).
+  [[nodiscard]] bool startable() const noexcept { return frame_ && !frame_.done(); }
 
   /// Starts the task and resumes the awaiter with its result (see the header).
   auto operator co_await() && noexcept { return awaiter{*this}; }
@@ -198,7 +204,9 @@ class [[nodiscard]] task {
    public:
     explicit awaiter(task& t) noexcept : task_(&t) {}
     [[nodiscard]] bool await_ready() const {
-      if (!task_->frame_) throw error_exception(error{error_code::invalid_argument, "co_await on an empty task"});
+      if (!task_->startable()) {
+        throw error_exception(error{error_code::invalid_argument, "co_await on an empty or finished task"});
+      }
       return false;
     }
     template <typename P>
@@ -311,7 +319,9 @@ struct cancellation_point_awaiter {
 /// pool abandoned it.
 template <typename T>
 T sync_wait(task<T> t, cancellation_token token = {}) {
-  if (!t.valid()) throw error_exception(error{error_code::invalid_argument, "sync_wait() of an empty task"});
+  if (!t.startable()) {
+    throw error_exception(error{error_code::invalid_argument, "sync_wait() of an empty or finished task"});
+  }
   struct root final : detail::coro_waiter {
     detail::completion done;
     bool abandoned = false;

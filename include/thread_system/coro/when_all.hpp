@@ -142,8 +142,8 @@ class when_all_awaitable final : when_all_core {
   explicit when_all_awaitable(task<Ts>... tasks) : tasks_(std::move(tasks)...) {
     std::apply(
         [](const auto&... t) {
-          if ((!t.valid() || ...))
-            throw error_exception(error{error_code::invalid_argument, "when_all() of an empty task"});
+          if ((!t.startable() || ...))
+            throw error_exception(error{error_code::invalid_argument, "when_all() of an empty or finished task"});
         },
         tasks_);
   }
@@ -191,7 +191,9 @@ class when_all_range_awaitable final : when_all_core {
  public:
   explicit when_all_range_awaitable(std::vector<task<T>> tasks) : tasks_(std::move(tasks)), slots_(tasks_.size()) {
     for (const auto& t : tasks_) {
-      if (!t.valid()) throw error_exception(error{error_code::invalid_argument, "when_all() of an empty task"});
+      if (!t.startable()) {
+        throw error_exception(error{error_code::invalid_argument, "when_all() of an empty or finished task"});
+      }
     }
   }
   [[nodiscard]] bool await_ready() const noexcept { return tasks_.empty(); }
