@@ -109,6 +109,32 @@ TEST(Task, AFinishedTaskIsRefusedLikeAnEmptyOne) {
   EXPECT_EQ(r.error().code(), error_code::invalid_argument);
 }
 
+// A hop that the pool's caller_runs backpressure runs on the hopping thread
+// goes on there at the same depth: each such hop used to resume the
+// coroutine inside the previous one's await_suspend(), one frame deeper,
+// until the stack overflowed.
+TEST(Task, HopsThatCallerRunsRunsInlineDoNotGrowTheStack) {
+  pool_options o = test::pool_opts("caller-runs-hops");
+  o.backpressure = backpressure::caller_runs(1);
+  thread_pool pool{1, o};
+  test::held_worker held(pool);
+  ASSERT_TRUE(pool.enqueue([] {}));  // the bound is full: every hop runs on the caller
+  const std::size_t hops = scaled(200'000);
+  auto hop_many = [](thread_pool& p, std::size_t n) -> task<std::size_t> {
+    std::size_t here = 0;
+    const auto caller = std::this_thread::get_id();
+    for (std::size_t i = 0; i < n; ++i) {
+      co_await p.schedule();
+      if (std::this_thread::get_id() == caller) ++here;
+    }
+    co_return here;
+  };
+  EXPECT_EQ(sync_wait(hop_many(pool, hops)), hops);
+  EXPECT_EQ(pool.get_statistics().caller_ran, hops);
+  held.release();
+  pool.wait_idle();
+}
+
 TEST(Task, ScheduleResumesOnAWorkerOfThePool) {
   thread_pool pool{2};
   auto where = [](thread_pool& p) -> task<bool> {

@@ -8,6 +8,10 @@
 //     pool; the coroutine continues inside that job on a worker. It is a job
 //     like any other for the statistics, backpressure and stop(): accepted,
 //     then executed or cancelled.
+//   * A resumption that backpressure::caller_runs runs during the push, on
+//     the awaiting thread, counts as run there (`caller_ran`) and the
+//     coroutine goes on on that thread from the co_await, at the stack depth
+//     it had: any number of such hops uses constant stack.
 //   * A push the pool refuses (stopped, full) does not suspend: the
 //     coroutine continues on the awaiting thread and the co_await throws
 //     error_exception with the refusal (pool_stopped, queue_full, ...). It
@@ -164,6 +168,13 @@ inline thread_local const resume_target* t_current_target = nullptr;
 /// A spawned task's failure, set when it finished inside a resumption of its
 /// own pool: that resumption rethrows it so the pool counts and reports it.
 inline thread_local std::exception_ptr t_pending_failure;
+/// The coroutine whose schedule() is pushing its resumption on this thread
+/// (null otherwise), and whether the pool ran that resumption right away on
+/// this thread (backpressure::caller_runs): the coroutine then goes on from
+/// await_suspend() instead of being resumed inside it, one frame deeper at
+/// every hop (see schedule_awaiter).
+inline thread_local void* t_scheduling = nullptr;
+inline thread_local bool t_scheduled_inline = false;
 
 /// Sets this_job's token (and the current target) while a coroutine runs,
 /// and restores them afterwards.
@@ -199,6 +210,12 @@ struct resume_job {
   resume_target target;
 
   void operator()() const {
+    if (t_scheduling != nullptr && t_scheduling == handle.address()) {
+      // Run by the push itself, on the thread suspending the coroutine: it
+      // goes on from there (schedule_awaiter::await_suspend() returns false).
+      t_scheduled_inline = true;
+      return;
+    }
     {
       resume_scope scope(promise != nullptr ? promise->token : nullptr, &target);
       resume_loop(handle);
@@ -243,9 +260,22 @@ class schedule_awaiter {
       job.slot = &slot_;
     }
     // After a successful push the coroutine may already run (or be gone) on
-    // a worker: nothing here touches `this` afterwards.
-    result<void> r = target_.push_job(job_function(job), true);
-    if (r) return true;
+    // a worker: nothing here touches `this` afterwards - unless the pool ran
+    // the resumption during the push, on this thread (caller_runs): then
+    // the coroutine simply goes on here, at the depth it had.
+    void* const outer_scheduling = std::exchange(t_scheduling, h.address());
+    const bool outer_inline = std::exchange(t_scheduled_inline, false);
+    result<void> r;
+    try {
+      r = target_.push_job(job_function(job), true);
+    } catch (...) {
+      t_scheduling = outer_scheduling;
+      t_scheduled_inline = outer_inline;
+      throw;
+    }
+    const bool ran_inline = std::exchange(t_scheduled_inline, outer_inline);
+    t_scheduling = outer_scheduling;
+    if (r) return !ran_inline;
     refusal_.emplace(std::move(r).error());
     return false;  // not suspended: continue here and throw the refusal
   }

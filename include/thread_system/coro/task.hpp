@@ -15,7 +15,12 @@
 //   * task<T> (T may be void or a reference) is lazy: calling the coroutine
 //     allocates its frame and runs nothing; it starts when awaited, passed to
 //     sync_wait(), spawn() or when_all(). Move-only; destroying a task that
-//     has not finished destroys its frame (it must not be running then).
+//     has not finished destroys its frame: it must not be running then, nor
+//     suspended on something that will resume it (a sleep's timer, a
+//     scheduled resumption, a future) - that resumption would find the frame
+//     gone. sync_wait(), spawn() and when_all() never destroy a task while it
+//     is suspended; only code that drives a task's coroutine handle itself
+//     can.
 //   * Awaiting a task resumes the awaiter, when the task finishes, on the
 //     thread that finished it, by symmetric transfer: a chain of a million
 //     nested awaits uses constant stack. co_await rethrows the task's
