@@ -619,4 +619,5 @@ TEST(PoolControlRegression, StopFromATimersFunctionOnTheTimerThreadIsRefused) {
   const auto again = pool.schedule_after(1ms, [&later] { later.store(true, std::memory_order_release); });
   ASSERT_TRUE(again) << again.error().message();
   while (!later.load(std::memory_order_acquire)) std::this_thread::sleep_for(1ms);
+  pool.wait_idle();  // the held job has left its latch (on this frame) before `held` goes
 }

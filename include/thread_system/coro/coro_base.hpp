@@ -336,9 +336,8 @@ template <typename Duration>
   const double ahead = std::chrono::duration<double>(t.time_since_epoch()).count() -
                        std::chrono::duration<double>(now.time_since_epoch()).count();
   const double far_seconds = std::chrono::duration<double>(far).count();
-  if (ahead != ahead) return now;              // NaN  // NOLINT(misc-redundant-expression)
   if (ahead >= far_seconds) return now + far;  // also +infinity
-  if (ahead <= -far_seconds) return now;       // long past (also -infinity)
+  if (!(ahead > -far_seconds)) return now;     // long past, -infinity, or NaN (as due_after())
   // Within a century of now: exact on the clock's duration, rounded up.
   const clock::time_point exact{std::chrono::ceil<clock::duration>(t.time_since_epoch())};
   return exact <= now ? now : exact;
