@@ -56,7 +56,9 @@ bool pool_core::drop_oldest_queued() {
 }
 
 void pool_core::run_on_caller(job_function& fn) {
+  const auto tag = static_cast<std::uint8_t>(fn.tag() & ~bounded_tag);  // read before the run resets the job
   const job_outcome outcome = run_guarded(fn);
+  if (tag != 0) queue_->note_ran_on_caller(tag, outcome);  // a typed injector counts it per kind
   if (outcome == job_outcome::cancelled) {
     caller_cancelled_.fetch_add(1, std::memory_order_relaxed);  // statistics only
     return;

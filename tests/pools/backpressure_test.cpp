@@ -12,6 +12,7 @@
 #include <latch>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -588,5 +589,37 @@ TEST(PoolBackpressure, JobsHeldForAPausedPoolKeepTheirRoom) {
     pool.resume();
     pool.wait_idle();
     EXPECT_EQ(static_cast<std::size_t>(started.load(std::memory_order_relaxed)), accepted - 2);
+  }
+}
+
+// Jobs that caller_runs runs on the submitting thread count in their type's
+// statistics too (they were accepted and ran, but never reached the typed
+// injector, which counted only the queued ones).
+TEST(PoolBackpressure, TypedCallerRunsJobsCountPerType) {
+  ts::typed_pool_options<ts::job_types> o;
+  o.name = "typed-caller-runs";
+  o.backpressure = ts::backpressure::caller_runs(1);
+  ts::typed_thread_pool_t<ts::job_types> pool{1, o};
+  std::atomic<int> ran{0};
+  {
+    held_typed_worker held(pool);
+    ASSERT_TRUE(pool.enqueue(ts::job_types::Batch, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));  // queued
+    for (int i = 0; i < 2; ++i) {  // full: both run here
+      ASSERT_TRUE(pool.enqueue(ts::job_types::Batch, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));
+    }
+    ASSERT_TRUE(pool.enqueue(ts::job_types::Batch, [] { throw std::runtime_error("failed on the caller"); }));
+    EXPECT_EQ(ran.load(std::memory_order_relaxed), 2);
+    held.release();
+    pool.wait_idle();
+  }
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 3);
+  const auto pool_stats = pool.get_statistics();
+  EXPECT_EQ(pool_stats.caller_ran, 3U);
+  for (const auto& t : pool.get_type_statistics()) {
+    if (t.type_name != pool.type_name(ts::job_types::Batch)) continue;
+    EXPECT_EQ(t.accepted, 5U);  // the held job, the queued one, three on the caller
+    EXPECT_EQ(t.executed, 5U);
+    EXPECT_EQ(t.failed, 1U);
+    EXPECT_EQ(t.accepted, t.executed + t.cancelled);
   }
 }

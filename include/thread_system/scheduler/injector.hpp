@@ -134,6 +134,14 @@ class injector {
     (void)tag;
     (void)failed;
   }
+  /// Called on the submitting thread (any thread, concurrently) for a job of
+  /// `tag` (kind bits non-zero) that backpressure::caller_runs ran there
+  /// instead of queueing it, with what its run returned: the injector never
+  /// saw it, yet it was accepted and ran (or was cancelled by its token).
+  virtual void note_ran_on_caller(std::uint8_t tag, job_outcome outcome) noexcept {
+    (void)tag;
+    (void)outcome;
+  }
 };
 
 /// The injector of kind `kind` (defined in src/injector.cpp, so that only

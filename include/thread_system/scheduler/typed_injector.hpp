@@ -305,6 +305,21 @@ class alignas(64) typed_injector final : public injector {
     owned_blocks_[worker] = std::move(block);
   }
 
+  void note_ran_on_caller(std::uint8_t tag, job_outcome outcome) noexcept override {
+    kind_slot* s = slot_of_tag(tag);
+    if (s == nullptr) return;
+    // Accepted first, then how it ended (release on both; view() and
+    // done_totals() read the endings before the accepted count, with
+    // acquire, so a snapshot never shows a job ended but not accepted).
+    s->ran_on_caller.fetch_add(1, std::memory_order_release);
+    if (outcome == job_outcome::cancelled) {
+      s->cancelled.fetch_add(1, std::memory_order_release);  // as note_cancelled()
+      return;
+    }
+    if (outcome == job_outcome::failed_reported) s->failed_on_caller.fetch_add(1, std::memory_order_relaxed);
+    s->executed_on_caller.fetch_add(1, std::memory_order_release);
+  }
+
   void note_done(std::size_t worker, std::uint8_t tag, bool failed) noexcept override {
     const unsigned kind = detail::job_tag::kind(tag);
     if (worker > max_workers || kind == 0 || kind > max_kinds) return;
@@ -339,7 +354,8 @@ class alignas(64) typed_injector final : public injector {
     // after: every job counted cancelled was accepted before, so the
     // accepted count read after includes it.
     v.cancelled = s->cancelled.load(std::memory_order_acquire);
-    v.accepted = s->queue->accepted();
+    // Pairs with note_ran_on_caller(): the jobs caller_runs ran count as accepted too.
+    v.accepted = s->queue->accepted() + s->ran_on_caller.load(std::memory_order_acquire);
     v.waiting = s->queue->size_approx();
     v.wait = s->wait.snapshot();
     return v;
@@ -358,6 +374,10 @@ class alignas(64) typed_injector final : public injector {
       executed += b->executed[rank].load(std::memory_order_acquire);  // pairs with note_done()
       failed += b->failed[rank].load(std::memory_order_relaxed);      // statistics only
     }
+    if (const kind_slot* s = slots_[rank].load(std::memory_order_acquire)) {  // pairs with create_slot()
+      executed += s->executed_on_caller.load(std::memory_order_acquire);      // pairs with note_ran_on_caller()
+      failed += s->failed_on_caller.load(std::memory_order_relaxed);          // statistics only
+    }
     return {executed, failed};
   }
 
@@ -375,6 +395,11 @@ class alignas(64) typed_injector final : public injector {
     // started (steady_now_ns()), 0 before its first push.
     alignas(64) std::atomic<std::uint64_t> stalled_since{0};
     std::atomic<std::uint64_t> cancelled{0};
+    // Jobs backpressure::caller_runs ran on their submitting thread (never
+    // queued): accepted, and how they ended (note_ran_on_caller()).
+    std::atomic<std::uint64_t> ran_on_caller{0};
+    std::atomic<std::uint64_t> executed_on_caller{0};
+    std::atomic<std::uint64_t> failed_on_caller{0};
     latency_histogram wait;  // sampled enqueue->start times, any worker records
   };
 

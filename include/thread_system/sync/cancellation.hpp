@@ -174,7 +174,9 @@ class cancellation_callback_node final : public cancellation_node {
   template <typename G>
   // NOLINTNEXTLINE(bugprone-forwarding-reference-overload): nodes are never copied or moved (heap, refcounted)
   explicit cancellation_callback_node(G&& g) : fn_(std::in_place, std::forward<G>(g)) {}
-  void invoke() noexcept override { (*fn_)(); }
+  void invoke() noexcept override {
+    if (fn_) (*fn_)();  // (always set here: discard() comes after the one invoke())
+  }
   void discard() noexcept override { fn_.reset(); }
 
  private:
