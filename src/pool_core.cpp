@@ -92,10 +92,7 @@ pool_worker* pool_core::own_worker() const noexcept { return tl_context.pool == 
 result<void> pool_core::push_local(pool_worker& w, job_function&& fn, bool continuation) {
   // Only this worker's thread pushes to its deque, so the check below and
   // the push cannot interleave with this worker's own exit decision.
-  const state st = state_.load(std::memory_order_acquire);  // pairs with the release in stop()
-  if (st == state::stopping || st == state::stopped) {
-    return make_error_nothrow(error_code::pool_stopped, [&] { return "thread_pool '" + name_ + "' is stopped"; });
-  }
+  if (stop_begun()) return stopped_error();
   // A node, and room on the deque for the job the slot may displace. Out of
   // memory, the job goes through the injector instead (which reports its
   // own failure to the caller).
@@ -243,9 +240,8 @@ result<void> pool_core::push_batch(std::span<job_function> fns) {
 bool pool_core::push_local_batch(pool_worker& w, std::span<job_function> fns, result<void>& r) {
   // As push_local(), for a whole batch: all of it or none (the state check
   // below, then every node and deque slot reserved before a job moves).
-  const state st = state_.load(std::memory_order_acquire);  // pairs with the release in stop()
-  if (st == state::stopping || st == state::stopped) {
-    r = make_error_nothrow(error_code::pool_stopped, [&] { return "thread_pool '" + name_ + "' is stopped"; });
+  if (stop_begun()) {
+    r = stopped_error();
     return true;
   }
   // Out of memory: the injector takes the batch (push_local() does the same).

@@ -151,8 +151,15 @@ class pool_core {
     return r;
   }
   result<void> acquire_room(std::span<job_function> fns, bool& ran_inline);
-  unexpected_error stopped_error() const {
+  // The refusal of a pool that is stopping or stopped (never throws).
+  [[nodiscard]] unexpected_error stopped_error() const noexcept {
     return make_error_nothrow(error_code::pool_stopped, [&] { return "thread_pool '" + name_ + "' is stopped"; });
+  }
+  // stop() has begun (stopping or stopped). acquire: pairs with the release
+  // store in stop().
+  [[nodiscard]] bool stop_begun() const noexcept {
+    const state st = state_.load(std::memory_order_acquire);
+    return st == state::stopping || st == state::stopped;
   }
   [[nodiscard]] result<int> worker_os_tid(std::size_t worker) const;
   // Worker `worker` if it is running (its thread joinable, not exited).

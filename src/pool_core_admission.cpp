@@ -82,14 +82,11 @@ result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inli
   auto stopped = [this] {
     // seq_cst: Dekker with begin_stop() (store, then notify), as with the
     // state below; the check follows prepare_wait() on the blocking path.
-    if (stop_requested_.load(std::memory_order_seq_cst)) return true;
-    const state st = state_.load(std::memory_order_acquire);  // pairs with the release in stop()
-    return st == state::stopping || st == state::stopped;
+    return stop_requested_.load(std::memory_order_seq_cst) || stop_begun();
   };
   for (;;) {
     if (try_reserve(n)) return {};
-    if (stopped())
-      return make_error_nothrow(error_code::pool_stopped, [&] { return "thread_pool '" + name_ + "' is stopped"; });
+    if (stopped()) return stopped_error();
     switch (policy) {
       case backpressure::policy::reject:
         return make_error_nothrow(error_code::queue_full, [&] {
@@ -126,7 +123,7 @@ result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inli
         }
         if (stopped()) {
           room_available_.cancel_wait();
-          return make_error_nothrow(error_code::pool_stopped, [&] { return "thread_pool '" + name_ + "' is stopped"; });
+          return stopped_error();
         }
         if (policy == backpressure::policy::block) {
           room_available_.commit_wait(key);
@@ -148,7 +145,7 @@ void pool_core::begin_stop() noexcept {
 
 unexpected_error pool_core::refusal(const error& queue_error) const {
   if (queue_error.code() == error_code::pool_stopped) {
-    return make_error_nothrow(error_code::pool_stopped, [&] { return "thread_pool '" + name_ + "' is stopped"; });
+    return stopped_error();
   }
   return make_error_nothrow(queue_error.code(),
                             [&] { return "thread_pool '" + name_ + "': " + queue_error.message(); });

@@ -32,6 +32,13 @@ ts::pool_options bounded(ts::backpressure b) {
   return o;
 }
 
+ts::typed_pool_options<ts::job_types> typed_bounded(ts::backpressure b) {
+  ts::typed_pool_options<ts::job_types> o;
+  o.name = "typed-bounded";
+  o.backpressure = b;
+  return o;
+}
+
 // Holds the only worker of a typed pool inside a Batch job until release().
 struct held_typed_worker {
   std::latch started{1};
@@ -278,9 +285,7 @@ TEST(PoolBackpressure, CapacityIsNeverExceededUnderConcurrentProducers) {
 }
 
 TEST(PoolBackpressure, TypedPoolBoundCoversAllTypes) {
-  ts::typed_pool_options<ts::job_types> o;
-  o.backpressure = ts::backpressure::reject(3);
-  ts::typed_thread_pool_t<ts::job_types> pool{1, o};
+  ts::typed_thread_pool_t<ts::job_types> pool{1, typed_bounded(ts::backpressure::reject(3))};
   held_typed_worker held(pool);
   ASSERT_TRUE(pool.enqueue(ts::job_types::RealTime, [] {}));
   ASSERT_TRUE(pool.enqueue(ts::job_types::Batch, [] {}));
@@ -416,9 +421,7 @@ TEST(PoolBoundedInjector, AZeroCapacityOrATypedPoolIsInvalid) {
 }
 
 TEST(PoolBackpressure, TypedDropOldestDropsTheLowestPriorityJob) {
-  ts::typed_pool_options<ts::job_types> o;
-  o.backpressure = ts::backpressure::drop_oldest(2);
-  ts::typed_thread_pool_t<ts::job_types> pool{1, o};
+  ts::typed_thread_pool_t<ts::job_types> pool{1, typed_bounded(ts::backpressure::drop_oldest(2))};
   held_typed_worker held(pool);
   auto low = pool.submit(ts::job_types::Background, [] { return 1; });
   auto high = pool.submit(ts::job_types::RealTime, [] { return 2; });
@@ -524,10 +527,7 @@ TEST(PoolBoundedInjector, ABatchFromAWorkerIsNotBoundedByTheRing) {
 
 // In a typed pool too, a job's submissions are not bounded.
 TEST(PoolBackpressure, ATypedPoolsJobSubmitsPastAFullBound) {
-  ts::typed_pool_options<ts::job_types> o;
-  o.name = "typed-bounded";
-  o.backpressure = ts::backpressure::reject(1);
-  ts::typed_thread_pool_t<ts::job_types> pool{1, o};
+  ts::typed_thread_pool_t<ts::job_types> pool{1, typed_bounded(ts::backpressure::reject(1))};
   std::atomic<int> ran{0};
   std::optional<ts::result<void>> single;
   std::optional<ts::result<void>> batch;
@@ -596,10 +596,7 @@ TEST(PoolBackpressure, JobsHeldForAPausedPoolKeepTheirRoom) {
 // statistics too (they were accepted and ran, but never reached the typed
 // injector, which counted only the queued ones).
 TEST(PoolBackpressure, TypedCallerRunsJobsCountPerType) {
-  ts::typed_pool_options<ts::job_types> o;
-  o.name = "typed-caller-runs";
-  o.backpressure = ts::backpressure::caller_runs(1);
-  ts::typed_thread_pool_t<ts::job_types> pool{1, o};
+  ts::typed_thread_pool_t<ts::job_types> pool{1, typed_bounded(ts::backpressure::caller_runs(1))};
   std::atomic<int> ran{0};
   {
     held_typed_worker held(pool);
