@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <ratio>
@@ -54,6 +55,28 @@ TEST(Duration, ConversionSaturatesAndMapsRefusedValuesToZero) {
   EXPECT_EQ(d::to_clock_duration(fp_seconds(std::numeric_limits<double>::quiet_NaN())), clock_duration::zero());
   EXPECT_EQ(d::to_clock_duration(std::chrono::seconds(-5)), clock_duration::zero());
   EXPECT_EQ(d::to_clock_duration(std::chrono::seconds(0)), clock_duration::zero());
+}
+
+// Every float just below and at the ~292-year limit: a float's conversion
+// rounds by up to 2^-24 relative (~550 s there), and a value classified
+// positive one second below the limit could convert past 2^63 ns -
+// undefined (the sanitizer build traps float-cast-overflow). Each converts
+// to a positive duration, never below what was asked, or saturates.
+TEST(Duration, FloatDurationsNearTheLimitConvertWithoutOverflow) {
+  using float_seconds = std::chrono::duration<float>;
+  using float_nanoseconds = std::chrono::duration<float, std::nano>;
+  const float limit_s = 9.223372e9F;  // clock_duration::max() is 9.2233720368e9 s
+  int seen = 0;
+  for (float x = 9.2233e9F; x <= 9.2234e9F; x = std::nextafter(x, 1e10F), ++seen) {
+    const clock_duration c = d::to_clock_duration(float_seconds(x));
+    EXPECT_GT(c, clock_duration::zero()) << x;
+    if (x < limit_s * 0.99999F) {
+      EXPECT_GE(std::chrono::duration<double>(c).count(), static_cast<double>(x)) << x;
+    }
+    const clock_duration n = d::to_clock_duration(float_nanoseconds(x * 1e9F));
+    EXPECT_GT(n, clock_duration::zero()) << x;
+  }
+  EXPECT_GT(seen, 50);
 }
 
 TEST(Duration, SaturatingAddStopsAtTheLastTimePoint) {

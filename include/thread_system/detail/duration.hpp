@@ -44,9 +44,12 @@ template <typename Rep, typename Period>
   const long double limit = static_cast<long double>(clock_duration::max().count()) *
                             static_cast<long double>(clock_duration::period::num) /
                             static_cast<long double>(clock_duration::period::den);
-  // One second of margin: a value just below the limit could round past it
-  // when converted (the limit is about 292 years, so nothing is lost).
-  return seconds >= limit - 1.0L ? duration_kind::too_long : duration_kind::positive;
+  // A margin of one part in a million (about 2.6 hours of the ~292 years):
+  // the conversion computes in the common type of Rep and intmax_t, a float
+  // for duration<float>, whose rounding (2^-24 relative) could carry a value
+  // just below the limit past 2^63 nanoseconds - an undefined conversion.
+  // (One second of margin, as before, covered double but not float.)
+  return seconds >= limit * (1.0L - 1e-6L) ? duration_kind::too_long : duration_kind::positive;
 }
 
 /// `d` on the steady clock, rounded up (so a wait or a timer is never
