@@ -110,6 +110,13 @@ TEST(TimerHandle, BadInputIsRefusedWithItsReason) {
             std::make_pair(invalid, std::string("timer_queue: the period is not a number")));
   EXPECT_EQ(refusal_of(d::timer_every(ts::timer_route{}, -1ms, 1ms, no_op)),
             std::make_pair(invalid, std::string("timer_queue: negative initial delay")));
+  // schedule_every(period, f) passes the period as the initial delay too:
+  // a bad period is reported as the period, not as the delay.
+  const fp_ms minus_infinity(-std::numeric_limits<double>::infinity());
+  EXPECT_EQ(refusal_of(d::timer_every(ts::timer_route{}, minus_infinity, minus_infinity, no_op)),
+            std::make_pair(invalid, std::string("timer_queue: the period must be positive")));
+  EXPECT_EQ(refusal_of(d::timer_every(ts::timer_route{}, fp_ms(nan), fp_ms(nan), no_op)),
+            std::make_pair(invalid, std::string("timer_queue: the period is not a number")));
 }
 
 TEST(TimerHandle, TheEntryRunsTheFunctionWithOrWithoutItsTick) {

@@ -280,7 +280,8 @@ template <typename Rep1, typename Period1, typename Rep2, typename Period2, type
                                       std::chrono::duration<Rep2, Period2> period, F&& f) {
   return refuse_if_out_of_memory([&]() -> built_timer {
     using clock = std::chrono::steady_clock;
-    if (auto r = check_timer_delay(initial_delay, "initial delay"); !r) return unexpected_error{r.error()};
+    // The period first: schedule_every(period, f) passes it as the initial
+    // delay too, and a bad period is what its caller must hear of.
     switch (classify(period)) {
       case duration_kind::nan:
         return make_error(error_code::invalid_argument, "timer_queue: the period is not a number");
@@ -295,6 +296,7 @@ template <typename Rep1, typename Period1, typename Rep2, typename Period2, type
     if (p <= clock::duration::zero()) {
       return make_error(error_code::invalid_argument, "timer_queue: the period rounds to zero");
     }
+    if (auto r = check_timer_delay(initial_delay, "initial delay"); !r) return unexpected_error{r.error()};
     return make_timer(route, timer_due_after(initial_delay), p, std::forward<F>(f));
   });
 }
