@@ -20,8 +20,11 @@
 //     in is_cancelled(); the fast path is that one acquire load), and to
 //     every callback.
 //   * is_cancelled() turns true as cancel() begins, before the callbacks
-//     have run. cancel() returns after every callback registered before it
-//     has finished.
+//     have run. The cancel() that cancels (returns true) returns after
+//     every callback registered before it has finished; a concurrent or
+//     later one returns false at once, maybe while those callbacks still run
+//     (as std::stop_source::request_stop()): wait for a callback's effect,
+//     not for cancel(), when the first call may be another thread's.
 //   * register_callback(f): f runs exactly once if the state is cancelled
 //     while the registration is alive. Callbacks run on the cancelling
 //     thread, one after another, in registration order. Registered after
