@@ -22,6 +22,7 @@ pool_front::pool_front(core_config config) try
 
 pool_front::~pool_front() {
   if (!core_->is_stopped()) (void)stop(stop_mode::drain);
+  retire_spawn_key();
 }
 
 result<void> pool_front::start() {

@@ -40,8 +40,31 @@ struct manual_target {
     t->jobs.push_back(std::move(job));
     return {};
   }
-  td::resume_target target() noexcept { return td::resume_target{this, &push, 0}; }
+  static void report(void* self, const std::exception_ptr& e) noexcept {
+    static_cast<manual_target*>(self)->reported.push_back(e);
+  }
+  static constexpr td::resume_ops ops{&push, &report};
+  td::resume_target target() noexcept { return td::resume_target{this, &ops, 0}; }
+  std::vector<std::exception_ptr> reported;
 };
+
+// A foreign coroutine whose promise rethrows: an exception in its body
+// leaves resume() to whoever resumed it.
+struct rethrowing {
+  struct promise_type {
+    rethrowing get_return_object() noexcept { return {}; }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    [[noreturn]] static void unhandled_exception() { throw; }
+  };
+};
+
+rethrowing await_schedule_uncaught(td::resume_target target, int& stage) {
+  stage = 1;
+  co_await td::schedule_awaiter(target);  // throws `cancelled` when discarded
+  stage = 2;
+}
 
 // A coroutine that is not a task<T>: starts at once, frees its frame at the end.
 struct eager {
@@ -108,6 +131,26 @@ TEST(CoroBase, ADiscardedResumptionResumesAForeignCoroutineWithCancelled) {
   EXPECT_EQ(o.stage, 3);
   ASSERT_TRUE(o.error.has_value());
   EXPECT_EQ(*o.error, ts::error_code::cancelled);
+}
+
+// The discard path is noexcept: an exception a foreign coroutine lets out
+// of resume() there terminated the process. It goes to the discarding
+// pool's error handler.
+TEST(CoroBase, AForeignCoroutineFailingOnADiscardIsReportedToThePool) {
+  manual_target pool;
+  int stage = 0;
+  await_schedule_uncaught(pool.target(), stage);
+  ASSERT_EQ(pool.jobs.size(), 1U);
+  pool.jobs[0].cancel();
+  EXPECT_EQ(stage, 1) << "the co_await threw";
+  ASSERT_EQ(pool.reported.size(), 1U);
+  try {
+    std::rethrow_exception(pool.reported[0]);
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::cancelled);
+  }
+  EXPECT_EQ(td::t_current_target, nullptr) << "the discard's scope is gone";
+  EXPECT_EQ(td::t_resume_loop, nullptr) << "the loop's state is restored when resume() throws";
 }
 
 TEST(CoroBase, AResumeScopeSetsTheTokenAndTargetAndRestoresThemNested) {

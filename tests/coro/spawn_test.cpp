@@ -9,6 +9,8 @@
 #include <coroutine>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -95,6 +97,76 @@ TEST(Spawn, AFailureWhoseReportJobIsDiscardedStillReachesTheErrorHandler) {
   const auto report = a.stop(stop_mode::cancel_pending);
   EXPECT_EQ(report.cancelled, 1U);
   EXPECT_EQ(failures.messages(), std::vector<std::string>{"late failure"});
+}
+
+// A spawned task that goes on on `other`, says so in `moved`, waits for
+// `go`, then fails with `what` there.
+struct outliving_task {
+  std::atomic<bool> moved{false};
+  std::atomic<bool> go{false};
+
+  task<void> run(thread_pool& other, const char* what) {
+    co_await other.schedule();
+    moved.store(true);
+    while (!go.load()) std::this_thread::sleep_for(1ms);
+    throw std::runtime_error(what);
+  }
+  void wait_moved() const {
+    while (!moved.load()) std::this_thread::sleep_for(1ms);
+  }
+};
+
+TEST(Spawn, AFailureAfterItsPoolIsDestroyedGoesToThePoolItFinishedOn) {
+  // Spawned on `a`, the task goes on on `b`; `a` is destroyed; the task then
+  // fails on `b`: `b`'s resumption counts and reports it (pushing it into
+  // the destroyed `a` was a use after free).
+  failure_log on_b;
+  thread_pool b{1};
+  on_b.attach(b);
+  outliving_task t;
+  {
+    failure_log on_a;
+    thread_pool a{1};
+    on_a.attach(a);
+    ASSERT_TRUE(spawn(a, t.run(b, "failure after its pool")));
+    t.wait_moved();
+  }  // `a` is destroyed; the task is on `b`
+  t.go.store(true);
+  b.wait_idle();
+  const auto s = b.get_statistics();
+  EXPECT_EQ(s.failed, 1U);
+  EXPECT_EQ(s.accepted, s.executed);
+  EXPECT_EQ(on_b.messages(), std::vector<std::string>{"failure after its pool"});
+}
+
+TEST(Spawn, TwoPoolsAtOneAddressAreNotConfused) {
+  // A failure for a destroyed pool must not reach a new pool that happens
+  // to live at its address: each registration has its own key.
+  failure_log on_b;
+  thread_pool b{1};
+  on_b.attach(b);
+  outliving_task t;
+  failure_log on_again;
+  std::optional<thread_pool> a;  // both pools live in its storage, one after the other
+  a.emplace(1);
+  const void* const first_address = &*a;
+  ASSERT_TRUE(spawn(*a, t.run(b, "old pool's failure")));
+  t.wait_moved();
+  a.reset();
+  a.emplace(1);
+  ASSERT_EQ(static_cast<const void*>(&*a), first_address);
+  on_again.attach(*a);
+  auto ok = [](thread_pool& p) -> task<void> {
+    co_await p.schedule();
+    co_return;
+  };
+  ASSERT_TRUE(spawn(*a, ok(*a)));  // registers the new pool
+  t.go.store(true);
+  b.wait_idle();
+  a->wait_idle();
+  EXPECT_EQ(b.get_statistics().failed, 1U);
+  EXPECT_EQ(a->get_statistics().failed, 0U);
+  EXPECT_TRUE(on_again.messages().empty());
 }
 
 }  // namespace

@@ -433,6 +433,40 @@ TEST(Stop, CancelPendingAbandonsSuspendedTasksAndTheirAwaitersSeeCancelled) {
   EXPECT_EQ(report.cancelled, static_cast<std::uint64_t>(1 + spawned + 1));
 }
 
+// A coroutine of another type whose promise rethrows: what leaves its body
+// leaves resume().
+struct rethrowing_coroutine {
+  struct promise_type {
+    rethrowing_coroutine get_return_object() noexcept { return {}; }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    [[noreturn]] static void unhandled_exception() { throw; }
+  };
+};
+
+rethrowing_coroutine hop_uncaught(thread_pool& pool, std::atomic<int>& after) {
+  co_await pool.schedule();  // discarded: throws `cancelled`, uncaught
+  after.fetch_add(1);
+}
+
+// stop(cancel_pending) discards the held resumption on a path that cannot
+// throw; the coroutine's `cancelled` escaped there and terminated the
+// process. It reaches the pool's error handler.
+TEST(Stop, CancelPendingReportsWhatAForeignCoroutineLetsOut) {
+  failure_log failures;
+  thread_pool pool{1};
+  failures.attach(pool);
+  pool.pause();
+  std::atomic<int> after{0};
+  hop_uncaught(pool, after);
+  const auto report = pool.stop(stop_mode::cancel_pending);
+  EXPECT_EQ(report.cancelled, 1U);
+  EXPECT_EQ(after.load(), 0);
+  ASSERT_EQ(failures.messages().size(), 1U);
+  EXPECT_NE(failures.messages()[0].find("discarded"), std::string::npos) << failures.messages()[0];
+}
+
 TEST(Stop, DrainAbandonsSleepingTasksAndRunsQueuedOnes) {
   std::atomic<int> live{0};
   std::atomic<int> finished{0};

@@ -114,5 +114,34 @@ TEST(WhenAll, ForkJoinFibonacci) {
   EXPECT_EQ(sync_wait(root(pool)), 6765U);
 }
 
+// Off a pool, when_all's children other than the first start on this
+// thread: here the deep one is the second, so each level's when_all starts
+// the next level. They used to start inside the parent's await_suspend(),
+// a few stack frames per level (40 000 levels overflowed an 8 MiB stack);
+// the resume_loop running the chain now starts them one after another.
+task<std::uint64_t> one() { co_return 1; }
+
+task<std::uint64_t> nested_levels(std::uint64_t depth) {
+  if (depth == 0) co_return 0;
+  auto [a, b] = co_await when_all(one(), nested_levels(depth - 1));
+  co_return a + b;
+}
+
+TEST(WhenAll, NestedOffAPoolUsesConstantStack) {
+  const std::uint64_t depth = scaled(200'000);
+  EXPECT_EQ(sync_wait(nested_levels(depth)), depth);
+}
+
+TEST(WhenAll, OffAPoolTheFirstChildStartsThenTheOthersInOrder) {
+  std::vector<int> order;
+  auto child = [](std::vector<int>& o, int id) -> task<void> {
+    o.push_back(id);
+    co_return;
+  };
+  auto parent = [&]() -> task<void> { co_await when_all(child(order, 0), child(order, 1), child(order, 2)); };
+  sync_wait(parent());
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
+}
+
 }  // namespace
 }  // namespace thread_system

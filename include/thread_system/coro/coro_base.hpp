@@ -60,31 +60,138 @@
 
 namespace thread_system::detail {
 
+/// What the plumbing does with a pool, erased (one constant table per pool type).
+struct resume_ops {
+  // `continuation`: the pushing coroutine suspends right after, on this
+  // pool's worker (schedule()); the pool need not wake another worker.
+  result<void> (*push)(void* pool, std::uintptr_t type, job_function&& job, bool continuation);
+  // Hands `e` to the pool's error handler (a spawned task's failure, or what
+  // a foreign coroutine let out of a resumption the plumbing could not
+  // throw from).
+  void (*report)(void* pool, const std::exception_ptr& e) noexcept;
+};
+
+/// Where resumptions go: a pool, with its erased operations (for when_all's
+/// children, pushed where their parent runs).
+struct resume_target {
+  void* pool = nullptr;
+  const resume_ops* ops = nullptr;
+  std::uintptr_t type = 0;  // a typed pool's job type; 0 otherwise
+
+  [[nodiscard]] result<void> push_job(job_function&& job, bool continuation = false) const {
+    return ops->push(pool, type, std::move(job), continuation);
+  }
+  void report(const std::exception_ptr& e) const noexcept { ops->report(pool, e); }
+};
+
+/// The resumption running on this thread (none outside one), or the pool
+/// discarding one here.
+inline thread_local const resume_target* t_current_target = nullptr;
+
+/// Sets this_job's token (and the current target) while a coroutine runs,
+/// and restores them afterwards.
+class resume_scope {
+ public:
+  resume_scope(const cancellation_token* token, const resume_target* target) noexcept
+      : token_(std::exchange(this_job::detail::current_token, token)),
+        target_(std::exchange(t_current_target, target)) {}
+  ~resume_scope() {
+    this_job::detail::current_token = token_;
+    t_current_target = target_;
+  }
+  resume_scope(const resume_scope&) = delete;
+  resume_scope& operator=(const resume_scope&) = delete;
+
+ private:
+  const cancellation_token* token_;
+  const resume_target* target_;
+};
+
+/// A coroutine that the innermost resume_loop() on this thread starts once
+/// what it runs now has suspended (when_all's children off a pool: started
+/// one after another by that loop instead of each inside its parent's
+/// await_suspend(), one frame deeper per nested when_all). The node lives
+/// in its awaiter until the loop takes it.
+struct deferred_start {
+  deferred_start* next = nullptr;
+  std::coroutine_handle<> frame;
+  const cancellation_token* token = nullptr;
+};
+
+/// The innermost resume_loop() on this thread: its deferred starts and, with
+/// the trampoline, the coroutine it is resuming and the one handed over to it.
+struct resume_loop_state {
 #if THREAD_SYSTEM_CORO_TRAMPOLINE
-// The innermost resume_loop() on this thread: the coroutine it is resuming
-// and the one handed over to it.
-struct trampoline {
   std::coroutine_handle<> current;
   std::coroutine_handle<> next;
-};
-inline thread_local trampoline* t_trampoline = nullptr;
 #endif
+  deferred_start* first = nullptr;
+  deferred_start** last = &first;
+};
+inline thread_local resume_loop_state* t_resume_loop = nullptr;
 
-/// Resumes `h` and (with the trampoline) whatever it transfers to.
-inline void resume_loop(std::coroutine_handle<> h) {
+/// Runs `h` (and, with the trampoline, whatever it transfers to) until it
+/// suspends or finishes.
+inline void run_chain([[maybe_unused]] resume_loop_state& s, std::coroutine_handle<> h) {
 #if THREAD_SYSTEM_CORO_TRAMPOLINE
-  trampoline t;
-  trampoline* const outer = std::exchange(t_trampoline, &t);
   while (h) {
-    t.current = h;
-    t.next = {};
+    s.current = h;
+    s.next = {};
     h.resume();
-    h = t.next;
+    h = s.next;
   }
-  t_trampoline = outer;
 #else
   h.resume();
 #endif
+}
+
+/// Resumes `h` (and with the trampoline whatever it transfers to), then
+/// starts what was deferred to this loop meanwhile, in order.
+inline void resume_loop(std::coroutine_handle<> h) {
+  resume_loop_state s;
+  // Restored however the loop ends: a foreign coroutine whose promise
+  // rethrows lets its exception out of resume().
+  struct restore {
+    resume_loop_state* outer;
+    ~restore() { t_resume_loop = outer; }
+  } const guard{std::exchange(t_resume_loop, &s)};
+  run_chain(s, h);
+  while (deferred_start* d = s.first) {
+    s.first = d->next;
+    if (s.first == nullptr) s.last = &s.first;
+    const std::coroutine_handle<> frame = d->frame;  // `d` may go once it runs
+    const resume_scope scope(d->token, nullptr);
+    run_chain(s, frame);
+  }
+}
+
+/// resume_loop() from a path that cannot throw (a discard, an abandon, a
+/// future's completion). Only a coroutine of another type than task<T>
+/// whose promise rethrows from unhandled_exception() lets an exception out
+/// of resume(): it goes to the error handler of the pool of `report_to`, or
+/// else of the resumption or discard running on this thread; with no pool
+/// at all (a future completed by a plain thread), std::terminate() - as an
+/// exception leaving a std::thread's function.
+inline void resume_loop_reporting(std::coroutine_handle<> h, const resume_target* report_to) noexcept {
+  const resume_target* const running = t_current_target;
+  try {
+    resume_loop(h);
+  } catch (...) {
+    const resume_target* const to = report_to != nullptr ? report_to : running;
+    if (to == nullptr) std::terminate();
+    to->report(std::current_exception());
+  }
+}
+
+/// Has the innermost resume_loop() on this thread start `d` once what it
+/// runs now suspends; false outside any resume_loop().
+[[nodiscard]] inline bool defer_start(deferred_start& d) noexcept {
+  resume_loop_state* const s = t_resume_loop;
+  if (s == nullptr) return false;
+  d.next = nullptr;
+  *s->last = &d;
+  s->last = &d.next;
+  return true;
 }
 
 /// From `from`'s await_suspend (or final suspension): continue with `to`.
@@ -92,10 +199,10 @@ inline void resume_loop(std::coroutine_handle<> h) {
 [[nodiscard]] inline std::coroutine_handle<> transfer(std::coroutine_handle<> from,
                                                       std::coroutine_handle<> to) noexcept {
 #if THREAD_SYSTEM_CORO_TRAMPOLINE
-  trampoline* t = t_trampoline;
-  if (t != nullptr && t->current == from) {  // the loop called `from` directly
-    t->current = {};
-    t->next = to;
+  resume_loop_state* s = t_resume_loop;
+  if (s != nullptr && s->current == from) {  // the loop called `from` directly
+    s->current = {};
+    s->next = to;
     return std::noop_coroutine();
   }
 #else
@@ -149,22 +256,6 @@ inline void abandon(promise_base* p) noexcept {
   if (p->waiter != nullptr) p->waiter->on_abandon();
 }
 
-/// Where resumptions go: a pool, with an erased push (for when_all's
-/// children, pushed where their parent runs).
-struct resume_target {
-  void* pool = nullptr;
-  // `continuation`: the pushing coroutine suspends right after, on this
-  // pool's worker (schedule()); the pool need not wake another worker.
-  result<void> (*push)(void* pool, std::uintptr_t type, job_function&& job, bool continuation) = nullptr;
-  std::uintptr_t type = 0;  // a typed pool's job type; 0 otherwise
-
-  [[nodiscard]] result<void> push_job(job_function&& job, bool continuation = false) const {
-    return push(pool, type, std::move(job), continuation);
-  }
-};
-
-/// The resumption running on this thread (none outside one).
-inline thread_local const resume_target* t_current_target = nullptr;
 /// A spawned task's failure, set when it finished inside a resumption of its
 /// own pool: that resumption rethrows it so the pool counts and reports it.
 inline thread_local std::exception_ptr t_pending_failure;
@@ -175,25 +266,6 @@ inline thread_local std::exception_ptr t_pending_failure;
 /// every hop (see schedule_awaiter).
 inline thread_local void* t_scheduling = nullptr;
 inline thread_local bool t_scheduled_inline = false;
-
-/// Sets this_job's token (and the current target) while a coroutine runs,
-/// and restores them afterwards.
-class resume_scope {
- public:
-  resume_scope(const cancellation_token* token, const resume_target* target) noexcept
-      : token_(std::exchange(this_job::detail::current_token, token)),
-        target_(std::exchange(t_current_target, target)) {}
-  ~resume_scope() {
-    this_job::detail::current_token = token_;
-    t_current_target = target_;
-  }
-  resume_scope(const resume_scope&) = delete;
-  resume_scope& operator=(const resume_scope&) = delete;
-
- private:
-  const cancellation_token* token_;
-  const resume_target* target_;
-};
 
 /// Where a foreign (non-task) coroutine learns that its resumption was
 /// discarded.
@@ -223,11 +295,14 @@ struct resume_job {
     if (t_pending_failure) std::rethrow_exception(std::exchange(t_pending_failure, nullptr));
   }
   void cancel() noexcept {
+    const resume_target discarding = target;  // this job may go with the coroutine
+    // The discarding pool is the one a foreign awaiter above reports to.
+    const resume_scope scope(promise != nullptr ? promise->token : nullptr, &discarding);
     if (promise != nullptr) {
       abandon(promise);
     } else {
       slot->error = error_code::cancelled;
-      resume_loop(handle);
+      resume_loop_reporting(handle, &discarding);
     }
   }
 };
@@ -305,8 +380,8 @@ struct coro_access {
     return pool.coroutine_target(type);
   }
   template <typename Pool>
-  static void report_failure(Pool& pool, const std::exception_ptr& e) noexcept {
-    pool.report_coroutine_failure(e);
+  static auto spawn_key(Pool& pool) noexcept -> decltype(pool.spawn_key()) {
+    return pool.spawn_key();
   }
 };
 

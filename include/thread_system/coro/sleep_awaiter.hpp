@@ -231,11 +231,13 @@ class sleep_awaiter {
   void on_discard() noexcept {
     const claim_result r = claim(discarded_early);
     if (r == claim_result::won) {
+      const resume_target discarding = target_;  // `this` may go with the coroutine
+      const resume_scope scope(token_, &discarding);
       if (promise_ != nullptr) {
         abandon(promise_);
       } else {
         error_ = error{error_code::cancelled, "sleep discarded by the pool (stopping)"};
-        resume_loop(handle_);
+        resume_loop_reporting(handle_, &discarding);
       }
     } else if (r == claim_result::token_handoff) {
       resume_on_worker();
@@ -271,10 +273,12 @@ class sleep_awaiter {
       }
     }();
     if (pushed) return;
+    const resume_target refusing = target_;  // `this` may go with the coroutine
+    const resume_scope scope(token_, &refusing);
     if (promise_ != nullptr) {
       abandon(promise_);  // the pool will not run it: nothing else can
     } else {
-      resume_loop(handle_);
+      resume_loop_reporting(handle_, &refusing);
     }
   }
 

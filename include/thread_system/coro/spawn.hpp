@@ -10,8 +10,12 @@
 //     like a failing job: the pool's error handler and its `failed` counter
 //     (it counts on the resumption in which the task finished when that was
 //     one of `pool`'s; otherwise as one more job of `pool` that fails; a pool
-//     that no longer accepts jobs only calls its error handler). A refused
-//     start returns the pool's error and destroys the task unrun.
+//     that no longer accepts jobs only calls its error handler). A task may
+//     outlive `pool` (it went on to another pool): once `pool` is destroyed
+//     its failure is counted and reported by the pool whose resumption it
+//     finished in, and is lost only when it finished outside every pool's
+//     resumption (its last resumer was a plain thread). A refused start
+//     returns the pool's error and destroys the task unrun.
 //   * The spawned task's frame belongs to the pool's plumbing: it is freed
 //     when the task finishes, or when stop(cancel_pending) abandons it.
 //
@@ -20,6 +24,7 @@
 
 #include <coroutine>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <new>
 #include <utility>
@@ -32,13 +37,28 @@
 namespace thread_system {
 namespace detail {
 
+// Keeps the pool registered under `key` (pool_front::spawn_key()) from
+// being destroyed while it lives (the pool's destructor waits for it); false
+// when that pool is gone or going. For a spawned task that fails outside its
+// pool (src/spawn_registry.cpp).
+class spawn_pin {
+ public:
+  explicit spawn_pin(std::uint64_t key) noexcept;
+  ~spawn_pin();
+  spawn_pin(const spawn_pin&) = delete;
+  spawn_pin& operator=(const spawn_pin&) = delete;
+  explicit operator bool() const noexcept { return pinned_; }
+
+ private:
+  std::uint64_t key_;
+  bool pinned_ = false;
+};
+
 // The root of a spawned task: frees it when it finishes or is abandoned.
 class spawn_root final : public coro_waiter {
  public:
-  using report_fn = void (*)(void* pool, const std::exception_ptr& e) noexcept;
-
-  spawn_root(task<void> t, cancellation_token token, resume_target target, report_fn report) noexcept
-      : task_(std::move(t)), token_(std::move(token)), target_(target), report_(report) {}
+  spawn_root(task<void> t, cancellation_token token, resume_target target, std::uint64_t pool_key) noexcept
+      : task_(std::move(t)), token_(std::move(token)), target_(target), pool_key_(pool_key) {}
 
   static void* operator new(std::size_t n) { return coro_frame_allocate(n); }
   static void operator delete(void* p, std::size_t n) noexcept { coro_frame_free(p, n); }
@@ -59,10 +79,10 @@ class spawn_root final : public coro_waiter {
   std::coroutine_handle<> on_complete() noexcept override {
     std::exception_ptr failure = task_access<void>::promise(task_).exception();
     const resume_target target = target_;
-    const report_fn report = report_;
+    const std::uint64_t pool_key = pool_key_;
     forget_token();
     delete this;  // frees the finished frame
-    if (failure) deliver(failure, target, report);
+    if (failure) deliver(failure, target, pool_key);
     return std::noop_coroutine();
   }
   void on_abandon() noexcept override {
@@ -79,36 +99,44 @@ class spawn_root final : public coro_waiter {
   // unrun, it still reports the failure (to the error handler).
   struct failure_job {
     std::exception_ptr failure;
-    void* pool;
-    report_fn report;
+    resume_target target;
     [[noreturn]] void operator()() const { std::rethrow_exception(failure); }
-    void cancel() noexcept { report(pool, failure); }
+    void cancel() noexcept { target.report(failure); }
   };
 
-  static void deliver(const std::exception_ptr& failure, const resume_target& target, report_fn report) noexcept {
+  static void deliver(const std::exception_ptr& failure, const resume_target& target, std::uint64_t pool_key) noexcept {
     if (t_current_target != nullptr && t_current_target->pool == target.pool) {
       t_pending_failure = failure;  // the running resumption of this pool rethrows it
       return;
     }
-    if (target.push_job(job_function(failure_job{failure, target.pool, report}))) return;
-    report(target.pool, failure);  // refused (stopped): the error handler still hears of it
+    if (const spawn_pin pin(pool_key); pin) {  // the pool exists until the pin goes
+      try {
+        if (target.push_job(job_function(failure_job{failure, target}))) return;
+      } catch (...) {  // std::bad_alloc: as a refusal
+      }
+      target.report(failure);  // refused (stopped): the error handler still hears of it
+      return;
+    }
+    // The pool is gone: the resumption of another pool running here, if
+    // any, rethrows it (that pool counts and reports it).
+    if (t_current_target != nullptr) t_pending_failure = failure;
   }
 
   task<void> task_;
   cancellation_token token_;
   resume_target target_;
-  report_fn report_;
+  std::uint64_t pool_key_;
 };
 
-// `Pool` is named for its failure report; the target pushes into it.
+// `pool` is where the task's failure is reported (its key); `target` pushes into it.
 template <typename Pool>
-result<void> spawn_on(Pool& /*pool*/, resume_target target, cancellation_token token, task<void> t) {
+result<void> spawn_on(Pool& pool, resume_target target, cancellation_token token, task<void> t) {
   if (!t.startable()) return make_error(error_code::invalid_argument, "spawn() of an empty or finished task");
+  const result<std::uint64_t> key = coro_access::spawn_key(pool);
+  if (!key) return unexpected_error{key.error()};
   spawn_root* root = nullptr;
   try {
-    root = new spawn_root(std::move(t), std::move(token), target, [](void* p, const std::exception_ptr& e) noexcept {
-      coro_access::report_failure(*static_cast<Pool*>(p), e);
-    });
+    root = new spawn_root(std::move(t), std::move(token), target, *key);
   } catch (const std::bad_alloc&) {
     return make_error_nothrow(error_code::resource_exhausted, [] { return "no memory to spawn the task"; });
   }

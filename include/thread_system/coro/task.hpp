@@ -236,7 +236,7 @@ class [[nodiscard]] task {
     std::coroutine_handle<> on_complete() noexcept override { return std::noop_coroutine(); }  // not used
     void on_abandon() noexcept override {
       abandoned_ = true;
-      detail::resume_loop(task_->promise().continuation);
+      detail::resume_loop_reporting(task_->promise().continuation, nullptr);
     }
 
     task* task_;
@@ -291,8 +291,9 @@ class future_awaiter final : future_waiter {
 
  private:
   void ready() noexcept override {
+    const resume_target* const completing = t_current_target;  // a failure of a foreign awaiter goes there
     resume_scope scope(token_, nullptr);
-    resume_loop(handle_);
+    resume_loop_reporting(handle_, completing);
   }
 
   future<T> future_;

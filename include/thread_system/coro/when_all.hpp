@@ -8,7 +8,9 @@
 //   * when_all(tasks...) / when_all(vector<task<T>>) runs the children in
 //     parallel: awaited on a pool worker, every child but the first is pushed
 //     to that pool and the first runs on this thread; elsewhere they start
-//     one after another on this thread, each until its first suspension.
+//     one after another on this thread, each until its first suspension
+//     (the first, then the others in order once it suspends; nested
+//     when_alls use constant stack).
 //     The awaiter resumes once all have finished, with their results in
 //     order (a tuple; void children give std::monostate; a vector for the
 //     range form); if any failed, the first failure in order is rethrown
@@ -77,7 +79,9 @@ class when_all_core {
     }
 
    private:
+    friend class when_all_core;
     when_all_core* core_ = nullptr;
+    deferred_start start_;  // the child's start, off a pool
   };
 
   // Starts the children (frames[i] with promises[i] waiting on slots[i]);
@@ -103,10 +107,16 @@ class when_all_core {
         result<void> pushed =
             target->push_job(job_function(resume_job{child_frame(i), &child_promise(i), nullptr, *target}));
         if (pushed) continue;
+      } else {
+        // Not on a pool: the resume_loop() running us starts it once the
+        // first child suspends, so nested when_alls use constant stack.
+        slots[i].start_ = deferred_start{nullptr, child_frame(i), token};
+        if (defer_start(slots[i].start_)) continue;
       }
-      // Not on a pool, or the pool refused: start it here (it runs until it
-      // first suspends). The first child has not started, so the parent
-      // cannot be resumed yet.
+      // The pool refused, or no resume_loop() runs here (a foreign
+      // coroutine resumed by hand): start it now (it runs until it first
+      // suspends). The first child has not started, so the parent cannot be
+      // resumed yet.
       resume_scope scope(token, target);
       resume_loop(child_frame(i));
     }
@@ -124,7 +134,7 @@ class when_all_core {
       abandon(parent_promise_);  // destroys this object: nothing after
     } else {
       foreign_abandoned_ = true;
-      resume_loop(parent_);
+      resume_loop_reporting(parent_, nullptr);
     }
     return std::noop_coroutine();
   }

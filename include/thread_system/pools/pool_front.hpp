@@ -23,6 +23,7 @@
 // there: stop() throws invalid_argument and stops nothing).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -253,6 +254,14 @@ class pool_front {
   [[nodiscard]] worker_masks active_worker_masks(std::size_t first_n = 0) const;
   // Passes `e` to the error handler (a coroutine that failed, say).
   void report_failure(const std::exception_ptr& e) noexcept;
+  // The key spawned tasks find this pool under while it exists
+  // (coro/spawn.hpp, src/spawn_registry.cpp), registered on first use;
+  // resource_exhausted out of memory.
+  [[nodiscard]] result<std::uint64_t> spawn_key() noexcept;
+  // Leaves the registry, waiting for every spawn_pin on this pool to go.
+  // Each pool's destructor calls it once stopped, while the whole pool
+  // still exists (the pinned reports push into it); idempotent.
+  void retire_spawn_key() noexcept;
 
   // Puts a built timer (detail::timer_after() and friends) on the pool's
   // timer queue, created on first use with `target` as its dispatch, its
@@ -265,6 +274,8 @@ class pool_front {
   // The pool's timers (src/pool_timers.hpp). Their runs go into the core:
   // declared after core_, so destroyed (their thread joined) before it.
   std::unique_ptr<pool_timers> timers_;
+  // 0 until the first spawn() (spawn_key()).
+  std::atomic<std::uint64_t> spawn_key_{0};
 };
 
 }  // namespace detail

@@ -330,12 +330,14 @@ class thread_pool : public detail::pool_front {
 
   // Coroutine resumptions go in as plain jobs.
   [[nodiscard]] detail::resume_target coroutine_target() noexcept {
-    return {this, [](void* pool, std::uintptr_t, job_function&& job, bool continuation) {
-              auto* p = static_cast<thread_pool*>(pool);
-              return continuation ? p->push_continuation(std::move(job)) : p->enqueue(std::move(job));
-            }};
+    static constexpr detail::resume_ops ops{
+        [](void* pool, std::uintptr_t, job_function&& job, bool continuation) {
+          auto* p = static_cast<thread_pool*>(pool);
+          return continuation ? p->push_continuation(std::move(job)) : p->enqueue(std::move(job));
+        },
+        [](void* pool, const std::exception_ptr& e) noexcept { static_cast<thread_pool*>(pool)->report_failure(e); }};
+    return {this, &ops};
   }
-  void report_coroutine_failure(const std::exception_ptr& e) noexcept { report_failure(e); }
 
   // Puts a built timer on the pool's timer queue (created on first use); its
   // runs are plain jobs. Refusals: see pool_front::add_timer().

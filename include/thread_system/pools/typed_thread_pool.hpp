@@ -151,8 +151,12 @@ class typed_thread_pool_t : public detail::pool_front {
   typed_thread_pool_t(const typed_thread_pool_t&) = delete;
   /// Not copyable.
   typed_thread_pool_t& operator=(const typed_thread_pool_t&) = delete;
-  /// stop(stop_mode::drain), while every member jobs may still use exists.
-  ~typed_thread_pool_t() { (void)stop(stop_mode::drain); }
+  /// stop(stop_mode::drain), while every member jobs may still use exists
+  /// (and a spawned task's failure report: see coro/spawn.hpp).
+  ~typed_thread_pool_t() {
+    (void)stop(stop_mode::drain);
+    retire_spawn_key();
+  }
 
   // ---- configuration and workers --------------------------------------------
 
@@ -423,13 +427,15 @@ class typed_thread_pool_t : public detail::pool_front {
 
   // Coroutine resumptions go in as jobs of their type.
   [[nodiscard]] detail::resume_target coroutine_target(T type) noexcept {
-    return {this,
-            [](void* pool, std::uintptr_t t, job_function&& job, bool /*continuation*/) {
-              return static_cast<typed_thread_pool_t*>(pool)->enqueue(static_cast<T>(t), std::move(job));
-            },
-            static_cast<std::uintptr_t>(type)};
+    static constexpr detail::resume_ops ops{
+        [](void* pool, std::uintptr_t t, job_function&& job, bool /*continuation*/) {
+          return static_cast<typed_thread_pool_t*>(pool)->enqueue(static_cast<T>(t), std::move(job));
+        },
+        [](void* pool, const std::exception_ptr& e) noexcept {
+          static_cast<typed_thread_pool_t*>(pool)->report_failure(e);
+        }};
+    return {this, &ops, static_cast<std::uintptr_t>(type)};
   }
-  void report_coroutine_failure(const std::exception_ptr& e) noexcept { report_failure(e); }
   result<void> add_workers(std::vector<std::unique_ptr<worker_type>> workers) {
     std::lock_guard lock(config_mutex_);
     std::vector<std::uint64_t> masks;
