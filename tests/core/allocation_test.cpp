@@ -10,9 +10,13 @@
 #include <new>
 #include <optional>
 #include <vector>
+#include <chrono>
+#include <utility>
+#include <thread>
 
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/coro/task.hpp"
+#include "thread_system/pools/task_group.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/pools/thread_worker.hpp"
 #include "thread_system/pools/typed_thread_pool.hpp"
@@ -565,4 +569,47 @@ TEST(Allocation, PoolAndTimerRefusalsKeepTheirCodeWhenNoMemoryIsLeft) {
   EXPECT_TRUE(running.resize(2));
   EXPECT_TRUE(running.enqueue([] {}));
   running.wait_idle();
+}
+
+namespace {
+// Larger than a job's inline storage: its box is allocated. The destructor
+// takes a while and then says it ran.
+struct slow_to_destroy {
+  std::atomic<bool>* ran;
+  std::atomic<bool>* destroyed;
+  std::array<char, 96> pad{};
+  slow_to_destroy(std::atomic<bool>* r, std::atomic<bool>* d) noexcept : ran(r), destroyed(d) {}
+  slow_to_destroy(slow_to_destroy&& o) noexcept
+      : ran(std::exchange(o.ran, nullptr)), destroyed(std::exchange(o.destroyed, nullptr)) {}
+  slow_to_destroy(const slow_to_destroy&) = delete;
+  slow_to_destroy& operator=(const slow_to_destroy&) = delete;
+  slow_to_destroy& operator=(slow_to_destroy&&) = delete;
+  ~slow_to_destroy() {
+    if (destroyed == nullptr) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    destroyed->store(true);
+  }
+  void operator()() const { ran->store(true); }
+};
+}  // namespace
+
+// Out of memory for the job's box, task_group::run runs the job on the
+// calling thread. It counted the job finished before the body was
+// destroyed, so a wait() on another thread could return while the body's
+// destructor still ran (and used what wait()'s caller then freed).
+TEST(Allocation, TaskGroupRunOutOfMemoryDestroysTheBodyBeforeCountingItFinished) {
+  ts::thread_pool pool{1};
+  ts::task_group g(pool);
+  std::atomic<bool> ran{false};
+  std::atomic<bool> destroyed{false};
+  std::thread runner([&] {
+    slow_to_destroy body(&ran, &destroyed);
+    t_fail_all_new = true;  // no memory for the job's box on this thread
+    g.run(std::move(body));
+    t_fail_all_new = false;
+  });
+  while (!ran.load()) std::this_thread::yield();
+  g.wait();
+  EXPECT_TRUE(destroyed.load()) << "wait() returned while the body was still being destroyed";
+  runner.join();
 }

@@ -11,6 +11,7 @@
 #include <limits>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -453,4 +454,71 @@ TEST(ParallelFor, APieceDiscardedByStopCancelPendingMakesTheCallThrowCancelled) 
   stopper.join();
   EXPECT_TRUE(outcome_cancelled.load(std::memory_order_relaxed));  // relaxed: joined
   EXPECT_EQ(visited.load(std::memory_order_relaxed), 0U);          // relaxed: joined
+}
+
+// A pool that refuses some pieces (backpressure::reject(1): queue_full while
+// its one room is taken) and accepts others. A refused piece runs on the
+// splitting thread and was counted finished twice, so parallel_for could
+// return while accepted pieces still ran - on a body that was gone.
+TEST(ParallelFor, SomePiecesRefusedSomeAcceptedReturnsOnlyWhenAllHaveRun) {
+  ts::pool_options o = ts::test::pool_opts("pf-partly-refused");
+  o.backpressure = ts::backpressure::reject(1);
+  ts::thread_pool pool{1, o};
+  constexpr int n = 1 << 12;
+  for (int round = 0; round < 10; ++round) {
+    std::atomic<bool> gate{false};
+    std::atomic<bool> started{false};
+    // The worker is held, and one more job takes the one room: the loop's
+    // first hand-outs are refused; once the gate opens the worker drains and
+    // later hand-outs are accepted.
+    ASSERT_TRUE(pool.enqueue([&] {
+      started.store(true);
+      while (!gate.load()) std::this_thread::yield();
+    }));
+    while (!started.load()) std::this_thread::yield();
+    ASSERT_TRUE(pool.enqueue([] {}));
+    std::atomic<int> visited{0};
+    std::atomic<int> running{0};
+    const auto caller = std::this_thread::get_id();
+    ts::parallel_for(
+        pool, 0, n,
+        [&](int) {
+          running.fetch_add(1);
+          if (!gate.exchange(true)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          if (std::this_thread::get_id() != caller) std::this_thread::sleep_for(std::chrono::microseconds(20));
+          visited.fetch_add(1);
+          running.fetch_sub(1);
+        },
+        256);
+    EXPECT_EQ(visited.load(), n) << "returned before every index ran";
+    EXPECT_EQ(running.load(), 0) << "returned while a piece still ran";
+    pool.wait_idle();
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
+// Null function pointers crashed a worker; they are refused before anything
+// runs, whatever the range.
+TEST(ParallelFor, EmptyCallablesAreRefusedWithInvalidArgument) {
+  ts::thread_pool pool{2, ts::test::pool_opts("pf-empty")};
+  void (*null_body)(int) = nullptr;
+  auto code_of = [](auto&& call) -> std::optional<ts::error_code> {
+    try {
+      call();
+    } catch (const ts::error_exception& e) {
+      return e.code();
+    }
+    return std::nullopt;
+  };
+  EXPECT_EQ(code_of([&] { ts::parallel_for(pool, 0, 1000, null_body); }), ts::error_code::invalid_argument);
+  EXPECT_EQ(code_of([&] { ts::parallel_for(pool, 0, 0, null_body); }), ts::error_code::invalid_argument);
+  int (*null_reduce)(int, int, int) = nullptr;
+  int (*null_combine)(int, int) = nullptr;
+  auto sum = [](int lo, int hi, int acc) { return acc + (hi - lo); };
+  auto plus = [](int a, int b) { return a + b; };
+  EXPECT_EQ(code_of([&] { (void)ts::parallel_reduce(pool, 0, 1000, 0, null_reduce, plus); }),
+            ts::error_code::invalid_argument);
+  EXPECT_EQ(code_of([&] { (void)ts::parallel_reduce(pool, 0, 1000, 0, sum, null_combine); }),
+            ts::error_code::invalid_argument);
+  EXPECT_EQ(ts::parallel_reduce(pool, 0, 1000, 0, sum, plus), 1000);
 }

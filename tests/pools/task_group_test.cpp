@@ -233,3 +233,46 @@ TEST(TaskGroup, ACallableWhoseCopyThrowsIsNotCounted) {
   g.wait();                                           // before the fix: waited forever for the job that was never made
   EXPECT_EQ(ran.load(std::memory_order_relaxed), 1);  // relaxed: read after wait()
 }
+
+namespace {
+// Copy-only (a move copies): the copy that job_function makes moving the
+// job into its storage - the third - throws.
+struct throws_on_third_copy {
+  std::atomic<int>* copies;
+  explicit throws_on_third_copy(std::atomic<int>* c) noexcept : copies(c) {}
+  throws_on_third_copy(const throws_on_third_copy& o) : copies(o.copies) {
+    if (copies->fetch_add(1) + 1 == 3) throw std::runtime_error("third copy");
+  }
+  throws_on_third_copy& operator=(const throws_on_third_copy&) = delete;
+  ~throws_on_third_copy() = default;
+  void operator()() const noexcept {}
+};
+}  // namespace
+
+// The copy into the pool's job came after the count: run() threw, the
+// group counted a job that never existed, and wait() waited for ever.
+TEST(TaskGroup, ACallableWhoseMoveIntoTheJobThrowsIsNotCounted) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  ts::task_group g(pool);
+  std::atomic<int> copies{0};
+  const throws_on_third_copy f(&copies);
+  EXPECT_THROW(g.run(f), std::runtime_error);
+  EXPECT_EQ(copies.load(), 3);
+  g.wait();  // before the fix: for ever
+}
+
+// A null function pointer crashed the worker that called it; it is refused
+// up front, as enqueue() refuses it.
+TEST(TaskGroup, AnEmptyCallableIsRefusedWithInvalidArgument) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  ts::task_group g(pool);
+  void (*null_fn)() = nullptr;
+  try {
+    g.run(null_fn);
+    ADD_FAILURE() << "run() accepted a null function pointer";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::invalid_argument);
+  }
+  EXPECT_THROW(g.run(std::function<void()>{}), ts::error_exception);
+  g.wait();  // nothing was counted
+}

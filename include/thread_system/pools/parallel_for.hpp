@@ -26,6 +26,10 @@
 // the type can express works, up to [min, max) of int64_t or uint64_t;
 // an empty or reversed range (first >= last) does nothing.
 //
+// An empty callable (a null function pointer, an empty std::function) is
+// refused before anything runs, with error_exception{invalid_argument}, as
+// enqueue() refuses it - whatever the range.
+//
 // Blocking: the call returns when every index has been processed.
 // Everything the body did is visible to the caller on return. Called on one
 // of the pool's workers, the calling thread takes part in the work and its
@@ -65,6 +69,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 
@@ -178,8 +183,10 @@ void hand_out(const std::shared_ptr<parallel_for_state<I, F>>& st, I mid, I hi) 
     throw;
   }
   if (!r) {
-    // Refused (pool stopping): do that half here.
-    st->pending.fetch_sub(1, std::memory_order_relaxed);  // our own increment; no one else saw it
+    // Refused (stopping, queue_full, out of memory): do that half here. Its
+    // finish_piece() gives back the increment above, as the pool's run
+    // would have (taking it back here as well counted the piece finished
+    // twice: the loop could return while other pieces still ran).
     run_piece<I, F>(st, mid, hi);
   }
 }
@@ -225,6 +232,9 @@ void run_piece(const std::shared_ptr<parallel_for_state<I, F>>& st, I lo, I hi) 
 template <parallel_index I, typename F>
   requires std::invocable<F&, I>
 void parallel_for(thread_pool& pool, I first, I last, F&& f, std::size_t grain_indices = 0) {
+  if (detail::is_empty_callable(f)) {
+    throw error_exception(error{error_code::invalid_argument, "parallel_for: empty function"});
+  }
   if (!(first < last)) return;
   const std::uint64_t grain =
       grain_indices != 0 ? grain_indices : detail::default_grain(pool.worker_count(), first, last);
@@ -262,6 +272,9 @@ template <parallel_index I, typename T, typename RangeReduce, typename Combine>
   requires std::invocable<RangeReduce&, I, I, T> && std::invocable<Combine&, T, T>
 T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce reduce_range, Combine combine,
                   std::size_t grain_indices = 0) {
+  if (detail::is_empty_callable(reduce_range) || detail::is_empty_callable(combine)) {
+    throw error_exception(error{error_code::invalid_argument, "parallel_reduce: empty function"});
+  }
   if (!(first < last)) return identity;
   const std::uint64_t grain =
       grain_indices != 0 ? grain_indices : detail::default_grain(pool.worker_count(), first, last);

@@ -19,7 +19,9 @@
 //     of memory), run() executes it on the calling thread, so a group never
 //     loses a job and run() itself never fails - except by throwing what
 //     copying or moving f into the job throws, and then the group does not
-//     count it.
+//     count it, or error_exception{invalid_argument} for an empty callable
+//     (a null function pointer, an empty std::function), as enqueue()
+//     refuses it.
 //   * wait() returns when every job run() so far has finished; on a worker
 //     it helps run other jobs meanwhile. Everything the jobs did is visible
 //     after wait() returns. The first exception thrown by a job is rethrown
@@ -52,6 +54,7 @@
 #include <type_traits>
 #include <utility>
 #include "thread_system/core/concepts.hpp"
+#include "thread_system/core/error.hpp"
 #include "thread_system/detail/chaos.hpp"
 
 #include "thread_system/detail/futex.hpp"
@@ -87,24 +90,30 @@ class task_group {
 
   /// Runs `f` as a job of the group on the pool (on this worker's deque when called from one of its workers);
   /// if the pool refuses it, or there is no memory to hand it over, runs it on the calling thread instead. Throws
-  /// only what copying or moving `f` throws (and then adds nothing to the group).
+  /// only what copying or moving `f` throws (and then adds nothing to the group), and
+  /// error_exception{invalid_argument} for an empty callable.
   template <runnable F>
   void run(F&& f) {
+    if (detail::is_empty_callable(f)) {
+      throw error_exception(error{error_code::invalid_argument, "task_group::run: empty function"});
+    }
     // The job first: if copying or moving f throws, the exception leaves
     // run() and nothing was counted (a count taken first would never be
     // given back, and wait() would wait forever).
     group_job<std::decay_t<F>> job{this, std::decay_t<F>(std::forward<F>(f))};
-    count_spawn();
     std::optional<job_function> wrapped;
     try {
-      wrapped.emplace(std::move(job));
+      wrapped.emplace(std::move(job));  // may move or copy the body once more
     } catch (const std::bad_alloc&) {
       // No memory to wrap the job (a capture too large to store inline):
       // run it here, now, which needs none. The job's body is intact:
-      // job_function allocates before it moves the job in.
-      run_here(*job.body);
+      // job_function allocates before it moves the job in. job() destroys
+      // the body before it counts the job finished, as on a worker.
+      count_spawn();
+      job();
       return;
-    }
+    }  // anything else the body's move or copy throws leaves run(), counted nowhere
+    count_spawn();
     // A refused job_function is left untouched (see thread_pool::enqueue),
     // so the group runs it here instead of losing it.
     if (auto r = pool_.enqueue(std::move(*wrapped)); !r) (*wrapped)();
@@ -127,18 +136,6 @@ class task_group {
   }
 
  private:
-  // Runs `f` on this thread as a job of the group (its exception recorded
-  // like any job's) and counts it finished.
-  template <typename F>
-  void run_here(F& f) noexcept {
-    try {
-      f();
-    } catch (...) {
-      record(std::current_exception());
-    }
-    finish();
-  }
-
   // The pool job: runs the body, destroys it, and only then counts it as
   // finished, so the body's captures never outlive wait().
   template <typename D>
