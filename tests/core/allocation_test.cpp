@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <new>
 #include <optional>
-#include <vector>
-#include <chrono>
-#include <utility>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/coro/task.hpp"
