@@ -76,6 +76,28 @@ TEST(Future, WaitsSaturateHugeDurations) {
   EXPECT_EQ(f.get(), 5);
 }
 
+// wait_until() on far time points of any duration type waits for the
+// value: time_point<steady_clock, hours>::max() overflowed nanoseconds in
+// the comparison with now and reported timeout at once.
+TEST(Future, WaitUntilFarTimePointsOfCoarseDurationsWaits) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  using hours_point = std::chrono::time_point<std::chrono::steady_clock, std::chrono::hours>;
+  std::latch gate{1};
+  auto f = pool.submit([&gate] {
+    gate.wait();
+    return 7;
+  });
+  std::thread opener([&gate] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    gate.count_down();
+  });
+  EXPECT_EQ(f.wait_until(hours_point::max()), std::future_status::ready);
+  opener.join();
+  EXPECT_EQ(f.wait_until(std::chrono::system_clock::time_point::max()), std::future_status::ready);
+  EXPECT_EQ(f.wait_until(hours_point::min()), std::future_status::ready);
+  EXPECT_EQ(f.get(), 7);
+}
+
 // A NaN, negative or zero duration on a future that is not ready reports
 // timeout at once (a NaN used to mean "no deadline": a wait forever).
 TEST(Future, WaitForNanOrNegativeOnlyReportsReadiness) {

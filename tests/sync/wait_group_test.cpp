@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -63,6 +65,38 @@ TEST(WaitGroup, WaitForTimesOutWhilePendingAndSucceedsAfter) {
   EXPECT_TRUE(wg.wait_for(std::chrono::seconds(30)));
   t.join();
   EXPECT_TRUE(wg.wait_for(std::chrono::milliseconds(0)));
+}
+
+// Far deadlines and huge timeouts on any duration type wait without a
+// deadline. Converting them to nanoseconds overflowed: hours::max() as a
+// time point (and +infinity, 1e300 s) made the waits return false at once.
+TEST(WaitGroup, HugeTimeoutsAndFarDeadlinesWaitForTheCount) {
+  using hours_point = std::chrono::time_point<std::chrono::steady_clock, std::chrono::hours>;
+  using fp_seconds = std::chrono::duration<double>;
+  const std::vector<std::function<bool(ts::wait_group&)>> waits = {
+      [](ts::wait_group& wg) { return wg.wait_until(hours_point::max()); },
+      [](ts::wait_group& wg) { return wg.wait_until(std::chrono::system_clock::time_point::max()); },
+      [](ts::wait_group& wg) { return wg.wait_for(std::chrono::nanoseconds::max()); },
+      [](ts::wait_group& wg) { return wg.wait_for(std::chrono::hours::max()); },
+      [](ts::wait_group& wg) { return wg.wait_for(fp_seconds(std::numeric_limits<double>::infinity())); },
+      [](ts::wait_group& wg) { return wg.wait_for(fp_seconds(1e300)); },
+  };
+  for (std::size_t i = 0; i < waits.size(); ++i) {
+    ts::wait_group wg{1};
+    std::thread t([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      (void)wg.done();
+    });
+    EXPECT_TRUE(waits[i](wg)) << "wait #" << i << " returned before the count reached zero";
+    EXPECT_EQ(wg.count(), 0U) << "wait #" << i;
+    t.join();
+  }
+  // Past, NaN and minus infinity only check the count.
+  ts::wait_group pending{1};
+  EXPECT_FALSE(pending.wait_until(hours_point::min()));
+  EXPECT_FALSE(pending.wait_for(fp_seconds(std::numeric_limits<double>::quiet_NaN())));
+  EXPECT_FALSE(pending.wait_for(fp_seconds(-std::numeric_limits<double>::infinity())));
+  (void)pending.done();
 }
 
 TEST(WaitGroup, ReusableAndManyWaiters) {

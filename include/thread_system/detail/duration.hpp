@@ -8,6 +8,8 @@
 // then converts with saturation and rounds up, so a timer never fires early.
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "thread_system/detail/chrono.hpp"
@@ -71,6 +73,47 @@ template <typename Rep, typename Period>
   }
   const clock_duration c = std::chrono::ceil<clock_duration>(d);
   return c < clock_duration::zero() ? clock_duration::max() : c;  // rounding at the very top
+}
+
+/// The deadline of a wait for `d` that begins at `now_ns` (steady-clock
+/// nanoseconds), for the waits that take a timeout: 0 for none (a duration
+/// too long to represent, or a sum past the clock's range), `now_ns` when
+/// already expired (zero, negative and NaN durations: only a check).
+template <typename Rep, typename Period>
+[[nodiscard]] std::int64_t deadline_ns_after(std::chrono::duration<Rep, Period> d, std::int64_t now_ns) noexcept {
+  switch (classify(d)) {
+    case duration_kind::positive: {
+      const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(to_clock_duration(d)).count();
+      return ns < std::numeric_limits<std::int64_t>::max() - now_ns ? now_ns + ns : 0;
+    }
+    case duration_kind::too_long:
+      return 0;
+    case duration_kind::nan:
+    case duration_kind::negative:
+    case duration_kind::zero:
+      break;
+  }
+  return now_ns;
+}
+
+/// Nanoseconds from `now` to `t` (one clock), rounded up, without overflow
+/// whatever `t`'s duration (hours::max(), a float, picoseconds): <= 0 when
+/// `t` is not after `now` (a NaN `t` too), INT64_MAX when `t` is more than
+/// ~100 years ahead (a wait without a deadline).
+template <typename Clock, typename Duration>
+[[nodiscard]] std::int64_t ns_until(std::chrono::time_point<Clock, Duration> t,
+                                    typename Clock::time_point now) noexcept {
+  constexpr double far_seconds = 100.0 * 365 * 24 * 3600;
+  // Placed in double seconds first: on the common duration of `t` and `now`
+  // a far or coarse `t` (or `now` on a finer one) overflows.
+  const double ahead = std::chrono::duration<double>(t.time_since_epoch()).count() -
+                       std::chrono::duration<double>(now.time_since_epoch()).count();
+  if (ahead >= far_seconds) return std::numeric_limits<std::int64_t>::max();  // also +infinity
+  if (!(ahead > -far_seconds)) return 0;                                      // long past, -infinity, NaN
+  // Within a century of `now`: both fit nanoseconds exactly.
+  const auto t_ns = std::chrono::ceil<std::chrono::nanoseconds>(t.time_since_epoch());
+  const auto now_ns = std::chrono::floor<std::chrono::nanoseconds>(now.time_since_epoch());
+  return (t_ns - now_ns).count();
 }
 
 /// `from + d`, saturating at time_point::max().

@@ -196,31 +196,20 @@ class future {
     check_valid();
     // Zero, negative and NaN durations only report readiness; one too long
     // to represent waits without a deadline (detail/duration.hpp).
-    const std::int64_t now = detail::steady_now_ns_signed();
-    std::int64_t deadline = 0;  // 0: no deadline
-    const detail::duration_kind kind = detail::classify(d);
-    if (kind == detail::duration_kind::positive) {
-      const std::int64_t ns =
-          std::chrono::duration_cast<std::chrono::nanoseconds>(detail::to_clock_duration(d)).count();
-      if (ns < std::numeric_limits<std::int64_t>::max() - now) deadline = now + ns;
-    } else if (kind != detail::duration_kind::too_long) {
-      deadline = now;  // already expired
-    }
+    const std::int64_t deadline = detail::deadline_ns_after(d, detail::steady_now_ns_signed());  // 0: none
     return state_->done.wait(deadline) ? std::future_status::ready : std::future_status::timeout;
   }
 
   /// wait_for() the time left until `t` (by `Clock`); a `t` more than 100 years away waits without a deadline.
   template <typename Clock, typename Duration>
   std::future_status wait_until(const std::chrono::time_point<Clock, Duration>& t) const {
-    const auto now = Clock::now();
-    if (t <= now) return wait_for(std::chrono::nanoseconds(0));
-    // Saturate rather than overflow for far-away time points.
-    if (t.time_since_epoch() - now.time_since_epoch() >
-        std::chrono::duration_cast<typename Clock::duration>(std::chrono::hours(24 * 365 * 100))) {
+    // Any duration type without overflow (detail::ns_until()).
+    const std::int64_t left = detail::ns_until(t, Clock::now());
+    if (left == std::numeric_limits<std::int64_t>::max()) {
       wait();
       return std::future_status::ready;
     }
-    return wait_for(t - now);
+    return wait_for(std::chrono::nanoseconds(left));  // <= 0: only a check
   }
 
   /// Waits, then returns the value (or rethrows the job's exception). The

@@ -46,6 +46,7 @@
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/detail/chrono.hpp"
+#include "thread_system/detail/duration.hpp"
 #include "thread_system/detail/futex.hpp"
 #include "thread_system/detail/spin.hpp"
 #include "thread_system/sync/helping_wait.hpp"
@@ -123,17 +124,24 @@ class wait_group {
 
   /// Like wait(), for at most `timeout`. Returns true when the count reached
   /// zero, false on timeout.
+  /// Zero, negative and NaN timeouts only check the count; one too long to
+  /// represent (nanoseconds::max(), +infinity) waits without a deadline.
   template <typename Rep, typename Period>
   [[nodiscard]] bool wait_for(std::chrono::duration<Rep, Period> timeout) noexcept {
-    return wait_until(std::chrono::steady_clock::now() + timeout);
+    const std::int64_t now = detail::steady_now_ns_signed();
+    const std::int64_t deadline = detail::deadline_ns_after(timeout, now);
+    if (deadline == now) return count() == 0;
+    return wait_impl(deadline);  // 0: none
   }
 
   /// Like wait(), until `deadline` (by `Clock`). Returns true when the count reached zero, false when the deadline
-  /// passed first; a deadline already past only checks the count.
+  /// passed first; a deadline already past only checks the count, one more than ~100 years away waits without a
+  /// deadline (any duration type: time_point<steady_clock, hours>::max() does not overflow).
   template <typename Clock, typename Duration>
   [[nodiscard]] bool wait_until(std::chrono::time_point<Clock, Duration> deadline) noexcept {
-    const auto remaining = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now()).count();
+    const std::int64_t remaining = detail::ns_until(deadline, Clock::now());
     if (remaining <= 0) return count() == 0;
+    if (remaining == std::numeric_limits<std::int64_t>::max()) return wait_impl(0);
     const std::int64_t now = detail::steady_now_ns_signed();
     // Saturate: a far deadline must not overflow into the past.
     const std::int64_t limit = std::numeric_limits<std::int64_t>::max() - now;
