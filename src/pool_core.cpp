@@ -384,6 +384,7 @@ static_assert(std::is_nothrow_default_constructible_v<job_function>);
 
 void pool_core::worker_main(pool_worker& w) {
   tl_context = worker_context{this, &w};
+  const failure_sink_scope sink(as_failure_sink());
   worker_help help(*this, w);
   detail::help_source* const outer_help = detail::set_help_source(&help);
   // release: pairs with the acquire load in worker_os_tid().

@@ -29,6 +29,7 @@
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/core/stop_mode.hpp"
+#include "thread_system/coro/coro_base.hpp"
 #include "thread_system/detail/job_node.hpp"
 #include "thread_system/pools/backpressure.hpp"
 #include "thread_system/pools/pool_front.hpp"
@@ -243,6 +244,13 @@ class pool_core {
   void run_left_behind(std::span<job_function> batch);
   [[nodiscard]] pool_worker* own_worker() const noexcept;
   void report_failure(const std::exception_ptr& e) noexcept;
+  // This pool as a thread's failure_sink (coro/coro_base.hpp): set on its
+  // workers and while it discards jobs, so what a discarded job's cancel()
+  // cannot throw (a foreign coroutine's exception) reaches report_failure().
+  [[nodiscard]] detail::failure_sink as_failure_sink() noexcept {
+    return {this,
+            [](void* core, const std::exception_ptr& e) noexcept { static_cast<pool_core*>(core)->report_failure(e); }};
+  }
   [[nodiscard]] bool idle_now() const noexcept;
   [[nodiscard]] bool on_own_worker() const noexcept;
   [[nodiscard]] bool nothing_left_to_steal_from_caller() const noexcept;  // see nothing_left_to_steal()

@@ -43,6 +43,7 @@ void pool_core::release_room(std::size_t n) noexcept {
 }
 
 bool pool_core::drop_oldest_queued() {
+  const failure_sink_scope sink(as_failure_sink());
   std::array<job_function, 1> oldest;
   if (queue_->pop_victim(oldest) == 0) return false;
   const std::uint8_t tag = oldest[0].tag();

@@ -398,6 +398,7 @@ std::size_t pop_retrying(detail::injector& queue, std::span<job_function> out, u
 }  // namespace
 
 std::uint64_t pool_core::cancel_queued() noexcept {
+  const failure_sink_scope sink(as_failure_sink());
   std::array<job_function, max_batch> local;
   std::uint64_t n = 0;
   for (;;) {

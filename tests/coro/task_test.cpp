@@ -11,6 +11,7 @@
 #include <coroutine>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -465,6 +466,89 @@ TEST(Stop, CancelPendingReportsWhatAForeignCoroutineLetsOut) {
   EXPECT_EQ(after.load(), 0);
   ASSERT_EQ(failures.messages().size(), 1U);
   EXPECT_NE(failures.messages()[0].find("discarded"), std::string::npos) << failures.messages()[0];
+}
+
+rethrowing_coroutine await_submitted(thread_pool& pool, std::atomic<int>& resumed) {
+  const int v = co_await pool.submit([] { return 1; });
+  resumed.fetch_add(v);
+  throw std::runtime_error("failed after its future");
+}
+
+// A future completed by a plain job resumes the foreign coroutine inside
+// that job's completion, a path that cannot throw: what the coroutine lets
+// out reached std::terminate(). It goes to the pool whose worker ran the
+// job; completed by stop(cancel_pending)'s discard, to the discarding pool.
+TEST(Stop, AForeignCoroutineFailingAfterAFutureIsReportedToThePool) {
+  for (const bool discarded : {false, true}) {
+    failure_log failures;
+    thread_pool pool{1};
+    failures.attach(pool);
+    if (discarded) pool.pause();
+    std::atomic<int> resumed{0};
+    await_submitted(pool, resumed);
+    if (discarded) {
+      EXPECT_EQ(pool.stop(stop_mode::cancel_pending).cancelled, 1U);
+    } else {
+      pool.wait_idle();
+    }
+    EXPECT_EQ(resumed.load(), discarded ? 0 : 1);
+    ASSERT_EQ(failures.messages().size(), 1U) << "discarded: " << discarded;
+    EXPECT_NE(failures.messages()[0].find(discarded ? "cancel" : "failed after its future"), std::string::npos)
+        << failures.messages()[0];
+  }
+}
+
+// A user event that resumes its waiter inline when set.
+struct inline_event {
+  std::coroutine_handle<> waiter;
+  std::atomic<bool> waiting{false};
+  [[nodiscard]] static bool await_ready() noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) noexcept {
+    waiter = h;
+    waiting.store(true);
+  }
+  static void await_resume() noexcept {}
+  void set() const { waiter.resume(); }
+};
+
+task<void> fails_when_set(inline_event& ev) {
+  co_await ev;
+  throw std::runtime_error("spawned task failed");
+}
+
+struct swallowing_coroutine {
+  struct promise_type {
+    swallowing_coroutine get_return_object() noexcept { return {}; }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept {}
+  };
+};
+
+swallowing_coroutine set_when_discarded(thread_pool& pool, inline_event& ev) {
+  try {
+    co_await pool.schedule();
+  } catch (const error_exception&) {
+    ev.set();  // on the discarding thread: the spawned task fails right here
+  }
+}
+
+// A spawned task that fails inside its pool's discard of another
+// resumption: the discard is not a resumption, so nothing would rethrow a
+// failure parked for one (it was lost, and left parked on the thread).
+TEST(Stop, ASpawnedTaskFailingInsideADiscardIsReported) {
+  failure_log failures;
+  thread_pool pool{1};
+  failures.attach(pool);
+  inline_event ev;
+  ASSERT_TRUE(spawn(pool, fails_when_set(ev)));
+  while (!ev.waiting.load()) std::this_thread::sleep_for(1ms);
+  pool.pause();
+  set_when_discarded(pool, ev);
+  (void)pool.stop(stop_mode::cancel_pending);
+  EXPECT_EQ(failures.messages(), std::vector<std::string>{"spawned task failed"});
+  EXPECT_FALSE(detail::t_pending_failure) << "a failure stayed parked on the thread";
 }
 
 TEST(Stop, DrainAbandonsSleepingTasksAndRunsQueuedOnes) {

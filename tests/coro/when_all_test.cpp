@@ -143,5 +143,40 @@ TEST(WhenAll, OffAPoolTheFirstChildStartsThenTheOthersInOrder) {
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
 }
 
+// A coroutine of another type, driven by hand: resume() then destroy().
+struct hand_driven {
+  struct promise_type {
+    hand_driven get_return_object() noexcept { return {std::coroutine_handle<promise_type>::from_promise(*this)}; }
+    std::suspend_always initial_suspend() noexcept { return {}; }
+    std::suspend_always final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { std::terminate(); }
+  };
+  std::coroutine_handle<promise_type> h;
+};
+
+hand_driven awaits_two_ready_tasks() { (void)co_await when_all(one(), one()); }
+
+task<bool> drive_by_hand() {
+  const hand_driven d = awaits_two_ready_tasks();
+  d.h.resume();
+  const bool done = d.h.done();
+  d.h.destroy();
+  co_return done;
+}
+
+// A when_all of tasks that finish at once completes inside the resume()
+// that starts it when a foreign coroutine awaits it, also inside a task
+// (under a resume_loop): deferring its second child to that loop left the
+// coroutine suspended, and the loop then read the child's node from the
+// frame its driver had destroyed.
+TEST(WhenAll, AForeignCoroutineDrivenByHandSeesItsWhenAllFinishInsideResume) {
+  const hand_driven d = awaits_two_ready_tasks();
+  d.h.resume();
+  EXPECT_TRUE(d.h.done()) << "on a plain thread";
+  d.h.destroy();
+  EXPECT_TRUE(sync_wait(drive_by_hand())) << "inside a task";
+}
+
 }  // namespace
 }  // namespace thread_system

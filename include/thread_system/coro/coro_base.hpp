@@ -84,8 +84,32 @@ struct resume_target {
   void report(const std::exception_ptr& e) const noexcept { ops->report(pool, e); }
 };
 
-/// The resumption running on this thread (none outside one), or the pool
-/// discarding one here.
+/// Where an exception that no job can carry goes on this thread - what a
+/// foreign coroutine lets out of resume() on a path that cannot throw: the
+/// pool whose worker this thread is, or that discards jobs or a resumption
+/// here (set by the pool core and by a discarded resumption); none
+/// elsewhere.
+struct failure_sink {
+  void* pool = nullptr;
+  void (*report)(void* pool, const std::exception_ptr& e) noexcept = nullptr;
+};
+inline thread_local failure_sink t_failure_sink{};
+
+/// Sets this thread's failure_sink for a scope.
+class failure_sink_scope {
+ public:
+  explicit failure_sink_scope(failure_sink sink) noexcept : outer_(std::exchange(t_failure_sink, sink)) {}
+  explicit failure_sink_scope(const resume_target& target) noexcept
+      : failure_sink_scope(failure_sink{target.pool, target.ops->report}) {}
+  ~failure_sink_scope() { t_failure_sink = outer_; }
+  failure_sink_scope(const failure_sink_scope&) = delete;
+  failure_sink_scope& operator=(const failure_sink_scope&) = delete;
+
+ private:
+  failure_sink outer_;
+};
+
+/// The resumption running on this thread (none outside one).
 inline thread_local const resume_target* t_current_target = nullptr;
 
 /// Sets this_job's token (and the current target) while a coroutine runs,
@@ -145,41 +169,59 @@ inline void run_chain([[maybe_unused]] resume_loop_state& s, std::coroutine_hand
 #endif
 }
 
+/// run_chain(), keeping the first exception a foreign coroutine lets out of
+/// resume() in `escaped` (the loop still starts what was deferred to it).
+inline void run_chain_keeping(resume_loop_state& s, std::coroutine_handle<> h, std::exception_ptr& escaped) noexcept {
+  try {
+    run_chain(s, h);
+  } catch (...) {
+    if (!escaped) escaped = std::current_exception();
+  }
+}
+
 /// Resumes `h` (and with the trampoline whatever it transfers to), then
-/// starts what was deferred to this loop meanwhile, in order.
+/// starts what was deferred to this loop meanwhile, in order. Only a
+/// foreign coroutine whose promise rethrows lets an exception out of
+/// resume(): the first such is rethrown once every deferred start has run
+/// (none is lost).
 inline void resume_loop(std::coroutine_handle<> h) {
   resume_loop_state s;
-  // Restored however the loop ends: a foreign coroutine whose promise
-  // rethrows lets its exception out of resume().
   struct restore {
     resume_loop_state* outer;
     ~restore() { t_resume_loop = outer; }
   } const guard{std::exchange(t_resume_loop, &s)};
-  run_chain(s, h);
+  std::exception_ptr escaped;
+  run_chain_keeping(s, h, escaped);
   while (deferred_start* d = s.first) {
     s.first = d->next;
     if (s.first == nullptr) s.last = &s.first;
     const std::coroutine_handle<> frame = d->frame;  // `d` may go once it runs
     const resume_scope scope(d->token, nullptr);
-    run_chain(s, frame);
+    run_chain_keeping(s, frame, escaped);
   }
+  if (escaped) std::rethrow_exception(escaped);
 }
 
 /// resume_loop() from a path that cannot throw (a discard, an abandon, a
 /// future's completion). Only a coroutine of another type than task<T>
 /// whose promise rethrows from unhandled_exception() lets an exception out
 /// of resume(): it goes to the error handler of the pool of `report_to`, or
-/// else of the resumption or discard running on this thread; with no pool
-/// at all (a future completed by a plain thread), std::terminate() - as an
-/// exception leaving a std::thread's function.
+/// else of the resumption running on this thread, or else of this thread's
+/// failure_sink (the pool whose worker this is, or that is discarding
+/// here); with no pool at all (a future completed by a plain thread),
+/// std::terminate() - as an exception leaving a std::thread's function.
 inline void resume_loop_reporting(std::coroutine_handle<> h, const resume_target* report_to) noexcept {
   const resume_target* const running = t_current_target;
   try {
     resume_loop(h);
   } catch (...) {
-    const resume_target* const to = report_to != nullptr ? report_to : running;
-    if (to == nullptr) std::terminate();
-    to->report(std::current_exception());
+    if (const resume_target* const to = report_to != nullptr ? report_to : running; to != nullptr) {
+      to->report(std::current_exception());
+      return;
+    }
+    const failure_sink sink = t_failure_sink;
+    if (sink.report == nullptr) std::terminate();
+    sink.report(sink.pool, std::current_exception());
   }
 }
 
@@ -240,6 +282,10 @@ struct promise_base {
   coro_waiter* waiter = nullptr;
   /// The chain's cancellation token (owned by the chain's root), or null.
   const cancellation_token* token = nullptr;
+  /// A coroutine of another type awaits this chain (or its when_all): it
+  /// may be resumed by hand, outside the library's resume_loop(), so
+  /// when_all does not defer starts to that loop (see when_all.hpp).
+  bool foreign_driven = false;
 };
 
 /// Abandons the chain whose innermost suspended task is `p` (see the header):
@@ -267,6 +313,22 @@ inline thread_local std::exception_ptr t_pending_failure;
 inline thread_local void* t_scheduling = nullptr;
 inline thread_local bool t_scheduled_inline = false;
 
+/// Runs `h` as a resumption of `target`'s pool (token and target set), then
+/// rethrows a spawned task's failure parked meanwhile (t_pending_failure)
+/// so that the pool counts it; if resume() itself threw (a foreign
+/// coroutine's promise rethrows), that exception leaves and a parked
+/// failure goes to the pool's error handler rather than staying parked.
+inline void run_in_resumption(const cancellation_token* token, const resume_target& target, std::coroutine_handle<> h) {
+  try {
+    const resume_scope scope(token, &target);
+    resume_loop(h);
+  } catch (...) {
+    if (t_pending_failure) target.report(std::exchange(t_pending_failure, nullptr));
+    throw;
+  }
+  if (t_pending_failure) std::rethrow_exception(std::exchange(t_pending_failure, nullptr));
+}
+
 /// Where a foreign (non-task) coroutine learns that its resumption was
 /// discarded.
 struct foreign_slot {
@@ -288,16 +350,13 @@ struct resume_job {
       t_scheduled_inline = true;
       return;
     }
-    {
-      resume_scope scope(promise != nullptr ? promise->token : nullptr, &target);
-      resume_loop(handle);
-    }
-    if (t_pending_failure) std::rethrow_exception(std::exchange(t_pending_failure, nullptr));
+    run_in_resumption(promise != nullptr ? promise->token : nullptr, target, handle);
   }
   void cancel() noexcept {
     const resume_target discarding = target;  // this job may go with the coroutine
-    // The discarding pool is the one a foreign awaiter above reports to.
-    const resume_scope scope(promise != nullptr ? promise->token : nullptr, &discarding);
+    // Not a resumption (t_current_target stays): the discarding pool hears
+    // what a foreign awaiter above lets out (resume_loop_reporting()).
+    const failure_sink_scope sink(discarding);
     if (promise != nullptr) {
       abandon(promise);
     } else {

@@ -218,21 +218,17 @@ class sleep_awaiter {
   void on_fire() {
     const claim_result r = claim(fired_early);
     if (r != claim_result::won && r != claim_result::token_handoff) return;
-    {
-      // A copy: the awaiter (and its target_) is gone once the coroutine
-      // moves on, while the scope lasts.
-      const resume_target target = target_;
-      resume_scope scope(token_, &target);
-      resume_loop(handle_);  // `this` may be gone from here
-    }
-    if (t_pending_failure) std::rethrow_exception(std::exchange(t_pending_failure, nullptr));
+    // Copies: the awaiter (and its target_) is gone once the coroutine
+    // moves on, while the resumption lasts.
+    const resume_target target = target_;
+    run_in_resumption(token_, target, handle_);  // `this` may be gone from here
   }
 
   void on_discard() noexcept {
     const claim_result r = claim(discarded_early);
     if (r == claim_result::won) {
-      const resume_target discarding = target_;  // `this` may go with the coroutine
-      const resume_scope scope(token_, &discarding);
+      const resume_target discarding = target_;   // `this` may go with the coroutine
+      const failure_sink_scope sink(discarding);  // not a resumption: see resume_job::cancel()
       if (promise_ != nullptr) {
         abandon(promise_);
       } else {
@@ -274,7 +270,7 @@ class sleep_awaiter {
     }();
     if (pushed) return;
     const resume_target refusing = target_;  // `this` may go with the coroutine
-    const resume_scope scope(token_, &refusing);
+    const failure_sink_scope sink(refusing);
     if (promise_ != nullptr) {
       abandon(promise_);  // the pool will not run it: nothing else can
     } else {

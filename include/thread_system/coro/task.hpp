@@ -222,8 +222,10 @@ class [[nodiscard]] task {
         child.parent = &parent.promise();
         child.owner = &task_->frame_;
         child.token = parent.promise().token;
+        child.foreign_driven = parent.promise().foreign_driven;
       } else {
         child.waiter = this;  // a foreign coroutine: told by on_abandon()
+        child.foreign_driven = true;
       }
       return detail::transfer(parent, task_->frame_);
     }

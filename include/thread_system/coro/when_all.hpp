@@ -8,9 +8,13 @@
 //   * when_all(tasks...) / when_all(vector<task<T>>) runs the children in
 //     parallel: awaited on a pool worker, every child but the first is pushed
 //     to that pool and the first runs on this thread; elsewhere they start
-//     one after another on this thread, each until its first suspension
-//     (the first, then the others in order once it suspends; nested
-//     when_alls use constant stack).
+//     one after another on this thread, each until its first suspension:
+//     the first, then the others in order once it suspends, started by the
+//     library's loop that runs the chain (nested when_alls use constant
+//     stack). When a coroutine of another type awaits the chain (it may
+//     resume it by hand), the others start first, inside the co_await, and
+//     the first after them, as before (a few stack frames per nested
+//     when_all).
 //     The awaiter resumes once all have finished, with their results in
 //     order (a tuple; void children give std::monostate; a vector for the
 //     range form); if any failed, the first failure in order is rethrown
@@ -91,7 +95,15 @@ class when_all_core {
                                 auto&& child_promise, slot* slots) {
     parent_ = parent;
     const cancellation_token* token = token_of(parent);
-    if constexpr (std::is_base_of_v<promise_base, P>) parent_promise_ = &parent.promise();
+    // A parent that a coroutine of another type drives (it may resume it by
+    // hand, and destroy its own frame once resume() returns) gets its
+    // children started before await_suspend() returns, not deferred to a
+    // resume_loop() that may not be running it.
+    bool foreign_driven = true;
+    if constexpr (std::is_base_of_v<promise_base, P>) {
+      parent_promise_ = &parent.promise();
+      foreign_driven = parent_promise_->foreign_driven;
+    }
     // relaxed: the children are started after this, through the pool's
     // hand-off or on this thread.
     remaining_.store(n, std::memory_order_relaxed);
@@ -99,6 +111,7 @@ class when_all_core {
       promise_base& cp = child_promise(i);
       cp.waiter = &slots[i];
       cp.token = token;
+      cp.foreign_driven = foreign_driven;
     }
     const std::coroutine_handle<> first = child_frame(0);
     const resume_target* target = t_current_target;
@@ -107,14 +120,16 @@ class when_all_core {
         result<void> pushed =
             target->push_job(job_function(resume_job{child_frame(i), &child_promise(i), nullptr, *target}));
         if (pushed) continue;
-      } else {
-        // Not on a pool: the resume_loop() running us starts it once the
-        // first child suspends, so nested when_alls use constant stack.
+      } else if (!foreign_driven) {
+        // Not on a pool: the resume_loop() running this chain (only the
+        // library resumes a chain no foreign coroutine drives) starts it
+        // once the first child suspends, so nested when_alls use constant
+        // stack.
         slots[i].start_ = deferred_start{nullptr, child_frame(i), token};
         if (defer_start(slots[i].start_)) continue;
       }
-      // The pool refused, or no resume_loop() runs here (a foreign
-      // coroutine resumed by hand): start it now (it runs until it first
+      // The pool refused, or a foreign coroutine drives the parent, or no
+      // resume_loop() runs here: start it now (it runs until it first
       // suspends). The first child has not started, so the parent cannot be
       // resumed yet.
       resume_scope scope(token, target);

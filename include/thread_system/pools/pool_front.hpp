@@ -20,7 +20,10 @@
 // `error_exception{invalid_argument}` if they are; so do they from a job
 // that stop() runs on its calling thread), and stop() not from the pool's
 // timer thread (a timer's function that backpressure::caller_runs ran
-// there: stop() throws invalid_argument and stops nothing).
+// there: stop() throws invalid_argument and stops nothing). The pool's
+// error handler must not destroy the pool: it may run on another pool's
+// thread while a spawned task's failure report holds the pool (the
+// destructor waits for that report, which waits for the handler).
 #pragma once
 
 #include <atomic>
