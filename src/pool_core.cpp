@@ -25,6 +25,7 @@
 
 #include "thread_system/detail/clock.hpp"
 #include "thread_system/detail/duration.hpp"
+#include "thread_system/detail/os_thread.hpp"
 #include "thread_system/detail/spin.hpp"
 #include "thread_system/detail/thread_attributes.hpp"
 #include "thread_system/sync/cancellation.hpp"
@@ -382,9 +383,38 @@ class batch_buffer {
 static_assert(std::is_nothrow_default_constructible_v<job_function>);
 }  // namespace
 
+namespace {
+// The stack address below which this thread has used half of a stack of
+// `stack_size` bytes (0: the platform default), measured from the caller's
+// frame (the worker loop's start); 0 when unknown. The frame address, not a
+// local's: under AddressSanitizer locals may live on a separate fake stack.
+std::uintptr_t help_floor(std::size_t stack_size) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  const std::size_t half = detail::os_thread::effective_stack_size(stack_size) / 2;
+  const auto base = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+  return half != 0 && base > half ? base - half : 0;
+#else
+  (void)stack_size;
+  return 0;
+#endif
+}
+
+// True when a helping wait on this thread has nested past the worker's
+// help floor (see find_and_run()).
+bool past_help_floor(const pool_worker& w) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  return w.help_floor_ != 0 && reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) < w.help_floor_;
+#else
+  (void)w;
+  return false;
+#endif
+}
+}  // namespace
+
 void pool_core::worker_main(pool_worker& w) {
   tl_context = worker_context{this, &w};
   const failure_sink_scope sink(as_failure_sink());
+  w.help_floor_ = help_floor(stack_size_);
   worker_help help(*this, w);
   detail::help_source* const outer_help = detail::set_help_source(&help);
   // release: pairs with the acquire load in worker_os_tid().
@@ -527,6 +557,21 @@ bool pool_core::find_and_run(pool_worker& w, std::span<job_function> local, bool
   // until it is closed: stop() runs or cancels everything even if a job
   // calls pause() while the pool drains.
   if (paused_.load(std::memory_order_acquire) && !queue_->is_closed()) return false;
+  // A helping wait runs any job of the pool, and that job may wait and help
+  // in turn, one level deeper each time: N independent jobs that each wait
+  // nested N deep and overflowed the stack. Past half the worker's stack a
+  // helping wait takes only this worker's own jobs - its LIFO slot and
+  // deque, which its own (nested) waits filled - and leaves the injector's
+  // and other workers' jobs to the rest of the pool (oneTBB's stealing
+  // threshold works the same way).
+  if (helping && past_help_floor(w)) {
+    detail::job_node* own = nullptr;
+    if ((local_deques_ && take_from_lifo_slot(w, helping, own)) || w.deque_.pop(own)) {
+      run_node(w, own);
+      return true;
+    }
+    return false;
+  }
   const std::size_t batch_limit =
       // relaxed: a setting (set_injector_batch); nothing is published with it.
       helping ? 1 : std::min<std::size_t>(local.size(), w.injector_batch_.load(std::memory_order_relaxed));

@@ -143,6 +143,10 @@ class pool_worker {
   std::uint32_t tick_ = 0;                     // owner thread only: injector fairness
   unsigned batch_rank_ = 0;                    // owner thread only: typed pools, the kind on the deque
   bool degraded_ = false;                      // owner thread only: the last allocation attempt failed
+  // Owner thread only: below this stack address (half the worker's stack
+  // used) a helping wait runs only this worker's own jobs
+  // (pool_core::find_and_run()); 0: no limit known.
+  std::uintptr_t help_floor_ = 0;
   // Owner thread only: the worker whose LIFO-slot continuation this one
   // watches as a thief, that worker's job count and when watching began
   // (pool_core::owner_stalled()).

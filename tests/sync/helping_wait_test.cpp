@@ -174,3 +174,29 @@ TEST(HelpingWait, AWaitGroupOnTheOnlyWorkerRunsTheChildItWaitsFor) {
   });
   EXPECT_EQ(f.get(), 16);
 }
+
+// Independent jobs that each wait: a helping wait ran the next one, which
+// waited and helped in turn, one level deeper per queued job, until the
+// worker's stack overflowed (4 000 jobs on a 256 KiB stack). Past half its
+// stack a helping wait now runs only the worker's own jobs: the rest wait
+// in the queue, and all run once the wait group opens.
+TEST(HelpingWait, IndependentWaitingJobsDoNotNestPastHalfTheStack) {
+  ts::pool_options o = ts::test::pool_opts("helping-depth");
+  o.worker_stack_size = 256 * 1024;
+  ts::thread_pool pool{1, o};
+  ts::wait_group gate{1};
+  std::atomic<int> done{0};
+  const int jobs = static_cast<int>(ts::test::scaled(4'000) < 400 ? 400 : ts::test::scaled(4'000));
+  for (int i = 0; i < jobs; ++i) {
+    ASSERT_TRUE(pool.enqueue([&] {
+      gate.wait();
+      done.fetch_add(1, std::memory_order_relaxed);  // relaxed: read after wait_idle()
+    }));
+  }
+  // The worker nests as far as it will meanwhile (any time works: the
+  // outcome does not depend on how far it got).
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  (void)gate.done();
+  pool.wait_idle();
+  EXPECT_EQ(done.load(std::memory_order_relaxed), jobs);
+}

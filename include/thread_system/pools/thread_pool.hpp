@@ -54,7 +54,12 @@
 //     11 000 levels of a job waiting on a job that waits on a job... fit
 //     in a release build (about 2 000 under AddressSanitizer; measured on
 //     x86-64 with GCC 12); a bigger stack allows proportionally more (tests/pools/thread_pool_test.cpp,
-//     DeepHelpingRecursionWithAConfiguredStack).
+//     DeepHelpingRecursionWithAConfiguredStack). Past half its stack a
+//     helping wait runs only its worker's own jobs (LIFO slot and deque,
+//     where that worker's nested waits put their children): jobs from the
+//     queue and other workers' deques are left to the rest of the pool, so
+//     independent jobs that each wait no longer nest one level per queued
+//     job (tests/sync/helping_wait_test.cpp).
 //
 // Out of memory
 //   * A submission that cannot allocate is refused with `resource_exhausted`
