@@ -35,10 +35,12 @@ struct registry {
   std::uint64_t next_key = 1;        // guarded by mutex; 0 means "not registered"
 };
 
-// Built on first use and never destroyed: a pool destroyed during static
-// destruction still finds it.
+// Built on first use in static storage and never destroyed: a pool
+// destroyed during static destruction still finds it. (No allocation: a
+// mutex, a condition variable and an empty vector.)
 registry& the_registry() noexcept {
-  static registry* const r = new registry();
+  alignas(registry) static unsigned char storage[sizeof(registry)];
+  static registry* const r = ::new (static_cast<void*>(storage)) registry();
   return *r;
 }
 

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "rethrowing_coroutine.hpp"
 #include "thread_system/sync/cancellation.hpp"
 #include "thread_system/sync/this_job.hpp"
 
@@ -48,19 +49,7 @@ struct manual_target {
   std::vector<std::exception_ptr> reported;
 };
 
-// A foreign coroutine whose promise rethrows: an exception in its body
-// leaves resume() to whoever resumed it.
-struct rethrowing {
-  struct promise_type {
-    rethrowing get_return_object() noexcept { return {}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    [[noreturn]] static void unhandled_exception() { throw; }
-  };
-};
-
-rethrowing await_schedule_uncaught(td::resume_target target, int& stage) {
+ts::coro_test::rethrowing_coroutine await_schedule_uncaught(td::resume_target target, int& stage) {
   stage = 1;
   co_await td::schedule_awaiter(target);  // throws `cancelled` when discarded
   stage = 2;
@@ -139,10 +128,11 @@ TEST(CoroBase, ADiscardedResumptionResumesAForeignCoroutineWithCancelled) {
 TEST(CoroBase, AForeignCoroutineFailingOnADiscardIsReportedToThePool) {
   manual_target pool;
   int stage = 0;
-  await_schedule_uncaught(pool.target(), stage);
+  const ts::coro_test::rethrowing_coroutine c = await_schedule_uncaught(pool.target(), stage);
   ASSERT_EQ(pool.jobs.size(), 1U);
   pool.jobs[0].cancel();
   EXPECT_EQ(stage, 1) << "the co_await threw";
+  EXPECT_TRUE(c.done());
   ASSERT_EQ(pool.reported.size(), 1U);
   try {
     std::rethrow_exception(pool.reported[0]);

@@ -18,6 +18,7 @@
 
 #include "../support/test_support.hpp"
 #include "coro_test_support.hpp"
+#include "rethrowing_coroutine.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/pools/typed_thread_pool.hpp"
 #include "thread_system/sync/wait_group.hpp"
@@ -434,18 +435,6 @@ TEST(Stop, CancelPendingAbandonsSuspendedTasksAndTheirAwaitersSeeCancelled) {
   EXPECT_EQ(report.cancelled, static_cast<std::uint64_t>(1 + spawned + 1));
 }
 
-// A coroutine of another type whose promise rethrows: what leaves its body
-// leaves resume().
-struct rethrowing_coroutine {
-  struct promise_type {
-    rethrowing_coroutine get_return_object() noexcept { return {}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    [[noreturn]] static void unhandled_exception() { throw; }
-  };
-};
-
 rethrowing_coroutine hop_uncaught(thread_pool& pool, std::atomic<int>& after) {
   co_await pool.schedule();  // discarded: throws `cancelled`, uncaught
   after.fetch_add(1);
@@ -460,7 +449,7 @@ TEST(Stop, CancelPendingReportsWhatAForeignCoroutineLetsOut) {
   failures.attach(pool);
   pool.pause();
   std::atomic<int> after{0};
-  hop_uncaught(pool, after);
+  const rethrowing_coroutine c = hop_uncaught(pool, after);
   const auto report = pool.stop(stop_mode::cancel_pending);
   EXPECT_EQ(report.cancelled, 1U);
   EXPECT_EQ(after.load(), 0);
@@ -485,7 +474,7 @@ TEST(Stop, AForeignCoroutineFailingAfterAFutureIsReportedToThePool) {
     failures.attach(pool);
     if (discarded) pool.pause();
     std::atomic<int> resumed{0};
-    await_submitted(pool, resumed);
+    const rethrowing_coroutine c = await_submitted(pool, resumed);
     if (discarded) {
       EXPECT_EQ(pool.stop(stop_mode::cancel_pending).cancelled, 1U);
     } else {
