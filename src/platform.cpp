@@ -142,6 +142,20 @@ void os_thread::join() noexcept {
   handle_ = nullptr;
 }
 
+std::uintptr_t os_thread::current_stack_low() noexcept {
+#if defined(__linux__)
+  pthread_attr_t attr;
+  if (::pthread_getattr_np(::pthread_self(), &attr) != 0) return 0;
+  void* low = nullptr;
+  std::size_t size = 0;
+  const int rc = ::pthread_attr_getstack(&attr, &low, &size);
+  (void)::pthread_attr_destroy(&attr);
+  return rc == 0 ? reinterpret_cast<std::uintptr_t>(low) : 0;
+#else
+  return 0;
+#endif
+}
+
 bool os_thread::is_current() const noexcept {
   return handle_ != nullptr && ::pthread_equal(handle_->id, ::pthread_self()) != 0;
 }
@@ -154,6 +168,7 @@ struct os_thread::native {
 
 std::size_t os_thread::min_stack_size() noexcept { return 0; }
 std::size_t os_thread::effective_stack_size(std::size_t requested) noexcept { return requested; }
+std::uintptr_t os_thread::current_stack_low() noexcept { return 0; }
 
 result<os_thread> os_thread::start_entry(std::unique_ptr<entry> e, std::size_t stack_size) noexcept {
   if (stack_size != 0) {

@@ -384,17 +384,18 @@ static_assert(std::is_nothrow_default_constructible_v<job_function>);
 }  // namespace
 
 namespace {
-// The stack address below which this thread has used half of a stack of
-// `stack_size` bytes (0: the platform default), measured from the caller's
-// frame (the worker loop's start); 0 when unknown. The frame address, not a
-// local's: under AddressSanitizer locals may live on a separate fake stack.
-std::uintptr_t help_floor(std::size_t stack_size) noexcept {
+// The stack address halfway between the caller's frame (the worker loop's
+// start) and the end of this thread's stack; 0 when unknown. From the real
+// end, not the size asked for: the thread library keeps thread-local
+// storage at the stack's top (ThreadSanitizer's per-thread state took half
+// of a 256 KiB stack). The frame address, not a local's: under
+// AddressSanitizer locals may live on a separate fake stack.
+std::uintptr_t help_floor() noexcept {
 #if defined(__GNUC__) || defined(__clang__)
-  const std::size_t half = detail::os_thread::effective_stack_size(stack_size) / 2;
+  const std::uintptr_t low = detail::os_thread::current_stack_low();
   const auto base = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
-  return half != 0 && base > half ? base - half : 0;
+  return low != 0 && base > low ? low + (base - low) / 2 : 0;
 #else
-  (void)stack_size;
   return 0;
 #endif
 }
@@ -414,7 +415,7 @@ bool past_help_floor(const pool_worker& w) noexcept {
 void pool_core::worker_main(pool_worker& w) {
   tl_context = worker_context{this, &w};
   const failure_sink_scope sink(as_failure_sink());
-  w.help_floor_ = help_floor(stack_size_);
+  w.help_floor_ = help_floor();
   worker_help help(*this, w);
   detail::help_source* const outer_help = detail::set_help_source(&help);
   // release: pairs with the acquire load in worker_os_tid().

@@ -99,6 +99,11 @@ class os_thread {
   [[nodiscard]] static std::size_t min_stack_size() noexcept;
   /// The stack size a thread started with `requested` bytes (0: default) gets.
   [[nodiscard]] static std::size_t effective_stack_size(std::size_t requested) noexcept;
+  /// The lowest address of the calling thread's stack (it grows down to
+  /// there; the size asked for includes what the thread library keeps at
+  /// its top, thread-local storage among it), or 0 when the platform does
+  /// not say.
+  [[nodiscard]] static std::uintptr_t current_stack_low() noexcept;
 
   // The type-erased thread body (public for the implementation's trampoline).
   struct entry {
