@@ -587,9 +587,9 @@ struct slow_to_destroy {
   ~slow_to_destroy() {
     if (destroyed == nullptr) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    destroyed->store(true);
+    destroyed->store(true, std::memory_order_release);  // pairs with the acquire load after wait()
   }
-  void operator()() const { ran->store(true); }
+  void operator()() const { ran->store(true, std::memory_order_relaxed); }  // a start signal only
 };
 }  // namespace
 
@@ -608,8 +608,8 @@ TEST(Allocation, TaskGroupRunOutOfMemoryDestroysTheBodyBeforeCountingItFinished)
     g.run(std::move(body));
     t_fail_all_new = false;
   });
-  while (!ran.load()) std::this_thread::yield();
+  while (!ran.load(std::memory_order_relaxed)) std::this_thread::yield();
   g.wait();
-  EXPECT_TRUE(destroyed.load()) << "wait() returned while the body was still being destroyed";
+  EXPECT_TRUE(destroyed.load(std::memory_order_acquire)) << "wait() returned while the body was still being destroyed";
   runner.join();
 }

@@ -107,12 +107,12 @@ struct outliving_task {
 
   task<void> run(thread_pool& other, const char* what) {
     co_await other.schedule();
-    moved.store(true);
-    while (!go.load()) std::this_thread::sleep_for(1ms);
+    moved.store(true, std::memory_order_relaxed);                                  // a signal; no data rides on it
+    while (!go.load(std::memory_order_relaxed)) std::this_thread::sleep_for(1ms);  // likewise
     throw std::runtime_error(what);
   }
   void wait_moved() const {
-    while (!moved.load()) std::this_thread::sleep_for(1ms);
+    while (!moved.load(std::memory_order_relaxed)) std::this_thread::sleep_for(1ms);  // a signal only
   }
 };
 
@@ -130,8 +130,8 @@ TEST(Spawn, AFailureAfterItsPoolIsDestroyedGoesToThePoolItFinishedOn) {
     on_a.attach(a);
     ASSERT_TRUE(spawn(a, t.run(b, "failure after its pool")));
     t.wait_moved();
-  }  // `a` is destroyed; the task is on `b`
-  t.go.store(true);
+  }                                             // `a` is destroyed; the task is on `b`
+  t.go.store(true, std::memory_order_relaxed);  // a signal only
   b.wait_idle();
   const auto s = b.get_statistics();
   EXPECT_EQ(s.failed, 1U);
@@ -160,8 +160,8 @@ TEST(Spawn, TwoPoolsAtOneAddressAreNotConfused) {
     co_await p.schedule();
     co_return;
   };
-  ASSERT_TRUE(spawn(*a, ok(*a)));  // registers the new pool
-  t.go.store(true);
+  ASSERT_TRUE(spawn(*a, ok(*a)));               // registers the new pool
+  t.go.store(true, std::memory_order_relaxed);  // a signal only
   b.wait_idle();
   a->wait_idle();
   EXPECT_EQ(b.get_statistics().failed, 1U);
