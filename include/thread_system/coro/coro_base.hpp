@@ -131,15 +131,19 @@ class resume_scope {
   const resume_target* target_;
 };
 
-/// A coroutine that the innermost resume_loop() on this thread starts once
-/// what it runs now has suspended (when_all's children off a pool: started
-/// one after another by that loop instead of each inside its parent's
-/// await_suspend(), one frame deeper per nested when_all). The node lives
-/// in its awaiter until the loop takes it.
+/// Coroutines that the innermost resume_loop() on this thread starts, one
+/// after another, once what it runs now has suspended (when_all's children
+/// off a pool: started by that loop instead of each inside its parent's
+/// await_suspend(), one frame deeper per nested when_all). One node stands
+/// for all the children of one when_all but the first; it lives in that
+/// when_all's awaiter and stays in the loop's list until its last frame is
+/// taken.
 struct deferred_start {
   deferred_start* next = nullptr;
-  std::coroutine_handle<> frame;
-  const cancellation_token* token = nullptr;
+  /// The next frame to start and its chain's token; sets `last` when it is
+  /// the node's last one (the node may go once that frame runs).
+  std::coroutine_handle<> (*take)(deferred_start& self, const cancellation_token*& token,
+                                  bool& last) noexcept = nullptr;
 };
 
 /// The innermost resume_loop() on this thread: its deferred starts and, with
@@ -193,10 +197,14 @@ inline void resume_loop(std::coroutine_handle<> h) {
   std::exception_ptr escaped;
   run_chain_keeping(s, h, escaped);
   while (deferred_start* d = s.first) {
-    s.first = d->next;
-    if (s.first == nullptr) s.last = &s.first;
-    const std::coroutine_handle<> frame = d->frame;  // `d` may go once it runs
-    const resume_scope scope(d->token, nullptr);
+    const cancellation_token* token = nullptr;
+    bool last = false;
+    const std::coroutine_handle<> frame = d->take(*d, token, last);
+    if (last) {  // `d` may go once its last frame runs
+      s.first = d->next;
+      if (s.first == nullptr) s.last = &s.first;
+    }
+    const resume_scope scope(token, nullptr);
     run_chain_keeping(s, frame, escaped);
   }
   if (escaped) std::rethrow_exception(escaped);
@@ -271,7 +279,8 @@ class coro_waiter {
 };
 
 /// The part of a task's promise the plumbing needs (not a template).
-struct promise_base {
+class promise_base {
+ public:
   /// The awaiting coroutine, resumed when this task finishes (null: ask waiter).
   std::coroutine_handle<> continuation;
   /// The awaiting task's promise when a task<T> awaits this one.
@@ -280,12 +289,28 @@ struct promise_base {
   std::coroutine_handle<>* owner = nullptr;
   /// When no task<T> awaits this one.
   coro_waiter* waiter = nullptr;
+
   /// The chain's cancellation token (owned by the chain's root), or null.
-  const cancellation_token* token = nullptr;
+  [[nodiscard]] const cancellation_token* token() const noexcept {
+    return reinterpret_cast<const cancellation_token*>(chain_ & ~foreign_bit);  // NOLINT(performance-no-int-to-ptr)
+  }
   /// A coroutine of another type awaits this chain (or its when_all): it
   /// may be resumed by hand, outside the library's resume_loop(), so
   /// when_all does not defer starts to that loop (see when_all.hpp).
-  bool foreign_driven = false;
+  [[nodiscard]] bool foreign_driven() const noexcept { return (chain_ & foreign_bit) != 0; }
+  void set_chain(const cancellation_token* token, bool foreign_driven) noexcept {
+    chain_ = reinterpret_cast<std::uintptr_t>(token) | (foreign_driven ? foreign_bit : 0);
+  }
+  /// Takes the token and foreign_driven() of the chain `other` belongs to.
+  void join_chain(const promise_base& other) noexcept { chain_ = other.chain_; }
+
+ private:
+  // The token's address with foreign_driven() in its low bit: one word, so
+  // a task's frame stays within its allocation size class (a frame of
+  // fib's when_all fork is 256 bytes; coro/frame_allocator.hpp rounds to 64).
+  static constexpr std::uintptr_t foreign_bit = 1;
+  static_assert(alignof(cancellation_token) > foreign_bit);
+  std::uintptr_t chain_ = 0;
 };
 
 /// Abandons the chain whose innermost suspended task is `p` (see the header):
@@ -350,7 +375,7 @@ struct resume_job {
       t_scheduled_inline = true;
       return;
     }
-    run_in_resumption(promise != nullptr ? promise->token : nullptr, target, handle);
+    run_in_resumption(promise != nullptr ? promise->token() : nullptr, target, handle);
   }
   void cancel() noexcept {
     const resume_target discarding = target;  // this job may go with the coroutine
@@ -371,7 +396,7 @@ static_assert(sizeof(resume_job) <= job_function::inline_capacity, "a resumption
 template <typename P>
 [[nodiscard]] const cancellation_token* token_of(std::coroutine_handle<P> h) noexcept {
   if constexpr (std::is_base_of_v<promise_base, P>) {
-    return h.promise().token;
+    return h.promise().token();
   } else {
     (void)h;
     return nullptr;

@@ -86,7 +86,7 @@ class sleep_awaiter {
     handle_ = h;
     if constexpr (std::is_base_of_v<promise_base, P>) {
       promise_ = &h.promise();
-      token_ = promise_->token;
+      token_ = promise_->token();
     }
     if (token_ != nullptr && token_->is_cancelled()) {
       error_ = error{error_code::cancelled, "sleep cancelled by the task's token"};

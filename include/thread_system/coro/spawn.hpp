@@ -67,7 +67,7 @@ class spawn_root final : public coro_waiter {
   result<void> start() noexcept {
     task_promise<void>& p = task_access<void>::promise(task_);
     p.waiter = this;
-    p.token = token_.can_be_cancelled() ? &token_ : nullptr;
+    p.set_chain(token_.can_be_cancelled() ? &token_ : nullptr, false);
     try {
       return target_.push_job(job_function(resume_job{task_access<void>::frame(task_), &p, nullptr, target_}));
     } catch (...) {

@@ -221,11 +221,10 @@ class [[nodiscard]] task {
       if constexpr (std::is_base_of_v<detail::promise_base, P>) {
         child.parent = &parent.promise();
         child.owner = &task_->frame_;
-        child.token = parent.promise().token;
-        child.foreign_driven = parent.promise().foreign_driven;
+        child.join_chain(parent.promise());
       } else {
         child.waiter = this;  // a foreign coroutine: told by on_abandon()
-        child.foreign_driven = true;
+        child.set_chain(nullptr, true);
       }
       return detail::transfer(parent, task_->frame_);
     }
@@ -344,9 +343,9 @@ T sync_wait(task<T> t, cancellation_token token = {}) {
   } r;
   auto& p = detail::task_access<T>::promise(t);
   p.waiter = &r;
-  p.token = token.can_be_cancelled() ? &token : nullptr;
+  p.set_chain(token.can_be_cancelled() ? &token : nullptr, false);
   {
-    detail::resume_scope scope(p.token, nullptr);
+    detail::resume_scope scope(p.token(), nullptr);
     detail::resume_loop(detail::task_access<T>::frame(t));
   }
   r.done.wait(0);

@@ -32,6 +32,7 @@
 #include <atomic>
 #include <coroutine>
 #include <cstddef>
+#include <cstdint>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -62,8 +63,9 @@ when_all_value_t<T> take_for_when_all(task_promise<T>& p) {
   }
 }
 
-// The counting part of when_all (not a template).
-class when_all_core {
+// The counting part of when_all (not a template). Its deferred_start
+// base is the node that starts the children after the first off a pool.
+class when_all_core : deferred_start {
  public:
   when_all_core() = default;
   when_all_core(const when_all_core&) = delete;
@@ -83,16 +85,15 @@ class when_all_core {
     }
 
    private:
-    friend class when_all_core;
     when_all_core* core_ = nullptr;
-    deferred_start start_;  // the child's start, off a pool
   };
 
   // Starts the children (frames[i] with promises[i] waiting on slots[i]);
-  // returns the one to run on this thread.
+  // returns the one to run on this thread. `take` is the derived class's
+  // deferred_start::take (take_deferred() and its frames).
   template <typename P>
   std::coroutine_handle<> start(std::coroutine_handle<P> parent, std::size_t n, auto&& child_frame,
-                                auto&& child_promise, slot* slots) {
+                                auto&& child_promise, slot* slots, decltype(detail::deferred_start::take) take_fn) {
     parent_ = parent;
     const cancellation_token* token = token_of(parent);
     // A parent that a coroutine of another type drives (it may resume it by
@@ -102,7 +103,7 @@ class when_all_core {
     bool foreign_driven = true;
     if constexpr (std::is_base_of_v<promise_base, P>) {
       parent_promise_ = &parent.promise();
-      foreign_driven = parent_promise_->foreign_driven;
+      foreign_driven = parent_promise_->foreign_driven();
     }
     // relaxed: the children are started after this, through the pool's
     // hand-off or on this thread.
@@ -110,23 +111,24 @@ class when_all_core {
     for (std::size_t i = 0; i < n; ++i) {
       promise_base& cp = child_promise(i);
       cp.waiter = &slots[i];
-      cp.token = token;
-      cp.foreign_driven = foreign_driven;
+      cp.set_chain(token, foreign_driven);
     }
     const std::coroutine_handle<> first = child_frame(0);
     const resume_target* target = t_current_target;
+    if (target == nullptr && !foreign_driven && n > 1 && n - 1 <= max_deferred) {
+      // Not on a pool: the resume_loop() running this chain (only the
+      // library resumes a chain no foreign coroutine drives) starts the
+      // others once the first child suspends, so nested when_alls use
+      // constant stack.
+      next_deferred_ = 1;
+      take = take_fn;
+      if (defer_start(*this)) return transfer(parent, first);
+    }
     for (std::size_t i = 1; i < n; ++i) {
       if (target != nullptr) {
         result<void> pushed =
             target->push_job(job_function(resume_job{child_frame(i), &child_promise(i), nullptr, *target}));
         if (pushed) continue;
-      } else if (!foreign_driven) {
-        // Not on a pool: the resume_loop() running this chain (only the
-        // library resumes a chain no foreign coroutine drives) starts it
-        // once the first child suspends, so nested when_alls use constant
-        // stack.
-        slots[i].start_ = deferred_start{nullptr, child_frame(i), token};
-        if (defer_start(slots[i].start_)) continue;
       }
       // The pool refused, or a foreign coroutine drives the parent, or no
       // resume_loop() runs here: start it now (it runs until it first
@@ -136,6 +138,18 @@ class when_all_core {
       resume_loop(child_frame(i));
     }
     return transfer(parent, first);
+  }
+
+  // The core whose node `node` is (for the derived class's take function).
+  static when_all_core& of(deferred_start& node) noexcept { return static_cast<when_all_core&>(node); }
+
+  // For the derived class's take function: the index of the next deferred
+  // child, out of `n`, and its chain's token.
+  std::size_t take_deferred(std::size_t n, const cancellation_token*& token, bool& last) noexcept {
+    const std::size_t i = next_deferred_++;
+    last = i + 1 == n;
+    token = parent_promise_->token();  // deferred only below a task<T> (see start())
+    return i;
   }
 
   [[nodiscard]] bool parent_abandoned() const noexcept { return foreign_abandoned_; }
@@ -154,10 +168,15 @@ class when_all_core {
     return std::noop_coroutine();
   }
 
+  // Children started by deferred_start (the index of the next is 32 bits,
+  // so that the fields below fit with the flags in one word).
+  static constexpr std::size_t max_deferred = UINT32_MAX - 1;
+
   std::atomic<std::size_t> remaining_{0};
-  std::atomic<bool> abandoned_{false};
   std::coroutine_handle<> parent_;
   promise_base* parent_promise_ = nullptr;
+  std::uint32_t next_deferred_ = 0;  // the next child the deferred_start base starts
+  std::atomic<bool> abandoned_{false};
   bool foreign_abandoned_ = false;
 };
 
@@ -176,19 +195,17 @@ class when_all_awaitable final : when_all_core {
   template <typename P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
     for (std::size_t i = 0; i < sizeof...(Ts); ++i) slots_[i] = slot(this);
-    std::array<std::coroutine_handle<>, sizeof...(Ts)> frames;
+    const std::array<std::coroutine_handle<>, sizeof...(Ts)> frames = child_frames();
     std::array<promise_base*, sizeof...(Ts)> promises;
     std::size_t i = 0;
     std::apply(
         [&](const auto&... t) {
-          ((frames[i] = task_access<typename std::remove_cvref_t<decltype(t)>::value_type>::frame(t),
-            promises[i] = &task_access<typename std::remove_cvref_t<decltype(t)>::value_type>::promise(t), ++i),
-           ...);
+          ((promises[i++] = &task_access<typename std::remove_cvref_t<decltype(t)>::value_type>::promise(t)), ...);
         },
         tasks_);
     return start(
         parent, sizeof...(Ts), [&](std::size_t k) { return frames[k]; },
-        [&](std::size_t k) -> promise_base& { return *promises[k]; }, slots_.data());
+        [&](std::size_t k) -> promise_base& { return *promises[k]; }, slots_.data(), &take_next);
   }
   std::tuple<when_all_value_t<Ts>...> await_resume() {
     if (parent_abandoned()) throw_abandoned();
@@ -205,6 +222,21 @@ class when_all_awaitable final : when_all_core {
   template <typename T>
   static void rethrow(const task<T>& t) {
     task_access<T>::promise(t).rethrow_if_failed();
+  }
+
+  [[nodiscard]] std::array<std::coroutine_handle<>, sizeof...(Ts)> child_frames() const noexcept {
+    return std::apply(
+        [](const auto&... t) {
+          return std::array<std::coroutine_handle<>, sizeof...(Ts)>{
+              task_access<typename std::remove_cvref_t<decltype(t)>::value_type>::frame(t)...};
+        },
+        tasks_);
+  }
+
+  static std::coroutine_handle<> take_next(detail::deferred_start& node, const cancellation_token*& token,
+                                           bool& last) noexcept {
+    auto& self = static_cast<when_all_awaitable&>(of(node));
+    return self.child_frames()[self.take_deferred(sizeof...(Ts), token, last)];
   }
 
   std::tuple<task<Ts>...> tasks_;
@@ -227,7 +259,7 @@ class when_all_range_awaitable final : when_all_core {
     for (auto& s : slots_) s = slot(this);
     return start(
         parent, tasks_.size(), [&](std::size_t k) { return task_access<T>::frame(tasks_[k]); },
-        [&](std::size_t k) -> promise_base& { return task_access<T>::promise(tasks_[k]); }, slots_.data());
+        [&](std::size_t k) -> promise_base& { return task_access<T>::promise(tasks_[k]); }, slots_.data(), &take_next);
   }
   auto await_resume() {
     if (parent_abandoned()) throw_abandoned();
@@ -243,6 +275,12 @@ class when_all_range_awaitable final : when_all_core {
   }
 
  private:
+  static std::coroutine_handle<> take_next(detail::deferred_start& node, const cancellation_token*& token,
+                                           bool& last) noexcept {
+    auto& self = static_cast<when_all_range_awaitable&>(of(node));
+    return task_access<T>::frame(self.tasks_[self.take_deferred(self.tasks_.size(), token, last)]);
+  }
+
   std::vector<task<T>> tasks_;
   std::vector<slot> slots_;
 };
