@@ -48,6 +48,22 @@ TEST(LockfreeQueue, BurstReturnsEverySegmentToThePool) {
   EXPECT_EQ(ran, static_cast<int>(2 * burst));
 }
 
+// A bound near SIZE_MAX ("no limit") keeps every segment: its rounding up
+// to whole segments wrapped to 0, and every segment was freed.
+TEST(LockfreeQueue, AnUnlimitedPoolBoundKeepsSegments) {
+  for (const std::size_t bound : {SIZE_MAX, SIZE_MAX - segment_jobs + 2}) {
+    ts::lockfree_queue queue(bound);
+    const std::size_t burst = 10 * segment_jobs;
+    for (std::size_t i = 0; i < burst; ++i) ASSERT_TRUE(queue.try_push(ts::job_function([] {})));
+    ts::job_function job;
+    while (queue.try_pop(job)) job();
+    queue.collect();
+    EXPECT_EQ(queue.retired_count(), 0U);
+    EXPECT_GE(queue.pooled_count(), 9U) << "bound " << bound;
+    EXPECT_EQ(queue.allocated_count(), queue.pooled_count() + 1) << "bound " << bound;
+  }
+}
+
 TEST(LockfreeQueue, PoolLimitReturnsMemoryAfterBurst) {
   ts::lockfree_queue queue(2 * segment_jobs);  // at most two segments pooled
   const std::size_t burst = ts::test::scaled(100'000);

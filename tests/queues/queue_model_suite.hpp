@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -200,6 +201,53 @@ TYPED_TEST_P(QueueModel, CloseRefusesPushesAndDrains) {
   while (queue->try_pop(job)) job();
   EXPECT_FALSE(queue->try_pop(job));
   EXPECT_EQ(seen, (std::vector<int>{99, 0, 1, 2}));
+}
+
+// An empty batch pushed after close() is refused like any other push.
+TYPED_TEST_P(QueueModel, EmptyBatchAfterCloseIsRefused) {
+  auto queue = make_queue<TypeParam>();
+  ASSERT_TRUE(queue->push_batch(std::span<ts::job_function>{}));  // open: nothing to do, accepted
+  queue->close();
+  auto refused = queue->push_batch(std::span<ts::job_function>{});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), ts::error_code::pool_stopped) << refused.error().to_string();
+}
+
+// A job whose destructor uses the queue: the one a pop's argument still
+// holds is destroyed outside the queue's lock (inside it, the destructor's
+// push or pop spun on that lock for ever; the per-test watchdog fails it).
+template <typename Q>
+struct uses_queue_when_destroyed {
+  Q* queue;
+  std::atomic<int>* destroyed;
+  bool armed = true;
+  uses_queue_when_destroyed(Q* q, std::atomic<int>* d) : queue(q), destroyed(d) {}
+  uses_queue_when_destroyed(uses_queue_when_destroyed&& o) noexcept
+      : queue(o.queue), destroyed(o.destroyed), armed(std::exchange(o.armed, false)) {}
+  uses_queue_when_destroyed& operator=(uses_queue_when_destroyed&&) = delete;
+  ~uses_queue_when_destroyed() {
+    if (!armed) return;
+    (void)queue->try_push(ts::job_function([] {}));
+    ts::job_function taken;
+    (void)queue->try_pop(taken);
+    destroyed->fetch_add(1, std::memory_order_relaxed);  // read by this thread only
+  }
+  void operator()() const {}
+};
+
+TYPED_TEST_P(QueueModel, APopDestroysTheJobItsArgumentHeldOutsideTheLock) {
+  auto queue = make_queue<TypeParam>();
+  std::atomic<int> destroyed{0};
+  ASSERT_TRUE(queue->try_push(ts::job_function([] {})));
+  ts::job_function out{uses_queue_when_destroyed<TypeParam>{queue.get(), &destroyed}};
+  EXPECT_TRUE(queue->try_pop(out));
+  EXPECT_EQ(destroyed.load(std::memory_order_relaxed), 1);
+  std::array<ts::job_function, 2> outs{ts::job_function{uses_queue_when_destroyed<TypeParam>{queue.get(), &destroyed}},
+                                       ts::job_function{uses_queue_when_destroyed<TypeParam>{queue.get(), &destroyed}}};
+  ASSERT_TRUE(queue->try_push(ts::job_function([] {})));
+  EXPECT_GE(queue->pop_batch(std::span<ts::job_function>(outs)), 1U);
+  for (auto& o : outs) o.reset();
+  EXPECT_EQ(destroyed.load(std::memory_order_relaxed), 3);
 }
 
 TYPED_TEST_P(QueueModel, EmptyJobRefused) {
@@ -438,7 +486,8 @@ TYPED_TEST_P(QueueModel, JobsOfEverySizeComeBackWhole) {
 }
 
 REGISTER_TYPED_TEST_SUITE_P(QueueModel, FifoSingleThread, FifoPerProducer, BatchIsAllOrNone,
-                            CloseRefusesPushesAndDrains, EmptyJobRefused, SumAndUniqueness, PopRacingLastPush,
-                            CloseRacingPushesLosesNothing, JobsOfEverySizeComeBackWhole);
+                            CloseRefusesPushesAndDrains, EmptyBatchAfterCloseIsRefused,
+                            APopDestroysTheJobItsArgumentHeldOutsideTheLock, EmptyJobRefused, SumAndUniqueness,
+                            PopRacingLastPush, CloseRacingPushesLosesNothing, JobsOfEverySizeComeBackWhole);
 
 }  // namespace

@@ -257,7 +257,10 @@ class basic_adaptive_job_queue {
     for (const auto& job : jobs) {
       if (!job) return make_error(error_code::invalid_argument, "adaptive_job_queue: empty job in batch");
     }
-    if (jobs.empty()) return {};
+    if (jobs.empty()) {  // nothing to route; refused after close() as every other push
+      if (is_closed()) return make_error(error_code::pool_stopped, "adaptive_job_queue: queue is closed");
+      return {};
+    }
     return push_valid(jobs);
   }
 

@@ -148,7 +148,10 @@ class bounded_queue {
     for (const auto& job : jobs) {
       if (!job) return make_error(error_code::invalid_argument, "bounded_queue: empty job in batch");
     }
-    if (jobs.empty()) return {};
+    if (jobs.empty()) {  // nothing to claim; refused after close() as every other push
+      if (is_closed()) return make_error(error_code::pool_stopped, "bounded_queue: queue is closed");
+      return {};
+    }
     if (jobs.size() > capacity_) return make_error(error_code::queue_full, "bounded_queue: batch above capacity");
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       if (!slot::prepare(jobs[i])) {

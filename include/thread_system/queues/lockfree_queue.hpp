@@ -161,7 +161,8 @@ class lockfree_queue {
   /// An empty queue that keeps reclaimed segments for reuse up to `max_pooled_jobs` jobs' worth (rounded up to
   /// whole segments); the rest are freed.
   explicit lockfree_queue(std::size_t max_pooled_jobs = default_max_pooled_jobs)
-      : max_pooled_((max_pooled_jobs + segment_capacity - 1) / segment_capacity), domain_(&reclaim_segment, this) {
+      : max_pooled_(max_pooled_jobs / segment_capacity + (max_pooled_jobs % segment_capacity != 0 ? 1 : 0)),
+        domain_(&reclaim_segment, this) {
     domain_.reserve_record();  // close() waits for a record rather than fail for lack of memory
     auto* first = make_segment(segment_capacity);
     allocated_.store(1, std::memory_order_relaxed);  // before the queue is shared
@@ -227,6 +228,7 @@ class lockfree_queue {
     for (const auto& job : jobs) {
       if (!job) return make_error(error_code::invalid_argument, "lockfree_queue: empty job in batch");
     }
+    if (jobs.empty() && is_closed()) return as_result(link_status::closed);  // as every other push after close()
     return as_result(push_chain(jobs));
   }
 

@@ -10,11 +10,16 @@
 //       callable (it is not consumed).
 //   * try_pop(job_function&) -> bool
 //       Moves the oldest available job into the argument; false when empty.
+//       A job the argument already held is destroyed, never while the queue
+//       holds a lock (its destructor may use the queue).
 //   * push_batch(std::span<job_function>) -> result<void>
 //       All or none: either every job is accepted (and moved from), or none
 //       is and the call fails like try_push would.
 //   * pop_batch(std::span<job_function>) -> std::size_t
 //       Moves up to `out.size()` jobs into `out`, oldest first; returns how many.
+//       Jobs `out` already held may be destroyed (the mutex queues destroy
+//       them all, before taking their lock), never while the queue holds a
+//       lock.
 //   * size_approx() -> std::size_t
 //       Approximate number of queued jobs: a snapshot that may be stale by the
 //       time it returns, and may lag in-flight pushes and pops.

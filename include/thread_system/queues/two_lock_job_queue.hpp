@@ -270,6 +270,9 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
   template <typename Limit, typename Admit, typename After, typename Contended = no_action>
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_admitted(std::span<job_function> out, Limit limit, Admit admit,
                                                        After after, Contended contended_hook = {}) {
+    // Jobs `out` still holds are destroyed before the lock is taken: a
+    // destructor may use this queue.
+    for (job_function& o : out) o.reset();
     head_lock_.lock_then_if_contended(counting_contention<Contended>{this, contended_hook});
     std::lock_guard lock(head_lock_, std::adopt_lock);
     if (!admit()) return not_admitted;
