@@ -19,7 +19,7 @@ struct default_loggers {
   std::mutex mutex;
   std::vector<std::unique_ptr<logger>> all;  // guarded by mutex
   std::atomic<logger*> current{nullptr};     // the running one, or null
-  std::atomic<std::uint64_t> refused{0};     // calls refused while none ran, and by replaced loggers
+  std::atomic<std::uint64_t> refused{0};     // calls refused while none ran
   logger* last = nullptr;                    // guarded by mutex: current, or the one stopped last
   bool exiting = false;                      // guarded by mutex: the exit handler ran; no new logger
 
@@ -28,12 +28,19 @@ struct default_loggers {
       return make_error(error_code::already_started, "log_module: the default logger is already running");
     }
     if (exiting) return make_error(error_code::pool_stopped, "log_module: the process is exiting");
+    auto made = make_locked(std::move(sinks), std::move(options));
+    if (!made) return made;
+    // release: the constructed logger is visible to a thread that loads it
+    // (pairs with the acquire in running()).
+    current.store(last, std::memory_order_release);
+    return {};
+  }
+
+  // Makes a logger the last one (not running as the default yet).
+  result<void> make_locked(std::vector<std::shared_ptr<log_sink>> sinks, logger_options options) {
     try {
       all.reserve(all.size() + 1);  // push_back below cannot throw
       auto l = std::make_unique<logger>(std::move(sinks), std::move(options));
-      // The replaced logger's refusals (calls that reached it after its
-      // stop) stay in statistics(). relaxed: statistics only.
-      if (last != nullptr) refused.fetch_add(last->statistics().rejected, std::memory_order_relaxed);
       last = l.get();
       all.push_back(std::move(l));
     } catch (const error_exception& e) {
@@ -41,9 +48,6 @@ struct default_loggers {
     } catch (const std::bad_alloc&) {
       return thread_system::detail::out_of_memory_error();
     }
-    // release: the constructed logger is visible to a thread that loads it
-    // (pairs with the acquire in running()).
-    current.store(last, std::memory_order_release);
     return {};
   }
 
@@ -111,7 +115,11 @@ void stop() {
     std::lock_guard lock(d.mutex);
     // relaxed: current is written only under the mutex; a writer that still
     // loads the old pointer finds a live logger that refuses after stop().
-    l = d.current.exchange(nullptr, std::memory_order_relaxed);
+    d.current.store(nullptr, std::memory_order_relaxed);
+    // The running logger, or the one stopped last: stopping that one again
+    // waits for a stop in progress on another thread, or joins the writer
+    // after a stop that a sink began (logger::stop() from the writer).
+    l = d.last;
   }
   // Outside the mutex: stopping joins the writer thread, whose sinks may
   // call log_module or logger::handle() themselves. Stopped loggers are
@@ -128,6 +136,11 @@ logger_statistics statistics() noexcept {
   {
     std::lock_guard lock(d.mutex);
     if (d.last != nullptr) s = d.last->statistics();
+    // The replaced loggers' refusals: calls that reached one after its stop
+    // (through a pointer or reference taken while it ran), then or since.
+    for (const auto& l : d.all) {
+      if (l.get() != d.last) s.rejected += l->statistics().rejected;
+    }
   }
   s.rejected += d.refused.load(std::memory_order_relaxed);  // statistics only
   return s;
@@ -140,7 +153,18 @@ logger& logger::handle() {
   default_loggers& d = defaults();
   std::lock_guard lock(d.mutex);
   if (logger* l = d.current.load(std::memory_order_relaxed)) return *l;  // started meanwhile (under mutex)
-  if (d.exiting && d.last != nullptr) return *d.last;                    // stopped: its calls are refused and counted
+  if (d.exiting) {
+    if (d.last == nullptr) {
+      // None ever ran: a stopped one to hand out (a static destructor's
+      // calls are then refused and counted, as with a default stopped at
+      // exit).
+      auto made = thread_system::detail::refuse_if_out_of_memory(
+          [&] { return d.make_locked(default_loggers::console(), default_loggers::console_options()); });
+      if (!made) throw error_exception(made.error());
+      d.last->stop();  // no sink of its can call log_module (a console sink)
+    }
+    return *d.last;  // stopped: its calls are refused and counted
+  }
   auto r = thread_system::detail::refuse_if_out_of_memory(
       [&] { return d.start_locked(default_loggers::console(), default_loggers::console_options()); });
   if (!r) throw error_exception(r.error());

@@ -30,12 +30,12 @@ line_formatter::line_formatter() = default;
 std::string_view line_formatter::format(const log_record& record, std::size_t& level_begin, std::size_t& level_end) {
   using namespace std::chrono;
   const std::int64_t ns = duration_cast<nanoseconds>(record.time.time_since_epoch()).count();
-  std::int64_t second = ns / 1'000'000'000;
-  std::int64_t micros = (ns % 1'000'000'000) / 1000;
-  if (micros < 0) {  // before the epoch: floor, not truncate
-    --second;
-    micros += 1'000'000;
-  }
+  // Floor divisions (before the epoch too): the microsecond the time falls
+  // in, then its second.
+  const auto floor_div = [](std::int64_t a, std::int64_t b) { return a / b - (a % b < 0 ? 1 : 0); };
+  const std::int64_t all_micros = floor_div(ns, 1000);
+  const std::int64_t second = floor_div(all_micros, 1'000'000);
+  std::int64_t micros = all_micros - second * 1'000'000;
   if (second != cached_second_) {
     const std::time_t t = static_cast<std::time_t>(second);
     std::tm tm{};

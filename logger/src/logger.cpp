@@ -294,10 +294,7 @@ result<void> logger::flush() {
   }
 }
 
-void logger::stop() {
-  std::lock_guard lock(stop_mutex_);
-  if (stopped_) return;
-  stopped_ = true;
+void logger::request_stop() noexcept {
   // relaxed + the heavy fence: the Dekker pair with push() (see logger.hpp).
   closed_.store(true, std::memory_order_relaxed);
   detail::asymmetric_fence_heavy();
@@ -305,7 +302,22 @@ void logger::stop() {
   stop_requested_.store(true, std::memory_order_release);
   room_freed_.notify_all();     // blocked producers re-check and see closed_
   writer_wakeup_.notify_one();  // a parked writer re-checks and drains
+}
+
+void logger::stop() {
+  if (std::this_thread::get_id() == writer_id_.load(std::memory_order_relaxed)) {  // set once by the writer
+    // From a sink: the writer cannot join itself, nor wait for the records
+    // after the one it is writing. It drains them once the sink returns;
+    // the next stop() from another thread (or the destructor) joins it.
+    // No mutex: a stop() on another thread may hold it while joining us.
+    request_stop();
+    return;
+  }
+  std::lock_guard lock(stop_mutex_);
+  if (stopped_) return;
+  request_stop();
   if (writer_.joinable()) writer_.join();
+  stopped_ = true;
   // No call can reach a buffer's storage any more (each checks closed_
   // first, and the writer waited out those that had passed the check): free
   // it now, so a stopped logger that is never destroyed (log_module keeps

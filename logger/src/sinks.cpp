@@ -209,6 +209,13 @@ result<void> rotating_file_sink::write(const log_entry& entry) {
   }
   if (options_.max_bytes != 0 && size_ != 0 && size_ + line.size() > options_.max_bytes) rotate_now = true;
   if (rotate_now) outcome = rotate();
+  if (file_ == nullptr) {
+    // A rotation closed the file and could not open it again (nor the old
+    // one), or threw in between: try the old one again, else refuse.
+    auto reopened = detail::open_log_file(options_.path, false);
+    if (!reopened) return reopened.error();
+    file_ = *reopened;
+  }
   if (auto w = write_all(file_, line, options_.path); !w) return w;
   size_ += line.size();
   return outcome;
@@ -256,6 +263,11 @@ result<void> rotating_file_sink::rotate() {
   return outcome;
 }
 
-result<void> rotating_file_sink::flush() { return flush_file(file_, options_.path); }
+result<void> rotating_file_sink::flush() {
+  if (file_ == nullptr) {  // see write(): nothing was written since
+    return make_error(error_code::resource_exhausted, "rotating_file_sink: no open file to flush");
+  }
+  return flush_file(file_, options_.path);
+}
 
 }  // namespace thread_system

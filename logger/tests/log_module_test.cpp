@@ -12,9 +12,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -180,4 +184,102 @@ TEST(LogModule, ASinkMayUseLogModuleWhileItStops) {
   ts::log_module::stop();
   EXPECT_GE(asked.load(std::memory_order_relaxed), 1);
   EXPECT_EQ(ts::log_module::statistics().written, 1U);
+}
+
+// log_module::stop() from a sink begins the stop; the next stop() from
+// another thread waits until every accepted record is written. (It failed
+// to join the writer from the writer - a sink error - and the next stop()
+// found no default logger and returned at once.)
+TEST(LogModule, StopFromASinkAndAgainFromAnotherThreadWritesEverything) {
+  std::atomic<std::uint64_t> seen{0};
+  auto sink = std::make_shared<ts::callback_sink>([&seen](const ts::log_entry&) {
+    // relaxed: counted on the writer thread, read after stop() joined it
+    if (seen.fetch_add(1, std::memory_order_relaxed) == 0) ts::log_module::stop();
+  });
+  ASSERT_TRUE(ts::log_module::start({sink}, all_levels()));
+  for (int i = 0; i < 200; ++i) ts::log_module::write_information("record {}", i);
+  while (seen.load(std::memory_order_relaxed) == 0) std::this_thread::yield();
+  ts::log_module::stop();
+  const ts::logger_statistics s = ts::log_module::statistics();
+  EXPECT_EQ(s.written, s.accepted);
+  EXPECT_EQ(seen.load(std::memory_order_relaxed), s.written);
+  EXPECT_EQ(s.sink_errors, 0U);
+  EXPECT_FALSE(ts::log_module::is_running());
+}
+
+// Two stop() calls at once: the second also returns only once everything is
+// written (it found no default logger and returned while the first still
+// drained).
+TEST(LogModule, ASecondConcurrentStopWaitsForTheFirst) {
+  std::atomic<bool> gate{false};
+  auto sink = std::make_shared<ts::callback_sink>([&gate](const ts::log_entry&) {
+    // acquire: pairs with the release below (nothing else is published)
+    while (!gate.load(std::memory_order_acquire)) std::this_thread::yield();
+  });
+  ASSERT_TRUE(ts::log_module::start({sink}, all_levels()));
+  for (int i = 0; i < 50; ++i) ts::log_module::write_information("record {}", i);
+  std::thread first([] { ts::log_module::stop(); });  // waits: the sink holds the writer
+  while (ts::log_module::is_running()) std::this_thread::yield();
+  std::atomic<bool> second_returned{false};
+  ts::logger_statistics at_second_return;
+  std::thread second([&] {
+    ts::log_module::stop();
+    at_second_return = ts::log_module::statistics();
+    second_returned.store(true, std::memory_order_release);  // publishes at_second_return
+  });
+  // The sink is released once the second stop() returned, or after a while
+  // (a fixed stop() waits for the release, so it cannot return first).
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  while (!second_returned.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::yield();
+  }
+  gate.store(true, std::memory_order_release);
+  second.join();
+  first.join();
+  EXPECT_EQ(at_second_return.written, at_second_return.accepted);
+  EXPECT_EQ(at_second_return.accepted, 50U);
+}
+
+// A call that reaches a replaced default logger (through a reference taken
+// while it ran) is refused and counted in statistics(), also when it comes
+// after the next logger started (it was counted only up to that start).
+TEST(LogModule, RefusalsOfAReplacedDefaultLoggerAreCounted) {
+  capture c;
+  ASSERT_TRUE(ts::log_module::start({c.sink()}, all_levels()));
+  ts::logger& old_default = ts::logger::handle();
+  ts::log_module::stop();
+  ASSERT_TRUE(ts::log_module::start({c.sink()}, all_levels()));
+  const auto before = ts::log_module::statistics().rejected;
+  EXPECT_FALSE(old_default.try_log(ts::log_level::info, "too late {}", 1));
+  EXPECT_EQ(ts::log_module::statistics().rejected, before + 1);
+  ts::log_module::stop();
+  EXPECT_EQ(ts::log_module::statistics().rejected, before + 1);
+}
+
+// At exit, logger::handle() returns a stopped logger also when no default
+// logger ever ran (it threw pool_stopped: std::terminate from a static
+// destructor). In a fresh process (the "threadsafe" death-test style runs
+// this test alone in a re-executed binary), so that no earlier test started
+// one.
+TEST(LoggerHandle, AtExitWithNoDefaultEverStartedReturnsAStoppedLogger) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        // Destroyed after the exit handler that log_module registers below
+        // (registered later, so run earlier).
+        static struct reporter {
+          reporter() = default;
+          reporter(const reporter&) = delete;
+          reporter& operator=(const reporter&) = delete;
+          ~reporter() {
+            ts::logger& l = ts::logger::handle();
+            const auto r = l.try_log(ts::log_level::info, "shutting down {}", 1);
+            std::fprintf(stderr, "refused: %s\n",
+                         !r && r.error().code() == ts::error_code::pool_stopped ? "yes" : "no");
+          }
+        } at_exit;
+        ts::log_module::write_information("before any start {}", 1);  // refused; registers the exit handler
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "refused: yes");
 }

@@ -218,6 +218,29 @@ TEST(LoggerDeferred, CharArraysStopAtTheirFirstNulOrTheirEnd) {
   EXPECT_EQ(sink->messages(), (std::vector<std::string>{"[ab]"}));
 }
 
+// The same when the call is formatted on the caller's thread (a dynamic
+// width keeps it there): the array is read up to its end, not past it as a
+// C string ({fmt} strlen()ed it: "[abcdOVERRUN]" here, a heap overflow
+// under ASan for an array with no NUL).
+TEST(LoggerDeferred, CharArraysStopAtTheirEndWhenFormattedOnTheCaller) {
+  auto sink = std::make_shared<recording_sink>();
+  logger log({sink}, small_options());
+  struct {
+    char tag[4];
+    char next[8];
+  } s = {{'a', 'b', 'c', 'd'}, {'O', 'V', 'E', 'R', 'R', 'U', 'N', '\0'}};
+  log.info("[{}] {:>{}}", s.tag, 1, 2);
+  auto heap = std::make_unique<char[]>(4);
+  std::memcpy(heap.get(), "wxyz", 4);  // no NUL anywhere in the array
+  const char(&no_nul)[4] = *reinterpret_cast<const char(*)[4]>(heap.get());
+  log.info("[{}] {:>{}}", no_nul, 1, 2);
+  const char with_nul[8] = {'a', 'b', '\0', 'z', 'z', 'z', 'z', 'z'};
+  log.info("[{}] {:>{}}", with_nul, 1, 2);
+  ASSERT_TRUE(log.flush());
+  EXPECT_EQ(sink->messages(), (std::vector<std::string>{"[abcd]  1", "[wxyz]  1", "[ab]  1"}));
+  EXPECT_EQ(s.next[0], 'O');  // (keeps `next` in use)
+}
+
 TEST(LoggerDeferred, ANonStandardExceptionFromAFormatterAtTheCallIsRefused) {
   auto sink = std::make_shared<recording_sink>();
   logger log({sink}, small_options());

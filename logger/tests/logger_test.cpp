@@ -393,6 +393,30 @@ TEST(Logger, TimestampIsFormattedAsUtc) {
   EXPECT_EQ(std::string_view("2023-11-14T22:13:20.000042Z [error] [7] m\n").substr(b, e - b), "error");
 }
 
+// Before the epoch a time prints the microsecond it falls in (floored), as
+// after it (-500 ns printed 00:00:00.000000: the microseconds were
+// truncated toward zero).
+TEST(Logger, TimestampsBeforeTheEpochAreFloored) {
+  line_formatter f;
+  log_record r;
+  r.level = log_level::info;
+  r.thread_id = 1;
+  r.message = "m";
+  std::size_t b = 0;
+  std::size_t e = 0;
+  const auto at = [&](std::int64_t ns) {
+    r.time = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(ns)));
+    return std::string(f.format(r, b, e).substr(0, 27));
+  };
+  EXPECT_EQ(at(-500), "1969-12-31T23:59:59.999999Z");
+  EXPECT_EQ(at(-1500), "1969-12-31T23:59:59.999998Z");
+  EXPECT_EQ(at(-1'000'000'000), "1969-12-31T23:59:59.000000Z");
+  EXPECT_EQ(at(-1'000'000'001), "1969-12-31T23:59:58.999999Z");
+  EXPECT_EQ(at(0), "1970-01-01T00:00:00.000000Z");
+  EXPECT_EQ(at(1999), "1970-01-01T00:00:00.000001Z");
+}
+
 TEST(Logger, RuntimeFormatStringsAndLiteralBraces) {
   auto sink = std::make_shared<recording_sink>();
   logger log({sink}, options_with(8192, overflow_policy::block));
@@ -555,6 +579,37 @@ TEST(Logger, ASinkMayLogButNotFlushOrBlock) {
   ASSERT_FALSE(flush_from_sink);
   EXPECT_EQ(flush_from_sink.error().code(), error_code::invalid_argument);
   EXPECT_EQ(got, (std::vector<std::string>{"outer", "inner"}));
+}
+
+// stop() from a sink (the writer thread) begins the stop and returns; the
+// writer still writes every accepted record, and the destructor joins it.
+// (It tried to join the writer from the writer: the join failed, the logger
+// counted it as a sink error and took itself for stopped, and its destructor
+// freed the buffers under a running writer: std::terminate.)
+TEST(Logger, StopFromASinkBeginsTheStopAndTheDestructorJoins) {
+  logger* self = nullptr;
+  std::atomic<std::uint64_t> seen{0};
+  auto sink = std::make_shared<callback_sink>([&](const log_entry&) {
+    // relaxed: counted on the writer thread, read after the join
+    if (seen.fetch_add(1, std::memory_order_relaxed) == 0) self->stop();
+  });
+  logger_statistics s;
+  std::uint64_t calls_accepted = 0;
+  {
+    logger log({sink}, options_with(1 << 16, overflow_policy::block));
+    self = &log;
+    for (int i = 0; i < 200; ++i) {
+      if (log.try_log(log_level::info, "record {}", i)) ++calls_accepted;
+    }
+    while (seen.load(std::memory_order_relaxed) == 0) std::this_thread::yield();
+    log.stop();  // joins: every accepted record is written
+    s = log.statistics();
+    EXPECT_EQ(s.written, s.accepted);
+    EXPECT_EQ(seen.load(std::memory_order_relaxed), s.written);
+  }
+  EXPECT_EQ(s.accepted, calls_accepted);
+  EXPECT_EQ(s.accepted + s.rejected, 200U);
+  EXPECT_EQ(s.sink_errors, 0U);
 }
 
 TEST(Logger, InvalidOptionsAreRefused) {

@@ -303,6 +303,35 @@ TEST(RotatingFileSink, EveryMessageExactlyOnceAcrossRotations) {
   }
 }
 
+// A rotation that can reopen neither the new file nor the old one (the
+// directory was removed) returns an error from write(), and so does every
+// write until the file can be opened again; then writing goes on (it wrote
+// through a null FILE*: a crash on the writer thread).
+TEST(RotatingFileSink, ARotationThatCannotReopenFailsWritesUntilItCan) {
+  temp_dir dir;
+  const fs::path sub = dir.path() / "logs";
+  fs::create_directory(sub);
+  rotating_file_options o;
+  o.path = sub / "gone.log";
+  o.max_bytes = 200;
+  o.max_files = 3;
+  auto created = rotating_file_sink::create(o);
+  ASSERT_TRUE(created);
+  auto sink = *created;
+  ASSERT_TRUE(write_one(*sink, "first"));
+  fs::remove_all(sub);
+  const std::string long_line(250, 'x');
+  EXPECT_FALSE(write_one(*sink, long_line));  // rotates: cannot reopen
+  EXPECT_FALSE(write_one(*sink, "still no directory"));
+  EXPECT_FALSE(sink->flush());
+  fs::create_directory(sub);
+  ASSERT_TRUE(write_one(*sink, "back"));
+  ASSERT_TRUE(sink->flush());
+  const std::vector<std::string> lines = read_lines(o.path);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(message_of(lines.back()), "back");
+}
+
 TEST(RotatingFileSink, RotatesByTimeWithAnInjectedClock) {
   temp_dir dir;
   auto now = std::make_shared<std::atomic<std::int64_t>>(1'000'000);  // seconds

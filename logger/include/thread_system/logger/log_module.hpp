@@ -19,9 +19,14 @@
 //     (before start(), after stop()) the call is refused: counted in
 //     statistics().rejected, never silently dropped.
 //   * stop() stops the default logger: every accepted record is written and
-//     the sinks flushed. Idempotent. A later start() starts a new one.
+//     the sinks flushed - also when another thread's stop() is in progress
+//     (it waits for it). Idempotent. A later start() starts a new one.
+//     Called from one of its sinks, it only begins the stop (logger::stop()
+//     on the writer thread); the next stop() from another thread, or the
+//     exit handler, waits until everything is written.
 //   * statistics(): the counters of the current default logger (of the last
-//     one after stop()), with the refusals of calls made while none ran
+//     one after stop()), with the refusals of calls made while none ran,
+//     and of calls that reached a replaced default logger after its stop,
 //     added to `rejected`.
 //   * lockfree_logger (the seed's other logger) is logger: its producers
 //     already share a lock-free buffer.

@@ -73,8 +73,8 @@ class line_formatter {
 
  private:
   fmt::memory_buffer line_;
-  std::int64_t cached_second_ = -1;
-  char cached_prefix_[24] = {};  // "YYYY-MM-DDTHH:MM:SS"
+  std::int64_t cached_second_ = INT64_MIN;  // no second yet (-1 is 1969-12-31T23:59:59)
+  char cached_prefix_[24] = {};             // "YYYY-MM-DDTHH:MM:SS"
   std::size_t cached_prefix_length_ = 0;
   const char* cached_file_ = nullptr;  // the last record's file, and its base name
   std::string_view cached_base_name_;

@@ -68,7 +68,11 @@
 //     final "dropped" notice if any, flushes the sinks, joins the writer.
 //     Nothing accepted is lost. After stop() returns the statistics are
 //     final: accepted == written. The destructor must not run while another
-//     thread is still inside a member of this logger.
+//     thread is still inside a member of this logger. stop() called from a
+//     sink (on the writer thread) only begins the stop - new calls are
+//     refused, and the writer writes every accepted record once the sink
+//     returns, then exits - and returns at once; a later stop() from another
+//     thread, or the destructor, waits for that and joins the writer.
 //   * Visibility: everything a producer did before an accepted call is
 //     visible to the sinks when they receive its record.
 //   * Timestamps: the producer reads a cheap clock at the call (the TSC where
@@ -323,7 +327,9 @@ class logger {
     // formatter that logs) and in a thread_local destructor.
     fmt::memory_buffer buffer;
     try {
-      fmt::vformat_to(fmt::appender(buffer), text, fmt::make_format_args(args...));
+      const std::tuple<decltype(detail::caller_format_view(args))...> views{detail::caller_format_view(args)...};
+      std::apply([&](const auto&... v) { fmt::vformat_to(fmt::appender(buffer), text, fmt::make_format_args(v...)); },
+                 views);
     } catch (const std::bad_alloc&) {
       return refuse_out_of_memory();
     } catch (const std::exception& e) {
@@ -344,6 +350,8 @@ class logger {
   /// See the contract. invalid_argument when called on the writer thread.
   [[nodiscard]] result<void> flush();
   /// Drains, flushes and joins; idempotent and safe to call concurrently.
+  /// Called from a sink (the writer thread), it only begins the stop (see
+  /// the contract).
   void stop();
 
   /// A snapshot of the counters.
@@ -442,6 +450,9 @@ class logger {
   void release_one_shot(detail::thread_buffer* b) noexcept;
   result<void> wait_for_room(detail::thread_buffer& b, std::size_t bytes, std::byte*& out) noexcept;
   result<void> refuse_stopped() noexcept;
+  // Refuses new calls and tells the writer to drain and exit (the first
+  // half of stop(); idempotent).
+  void request_stop() noexcept;
   result<void> refuse_format(const char* what) noexcept;
   result<void> refuse_out_of_memory() noexcept;
   void note_truncated() noexcept;

@@ -124,6 +124,19 @@ std::string_view log_string_view(const A& a) noexcept {
   }
 }
 
+/// An argument as the caller-side formatting hands it to {fmt}: a char array
+/// as its characters up to the first NUL or its end, as the deferred path
+/// copies it ({fmt} would read it as a C string, past the array's end when
+/// it holds no NUL); anything else as it is.
+template <typename A>
+decltype(auto) caller_format_view(const A& a) noexcept {
+  if constexpr (std::is_array_v<A> && std::is_same_v<std::remove_cv_t<std::remove_extent_t<A>>, char>) {
+    return log_string_view(a);
+  } else {
+    return (a);  // const A&
+  }
+}
+
 /// False for a null C string ({fmt} refuses it; the call is then formatted on
 /// the caller's thread, where the refusal is reported).
 template <typename A>

@@ -25,7 +25,10 @@
 // Failures: create() returns an error for a file that cannot be opened or an
 // invalid option (max_files == 0). A failed rename/reopen during rotation is
 // returned from write() (the logger counts it); when the new file cannot be
-// opened, the sink keeps writing to the old one.
+// opened, the sink keeps writing to the old one, and when neither can (the
+// directory is gone), each write() tries to open it again and returns the
+// error until it can - a record it could not write is counted, never a
+// crash.
 //
 // Thread-safety: write() and flush() from one thread at a time (one logger's
 // writer thread).
