@@ -315,8 +315,11 @@ class pool_core {
   std::exception_ptr out_of_memory_report_;
 
   // Wake groups (see wake_group): slots [0, group_count_) are set
-  // and never change; written under lifecycle_mutex_.
-  static constexpr std::size_t max_groups = 64;
+  // and never change; written under lifecycle_mutex_. One per distinct
+  // responsibility set ever started: as many as the pool can have workers,
+  // so any set of workers it holds at once fits (64 single-type
+  // specialists and a universal worker are 65 sets).
+  static constexpr std::size_t max_groups = max_workers;
   std::vector<std::unique_ptr<wake_group>> owned_groups_;  // guarded by lifecycle_mutex_
   std::unique_ptr<std::atomic<wake_group*>[]> groups_{new std::atomic<wake_group*>[max_groups]};
   std::atomic<std::size_t> group_count_{0};

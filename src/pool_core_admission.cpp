@@ -94,6 +94,16 @@ result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inli
           return "thread_pool '" + name_ + "': queue is full (capacity " + std::to_string(bounds_.capacity) + ")";
         });
       case backpressure::policy::caller_runs:
+        // A typed injector counts these runs per kind: a kind used for the
+        // first time gets its counters first (or nothing runs).
+        try {
+          for (const auto& fn : fns) {
+            const auto tag = static_cast<std::uint8_t>(fn.tag() & ~bounded_tag);
+            if (tag != 0 && !queue_->prepare_caller_run(tag)) return stopped_error();
+          }
+        } catch (const std::bad_alloc&) {
+          return detail::out_of_memory_error();
+        }
         for (auto& fn : fns) run_on_caller(fn);
         ran_inline = true;
         return {};

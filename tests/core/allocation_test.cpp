@@ -10,10 +10,13 @@
 #include <cstdlib>
 #include <new>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "thread_system/compat/job.hpp"
+#include "thread_system/compat/typed_job.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/coro/task.hpp"
 #include "thread_system/pools/task_group.hpp"
@@ -26,6 +29,7 @@
 #include "thread_system/queues/lockfree_queue.hpp"
 #include "thread_system/queues/two_lock_job_queue.hpp"
 #include "thread_system/scheduler/timer_queue.hpp"
+#include "thread_system/services/service_registry.hpp"
 #include "thread_system/sync/cancellation.hpp"
 
 namespace {
@@ -569,6 +573,72 @@ TEST(Allocation, PoolAndTimerRefusalsKeepTheirCodeWhenNoMemoryIsLeft) {
   EXPECT_TRUE(running.resize(2));
   EXPECT_TRUE(running.enqueue([] {}));
   running.wait_idle();
+}
+
+// The same for the seed-style and typed entry points whose refusal message
+// was built with std::string before any out-of-memory guard: a null seed
+// job, an empty typed job, a type with no rank, an absent service. Each
+// returned its code with memory (and threw std::bad_alloc without).
+TEST(Allocation, SeedTypedAndServiceRefusalsKeepTheirCodeWhenNoMemoryIsLeft) {
+  using ts::error_code;
+  ts::thread_pool pool{1};
+  ts::typed_thread_pool_t<ts::job_types> typed{1};
+  ts::service_registry registry;
+  struct absent_service {};
+  EXPECT_EQ(refusal_with_no_memory([&] { return pool.enqueue(std::unique_ptr<ts::job>{}); }),
+            error_code::invalid_argument);
+  EXPECT_EQ(refusal_with_no_memory([&] {
+              std::vector<std::unique_ptr<ts::job>> none;
+              return pool.enqueue_batch(std::move(none));
+            }),
+            std::nullopt);  // an empty batch: accepted, nothing to allocate
+  EXPECT_EQ(refusal_with_no_memory([&] { return typed.enqueue(ts::job_types::RealTime, ts::job_function{}); }),
+            error_code::invalid_argument);
+  EXPECT_EQ(refusal_with_no_memory([&] { return typed.enqueue(std::unique_ptr<ts::typed_job>{}); }),
+            error_code::invalid_argument);
+  EXPECT_EQ(refusal_with_no_memory([&] { return typed.enqueue(static_cast<ts::job_types>(200), [] {}); }),
+            error_code::invalid_argument);
+  EXPECT_EQ(refusal_with_no_memory([&] { return typed.set_queue(ts::pool_queue::mutex); }), std::nullopt);
+  EXPECT_EQ(refusal_with_no_memory([&] { return registry.resolve<absent_service>(); }), error_code::not_found);
+  typed.wait_idle();
+}
+
+// Entry points that refuse by throwing throw error_exception with their code
+// when no memory is left at all: building the exception's text allocated,
+// so std::bad_alloc escaped instead (submit(), a pool's constructor).
+namespace {
+template <typename Call>
+std::optional<ts::error_code> thrown_with_no_memory(Call call) {
+  t_fail_all_new = true;
+  try {
+    call();
+  } catch (const ts::error_exception& e) {
+    t_fail_all_new = false;
+    EXPECT_NE(std::string_view(e.what()), "");
+    return e.code();
+  } catch (const std::exception& e) {
+    t_fail_all_new = false;
+    ADD_FAILURE() << "threw " << e.what() << " instead of error_exception";
+    return std::nullopt;
+  }
+  t_fail_all_new = false;
+  return std::nullopt;
+}
+}  // namespace
+
+TEST(Allocation, ThrowingEntryPointsThrowErrorExceptionWhenNoMemoryIsLeft) {
+  using ts::error_code;
+  ts::thread_pool pool{1};
+  ts::typed_thread_pool_t<ts::job_types> typed{1};
+  EXPECT_EQ(thrown_with_no_memory([&] { (void)pool.submit([] { return 1; }); }), error_code::resource_exhausted);
+  EXPECT_EQ(thrown_with_no_memory([&] { (void)typed.submit(ts::job_types::RealTime, [] { return 1; }); }),
+            error_code::resource_exhausted);
+  EXPECT_EQ(thrown_with_no_memory([&] { (void)typed.submit(static_cast<ts::job_types>(200), [] { return 1; }); }),
+            error_code::invalid_argument);
+  EXPECT_EQ(thrown_with_no_memory([] { ts::thread_pool p{2}; }), error_code::resource_exhausted);
+  EXPECT_EQ(thrown_with_no_memory([] { ts::typed_thread_pool_t<ts::job_types> p{2}; }), error_code::resource_exhausted);
+  EXPECT_EQ(thrown_with_no_memory([] { throw ts::error_exception(ts::detail::out_of_memory_error().value); }),
+            error_code::resource_exhausted);
 }
 
 namespace {

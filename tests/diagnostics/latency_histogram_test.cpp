@@ -152,6 +152,22 @@ TEST(LatencyHistogram, EdgeValuesZeroAndHuge) {
   EXPECT_LE(p50, s.max);
 }
 
+// Only samples above max_trackable: min stays exact too (it was replaced by
+// the top bucket's lower bound, below every sample, and so were the low
+// percentiles).
+TEST(LatencyHistogram, OnlySamplesAboveTheTrackableRangeKeepAnExactMin) {
+  latency_histogram h;
+  const std::uint64_t two_hours_ns = 2ULL * 3600 * 1'000'000'000;
+  ASSERT_GT(two_hours_ns, layout::max_trackable);
+  h.record(two_hours_ns);
+  const histogram_snapshot s = h.snapshot();
+  EXPECT_EQ(s.count, 1u);
+  EXPECT_EQ(s.min, two_hours_ns);
+  EXPECT_EQ(s.max, two_hours_ns);
+  EXPECT_EQ(s.percentile(0.0), two_hours_ns);
+  EXPECT_EQ(s.percentile(0.5), two_hours_ns);
+}
+
 TEST(LatencyHistogram, EmptySnapshot) {
   latency_histogram h;
   const histogram_snapshot s = h.snapshot();

@@ -592,6 +592,39 @@ TEST(PoolBackpressure, JobsHeldForAPausedPoolKeepTheirRoom) {
   }
 }
 
+// The same for a type whose first job runs on the caller: its counters are
+// made for it (they were made only by a queued job, so the run was counted
+// by the pool and by no type).
+TEST(PoolBackpressure, TypedCallerRunsCountsATypeUsedForTheFirstTime) {
+  ts::typed_thread_pool_t<ts::job_types> pool{1, typed_bounded(ts::backpressure::caller_runs(1))};
+  std::atomic<int> ran{0};
+  {
+    held_typed_worker held(pool);                            // a Batch job
+    ASSERT_TRUE(pool.enqueue(ts::job_types::Batch, [] {}));  // queued: full
+    ASSERT_TRUE(pool.enqueue(ts::job_types::RealTime, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));
+    EXPECT_EQ(ran.load(std::memory_order_relaxed), 1);  // ran here
+    held.release();
+    pool.wait_idle();
+  }
+  const auto pool_stats = pool.get_statistics();
+  EXPECT_EQ(pool_stats.caller_ran, 1U);
+  std::uint64_t accepted = 0;
+  std::uint64_t executed = 0;
+  bool real_time_listed = false;
+  for (const auto& t : pool.get_type_statistics()) {
+    accepted += t.accepted;
+    executed += t.executed;
+    if (t.type_name == pool.type_name(ts::job_types::RealTime)) {
+      real_time_listed = true;
+      EXPECT_EQ(t.accepted, 1U);
+      EXPECT_EQ(t.executed, 1U);
+    }
+  }
+  EXPECT_TRUE(real_time_listed);
+  EXPECT_EQ(accepted, pool_stats.accepted);
+  EXPECT_EQ(executed, pool_stats.executed);
+}
+
 // Jobs that caller_runs runs on the submitting thread count in their type's
 // statistics too (they were accepted and ran, but never reached the typed
 // injector, which counted only the queued ones).

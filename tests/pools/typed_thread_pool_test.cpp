@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -90,6 +91,26 @@ TEST(TypedThreadPool, SingleWorkerRunsHigherTypesFirstEveryTime) {
     EXPECT_TRUE(std::is_sorted(order.begin(), order.end())) << "round " << round;
     EXPECT_EQ(std::count(order.begin(), order.begin() + per_type, job_types::RealTime), per_type);
   }
+}
+
+// One specialist for each of 64 types and a universal worker: 65 distinct
+// responsibility sets start and serve (start() refused the 65th set).
+TEST(TypedThreadPool, SixtyFourSpecialistsAndAUniversalWorkerStart) {
+  ts::typed_thread_pool_t<std::uint8_t> pool{"sets"};
+  for (std::uint8_t t = 0; t < 64; ++t) {
+    auto w = std::make_unique<ts::typed_thread_worker_t<std::uint8_t>>();
+    ASSERT_TRUE(w->set_responsibilities({t}));
+    ASSERT_TRUE(pool.add_worker(std::move(w)));
+  }
+  ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<std::uint8_t>>()));
+  auto started = pool.start();
+  ASSERT_TRUE(started) << started.error().to_string();
+  std::atomic<int> ran{0};
+  for (std::uint8_t t = 0; t < 64; ++t) {
+    ASSERT_TRUE(pool.enqueue(t, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));  // read after wait_idle()
+  }
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 64);
 }
 
 TEST(TypedThreadPool, FifoWithinOneType) {

@@ -76,10 +76,14 @@ struct seed_job_adapter {
 }  // namespace detail
 
 inline result<job_function> job::to_job_function(std::unique_ptr<job> j, std::string_view caller) {
-  if (!j) return make_error(error_code::invalid_argument, std::string(caller) + ": null job");
+  // The messages through make_error_nothrow: out of memory, the refusal
+  // keeps its code (an empty message) instead of throwing std::bad_alloc.
+  if (!j)
+    return make_error_nothrow(error_code::invalid_argument, [caller] { return std::string(caller) + ": null job"; });
   if (!j->runnable()) {
-    return make_error(error_code::invalid_argument,
-                      std::string(caller) + ": job '" + j->get_name() + "' has nothing to run (an empty callback)");
+    return make_error_nothrow(error_code::invalid_argument, [&] {
+      return std::string(caller) + ": job '" + j->get_name() + "' has nothing to run (an empty callback)";
+    });
   }
   return job_function(detail::seed_job_adapter{std::move(j)});  // fits job_function's inline storage
 }

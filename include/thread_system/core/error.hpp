@@ -106,10 +106,19 @@ class error {
 /// `get()` of a future whose job was cancelled).
 class error_exception : public std::exception {
  public:
-  /// Wraps `err`; what() returns `err.to_string()`.
-  explicit error_exception(error err) : error_(std::move(err)), what_(error_.to_string()) {}
+  /// Wraps `err`; what() returns `err.to_string()` - or the code's name alone
+  /// when no memory is left for that text (an out-of-memory refusal must
+  /// not turn into std::bad_alloc while it is being thrown).
+  explicit error_exception(error err) noexcept : error_(std::move(err)) {
+    try {
+      what_ = error_.to_string();
+    } catch (const std::bad_alloc&) {  // what() falls back to the code's name
+    }
+  }
   /// "code: message" of the wrapped error.
-  [[nodiscard]] const char* what() const noexcept override { return what_.c_str(); }
+  [[nodiscard]] const char* what() const noexcept override {
+    return what_.empty() ? thread_system::to_string(error_.code()).data() : what_.c_str();
+  }
   /// The wrapped error.
   [[nodiscard]] const error& get_error() const noexcept { return error_; }
   /// The code of the wrapped error.

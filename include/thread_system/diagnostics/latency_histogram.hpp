@@ -290,7 +290,10 @@ class latency_histogram {
       while (s.counts[lo] == 0) ++lo;
       std::size_t hi = s.counts.size() - 1;
       while (s.counts[hi] == 0) --hi;
-      const bool min_fits = mn >= histogram_layout::lower_bound(lo) && mn <= histogram_layout::upper_bound(lo);
+      // The last bucket also holds every sample above max_trackable (for
+      // both ends).
+      const bool min_fits = mn >= histogram_layout::lower_bound(lo) &&
+                            (lo == s.counts.size() - 1 || mn <= histogram_layout::upper_bound(lo));
       const bool max_fits = mx >= histogram_layout::lower_bound(hi) &&
                             (hi == s.counts.size() - 1 || mx <= histogram_layout::upper_bound(hi));
       s.min = min_fits ? mn : histogram_layout::lower_bound(lo);

@@ -159,8 +159,8 @@ class job_type_ranks {
 
  private:
   THREAD_SYSTEM_NOINLINE static unexpected_error no_rank(T type, const std::string& pool, const char* why) {
-    return make_error(error_code::invalid_argument,
-                      "typed_thread_pool '" + pool + "': job type " + type_name(type) + why);
+    return make_error_nothrow(error_code::invalid_argument,
+                              [&] { return "typed_thread_pool '" + pool + "': job type " + type_name(type) + why; });
   }
 
   std::vector<T> order_;

@@ -167,8 +167,9 @@ class typed_thread_pool_t : public detail::pool_front {
   result<void> set_queue(pool_queue kind) {
     if (kind == pool_queue::bounded) return bounded_refused();
     if (!injector().set_queue_kind(kind)) {
-      return make_error(error_code::already_started,
-                        "typed_thread_pool '" + get_name() + "': the queue kind is fixed once a job was queued");
+      return make_error_nothrow(error_code::already_started, [this] {
+        return "typed_thread_pool '" + get_name() + "': the queue kind is fixed once a job was queued";
+      });
     }
     return {};
   }
@@ -229,7 +230,10 @@ class typed_thread_pool_t : public detail::pool_front {
 
   /// A job_function of `type`. On refusal `fn` is left untouched.
   result<void> enqueue(T type, job_function&& fn) {
-    if (!fn) return make_error(error_code::invalid_argument, "typed_thread_pool '" + get_name() + "': empty job");
+    if (!fn) {
+      return make_error_nothrow(error_code::invalid_argument,
+                                [this] { return "typed_thread_pool '" + get_name() + "': empty job"; });
+    }
     return detail::refuse_if_out_of_memory([&]() -> result<void> {
       std::size_t rank = served_rank(type);
       if (rank == max_types) {  // the refusal (or a worker added since)
@@ -278,9 +282,8 @@ class typed_thread_pool_t : public detail::pool_front {
     requires submittable<F, Args...>
   [[nodiscard]] auto submit(T type, F&& f, Args&&... args)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
-    auto rank = routable_rank(type);
-    if (!rank) throw error_exception(rank.error());
     return detail::throw_if_out_of_memory([&] {
+      if (auto rank = routable_rank(type); !rank) throw error_exception(rank.error());  // before the callable is moved
       auto [result_future, fn] = detail::make_submission(std::forward<F>(f), std::forward<Args>(args)...);
       if (auto r = enqueue(type, std::move(fn)); !r) throw error_exception(r.error());
       return std::move(result_future);
@@ -294,9 +297,8 @@ class typed_thread_pool_t : public detail::pool_front {
     requires submittable<F, Args...>
   [[nodiscard]] auto submit(T type, cancellation_token token, F&& f, Args&&... args)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
-    auto rank = routable_rank(type);
-    if (!rank) throw error_exception(rank.error());
     return detail::throw_if_out_of_memory([&] {
+      if (auto rank = routable_rank(type); !rank) throw error_exception(rank.error());  // before the callable is moved
       auto [result_future, fn] =
           detail::make_cancellable_submission(std::move(token), std::forward<F>(f), std::forward<Args>(args)...);
       if (auto r = enqueue(type, std::move(fn)); !r) throw error_exception(r.error());
@@ -551,8 +553,10 @@ class typed_thread_pool_t : public detail::pool_front {
   }
 
   THREAD_SYSTEM_NOINLINE unexpected_error not_served(T type) const {
-    return make_error(error_code::no_worker, "typed_thread_pool '" + get_name() + "': no worker serves job type " +
-                                                 type_name(type) + "; add one before queueing such jobs");
+    return make_error_nothrow(error_code::no_worker, [&] {
+      return "typed_thread_pool '" + get_name() + "': no worker serves job type " + type_name(type) +
+             "; add one before queueing such jobs";
+    });
   }
 
   detail::typed_injector& injector() const noexcept { return *injector_; }

@@ -142,6 +142,15 @@ class injector {
     (void)tag;
     (void)outcome;
   }
+  /// Called on the submitting thread before caller_runs runs a job of `tag`
+  /// (kind bits non-zero) there, so that note_ran_on_caller() can count it
+  /// (a typed injector makes the kind's queue and counters on first use).
+  /// False once closed; may throw std::bad_alloc (the job is then refused,
+  /// unrun).
+  [[nodiscard]] virtual bool prepare_caller_run(std::uint8_t tag) {
+    (void)tag;
+    return true;
+  }
 };
 
 /// The injector of kind `kind` (defined in src/injector.cpp, so that only

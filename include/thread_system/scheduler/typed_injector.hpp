@@ -305,6 +305,12 @@ class alignas(64) typed_injector final : public injector {
     owned_blocks_[worker] = std::move(block);
   }
 
+  [[nodiscard]] bool prepare_caller_run(std::uint8_t tag) override {
+    const unsigned kind = detail::job_tag::kind(tag);
+    if (kind == 0 || kind > max_kinds) return true;
+    return slot_for(kind - 1u) != nullptr;  // the kind's counters, made on first use; null once closed
+  }
+
   void note_ran_on_caller(std::uint8_t tag, job_outcome outcome) noexcept override {
     kind_slot* s = slot_of_tag(tag);
     if (s == nullptr) return;

@@ -143,11 +143,13 @@ class service_registry {
     std::shared_ptr<entry> e;
     for (const service_registry* r = this; r != nullptr && e == nullptr; r = r->parent_) e = r->find(key<I>());
     if (e == nullptr) {
-      return make_error(error_code::not_found, std::string("service not registered: ") + typeid(I).name());
+      return make_error_nothrow(error_code::not_found,
+                                [] { return std::string("service not registered: ") + typeid(I).name(); });
     }
     std::shared_ptr<void> p = e->get();
     if (p == nullptr) {
-      return make_error(error_code::not_found, std::string("service factory returned null: ") + typeid(I).name());
+      return make_error_nothrow(error_code::not_found,
+                                [] { return std::string("service factory returned null: ") + typeid(I).name(); });
     }
     // The entry was stored under typeid(I) from a std::shared_ptr<I>.
     return std::static_pointer_cast<I>(std::move(p));
