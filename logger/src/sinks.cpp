@@ -1,6 +1,9 @@
 // console_sink, file_sink and rotating_file_sink; contracts in their headers.
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 #include <system_error>
 
@@ -134,9 +137,18 @@ result<std::FILE*> open_log_file(const std::filesystem::path& path, bool truncat
 }  // namespace detail
 
 result<std::shared_ptr<file_sink>> file_sink::create(const std::filesystem::path& path, file_open_mode mode) {
-  auto opened = detail::open_log_file(path, mode == file_open_mode::truncate);
-  if (!opened) return opened.error();
-  return std::shared_ptr<file_sink>(new file_sink(path, *opened));
+  try {
+    auto opened = detail::open_log_file(path, mode == file_open_mode::truncate);
+    if (!opened) return opened.error();
+    // The file is the guard's until the sink owns it (which closes it even
+    // when the shared_ptr's control block cannot be allocated).
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(*opened, &std::fclose);
+    auto* sink = new file_sink(path, file.get());
+    (void)file.release();
+    return std::shared_ptr<file_sink>(sink);
+  } catch (const std::bad_alloc&) {
+    return detail::out_of_memory_error();
+  }
 }
 
 file_sink::~file_sink() {
@@ -156,6 +168,14 @@ result<void> file_sink::flush() { return flush_file(file_, path_); }
 // ---------------------------------------------------------------------------
 
 result<std::shared_ptr<rotating_file_sink>> rotating_file_sink::create(rotating_file_options options) {
+  try {
+    return create_unguarded(std::move(options));
+  } catch (const std::bad_alloc&) {  // the sink (and its file, by its destructor) is gone
+    return detail::out_of_memory_error();
+  }
+}
+
+result<std::shared_ptr<rotating_file_sink>> rotating_file_sink::create_unguarded(rotating_file_options options) {
   if (options.max_files == 0)
     return make_error(error_code::invalid_argument, "rotating_file_sink: max_files must be >= 1");
   if (options.path.empty()) return make_error(error_code::invalid_argument, "rotating_file_sink: empty path");

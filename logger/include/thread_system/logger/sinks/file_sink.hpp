@@ -2,9 +2,9 @@
 //
 // Created by file_sink::create(path, mode), which reports a file that cannot
 // be opened as an error (not_found when a directory on the path is missing,
-// resource_exhausted otherwise, with the system's reason) instead of
-// throwing. Output is buffered (64 KiB); flush() hands it to the kernel
-// (fflush), it does not fsync.
+// resource_exhausted otherwise, with the system's reason; out of memory,
+// resource_exhausted, the file closed again) instead of throwing. Output is buffered (64 KiB); flush() hands it to the
+// kernel (fflush), it does not fsync.
 //
 // Thread-safety: write() and flush() from one thread at a time (one logger's
 // writer thread). The file is closed when the sink is destroyed.
