@@ -248,6 +248,17 @@ TYPED_TEST_P(QueueModel, APopDestroysTheJobItsArgumentHeldOutsideTheLock) {
   EXPECT_GE(queue->pop_batch(std::span<ts::job_function>(outs)), 1U);
   for (auto& o : outs) o.reset();
   EXPECT_EQ(destroyed.load(std::memory_order_relaxed), 3);
+  // A job after an empty element: filled or left alone, and if destroyed,
+  // outside any lock.
+  std::array<ts::job_function, 2> gap{ts::job_function{},
+                                      ts::job_function{uses_queue_when_destroyed<TypeParam>{queue.get(), &destroyed}}};
+  ASSERT_TRUE(queue->try_push(ts::job_function([] {})));
+  ASSERT_TRUE(queue->try_push(ts::job_function([] {})));
+  const std::size_t taken = queue->pop_batch(std::span<ts::job_function>(gap));
+  EXPECT_GE(taken, 1U);
+  EXPECT_TRUE(gap[0]);
+  for (auto& o : gap) o.reset();
+  EXPECT_EQ(destroyed.load(std::memory_order_relaxed), 4);
 }
 
 TYPED_TEST_P(QueueModel, EmptyJobRefused) {

@@ -69,8 +69,10 @@ class alignas(64) job_queue : private detail::mutex_queue_hooks {
   /// Destroys the jobs still queued (not run, not cancelled), exactly once.
   ~job_queue() {
     job_function discarded;
-    while (count_ > 0) pop_one(discarded);
-    discarded.reset();
+    while (count_ > 0) {
+      pop_one(discarded);
+      discarded.reset();
+    }
     free_list(head_segment_);
     free_list(spare_);
   }
@@ -217,9 +219,14 @@ class alignas(64) job_queue : private detail::mutex_queue_hooks {
   template <typename Limit, typename Admit, typename After, typename Contended = no_action>
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_admitted(std::span<job_function> out, Limit limit, Admit admit,
                                                        After after, Contended contended_hook = {}) {
-    // Jobs `out` still holds are destroyed before the lock is taken: a
-    // destructor may use this queue.
-    for (job_function& o : out) o.reset();
+    // Jobs `out` still holds are destroyed before the lock is taken (a
+    // destructor may use this queue): its leading non-empty elements, which
+    // an earlier pop filled; the pop stops before any other non-empty one.
+    // An empty buffer (a worker's) costs one check.
+    for (job_function& o : out) {
+      if (!o) break;
+      o.reset();
+    }
     mutex_.lock_then_if_contended(counting_contention<Contended>{this, contended_hook});
     std::lock_guard lock(mutex_, std::adopt_lock);
     if (!admit()) return not_admitted;
@@ -311,13 +318,12 @@ class alignas(64) job_queue : private detail::mutex_queue_hooks {
     tail_ = 0;
   }
 
-  // Moves the oldest job into `out` (its previous job, if any, is
-  // destroyed). Precondition: count_ > 0. The caller updates size_.
+  // Moves the oldest job into `out`. Preconditions: count_ > 0, `out` is
+  // empty. The caller updates size_.
   THREAD_SYSTEM_ALWAYS_INLINE void pop_one(job_function& out) noexcept {
     if (head_ == segment_words_ || detail::is_skip_marker(head_segment_->words()[head_])) next_head_segment();
     word* entry = &head_segment_->words()[head_];
     const std::size_t words = job_function::packed_words_at(entry);
-    out.reset();
     out.unpack_from(entry);
     head_ += words;
     // Empty: the last job was in the last segment, so head and tail share
@@ -337,9 +343,15 @@ class alignas(64) job_queue : private detail::mutex_queue_hooks {
   }
 
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_locked(std::span<job_function> out, std::size_t max) {
-    const std::size_t n = std::min({max, out.size(), count_});
+    std::size_t n = std::min({max, out.size(), count_});
     if (n == 0) return 0;  // an empty poll writes nothing
-    for (std::size_t i = 0; i < n; ++i) pop_one(out[i]);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (out[i]) {  // a job the caller left there: not destroyed under the lock (see pop_admitted())
+        n = i;
+        break;
+      }
+      pop_one(out[i]);
+    }
     size_.store(count_, std::memory_order_relaxed);  // statistics only
     return n;
   }

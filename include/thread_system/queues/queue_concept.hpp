@@ -17,9 +17,10 @@
 //       is and the call fails like try_push would.
 //   * pop_batch(std::span<job_function>) -> std::size_t
 //       Moves up to `out.size()` jobs into `out`, oldest first; returns how many.
-//       Jobs `out` already held may be destroyed (the mutex queues destroy
-//       them all, before taking their lock), never while the queue holds a
-//       lock.
+//       Jobs `out` already held may be destroyed, never while the queue
+//       holds a lock (the mutex queues destroy its leading non-empty
+//       elements before taking their lock, and fill no element past them
+//       that still holds a job).
 //   * size_approx() -> std::size_t
 //       Approximate number of queued jobs: a snapshot that may be stale by the
 //       time it returns, and may lag in-flight pushes and pops.

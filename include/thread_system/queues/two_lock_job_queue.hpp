@@ -86,8 +86,10 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
   ~two_lock_job_queue() {
     job_function discarded;
     // relaxed: no other thread uses a queue being destroyed.
-    for (std::size_t left = count_.load(std::memory_order_relaxed); left > 0; --left) pop_one(discarded);
-    discarded.reset();
+    for (std::size_t left = count_.load(std::memory_order_relaxed); left > 0; --left) {
+      pop_one(discarded);
+      discarded.reset();
+    }
     detail::job_segment::free_chain(head_segment_);
     detail::job_segment::free_chain(spare_);
     detail::job_segment::free_chain(returned_.load(std::memory_order_relaxed));  // relaxed: as above
@@ -270,9 +272,14 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
   template <typename Limit, typename Admit, typename After, typename Contended = no_action>
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_admitted(std::span<job_function> out, Limit limit, Admit admit,
                                                        After after, Contended contended_hook = {}) {
-    // Jobs `out` still holds are destroyed before the lock is taken: a
-    // destructor may use this queue.
-    for (job_function& o : out) o.reset();
+    // Jobs `out` still holds are destroyed before the lock is taken (a
+    // destructor may use this queue): its leading non-empty elements, which
+    // an earlier pop filled; the pop stops before any other non-empty one.
+    // An empty buffer (a worker's) costs one check.
+    for (job_function& o : out) {
+      if (!o) break;
+      o.reset();
+    }
     head_lock_.lock_then_if_contended(counting_contention<Contended>{this, contended_hook});
     std::lock_guard lock(head_lock_, std::adopt_lock);
     if (!admit()) return not_admitted;
@@ -280,8 +287,14 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
     // counted are written. Only pops decrease the count, and they hold the
     // head lock, so what is counted here stays queued until this pop takes it.
     const std::size_t queued = count_.load(std::memory_order_acquire);
-    const std::size_t n = std::min({limit(queued), out.size(), queued});
-    for (std::size_t i = 0; i < n; ++i) pop_one(out[i]);
+    std::size_t n = std::min({limit(queued), out.size(), queued});
+    for (std::size_t i = 0; i < n; ++i) {
+      if (out[i]) {  // a job the caller left there: not destroyed under the lock (see above)
+        n = i;
+        break;
+      }
+      pop_one(out[i]);
+    }
     // relaxed: nothing the pushers read depends on it but the count itself
     // (segments go back through returned_, with their own release). It must
     // stay a read-modify-write (see push_admitted()) and stay under the head
@@ -394,13 +407,12 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
 
   // Head side (under head_lock_).
 
-  // Moves the oldest job into `out` (its previous job, if any, is
-  // destroyed). Precondition: the count includes it.
+  // Moves the oldest job into `out`. Preconditions: the count includes it,
+  // `out` is empty.
   THREAD_SYSTEM_ALWAYS_INLINE void pop_one(job_function& out) noexcept {
     if (head_ == head_words_ || detail::is_skip_marker(head_segment_->words()[head_])) next_head_segment();
     word* entry = &head_segment_->words()[head_];
     const std::size_t words = job_function::packed_words_at(entry);
-    out.reset();
     out.unpack_from(entry);
     head_ += words;
   }
