@@ -74,6 +74,11 @@
 // Contract:
 //   * Any number of threads may call any member concurrently. Threads beyond
 //     those already seen may allocate a hazard record (see the domain).
+//     Out of memory for it, pushes are refused with `resource_exhausted`,
+//     close() waits for a free record, empty_approx() falls back on
+//     size_approx(), and a pop
+//     (try_pop, pop_batch, pop_share) throws std::bad_alloc having taken
+//     nothing (a pool's worker gives the CPU away and looks again).
 //   * Lock-free: a push or pop retries only after another operation made
 //     progress (claimed an index first, abandoned a cell, appended a
 //     segment); no operation waits for another to finish beyond a consumer's
