@@ -5,38 +5,11 @@
 #include <cstdio>
 #include <ostream>
 
+#include "utf8.hpp"
+
 namespace thread_system::monitoring {
 
 namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when invalid
-// (overlong forms, surrogates and code points above U+10FFFF are invalid).
-std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  std::size_t n = 0;
-  std::uint32_t cp = 0;
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-    cp = c & 0x1Fu;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    cp = c & 0x0Fu;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    cp = c & 0x07u;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xC0u) != 0x80u) return 0;
-    cp = (cp << 6) | (b(i + k) & 0x3Fu);
-  }
-  if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
 
 void append_latency(json_writer& w, const latency_summary& s) {
   w.begin_object();
@@ -107,7 +80,7 @@ void append_json_string(std::string& out, std::string_view s) {
         } else if (c < 0x80) {
           out.push_back(static_cast<char>(c));
         } else {
-          const std::size_t n = utf8_sequence_length(s, i);
+          const std::size_t n = detail::utf8_sequence_length(s, i);
           if (n == 0) {
             out.append("\\ufffd");  // one replacement per invalid byte
             ++i;

@@ -1,8 +1,12 @@
 #include "thread_system/monitoring/pool_monitor.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <new>
 #include <system_error>
 #include <utility>
+
+#include "thread_system/detail/duration.hpp"
 
 namespace thread_system::monitoring {
 
@@ -22,9 +26,31 @@ pool_monitor::~pool_monitor() { stop(); }
 
 std::uint64_t pool_monitor::now() const { return options_.clock ? options_.clock() : detail::steady_now_ns(); }
 
+bool pool_monitor::on_sampler_thread() const noexcept {
+  // relaxed: the sampler's own id is stored before it runs its first
+  // sample (start() holds control_mutex_, which sampler_main() takes
+  // first); any other thread compares it with its own id, never equal.
+  return sampler_id_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+}
+
 result<void> pool_monitor::start() {
-  std::lock_guard lock(control_mutex_);
-  if (sampler_.joinable()) return make_error(error_code::already_started, "pool_monitor: sampler already running");
+  if (on_sampler_thread()) {
+    return make_error(error_code::already_started, "pool_monitor: start() called on the sampler thread");
+  }
+  // Held across the join below and in stop(): a start() cannot run between
+  // a stop()'s request and its join (it would clear the request the old
+  // sampler waits for, and stop() would wait for ever).
+  std::lock_guard lifecycle(lifecycle_mutex_);
+  std::unique_lock lock(control_mutex_);
+  if (sampler_.joinable()) {
+    if (!stop_requested_) return make_error(error_code::already_started, "pool_monitor: sampler already running");
+    // A stop that the collector began (stop() on the sampler thread): the
+    // sampler is leaving; join it before starting another.
+    std::thread leaving = std::move(sampler_);
+    lock.unlock();
+    leaving.join();
+    lock.lock();
+  }
   stop_requested_ = false;
   try {
     sampler_ = std::thread([this] { sampler_main(); });
@@ -32,12 +58,26 @@ result<void> pool_monitor::start() {
     // Built without throwing (the message needs memory too).
     return make_error_nothrow(error_code::resource_exhausted,
                               [&e] { return std::string("pool_monitor: cannot start sampler: ") + e.what(); });
+  } catch (const std::bad_alloc&) {  // the thread's state
+    return thread_system::detail::out_of_memory_error();
   }
-  running_.store(true, std::memory_order_release);  // pairs with is_running()'s acquire
+  sampler_id_.store(sampler_.get_id(), std::memory_order_relaxed);  // see on_sampler_thread()
+  running_.store(true, std::memory_order_release);                  // pairs with is_running()'s acquire
   return {};
 }
 
 void pool_monitor::stop() noexcept {
+  if (on_sampler_thread()) {
+    // From the collector: the sampler cannot join itself. It leaves once
+    // this sample returns; the next stop() or start() from another thread,
+    // or the destructor, joins it. (No lifecycle_mutex_: a stop() on
+    // another thread may hold it while joining this thread.)
+    std::lock_guard lock(control_mutex_);
+    stop_requested_ = true;
+    running_.store(false, std::memory_order_release);  // pairs with is_running()'s acquire
+    return;
+  }
+  std::lock_guard lifecycle(lifecycle_mutex_);
   std::thread t;
   {
     std::lock_guard lock(control_mutex_);
@@ -48,6 +88,7 @@ void pool_monitor::stop() noexcept {
   }
   control_cv_.notify_all();
   t.join();
+  sampler_id_.store(std::thread::id{}, std::memory_order_relaxed);  // see on_sampler_thread()
 }
 
 bool pool_monitor::is_running() const noexcept {
@@ -64,24 +105,34 @@ void pool_monitor::sampler_main() {
       // A collector that throws (e.g. out of memory) loses this sample only.
     }
     lock.lock();
-    control_cv_.wait_for(lock, options_.interval, [this] { return stop_requested_; });
+    // Saturating: an interval near nanoseconds::max() overflowed now() +
+    // interval into the past, and the sampler sampled without pause.
+    control_cv_.wait_until(lock,
+                           thread_system::detail::saturating_add(std::chrono::steady_clock::now(), options_.interval),
+                           [this] { return stop_requested_; });
   }
 }
 
 monitor_report pool_monitor::sample() {
   std::lock_guard lock(mutex_);
-  monitor_report& r = latest_;
-  source_(r.metrics);  // reuses the vectors and histograms of the previous report
+  // Built aside (in the buffers of the report before the latest, so a steady
+  // state allocates nothing) and made the latest only once complete: a
+  // collector or derive() that throws (out of memory) leaves latest() as
+  // it was.
+  monitor_report& r = scratch_;
+  source_(r.metrics);
   const std::uint64_t t = now();
   r.metrics.steady_ns = t;
   if (!options_.pool_label.empty()) r.metrics.pool_name = options_.pool_label;
   derive(r, t);
-  return r;
+  std::swap(latest_, scratch_);
+  ++samples_;
+  return latest_;
 }
 
 void pool_monitor::derive(monitor_report& r, std::uint64_t t) {
   const pool_metrics& m = r.metrics;
-  r.sample_number = ++samples_;
+  r.sample_number = samples_ + 1;  // counted by sample() once the report is complete
 
   // History ring: overwrite the oldest entry.
   ring_[ring_next_] = ring_entry{t, m.accepted, m.executed, m.cancelled, m.failed, m.queue_depth};

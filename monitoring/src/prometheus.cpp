@@ -4,6 +4,8 @@
 #include <cmath>
 #include <ostream>
 
+#include "utf8.hpp"
+
 namespace thread_system::monitoring {
 
 namespace {
@@ -48,16 +50,30 @@ prometheus_labels with(const prometheus_labels& base, std::string name, std::str
 }  // namespace
 
 void append_prometheus_label_value(std::string& out, std::string_view v) {
-  for (char c : v) {
+  for (std::size_t i = 0; i < v.size();) {
+    const char c = v[i];
     if (c == '\\') {
       out.append("\\\\");
     } else if (c == '"') {
       out.append("\\\"");
     } else if (c == '\n') {
       out.append("\\n");
+    } else if (static_cast<unsigned char>(c) >= 0x80) {
+      // The exposition format is UTF-8: an invalid byte becomes U+FFFD (as
+      // in the JSON export), a valid sequence is copied whole.
+      const std::size_t n = detail::utf8_sequence_length(v, i);
+      if (n == 0) {
+        out.append("\xEF\xBF\xBD");
+        ++i;
+      } else {
+        out.append(v.substr(i, n));
+        i += n;
+      }
+      continue;
     } else {
       out.push_back(c);
     }
+    ++i;
   }
 }
 

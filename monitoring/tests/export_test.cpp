@@ -188,6 +188,14 @@ TEST(PrometheusExport, LabelValuesAreEscaped) {
   EXPECT_EQ(format_prometheus_value(0.25), "0.25");
 }
 
+// An invalid byte in a label value becomes U+FFFD, as in the JSON export
+// (it was written raw: the text failed `promtool check metrics`).
+TEST(PrometheusExport, InvalidUtf8InALabelValueBecomesReplacementCharacters) {
+  std::string out;
+  append_prometheus_label_value(out, std::string("bad\xff\xfe") + "name \xc3\xa9");  // two bad bytes, then e-acute
+  EXPECT_EQ(out, "bad\xef\xbf\xbd\xef\xbf\xbdname \xc3\xa9");
+}
+
 TEST(PrometheusExport, CheckerRejectsBrokenText) {
   const char* broken[] = {
       "x 1\n",                                                                           // no TYPE

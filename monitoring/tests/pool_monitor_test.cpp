@@ -353,6 +353,93 @@ TEST(PoolMonitor, ThroughputErrorRateAndPeakOverTheWindow) {
   EXPECT_EQ(mon.latest()->sample_number, 4u);
 }
 
+// start() and stop() from two threads at once: every stop() returns (a
+// start() between a stop()'s request and its join cleared the request, the
+// old sampler never left and stop() waited for ever - the watchdog fails
+// it), and the monitor ends stopped.
+TEST(PoolMonitor, StartAndStopRacingEndInOneStateWithNoSamplerLeft) {
+  scripted s;
+  monitor_options mo;
+  mo.interval = 1ms;
+  pool_monitor mon{s.source(), mo};
+  std::atomic<bool> quit{false};
+  std::thread starter([&] {
+    while (!quit.load(std::memory_order_relaxed)) (void)mon.start();  // a stop flag only
+  });
+  thread_system::test::round_budget budget(thread_system::test::scaled(2000), 200, std::chrono::seconds(2));
+  for (std::size_t i = 0; budget.next(i); ++i) {
+    (void)mon.start();
+    mon.stop();
+  }
+  quit.store(true, std::memory_order_relaxed);
+  starter.join();
+  mon.stop();
+  EXPECT_FALSE(mon.is_running());
+  EXPECT_GE(budget.ran(), 1u);
+}
+
+// An interval near nanoseconds::max() waits (saturated) instead of
+// overflowing into the past: the sampler took thousands of samples a second.
+TEST(PoolMonitor, AHugeIntervalSamplesOnce) {
+  std::atomic<int> calls{0};
+  monitor_options mo;
+  mo.interval = std::chrono::nanoseconds::max();
+  pool_monitor mon{[&calls](pool_metrics& m) {
+                     m.accepted = 1;
+                     calls.fetch_add(1, std::memory_order_relaxed);  // a count only
+                   },
+                   mo};
+  ASSERT_TRUE(mon.start());
+  std::this_thread::sleep_for(100ms);
+  mon.stop();
+  EXPECT_LE(calls.load(std::memory_order_relaxed), 1);
+}
+
+// A sample whose collector throws is lost whole: latest() keeps the report
+// before it (the collector had written into it, so latest() mixed the two).
+TEST(PoolMonitor, ASampleThatThrowsLeavesTheLatestReportAsItWas) {
+  int call = 0;
+  pool_monitor mon{[&call](pool_metrics& m) {
+                     ++call;
+                     m.accepted = static_cast<std::uint64_t>(call) * 10;
+                     if (call == 2) throw std::runtime_error("collector failed part-way");
+                   },
+                   monitor_options{}};
+  const monitor_report first = mon.sample();
+  EXPECT_THROW((void)mon.sample(), std::runtime_error);
+  const auto latest = mon.latest();
+  ASSERT_TRUE(latest);
+  EXPECT_EQ(latest->sample_number, first.sample_number);
+  EXPECT_EQ(latest->metrics.accepted, 10u);
+  const monitor_report third = mon.sample();
+  EXPECT_EQ(third.metrics.accepted, 30u);
+  EXPECT_EQ(third.sample_number, first.sample_number + 1);
+}
+
+// stop() from the collector (the sampler thread) ends the sampling and
+// returns; the next stop() joins the sampler (it joined itself:
+// std::terminate).
+TEST(PoolMonitor, StopFromTheCollectorEndsSampling) {
+  pool_monitor* self = nullptr;
+  std::atomic<int> calls{0};
+  monitor_options mo;
+  mo.interval = 1ms;
+  pool_monitor mon{[&](pool_metrics& m) {
+                     m.accepted = 1;
+                     // relaxed: a count; self is set before start()
+                     if (calls.fetch_add(1, std::memory_order_relaxed) == 1) self->stop();
+                   },
+                   mo};
+  self = &mon;
+  ASSERT_TRUE(mon.start());
+  while (mon.is_running()) std::this_thread::sleep_for(1ms);
+  const auto start_on_stopping = mon.start();  // joins the leaving sampler, starts anew
+  EXPECT_TRUE(start_on_stopping) << start_on_stopping.error().to_string();
+  mon.stop();
+  EXPECT_FALSE(mon.is_running());
+  EXPECT_GE(calls.load(std::memory_order_relaxed), 2);
+}
+
 TEST(PoolMonitor, RejectsInvalidOptions) {
   scripted s;
   monitor_options bad_window;

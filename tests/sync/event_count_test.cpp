@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "../support/test_support.hpp"
@@ -61,4 +62,16 @@ TEST(EventCount, NotifyWithoutWaitersIsHarmless) {
   ec.notify_one();  // after prepare: commit must return at once
   ec.commit_wait(key);
   EXPECT_EQ(ec.waiters(), 0U);
+}
+
+// A deadline long past returns false at once, time_point::min() included
+// (the time left was computed by subtracting now from it, which overflowed
+// into a wait of ~292 years; the per-test watchdog fails that).
+TEST(EventCount, ADeadlineLongPastReturnsAtOnce) {
+  ts::event_count ec;
+  for (const auto deadline : {std::chrono::steady_clock::time_point::min(), std::chrono::steady_clock::time_point{},
+                              std::chrono::steady_clock::now() - std::chrono::hours(1)}) {
+    const auto key = ec.prepare_wait();
+    EXPECT_FALSE(ec.commit_wait_until(key, deadline));
+  }
 }

@@ -84,11 +84,14 @@ class event_count {
     bool notified = true;
     // acquire: pairs with the release increment in notify_*().
     while (epoch_.load(std::memory_order_acquire) == key) {
-      const auto left = deadline - std::chrono::steady_clock::now();
-      if (left <= left.zero()) {
+      // Compared before subtracting: a deadline far in the past (time_point::min())
+      // would make the difference overflow into a long wait.
+      const auto now = std::chrono::steady_clock::now();
+      if (deadline <= now) {
         notified = false;
         break;
       }
+      const auto left = deadline - now;  // positive and at most max() - now: no overflow
       detail::futex_wait_for(epoch_, key, std::chrono::duration_cast<std::chrono::nanoseconds>(left).count());
     }
     waiters_.fetch_sub(1, std::memory_order_relaxed);  // only a hint for notifiers

@@ -33,6 +33,16 @@
 // outlive the monitor, or the monitor must be stopped (stop(), or
 // destroyed) before the pool is destroyed. The destructor stops and joins
 // the background sampler; it must not be called from the sampler itself.
+// start() and stop() racing each other end in one state or the other, never
+// a sampler left running unjoined. stop() called from the collector (on the
+// sampler thread) only ends the sampling: the sampler leaves after that
+// sample, and the next start() or stop() from another thread, or the
+// destructor, joins it; start() there is `already_started`.
+//
+// Failures. A sample whose collector or derivation throws (out of memory)
+// is lost and latest() keeps the previous report; the background sampler
+// goes on. Any positive interval works (one that long saturates: one
+// sample, then none).
 #pragma once
 
 #include <atomic>
@@ -140,10 +150,11 @@ class pool_monitor {
   pool_monitor& operator=(const pool_monitor&) = delete;
 
   /// Starts the background sampler (one thread, one sample per interval).
-  /// `already_started` when it runs; `resource_exhausted` when the OS
-  /// refuses the thread.
+  /// `already_started` when it runs (or when called on the sampler thread);
+  /// `resource_exhausted` when the OS refuses the thread or memory runs out.
   result<void> start();
-  /// Stops and joins the sampler; idempotent; samples taken stay.
+  /// Stops and joins the sampler; idempotent; samples taken stay. From the
+  /// collector (the sampler thread) it only ends the sampling (see the header).
   void stop() noexcept;
   /// True from a successful start() until stop().
   [[nodiscard]] bool is_running() const noexcept;
@@ -179,6 +190,7 @@ class pool_monitor {
   };
 
   [[nodiscard]] std::uint64_t now() const;
+  [[nodiscard]] bool on_sampler_thread() const noexcept;
   void sampler_main();
   void derive(monitor_report& r, std::uint64_t t);
 
@@ -193,13 +205,16 @@ class pool_monitor {
   std::uint64_t samples_ = 0;
   std::uint64_t peak_queue_depth_ = 0;
   monitor_report latest_;
+  monitor_report scratch_;  // the next sample is built here, then swapped with latest_
 
-  std::mutex control_mutex_;  // guards stop_requested_ and the sampler thread
+  std::mutex lifecycle_mutex_;  // serialises start() and stop() (held across the join)
+  std::mutex control_mutex_;    // guards stop_requested_ and the sampler thread
   std::condition_variable control_cv_;
   bool stop_requested_ = false;
   std::thread sampler_;
   // Written under control_mutex_; read by is_running() from any thread.
   std::atomic<bool> running_{false};
+  std::atomic<std::thread::id> sampler_id_{};  // the sampler thread until it is joined
 };
 
 }  // namespace thread_system::monitoring

@@ -3,7 +3,8 @@
 // Every family is written once with its HELP and TYPE lines, followed by
 // all of its samples (so several pools share one family and the output is
 // valid for any number of pools). Counters end in `_total`; times are in
-// seconds; label values are escaped (backslash, double quote, newline).
+// seconds; label values are escaped (backslash, double quote, newline), and
+// a byte that is not valid UTF-8 becomes U+FFFD (the format is UTF-8).
 //
 // Latency histograms are exported as Prometheus histograms
 // (`<name>_bucket{le="..."}`, `<name>_sum`, `<name>_count`) with fixed
