@@ -405,8 +405,10 @@ TEST(Logger, TimestampsBeforeTheEpochAreFloored) {
   std::size_t b = 0;
   std::size_t e = 0;
   const auto at = [&](std::int64_t ns) {
+    // floor: system_clock may count microseconds (libc++), and the time
+    // must stay in the microsecond it falls in.
     r.time = std::chrono::system_clock::time_point(
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(ns)));
+        std::chrono::floor<std::chrono::system_clock::duration>(std::chrono::nanoseconds(ns)));
     return std::string(f.format(r, b, e).substr(0, 27));
   };
   EXPECT_EQ(at(-500), "1969-12-31T23:59:59.999999Z");
