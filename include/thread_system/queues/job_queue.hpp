@@ -219,14 +219,7 @@ class alignas(64) job_queue : private detail::mutex_queue_hooks {
   template <typename Limit, typename Admit, typename After, typename Contended = no_action>
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_admitted(std::span<job_function> out, Limit limit, Admit admit,
                                                        After after, Contended contended_hook = {}) {
-    // Jobs `out` still holds are destroyed before the lock is taken (a
-    // destructor may use this queue): its leading non-empty elements, which
-    // an earlier pop filled; the pop stops before any other non-empty one.
-    // An empty buffer (a worker's) costs one check.
-    for (job_function& o : out) {
-      if (!o) break;
-      o.reset();
-    }
+    detail::reset_leading_jobs(out);  // outside the lock (see job_segments.hpp)
     mutex_.lock_then_if_contended(counting_contention<Contended>{this, contended_hook});
     std::lock_guard lock(mutex_, std::adopt_lock);
     if (!admit()) return not_admitted;
@@ -343,15 +336,9 @@ class alignas(64) job_queue : private detail::mutex_queue_hooks {
   }
 
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_locked(std::span<job_function> out, std::size_t max) {
-    std::size_t n = std::min({max, out.size(), count_});
+    const std::size_t n = detail::fillable(out, std::min({max, out.size(), count_}));
     if (n == 0) return 0;  // an empty poll writes nothing
-    for (std::size_t i = 0; i < n; ++i) {
-      if (out[i]) {  // a job the caller left there: not destroyed under the lock (see pop_admitted())
-        n = i;
-        break;
-      }
-      pop_one(out[i]);
-    }
+    for (std::size_t i = 0; i < n; ++i) pop_one(out[i]);
     size_.store(count_, std::memory_order_relaxed);  // statistics only
     return n;
   }

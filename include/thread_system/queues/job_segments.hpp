@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <span>
 #include <string>
 
 #include "thread_system/core/error.hpp"
@@ -111,6 +112,28 @@ static_assert(segment_words_for(static_cast<std::size_t>(-1)) == max_segment_wor
 /// marker where words are left.
 inline void end_segment(job_segment& s, std::size_t used, std::size_t words) noexcept {
   if (used < words) std::memset(s.words()[used].bytes, 0, sizeof(job_word));
+}
+
+/// A mutex queue's pop, before it takes its lock: destroys the jobs left in
+/// the leading non-empty elements of `out` (an earlier pop filled them),
+/// outside the lock, since a job's destructor may use the queue. An empty
+/// buffer (a worker's) costs one check.
+THREAD_SYSTEM_ALWAYS_INLINE void reset_leading_jobs(std::span<job_function> out) noexcept {
+  for (job_function& o : out) {
+    if (!o) break;
+    o.reset();
+  }
+}
+
+/// Under the lock: how many of the first `n` elements of `out` the pop may
+/// fill - up to the first that still holds a job (one the caller left after
+/// an empty element), which is not destroyed under the lock.
+[[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE std::size_t fillable(std::span<const job_function> out,
+                                                               std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (out[i]) return i;
+  }
+  return n;
 }
 
 /// The vocabulary of the hook surface job_queue and two_lock_job_queue share

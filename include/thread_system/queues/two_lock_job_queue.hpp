@@ -272,14 +272,7 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
   template <typename Limit, typename Admit, typename After, typename Contended = no_action>
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_admitted(std::span<job_function> out, Limit limit, Admit admit,
                                                        After after, Contended contended_hook = {}) {
-    // Jobs `out` still holds are destroyed before the lock is taken (a
-    // destructor may use this queue): its leading non-empty elements, which
-    // an earlier pop filled; the pop stops before any other non-empty one.
-    // An empty buffer (a worker's) costs one check.
-    for (job_function& o : out) {
-      if (!o) break;
-      o.reset();
-    }
+    detail::reset_leading_jobs(out);  // outside the lock (see job_segments.hpp)
     head_lock_.lock_then_if_contended(counting_contention<Contended>{this, contended_hook});
     std::lock_guard lock(head_lock_, std::adopt_lock);
     if (!admit()) return not_admitted;
@@ -287,14 +280,8 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
     // counted are written. Only pops decrease the count, and they hold the
     // head lock, so what is counted here stays queued until this pop takes it.
     const std::size_t queued = count_.load(std::memory_order_acquire);
-    std::size_t n = std::min({limit(queued), out.size(), queued});
-    for (std::size_t i = 0; i < n; ++i) {
-      if (out[i]) {  // a job the caller left there: not destroyed under the lock (see above)
-        n = i;
-        break;
-      }
-      pop_one(out[i]);
-    }
+    const std::size_t n = detail::fillable(out, std::min({limit(queued), out.size(), queued}));
+    for (std::size_t i = 0; i < n; ++i) pop_one(out[i]);
     // relaxed: nothing the pushers read depends on it but the count itself
     // (segments go back through returned_, with their own release). It must
     // stay a read-modify-write (see push_admitted()) and stay under the head
