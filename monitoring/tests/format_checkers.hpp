@@ -179,6 +179,31 @@ class json_parser {
     }
   }
 
+  // The length of the well-formed UTF-8 sequence at s[i] per the Unicode
+  // Standard, Table 3-7, or 0 when it is not well-formed.
+  static std::size_t utf8_table_length(std::string_view s, std::size_t i) {
+    struct row {
+      unsigned char lead_lo, lead_hi, second_lo, second_hi;
+      std::size_t length;
+    };
+    static constexpr row table[] = {
+        {0xC2, 0xDF, 0x80, 0xBF, 2}, {0xE0, 0xE0, 0xA0, 0xBF, 3}, {0xE1, 0xEC, 0x80, 0xBF, 3},
+        {0xED, 0xED, 0x80, 0x9F, 3}, {0xEE, 0xEF, 0x80, 0xBF, 3}, {0xF0, 0xF0, 0x90, 0xBF, 4},
+        {0xF1, 0xF3, 0x80, 0xBF, 4}, {0xF4, 0xF4, 0x80, 0x8F, 4},
+    };
+    const auto at = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+    for (const row& r : table) {
+      if (at(i) < r.lead_lo || at(i) > r.lead_hi) continue;
+      if (i + r.length > s.size()) return 0;
+      if (at(i + 1) < r.second_lo || at(i + 1) > r.second_hi) return 0;
+      for (std::size_t k = 2; k < r.length; ++k) {
+        if (at(i + k) < 0x80 || at(i + k) > 0xBF) return 0;
+      }
+      return r.length;
+    }
+    return 0;
+  }
+
   static void put_utf8(std::string& out, std::uint32_t cp) {
     if (cp < 0x80) {
       out.push_back(static_cast<char>(cp));
@@ -270,30 +295,12 @@ class json_parser {
         continue;
       }
       if (c >= 0x80) {
-        // Validate the UTF-8 sequence.
-        std::size_t n = 0;
-        std::uint32_t cp = 0;
-        if (c >= 0xC2 && c <= 0xDF) {
-          n = 2;
-          cp = c & 0x1Fu;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-          n = 3;
-          cp = c & 0x0Fu;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-          n = 4;
-          cp = c & 0x07u;
-        } else {
-          return bad("invalid UTF-8 lead byte");
-        }
-        if (pos_ + n > s_.size()) return bad("truncated UTF-8");
-        for (std::size_t k = 1; k < n; ++k) {
-          const auto cc = static_cast<unsigned char>(s_[pos_ + k]);
-          if ((cc & 0xC0u) != 0x80u) return bad("invalid UTF-8 continuation");
-          cp = (cp << 6) | (cc & 0x3Fu);
-        }
-        if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-          return bad("invalid UTF-8 code point");
-        }
+        // Validate the UTF-8 sequence by the Unicode Standard's table of
+        // well-formed byte sequences (Table 3-7: the allowed range of each
+        // byte after the lead byte), not by decoding: an oracle independent
+        // of the exporter's decoder (monitoring/src/utf8.hpp).
+        const std::size_t n = utf8_table_length(s_, pos_);
+        if (n == 0) return bad("invalid UTF-8 sequence");
         out.append(s_.substr(pos_, n));
         pos_ += n;
         continue;
