@@ -106,8 +106,40 @@ logger::logger(std::vector<std::shared_ptr<log_sink>> sinks, logger_options opti
   throw error_exception(detail::out_of_memory_error().value);
 }
 
+// A logger's writer thread about to wait in another logger (`target`: for
+// room, a flush, a stop): marks its own logger as having its writer waiting,
+// then looks whether the target's writer is waiting somewhere too. seq_cst
+// store then seq_cst load on each side (Dekker): of writers about to wait
+// for each other in a cycle, the last to arrive sees the mark of the writer
+// it would wait for, and does not wait. Any other thread: no mark, may wait.
+class logger::writer_wait_mark {
+ public:
+  writer_wait_mark(logger* waiter, const logger& target) noexcept : waiter_(waiter) {
+    if (waiter_ == nullptr) return;
+    waiter_->writer_waiting_elsewhere_.store(true, std::memory_order_seq_cst);
+    may_wait_ = !target.writer_waiting_elsewhere_.load(std::memory_order_seq_cst);
+  }
+  writer_wait_mark(const writer_wait_mark&) = delete;
+  writer_wait_mark& operator=(const writer_wait_mark&) = delete;
+  ~writer_wait_mark() {
+    // seq_cst: as the store above (a stale `true` seen by another writer
+    // only makes it refuse once more).
+    if (waiter_ != nullptr) waiter_->writer_waiting_elsewhere_.store(false, std::memory_order_seq_cst);
+  }
+  [[nodiscard]] bool may_wait() const noexcept { return may_wait_; }
+
+ private:
+  logger* waiter_;
+  bool may_wait_ = true;
+};
+
 logger::~logger() {
-  stop();
+  // The destructor always waits for the writer (unlike stop() from a sink).
+  if (on_writer_thread()) {
+    request_stop();  // a sink destroying its own logger: outside the contract; do not join self
+  } else {
+    finish_stop();
+  }
   // No thread is inside a member now (the contract): the storage can go; a
   // thread still holding a buffer keeps only its small control part until it
   // exits or next attaches to some logger.
@@ -135,8 +167,8 @@ result<void> logger::attach_thread(detail::thread_buffer*& out, std::size_t payl
     // every batch): beyond that the overflow policy applies, as to a full
     // buffer.
     while (one_shot_live_.load(std::memory_order_relaxed) >= max_one_shot_buffers) {  // a bound, no data
-      const bool on_writer = std::this_thread::get_id() == writer_id_.load(std::memory_order_relaxed);  // set once
-      if (options_.overflow == overflow_policy::drop || on_writer) {
+      // (Any logger's writer thread: it never waits here, see wait_for_room().)
+      if (options_.overflow == overflow_policy::drop || writer_thread_logger() != nullptr) {
         dropped_late_.fetch_add(1, std::memory_order_relaxed);  // reported like other drops (see write_dropped_notice)
         return make_error_nothrow(error_code::queue_full, [] { return "logger: buffer full, message dropped"; });
       }
@@ -211,11 +243,21 @@ void logger::release_one_shot(detail::thread_buffer* b) noexcept {
 }
 
 result<void> logger::wait_for_room(detail::thread_buffer& b, std::size_t bytes, std::byte*& out) noexcept {
-  const bool on_writer = std::this_thread::get_id() == writer_id_.load(std::memory_order_relaxed);  // set once
-  if (options_.overflow == overflow_policy::drop || on_writer) {
+  logger* const writer_of = writer_thread_logger();
+  if (options_.overflow == overflow_policy::drop || writer_of == this) {
     b.count_dropped();
     // nothrow: a refusal is reported even when its message cannot be allocated.
     return make_error_nothrow(error_code::queue_full, [] { return "logger: buffer full, message dropped"; });
+  }
+  // Another logger's writer (its sink logs here) waits only while this
+  // logger's writer waits nowhere (see writer_wait_mark); set for the wait.
+  const writer_wait_mark mark(writer_of, *this);
+  if (!mark.may_wait()) {
+    b.count_dropped();
+    return make_error_nothrow(error_code::queue_full, [] {
+      return "logger: buffer full, message dropped (called from another logger's sink while this logger's writer "
+             "waits in a logger: waiting could close a cycle)";
+    });
   }
   // closed_ is checked before each try: once stop() has begun, room freed by
   // the final drain must not let a waiting call in (the contract says it fails).
@@ -273,9 +315,17 @@ void logger::note_truncated() noexcept {
 // ---------------------------------------------------------------------------
 
 result<void> logger::flush() {
-  if (std::this_thread::get_id() == writer_id_.load(std::memory_order_relaxed)) {  // set once by the writer
+  logger* const writer_of = writer_thread_logger();
+  if (writer_of == this) {
     return make_error_nothrow(error_code::invalid_argument,
                               [] { return "logger: flush() called on the writer thread (from a sink)"; });
+  }
+  const writer_wait_mark mark(writer_of, *this);  // set for the wait
+  if (!mark.may_wait()) {
+    return make_error_nothrow(error_code::invalid_argument, [] {
+      return "logger: flush() called from another logger's sink while this logger's writer waits in a logger "
+             "(waiting could close a cycle)";
+    });
   }
   // acq_rel: release publishes this thread's earlier records and drops to
   // the writer's acquire load (and, through the chain of increments, those
@@ -305,7 +355,8 @@ void logger::request_stop() noexcept {
 }
 
 void logger::stop() {
-  if (std::this_thread::get_id() == writer_id_.load(std::memory_order_relaxed)) {  // set once by the writer
+  logger* const writer_of = writer_thread_logger();
+  if (writer_of == this) {
     // From a sink: the writer cannot join itself, nor wait for the records
     // after the one it is writing. It drains them once the sink returns;
     // the next stop() from another thread (or the destructor) joins it.
@@ -313,6 +364,15 @@ void logger::stop() {
     request_stop();
     return;
   }
+  const writer_wait_mark mark(writer_of, *this);  // set for the join
+  if (!mark.may_wait()) {
+    request_stop();  // as from this logger's own sink (see logger.hpp)
+    return;
+  }
+  finish_stop();
+}
+
+void logger::finish_stop() {
   std::lock_guard lock(stop_mutex_);
   if (stopped_) return;
   request_stop();

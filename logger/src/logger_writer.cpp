@@ -122,9 +122,21 @@ void logger::wake_writer() noexcept {
   if (writer_parked_.exchange(false, std::memory_order_relaxed)) writer_wakeup_.notify_one();
 }
 
+namespace {
+// The logger whose writer runs on this thread (set for the writer's life).
+thread_local logger* tl_writer_of = nullptr;
+}  // namespace
+
+logger* logger::writer_thread_logger() noexcept { return tl_writer_of; }
+
 void logger::writer_main() {
-  writer_id_.store(std::this_thread::get_id(), std::memory_order_relaxed);  // read only for equality with self
-  (void)detail::set_current_thread_name(options_.name);                     // cosmetic; failure does not matter
+  struct writer_thread_scope {
+    explicit writer_thread_scope(logger* l) noexcept { tl_writer_of = l; }
+    writer_thread_scope(const writer_thread_scope&) = delete;
+    writer_thread_scope& operator=(const writer_thread_scope&) = delete;
+    ~writer_thread_scope() { tl_writer_of = nullptr; }
+  } scope(this);
+  (void)detail::set_current_thread_name(options_.name);  // cosmetic; failure does not matter
   for (;;) {
     refresh_buffers();
     const std::size_t n = drain_batch();

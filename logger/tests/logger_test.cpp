@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <future>
 #include <latch>
 #include <memory>
@@ -612,6 +615,164 @@ TEST(Logger, StopFromASinkBeginsTheStopAndTheDestructorJoins) {
   EXPECT_EQ(s.accepted, calls_accepted);
   EXPECT_EQ(s.accepted + s.rejected, 200U);
   EXPECT_EQ(s.sink_errors, 0U);
+}
+
+// Deadline for the cycle tests: a deadlock ends the process with a message
+// (the loggers' destructors would wait for ever).
+void expect_within_a_minute(const std::function<bool()>& done, const char* what) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::fprintf(stderr, "%s: deadlock\n", what);
+      std::_Exit(1);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// Two loggers whose sinks log into each other, both under the block
+// policy: each writer may find its buffer in the other logger full while
+// the other's writer waits the same way for it. A writer thread's call
+// waits for room only while the logger it logs into has no writer waiting
+// in another logger; otherwise it is refused as under the drop policy
+// (counted, reported), so the cycle cannot close. (Both writers waited for
+// each other for ever.)
+TEST(Logger, SinksLoggingIntoEachOtherUnderBlockDoNotDeadlock) {
+  constexpr std::uint64_t budget = 20000;  // records forwarded in all
+  constexpr int fan_out = 4;               // each record forwarded makes this many
+  std::array<logger*, 2> loggers{};
+  std::array<std::atomic<std::uint64_t>, 2> into_accepted{};  // per target logger
+  std::array<std::atomic<std::uint64_t>, 2> into_refused{};
+  std::atomic<std::uint64_t> attempts{0};
+  const std::string payload(200, 'x');
+  auto forwarding_sink = [&](int target) {
+    return std::make_shared<callback_sink>([&, target](const log_entry&) {
+      for (int i = 0; i < fan_out; ++i) {
+        // relaxed: a budget shared by both writers; read after both stop.
+        if (attempts.fetch_add(1, std::memory_order_relaxed) >= budget) return;
+        if (loggers[target]->try_log(log_level::info, "{}", payload)) {
+          into_accepted[target].fetch_add(1, std::memory_order_relaxed);
+        } else {
+          into_refused[target].fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    });
+  };
+  logger a({forwarding_sink(1)}, options_with(4096, overflow_policy::block));
+  logger b({forwarding_sink(0)}, options_with(4096, overflow_policy::block));
+  loggers = {&a, &b};
+  a.info("start");
+  // Wait for every forwarding call to return: only a deadlock keeps them from that.
+  auto done = [&] {
+    return into_accepted[0].load() + into_accepted[1].load() + into_refused[0].load() + into_refused[1].load();
+  };
+  expect_within_a_minute([&] { return done() >= budget; }, "two writers logging into each other");
+  ASSERT_TRUE(a.flush());
+  ASSERT_TRUE(b.flush());
+  a.stop();
+  b.stop();
+  const logger_statistics sa = a.statistics();
+  const logger_statistics sb = b.statistics();
+  EXPECT_EQ(sa.written, sa.accepted);
+  EXPECT_EQ(sb.written, sb.accepted);
+  EXPECT_EQ(sa.accepted, 1 + into_accepted[0].load());
+  EXPECT_EQ(sb.accepted, into_accepted[1].load());
+  EXPECT_EQ(sa.dropped, into_refused[0].load());
+  EXPECT_EQ(sb.dropped, into_refused[1].load());
+  EXPECT_EQ(done(), budget);
+}
+
+// Each of two loggers' sinks flushes (or stops) the other while both
+// writers are inside their sinks: the second to arrive does not wait
+// (flush() returns invalid_argument; stop() only begins the stop). (Each
+// waited for the other's writer for ever.)
+TEST(Logger, SinksFlushingEachOtherDoNotDeadlock) {
+  std::latch both_in_sinks(2);
+  std::array<logger*, 2> loggers{};
+  std::array<result<void>, 2> flushed{};
+  std::atomic<int> returned{0};
+  auto flushing_sink = [&](int self, int other) {
+    return std::make_shared<callback_sink>([&, self, other](const log_entry& e) {
+      if (e.record().message != "go") return;
+      both_in_sinks.arrive_and_wait();
+      flushed[self] = loggers[other]->flush();
+      returned.fetch_add(1, std::memory_order_release);  // pairs with the acquire below
+    });
+  };
+  logger a({flushing_sink(0, 1)}, options_with(8192, overflow_policy::block));
+  logger b({flushing_sink(1, 0)}, options_with(8192, overflow_policy::block));
+  loggers = {&a, &b};
+  a.info("go");
+  b.info("go");
+  expect_within_a_minute([&] { return returned.load(std::memory_order_acquire) == 2; }, "flush() cycle");
+  const int refused = static_cast<int>(!flushed[0]) + static_cast<int>(!flushed[1]);
+  EXPECT_GE(refused, 1);  // both waiting would have been the deadlock
+  for (const auto& r : flushed) {
+    if (!r) {
+      EXPECT_EQ(r.error().code(), error_code::invalid_argument);
+    }
+  }
+  EXPECT_TRUE(a.flush());
+  EXPECT_TRUE(b.flush());
+}
+
+TEST(Logger, SinksStoppingEachOtherDoNotDeadlock) {
+  std::latch both_in_sinks(2);
+  std::array<logger*, 2> loggers{};
+  std::atomic<int> returned{0};
+  auto stopping_sink = [&](int other) {
+    return std::make_shared<callback_sink>([&, other](const log_entry& e) {
+      if (e.record().message != "go") return;
+      both_in_sinks.arrive_and_wait();
+      loggers[other]->stop();
+      returned.fetch_add(1, std::memory_order_release);  // pairs with the acquire below
+    });
+  };
+  logger_statistics sa;
+  logger_statistics sb;
+  {
+    logger a({stopping_sink(1)}, options_with(8192, overflow_policy::block));
+    logger b({stopping_sink(0)}, options_with(8192, overflow_policy::block));
+    loggers = {&a, &b};
+    ASSERT_TRUE(a.try_log(log_level::info, "go"));
+    ASSERT_TRUE(b.try_log(log_level::info, "go"));
+    expect_within_a_minute([&] { return returned.load(std::memory_order_acquire) == 2; }, "stop() cycle");
+    EXPECT_EQ(a.try_log(log_level::info, "late").error().code(), error_code::pool_stopped);
+    EXPECT_EQ(b.try_log(log_level::info, "late").error().code(), error_code::pool_stopped);
+    a.stop();  // joins (from this thread), whatever the sinks' stop() did
+    b.stop();
+    sa = a.statistics();
+    sb = b.statistics();
+  }
+  EXPECT_EQ(sa.accepted, 1U);
+  EXPECT_EQ(sa.written, 1U);
+  EXPECT_EQ(sb.accepted, 1U);
+  EXPECT_EQ(sb.written, 1U);
+}
+
+// The other side of the rule: a sink forwarding into another logger whose
+// writer waits nowhere waits for room under `block` - nothing is dropped.
+TEST(Logger, ASinkForwardingIntoASlowLoggerWaitsForRoomUnderBlock) {
+  constexpr int records = 500;
+  auto slow = std::make_shared<callback_sink>(
+      [](const log_entry&) { std::this_thread::sleep_for(std::chrono::microseconds(20)); });
+  logger b({slow}, options_with(4096, overflow_policy::block));
+  std::atomic<int> forwarded{0};
+  const std::string payload(200, 'y');
+  auto forwarding = std::make_shared<callback_sink>([&](const log_entry&) {
+    if (b.try_log(log_level::info, "{}", payload)) forwarded.fetch_add(1, std::memory_order_relaxed);
+  });
+  logger a({forwarding}, options_with(1 << 20, overflow_policy::block));
+  for (int i = 0; i < records; ++i) a.info("record {}", i);
+  ASSERT_TRUE(a.flush());
+  ASSERT_TRUE(b.flush());
+  a.stop();
+  b.stop();
+  EXPECT_EQ(forwarded.load(), records);
+  const logger_statistics sb = b.statistics();
+  EXPECT_EQ(sb.accepted, static_cast<std::uint64_t>(records));
+  EXPECT_EQ(sb.dropped, 0U);
+  EXPECT_GT(sb.blocked, 0U);  // the forwarding writer did wait for room
 }
 
 TEST(Logger, InvalidOptionsAreRefused) {

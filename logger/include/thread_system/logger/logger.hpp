@@ -63,6 +63,16 @@
 //     to the sinks and the sinks were flushed. Calling it from the writer
 //     thread (inside a sink) returns `invalid_argument` instead of
 //     deadlocking.
+//   * Sinks that use other loggers: a sink of logger A may log into, flush
+//     or stop logger B, and B's sinks may do the same with A. A writer
+//     thread waits in another logger (for room under `block`, in flush(),
+//     in stop()) only while that logger's writer is not itself waiting in
+//     a logger; otherwise the log call is refused as under the drop policy
+//     (`queue_full`, counted in `dropped`), flush() returns
+//     `invalid_argument`, and stop() only begins the stop (as from the
+//     logger's own sink). So writers that wait for each other in a cycle
+//     cannot deadlock: the last to arrive does not wait. (The destructor
+//     still waits for the writer.)
 //   * stop() / destructor: refuses new calls, writes every accepted record
 //     (it waits for calls already past the stop check to finish), writes the
 //     final "dropped" notice if any, flushes the sinks, joins the writer.
@@ -536,7 +546,15 @@ class logger {
   std::mutex stop_mutex_;
   bool stopped_ = false;  // guarded by stop_mutex_
   std::thread writer_;
-  std::atomic<std::thread::id> writer_id_{};
+  // Set while this logger's writer waits in another logger (a sink's call:
+  // room under `block`, flush(), stop()); see writer_wait_mark (logger.cpp).
+  std::atomic<bool> writer_waiting_elsewhere_{false};
+
+  class writer_wait_mark;
+  // The logger whose writer thread this is, or null (logger_writer.cpp).
+  [[nodiscard]] static logger* writer_thread_logger() noexcept;
+  [[nodiscard]] bool on_writer_thread() const noexcept { return writer_thread_logger() == this; }
+  void finish_stop();
 };
 
 }  // namespace thread_system
