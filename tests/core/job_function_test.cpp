@@ -150,3 +150,37 @@ TEST(JobFunction, MoveOnlyCapture) {
   g();
   EXPECT_EQ(seen, 42);
 }
+
+// A job that holds its continuation, advanced in place: the continuation
+// lives inside the callable the assignment replaces. (The assignment
+// destroyed the held callable first and then read the continuation from
+// it: freed memory, or a continuation already emptied by its destructor.)
+TEST(JobFunction, MoveAssignFromInsideTheHeldCallable) {
+  struct chain {
+    ts::job_function next;
+    int* last;
+    int id;
+    std::array<char, 64> pad{};  // larger than the inline buffer: held on the heap
+    void operator()() const { *last = id; }
+  };
+  struct small_chain {
+    ts::job_function next;
+    void operator()() const {}
+  };
+  int last = 0;
+  ts::job_function job{chain{ts::job_function{chain{ts::job_function{}, &last, 2}}, &last, 1}};
+  job();
+  EXPECT_EQ(last, 1);
+  job = std::move(job.get_if<chain>()->next);
+  ASSERT_TRUE(job);
+  job();
+  EXPECT_EQ(last, 2);
+
+  bool ran = false;
+  ts::job_function inner([&ran] { ran = true; });
+  ts::job_function outer{small_chain{std::move(inner)}};
+  outer = std::move(outer.get_if<small_chain>()->next);
+  ASSERT_TRUE(outer);
+  outer();
+  EXPECT_TRUE(ran);
+}

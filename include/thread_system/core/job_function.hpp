@@ -111,10 +111,14 @@ class job_function {
     }
   }
 
-  /// Destroys the held callable, then takes `other`'s callable and metadata; `other` becomes empty.
+  /// Takes `other`'s callable and metadata, then destroys the callable held
+  /// before; `other` becomes empty. `other` may live inside the held callable
+  /// (a job holding its continuation: `job = std::move(job.get_if<C>()->next)`).
   THREAD_SYSTEM_ALWAYS_INLINE job_function& operator=(job_function&& other) noexcept {
     if (this != &other) {
-      reset();
+      // Moved aside first, destroyed at the end of this scope: after `other`
+      // was read. (Empty, as in the queues' pops, this moves nothing.)
+      job_function held(std::move(*this));
       vtable_ = other.vtable_;
       meta_ = other.meta_;
       other.meta_ = 0;
