@@ -241,3 +241,44 @@ TEST(ServiceRegistry, ConcurrentRegisterResolveUnregister) {
   reader.join();
   EXPECT_FALSE(reg.contains<greeter>());
 }
+
+// A service whose destructor uses the registry (to resolve another
+// service, say) when the registry drops it: by unregister(), clear() or the
+// seed API's register_service<I>(nullptr). (They destroyed it under the
+// exclusive lock: the destructor's shared lock failed with EDEADLK, a
+// std::system_error out of a destructor: std::terminate.)
+TEST(ServiceRegistry, AServiceDestructorMayUseTheRegistry) {
+  struct peer {
+    int value = 7;
+  };
+  struct resolving_on_destruction {
+    ts::service_registry* registry;
+    int* seen;
+    ~resolving_on_destruction() {
+      auto p = registry->resolve<peer>();
+      *seen = p ? (*p)->value : -1;
+    }
+  };
+  ts::service_registry reg;
+  ASSERT_TRUE(reg.register_instance<peer>(std::make_shared<peer>()));
+  int seen = 0;
+  ASSERT_TRUE(reg.register_instance<resolving_on_destruction>(
+      std::make_shared<resolving_on_destruction>(resolving_on_destruction{&reg, &seen})));
+  ASSERT_TRUE(reg.unregister<resolving_on_destruction>());
+  EXPECT_EQ(seen, 7);
+
+  seen = 0;
+  ASSERT_TRUE(reg.register_instance<resolving_on_destruction>(
+      std::make_shared<resolving_on_destruction>(resolving_on_destruction{&reg, &seen})));
+  reg.clear();
+  EXPECT_EQ(seen, -1);  // cleared with the rest: peer may be gone already, but the lookup returns
+
+  auto& global = ts::service_registry::global();
+  (void)global.replace_instance<peer>(std::make_shared<peer>());
+  seen = 0;
+  ts::service_registry::register_service<resolving_on_destruction>(
+      std::make_shared<resolving_on_destruction>(resolving_on_destruction{&global, &seen}));
+  ts::service_registry::register_service<resolving_on_destruction>(nullptr);
+  EXPECT_EQ(seen, 7);
+  (void)global.unregister<peer>();
+}

@@ -29,7 +29,10 @@
 //       - service_lifetime::transient: called on every resolve.
 //     A factory that returns null makes resolve() return not_found.
 //   * A resolved std::shared_ptr stays valid after unregister/replace: the
-//     registry only drops its own reference.
+//     registry only drops its own reference. A registration the registry
+//     drops (replace, unregister, clear, a scoped_override ending) is
+//     destroyed after its lock is released, so a service's destructor may
+//     use the registry.
 //   * Scoped registries for tests: `service_registry child{&parent}` resolves
 //     locally first and falls back to `parent` (which must outlive it);
 //     registrations in the child never touch the parent. scoped_override<I>
@@ -125,10 +128,20 @@ class service_registry {
 
   /// Removes I's registration from this registry (not from a parent).
   /// not_found when I is not registered here.
+  /// The registration is destroyed after the registry's lock is released
+  /// (the service's destructor may use the registry).
   template <typename I>
   result<void> unregister() {
-    std::unique_lock lock(mutex_);
-    if (entries_.erase(key<I>()) == 0) {
+    std::shared_ptr<entry> old;  // destroyed after the lock is released
+    {
+      std::unique_lock lock(mutex_);
+      const auto it = entries_.find(key<I>());
+      if (it != entries_.end()) {
+        old = std::move(it->second);
+        entries_.erase(it);
+      }
+    }
+    if (old == nullptr) {
       return make_error_nothrow(error_code::not_found,
                                 [] { return std::string("service not registered: ") + typeid(I).name(); });
     }
@@ -170,10 +183,13 @@ class service_registry {
     return entries_.size();
   }
 
-  /// Removes every registration from this registry.
+  /// Removes every registration from this registry; they are destroyed
+  /// after the registry's lock is released (as by unregister()).
   void clear() {
+    decltype(entries_) old;  // destroyed after the lock is released
     std::unique_lock lock(mutex_);
-    entries_.clear();
+    old.swap(entries_);
+    lock.unlock();
   }
 
   /// The process-wide registry.
