@@ -81,3 +81,44 @@ TEST(SeedJobAdapter, RefusesNullAndNotRunnableJobsNamingTheCaller) {
   EXPECT_EQ(empty_job.error().code(), ts::error_code::invalid_argument);
   EXPECT_NE(empty_job.error().message().find("idle"), std::string::npos);
 }
+
+namespace {
+ts::result<void> failing() { return ts::make_error(ts::error_code::invalid_argument, "from a function"); }
+const ts::result<void>& failing_by_reference() {
+  static const ts::result<void> r = ts::make_error(ts::error_code::invalid_argument, "by reference");
+  return r;
+}
+}  // namespace
+
+// A callback returning a cv- or reference-qualified result<void> still has
+// its error reported. (Only the exact type result<void> was recognised:
+// the others went down the void path and the error was dropped.)
+TEST(CallbackJob, QualifiedResultReturnsAreReported) {
+  ts::callback_job by_const_value(
+      []() -> const ts::result<void> { return ts::make_error(ts::error_code::invalid_argument, "const"); });
+  auto r = by_const_value.do_work();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message(), "const");
+  ts::callback_job by_reference(&failing_by_reference);
+  r = by_reference.do_work();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message(), "by reference");
+  ts::callback_job plain(&failing);
+  EXPECT_FALSE(plain.do_work());
+}
+
+// A move-only callback (a lambda owning a unique_ptr) is accepted, with or
+// without a result. (It was a compile error inside std::function.)
+TEST(CallbackJob, MoveOnlyCallbacksAreAccepted) {
+  int ran = 0;
+  auto owned = std::make_unique<int>(5);
+  ts::callback_job void_job([p = std::move(owned), &ran] { ran += *p; });
+  EXPECT_TRUE(void_job.do_work());
+  auto owned2 = std::make_unique<int>(6);
+  ts::callback_job result_job([p = std::move(owned2), &ran]() -> ts::result<void> {
+    ran += *p;
+    return ts::make_error(ts::error_code::job_failed, "six");
+  });
+  EXPECT_FALSE(result_job.do_work());
+  EXPECT_EQ(ran, 11);
+}

@@ -88,21 +88,44 @@ inline result<job_function> job::to_job_function(std::unique_ptr<job> j, std::st
   return job_function(detail::seed_job_adapter{std::move(j)});  // fits job_function's inline storage
 }
 
+namespace detail {
+template <typename T>
+inline constexpr bool is_result_v = false;
+template <typename T>
+inline constexpr bool is_result_v<result<T>> = true;
+}  // namespace detail
+
 /// A job that runs a callback. The callback may return `result<void>` (its
-/// error is reported) or `void`.
+/// error is reported; also as `const result<void>` or a reference to one),
+/// `void`, or any other value but a `result<T>` (discarded; a `result<T>`
+/// with a value type is refused at compile time, since its error would be
+/// lost). Move-only callbacks are accepted.
 class callback_job final : public job {
  public:
-  /// Wraps `callback` (returning `result<void>` or `void`). An empty std::function or a null pointer gives a job
+  /// Wraps `callback` (see the class comment). An empty std::function or a null pointer gives a job
   /// that is not runnable() and is refused at enqueue.
   template <thread_system::runnable F, typename D = std::decay_t<F>>
     requires not_same_as<F, callback_job>
   explicit callback_job(F&& callback, std::string name = "callback_job") : job(std::move(name)) {
+    using returned = std::remove_cvref_t<std::invoke_result_t<D&>>;
+    static_assert(std::is_same_v<returned, result<void>> || !detail::is_result_v<returned>,
+                  "callback_job: a callback returning result<T> would lose its error; return result<void>");
     if (detail::is_empty_callable(callback)) return;  // empty std::function / null pointer: refused at enqueue
-    if constexpr (std::is_same_v<std::invoke_result_t<D&>, result<void>>) {
+    if constexpr (std::is_same_v<returned, result<void>> && std::is_copy_constructible_v<D>) {
       callback_ = std::forward<F>(callback);
-    } else {
+    } else if constexpr (std::is_same_v<returned, result<void>>) {
+      // Move-only: held through a shared_ptr, as std::function needs a copyable target.
+      callback_ = [cb = std::make_shared<D>(std::forward<F>(callback))]() -> result<void> {
+        return detail::invoke(*cb);
+      };
+    } else if constexpr (std::is_copy_constructible_v<D>) {
       callback_ = [cb = D(std::forward<F>(callback))]() mutable -> result<void> {
         detail::invoke(cb);
+        return {};
+      };
+    } else {
+      callback_ = [cb = std::make_shared<D>(std::forward<F>(callback))]() -> result<void> {
+        detail::invoke(*cb);
         return {};
       };
     }
