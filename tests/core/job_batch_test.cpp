@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstdint>
 #include <forward_list>
 #include <functional>
 #include <list>
 #include <memory>
+#include <new>
+#include <ranges>
 #include <string>
 #include <vector>
 
@@ -55,4 +58,34 @@ TEST(JobBatch, AnUnsizedRangeAndAnEmptyCallableConvert) {
   ASSERT_EQ(batch.size(), 2U);
   EXPECT_TRUE(static_cast<bool>(batch[0]));
   EXPECT_FALSE(static_cast<bool>(batch[1]));  // the pools refuse this one with invalid_argument
+}
+
+// A view onto the caller's elements is copied from, even as an rvalue: the
+// batch does not own them. (An rvalue view was moved from: the caller's
+// std::functions were emptied, and a second batch of them was refused.)
+TEST(JobBatch, AViewOfTheCallersContainerIsCopiedFrom) {
+  int runs = 0;
+  std::vector<std::function<void()>> jobs(3, [&runs] { ++runs; });
+  auto first_two = ts::detail::to_job_batch(jobs | std::views::take(2));
+  auto all = ts::detail::to_job_batch(std::views::all(jobs));
+  ASSERT_EQ(first_two.size(), 2U);
+  ASSERT_EQ(all.size(), 3U);
+  for (auto& j : jobs) EXPECT_TRUE(static_cast<bool>(j));  // the caller's callables are still there
+  for (auto& fn : first_two) fn();
+  for (auto& fn : all) fn();
+  EXPECT_EQ(runs, 5);
+  // Temporaries (a transform view) and an owning rvalue are still moved from.
+  static_assert(ts::detail::moves_elements_v<decltype(jobs | std::views::transform([](auto& f) { return f; }))>);
+  static_assert(ts::detail::moves_elements_v<std::vector<std::function<void()>>>);
+  static_assert(!ts::detail::moves_elements_v<std::vector<std::function<void()>>&>);
+  static_assert(!ts::detail::moves_elements_v<decltype(std::views::all(jobs))>);
+}
+
+// A sized range longer than a vector can hold is std::bad_alloc (which the
+// pools turn into resource_exhausted), not std::length_error (which escaped
+// them).
+TEST(JobBatch, ASizeBeyondAVectorsLimitIsBadAlloc) {
+  auto huge = std::views::iota(std::uint64_t{0}, std::uint64_t{1} << 62) |
+              std::views::transform([](std::uint64_t) { return [] {}; });
+  EXPECT_THROW((void)ts::detail::to_job_batch(huge), std::bad_alloc);
 }

@@ -5,12 +5,14 @@
 #include <sys/resource.h>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <latch>
 #include <limits>
+#include <ranges>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -189,6 +191,30 @@ TEST(ThreadPool, BatchWithNullIsRefusedWhole) {
   pool.wait_idle();
   EXPECT_EQ(count.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(pool.get_statistics().accepted, 0U);
+}
+
+// A batch whose size no vector can hold is refused with resource_exhausted
+// by both pools (std::length_error escaped them); a view of the caller's
+// callables leaves them in place.
+TEST(ThreadPool, AnImpossibleBatchIsResourceExhaustedAndViewsAreNotMovedFrom) {
+  auto huge = std::views::iota(std::uint64_t{0}, std::uint64_t{1} << 62) |
+              std::views::transform([](std::uint64_t) { return [] {}; });
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  auto r = pool.enqueue_batch(huge);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::resource_exhausted);
+  ts::typed_thread_pool_t<ts::job_types> typed{1};
+  auto t = typed.enqueue_batch(ts::job_types::Batch, huge);
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().code(), ts::error_code::resource_exhausted);
+
+  std::atomic<int> count{0};
+  // seq_cst: pairs with the checking load
+  std::vector<std::function<void()>> jobs(3, [&count] { count.fetch_add(1, std::memory_order_seq_cst); });
+  ASSERT_TRUE(pool.enqueue_batch(jobs | std::views::take(2)));
+  ASSERT_TRUE(pool.enqueue_batch(std::views::all(jobs)));  // the first batch left them callable
+  pool.wait_idle();
+  EXPECT_EQ(count.load(std::memory_order_seq_cst), 5);  // seq_cst: pairs with the writers' RMW
 }
 
 // ---- refusals ------------------------------------------------------------

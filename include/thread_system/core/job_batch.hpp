@@ -5,18 +5,26 @@
 // Contract:
 //   * callable_range<R>: std::ranges::begin/end work on an R lvalue and its
 //     elements, decayed, are callables `f()`.
-//   * detail::to_job_batch(r) moves the elements out of an rvalue range and
-//     copies them from an lvalue one, in order; a sized range is reserved
-//     once. Throws std::bad_alloc (the pools turn it into a
-//     resource_exhausted error); an element that wraps nothing (an empty
-//     std::function, a null pointer) becomes an empty job_function, which
-//     the pools refuse with invalid_argument.
+//   * detail::to_job_batch(r) takes the elements in order, moving them only
+//     where they are the batch's to take: out of a container passed as an
+//     rvalue (std::move(v)), and where iterating gives temporaries or rvalue
+//     references (a transform view, std::views::as_rvalue, move
+//     iterators). Elements of an lvalue range, and of a view onto elements
+//     that live elsewhere (v | std::views::take(n), std::views::all(v)), are
+//     copied: the caller's container is left as it was. A sized range is
+//     reserved once. Throws std::bad_alloc, also for a size beyond what a
+//     vector can hold (the pools turn it into a resource_exhausted error);
+//     an element that wraps nothing (an empty std::function, a null
+//     pointer) becomes an empty job_function, which the pools refuse with
+//     invalid_argument.
 //
 // Only <iterator> is needed (it declares std::ranges::begin/end/size), not
 // <ranges>: this header is part of every pool header.
 #pragma once
 
+#include <cstdint>
 #include <iterator>
+#include <new>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -42,14 +50,26 @@ concept sized_callable_range = callable_range<R> && requires(R& r) { std::ranges
 
 namespace detail {
 
-/// The callables of `callables` as job_functions, in order (moved out of an
-/// rvalue range, copied from an lvalue one). Throws std::bad_alloc.
+/// Whether to_job_batch() may move the elements out of a range passed as
+/// `R&&` (see the contract): iterating gives temporaries or rvalue
+/// references, or R is a container (not a view) passed as an rvalue.
+template <typename R>
+inline constexpr bool moves_elements_v = !std::is_lvalue_reference_v<range_element_t<R>> ||
+                                         (!std::is_lvalue_reference_v<R> && !std::ranges::view<std::remove_cvref_t<R>>);
+
+/// The callables of `callables` as job_functions, in order (moved or copied:
+/// moves_elements_v). Throws std::bad_alloc.
 template <callable_range R>
 [[nodiscard]] std::vector<job_function> to_job_batch(R&& callables) {
   std::vector<job_function> batch;
-  if constexpr (sized_callable_range<R>) batch.reserve(static_cast<std::size_t>(std::ranges::size(callables)));
+  if constexpr (sized_callable_range<R>) {
+    const auto size = std::ranges::size(callables);
+    // (reserve() would throw std::length_error, which no pool turns into a result.)
+    if (static_cast<std::uintmax_t>(size) > batch.max_size()) throw std::bad_alloc();
+    batch.reserve(static_cast<std::size_t>(size));
+  }
   for (auto&& c : callables) {
-    if constexpr (std::is_rvalue_reference_v<R&&>) {
+    if constexpr (moves_elements_v<R>) {
       batch.emplace_back(std::move(c));
     } else {
       batch.emplace_back(c);
