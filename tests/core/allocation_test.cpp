@@ -683,3 +683,37 @@ TEST(Allocation, TaskGroupRunOutOfMemoryDestroysTheBodyBeforeCountingItFinished)
   EXPECT_TRUE(destroyed.load(std::memory_order_acquire)) << "wait() returned while the body was still being destroyed";
   runner.join();
 }
+
+// value() on an error result, with no memory left for a copy of the error's
+// message: still an error_exception with the error's code. (The copy was
+// made for the constructor's by-value parameter, outside its fallback:
+// std::bad_alloc escaped instead.)
+TEST(Allocation, ValueOfAnErrorResultThrowsErrorExceptionWithNoMemoryLeft) {
+  const std::string message(200, 'm');  // too long for the small-string buffer: a copy allocates
+  const ts::result<int> r = ts::error{ts::error_code::queue_full, message};
+  const ts::result<void> v = ts::error{ts::error_code::timeout, message};
+  auto code_thrown = [](auto&& call) -> std::optional<ts::error_code> {
+    t_fail_all_new = true;
+    try {
+      call();
+    } catch (const ts::error_exception& e) {
+      t_fail_all_new = false;
+      return e.code();
+    } catch (const std::exception& e) {
+      t_fail_all_new = false;
+      ADD_FAILURE() << "threw " << e.what();
+      return std::nullopt;
+    }
+    t_fail_all_new = false;
+    return std::nullopt;
+  };
+  EXPECT_EQ(code_thrown([&] { (void)r.value(); }), ts::error_code::queue_full);
+  EXPECT_EQ(code_thrown([&] { v.value(); }), ts::error_code::timeout);
+  // With memory, the message comes along.
+  try {
+    (void)r.value();
+    FAIL();
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.get_error().message(), message);
+  }
+}

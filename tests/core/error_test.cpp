@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
+#include <variant>
 
 namespace ts = thread_system;
 
@@ -90,4 +92,48 @@ TEST(ErrorCode, EveryCodeHasAName) {
   EXPECT_EQ(ts::to_string(ts::error_code::queue_full), "queue_full");
   EXPECT_EQ(ts::to_string(ts::error_code::cancelled), "cancelled");
   EXPECT_EQ(ts::to_string(ts::error_code::job_failed), "job_failed");
+}
+
+namespace {
+// A value whose copy and move throw while `fail` is set.
+struct fragile {
+  static inline bool fail = false;
+  int value = 0;
+  fragile() = default;
+  explicit fragile(int v) : value(v) {}
+  fragile(const fragile& o) : value(o.value) {
+    if (fail) throw std::runtime_error("copy");
+  }
+  fragile(fragile&& o) : value(o.value) {  // NOLINT(performance-noexcept-move-constructor): throws by design
+    if (fail) throw std::runtime_error("move");
+  }
+  fragile& operator=(const fragile&) = default;
+  fragile& operator=(fragile&&) = default;  // NOLINT(performance-noexcept-move-constructor)
+  ~fragile() = default;
+};
+}  // namespace
+
+// An assignment whose new value cannot be copied or moved in leaves the old
+// content: a result is always a value or an error. (std::variant's
+// assignment left it valueless: neither, has_value() false and error()
+// throwing bad_variant_access.)
+TEST(Result, AnAssignmentThatThrowsLeavesTheOldContent) {
+  ts::result<fragile> holds_value{fragile{7}};
+  ts::result<fragile> holds_error = ts::make_error(ts::error_code::timeout, "late");
+  fragile::fail = true;
+  EXPECT_THROW(holds_error = holds_value, std::runtime_error);
+  EXPECT_THROW(holds_error = std::move(holds_value), std::runtime_error);
+  fragile::fail = false;
+  ASSERT_FALSE(holds_error.has_value());
+  EXPECT_EQ(holds_error.error().code(), ts::error_code::timeout);
+  EXPECT_EQ(holds_error.error().message(), "late");
+  ASSERT_TRUE(holds_value.has_value());
+  // And the other directions still work.
+  holds_error = holds_value;
+  ASSERT_TRUE(holds_error.has_value());
+  EXPECT_EQ(holds_error->value, 7);
+  holds_value = ts::make_error(ts::error_code::not_found, "gone");
+  ASSERT_FALSE(holds_value.has_value());
+  EXPECT_EQ(holds_value.error().code(), ts::error_code::not_found);
+  EXPECT_THROW((void)holds_error.error(), std::bad_variant_access);  // a value: error() throws, as documented
 }

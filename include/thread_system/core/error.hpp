@@ -109,12 +109,10 @@ class error_exception : public std::exception {
   /// Wraps `err`; what() returns `err.to_string()` - or the code's name alone
   /// when no memory is left for that text (an out-of-memory refusal must
   /// not turn into std::bad_alloc while it is being thrown).
-  explicit error_exception(error err) noexcept : error_(std::move(err)) {
-    try {
-      what_ = error_.to_string();
-    } catch (const std::bad_alloc&) {  // what() falls back to the code's name
-    }
-  }
+  explicit error_exception(error&& err) noexcept : error_(std::move(err)) { make_what(); }
+  /// Copies `err`; out of memory for the copy, keeps its code alone (as
+  /// above: the exception is still an error_exception with that code).
+  explicit error_exception(const error& err) noexcept : error_(copy_or_code(err)) { make_what(); }
   /// "code: message" of the wrapped error.
   [[nodiscard]] const char* what() const noexcept override {
     return what_.empty() ? thread_system::to_string(error_.code()).data() : what_.c_str();
@@ -125,6 +123,20 @@ class error_exception : public std::exception {
   [[nodiscard]] error_code code() const noexcept { return error_.code(); }
 
  private:
+  static error copy_or_code(const error& err) noexcept {
+    try {
+      return err;
+    } catch (const std::bad_alloc&) {
+      return error{err.code(), std::string()};  // an empty string allocates nothing
+    }
+  }
+  void make_what() noexcept {
+    try {
+      what_ = error_.to_string();
+    } catch (const std::bad_alloc&) {  // what() falls back to the code's name
+    }
+  }
+
   error error_;
   std::string what_;
 };
@@ -163,6 +175,9 @@ template <typename MessageFn>
 /// Either a `T` or an `error`. Accessing the wrong alternative is a
 /// precondition violation: `value()` throws `error_exception`, `operator*`
 /// and `error()` throw `std::bad_variant_access` (never undefined behaviour).
+/// Always one of the two: an assignment whose copy or move of the new
+/// content throws leaves the old content (std::expected's guarantee; the
+/// error's move never throws).
 template <typename T>
 class [[nodiscard]] result {
   static_assert(!std::is_reference_v<T>, "result<T&> is not supported");
@@ -170,6 +185,23 @@ class [[nodiscard]] result {
  public:
   /// The type of the success alternative.
   using value_type = T;
+
+  /// Copies `other`'s value or error.
+  result(const result& other) = default;
+  /// Moves `other`'s value or error.
+  result(result&& other) noexcept(std::is_nothrow_move_constructible_v<T>) = default;
+  /// Takes a copy of `other`'s content; if that copy throws, this result is unchanged.
+  result& operator=(const result& other) {
+    if (this != &other) assign(other.storage_);
+    return *this;
+  }
+  /// Takes `other`'s content; if the move throws, this result is unchanged.
+  result& operator=(result&& other) noexcept(
+      std::is_nothrow_move_constructible_v<T>&& std::is_nothrow_move_assignable_v<T>) {
+    if (this != &other) assign(std::move(other.storage_));
+    return *this;
+  }
+  ~result() = default;
 
   /// Holds a value constructed from `v`.
   template <typename U = T>
@@ -210,12 +242,9 @@ class [[nodiscard]] result {
   /// Points to the value; throws `std::bad_variant_access` if this holds an error.
   const T* operator->() const { return &std::get<0>(storage_); }
 
-  /// The error. Precondition: `!has_value()`.
-  [[nodiscard]] const thread_system::error& get_error() const& {
-    assert(!has_value());
-    return std::get<1>(storage_);
-  }
-  /// Same as get_error(). Precondition: `!has_value()`.
+  /// The error; throws `std::bad_variant_access` if this holds a value.
+  [[nodiscard]] const thread_system::error& get_error() const& { return std::get<1>(storage_); }
+  /// Same as get_error().
   [[nodiscard]] const thread_system::error& error() const& { return get_error(); }
 
   /// A copy of the value, or `fallback` converted to `T` if this holds an error.
@@ -225,6 +254,28 @@ class [[nodiscard]] result {
   }
 
  private:
+  // Assigns a variant of this type (copied or moved), never leaving storage_
+  // valueless: the same alternative uses its own assignment; an error over a
+  // value is copied aside first; a value over an error keeps the error aside
+  // (a move: nothrow) and puts it back if constructing the value throws.
+  template <typename V>
+  void assign(V&& source) {
+    if (source.index() == storage_.index()) {
+      storage_ = std::forward<V>(source);
+    } else if (source.index() == 1) {
+      thread_system::error e = std::get<1>(std::forward<V>(source));  // a copy may throw: nothing changed yet
+      storage_.template emplace<1>(std::move(e));
+    } else {
+      thread_system::error saved = std::move(std::get<1>(storage_));
+      try {
+        storage_.template emplace<0>(std::get<0>(std::forward<V>(source)));
+      } catch (...) {
+        storage_.template emplace<1>(std::move(saved));
+        throw;
+      }
+    }
+  }
+
   std::variant<T, thread_system::error> storage_;
 };
 
