@@ -477,6 +477,33 @@ TEST(JobNodePool, AFullListThatCannotGrowHandsNodesToTheSharedList) {
   for (auto* n : back) other.release(n);
 }
 
+// reserve(n) for more nodes than a list's bound (a worker's batch of 1000
+// jobs) when the list cannot grow: false, and no node is handed out twice
+// afterwards. (The cache made room only up to its bound, the pool's refill
+// then grew the list under its mutex, and a growth that failed there left
+// nodes in the list that the chunk still counted as fresh.)
+TEST(JobNodePool, AReserveBeyondTheBoundThatCannotGrowHandsOutNoNodeTwice) {
+  using pool_t = ts::detail::job_node_pool;
+  pool_t pool;
+  pool_t::cache cache;
+  cache.attach(&pool);
+  ASSERT_TRUE(cache.reserve(600));
+  std::set<ts::detail::job_node*> held;
+  for (int i = 0; i < 40; ++i) held.insert(cache.allocate());
+  fault::tl_fail_all = true;  // every allocation of this thread fails
+  const bool reserved = cache.reserve(1000);
+  fault::tl_fail_all = false;
+  EXPECT_FALSE(reserved);
+  ASSERT_TRUE(cache.reserve(1000));
+  const std::size_t n = cache.available();
+  std::size_t twice = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!held.insert(cache.allocate()).second) ++twice;
+  }
+  EXPECT_EQ(twice, 0U);
+  for (auto* node : held) cache.release(node);
+}
+
 // A worker's deque costs its ring and nothing else until it grows: the
 // rings it replaces are kept through the rings themselves, not in a list
 // reserved beside them (a 512-byte vector per worker before).

@@ -103,8 +103,12 @@ class job_node_pool {
       const std::size_t want = refilled_ ? batch_size : needed;
       // Room first (may throw std::bad_alloc, changing nothing), so that
       // the pool's refill never reallocates the list under its mutex.
-      if (free_.capacity() - free_.size() < round_up(want))
-        free_.reserve(refilled_ ? list_bound : free_.size() + round_up(want));
+      // (Past the bound too: reserve(n) for a worker's batch of more than
+      // list_bound jobs asks for that many; the pool's refill must still
+      // find the room, or a push_back failing there would leave nodes in
+      // the list that the chunk does not count as handed out.)
+      const std::size_t room = free_.size() + round_up(want);
+      if (free_.capacity() < room) free_.reserve(refilled_ && room < list_bound ? list_bound : room);
       pool_->refill(free_, want);
       refilled_ = true;
     }
