@@ -93,3 +93,26 @@ TEST(Duration, SaturatingAddStopsAtTheLastTimePoint) {
 }
 
 }  // namespace
+
+// Periods whose conversion factor to nanoseconds is not an integer (1/3,
+// 1/7 s): converted exactly, rounded the right way, with no intmax_t
+// overflow in between (duration_cast multiplied the count by 10^9 first:
+// UB, and a ~211-year timeout came out as ~16 years; a system_clock time
+// point since 1970 in sevenths of a second overflowed in ns_until).
+TEST(Duration, OddPeriodsConvertExactlyWithoutOverflow) {
+  using thirds = std::chrono::duration<long long, std::ratio<1, 3>>;
+  using sevenths = std::chrono::duration<long long, std::ratio<1, 7>>;
+  EXPECT_EQ(d::to_clock_duration(thirds(20'000'000'000LL)).count(), 6'666'666'666'666'666'667LL);  // ceil
+  EXPECT_EQ(d::to_clock_duration(thirds(1)).count(), 333'333'334LL);
+  EXPECT_EQ(d::to_clock_duration(sevenths(7)).count(), 1'000'000'000LL);
+  const auto now = std::chrono::system_clock::now();
+  // (Built from whole seconds: ceil<sevenths>(now) would overflow in std::chrono itself.)
+  const auto whole = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  const auto ahead = sevenths((whole + 1) * 7) + sevenths(7);  // 1-2 s ahead
+  const std::int64_t left = d::ns_until(std::chrono::time_point<std::chrono::system_clock, sevenths>(ahead), now);
+  EXPECT_GE(left, 1'000'000'000LL);
+  EXPECT_LE(left, 2'000'000'000LL);
+  EXPECT_EQ(d::ns_until(std::chrono::time_point<std::chrono::system_clock, sevenths>(sevenths(1)),
+                        std::chrono::system_clock::time_point(std::chrono::nanoseconds(0))),
+            142'857'143LL);  // rounded up: never a short wait
+}

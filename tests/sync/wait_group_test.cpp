@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <limits>
+#include <ratio>
 #include <thread>
 #include <vector>
 
@@ -73,6 +74,8 @@ TEST(WaitGroup, WaitForTimesOutWhilePendingAndSucceedsAfter) {
 TEST(WaitGroup, HugeTimeoutsAndFarDeadlinesWaitForTheCount) {
   using hours_point = std::chrono::time_point<std::chrono::steady_clock, std::chrono::hours>;
   using fp_seconds = std::chrono::duration<double>;
+  using thirds = std::chrono::duration<long long, std::ratio<1, 3>>;
+  using sevenths = std::chrono::duration<long long, std::ratio<1, 7>>;
   const std::vector<std::function<bool(ts::wait_group&)>> waits = {
       [](ts::wait_group& wg) { return wg.wait_until(hours_point::max()); },
       [](ts::wait_group& wg) { return wg.wait_until(std::chrono::system_clock::time_point::max()); },
@@ -80,6 +83,18 @@ TEST(WaitGroup, HugeTimeoutsAndFarDeadlinesWaitForTheCount) {
       [](ts::wait_group& wg) { return wg.wait_for(std::chrono::hours::max()); },
       [](ts::wait_group& wg) { return wg.wait_for(fp_seconds(std::numeric_limits<double>::infinity())); },
       [](ts::wait_group& wg) { return wg.wait_for(fp_seconds(1e300)); },
+      // Periods whose conversion to nanoseconds overflowed in intmax_t long
+      // before the value did (a ~211-year timeout in thirds of a second
+      // timed out after ~0.1 s; an hour ahead on system_clock in sevenths
+      // of a second returned at once).
+      [](ts::wait_group& wg) { return wg.wait_for(thirds(20'000'000'000LL)); },
+      [](ts::wait_group& wg) {
+        const auto now = std::chrono::system_clock::now();
+        // (From whole seconds: ceil<sevenths>(now) would overflow in std::chrono itself.)
+        const auto whole = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+        const auto in_an_hour = sevenths((whole + 3600) * 7);
+        return wg.wait_until(std::chrono::time_point<std::chrono::system_clock, sevenths>(in_an_hour));
+      },
   };
   for (std::size_t i = 0; i < waits.size(); ++i) {
     ts::wait_group wg{1};

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <ratio>
 #include <type_traits>
 
 #include "thread_system/detail/chrono.hpp"
@@ -54,6 +55,38 @@ template <typename Rep, typename Period>
   return seconds >= limit * (1.0L - 1e-6L) ? duration_kind::too_long : duration_kind::positive;
 }
 
+#if defined(__SIZEOF_INT128__)
+__extension__ using wide_int = __int128;  // exact for any integer count times any period's numerator
+#else
+using wide_int = long double;                               // exact to 2^64 where long double has a 64-bit mantissa
+#endif
+
+/// An integer duration `d` in units of `To`'s period, rounded up (ceil) or
+/// down (floor), computed wide: duration_cast multiplies in intmax_t, which
+/// overflows for periods such as 1/3 or 1/7 of a second long before the
+/// result leaves int64 (a ~200-year timeout; a system_clock time point
+/// since 1970 in 1/7 s ticks).
+template <typename To, bool RoundUp, typename Rep, typename Period>
+[[nodiscard]] constexpr wide_int count_in_wide(std::chrono::duration<Rep, Period> d) noexcept {
+  static_assert(std::is_integral_v<Rep>);
+  using r = std::ratio_divide<Period, typename To::period>;
+  const wide_int n = static_cast<wide_int>(d.count()) * static_cast<wide_int>(r::num);
+  const wide_int den = static_cast<wide_int>(r::den);
+#if defined(__SIZEOF_INT128__)
+  wide_int q = n / den;
+  const wide_int rem = n - q * den;
+#else
+  wide_int q = static_cast<wide_int>(static_cast<std::intmax_t>(n / den));  // truncated toward zero
+  const wide_int rem = n - q * den;
+#endif
+  if constexpr (RoundUp) {
+    if (rem > 0) q += 1;
+  } else {
+    if (rem < 0) q -= 1;
+  }
+  return q;
+}
+
 /// `d` on the steady clock, rounded up (so a wait or a timer is never
 /// short), saturating at duration::max(); zero for zero, NaN and negative
 /// durations (callers that refuse those check classify() first).
@@ -71,8 +104,15 @@ template <typename Rep, typename Period>
     case duration_kind::positive:
       break;
   }
-  const clock_duration c = std::chrono::ceil<clock_duration>(d);
-  return c < clock_duration::zero() ? clock_duration::max() : c;  // rounding at the very top
+  if constexpr (std::is_integral_v<Rep>) {
+    const wide_int c = count_in_wide<clock_duration, /*RoundUp=*/true>(d);
+    return c >= static_cast<wide_int>(clock_duration::max().count())
+               ? clock_duration::max()
+               : clock_duration(static_cast<clock_duration::rep>(c));
+  } else {
+    const clock_duration c = std::chrono::ceil<clock_duration>(d);
+    return c < clock_duration::zero() ? clock_duration::max() : c;  // rounding at the very top
+  }
 }
 
 /// The deadline of a wait for `d` that begins at `now_ns` (steady-clock
@@ -110,10 +150,19 @@ template <typename Clock, typename Duration>
                        std::chrono::duration<double>(now.time_since_epoch()).count();
   if (ahead >= far_seconds) return std::numeric_limits<std::int64_t>::max();  // also +infinity
   if (!(ahead > -far_seconds)) return 0;                                      // long past, -infinity, NaN
-  // Within a century of `now`: both fit nanoseconds exactly.
-  const auto t_ns = std::chrono::ceil<std::chrono::nanoseconds>(t.time_since_epoch());
-  const auto now_ns = std::chrono::floor<std::chrono::nanoseconds>(now.time_since_epoch());
-  return (t_ns - now_ns).count();
+  // Within a century of `now`: the difference fits nanoseconds. Each side
+  // is converted wide (integer counts: see count_in_wide()), as the count
+  // since the clock's epoch in a coarse or odd period may not fit.
+  using ns = std::chrono::nanoseconds;
+  if constexpr (std::is_integral_v<typename Duration::rep> && std::is_integral_v<typename Clock::duration::rep>) {
+    const wide_int t_ns = count_in_wide<ns, /*RoundUp=*/true>(t.time_since_epoch());
+    const wide_int now_ns = count_in_wide<ns, /*RoundUp=*/false>(now.time_since_epoch());
+    return static_cast<std::int64_t>(t_ns - now_ns);
+  } else {
+    const auto t_ns = std::chrono::ceil<ns>(t.time_since_epoch());
+    const auto now_ns = std::chrono::floor<ns>(now.time_since_epoch());
+    return (t_ns - now_ns).count();
+  }
 }
 
 /// `from + d`, saturating at time_point::max().
