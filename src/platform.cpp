@@ -142,6 +142,12 @@ void os_thread::join() noexcept {
   handle_ = nullptr;
 }
 
+void os_thread::detach() noexcept {
+  (void)::pthread_detach(handle_->id);
+  delete handle_;
+  handle_ = nullptr;
+}
+
 std::uintptr_t os_thread::current_stack_low() noexcept {
 #if defined(__linux__)
   pthread_attr_t attr;
@@ -192,6 +198,12 @@ void os_thread::join() noexcept {
   handle_ = nullptr;
 }
 
+void os_thread::detach() noexcept {
+  handle_->t.detach();
+  delete handle_;
+  handle_ = nullptr;
+}
+
 bool os_thread::is_current() const noexcept {
   return handle_ != nullptr && handle_->t.get_id() == std::this_thread::get_id();
 }
@@ -205,17 +217,29 @@ result<os_thread> os_thread::out_of_memory() noexcept {
 
 // ---- thread naming, affinity, nice -------------------------------------------
 
+namespace {
+// At most `limit` bytes of `name`, cut before a character, not inside one:
+// a byte that continues a UTF-8 sequence (10xxxxxx) is never the first one
+// left out. (Text that is not UTF-8 is cut where the rule puts it.)
+[[maybe_unused]] std::size_t utf8_prefix_length(std::string_view name, std::size_t limit) noexcept {
+  if (name.size() <= limit) return name.size();
+  std::size_t n = limit;
+  while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0U) == 0x80U) --n;
+  return n;
+}
+}  // namespace
+
 result<void> set_current_thread_name(std::string_view name) noexcept {
 #if defined(__linux__)
   char buf[16] = {};
-  const std::size_t n = name.size() < 15 ? name.size() : 15;
+  const std::size_t n = utf8_prefix_length(name, 15);
   for (std::size_t i = 0; i < n; ++i) buf[i] = name[i];
   if (::pthread_setname_np(::pthread_self(), buf) != 0) {
     return make_error(error_code::not_supported, "pthread_setname_np failed");
   }
   return {};
 #elif defined(__APPLE__)
-  std::string copy(name.substr(0, 63));
+  std::string copy(name.substr(0, utf8_prefix_length(name, 63)));
   if (::pthread_setname_np(copy.c_str()) != 0)
     return make_error(error_code::not_supported, "pthread_setname_np failed");
   return {};

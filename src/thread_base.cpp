@@ -15,6 +15,10 @@ namespace {
 // start()/stop() called from a hook answer without touching the thread
 // handle that another thread may be assigning.
 thread_local const thread_base* tl_current = nullptr;
+// Set when the thread_base whose loop runs on this thread was destroyed by a
+// hook of its own (the last reference to it dropped inside do_work(), say):
+// from then on the loop touches nothing of the object and the thread ends.
+thread_local bool tl_destroyed = false;
 
 // `job_failed` naming the hook and the exception that escaped it. Never
 // throws: out of memory, the error carries only its code.
@@ -40,8 +44,17 @@ thread_base::thread_base(std::string name, std::size_t stack_size) : name_(std::
 thread_base::~thread_base() {
   // A derived class should already have stopped us (its hooks must not run
   // while it is destroyed); this stop keeps the thread from outliving the
-  // object when it did not. From the thread itself there is nothing to join.
-  if (tl_current != this) (void)stop();
+  // object when it did not.
+  if (tl_current != this) {
+    (void)stop();
+    return;
+  }
+  // Destroyed by a hook, on the thread itself: it cannot join itself. It is
+  // detached (its resources go when it ends) and its loop returns as soon
+  // as the hook does, touching nothing of this object (tl_destroyed). The
+  // thread's after_stop() does not run: the object is gone.
+  tl_destroyed = true;
+  if (thread_.joinable()) thread_.detach();
 }
 
 result<void> thread_base::start() {
@@ -84,12 +97,20 @@ result<void> thread_base::start() {
 
 void thread_base::thread_main() {
   tl_current = this;
+  tl_destroyed = false;
   (void)detail::set_current_thread_name(name_);  // a convenience: failure changes nothing
   std::optional<error> failure;
   try {
     if (auto r = before_start(); !r) failure = r.error();
   } catch (...) {
     failure = hook_exception(name_, "before_start()", std::current_exception());
+  }
+  if (tl_destroyed) {
+    // before_start() destroyed the object; start() still waits on its
+    // condition variable, now destroyed too: outside the contract (the
+    // object was destroyed during a call of one of its members). Leave.
+    tl_current = nullptr;
+    return;
   }
   const bool ok = !failure.has_value();
   {
@@ -104,7 +125,7 @@ void thread_base::thread_main() {
   }
   cv_.notify_all();  // start() waits for the phase
   if (ok) run();
-  tl_current = nullptr;
+  tl_current = nullptr;  // (run() returned early if a hook destroyed the object)
 }
 
 bool thread_base::continue_work_locked() {
@@ -145,12 +166,14 @@ void thread_base::run() {
       pending.swap(continue_error_);
     }
     if (pending) report(*pending);
+    if (tl_destroyed) return;  // on_error() destroyed the object
     if (leave) break;
     try {
       if (auto r = do_work(); !r) report(r.error());
     } catch (...) {
       report(hook_exception(name_, "do_work()", std::current_exception()));
     }
+    if (tl_destroyed) return;                         // do_work() (or on_error()) destroyed the object
     rounds_.fetch_add(1, std::memory_order_relaxed);  // statistics only
   }
   try {
@@ -158,6 +181,7 @@ void thread_base::run() {
   } catch (...) {
     report(hook_exception(name_, "after_stop()", std::current_exception()));
   }
+  if (tl_destroyed) return;                          // after_stop() destroyed the object
   running_.store(false, std::memory_order_release);  // pairs with is_running()
 }
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -369,4 +370,56 @@ TEST(ThreadBase, RunsOnAThreadWithTheRequestedStackSize) {
   ASSERT_TRUE(p.start());
   EXPECT_TRUE(p.ok.load(std::memory_order_acquire));  // pairs with before_start()
   ASSERT_TRUE(p.stop());
+}
+
+// A service destroyed by its own do_work() (the last shared_ptr to it
+// dropped on its thread): the thread is detached and ends when the hook
+// returns, touching nothing of the object. (Its loop went on with the freed
+// object - a use after free - and the thread was never detached.)
+namespace {
+std::atomic<bool> g_self_destroyed_thread_ended{false};
+struct thread_end_flag {
+  ~thread_end_flag() { g_self_destroyed_thread_ended.store(true, std::memory_order_release); }  // pairs with the test
+};
+
+class self_destroying : public ts::thread_base {
+ public:
+  explicit self_destroying(std::shared_ptr<self_destroying>* owner, std::atomic<int>* after_stops)
+      : thread_base("self-destroying"), owner_(owner), after_stops_(after_stops) {}
+  ~self_destroying() override { (void)stop(); }  // invalid_argument on its own thread: nothing to join
+
+ protected:
+  ts::result<void> do_work() override {
+    thread_local thread_end_flag flag;  // set when this thread ends
+    (void)flag;
+    owner_->reset();  // the last reference: destroys this object, here
+    return {};
+  }
+  ts::result<void> after_stop() override {
+    after_stops_->fetch_add(1, std::memory_order_relaxed);  // read after the thread ended
+    return {};
+  }
+
+ private:
+  std::shared_ptr<self_destroying>* owner_;
+  std::atomic<int>* after_stops_;
+};
+}  // namespace
+
+TEST(ThreadBase, AHookMayDestroyItsOwnObject) {
+  std::atomic<int> after_stops{0};
+  auto owner = std::make_shared<std::shared_ptr<self_destroying>>();
+  *owner = std::make_shared<self_destroying>(owner.get(), &after_stops);
+  self_destroying* raw = owner->get();
+  // Woken by its interval (a wake() from here could still be inside the
+  // object when the thread destroys it).
+  raw->set_wake_interval(std::chrono::milliseconds(1));
+  ASSERT_TRUE(raw->start());  // do_work() then destroys the object on its thread
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!g_self_destroyed_thread_ended.load(std::memory_order_acquire)) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the thread did not end";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(*owner, nullptr);
+  EXPECT_EQ(after_stops.load(std::memory_order_relaxed), 0);  // the object was gone: no hook after that
 }

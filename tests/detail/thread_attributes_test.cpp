@@ -48,6 +48,18 @@ TEST(ThreadAttributes, ANameIsSetAndALongOneIsTruncatedTo15Bytes) {
   EXPECT_EQ(seen_long, "a-thread-name-l");
 }
 
+// A long name is cut before a UTF-8 character, not inside one. (Cut at 15
+// bytes, "...\xc3" of an "é" was left: invalid UTF-8 in the thread's name.)
+TEST(ThreadAttributes, ALongNameIsCutBeforeACharacterNotInsideOne) {
+  std::string seen;
+  std::thread t([&] {
+    (void)set_current_thread_name("abcdefghijklmn\xc3\xa9-worker");  // "é" at bytes 14-15
+    seen = current_name();
+  });
+  t.join();
+  EXPECT_EQ(seen, "abcdefghijklmn");
+}
+
 TEST(ThreadAttributes, EachThreadHasItsOwnOsId) {
   const int mine = current_os_thread_id();
   int other = 0;

@@ -28,7 +28,12 @@
 // members of this object from it. A derived class must call stop() in its
 // own destructor: the hooks are virtual and must not run while the derived
 // part is being destroyed. Everything the thread did is visible after stop()
-// returns.
+// returns. A hook may destroy the object itself (the last shared_ptr to it
+// dropped inside do_work(), on_error() or after_stop()): its thread cannot
+// join itself, so it is detached and ends as soon as the hook returns,
+// touching nothing of the object (no further hook runs; after_stop() not
+// either). Destroying it from before_start(), or while another thread is
+// inside start()/stop(), is outside the contract.
 //
 // Exceptions from the hooks are reported, never fatal:
 //   * before_start() throwing: start() returns `job_failed` with the
@@ -40,7 +45,8 @@
 //
 // Resources: the thread is created with the stack size given to the
 // constructor (0: the platform default); when the OS refuses a thread,
-// start() returns `resource_exhausted`.
+// start() returns `resource_exhausted`, and `invalid_argument` for a stack
+// size the platform cannot give at all (beyond the address space, say).
 #pragma once
 
 #include <atomic>

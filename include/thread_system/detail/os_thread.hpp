@@ -90,6 +90,9 @@ class os_thread {
   /// Waits for the thread to finish. Precondition: joinable(), and not
   /// called from the thread itself.
   void join() noexcept;
+  /// Lets the thread run on unjoined (its resources are freed when it
+  /// ends); this object no longer refers to it. Precondition: joinable().
+  void detach() noexcept;
   /// True when called on this thread.
   [[nodiscard]] bool is_current() const noexcept;
   /// The thread's platform handle. Precondition: joinable(); valid until join().
