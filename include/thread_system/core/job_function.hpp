@@ -116,15 +116,13 @@ class job_function {
   /// (a job holding its continuation: `job = std::move(job.get_if<C>()->next)`).
   THREAD_SYSTEM_ALWAYS_INLINE job_function& operator=(job_function&& other) noexcept {
     if (this != &other) {
-      // Moved aside first, destroyed at the end of this scope: after `other`
-      // was read. (Empty, as in the queues' pops, this moves nothing.)
-      job_function held(std::move(*this));
-      vtable_ = other.vtable_;
-      meta_ = other.meta_;
-      other.meta_ = 0;
-      if (vtable_ != nullptr) {
-        relocate_from(other);
-        other.vtable_ = nullptr;
+      if (vtable_ != nullptr && vtable_->destroy != nullptr) [[unlikely]] {
+        // A held callable with a destructor, which may own `other`: moved
+        // aside, destroyed at the end of this scope, after `other` was read.
+        job_function held(std::move(*this));
+        take(other);
+      } else {
+        take(other);  // nothing to destroy: empty, or trivially destructible
       }
     }
     return *this;
@@ -332,9 +330,31 @@ class job_function {
     for (std::uint32_t i = 0; i < words; ++i) std::memcpy(to + 8 * i, from + 8 * i, 8);
   }
 
+  // Takes `other`'s callable and metadata (this one's are overwritten, not
+  // destroyed: the caller has dealt with them); `other` becomes empty.
+  THREAD_SYSTEM_ALWAYS_INLINE void take(job_function& other) noexcept {
+    vtable_ = other.vtable_;
+    meta_ = other.meta_;
+    other.meta_ = 0;
+    if (vtable_ != nullptr) {
+      relocate_from(other);
+      other.vtable_ = nullptr;
+    }
+  }
+
   THREAD_SYSTEM_ALWAYS_INLINE void relocate_from(job_function& other) noexcept {
     if (vtable_->relocate == nullptr) {
+      // The whole buffer, a fixed size (a few vector moves): bytes past the
+      // callable are indeterminate and copied as such, which GCC may flag
+      // where it inlines this into a moved-from temporary.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
       std::memcpy(storage_, other.storage_, inline_capacity);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
     } else {
       vtable_->relocate(storage_, other.storage_);
     }
