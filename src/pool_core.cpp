@@ -418,7 +418,7 @@ void pool_core::worker_main(pool_worker& w) {
   w.help_floor_ = help_floor();
   worker_help help(*this, w);
   detail::help_source* const outer_help = detail::set_help_source(&help);
-  // release: pairs with the acquire load in worker_os_tid().
+  // release: pairs with the acquire load in worker_os_tid_locked().
   w.os_tid_.store(detail::current_os_thread_id(), std::memory_order_release);
   (void)detail::set_current_thread_name(w.thread_name_);  // a convenience: failure changes nothing
   batch_buffer local;

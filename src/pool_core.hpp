@@ -162,7 +162,8 @@ class pool_core {
     const state st = state_.load(std::memory_order_acquire);
     return st == state::stopping || st == state::stopped;
   }
-  [[nodiscard]] result<int> worker_os_tid(std::size_t worker) const;
+  // Caller holds lifecycle_mutex_ (see set_affinity()).
+  [[nodiscard]] result<int> worker_os_tid_locked(std::size_t worker) const;
   // Worker `worker` if it is running (its thread joinable, not exited).
   // Caller holds lifecycle_mutex_.
   [[nodiscard]] result<pool_worker*> running_worker_locked(std::size_t worker) const;

@@ -195,7 +195,7 @@ result<void> pool_core::launch(std::span<pool_worker* const> batch, BeforeGo bef
   result<void> refused;
   for (pool_worker* w : batch) {
     if (w->thread_.joinable()) w->thread_.join();  // a worker that left earlier (resize) and comes back
-    // Its old thread's id is gone with it: worker_os_tid() waits for the new
+    // Its old thread's id is gone with it: worker_os_tid_locked() waits for the new
     // one. relaxed: published to readers by lifecycle_mutex_, held here.
     w->os_tid_.store(0, std::memory_order_relaxed);
     auto t = detail::os_thread::start(

@@ -67,15 +67,13 @@ result<native_thread_handle> pool_core::native_handle(std::size_t worker) const 
   return (*w)->thread_.native_handle();
 }
 
-result<int> pool_core::worker_os_tid(std::size_t worker) const {
-  pool_worker* w = nullptr;
-  {
-    std::lock_guard lock(lifecycle_mutex_);
-    auto running = running_worker_locked(worker);
-    if (!running) return unexpected_error(running.error());
-    w = *running;
-  }
-  // The thread may be starting: its id appears in a moment.
+result<int> pool_core::worker_os_tid_locked(std::size_t worker) const {
+  auto running = running_worker_locked(worker);
+  if (!running) return unexpected_error(running.error());
+  const pool_worker* w = *running;
+  // The thread may be starting: its id appears in a moment. (An active
+  // worker with a thread passed launch()'s gate, which decides under this
+  // mutex, so the thread reaches worker_main().)
   for (;;) {
     const int tid = w->os_tid_.load(std::memory_order_acquire);  // pairs with the store in worker_main()
     if (tid != 0) return tid;
@@ -83,14 +81,20 @@ result<int> pool_core::worker_os_tid(std::size_t worker) const {
   }
 }
 
+// Both hold lifecycle_mutex_ from the check to the system call: a worker
+// that resize() retires, or stop() joins, needs it first, so the thread id
+// they act on is still the worker's (an id of an exited thread may already
+// name another process's thread).
 result<void> pool_core::set_affinity(std::size_t worker, std::span<const int> cpus) {
-  auto tid = worker_os_tid(worker);
+  std::lock_guard lock(lifecycle_mutex_);
+  auto tid = worker_os_tid_locked(worker);
   if (!tid) return unexpected_error(tid.error());
   return detail::set_thread_affinity(*tid, cpus);
 }
 
 result<void> pool_core::set_nice(std::size_t worker, int nice) {
-  auto tid = worker_os_tid(worker);
+  std::lock_guard lock(lifecycle_mutex_);
+  auto tid = worker_os_tid_locked(worker);
   if (!tid) return unexpected_error(tid.error());
   return detail::set_thread_nice(*tid, nice);
 }

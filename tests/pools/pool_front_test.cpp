@@ -484,6 +484,58 @@ TEST(PoolThreads, AffinityAndNiceApplyToTheWorkerThread) {
   EXPECT_EQ(no_worker.error().code(), ts::error_code::invalid_argument);
 }
 
+// set_nice() / set_affinity() while another thread grows and shrinks the
+// pool: each call acts on a worker that is running for its whole duration
+// (the worker's thread id is read and used under the pool's lifecycle
+// lock, so a retired worker's id - possibly another thread's by then - is
+// never used), or says the worker is not running; none waits for ever for
+// the id of a worker that a resize() has just started. A time budget, not
+// a count.
+TEST(PoolThreads, NiceAndAffinityWhileResizingActOnRunningWorkersOrRefuse) {
+  ts::thread_pool pool{1, ts::test::pool_opts("resized")};
+  std::atomic<bool> done{false};
+  std::thread resizer([&] {
+    while (!done.load(std::memory_order_acquire)) {  // pairs with the release store below
+      (void)pool.resize(3);
+      (void)pool.resize(1);
+    }
+  });
+  int first_cpu = 0;
+#if defined(__linux__)
+  first_cpu = ts::test::first_allowed_cpu();
+#endif
+  const int cpus[] = {first_cpu};
+  int applied = 0;
+  const auto until = std::chrono::steady_clock::now() + 300ms;
+  while (std::chrono::steady_clock::now() < until) {
+    for (std::size_t worker = 1; worker < 3; ++worker) {
+      auto n = pool.set_nice(worker, 0);
+      auto a = pool.set_affinity(worker, cpus);
+      for (const auto* r : {&n, &a}) {
+        if (*r) {
+          ++applied;
+        } else {
+          EXPECT_TRUE(r->error().code() == ts::error_code::invalid_argument ||
+                      r->error().code() == ts::error_code::not_supported)
+              << r->error().to_string();
+        }
+      }
+    }
+  }
+  done.store(true, std::memory_order_release);
+  resizer.join();
+  // Just after a resize() started a worker, its id is waited for (under the
+  // lock: the new thread needs no lock to publish it). Which slots are the
+  // two active ones depends on the resizes above.
+  ASSERT_TRUE(pool.resize(2));
+  int running = 0;
+  for (std::size_t worker = 0; worker < pool.get_workers().size(); ++worker) {
+    if (pool.set_nice(worker, 0)) ++running;
+  }
+  EXPECT_EQ(running, 2);
+  (void)applied;
+}
+
 // ---- regressions ---------------------------------------------------------------------
 
 TEST(PoolControlRegression, PauseCalledWhileStopDrainsDoesNotLoseJobs) {
