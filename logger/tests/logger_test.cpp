@@ -623,7 +623,7 @@ void expect_within_a_minute(const std::function<bool()>& done, const char* what)
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!done()) {
     if (std::chrono::steady_clock::now() > deadline) {
-      std::fprintf(stderr, "%s: deadlock\n", what);
+      std::fprintf(stderr, "%s: not within a minute (a deadlock)\n", what);
       std::_Exit(1);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -752,11 +752,17 @@ TEST(Logger, SinksStoppingEachOtherDoNotDeadlock) {
 
 // The other side of the rule: a sink forwarding into another logger whose
 // writer waits nowhere waits for room under `block` - nothing is dropped.
+// B's writer is held in its first record until A's forwarding has found
+// B's buffer full and waited (B's `blocked` count), so the wait is certain.
 TEST(Logger, ASinkForwardingIntoASlowLoggerWaitsForRoomUnderBlock) {
   constexpr int records = 500;
-  auto slow = std::make_shared<callback_sink>(
-      [](const log_entry&) { std::this_thread::sleep_for(std::chrono::microseconds(20)); });
-  logger b({slow}, options_with(4096, overflow_policy::block));
+  std::atomic<bool> release{false};
+  auto held = std::make_shared<callback_sink>([&release](const log_entry&) {
+    while (!release.load(std::memory_order_acquire)) {  // pairs with the release store below
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  });
+  logger b({held}, options_with(4096, overflow_policy::block));
   std::atomic<int> forwarded{0};
   const std::string payload(200, 'y');
   auto forwarding = std::make_shared<callback_sink>([&](const log_entry&) {
@@ -764,6 +770,8 @@ TEST(Logger, ASinkForwardingIntoASlowLoggerWaitsForRoomUnderBlock) {
   });
   logger a({forwarding}, options_with(1 << 20, overflow_policy::block));
   for (int i = 0; i < records; ++i) a.info("record {}", i);
+  expect_within_a_minute([&] { return b.statistics().blocked > 0; }, "the forwarding writer waiting for room");
+  release.store(true, std::memory_order_release);
   ASSERT_TRUE(a.flush());
   ASSERT_TRUE(b.flush());
   a.stop();
@@ -772,7 +780,6 @@ TEST(Logger, ASinkForwardingIntoASlowLoggerWaitsForRoomUnderBlock) {
   const logger_statistics sb = b.statistics();
   EXPECT_EQ(sb.accepted, static_cast<std::uint64_t>(records));
   EXPECT_EQ(sb.dropped, 0U);
-  EXPECT_GT(sb.blocked, 0U);  // the forwarding writer did wait for room
 }
 
 TEST(Logger, InvalidOptionsAreRefused) {
