@@ -3,10 +3,13 @@
 // pool_core.cpp, next to the core's push paths they inline.
 #include "thread_system/pools/pool_front.hpp"
 
+#include <cstdio>
+#include <exception>
 #include <new>
 
 #include "pool_core.hpp"
 #include "pool_timers.hpp"
+#include "thread_system/detail/os_thread.hpp"
 
 namespace thread_system::detail {
 
@@ -20,9 +23,42 @@ pool_front::pool_front(core_config config) try
   throw error_exception(out_of_memory_error().value);
 }
 
-pool_front::~pool_front() {
-  if (!core_->is_stopped()) (void)stop(stop_mode::drain);
+pool_front::~pool_front() { stop_for_destructor(); }
+
+void pool_front::stop_for_destructor() noexcept {
+  if (core_ == nullptr) return;  // handed to a thread of its own (below)
+  if (!core_->on_own_worker()) {
+    if (!core_->is_stopped()) (void)stop(stop_mode::drain);
+    retire_spawn_key();
+    return;
+  }
+  // On one of the pool's own workers: its last owner dropped it inside a
+  // job (a job that holds a shared_ptr to its pool). That worker cannot join
+  // itself, and this object is gone when the job goes on. Everything that
+  // refers to this object ends here - the timers (their runs call into it)
+  // and the spawn registry's entry (failure reports push through it) - and
+  // the core, which the worker still runs in, goes to a thread of its own
+  // that drains it (stop_mode::drain, as the destructor promises), joins its
+  // workers - this one after its job returns - and deletes it.
+  core_->begin_stop();
+  timers_->close_and_stop(stop_mode::drain);
   retire_spawn_key();
+  pool_core* const core = core_.get();
+  auto reaper = os_thread::start([core, destroy = core_.get_deleter()] {
+    try {
+      (void)core->stop(stop_mode::drain);
+    } catch (...) {  // (not on a worker: nothing to refuse; a handler's exception is the pool's to report)
+    }
+    destroy(core);
+  });
+  if (!reaper) {
+    // No thread for it (the system refused one): nothing can join this
+    // worker and nothing may outlive this object's memory.
+    std::fputs("thread_system: a pool destroyed on one of its own workers, and no thread to stop it on\n", stderr);
+    std::terminate();
+  }
+  (void)core_.release();  // the reaper owns it now
+  reaper->detach();
 }
 
 result<void> pool_front::start() {

@@ -217,6 +217,49 @@ TEST(ThreadPool, AnImpossibleBatchIsResourceExhaustedAndViewsAreNotMovedFrom) {
   EXPECT_EQ(count.load(std::memory_order_seq_cst), 5);  // seq_cst: pairs with the writers' RMW
 }
 
+// A job holding the last shared_ptr to its pool drops it (the seed
+// guides' pattern: a callback_job capturing the pool, then pool.reset()
+// outside): the pool is destroyed on its own worker. The destructor returns;
+// every job accepted still runs (drain); a timer still pending is cancelled,
+// not run. (The destructor's stop() threw invalid_argument out of the
+// destructor: std::terminate.)
+TEST(ThreadPool, TheLastOwnerMayDropThePoolInsideOneOfItsJobs) {
+  for (const bool typed : {false, true}) {
+    std::atomic<int> ran{0};
+    std::atomic<bool> destroyed{false};
+    std::atomic<bool> timer_ran{false};
+    std::latch go{1};
+    auto count = [&ran] { ran.fetch_add(1, std::memory_order_release); };  // pairs with the acquire below
+    auto last_owner = [&go, &destroyed](auto p) {
+      return [p = std::move(p), &go, &destroyed]() mutable {
+        go.wait();
+        p.reset();  // the last reference: the pool's destructor runs here, on its worker
+        destroyed.store(true, std::memory_order_release);  // pairs with the acquire below
+      };
+    };
+    if (typed) {
+      auto pool = std::make_shared<ts::typed_thread_pool_t<ts::job_types>>(2);
+      ASSERT_TRUE(pool->enqueue(ts::job_types::Batch, last_owner(pool)));
+      for (int i = 0; i < 100; ++i) ASSERT_TRUE(pool->enqueue(ts::job_types::Batch, count));
+      ASSERT_TRUE(
+          pool->schedule_after(ts::job_types::Batch, std::chrono::hours(1), [&timer_ran] { timer_ran = true; }));
+    } else {
+      auto pool = std::make_shared<ts::thread_pool>(2);
+      ASSERT_TRUE(pool->enqueue(std::make_unique<ts::callback_job>(last_owner(pool))));
+      for (int i = 0; i < 100; ++i) ASSERT_TRUE(pool->enqueue(count));
+      ASSERT_TRUE(pool->schedule_after(std::chrono::hours(1), [&timer_ran] { timer_ran = true; }));
+    }
+    go.count_down();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!destroyed.load(std::memory_order_acquire) || ran.load(std::memory_order_acquire) < 100) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << (typed ? "typed" : "thread_pool");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_EQ(ran.load(std::memory_order_acquire), 100);
+    EXPECT_FALSE(timer_ran.load());
+  }
+}
+
 // ---- refusals ------------------------------------------------------------
 
 TEST(ThreadPool, ZeroWorkersIsInvalidArgument) {

@@ -226,8 +226,15 @@ class pool_front {
   // Builds the core (not started). Throws error_exception: invalid_argument
   // for a bad backpressure setting, resource_exhausted out of memory.
   explicit pool_front(core_config config);
-  // stop(stop_mode::drain) unless stopped.
+  // stop_for_destructor().
   ~pool_front();
+  // For the pools' destructors: stop(stop_mode::drain) unless stopped, then
+  // retire_spawn_key(). On one of the pool's own workers (the last owner
+  // dropped the pool inside a job) the worker cannot join itself: the
+  // timers and the spawn key end here, and the core goes to a thread of its
+  // own that drains it, joins its workers and deletes it (see
+  // thread_pool.hpp). Idempotent.
+  void stop_for_destructor() noexcept;
 
   // Any job: onto this worker's deque when called from a worker of a pool
   // with local deques, else through the injector. `invalid_argument` for an

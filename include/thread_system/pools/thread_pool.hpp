@@ -100,9 +100,15 @@
 //     slot's job runs).
 //
 // Threading: all members may be called concurrently from any thread, except
-// that stop(), wait_idle() and the destructor must not be called from one of
-// this pool's own workers (they would wait for themselves; stop() and
-// wait_idle() throw `error_exception{invalid_argument}` if they are).
+// that stop() and wait_idle() must not be called from one of this pool's own
+// workers (they would wait for themselves; they throw
+// `error_exception{invalid_argument}` if they are). The destructor may run
+// on one (a job holding the last shared_ptr to its pool): it stops the
+// pool's timers, and a thread of the library's own then drains the pool
+// (stop_mode::drain: every accepted job still runs, this worker's after its
+// job returns), joins the workers and frees them; the destructor returns at
+// once. (At process exit that thread, like any detached one, may be cut
+// short.)
 //
 // Visibility: everything a job did is visible to a thread after wait_idle()
 // or stop() returns in that thread, and to whoever observes the job's future

@@ -70,9 +70,10 @@
 // without a worker (it adds universal workers and refuses a shrink that would
 // orphan a type).
 //
-// Threading: every member may be called from any thread, except that stop(),
-// wait_idle() and the destructor must not be called from one of this pool's
-// workers. Visibility as for thread_pool.
+// Threading: every member may be called from any thread, except that stop()
+// and wait_idle() must not be called from one of this pool's workers. The
+// destructor may run on one, as for thread_pool (the pool is drained and
+// freed by a thread of the library's own). Visibility as for thread_pool.
 #pragma once
 
 #include <atomic>
@@ -153,10 +154,7 @@ class typed_thread_pool_t : public detail::pool_front {
   typed_thread_pool_t& operator=(const typed_thread_pool_t&) = delete;
   /// stop(stop_mode::drain), while every member jobs may still use exists
   /// (and a spawned task's failure report: see coro/spawn.hpp).
-  ~typed_thread_pool_t() {
-    (void)stop(stop_mode::drain);
-    retire_spawn_key();
-  }
+  ~typed_thread_pool_t() { stop_for_destructor(); }
 
   // ---- configuration and workers --------------------------------------------
 
