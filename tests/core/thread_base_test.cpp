@@ -378,6 +378,7 @@ TEST(ThreadBase, RunsOnAThreadWithTheRequestedStackSize) {
 // object - a use after free - and the thread was never detached.)
 namespace {
 std::atomic<bool> g_self_destroyed_thread_ended{false};
+std::atomic<bool> g_self_destroying_started{false};
 struct thread_end_flag {
   ~thread_end_flag() { g_self_destroyed_thread_ended.store(true, std::memory_order_release); }  // pairs with the test
 };
@@ -390,6 +391,10 @@ class self_destroying : public ts::thread_base {
 
  protected:
   ts::result<void> do_work() override {
+    // Only once start() has returned on the test's thread (destroying the
+    // object while another thread is inside one of its members is outside
+    // the contract). acquire: pairs with the release store in the test.
+    if (!g_self_destroying_started.load(std::memory_order_acquire)) return {};
     thread_local thread_end_flag flag;  // set when this thread ends
     (void)flag;
     owner_->reset();  // the last reference: destroys this object, here
@@ -414,7 +419,8 @@ TEST(ThreadBase, AHookMayDestroyItsOwnObject) {
   // Woken by its interval (a wake() from here could still be inside the
   // object when the thread destroys it).
   raw->set_wake_interval(std::chrono::milliseconds(1));
-  ASSERT_TRUE(raw->start());  // do_work() then destroys the object on its thread
+  ASSERT_TRUE(raw->start());
+  g_self_destroying_started.store(true, std::memory_order_release);  // do_work() then destroys the object
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (!g_self_destroyed_thread_ended.load(std::memory_order_acquire)) {
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the thread did not end";
