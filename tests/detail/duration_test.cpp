@@ -113,6 +113,6 @@ TEST(Duration, OddPeriodsConvertExactlyWithoutOverflow) {
   EXPECT_GE(left, 1'000'000'000LL);
   EXPECT_LE(left, 2'000'000'000LL);
   EXPECT_EQ(d::ns_until(std::chrono::time_point<std::chrono::system_clock, sevenths>(sevenths(1)),
-                        std::chrono::system_clock::time_point(std::chrono::nanoseconds(0))),
+                        std::chrono::system_clock::time_point{}),
             142'857'143LL);  // rounded up: never a short wait
 }
