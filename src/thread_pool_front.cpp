@@ -68,7 +68,7 @@ thread_pool::thread_pool(std::size_t worker_count, pool_options options)
 // below) calls into this object as the timers drain, and so does a spawned
 // task's failure report until retire_spawn_key() returns.
 thread_pool::~thread_pool() {
-  stop_for_destructor();  // then retire_spawn_key(): a spawned task failing elsewhere may still push here
+  stop_for_destructor();  // its retire_spawn_key(): a spawned task failing elsewhere may still push here until then
 }
 
 std::size_t thread_pool::default_worker_count() noexcept {

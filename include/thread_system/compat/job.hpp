@@ -111,23 +111,19 @@ class callback_job final : public job {
     static_assert(std::is_same_v<returned, result<void>> || !detail::is_result_v<returned>,
                   "callback_job: a callback returning result<T> would lose its error; return result<void>");
     if (detail::is_empty_callable(callback)) return;  // empty std::function / null pointer: refused at enqueue
-    if constexpr (std::is_same_v<returned, result<void>> && std::is_copy_constructible_v<D>) {
-      callback_ = std::forward<F>(callback);
-    } else if constexpr (std::is_same_v<returned, result<void>>) {
-      // Move-only: held through a shared_ptr, as std::function needs a copyable target.
-      callback_ = [cb = std::make_shared<D>(std::forward<F>(callback))]() -> result<void> {
-        return detail::invoke(*cb);
-      };
-    } else if constexpr (std::is_copy_constructible_v<D>) {
-      callback_ = [cb = D(std::forward<F>(callback))]() mutable -> result<void> {
-        detail::invoke(cb);
+    // Its result as result<void> (a void callback's, or any other value's: success).
+    auto call = [](D& f) -> result<void> {
+      if constexpr (std::is_same_v<returned, result<void>>) {
+        return detail::invoke(f);
+      } else {
+        detail::invoke(f);
         return {};
-      };
-    } else {
-      callback_ = [cb = std::make_shared<D>(std::forward<F>(callback))]() -> result<void> {
-        detail::invoke(*cb);
-        return {};
-      };
+      }
+    };
+    if constexpr (std::is_copy_constructible_v<D>) {
+      callback_ = [cb = D(std::forward<F>(callback)), call]() mutable { return call(cb); };
+    } else {  // move-only: held through a shared_ptr, as std::function needs a copyable target
+      callback_ = [cb = std::make_shared<D>(std::forward<F>(callback)), call] { return call(*cb); };
     }
   }
 

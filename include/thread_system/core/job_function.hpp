@@ -103,13 +103,7 @@ class job_function {
   }
 
   /// Takes `other`'s callable and metadata; `other` becomes empty.
-  job_function(job_function&& other) noexcept : vtable_(other.vtable_), meta_(other.meta_) {
-    other.meta_ = 0;
-    if (vtable_ != nullptr) {
-      relocate_from(other);
-      other.vtable_ = nullptr;
-    }
-  }
+  job_function(job_function&& other) noexcept { take(other); }
 
   /// Takes `other`'s callable and metadata, then destroys the callable held
   /// before; `other` becomes empty. `other` may live inside the held callable

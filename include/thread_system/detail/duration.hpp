@@ -74,11 +74,10 @@ template <typename To, bool RoundUp, typename Rep, typename Period>
   const wide_int den = static_cast<wide_int>(r::den);
 #if defined(__SIZEOF_INT128__)
   wide_int q = n / den;
-  const wide_int rem = n - q * den;
 #else
   wide_int q = static_cast<wide_int>(static_cast<std::intmax_t>(n / den));  // truncated toward zero
-  const wide_int rem = n - q * den;
 #endif
+  const wide_int rem = n - q * den;
   if constexpr (RoundUp) {
     if (rem > 0) q += 1;
   } else {
