@@ -10,7 +10,10 @@
 // Helping has two costs a caller should know:
 //   * wait_for / wait_until on a worker check the deadline between helped
 //     jobs, not during one: they may return later than the deadline by the
-//     run time of the one job they were helping with when it passed.
+//     run time of the one job they were helping with when it passed - and,
+//     if pause() lands after they took that job but before it started, by
+//     the pause too: a paused pool starts no job (not even a helper's), so
+//     the helper holds the job until resume() or stop().
 //   * A helping wait runs other jobs on this thread's stack, one at a time
 //     (it takes single jobs, never batches, so it allocates nothing and
 //     cannot fail for lack of memory); a deep chain of nested helping waits

@@ -23,7 +23,10 @@
 //   * On one of a thread_pool's workers, wait() helps: it runs other jobs of
 //     that pool until the count is zero, so a job may enqueue children and
 //     wait for them even in a pool with one worker. Elsewhere it sleeps on
-//     a futex (no spinning).
+//     a futex (no spinning). A helping wait_for()/wait_until() checks its
+//     deadline between the jobs it runs, as future's does
+//     (scheduler/future.hpp): it may return late by the one job it was
+//     running, or by a pause() of the pool while it held a job not started.
 //   * The group may be reused once the count is zero. It may be destroyed
 //     as soon as wait() returns in every waiter, even if the last done() has
 //     not returned yet: done()'s last access to the object is its atomic
