@@ -227,7 +227,12 @@ result<void> rotating_file_sink::write(const log_entry& entry) {
       period_start_ += periods * options_.period;
     }
   }
-  if (options_.max_bytes != 0 && size_ != 0 && size_ + line.size() > options_.max_bytes) rotate_now = true;
+  // After a rotation that could not move the file away, the next try waits
+  // until the file has grown by another max_bytes (kept_bytes_: its size
+  // then), instead of renaming, closing and reopening on every write.
+  if (options_.max_bytes != 0 && size_ != 0 && size_ - kept_bytes_ + line.size() > options_.max_bytes) {
+    rotate_now = true;
+  }
   if (rotate_now) outcome = rotate();
   if (file_ == nullptr) {
     // A rotation closed the file and could not open it again (nor the old
@@ -273,12 +278,14 @@ result<void> rotating_file_sink::rotate() {
   file_ = *opened;
   if (active_moved) {
     size_ = 0;
+    kept_bytes_ = 0;
     ++rotations_;
     rotated_present_ = highest;
   } else {
     std::error_code ec;
     const auto existing = std::filesystem::file_size(options_.path, ec);
     size_ = ec ? 0 : existing;
+    kept_bytes_ = size_;
   }
   return outcome;
 }

@@ -332,6 +332,55 @@ TEST(RotatingFileSink, ARotationThatCannotReopenFailsWritesUntilItCan) {
   EXPECT_EQ(message_of(lines.back()), "back");
 }
 
+// A rotation that cannot rename app.log away (app.1.log is a directory here;
+// as root, permissions would not stop it) keeps appending to app.log and
+// reports the failure - but tries again only once the file has grown by
+// another max_bytes, not on every write (each try closes, renames and
+// reopens the file). Nothing is lost, and rotation resumes once it can.
+TEST(RotatingFileSink, AFailedRotationIsRetriedAfterAnotherMaxBytesNotOnEveryWrite) {
+  temp_dir dir;
+  rotating_file_options o;
+  o.path = dir.path() / "stuck.log";
+  o.max_bytes = 400;
+  o.max_files = 3;
+  auto created = rotating_file_sink::create(o);
+  ASSERT_TRUE(created);
+  auto sink = *created;
+  const fs::path blocker = dir.path() / "stuck.1.log";
+  fs::create_directory(blocker);
+  {
+    std::ofstream(blocker / "keep") << "x";  // a non-empty directory: rename onto it fails
+  }
+  const std::string line_text(60, 'a');
+  ASSERT_TRUE(write_one(*sink, line_text));
+  ASSERT_TRUE(sink->flush());
+  const auto line_bytes = fs::file_size(o.path);
+  ASSERT_GT(line_bytes, 60U);
+  constexpr int writes = 60;
+  int failed = 0;
+  for (int i = 0; i < writes; ++i) {
+    if (!write_one(*sink, fmt::format("{} {:02}", line_text, i))) ++failed;
+  }
+  ASSERT_TRUE(sink->flush());
+  EXPECT_EQ(sink->rotations(), 0U);
+  // Every line is in the file, none lost to the failing rotations.
+  EXPECT_EQ(read_lines(o.path).size(), static_cast<std::size_t>(writes) + 1);
+  // A try when the next line would take the file past another max_bytes:
+  // tries at least max_bytes - line_bytes apart, far from one per write
+  // (60 before).
+  const auto written = static_cast<int>(fs::file_size(o.path));
+  EXPECT_GE(failed, 2);
+  EXPECT_LE(failed, written / (400 - static_cast<int>(line_bytes)) + 1)
+      << "a failed rotation was retried on every write";
+  EXPECT_LT(failed, writes / 2);
+  fs::remove_all(blocker);
+  for (int i = 0; failed > 0 && i < 20 && sink->rotations() == 0; ++i) {
+    ASSERT_TRUE(write_one(*sink, line_text));
+  }
+  EXPECT_EQ(sink->rotations(), 1U);
+  EXPECT_TRUE(fs::exists(dir.path() / "stuck.1.log"));
+}
+
 TEST(RotatingFileSink, RotatesByTimeWithAnInjectedClock) {
   temp_dir dir;
   auto now = std::make_shared<std::atomic<std::int64_t>>(1'000'000);  // seconds

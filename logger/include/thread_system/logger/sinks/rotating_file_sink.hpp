@@ -24,7 +24,10 @@
 //
 // Failures: create() returns an error for a file that cannot be opened or an
 // invalid option (max_files == 0). A failed rename/reopen during rotation is
-// returned from write() (the logger counts it); when the new file cannot be
+// returned from write() (the logger counts it); when app.log could not be
+// renamed, the sink keeps appending to it and tries the size rotation again
+// once it has grown by another max_bytes (a time rotation: at the next
+// period), not on every write. When the new file cannot be
 // opened, the sink keeps writing to the old one, and when neither can (the
 // directory is gone), each write() tries to open it again and returns the
 // error until it can - a record it could not write is counted, never a
@@ -87,6 +90,7 @@ class rotating_file_sink final : public log_sink {
   rotating_file_options options_;
   std::FILE* file_ = nullptr;
   std::uint64_t size_ = 0;
+  std::uint64_t kept_bytes_ = 0;  // the file's size when a rotation could not move it away
   std::uint64_t rotations_ = 0;
   std::size_t rotated_present_ = 0;  // app.1.log .. app.N.log known to exist
   std::chrono::system_clock::time_point period_start_{};
