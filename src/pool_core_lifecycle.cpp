@@ -204,7 +204,7 @@ result<void> pool_core::launch(std::span<pool_worker* const> batch, BeforeGo bef
         },
         stack_size_);
     if (!t) {
-      refused = unexpected_error{t.error()};
+      refused = unexpected_error{std::move(t).error()};
       break;
     }
     w->thread_ = std::move(*t);

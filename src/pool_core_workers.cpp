@@ -63,13 +63,13 @@ result<pool_worker*> pool_core::running_worker_locked(std::size_t worker) const 
 result<native_thread_handle> pool_core::native_handle(std::size_t worker) const {
   std::lock_guard lock(lifecycle_mutex_);
   auto w = running_worker_locked(worker);
-  if (!w) return unexpected_error(w.error());
+  if (!w) return unexpected_error(std::move(w).error());
   return (*w)->thread_.native_handle();
 }
 
 result<int> pool_core::worker_os_tid_locked(std::size_t worker) const {
   auto running = running_worker_locked(worker);
-  if (!running) return unexpected_error(running.error());
+  if (!running) return unexpected_error(std::move(running).error());
   const pool_worker* w = *running;
   // The thread may be starting: its id appears in a moment. (An active
   // worker with a thread passed launch()'s gate, which decides under this
@@ -88,14 +88,14 @@ result<int> pool_core::worker_os_tid_locked(std::size_t worker) const {
 result<void> pool_core::set_affinity(std::size_t worker, std::span<const int> cpus) {
   std::lock_guard lock(lifecycle_mutex_);
   auto tid = worker_os_tid_locked(worker);
-  if (!tid) return unexpected_error(tid.error());
+  if (!tid) return unexpected_error(std::move(tid).error());
   return detail::set_thread_affinity(*tid, cpus);
 }
 
 result<void> pool_core::set_nice(std::size_t worker, int nice) {
   std::lock_guard lock(lifecycle_mutex_);
   auto tid = worker_os_tid_locked(worker);
-  if (!tid) return unexpected_error(tid.error());
+  if (!tid) return unexpected_error(std::move(tid).error());
   return detail::set_thread_nice(*tid, nice);
 }
 

@@ -30,7 +30,7 @@ result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<thread_worke
 
 result<void> thread_pool::enqueue(std::unique_ptr<job> j) {
   auto fn = job::to_job_function(std::move(j), "thread_pool::enqueue");
-  if (!fn) return unexpected_error(fn.error());
+  if (!fn) return unexpected_error{std::move(fn).error()};  // moved: a copy could fail for memory
   return push_one(std::move(*fn));
 }
 
@@ -45,8 +45,8 @@ result<void> thread_pool::enqueue_batch(std::vector<std::unique_ptr<job>> jobs) 
   // batch, and every job in it, is dropped with `jobs`).
   for (auto& j : jobs) {
     auto fn = job::to_job_function(std::move(j), "thread_pool::enqueue_batch");
-    if (!fn) return unexpected_error(fn.error());
-    batch.push_back(std::move(*fn));  // reserved above: no allocation
+    if (!fn) return unexpected_error{std::move(fn).error()};  // moved: a copy could fail for memory
+    batch.push_back(std::move(*fn));                          // reserved above: no allocation
   }
   return push_batch(batch);
 }

@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <coroutine>
 #include <cstdlib>
 #include <new>
 #include <optional>
@@ -43,6 +44,10 @@ thread_local bool t_fail_array_new = false;
 thread_local std::size_t t_fail_new_of_size = 0;
 // When set, every allocation of this thread fails, the error message's too.
 thread_local bool t_fail_all_new = false;
+// When non-zero, this thread's t_fail_nth_new-th single-object allocation
+// from now fails (once): a sweep over k finds a path that survives the
+// first failure but not a later one.
+thread_local int t_fail_nth_new = 0;
 }  // namespace
 
 // Replacements of the global allocation functions (counting, then malloc).
@@ -54,6 +59,7 @@ thread_local bool t_fail_all_new = false;
 #endif
 void* operator new(std::size_t n) {
   if (t_fail_all_new || (t_fail_new_of_size != 0 && n == t_fail_new_of_size)) throw std::bad_alloc();
+  if (t_fail_nth_new != 0 && --t_fail_nth_new == 0) throw std::bad_alloc();
   g_allocations.fetch_add(1, std::memory_order_relaxed);  // a count, no ordering needed
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
@@ -601,6 +607,91 @@ TEST(Allocation, SeedTypedAndServiceRefusalsKeepTheirCodeWhenNoMemoryIsLeft) {
   EXPECT_EQ(refusal_with_no_memory([&] { return typed.set_queue(ts::pool_queue::mutex); }), std::nullopt);
   EXPECT_EQ(refusal_with_no_memory([&] { return registry.resolve<absent_service>(); }), error_code::not_found);
   typed.wait_idle();
+}
+
+// The seed-style refusals copied the refusal's error (its message) out of
+// the conversion's result outside any out-of-memory guard: with the k-th
+// allocation failing, std::bad_alloc escaped enqueue() for some k. Every k
+// now gets a result with the refusal's code (or resource_exhausted).
+TEST(Allocation, SeedRefusalsSurviveAFailureAtAnyAllocation) {
+  using ts::error_code;
+  ts::thread_pool pool{1};
+  ts::typed_thread_pool_t<ts::job_types> typed{1};
+  // prepare() makes the call's argument with memory; call(arg) is swept.
+  auto sweep = [](const char* what, auto prepare, auto call) {
+    for (int k = 1; k <= 16; ++k) {
+      auto arg = prepare();
+      t_fail_nth_new = k;
+      try {
+        const auto r = call(std::move(arg));
+        t_fail_nth_new = 0;
+        ASSERT_FALSE(r) << what << ", failing allocation " << k;
+        EXPECT_TRUE(r.error().code() == error_code::invalid_argument ||
+                    r.error().code() == error_code::resource_exhausted)
+            << what << ", failing allocation " << k << ": " << r.error().message();
+      } catch (const std::exception& e) {
+        t_fail_nth_new = 0;
+        ADD_FAILURE() << what << ", failing allocation " << k << ": threw " << e.what();
+      }
+    }
+    t_fail_nth_new = 0;
+  };
+  auto no_job = [] { return std::unique_ptr<ts::job>{}; };
+  sweep("thread_pool::enqueue(null job)", no_job,
+        [&](std::unique_ptr<ts::job> j) { return pool.enqueue(std::move(j)); });
+  sweep(
+      "thread_pool::enqueue_batch({null job})",
+      [] {
+        std::vector<std::unique_ptr<ts::job>> jobs;
+        jobs.emplace_back();
+        return jobs;
+      },
+      [&](std::vector<std::unique_ptr<ts::job>> jobs) { return pool.enqueue_batch(std::move(jobs)); });
+  sweep(
+      "typed_thread_pool::enqueue(null typed job)", [] { return std::unique_ptr<ts::typed_job>{}; },
+      [&](std::unique_ptr<ts::typed_job> j) { return typed.enqueue(std::move(j)); });
+  typed.wait_idle();
+}
+
+// A coroutine that is not a task<T> sleeping on a pool whose stop discards
+// the sleep's run: the discard (noexcept) built its error message, and with
+// no memory for it std::bad_alloc left a noexcept function (terminate). The
+// co_await now throws `cancelled` (message or not).
+namespace {
+struct detached_coroutine {
+  struct promise_type {
+    detached_coroutine get_return_object() noexcept { return {}; }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { std::abort(); }
+  };
+};
+
+detached_coroutine sleep_then_record(ts::thread_pool& pool, std::atomic<int>& outcome) {
+  try {
+    co_await pool.sleep_for(std::chrono::milliseconds(1));
+    outcome.store(1, std::memory_order_release);  // pairs with the test's acquire load
+  } catch (const ts::error_exception& e) {
+    outcome.store(e.code() == ts::error_code::cancelled ? 2 : 3, std::memory_order_release);  // as above
+  }
+}
+}  // namespace
+
+TEST(Allocation, ASleepDiscardedByStopWithNoMemoryForItsMessageThrowsCancelled) {
+  ts::thread_pool pool{1};
+  pool.pause();  // the sleep's run is queued when it fires, and stays queued
+  std::atomic<int> outcome{0};
+  sleep_then_record(pool, outcome);
+  // Until the timer has handed the run to the pool (no time limit here: the
+  // test binary's watchdog bounds it).
+  while (pool.get_statistics().accepted == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // stop(cancel_pending) discards the queued run on this thread; the
+  // message "sleep discarded by the pool (stopping)" is 38 chars + NUL.
+  t_fail_new_of_size = 39;
+  (void)pool.stop(ts::stop_mode::cancel_pending);
+  t_fail_new_of_size = 0;
+  EXPECT_EQ(outcome.load(std::memory_order_acquire), 2);  // pairs with the coroutine's release store
 }
 
 // Entry points that refuse by throwing throw error_exception with their code

@@ -35,6 +35,25 @@ TEST(Result, HoldsErrorWithCodeAndMessage) {
   EXPECT_EQ(r.value_or(3), 3);
 }
 
+// error() on an rvalue hands the error over to be moved from: passing a
+// refusal on (unexpected_error{std::move(r).error()}) copies no message.
+TEST(Result, AnRvalueResultsErrorIsMovedOut) {
+  auto r = parse_positive(-12345678);
+  const std::string text = r.error().message();
+  const char* buffer = r.error().message().data();  // long enough to live on the heap
+  ts::result<void> passed = ts::unexpected_error{std::move(r).error()};
+  ASSERT_FALSE(passed);
+  EXPECT_EQ(passed.error().code(), ts::error_code::invalid_argument);
+  EXPECT_EQ(passed.error().message(), text);
+  EXPECT_EQ(passed.error().message().data(), buffer) << "the message was copied, not moved";
+  ts::result<void> v = ts::make_error(ts::error_code::timeout, "a void result's error, long enough for the heap");
+  const char* v_buffer = v.error().message().data();
+  ts::result<int> passed_int = ts::unexpected_error{std::move(v).error()};
+  ASSERT_FALSE(passed_int);
+  EXPECT_EQ(passed_int.error().code(), ts::error_code::timeout);
+  EXPECT_EQ(passed_int.error().message().data(), v_buffer);
+}
+
 TEST(Result, ValueOnErrorThrowsErrorException) {
   auto r = parse_positive(0);
   try {

@@ -246,6 +246,10 @@ class [[nodiscard]] result {
   [[nodiscard]] const thread_system::error& get_error() const& { return std::get<1>(storage_); }
   /// Same as get_error().
   [[nodiscard]] const thread_system::error& error() const& { return get_error(); }
+  /// The error, to be moved from (`unexpected_error{std::move(r).error()}`
+  /// passes it on without copying its message, so without allocating);
+  /// throws `std::bad_variant_access` if this holds a value.
+  [[nodiscard]] thread_system::error&& error() && { return std::get<1>(std::move(storage_)); }
 
   /// A copy of the value, or `fallback` converted to `T` if this holds an error.
   template <typename U>
@@ -311,6 +315,13 @@ class [[nodiscard]] result<void> {
   }
   /// Same as get_error().
   [[nodiscard]] const thread_system::error& error() const& noexcept { return get_error(); }
+  /// The error, to be moved from (passed on without copying its message).
+  /// Precondition: `!has_value()` (asserted, as get_error()).
+  [[nodiscard]] thread_system::error&& error() && noexcept {
+    assert(error_.has_value());
+    if (!error_) error_.emplace();  // a success: an empty error with code `ok`, as get_error()
+    return std::move(*error_);
+  }
 
  private:
   std::optional<thread_system::error> error_;

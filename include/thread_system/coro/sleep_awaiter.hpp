@@ -232,7 +232,8 @@ class sleep_awaiter {
       if (promise_ != nullptr) {
         abandon(promise_);
       } else {
-        error_ = error{error_code::cancelled, "sleep discarded by the pool (stopping)"};
+        // Without throwing (noexcept here): out of memory, the code alone.
+        error_ = make_error(error_code::cancelled, "sleep discarded by the pool (stopping)").value;
         resume_loop_reporting(handle_, &discarding);
       }
     } else if (r == claim_result::token_handoff) {

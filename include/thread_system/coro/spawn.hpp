@@ -133,7 +133,7 @@ template <typename Pool>
 result<void> spawn_on(Pool& pool, resume_target target, cancellation_token token, task<void> t) {
   if (!t.startable()) return make_error(error_code::invalid_argument, "spawn() of an empty or finished task");
   const result<std::uint64_t> key = coro_access::spawn_key(pool);
-  if (!key) return unexpected_error{key.error()};
+  if (!key) return unexpected_error{std::move(key).error()};
   spawn_root* root = nullptr;
   try {
     root = new spawn_root(std::move(t), std::move(token), target, *key);

@@ -130,7 +130,7 @@ class job_type_ranks {
     std::uint64_t mask = 0;
     for (T t : types) {
       auto rank = rank_of(t, pool);
-      if (!rank) return unexpected_error{rank.error()};
+      if (!rank) return unexpected_error{std::move(rank).error()};
       mask |= std::uint64_t{1} << *rank;
     }
     return mask;

@@ -236,7 +236,7 @@ class typed_thread_pool_t : public detail::pool_front {
       std::size_t rank = served_rank(type);
       if (rank == max_types) {  // the refusal (or a worker added since)
         auto r = routable_rank(type);
-        if (!r) return unexpected_error{r.error()};
+        if (!r) return unexpected_error{std::move(r).error()};
         rank = *r;
       }
       return push_rank(rank, std::move(fn));
@@ -248,7 +248,7 @@ class typed_thread_pool_t : public detail::pool_front {
   result<void> enqueue(std::unique_ptr<typed_job_t<T>> j) {
     const T type = j ? j->type() : T{};
     auto fn = typed_job_t<T>::to_job_function(std::move(j), "typed_thread_pool::enqueue");
-    if (!fn) return unexpected_error{fn.error()};
+    if (!fn) return unexpected_error{std::move(fn).error()};  // moved: a copy could fail for memory
     return enqueue(type, std::move(*fn));
   }
 
@@ -262,7 +262,7 @@ class typed_thread_pool_t : public detail::pool_front {
   template <typename R>
   result<void> enqueue_range(T type, R&& callables) {
     auto rank = routable_rank(type);
-    if (!rank) return unexpected_error{rank.error()};
+    if (!rank) return unexpected_error{std::move(rank).error()};
     std::vector<job_function> batch = detail::to_job_batch(std::forward<R>(callables));
     for (const auto& fn : batch) {
       if (!fn) return make_error(error_code::invalid_argument, "typed_thread_pool::enqueue_batch: empty job in batch");
@@ -446,7 +446,7 @@ class typed_thread_pool_t : public detail::pool_front {
         return make_error(error_code::invalid_argument, "typed_thread_pool: the worker already belongs to a pool");
       }
       auto mask = ranks_.mask_of(w->responsibilities_, get_name());
-      if (!mask) return unexpected_error{mask.error()};
+      if (!mask) return unexpected_error{std::move(mask).error()};
       masks.push_back(*mask);
     }
     std::vector<std::unique_ptr<thread_worker>> base;
@@ -525,7 +525,7 @@ class typed_thread_pool_t : public detail::pool_front {
   result<timer_handle> with_timers(T type, Build&& build) {
     return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
       auto rank = routable_rank(type);
-      if (!rank) return unexpected_error{rank.error()};
+      if (!rank) return unexpected_error{std::move(rank).error()};
       return add_timer(
           "typed_thread_pool", [this](job_function&& fn, timer_route r) { return push_rank(r.id, std::move(fn)); },
           build(timer_route{static_cast<std::uint32_t>(*rank)}));

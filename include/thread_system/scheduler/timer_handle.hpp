@@ -246,7 +246,7 @@ template <typename F>
 template <typename Rep, typename Period, typename F>
 [[nodiscard]] built_timer timer_after(timer_route route, std::chrono::duration<Rep, Period> delay, F&& f) {
   return refuse_if_out_of_memory([&]() -> built_timer {
-    if (auto r = check_timer_delay(delay, "delay"); !r) return unexpected_error{r.error()};
+    if (auto r = check_timer_delay(delay, "delay"); !r) return unexpected_error{std::move(r).error()};
     return make_timer(route, timer_due_after(delay), std::chrono::steady_clock::duration::zero(), std::forward<F>(f));
   });
 }
@@ -296,7 +296,7 @@ template <typename Rep1, typename Period1, typename Rep2, typename Period2, type
     if (p <= clock::duration::zero()) {
       return make_error(error_code::invalid_argument, "timer_queue: the period rounds to zero");
     }
-    if (auto r = check_timer_delay(initial_delay, "initial delay"); !r) return unexpected_error{r.error()};
+    if (auto r = check_timer_delay(initial_delay, "initial delay"); !r) return unexpected_error{std::move(r).error()};
     return make_timer(route, timer_due_after(initial_delay), p, std::forward<F>(f));
   });
 }

@@ -195,7 +195,7 @@ class timer_queue {
 
   // Queues a built timer; its refusal otherwise (pool_stopped once stopped).
   result<timer_handle> add_built(detail::built_timer&& timer) {
-    if (!timer) return unexpected_error{timer.error()};
+    if (!timer) return unexpected_error{std::move(timer).error()};
     return add(std::move(*timer));
   }
   result<timer_handle> add(std::shared_ptr<detail::timer_entry> e);
