@@ -45,6 +45,9 @@ struct worker_context {
   pool_worker* worker = nullptr;
 };
 thread_local worker_context tl_context;
+// The pool whose discarded job's user code runs on this thread (see
+// pool_core::discard_scope), or null.
+thread_local const pool_core* tl_discarding = nullptr;
 
 // Every this many jobs a worker looks at the injector before its own deque,
 // so external submissions are never starved by a worker that keeps
@@ -802,6 +805,26 @@ void pool_core::run_left_behind(std::span<job_function> batch) {
 }
 
 bool pool_core::on_own_worker() const noexcept { return tl_context.pool == this; }
+
+pool_core::discard_scope::discard_scope(const pool_core* core) noexcept : outer_(tl_discarding) {
+  tl_discarding = core;
+}
+
+pool_core::discard_scope::~discard_scope() { tl_discarding = outer_; }
+
+bool pool_core::discarding_on_this_thread() const noexcept { return tl_discarding == this; }
+
+const char* pool_core::refusal_on_this_thread(bool stop) const noexcept {
+  if (on_own_worker()) {
+    return stop ? "thread_pool::stop() called from one of the pool's own workers"
+                : "thread_pool::wait_idle() called from one of the pool's own workers";
+  }
+  if (discarding_on_this_thread()) {
+    return stop ? "thread_pool::stop() called from a job the pool is discarding on this thread"
+                : "thread_pool::wait_idle() called from a job the pool is discarding on this thread";
+  }
+  return nullptr;
+}
 
 bool pool_core::nothing_left_to_steal_from_caller() const noexcept {
   if (tl_context.pool == this) {

@@ -134,12 +134,14 @@ class pool_core {
   template <typename Push>
   result<void> push_bounded(std::span<job_function> fns, Push&& push) {
     bool ran_inline = false;
-    if (auto r = acquire_room(fns, ran_inline); !r) return r;
+    std::size_t without_room = 0;
+    if (auto r = acquire_room(fns, ran_inline, without_room); !r) return r;
     if (ran_inline) return {};
-    for (auto& fn : fns) fn.set_tag(static_cast<std::uint8_t>(fn.tag() | bounded_tag));
+    const std::span<job_function> holding = fns.first(fns.size() - without_room);
+    for (auto& fn : holding) fn.set_tag(static_cast<std::uint8_t>(fn.tag() | bounded_tag));
     auto give_back = [&] {
-      for (auto& fn : fns) fn.set_tag(static_cast<std::uint8_t>(fn.tag() & ~bounded_tag));
-      release_room(fns.size());
+      for (auto& fn : holding) fn.set_tag(static_cast<std::uint8_t>(fn.tag() & ~bounded_tag));
+      if (!holding.empty()) release_room(holding.size());
     };
     result<void> r;
     try {
@@ -151,7 +153,9 @@ class pool_core {
     if (!r) give_back();
     return r;
   }
-  result<void> acquire_room(std::span<job_function> fns, bool& ran_inline);
+  // `without_room`: how many of `fns` take the place of dropped jobs that
+  // held no room (drop_oldest), so are queued without room themselves.
+  result<void> acquire_room(std::span<job_function> fns, bool& ran_inline, std::size_t& without_room);
   // The refusal of a pool that is stopping or stopped (never throws).
   [[nodiscard]] unexpected_error stopped_error() const noexcept {
     return make_error_nothrow(error_code::pool_stopped, [&] { return "thread_pool '" + name_ + "' is stopped"; });
@@ -169,7 +173,10 @@ class pool_core {
   [[nodiscard]] result<pool_worker*> running_worker_locked(std::size_t worker) const;
   [[nodiscard]] bool try_reserve(std::size_t n) noexcept;
   void release_room(std::size_t n) noexcept;
-  [[nodiscard]] bool drop_oldest_queued();
+  // What dropping the oldest queued job did: nothing was queued, it freed
+  // room, or it dropped a job that held none (one a worker submitted).
+  enum class dropped { none, room, no_room };
+  [[nodiscard]] dropped drop_oldest_queued();
   void run_on_caller(job_function& fn);
   void wait_while_paused() noexcept;
   // Runs `fn`, reports an escaping exception, destroys the callable.
@@ -254,6 +261,25 @@ class pool_core {
   }
   [[nodiscard]] bool idle_now() const noexcept;
   [[nodiscard]] bool on_own_worker() const noexcept;
+  // A discarded job's user code (its cancel hook, its callable's destructor,
+  // a coroutine its cancellation resumes) runs inside a discard_scope on the
+  // discarding thread - stop()'s caller (cancel_pending) or a drop_oldest
+  // producer. There wait_idle() and stop() are refused with invalid_argument
+  // (as on a worker), instead of waiting for the job being discarded.
+  class discard_scope {
+   public:
+    explicit discard_scope(const pool_core* core) noexcept;
+    ~discard_scope();
+    discard_scope(const discard_scope&) = delete;
+    discard_scope& operator=(const discard_scope&) = delete;
+
+   private:
+    const pool_core* outer_;
+  };
+  [[nodiscard]] bool discarding_on_this_thread() const noexcept;
+  // on_own_worker() or discarding_on_this_thread(): the message of the
+  // invalid_argument that `what` (wait_idle/stop) throws there, or null.
+  [[nodiscard]] const char* refusal_on_this_thread(bool stop) const noexcept;
   [[nodiscard]] bool nothing_left_to_steal_from_caller() const noexcept;  // see nothing_left_to_steal()
   [[nodiscard]] std::uint64_t cancel_queued() noexcept;
   [[nodiscard]] stop_report make_report() const;

@@ -76,9 +76,8 @@ bool pool_core::idle_now() const noexcept {
 }
 
 void pool_core::wait_idle() {
-  if (on_own_worker()) {
-    throw error_exception(
-        error{error_code::invalid_argument, "thread_pool::wait_idle() called from one of the pool's own workers"});
+  if (const char* refusal = refusal_on_this_thread(/*stop=*/false)) {
+    throw error_exception(error{error_code::invalid_argument, refusal});
   }
   if (state_.load(std::memory_order_acquire) == state::created) return;  // nothing can run yet
   for (;;) {

@@ -42,18 +42,28 @@ void pool_core::release_room(std::size_t n) noexcept {
   }
 }
 
-bool pool_core::drop_oldest_queued() {
+pool_core::dropped pool_core::drop_oldest_queued() {
   const failure_sink_scope sink(as_failure_sink());
   std::array<job_function, 1> oldest;
-  if (queue_->pop_victim(oldest) == 0) return false;
+  if (queue_->pop_victim(oldest) == 0) return dropped::none;
   const std::uint8_t tag = oldest[0].tag();
-  oldest[0].cancel("job dropped by backpressure::drop_oldest to make room");
-  oldest[0].reset();
+  // Its room is free as it leaves the queue - before its own code runs, so
+  // that code may submit to this pool (it finds the room) without waiting
+  // for itself.
+  const bool held_room = (tag & bounded_tag) != 0;
+  if (held_room) release_room(1);
   queue_->note_cancelled(tag);
-  if ((tag & bounded_tag) != 0) release_room(1);
-  // release: pairs with the acquire in idle_now(); the victim counts as finished.
+  {
+    // Its cancel hook and destructor: wait_idle() and stop() are refused
+    // there (it is not finished yet; see discard_scope).
+    const discard_scope discarding(this);
+    oldest[0].cancel("job dropped by backpressure::drop_oldest to make room");
+    oldest[0].reset();
+  }
+  // release: pairs with the acquire in idle_now(); the victim counts as
+  // finished once its own code has run.
   dropped_.fetch_add(1, std::memory_order_release);
-  return true;
+  return held_room ? dropped::room : dropped::no_room;
 }
 
 void pool_core::run_on_caller(job_function& fn) {
@@ -68,7 +78,7 @@ void pool_core::run_on_caller(job_function& fn) {
   caller_ran_.fetch_add(1, std::memory_order_relaxed);  // statistics only
 }
 
-result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inline) {
+result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inline, std::size_t& without_room) {
   const std::size_t n = fns.size();
   if (n > bounds_.capacity) {
     return make_error_nothrow(error_code::invalid_argument, [&] {
@@ -85,8 +95,14 @@ result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inli
     // state below; the check follows prepare_wait() on the blocking path.
     return stop_requested_.load(std::memory_order_seq_cst) || stop_begun();
   };
+  // drop_oldest: jobs of `fns` that take the places of dropped jobs that
+  // held no room (a worker's submissions) - one job dropped per job queued.
+  std::size_t in_dropped_places = 0;
   for (;;) {
-    if (try_reserve(n)) return {};
+    if (in_dropped_places == n || try_reserve(n - in_dropped_places)) {
+      without_room = in_dropped_places;
+      return {};
+    }
     if (stopped()) return stopped_error();
     switch (policy) {
       case backpressure::policy::reject:
@@ -108,9 +124,18 @@ result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inli
         ran_inline = true;
         return {};
       case backpressure::policy::drop_oldest:
-        // The oldest may already be on a worker's way to running (taken from
-        // the queue, not yet started): then its room frees in a moment.
-        if (!drop_oldest_queued()) std::this_thread::yield();
+        switch (drop_oldest_queued()) {
+          case dropped::none:
+            // The oldest may already be on a worker's way to running (taken
+            // from the queue, not yet started): then its room frees in a moment.
+            std::this_thread::yield();
+            break;
+          case dropped::no_room:
+            ++in_dropped_places;  // one of `fns` takes its place, without room
+            break;
+          case dropped::room:
+            break;
+        }
         continue;
       case backpressure::policy::block:
       case backpressure::policy::block_for: {

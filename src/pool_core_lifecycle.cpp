@@ -408,19 +408,22 @@ std::uint64_t pool_core::cancel_queued() noexcept {
     if (got == 0) return n;
     for (std::size_t i = 0; i < got; ++i) {
       const std::uint8_t tag = local[i].tag();
+      if ((tag & bounded_tag) != 0) release_room(1);  // it left the queue
+      queue_->note_cancelled(tag);
+      // The job's own code (its cancel hook, its destructor): wait_idle()
+      // and stop() are refused there instead of waiting for it (and stop()
+      // for stop_mutex_, which this thread holds).
+      const discard_scope discarding(this);
       local[i].cancel();
       local[i].reset();
-      queue_->note_cancelled(tag);
-      if ((tag & bounded_tag) != 0) release_room(1);
     }
     n += got;
   }
 }
 
 stop_report pool_core::stop(stop_mode mode) {
-  if (on_own_worker()) {
-    throw error_exception(
-        error{error_code::invalid_argument, "thread_pool::stop() called from one of the pool's own workers"});
+  if (const char* refusal = refusal_on_this_thread(/*stop=*/true)) {
+    throw error_exception(error{error_code::invalid_argument, refusal});
   }
   // (The front stopped the pool's timers before: pool_front::stop().)
   std::lock_guard stop_lock(stop_mutex_);

@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "../support/test_support.hpp"
@@ -651,5 +652,156 @@ TEST(PoolBackpressure, TypedCallerRunsJobsCountPerType) {
     EXPECT_EQ(t.executed, 5U);
     EXPECT_EQ(t.failed, 1U);
     EXPECT_EQ(t.accepted, t.executed + t.cancelled);
+  }
+}
+
+// ---- a discarded job's own code on the discarding thread ----------------------
+
+namespace {
+// Its destructor submits a follow-up job to the pool when it never ran
+// (dropped or cancelled); `armed` moves with the job.
+struct resubmits_when_dropped {
+  ts::thread_pool* pool;
+  std::atomic<int>* followups_ran;
+  bool armed = true;
+  bool ran = false;
+  resubmits_when_dropped(ts::thread_pool* p, std::atomic<int>* f) : pool(p), followups_ran(f) {}
+  resubmits_when_dropped(resubmits_when_dropped&& o) noexcept
+      : pool(o.pool), followups_ran(o.followups_ran), armed(std::exchange(o.armed, false)), ran(o.ran) {}
+  resubmits_when_dropped& operator=(resubmits_when_dropped&&) = delete;
+  resubmits_when_dropped(const resubmits_when_dropped&) = delete;
+  resubmits_when_dropped& operator=(const resubmits_when_dropped&) = delete;
+  void operator()() { ran = true; }
+  ~resubmits_when_dropped() {
+    if (armed && !ran) {
+      (void)pool->enqueue(
+          [f = followups_ran] { f->fetch_add(1, std::memory_order_relaxed); });  // read after wait_idle()
+    }
+  }
+};
+
+// Its cancel hook calls wait_idle() and stop() on its own pool and records
+// what each threw (ok: returned).
+struct calls_back_when_cancelled {
+  ts::thread_pool* pool;
+  ts::error_code* wait_idle_code;
+  ts::error_code* stop_code;
+  void operator()() {}
+  void cancel() noexcept {
+    *wait_idle_code = ts::error_code::ok;
+    *stop_code = ts::error_code::ok;
+    try {
+      pool->wait_idle();
+    } catch (const ts::error_exception& e) {
+      *wait_idle_code = e.code();
+    }
+    try {
+      (void)pool->stop();
+    } catch (const ts::error_exception& e) {
+      *stop_code = e.code();
+    }
+  }
+};
+}  // namespace
+
+// A drop_oldest victim's destructor, run on the submitting thread, submits
+// to the same full pool: the victim held its room until its own code had
+// returned, so that submission found neither room nor a job to drop and
+// the thread yielded for ever. Its room is free first now.
+TEST(PoolBackpressure, ADropOldestVictimsDestructorMaySubmitToThePool) {
+  ts::thread_pool pool{1, bounded(ts::backpressure::drop_oldest(1))};
+  std::atomic<int> followups_ran{0};
+  std::atomic<bool> new_job_ran{false};
+  {
+    ts::test::held_worker held(pool);
+    ASSERT_TRUE(pool.enqueue(resubmits_when_dropped(&pool, &followups_ran)));
+    // Full: drops the victim, whose destructor submits a follow-up (queued in
+    // the victim's room); still full, so that follow-up is dropped in turn.
+    ASSERT_TRUE(pool.enqueue([&new_job_ran] { new_job_ran.store(true, std::memory_order_relaxed); }));
+    held.release();
+    pool.wait_idle();
+  }
+  EXPECT_TRUE(new_job_ran.load(std::memory_order_relaxed));  // after wait_idle()
+  const auto s = pool.get_statistics();
+  EXPECT_EQ(s.dropped, 2U);
+  EXPECT_EQ(s.accepted, 4U);  // the holding job, the victim, its follow-up, the new job
+  EXPECT_EQ(s.executed, 2U);
+  EXPECT_EQ(followups_ran.load(std::memory_order_relaxed), 0);
+}
+
+// wait_idle() and stop() from a drop_oldest victim's cancel hook (on the
+// submitting thread) waited for the victim itself: refused now.
+TEST(PoolBackpressure, WaitIdleAndStopFromADropOldestVictimsHookAreRefused) {
+  ts::thread_pool pool{1, bounded(ts::backpressure::drop_oldest(1))};
+  ts::error_code wait_idle_code = ts::error_code::ok;
+  ts::error_code stop_code = ts::error_code::ok;
+  {
+    ts::test::held_worker held(pool);
+    ASSERT_TRUE(pool.enqueue(calls_back_when_cancelled{&pool, &wait_idle_code, &stop_code}));
+    ASSERT_TRUE(pool.enqueue([] {}));  // full: drops the victim
+    held.release();
+    pool.wait_idle();
+  }
+  EXPECT_EQ(wait_idle_code, ts::error_code::invalid_argument);
+  EXPECT_EQ(stop_code, ts::error_code::invalid_argument);
+  EXPECT_TRUE(pool.is_running());
+  EXPECT_EQ(pool.get_statistics().dropped, 1U);
+}
+
+// The same from a job that stop(cancel_pending) discards on its calling
+// thread: wait_idle() waited for it, stop() locked the mutex its own stop()
+// held. Refused now, and the stop completes.
+TEST(PoolBackpressure, WaitIdleAndStopFromAJobStopCancelsAreRefused) {
+  ts::thread_pool pool{1, ts::test::pool_opts("cancel-hook")};
+  ts::error_code wait_idle_code = ts::error_code::ok;
+  ts::error_code stop_code = ts::error_code::ok;
+  pool.pause();  // the job stays queued until stop() discards it
+  ASSERT_TRUE(pool.enqueue(calls_back_when_cancelled{&pool, &wait_idle_code, &stop_code}));
+  const auto report = pool.stop(ts::stop_mode::cancel_pending);
+  EXPECT_EQ(wait_idle_code, ts::error_code::invalid_argument);
+  EXPECT_EQ(stop_code, ts::error_code::invalid_argument);
+  EXPECT_EQ(report.cancelled, 1U);
+  EXPECT_TRUE(pool.is_stopped());
+}
+
+// Jobs a typed pool's worker submits are queued with the others but hold no
+// room; drop_oldest picked them as victims, each freeing nothing, and so
+// dropped every one of them before the job that held room: six jobs for one
+// admission. One job is dropped per job queued now: the new one takes the
+// dropped one's place without room.
+TEST(PoolBackpressure, TypedDropOldestDropsOneJobPerJobQueued) {
+  ts::typed_thread_pool_t<ts::job_types> pool{1, typed_bounded(ts::backpressure::drop_oldest(1))};
+  std::atomic<int> children_ran{0};
+  std::atomic<bool> newest_ran{false};
+  std::latch spawned{1};
+  std::latch gate{1};
+  ASSERT_TRUE(pool.enqueue(ts::job_types::RealTime, [&] {
+    for (int i = 0; i < 5; ++i) {  // from the worker: not bounded, no room held
+      (void)pool.enqueue(ts::job_types::Background,
+                         [&children_ran] { children_ran.fetch_add(1, std::memory_order_relaxed); });
+    }
+    spawned.count_down();
+    gate.wait();
+  }));
+  spawned.wait();
+  ASSERT_TRUE(pool.enqueue(ts::job_types::Batch, [] {}));  // holds the only room
+  ASSERT_TRUE(pool.enqueue(ts::job_types::Batch,
+                           [&newest_ran] { newest_ran.store(true, std::memory_order_relaxed); }));  // full
+  EXPECT_EQ(pool.get_statistics().dropped, 1U);
+  gate.count_down();
+  pool.wait_idle();
+  EXPECT_EQ(children_ran.load(std::memory_order_relaxed), 4);  // the oldest Background child was dropped
+  EXPECT_TRUE(newest_ran.load(std::memory_order_relaxed));
+  const auto s = pool.get_statistics();
+  EXPECT_EQ(s.dropped, 1U);
+  EXPECT_EQ(s.accepted, s.executed + s.cancelled);
+  // The room accounting is whole: the bound still admits exactly one more.
+  {
+    held_typed_worker held(pool);
+    ASSERT_TRUE(pool.enqueue(ts::job_types::Batch, [] {}));
+    ASSERT_TRUE(pool.enqueue(ts::job_types::Batch, [] {}));  // drops the one before
+    EXPECT_EQ(pool.get_statistics().dropped, 2U);
+    held.release();
+    pool.wait_idle();
   }
 }

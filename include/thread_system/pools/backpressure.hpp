@@ -31,6 +31,15 @@
 //                    lowest-priority type that has queued jobs. Jobs a
 //                    worker has already taken off the queue (to start next)
 //                    are not dropped; their room frees when they start.
+//                    One job is dropped for each one queued: when the
+//                    oldest holds no room (a job a worker submitted, which
+//                    a typed pool queues with the others), the new job
+//                    takes its place without room either. The victim's
+//                    room is free before its own code (cancel hook,
+//                    destructor, a coroutine awaiting it) runs on the
+//                    submitting thread, so that code may submit to the pool;
+//                    wait_idle() and stop() there throw invalid_argument
+//                    (the victim is not finished until that code returns).
 // A batch larger than the capacity is refused with `invalid_argument` (it
 // could never fit). Producers blocked by block/block_for wake as soon as a
 // job starts (a batch's producer once there is room for the whole batch; a

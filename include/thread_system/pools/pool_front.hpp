@@ -18,7 +18,10 @@
 // that stop(), wait_idle() and the destructor must not be called from one
 // of the pool's own workers (stop() and wait_idle() throw
 // `error_exception{invalid_argument}` if they are; so do they from a job
-// that stop() runs on its calling thread), and stop() not from the pool's
+// that stop() runs on its calling thread, and from the code of a job that
+// the pool discards on the calling thread - its cancel hook or destructor,
+// or a coroutine its cancellation resumes, under stop(cancel_pending) or
+// backpressure::drop_oldest), and stop() not from the pool's
 // timer thread (a timer's function that backpressure::caller_runs ran
 // there: stop() throws invalid_argument and stops nothing). The pool's
 // error handler must not destroy the pool: it may run on another pool's
