@@ -90,6 +90,14 @@ class pool_core {
   // stuck waiting for room that only stop() would free. Idempotent.
   void begin_stop() noexcept;
   stop_report stop(stop_mode mode);
+  // For a pool destroyed on one of its own workers (the last owner dropped
+  // it inside a job): called on that worker, after begin_stop(). Closes the
+  // queue as stop(stop_mode::drain) does, without waiting for anything;
+  // every worker drains and leaves, and this one, once it has left its loop
+  // (after the job returns), joins the others, runs what is left and
+  // deletes the core (finish_orphaned()). Nothing allocates, no thread is
+  // started. Nobody may call into the core after this, but its workers.
+  void orphan_to_this_worker() noexcept;
   [[nodiscard]] bool is_running() const noexcept;
   [[nodiscard]] bool is_stopped() const noexcept;
   result<void> resize(std::size_t n);
@@ -282,6 +290,16 @@ class pool_core {
   [[nodiscard]] const char* refusal_on_this_thread(bool stop) const noexcept;
   [[nodiscard]] bool nothing_left_to_steal_from_caller() const noexcept;  // see nothing_left_to_steal()
   [[nodiscard]] std::uint64_t cancel_queued() noexcept;
+  // stop()'s two halves. close_for_stop(): the state becomes stopping, the
+  // queue closes, everyone waiting is woken (false: already stopped; the
+  // caller holds stop_mutex_). settle_stop(): joins the workers - `self`'s
+  // thread (the orphan's finisher, running it) is detached instead - runs
+  // what is left, and makes the final report.
+  bool close_for_stop(stop_mode mode) noexcept;
+  stop_report settle_stop(pool_worker* self) noexcept;
+  // A worker's thread, after worker_main() returns: the orphaned core's
+  // finisher completes the stop and deletes the core.
+  void finish_orphaned(pool_worker& self) noexcept;
   [[nodiscard]] stop_report make_report() const;
 
   std::string name_;
@@ -289,7 +307,10 @@ class pool_core {
   pool_queue queue_kind_ = pool_queue::mutex;
 
   // Lifecycle: state_ changes under lifecycle_mutex_; read lock-free.
-  std::mutex stop_mutex_;  // serialises stop(); never taken by workers
+  std::mutex stop_mutex_;  // serialises stop(); never taken by workers (but an orphan's closing worker)
+  // The worker that finishes an orphaned core (orphan_to_this_worker()), or
+  // null. Written once by that worker; every worker reads it as it leaves.
+  std::atomic<pool_worker*> orphan_finisher_{nullptr};
   mutable std::mutex lifecycle_mutex_;
   std::atomic<state> state_{state::created};
   // The handles users hold (get_workers()); the core works on their state.

@@ -200,7 +200,10 @@ result<void> pool_core::launch(std::span<pool_worker* const> batch, BeforeGo bef
     w->os_tid_.store(0, std::memory_order_relaxed);
     auto t = detail::os_thread::start(
         [this, w, gate] {
-          if (gate->wait()) worker_main(*w);
+          if (!gate->wait()) return;
+          worker_main(*w);
+          // relaxed: see orphan_to_this_worker(); `this` is gone after this call.
+          if (orphan_finisher_.load(std::memory_order_relaxed) == w) finish_orphaned(*w);
         },
         stack_size_);
     if (!t) {
@@ -427,9 +430,14 @@ stop_report pool_core::stop(stop_mode mode) {
   }
   // (The front stopped the pool's timers before: pool_front::stop().)
   std::lock_guard stop_lock(stop_mutex_);
+  if (!close_for_stop(mode)) return final_report_;
+  return settle_stop(nullptr);
+}
+
+bool pool_core::close_for_stop(stop_mode mode) noexcept {
   {
     std::lock_guard lock(lifecycle_mutex_);
-    if (state_.load(std::memory_order_relaxed) == state::stopped) return final_report_;
+    if (state_.load(std::memory_order_relaxed) == state::stopped) return false;
     state_.store(state::stopping, std::memory_order_release);  // pairs with acquire in is_running()
   }
   // From here workers_ no longer changes: adding, starting and resizing
@@ -455,8 +463,18 @@ stop_report pool_core::stop(stop_mode mode) {
     cancelled_by_stop_.fetch_add(cancel_queued(), std::memory_order_release);
   }
   wake_all_groups();
+  return true;
+}
+
+stop_report pool_core::settle_stop(pool_worker* self) noexcept {
   for (auto& w : workers_) {
-    if (os_thread& t = state_of(*w).thread_; t.joinable()) t.join();
+    os_thread& t = state_of(*w).thread_;
+    if (!t.joinable()) continue;
+    if (&state_of(*w) == self) {
+      t.detach();  // the finisher's own thread: it ends once the core is gone
+    } else {
+      t.join();
+    }
   }
   // Whatever is still queued runs (drain) or is cancelled (cancel_pending,
   // through execute()) on this thread, so every accepted job is accounted
@@ -476,6 +494,22 @@ stop_report pool_core::stop(stop_mode mode) {
   state_.store(state::stopped, std::memory_order_release);  // pairs with acquire in is_stopped()/destructor
   became_idle_.notify_all();
   return final_report_;
+}
+
+void pool_core::orphan_to_this_worker() noexcept {
+  pool_worker* const self = own_worker();
+  {
+    std::lock_guard stop_lock(stop_mutex_);
+    (void)close_for_stop(stop_mode::drain);
+  }
+  // relaxed: read by this thread after its loop; other workers only compare
+  // it with themselves (they are never the finisher).
+  orphan_finisher_.store(self, std::memory_order_relaxed);
+}
+
+void pool_core::finish_orphaned(pool_worker& self) noexcept {
+  (void)settle_stop(&self);
+  delete this;  // (as the front's deleter does)
 }
 
 stop_report pool_core::make_report() const {

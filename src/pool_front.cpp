@@ -9,7 +9,6 @@
 
 #include "pool_core.hpp"
 #include "pool_timers.hpp"
-#include "thread_system/detail/os_thread.hpp"
 
 namespace thread_system::detail {
 
@@ -26,39 +25,50 @@ pool_front::pool_front(core_config config) try
 pool_front::~pool_front() { stop_for_destructor(); }
 
 void pool_front::stop_for_destructor() noexcept {
-  if (core_ == nullptr) return;  // handed to a thread of its own (below)
-  if (!core_->on_own_worker()) {
+  if (core_ == nullptr) return;  // handed over (below)
+  const bool on_worker = core_->on_own_worker();
+  const bool on_timer_thread = !on_worker && timers_->on_timer_thread();
+  if (!on_worker && !on_timer_thread) {
     if (!core_->is_stopped()) (void)stop(stop_mode::drain);
     retire_spawn_key();
     return;
   }
-  // On one of the pool's own workers: its last owner dropped it inside a
-  // job (a job that holds a shared_ptr to its pool). That worker cannot join
-  // itself, and this object is gone when the job goes on. Everything that
-  // refers to this object ends here - the timers (their runs call into it)
-  // and the spawn registry's entry (failure reports push through it) - and
-  // the core, which the worker still runs in, goes to a thread of its own
-  // that drains it (stop_mode::drain, as the destructor promises), joins its
-  // workers - this one after its job returns - and deletes it.
+  // Destroyed on a thread that cannot join itself: its last owner dropped
+  // it inside a job on one of its workers (a job that holds a shared_ptr to
+  // its pool), or inside a timer's function on its timer thread (one that
+  // holds the pool; the timer thread destroys a refused one-shot timer's
+  // function, and runs one under caller_runs). Everything that refers to
+  // this object ends here; the rest is handed over, nothing allocates and
+  // no thread is started.
   core_->begin_stop();
-  timers_->close_and_stop(stop_mode::drain);
+  if (on_worker) {
+    // The timers first (their runs call into this object), then the spawn
+    // registry's entry (failure reports push through it); the core then
+    // drains (stop_mode::drain, as the destructor promises) and the worker
+    // finishes it once the job has returned (orphan_to_this_worker()).
+    timers_->close_and_stop(stop_mode::drain);
+    retire_spawn_key();
+    core_.release()->orphan_to_this_worker();
+    return;
+  }
+  // On the timer thread, inside a dispatch: the core is still in use below
+  // this call (a caller_runs run's bookkeeping). The timer queue stops
+  // without a join, cancels its pending timers (no run can reach this
+  // object after the destructor returns), and its thread, once it has left
+  // the dispatch, stops the core (drain: joins the workers), frees it and
+  // frees the timers.
   retire_spawn_key();
-  pool_core* const core = core_.get();
-  auto reaper = os_thread::start([core, destroy = core_.get_deleter()] {
+  const auto destroy = core_.get_deleter();
+  pool_core* const core = core_.release();
+  pool_timers* const timers = timers_.release();
+  timers->abandon_on_timer_thread(job_function([core, destroy, timers] {
     try {
       (void)core->stop(stop_mode::drain);
     } catch (...) {  // (not on a worker: nothing to refuse; a handler's exception is the pool's to report)
     }
     destroy(core);
-  });
-  if (!reaper) {
-    // No thread for it (the system refused one): nothing can join this
-    // worker and nothing may outlive this object's memory.
-    std::fputs("thread_system: a pool destroyed on one of its own workers, and no thread to stop it on\n", stderr);
-    std::terminate();
-  }
-  (void)core_.release();  // the reaper owns it now
-  reaper->detach();
+    delete timers;
+  }));
 }
 
 result<void> pool_front::start() {

@@ -42,6 +42,12 @@ void pool_timers::close_and_stop(stop_mode mode) {
   if (q != nullptr) (void)q->stop(mode);
 }
 
+void pool_timers::abandon_on_timer_thread(job_function&& after) noexcept {
+  std::lock_guard lock(mutex_);
+  closed_ = true;
+  queue_->abandon_on_timer_thread(std::move(after));  // on its thread: the queue exists
+}
+
 bool pool_timers::on_timer_thread() const noexcept {
   std::lock_guard lock(mutex_);
   return queue_ != nullptr && queue_->on_timer_thread();

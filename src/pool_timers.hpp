@@ -30,6 +30,11 @@ class pool_timers {
   void close_and_stop(stop_mode mode);
   // The queue's counters; all zero when none was created.
   [[nodiscard]] timer_statistics statistics() const;
+  // On the timer thread (a pool destroyed there): from now on add()
+  // refuses; the queue stops without a join, cancelling its pending timers,
+  // and its thread runs `after` once it has left the current dispatch
+  // (timer_queue::abandon_on_timer_thread()). `after` may delete *this.
+  void abandon_on_timer_thread(job_function&& after) noexcept;
   // True on the timer thread (a timer's function run there by the pool's
   // caller_runs backpressure, or the dispatch itself).
   [[nodiscard]] bool on_timer_thread() const noexcept;

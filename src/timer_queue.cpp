@@ -45,6 +45,7 @@ struct timer_core {
   std::shared_ptr<timer_counters> counters = std::make_shared<timer_counters>();
   timer_routed_dispatch target;
   std::string name;
+  job_function after_stop;  // guarded by mutex: see timer_queue::abandon_on_timer_thread()
 
   // ---- heap (caller holds mutex) -------------------------------------------
 
@@ -379,7 +380,10 @@ void timer_main(const std::shared_ptr<timer_core>& core_ptr) {
     }
   }
   cancel_all(core, lock);
+  job_function after = std::move(core.after_stop);
+  lock.unlock();
   tl_timer_core = nullptr;
+  if (after) after();  // (abandon_on_timer_thread(): may destroy the timer_queue object, not `core`)
 }
 
 }  // namespace
@@ -468,6 +472,22 @@ timer_statistics timer_queue::stop(stop_mode mode) {
   core_->wake.notify_all();
   if (thread_.joinable()) thread_.join();
   return statistics();
+}
+
+void timer_queue::abandon_on_timer_thread(job_function&& after) noexcept {
+  {
+    std::lock_guard lock(core_->mutex);
+    if (!core_->stopping) {
+      core_->stopping = true;
+      core_->mode = stop_mode::cancel_pending;
+      core_->stop_time = clock::now();
+      core_->running.store(false, std::memory_order_relaxed);  // a status flag only
+    }
+    core_->after_stop = std::move(after);
+  }
+  // The thread ends on its own; no stop() (this one's destructor's among
+  // them) can join it from here on.
+  if (thread_.joinable()) thread_.detach();
 }
 
 timer_statistics timer_queue::statistics() const {

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <coroutine>
 #include <cstdlib>
+#include <latch>
+#include <memory>
 #include <new>
 #include <optional>
 #include <string_view>
@@ -692,6 +694,37 @@ TEST(Allocation, ASleepDiscardedByStopWithNoMemoryForItsMessageThrowsCancelled) 
   (void)pool.stop(ts::stop_mode::cancel_pending);
   t_fail_new_of_size = 0;
   EXPECT_EQ(outcome.load(std::memory_order_acquire), 2);  // pairs with the coroutine's release store
+}
+
+// A pool destroyed on its own worker (a job dropping the last shared_ptr to
+// it) with no memory left on that thread: the destructor started a thread to
+// finish the stop, and when it could not allocate that thread it
+// terminated. It allocates nothing now: the worker itself finishes the
+// stop after the job returns.
+TEST(Allocation, APoolDestroyedOnItsWorkerWithNoMemoryLeftStillDrainsAndFreesItself) {
+  std::atomic<int> ran{0};
+  std::atomic<bool> destroyed{false};
+  std::latch go{1};
+  {
+    auto pool = std::make_shared<ts::thread_pool>(2);
+    ASSERT_TRUE(pool->enqueue([p = pool, &go, &destroyed]() mutable {
+      go.wait();
+      t_fail_all_new = true;
+      p.reset();  // the last reference: the destructor runs here, on the worker
+      t_fail_all_new = false;
+      destroyed.store(true, std::memory_order_release);  // pairs with the acquire below
+    }));
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_TRUE(pool->enqueue([&ran] { ran.fetch_add(1, std::memory_order_release); }));  // as above
+    }
+  }
+  go.count_down();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!destroyed.load(std::memory_order_acquire) || ran.load(std::memory_order_acquire) < 100) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(ran.load(std::memory_order_acquire), 100);
 }
 
 // Entry points that refuse by throwing throw error_exception with their code

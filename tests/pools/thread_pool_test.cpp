@@ -12,6 +12,7 @@
 #include <functional>
 #include <latch>
 #include <limits>
+#include <memory>
 #include <ranges>
 #include <stdexcept>
 #include <string>
@@ -258,6 +259,66 @@ TEST(ThreadPool, TheLastOwnerMayDropThePoolInsideOneOfItsJobs) {
     }
     EXPECT_EQ(ran.load(std::memory_order_acquire), 100);
     EXPECT_FALSE(timer_ran.load(std::memory_order_relaxed));  // cancelled and destroyed before the destructor returned
+  }
+}
+
+// A timer's function holding the last shared_ptr to its pool is destroyed
+// on the pool's timer thread: when the full pool refuses the run (reject),
+// or after caller_runs ran it there. The pool's destructor then runs on the
+// timer thread, which its stop() would have to join (it threw
+// invalid_argument out of the destructor: std::terminate). Now the
+// destructor returns, the queued job still runs (drain), and the timer
+// thread frees the pool after the run.
+TEST(ThreadPool, ATimersFunctionMayHoldTheLastReferenceToItsPool) {
+  for (const bool typed : {false, true}) {
+    for (const auto policy : {ts::backpressure::policy::reject, ts::backpressure::policy::caller_runs}) {
+      SCOPED_TRACE(std::string(typed ? "typed, " : "thread_pool, ") + ts::to_string(policy));
+      const ts::backpressure bound{1, policy, {}};
+      std::atomic<int> ran{0};
+      std::atomic<bool> timer_ran{false};
+      std::latch started{1};
+      std::latch gate{1};
+      auto hold = [&started, &gate] {
+        started.count_down();
+        gate.wait();
+      };
+      auto count = [&ran] { ran.fetch_add(1, std::memory_order_release); };  // pairs with the acquire below
+      std::weak_ptr<void> watch;
+      if (typed) {
+        ts::typed_pool_options<ts::job_types> o;
+        o.backpressure = bound;
+        auto pool = std::make_shared<ts::typed_thread_pool_t<ts::job_types>>(1, o);
+        ASSERT_TRUE(pool->enqueue(ts::job_types::Batch, hold));
+        started.wait();
+        ASSERT_TRUE(pool->enqueue(ts::job_types::Batch, count));  // the pool is full
+        ASSERT_TRUE(pool->schedule_after(ts::job_types::Batch, std::chrono::milliseconds(1),
+                                         [p = pool, &timer_ran] { timer_ran.store(true, std::memory_order_relaxed); }));
+        watch = pool;
+      } else {
+        auto o = ts::test::pool_opts("timer-owner");
+        o.backpressure = bound;
+        auto pool = std::make_shared<ts::thread_pool>(1, o);
+        ASSERT_TRUE(pool->enqueue(hold));
+        started.wait();
+        ASSERT_TRUE(pool->enqueue(count));  // the pool is full
+        ASSERT_TRUE(pool->schedule_after(std::chrono::milliseconds(1),
+                                         [p = pool, &timer_ran] { timer_ran.store(true, std::memory_order_relaxed); }));
+        watch = pool;
+      }
+      // The timer's function holds the pool now. Until its run has been
+      // refused (or run) and the function destroyed, on the timer thread:
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (!watch.expired()) {
+        ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      gate.count_down();  // the worker goes on: the timer thread's stop drains the queued job
+      while (ran.load(std::memory_order_acquire) < 1) {
+        ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      EXPECT_EQ(timer_ran.load(std::memory_order_relaxed), policy == ts::backpressure::policy::caller_runs);
+    }
   }
 }
 

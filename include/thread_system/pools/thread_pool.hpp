@@ -104,11 +104,16 @@
 // workers (they would wait for themselves; they throw
 // `error_exception{invalid_argument}` if they are). The destructor may run
 // on one (a job holding the last shared_ptr to its pool): it stops the
-// pool's timers, and a thread of the library's own then drains the pool
-// (stop_mode::drain: every accepted job still runs, this worker's after its
-// job returns), joins the workers and frees them; the destructor returns at
-// once. (At process exit that thread, like any detached one, may be cut
-// short.)
+// pool's timers and closes the pool, and returns at once; every accepted
+// job still runs (stop_mode::drain), and that worker, once its job has
+// returned and the queue is drained, joins the other workers, detaches
+// itself and frees the pool (allocating nothing). It may also run on the
+// pool's timer thread (a timer's function holding the last shared_ptr,
+// destroyed there when the pool refuses its run, or run there by
+// caller_runs): the pool's pending timers are then cancelled (no run can
+// reach a destroyed pool), and the timer thread, once it has left that run,
+// drains the pool, joins the workers and frees it. (At process exit the
+// finishing thread, detached, may be cut short like any detached thread.)
 //
 // Visibility: everything a job did is visible to a thread after wait_idle()
 // or stop() returns in that thread, and to whoever observes the job's future
