@@ -50,7 +50,12 @@
 //     a periodic one skips that period when the refusal is queue_full and
 //     is cancelled for any other error (pool_stopped). A run the target
 //     accepted but discards unrun (stop(cancel_pending) on the pool) counts
-//     as cancelled for a one-shot timer; a periodic timer is re-armed.
+//     as cancelled for a one-shot timer; a periodic timer is re-armed. A
+//     target that throws refuses the run (as with resource_exhausted), even
+//     when the exception came from the timer's own function that the
+//     target ran inline: such a target should catch what its jobs throw (a
+//     thread_pool does), or a periodic timer ends at its first exception
+//     and a one-shot one is counted both fired and refused.
 //   * stop(stop_mode::drain): one-shot timers already due at the moment of
 //     the call are dispatched; every other timer (not yet due, and every
 //     periodic timer, including one whose run is in flight) is cancelled and
