@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "../support/test_support.hpp"
@@ -269,6 +270,29 @@ TEST(ThreadPool, TheLastOwnerMayDropThePoolInsideOneOfItsJobs) {
 // invalid_argument out of the destructor: std::terminate). Now the
 // destructor returns, the queued job still runs (drain), and the timer
 // thread frees the pool after the run.
+namespace {
+// A timer function whose destruction (on the timer thread, once its run is
+// refused or has run) holds that thread until `gate` opens, after saying so
+// through `holding`; moved-from copies do nothing.
+struct holds_the_timer_thread {
+  std::latch* holding;
+  std::latch* gate;
+  bool armed = true;
+  holds_the_timer_thread(std::latch* h, std::latch* g) : holding(h), gate(g) {}
+  holds_the_timer_thread(holds_the_timer_thread&& o) noexcept
+      : holding(o.holding), gate(o.gate), armed(std::exchange(o.armed, false)) {}
+  holds_the_timer_thread& operator=(holds_the_timer_thread&&) = delete;
+  holds_the_timer_thread(const holds_the_timer_thread&) = delete;
+  holds_the_timer_thread& operator=(const holds_the_timer_thread&) = delete;
+  void operator()() const {}
+  ~holds_the_timer_thread() {
+    if (!armed) return;
+    holding->count_down();
+    gate->wait();
+  }
+};
+}  // namespace
+
 TEST(ThreadPool, ATimersFunctionMayHoldTheLastReferenceToItsPool) {
   for (const bool typed : {false, true}) {
     for (const auto policy : {ts::backpressure::policy::reject, ts::backpressure::policy::caller_runs}) {
@@ -278,11 +302,21 @@ TEST(ThreadPool, ATimersFunctionMayHoldTheLastReferenceToItsPool) {
       std::atomic<bool> timer_ran{false};
       std::latch started{1};
       std::latch gate{1};
+      std::latch timer_thread_held{1};
+      std::latch timer_thread_gate{1};
       auto hold = [&started, &gate] {
         started.count_down();
         gate.wait();
       };
       auto count = [&ran] { ran.fetch_add(1, std::memory_order_release); };  // pairs with the acquire below
+      auto owner = [&timer_ran](auto p) {
+        return [p = std::move(p), &timer_ran] { timer_ran.store(true, std::memory_order_relaxed); };
+      };
+      // Order, whatever the speed of either thread: the pool is full; a first
+      // timer holds the timer thread (in its function's destruction); the
+      // second timer takes a reference to the pool and the test drops its
+      // own; only then does the timer thread go on to the second timer, whose
+      // function is by then the pool's last owner.
       std::weak_ptr<void> watch;
       if (typed) {
         ts::typed_pool_options<ts::job_types> o;
@@ -292,7 +326,9 @@ TEST(ThreadPool, ATimersFunctionMayHoldTheLastReferenceToItsPool) {
         started.wait();
         ASSERT_TRUE(pool->enqueue(ts::job_types::Batch, count));  // the pool is full
         ASSERT_TRUE(pool->schedule_after(ts::job_types::Batch, std::chrono::milliseconds(1),
-                                         [p = pool, &timer_ran] { timer_ran.store(true, std::memory_order_relaxed); }));
+                                         holds_the_timer_thread(&timer_thread_held, &timer_thread_gate)));
+        timer_thread_held.wait();
+        ASSERT_TRUE(pool->schedule_after(ts::job_types::Batch, std::chrono::milliseconds(1), owner(pool)));
         watch = pool;
       } else {
         auto o = ts::test::pool_opts("timer-owner");
@@ -302,11 +338,14 @@ TEST(ThreadPool, ATimersFunctionMayHoldTheLastReferenceToItsPool) {
         started.wait();
         ASSERT_TRUE(pool->enqueue(count));  // the pool is full
         ASSERT_TRUE(pool->schedule_after(std::chrono::milliseconds(1),
-                                         [p = pool, &timer_ran] { timer_ran.store(true, std::memory_order_relaxed); }));
+                                         holds_the_timer_thread(&timer_thread_held, &timer_thread_gate)));
+        timer_thread_held.wait();
+        ASSERT_TRUE(pool->schedule_after(std::chrono::milliseconds(1), owner(pool)));
         watch = pool;
       }
-      // The timer's function holds the pool now. Until its run has been
-      // refused (or run) and the function destroyed, on the timer thread:
+      timer_thread_gate.count_down();
+      // Until the second timer's run has been refused (or run) and its
+      // function destroyed, on the timer thread:
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
       while (!watch.expired()) {
         ASSERT_LT(std::chrono::steady_clock::now(), deadline);
