@@ -273,14 +273,15 @@ TEST(ThreadPool, TheLastOwnerMayDropThePoolInsideOneOfItsJobs) {
 namespace {
 // A timer function whose destruction (on the timer thread, once its run is
 // refused or has run) holds that thread until `gate` opens, after saying so
-// through `holding`; moved-from copies do nothing.
+// through `holding`, and then sets `released`; moved-from copies do nothing.
 struct holds_the_timer_thread {
   std::latch* holding;
   std::latch* gate;
+  std::atomic<bool>* released;
   bool armed = true;
-  holds_the_timer_thread(std::latch* h, std::latch* g) : holding(h), gate(g) {}
+  holds_the_timer_thread(std::latch* h, std::latch* g, std::atomic<bool>* r) : holding(h), gate(g), released(r) {}
   holds_the_timer_thread(holds_the_timer_thread&& o) noexcept
-      : holding(o.holding), gate(o.gate), armed(std::exchange(o.armed, false)) {}
+      : holding(o.holding), gate(o.gate), released(o.released), armed(std::exchange(o.armed, false)) {}
   holds_the_timer_thread& operator=(holds_the_timer_thread&&) = delete;
   holds_the_timer_thread(const holds_the_timer_thread&) = delete;
   holds_the_timer_thread& operator=(const holds_the_timer_thread&) = delete;
@@ -289,6 +290,7 @@ struct holds_the_timer_thread {
     if (!armed) return;
     holding->count_down();
     gate->wait();
+    released->store(true, std::memory_order_release);  // pairs with the test's acquire: the latches are done with
   }
 };
 }  // namespace
@@ -304,6 +306,7 @@ TEST(ThreadPool, ATimersFunctionMayHoldTheLastReferenceToItsPool) {
       std::latch gate{1};
       std::latch timer_thread_held{1};
       std::latch timer_thread_gate{1};
+      std::atomic<bool> timer_thread_released{false};
       auto hold = [&started, &gate] {
         started.count_down();
         gate.wait();
@@ -325,8 +328,9 @@ TEST(ThreadPool, ATimersFunctionMayHoldTheLastReferenceToItsPool) {
         ASSERT_TRUE(pool->enqueue(ts::job_types::Batch, hold));
         started.wait();
         ASSERT_TRUE(pool->enqueue(ts::job_types::Batch, count));  // the pool is full
-        ASSERT_TRUE(pool->schedule_after(ts::job_types::Batch, std::chrono::milliseconds(1),
-                                         holds_the_timer_thread(&timer_thread_held, &timer_thread_gate)));
+        ASSERT_TRUE(pool->schedule_after(
+            ts::job_types::Batch, std::chrono::milliseconds(1),
+            holds_the_timer_thread(&timer_thread_held, &timer_thread_gate, &timer_thread_released)));
         timer_thread_held.wait();
         ASSERT_TRUE(pool->schedule_after(ts::job_types::Batch, std::chrono::milliseconds(1), owner(pool)));
         watch = pool;
@@ -337,16 +341,21 @@ TEST(ThreadPool, ATimersFunctionMayHoldTheLastReferenceToItsPool) {
         ASSERT_TRUE(pool->enqueue(hold));
         started.wait();
         ASSERT_TRUE(pool->enqueue(count));  // the pool is full
-        ASSERT_TRUE(pool->schedule_after(std::chrono::milliseconds(1),
-                                         holds_the_timer_thread(&timer_thread_held, &timer_thread_gate)));
+        ASSERT_TRUE(pool->schedule_after(
+            std::chrono::milliseconds(1),
+            holds_the_timer_thread(&timer_thread_held, &timer_thread_gate, &timer_thread_released)));
         timer_thread_held.wait();
         ASSERT_TRUE(pool->schedule_after(std::chrono::milliseconds(1), owner(pool)));
         watch = pool;
       }
       timer_thread_gate.count_down();
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (!timer_thread_released.load(std::memory_order_acquire)) {  // pairs with the release in the destructor
+        ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
       // Until the second timer's run has been refused (or run) and its
       // function destroyed, on the timer thread:
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
       while (!watch.expired()) {
         ASSERT_LT(std::chrono::steady_clock::now(), deadline);
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
