@@ -266,6 +266,12 @@ result<void> rotating_file_sink::rotate() {
       active_moved = true;
     }
   }
+  if (active_moved) {
+    // The files moved (whatever the opens below do): the next rotation
+    // shifts them all, none is overwritten.
+    ++rotations_;
+    rotated_present_ = highest;
+  }
   // Truncate only a file whose content was moved away; otherwise keep
   // appending to it (and report the failed rename).
   auto opened = detail::open_log_file(options_.path, active_moved);
@@ -273,14 +279,13 @@ result<void> rotating_file_sink::rotate() {
     auto fallback = detail::open_log_file(options_.path, false);
     if (!fallback) return fallback.error();
     file_ = *fallback;
-    return opened.error();
+    outcome = opened.error();
+  } else {
+    file_ = *opened;
   }
-  file_ = *opened;
-  if (active_moved) {
+  if (active_moved && opened) {
     size_ = 0;
     kept_bytes_ = 0;
-    ++rotations_;
-    rotated_present_ = highest;
   } else {
     std::error_code ec;
     const auto existing = std::filesystem::file_size(options_.path, ec);

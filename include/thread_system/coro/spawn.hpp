@@ -132,7 +132,7 @@ class spawn_root final : public coro_waiter {
 template <typename Pool>
 result<void> spawn_on(Pool& pool, resume_target target, cancellation_token token, task<void> t) {
   if (!t.startable()) return make_error(error_code::invalid_argument, "spawn() of an empty or finished task");
-  const result<std::uint64_t> key = coro_access::spawn_key(pool);
+  result<std::uint64_t> key = coro_access::spawn_key(pool);
   if (!key) return unexpected_error{std::move(key).error()};
   spawn_root* root = nullptr;
   try {
