@@ -48,6 +48,9 @@ thread_local worker_context tl_context;
 // The pool whose discarded job's user code runs on this thread (see
 // pool_core::discard_scope), or null.
 thread_local const pool_core* tl_discarding = nullptr;
+// This thread's frames of pools' cores, innermost first (see
+// pool_core::frame_scope).
+thread_local pool_core::frame* tl_frames = nullptr;
 
 // Every this many jobs a worker looks at the injector before its own deque,
 // so external submissions are never starved by a worker that keeps
@@ -813,6 +816,28 @@ pool_core::discard_scope::discard_scope(const pool_core* core) noexcept : outer_
 pool_core::discard_scope::~discard_scope() { tl_discarding = outer_; }
 
 bool pool_core::discarding_on_this_thread() const noexcept { return tl_discarding == this; }
+
+pool_core::frame_scope::frame_scope(pool_core* core) noexcept : frame_{core, tl_frames, false} { tl_frames = &frame_; }
+
+pool_core::frame_scope::~frame_scope() {
+  tl_frames = frame_.outer;
+  if (frame_.finish) frame_.core->orphan();  // the frames below are gone: the core may go
+}
+
+bool pool_core::inside_own_frame() const noexcept {
+  for (const frame* f = tl_frames; f != nullptr; f = f->outer) {
+    if (f->core == this) return true;
+  }
+  return false;
+}
+
+void pool_core::orphan_to_outermost_frame() noexcept {
+  frame* outermost = nullptr;
+  for (frame* f = tl_frames; f != nullptr; f = f->outer) {
+    if (f->core == this) outermost = f;
+  }
+  if (outermost != nullptr) outermost->finish = true;
+}
 
 const char* pool_core::refusal_on_this_thread(bool stop) const noexcept {
   if (on_own_worker()) {

@@ -90,14 +90,40 @@ class pool_core {
   // stuck waiting for room that only stop() would free. Idempotent.
   void begin_stop() noexcept;
   stop_report stop(stop_mode mode);
-  // For a pool destroyed on one of its own workers (the last owner dropped
-  // it inside a job): called on that worker, after begin_stop(). Closes the
-  // queue as stop(stop_mode::drain) does, without waiting for anything;
-  // every worker drains and leaves, and this one, once it has left its loop
-  // (after the job returns), joins the others, runs what is left and
-  // deletes the core (finish_orphaned()). Nothing allocates, no thread is
-  // started. Nobody may call into the core after this, but its workers.
-  void orphan_to_this_worker() noexcept;
+  // For a pool destroyed where it cannot be stopped and freed at once (see
+  // pool_front::stop_for_destructor(); called after begin_stop()): closes
+  // the queue as stop(stop_mode::drain) does, without waiting for anything,
+  // and leaves the rest to the last of its workers to leave its loop - that
+  // one joins the others, detaches itself, runs what is left and deletes
+  // the core (finish_orphaned()); with no worker running, this call does it
+  // on the calling thread. Nothing allocates, no thread is started. Nobody
+  // may call into the core after this, but its workers and the caller's
+  // frames below this call.
+  void orphan() noexcept;
+  // A call into the core that may run user code on a thread that is not
+  // one of its workers: a bounded push (caller_runs runs the job there,
+  // drop_oldest a victim's hook and destructor) and stop() (discarded and
+  // left-behind jobs). A pool destroyed from inside one (that code dropped
+  // its last owner) cannot be freed there: the frames below still use the
+  // core. Its destructor marks this thread's outermost frame of the core
+  // instead (orphan_to_outermost_frame()), which calls orphan() as it ends.
+  struct frame {
+    pool_core* core;
+    frame* outer;
+    bool finish;
+  };
+  class frame_scope {
+   public:
+    explicit frame_scope(pool_core* core) noexcept;
+    ~frame_scope();
+    frame_scope(const frame_scope&) = delete;
+    frame_scope& operator=(const frame_scope&) = delete;
+
+   private:
+    frame frame_;
+  };
+  [[nodiscard]] bool inside_own_frame() const noexcept;
+  void orphan_to_outermost_frame() noexcept;
   [[nodiscard]] bool is_running() const noexcept;
   [[nodiscard]] bool is_stopped() const noexcept;
   result<void> resize(std::size_t n);
@@ -125,7 +151,15 @@ class pool_core {
     // (backpressure.hpp): a worker must neither wait for its own pool nor be
     // refused by it. (A standard pool's worker pushes to its deque and gets
     // here only out of memory; a typed pool's workers always get here.)
-    result<void> r = bounds_.capacity != 0 && !on_own_worker() ? push_bounded(fns, queue_push) : queue_push();
+    if (bounds_.capacity != 0 && !on_own_worker()) {
+      // The policy may run user code here (see frame_scope); the frame ends
+      // after the last use of the core below.
+      const frame_scope in_frame(this);
+      return settle_push(push_bounded(fns, queue_push), kind_mask, wake);
+    }
+    return settle_push(queue_push(), kind_mask, wake);
+  }
+  result<void> settle_push(result<void> r, std::uint64_t kind_mask, const bool* wake) {
     if (!r) {
       // A wait_idle() waiter may have seen an accepted count the refusal
       // rolled back: let it look again.
@@ -297,9 +331,12 @@ class pool_core {
   // what is left, and makes the final report.
   bool close_for_stop(stop_mode mode) noexcept;
   stop_report settle_stop(pool_worker* self) noexcept;
-  // A worker's thread, after worker_main() returns: the orphaned core's
-  // finisher completes the stop and deletes the core.
-  void finish_orphaned(pool_worker& self) noexcept;
+  // Completes an orphaned core's stop and deletes it: on the last worker to
+  // leave (`self`), or on orphan()'s thread when no worker runs (null).
+  void finish_orphaned(pool_worker* self) noexcept;
+  // A worker's thread, as it ends: counts it out of live_workers_, and
+  // finishes an orphaned core if it is the last.
+  void leave_as_worker(pool_worker& w) noexcept;
   [[nodiscard]] stop_report make_report() const;
 
   std::string name_;
@@ -307,10 +344,13 @@ class pool_core {
   pool_queue queue_kind_ = pool_queue::mutex;
 
   // Lifecycle: state_ changes under lifecycle_mutex_; read lock-free.
-  std::mutex stop_mutex_;  // serialises stop(); never taken by workers (but an orphan's closing worker)
-  // The worker that finishes an orphaned core (orphan_to_this_worker()), or
-  // null. Written once by that worker; every worker reads it as it leaves.
-  std::atomic<pool_worker*> orphan_finisher_{nullptr};
+  std::mutex stop_mutex_;  // serialises stop(); never taken by workers (but orphan() on one)
+  // Worker threads that will run or are running worker_main(), times 2,
+  // plus orphan_bit once orphan() has been called: the worker whose exit
+  // takes the count to zero with the bit set, or orphan() finding the count
+  // zero, finishes the core - exactly one of them.
+  static constexpr std::uint64_t orphan_bit = 1;
+  std::atomic<std::uint64_t> live_workers_{0};
   mutable std::mutex lifecycle_mutex_;
   std::atomic<state> state_{state::created};
   // The handles users hold (get_workers()); the core works on their state.

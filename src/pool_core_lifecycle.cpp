@@ -202,8 +202,7 @@ result<void> pool_core::launch(std::span<pool_worker* const> batch, BeforeGo bef
         [this, w, gate] {
           if (!gate->wait()) return;
           worker_main(*w);
-          // relaxed: see orphan_to_this_worker(); `this` is gone after this call.
-          if (orphan_finisher_.load(std::memory_order_relaxed) == w) finish_orphaned(*w);
+          leave_as_worker(*w);  // `this` may be gone after this call
         },
         stack_size_);
     if (!t) {
@@ -223,6 +222,10 @@ result<void> pool_core::launch(std::span<pool_worker* const> batch, BeforeGo bef
   }
   for (pool_worker* w : batch) publish_worker(*w);
   before_go();
+  // Counted before they run (relaxed: a worker's own decrement is ordered
+  // after this by the gate's opening; orphan() reads it with acq_rel under
+  // the stopping state, which this thread's lifecycle lock orders).
+  live_workers_.fetch_add(2 * batch.size(), std::memory_order_relaxed);
   gate->open(launch_gate::go);
   return {};
 }
@@ -429,9 +432,15 @@ stop_report pool_core::stop(stop_mode mode) {
     throw error_exception(error{error_code::invalid_argument, refusal});
   }
   // (The front stopped the pool's timers before: pool_front::stop().)
-  std::lock_guard stop_lock(stop_mutex_);
-  if (!close_for_stop(mode)) return final_report_;
-  return settle_stop(nullptr);
+  stop_report report;
+  {
+    // Discarded and left-behind jobs run on this thread (see frame_scope):
+    // the frame ends after the lock and the last use of the core.
+    const frame_scope in_frame(this);
+    std::lock_guard stop_lock(stop_mutex_);
+    report = close_for_stop(mode) ? settle_stop(nullptr) : final_report_;
+  }
+  return report;
 }
 
 bool pool_core::close_for_stop(stop_mode mode) noexcept {
@@ -496,19 +505,26 @@ stop_report pool_core::settle_stop(pool_worker* self) noexcept {
   return final_report_;
 }
 
-void pool_core::orphan_to_this_worker() noexcept {
-  pool_worker* const self = own_worker();
+void pool_core::orphan() noexcept {
   {
     std::lock_guard stop_lock(stop_mutex_);
     (void)close_for_stop(stop_mode::drain);
   }
-  // relaxed: read by this thread after its loop; other workers only compare
-  // it with themselves (they are never the finisher).
-  orphan_finisher_.store(self, std::memory_order_relaxed);
+  // acq_rel: pairs with leave_as_worker(); one of the two sides sees the
+  // other's change and finishes.
+  const std::uint64_t before = live_workers_.fetch_or(orphan_bit, std::memory_order_acq_rel);
+  if ((before >> 1) == 0) finish_orphaned(nullptr);  // no worker left to do it
 }
 
-void pool_core::finish_orphaned(pool_worker& self) noexcept {
-  (void)settle_stop(&self);
+void pool_core::leave_as_worker(pool_worker& w) noexcept {
+  // acq_rel: the last one out sees every other worker's exit and the
+  // orphan bit (and everything done before them).
+  const std::uint64_t before = live_workers_.fetch_sub(2, std::memory_order_acq_rel);
+  if (before == (2 | orphan_bit)) finish_orphaned(&w);
+}
+
+void pool_core::finish_orphaned(pool_worker* self) noexcept {
+  (void)settle_stop(self);
   delete this;  // (as the front's deleter does)
 }
 

@@ -26,47 +26,52 @@ pool_front::~pool_front() { stop_for_destructor(); }
 
 void pool_front::stop_for_destructor() noexcept {
   if (core_ == nullptr) return;  // handed over (below)
-  const bool on_worker = core_->on_own_worker();
-  const bool on_timer_thread = !on_worker && timers_->on_timer_thread();
-  if (!on_worker && !on_timer_thread) {
+  const bool on_timer_thread = timers_->on_timer_thread();
+  const bool in_frame = !on_timer_thread && core_->inside_own_frame();
+  const bool on_worker = !on_timer_thread && !in_frame && core_->on_own_worker();
+  if (!on_timer_thread && !in_frame && !on_worker) {
     if (!core_->is_stopped()) (void)stop(stop_mode::drain);
     retire_spawn_key();
     return;
   }
-  // Destroyed on a thread that cannot join itself: its last owner dropped
-  // it inside a job on one of its workers (a job that holds a shared_ptr to
-  // its pool), or inside a timer's function on its timer thread (one that
-  // holds the pool; the timer thread destroys a refused one-shot timer's
-  // function, and runs one under caller_runs). Everything that refers to
-  // this object ends here; the rest is handed over, nothing allocates and
-  // no thread is started.
+  // Destroyed where the pool cannot be stopped and freed now: its last
+  // owner was dropped by code the pool itself runs - a job on one of its
+  // workers (a job that holds a shared_ptr to its pool), a timer's function
+  // on its timer thread (destroyed there when the pool refuses the run, or
+  // run there by caller_runs), or a job's code that a bounded push or
+  // stop() runs on the calling thread (caller_runs, a dropped or discarded
+  // job's hook or destructor, a drained job) while frames of the core below
+  // still use it. Everything that refers to this object ends here; the core
+  // goes on and is freed later, by a thread that is there anyway: nothing
+  // allocates and no thread is started.
   core_->begin_stop();
-  if (on_worker) {
+  if (!on_timer_thread) {
     // The timers first (their runs call into this object), then the spawn
-    // registry's entry (failure reports push through it); the core then
-    // drains (stop_mode::drain, as the destructor promises) and the worker
-    // finishes it once the job has returned (orphan_to_this_worker()).
+    // registry's entry (failure reports push through it).
     timers_->close_and_stop(stop_mode::drain);
     retire_spawn_key();
-    core_.release()->orphan_to_this_worker();
+    if (in_frame) {
+      // The outermost frame of the core on this thread orphans it as it ends.
+      core_.release()->orphan_to_outermost_frame();
+    } else {
+      // The core drains (stop_mode::drain, as the destructor promises) and
+      // its last worker to leave frees it - this one, once its job has
+      // returned, or another.
+      core_.release()->orphan();
+    }
     return;
   }
-  // On the timer thread, inside a dispatch: the core is still in use below
-  // this call (a caller_runs run's bookkeeping). The timer queue stops
-  // without a join, cancels its pending timers (no run can reach this
-  // object after the destructor returns), and its thread, once it has left
-  // the dispatch, stops the core (drain: joins the workers), frees it and
-  // frees the timers.
+  // On the timer thread, inside a dispatch (the core may still be in use
+  // below this call: a caller_runs run's bookkeeping). The timer queue stops
+  // without a join and cancels its pending timers now, while this object
+  // exists (a discarded sleep reports through it); its thread, once it has
+  // left the dispatch, orphans the core (drained and freed by its last
+  // worker) and frees the timers.
   retire_spawn_key();
-  const auto destroy = core_.get_deleter();
   pool_core* const core = core_.release();
   pool_timers* const timers = timers_.release();
-  timers->abandon_on_timer_thread(job_function([core, destroy, timers] {
-    try {
-      (void)core->stop(stop_mode::drain);
-    } catch (...) {  // (not on a worker: nothing to refuse; a handler's exception is the pool's to report)
-    }
-    destroy(core);
+  timers->abandon_on_timer_thread(job_function([core, timers] {
+    core->orphan();
     delete timers;
   }));
 }

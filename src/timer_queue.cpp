@@ -476,13 +476,17 @@ timer_statistics timer_queue::stop(stop_mode mode) {
 
 void timer_queue::abandon_on_timer_thread(job_function&& after) noexcept {
   {
-    std::lock_guard lock(core_->mutex);
+    std::unique_lock lock(core_->mutex);
     if (!core_->stopping) {
       core_->stopping = true;
       core_->mode = stop_mode::cancel_pending;
       core_->stop_time = clock::now();
       core_->running.store(false, std::memory_order_relaxed);  // a status flag only
     }
+    // Every pending timer is cancelled now, on this thread, while the
+    // caller (a pool's destructor) still exists: a cancelled timer's
+    // discard may report through it.
+    detail::cancel_all(*core_, lock);
     core_->after_stop = std::move(after);
   }
   // The thread ends on its own; no stop() (this one's destructor's among

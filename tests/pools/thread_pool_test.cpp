@@ -263,6 +263,77 @@ TEST(ThreadPool, TheLastOwnerMayDropThePoolInsideOneOfItsJobs) {
   }
 }
 
+// A job holding the last shared_ptr to its pool, run or discarded on a
+// thread that is not one of its workers, inside a call into the pool: the
+// destructor ran there while that call went on using the pool - dropped by
+// drop_oldest (its stop() was refused there: std::terminate), run by
+// caller_runs (the pool was freed under the push: use after free), or run
+// by stop() on a never-started pool (a deadlock on stop()'s own mutex).
+// Now the call finishes the stop (drain) and frees the pool as it returns.
+TEST(ThreadPool, AJobOwningItsPoolMayBeDroppedOrRunOnTheSubmittingThread) {
+  for (const auto policy : {ts::backpressure::policy::drop_oldest, ts::backpressure::policy::caller_runs}) {
+    SCOPED_TRACE(ts::to_string(policy));
+    auto o = ts::test::pool_opts("owned-by-a-job");
+    o.backpressure = ts::backpressure{1, policy, {}};
+    auto owner = std::make_shared<ts::thread_pool>(1, o);
+    ts::thread_pool& pool = *owner;  // a non-owning reference, as the library's own resumptions use
+    const std::weak_ptr<ts::thread_pool> watch = owner;
+    std::latch started{1};
+    std::latch gate{1};
+    std::atomic<int> ran{0};
+    ASSERT_TRUE(pool.enqueue([&started, &gate] {
+      started.count_down();
+      gate.wait();
+    }));
+    started.wait();
+    // The pool's stop, at the end of the submission below, joins the held
+    // worker: released once the pool is destroyed.
+    std::thread releaser([&watch, &gate] {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (!watch.expired() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      gate.count_down();
+    });
+    auto counted = [&ran] { ran.fetch_add(1, std::memory_order_release); };  // pairs with the acquire below
+    if (policy == ts::backpressure::policy::drop_oldest) {
+      ASSERT_TRUE(pool.enqueue([o = std::move(owner), counted] { counted(); }));  // queued: the pool is full
+      EXPECT_TRUE(pool.enqueue(counted));  // drops the owner; its destructor runs here
+    } else {
+      ASSERT_TRUE(pool.enqueue(counted));                                         // queued: the pool is full
+      EXPECT_TRUE(pool.enqueue([o = std::move(owner), counted] { counted(); }));  // runs here, then is destroyed
+    }
+    releaser.join();
+    EXPECT_TRUE(watch.expired());
+    // The queued job runs (drain, on the worker, which then frees the pool);
+    // and under caller_runs the owner ran, which drop_oldest dropped.
+    const int expected = policy == ts::backpressure::policy::caller_runs ? 2 : 1;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (ran.load(std::memory_order_acquire) < expected) {  // pairs with the release in `counted`
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_EQ(ran.load(std::memory_order_acquire), expected);
+  }
+  {
+    // A never-started seed-style pool: stop() runs its job on this thread.
+    auto owner = std::make_shared<ts::thread_pool>("left-behind-owner");
+    ts::thread_pool& pool = *owner;
+    std::vector<std::unique_ptr<ts::thread_worker>> workers;
+    workers.push_back(std::make_unique<ts::thread_worker>());
+    ASSERT_TRUE(pool.enqueue_batch(std::move(workers)));
+    std::atomic<bool> destroyed{false};
+    ASSERT_TRUE(pool.enqueue([&owner, &destroyed] {
+      owner.reset();  // the last owner, inside stop()
+      destroyed.store(true, std::memory_order_relaxed);
+    }));
+    const ts::stop_report report = pool.stop(ts::stop_mode::drain);
+    EXPECT_TRUE(destroyed.load(std::memory_order_relaxed));
+    EXPECT_EQ(report.accepted, 1U);
+    EXPECT_EQ(report.executed, 1U);
+  }
+}
+
 // A timer's function holding the last shared_ptr to its pool is destroyed
 // on the pool's timer thread: when the full pool refuses the run (reject),
 // or after caller_runs ran it there. The pool's destructor then runs on the

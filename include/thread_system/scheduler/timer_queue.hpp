@@ -207,9 +207,10 @@ class timer_queue {
   // For a pool destroyed on this queue's timer thread (called there, from a
   // run's dispatch): stops the queue without joining (stop_mode::
   // cancel_pending - nothing is dispatched after this call returns),
-  // detaches the timer thread, and has that thread run `after` once it has
-  // left the dispatch and cancelled every pending timer. The queue object
-  // may be destroyed from `after` (its destructor then joins nothing).
+  // cancels every pending timer before it returns, detaches the timer
+  // thread, and has that thread run `after` once it has left the dispatch.
+  // The queue object may be destroyed from `after` (its destructor then
+  // joins nothing).
   void abandon_on_timer_thread(job_function&& after) noexcept;
 
   std::shared_ptr<detail::timer_core> core_;
