@@ -233,11 +233,11 @@ class pool_front {
   ~pool_front();
   // For the pools' destructors: stop(stop_mode::drain) unless stopped, then
   // retire_spawn_key(). On one of the pool's own workers (the last owner
-  // dropped the pool inside a job) the worker cannot join itself: the
-  // timers and the spawn key end here, and that worker drains the core,
-  // joins the others and deletes it after the job returns; on the pool's
-  // timer thread the timers are cancelled and that thread does it after the
-  // timer's run returns (see thread_pool.hpp). Idempotent.
+  // dropped the pool inside a job), on its timer thread, or inside a call
+  // into the core that runs a job's code on the calling thread: the timers
+  // and the spawn key end here, and the core is orphaned (drained, then
+  // freed by its last worker) once that code's call returns (see
+  // thread_pool.hpp and pool_core::orphan()). Idempotent.
   void stop_for_destructor() noexcept;
 
   // Any job: onto this worker's deque when called from a worker of a pool

@@ -103,17 +103,19 @@
 // that stop() and wait_idle() must not be called from one of this pool's own
 // workers (they would wait for themselves; they throw
 // `error_exception{invalid_argument}` if they are). The destructor may run
-// on one (a job holding the last shared_ptr to its pool): it stops the
-// pool's timers and closes the pool, and returns at once; every accepted
-// job still runs (stop_mode::drain), and that worker, once its job has
-// returned and the queue is drained, joins the other workers, detaches
-// itself and frees the pool (allocating nothing). It may also run on the
-// pool's timer thread (a timer's function holding the last shared_ptr,
-// destroyed there when the pool refuses its run, or run there by
-// caller_runs): the pool's pending timers are then cancelled (no run can
-// reach a destroyed pool), and the timer thread, once it has left that run,
-// drains the pool, joins the workers and frees it. (At process exit the
-// finishing thread, detached, may be cut short like any detached thread.)
+// inside code the pool itself runs - a job on one of its workers (a job
+// holding the last shared_ptr to its pool), a timer's function on its timer
+// thread (destroyed there when the pool refuses its run, or run there by
+// caller_runs), or a job's code that a submission or stop() runs on the
+// calling thread (caller_runs, a dropped or discarded job's destructor, a
+// drained job): it stops the pool's timers (on the timer thread: cancels
+// the pending ones, as no run may reach a destroyed pool) and returns at
+// once; the pool closes when that code's call into it returns, every
+// accepted job still runs (stop_mode::drain), and the last worker to leave
+// joins the others, detaches itself and frees the pool (nothing allocated,
+// no thread started; with no worker running, the returning call frees it).
+// (At process exit that detached worker may be cut short like any detached
+// thread.)
 //
 // Visibility: everything a job did is visible to a thread after wait_idle()
 // or stop() returns in that thread, and to whoever observes the job's future

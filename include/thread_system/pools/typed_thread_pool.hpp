@@ -72,9 +72,9 @@
 //
 // Threading: every member may be called from any thread, except that stop()
 // and wait_idle() must not be called from one of this pool's workers. The
-// destructor may run on one, or on the pool's timer thread, as for
-// thread_pool (the pool is drained and freed after the destroying job or
-// timer run returns). Visibility as for thread_pool.
+// destructor may run on one, on the pool's timer thread, or in a job run on
+// a submitting thread, as for thread_pool (the pool is drained and freed by
+// its last worker). Visibility as for thread_pool.
 #pragma once
 
 #include <atomic>
