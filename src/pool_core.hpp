@@ -30,6 +30,7 @@
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/core/stop_mode.hpp"
 #include "thread_system/coro/coro_base.hpp"
+#include "thread_system/detail/config.hpp"
 #include "thread_system/detail/job_node.hpp"
 #include "thread_system/pools/backpressure.hpp"
 #include "thread_system/pools/pool_front.hpp"
@@ -151,15 +152,19 @@ class pool_core {
     // (backpressure.hpp): a worker must neither wait for its own pool nor be
     // refused by it. (A standard pool's worker pushes to its deque and gets
     // here only out of memory; a typed pool's workers always get here.)
-    if (bounds_.capacity != 0 && !on_own_worker()) {
-      // The policy may run user code here (see frame_scope); the frame ends
-      // after the last use of the core below.
-      const frame_scope in_frame(this);
-      return settle_push(push_bounded(fns, queue_push), kind_mask, wake);
-    }
+    if (bounds_.capacity != 0 && !on_own_worker()) return push_external_bounded(kind_mask, fns, queue_push, wake);
     return settle_push(queue_push(), kind_mask, wake);
   }
-  result<void> settle_push(result<void> r, std::uint64_t kind_mask, const bool* wake) {
+  // push_external() for a bounded pool, out of line: the unbounded path
+  // stays short. The policy may run user code here (see frame_scope); the
+  // frame ends after the last use of the core.
+  template <typename QueuePush>
+  THREAD_SYSTEM_NOINLINE result<void> push_external_bounded(std::uint64_t kind_mask, std::span<job_function> fns,
+                                                            QueuePush& queue_push, const bool* wake) {
+    const frame_scope in_frame(this);
+    return settle_push(push_bounded(fns, queue_push), kind_mask, wake);
+  }
+  THREAD_SYSTEM_ALWAYS_INLINE result<void> settle_push(result<void> r, std::uint64_t kind_mask, const bool* wake) {
     if (!r) {
       // A wait_idle() waiter may have seen an accepted count the refusal
       // rolled back: let it look again.
