@@ -3,7 +3,6 @@
 // pool_core.cpp, next to the core's push paths they inline.
 #include "thread_system/pools/pool_front.hpp"
 
-#include <cstdio>
 #include <exception>
 #include <new>
 
