@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <coroutine>
+#include <latch>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -457,8 +458,14 @@ TEST(Stop, CancelPendingReportsWhatAForeignCoroutineLetsOut) {
   EXPECT_NE(failures.messages()[0].find("discarded"), std::string::npos) << failures.messages()[0];
 }
 
-rethrowing_coroutine await_submitted(thread_pool& pool, std::atomic<int>& resumed) {
-  const int v = co_await pool.submit([] { return 1; });
+rethrowing_coroutine await_submitted(thread_pool& pool, std::atomic<int>& resumed, std::latch& gate) {
+  // The job waits for `gate`, which opens once this coroutine has suspended:
+  // a job finished before the co_await would resume nothing (the coroutine
+  // would go on, and throw, on the test's thread).
+  const int v = co_await pool.submit([&gate] {
+    gate.wait();
+    return 1;
+  });
   resumed.fetch_add(v);
   throw std::runtime_error("failed after its future");
 }
@@ -474,7 +481,9 @@ TEST(Stop, AForeignCoroutineFailingAfterAFutureIsReportedToThePool) {
     failures.attach(pool);
     if (discarded) pool.pause();
     std::atomic<int> resumed{0};
-    const rethrowing_coroutine c = await_submitted(pool, resumed);
+    std::latch gate{1};
+    const rethrowing_coroutine c = await_submitted(pool, resumed, gate);
+    gate.count_down();  // the coroutine is suspended in its co_await
     if (discarded) {
       EXPECT_EQ(pool.stop(stop_mode::cancel_pending).cancelled, 1U);
     } else {
