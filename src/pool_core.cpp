@@ -45,12 +45,6 @@ struct worker_context {
   pool_worker* worker = nullptr;
 };
 thread_local worker_context tl_context;
-// The pool whose discarded job's user code runs on this thread (see
-// pool_core::discard_scope), or null.
-thread_local const pool_core* tl_discarding = nullptr;
-// This thread's frames of pools' cores, innermost first (see
-// pool_core::frame_scope).
-thread_local pool_core::frame* tl_frames = nullptr;
 
 // Every this many jobs a worker looks at the injector before its own deque,
 // so external submissions are never starved by a worker that keeps
@@ -808,48 +802,6 @@ void pool_core::run_left_behind(std::span<job_function> batch) {
 }
 
 bool pool_core::on_own_worker() const noexcept { return tl_context.pool == this; }
-
-pool_core::discard_scope::discard_scope(const pool_core* core) noexcept : outer_(tl_discarding) {
-  tl_discarding = core;
-}
-
-pool_core::discard_scope::~discard_scope() { tl_discarding = outer_; }
-
-bool pool_core::discarding_on_this_thread() const noexcept { return tl_discarding == this; }
-
-pool_core::frame_scope::frame_scope(pool_core* core) noexcept : frame_{core, tl_frames, false} { tl_frames = &frame_; }
-
-pool_core::frame_scope::~frame_scope() {
-  tl_frames = frame_.outer;
-  if (frame_.finish) frame_.core->orphan();  // the frames below are gone: the core may go
-}
-
-bool pool_core::inside_own_frame() const noexcept {
-  for (const frame* f = tl_frames; f != nullptr; f = f->outer) {
-    if (f->core == this) return true;
-  }
-  return false;
-}
-
-void pool_core::orphan_to_outermost_frame() noexcept {
-  frame* outermost = nullptr;
-  for (frame* f = tl_frames; f != nullptr; f = f->outer) {
-    if (f->core == this) outermost = f;
-  }
-  if (outermost != nullptr) outermost->finish = true;
-}
-
-const char* pool_core::refusal_on_this_thread(bool stop) const noexcept {
-  if (on_own_worker()) {
-    return stop ? "thread_pool::stop() called from one of the pool's own workers"
-                : "thread_pool::wait_idle() called from one of the pool's own workers";
-  }
-  if (discarding_on_this_thread()) {
-    return stop ? "thread_pool::stop() called from a job the pool is discarding on this thread"
-                : "thread_pool::wait_idle() called from a job the pool is discarding on this thread";
-  }
-  return nullptr;
-}
 
 bool pool_core::nothing_left_to_steal_from_caller() const noexcept {
   if (tl_context.pool == this) {

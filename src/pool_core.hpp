@@ -11,7 +11,9 @@
 //   src/pool_core.cpp             the worker loop, pushes, wake-ups
 //   src/pool_core_admission.cpp   backpressure and refusals
 //   src/pool_core_accounting.cpp  failures, idle detection, statistics
-//   src/pool_core_lifecycle.cpp   construction, start, resize, pause, stop
+//   src/pool_core_lifecycle.cpp   construction, start, resize, pause, stop,
+//                                 and where a pool destroyed inside its own code goes
+//                                 (frames, discard scopes, orphan())
 //   src/pool_core_workers.cpp     the workers' list, count and OS threads
 #pragma once
 
