@@ -226,6 +226,9 @@ class pool_core {
   // room, or it dropped a job that held none (one a worker submitted).
   enum class dropped { none, room, no_room };
   [[nodiscard]] dropped drop_oldest_queued();
+  // drop_oldest's victim when the queue holds none: a job a worker has
+  // taken from it but not started (on that worker's deque). Never throws.
+  [[nodiscard]] bool take_from_a_deque(job_function& out) noexcept;
   void run_on_caller(job_function& fn);
   void wait_while_paused() noexcept;
   // Runs `fn`, reports an escaping exception, destroys the callable.

@@ -4,7 +4,7 @@
 #include "pool_core.hpp"
 
 #include <chrono>
-#include <thread>
+#include <algorithm>
 
 #include "thread_system/detail/duration.hpp"
 
@@ -25,6 +25,13 @@ void pool_core::release_room(std::size_t n) noexcept {
   // notify below sees it waiting.
   queued_external_.fetch_sub(n, std::memory_order_seq_cst);
   const auto p = bounds_.on_full;
+  if (p == backpressure::policy::drop_oldest) {
+    // A drop_oldest producer waits only while every unit of room is held
+    // by jobs workers have in hand (see acquire_room()): each start wakes
+    // them all to look again (the fence and a load when none waits).
+    room_available_.notify_all();
+    return;
+  }
   if (p == backpressure::policy::block || p == backpressure::policy::block_for) {
     if (n != 1) {
       room_available_.notify_all();
@@ -45,7 +52,7 @@ void pool_core::release_room(std::size_t n) noexcept {
 pool_core::dropped pool_core::drop_oldest_queued() {
   const failure_sink_scope sink(as_failure_sink());
   std::array<job_function, 1> oldest;
-  if (queue_->pop_victim(oldest) == 0) return dropped::none;
+  if (queue_->pop_victim(oldest) == 0 && !take_from_a_deque(oldest[0])) return dropped::none;
   const std::uint8_t tag = oldest[0].tag();
   // Its room is free as it leaves the queue - before its own code runs, so
   // that code may submit to this pool (it finds the room) without waiting
@@ -64,6 +71,28 @@ pool_core::dropped pool_core::drop_oldest_queued() {
   // finished once its own code has run.
   dropped_.fetch_add(1, std::memory_order_release);
   return held_room ? dropped::room : dropped::no_room;
+}
+
+bool pool_core::take_from_a_deque(job_function& out) noexcept {
+  // The deques are Chase-Lev deques: any thread may take from their FIFO
+  // end as a thief does (a worker's batch: the newest job it took). Workers
+  // stay in the steal table for the core's life.
+  const std::size_t n = published_.load(std::memory_order_acquire);  // pairs with start_worker()
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    bool lost_any = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      pool_worker* w = steal_table_[i].load(std::memory_order_relaxed);  // fixed once published
+      auto r = w->deque_.steal();
+      if (r) {
+        out = std::move(r.value->fn);
+        node_pool_.give_back(r.value);  // this thread has no node cache
+        return true;
+      }
+      lost_any |= r.status == steal_status::lost_race;
+    }
+    if (!lost_any) break;  // every deque was empty
+  }
+  return false;
 }
 
 void pool_core::run_on_caller(job_function& fn) {
@@ -98,6 +127,10 @@ result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inli
   // drop_oldest: jobs of `fns` that take the places of dropped jobs that
   // held no room (a worker's submissions) - one job dropped per job queued.
   std::size_t in_dropped_places = 0;
+  // drop_oldest's waits with nothing to drop (see there): how long before
+  // looking for a victim again, doubling up to a bound.
+  constexpr std::chrono::microseconds max_relook{10'000};
+  std::chrono::microseconds relook{100};
   for (;;) {
     if (in_dropped_places == n || try_reserve(n - in_dropped_places)) {
       without_room = in_dropped_places;
@@ -125,11 +158,29 @@ result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inli
         return {};
       case backpressure::policy::drop_oldest:
         switch (drop_oldest_queued()) {
-          case dropped::none:
-            // The oldest may already be on a worker's way to running (taken
-            // from the queue, not yet started): then its room frees in a moment.
-            std::this_thread::yield();
+          case dropped::none: {
+            // Nothing queued and nothing on a worker's deque: every unit of
+            // room is held by a job a worker has in hand - on its way to
+            // starting, or held while the pool is paused (at most one per
+            // worker). Wait for a start (release_room() wakes this thread)
+            // or for stop(), and look again now and then: a job that holds
+            // no room (a worker's submission) may have been queued meanwhile
+            // and can be dropped. (Room may also have freed between the
+            // look above and prepare_wait(): checked before sleeping.)
+            const auto key = room_available_.prepare_wait();
+            if (try_reserve(n - in_dropped_places)) {
+              room_available_.cancel_wait();
+              without_room = in_dropped_places;
+              return {};
+            }
+            if (stopped()) {
+              room_available_.cancel_wait();
+              return stopped_error();
+            }
+            (void)room_available_.commit_wait_until(key, std::chrono::steady_clock::now() + relook);
+            relook = std::min(2 * relook, max_relook);
             break;
+          }
           case dropped::no_room:
             ++in_dropped_places;  // one of `fns` takes its place, without room
             break;

@@ -805,3 +805,58 @@ TEST(PoolBackpressure, TypedDropOldestDropsOneJobPerJobQueued) {
     pool.wait_idle();
   }
 }
+
+// Room held by jobs a worker has taken from the queue: a drop_oldest
+// submission drops one of those (a job a worker took has not started) and
+// does not wait. Here the worker takes one job it submitted itself (no
+// room) and two external ones at once; the first pauses the pool, so the
+// other two stay on the worker's deque, holding every unit of room, with
+// nothing left in the queue. The submission used to yield in a loop until
+// resume().
+TEST(PoolBackpressure, DropOldestDropsAJobAWorkerHasTakenWhenTheQueueIsEmpty) {
+  ts::typed_thread_pool_t<ts::job_types> pool{1, typed_bounded(ts::backpressure::drop_oldest(2))};
+  std::atomic<int> ran{0};
+  std::latch paused{1};
+  std::latch submitted{1};
+  std::latch gate{1};
+  ASSERT_TRUE(pool.enqueue(ts::job_types::Batch, [&] {
+    // From the worker: queued without room, ahead of the two below.
+    (void)pool.enqueue(ts::job_types::Batch, [&] {
+      pool.pause();
+      paused.count_down();
+    });
+    submitted.count_down();
+    gate.wait();
+  }));
+  submitted.wait();
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(pool.enqueue(ts::job_types::Batch, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));
+  }
+  gate.count_down();  // the worker takes the three queued jobs as one batch
+  paused.wait();
+  std::atomic<bool> returned{false};
+  std::optional<ts::result<void>> newest;
+  std::thread producer([&] {
+    newest = pool.enqueue(ts::job_types::Batch, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+    returned.store(true, std::memory_order_release);
+  });
+  const bool did_not_wait = eventually(returned);
+  pool.resume();  // (lets a waiting producer go on, so that the test ends)
+  producer.join();
+  EXPECT_TRUE(did_not_wait) << "the submission waited for resume()";
+  ASSERT_TRUE(newest.has_value());
+  EXPECT_TRUE(*newest);
+  pool.wait_idle();
+  const auto s = pool.get_statistics();
+  EXPECT_EQ(s.dropped, 1U);
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 2);  // one of the two taken jobs was dropped, the newest ran
+  EXPECT_EQ(s.accepted, s.executed + s.cancelled);
+  // The room accounting is whole: exactly two fit again.
+  held_typed_worker held(pool);
+  EXPECT_TRUE(pool.enqueue(ts::job_types::Batch, [] {}));
+  EXPECT_TRUE(pool.enqueue(ts::job_types::Batch, [] {}));
+  EXPECT_TRUE(pool.enqueue(ts::job_types::Batch, [] {}));  // drops one
+  EXPECT_EQ(pool.get_statistics().dropped, 2U);
+  held.release();
+  pool.wait_idle();
+}

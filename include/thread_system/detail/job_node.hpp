@@ -157,6 +157,10 @@ class job_node_pool {
     return want > batch_size ? batch_size : want;
   }
 
+  /// Takes back a node from a thread that has no cache (one lock, never
+  /// allocates: the shared list has room for every node).
+  void give_back(job_node* n) noexcept { spill_one(n); }
+
   /// Allocates raw storage (nothing is touched) for `refill_step` more
   /// nodes than reserved so far, on the calling thread: a new worker's first
   /// batch then needs no allocation on its own thread (nor a malloc arena).

@@ -28,9 +28,14 @@
 //                    with `cancelled`, and it is counted in
 //                    pool_statistics::dropped - and queue the new one. In
 //                    a typed pool the victim is the oldest job of the
-//                    lowest-priority type that has queued jobs. Jobs a
-//                    worker has already taken off the queue (to start next)
-//                    are not dropped; their room frees when they start.
+//                    lowest-priority type that has queued jobs. When the
+//                    queue holds none, the victim is a job a worker has
+//                    taken from it but not started (one of a batch waiting
+//                    on that worker's deque, e.g. in a paused pool). Only
+//                    when every unit of room is held by a job a worker has
+//                    in hand (at most one per worker: about to start, or
+//                    held by a paused pool) does the submission wait, as
+//                    block does, for one of them to start or for stop().
 //                    One job is dropped for each one queued: when the
 //                    oldest holds no room (a job a worker submitted, which
 //                    a typed pool queues with the others), the new job
