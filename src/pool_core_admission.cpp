@@ -3,8 +3,8 @@
 // pool_core.cpp.
 #include "pool_core.hpp"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 
 #include "thread_system/detail/duration.hpp"
 
