@@ -860,3 +860,29 @@ TEST(PoolBackpressure, DropOldestDropsAJobAWorkerHasTakenWhenTheQueueIsEmpty) {
   held.release();
   pool.wait_idle();
 }
+
+// A job that caller_runs runs on the submitting thread may stop the pool
+// from its own code (not a worker: nothing waits for itself). It has not
+// finished then, so the report leaves it out of both counts; the pool's
+// statistics count it once it returns.
+TEST(PoolBackpressure, AJobCallerRunsRunsMayStopThePool) {
+  ts::thread_pool pool{1, bounded(ts::backpressure::caller_runs(1))};
+  ts::test::held_worker held(pool);
+  ASSERT_TRUE(pool.enqueue([] {}));  // queued: the pool is full
+  std::optional<ts::stop_report> from_job;
+  ASSERT_TRUE(pool.enqueue([&] {  // runs here
+    held.release();
+    from_job = pool.stop(ts::stop_mode::drain);
+  }));
+  ASSERT_TRUE(from_job.has_value());
+  EXPECT_EQ(from_job->accepted, 2U);  // the held job and the queued one
+  EXPECT_EQ(from_job->executed, 2U);
+  EXPECT_EQ(from_job->cancelled, 0U);
+  const ts::stop_report again = pool.stop();
+  EXPECT_EQ(again.accepted, 2U);  // the same report
+  EXPECT_EQ(again.executed, 2U);
+  const auto s = pool.get_statistics();
+  EXPECT_EQ(s.caller_ran, 1U);
+  EXPECT_EQ(s.accepted, 3U);
+  EXPECT_EQ(s.executed, 3U);
+}

@@ -180,7 +180,10 @@ class pool_front {
   /// report. On a pool that was never started, drain runs the pending jobs
   /// on the calling thread. From the moment stop() is called a full bounded
   /// pool refuses instead of blocking (`pool_stopped`): a producer blocked
-  /// for room, a timer's run among them, gives up.
+  /// for room, a timer's run among them, gives up. The report counts the
+  /// jobs finished by then: a job whose own code calls stop() (one that
+  /// caller_runs runs on a producer thread) is in neither its accepted nor
+  /// its executed count; get_statistics() counts it once it returns.
   stop_report stop(stop_mode mode = stop_mode::drain);
 
   /// True from a successful start() (or the concise constructor) until stop() begins.
