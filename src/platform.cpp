@@ -273,10 +273,31 @@ result<void> set_thread_affinity(int os_tid, std::span<const int> cpus) noexcept
     }
     CPU_SET(cpu, &set);
   }
+  // The kernel pins the thread to the CPUs of the list it may use (online,
+  // in the process's cpuset) and drops the others without a word when at
+  // least one is left. All or nothing here: the mask is read back, and a
+  // list the kernel narrowed is refused with the mask put back as it was.
+  cpu_set_t before;
+  CPU_ZERO(&before);
+  const bool have_before = ::sched_getaffinity(os_tid, sizeof before, &before) == 0;
   if (::sched_setaffinity(os_tid, sizeof set, &set) != 0) {
     const int e = errno;
-    return make_error_nothrow(e == EINVAL ? error_code::invalid_argument : error_code::not_supported,
-                              [&] { return std::string("set_affinity: sched_setaffinity failed: ") + errno_text(e); });
+    return make_error_nothrow(e == EINVAL ? error_code::invalid_argument : error_code::not_supported, [&] {
+      return std::string("set_affinity: sched_setaffinity failed (no CPU of the list is online and allowed to this "
+                         "process, or the thread is gone): ") +
+             errno_text(e);
+    });
+  }
+  cpu_set_t granted;
+  CPU_ZERO(&granted);
+  if (::sched_getaffinity(os_tid, sizeof granted, &granted) != 0) return {};  // the thread has just ended
+  for (int cpu : cpus) {
+    if (CPU_ISSET(cpu, &granted)) continue;
+    if (have_before) (void)::sched_setaffinity(os_tid, sizeof before, &before);
+    return make_error_nothrow(error_code::invalid_argument, [&] {
+      return "set_affinity: CPU " + std::to_string(cpu) +
+             " is offline or not allowed to this process (cpuset); the thread's affinity is unchanged";
+    });
   }
   return {};
 #else

@@ -17,7 +17,39 @@
 #if defined(__linux__)
 #include <pthread.h>
 #include <sched.h>
+#include <dlfcn.h>
 #include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#endif
+
+#if defined(__linux__)
+// A stand-in for the kernel's treatment of offline CPUs, which this machine
+// may not have: while t_offline_cpu is set, sched_setaffinity() leaves that
+// CPU out of any mask that has another one (as the kernel does with CPUs
+// that are offline or outside the cpuset) and refuses a mask of it alone
+// with EINVAL. This binary's calls reach the real one otherwise.
+namespace {
+std::atomic<int> t_offline_cpu{-1};
+cpu_set_t t_last_asked;  // the mask of the last call made while t_offline_cpu was set (the test's thread only)
+}  // namespace
+
+extern "C" int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t* mask) noexcept {
+  using real_fn = int (*)(pid_t, size_t, const cpu_set_t*);
+  static const auto real = reinterpret_cast<real_fn>(::dlsym(RTLD_NEXT, "sched_setaffinity"));
+  const int offline = t_offline_cpu.load(std::memory_order_relaxed);  // set by the test's own thread
+  if (offline < 0 || size != sizeof(cpu_set_t)) return real(pid, size, mask);
+  t_last_asked = *mask;
+  if (!CPU_ISSET(offline, mask)) return real(pid, size, mask);
+  cpu_set_t narrowed = *mask;
+  CPU_CLR(offline, &narrowed);
+  if (CPU_COUNT(&narrowed) == 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  return real(pid, size, &narrowed);
+}
 #endif
 
 namespace thread_system::detail {
@@ -95,6 +127,45 @@ TEST(ThreadAttributes, AffinityToAnAllowedCpuIsSetAndBadListsAreRefused) {
     ASSERT_FALSE(far);
     EXPECT_EQ(far.error().code(), error_code::invalid_argument);
     EXPECT_NE(far.error().message().find("does not exist"), std::string::npos) << far.error().message();
+  });
+  t.join();
+}
+
+// A list with a CPU the kernel cannot use (offline, or outside the cpuset)
+// is refused whole: the kernel alone would pin the thread to the rest of
+// the list and say nothing.
+TEST(ThreadAttributes, AffinityWithAnOfflineCpuIsRefusedAndLeavesTheMaskAsItWas) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  std::vector<int> usable;
+  const long configured = ::sysconf(_SC_NPROCESSORS_CONF);
+  for (int cpu = 0; cpu < configured && cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) usable.push_back(cpu);
+  }
+  if (usable.size() < 2) GTEST_SKIP() << "needs two CPUs this process may use";
+  std::thread t([&] {
+    const int tid = current_os_thread_id();
+    cpu_set_t before;
+    CPU_ZERO(&before);
+    ASSERT_EQ(::sched_getaffinity(0, sizeof before, &before), 0);
+    t_offline_cpu.store(usable[1], std::memory_order_relaxed);
+    const std::vector<int> mixed{usable[0], usable[1]};
+    const auto r = set_thread_affinity(tid, mixed);
+    // (With two CPUs the narrowed mask and the one put back may be the same
+    // set, so what the call last asked the kernel for is what shows that it
+    // put the old one back.)
+    const cpu_set_t asked_last = t_last_asked;
+    const std::vector<int> alone{usable[1]};
+    const auto r_alone = set_thread_affinity(tid, alone);
+    t_offline_cpu.store(-1, std::memory_order_relaxed);
+    ASSERT_FALSE(r) << "the kernel left CPU " << usable[1] << " out";
+    EXPECT_EQ(r.error().code(), error_code::invalid_argument);
+    EXPECT_NE(r.error().message().find("offline"), std::string::npos) << r.error().message();
+    ASSERT_FALSE(r_alone);
+    EXPECT_EQ(r_alone.error().code(), error_code::invalid_argument);
+    EXPECT_TRUE(CPU_EQUAL(&before, &asked_last)) << "the refused call did not put the thread's CPUs back";
+    EXPECT_TRUE(set_thread_affinity(tid, mixed)) << "both CPUs usable again";
   });
   t.join();
 }

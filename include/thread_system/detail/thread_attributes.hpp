@@ -17,9 +17,11 @@ result<void> set_current_thread_name(std::string_view name) noexcept;
 /// The calling thread's OS thread id (Linux: gettid()), 0 where there is none.
 [[nodiscard]] int current_os_thread_id() noexcept;
 
-/// Pins the thread with OS id `os_tid` to `cpus` (Linux). Empty, negative or
-/// offline CPUs: invalid_argument; other platforms: not_supported; a refusal
-/// by the OS: the errno text.
+/// Pins the thread with OS id `os_tid` to `cpus` (Linux), all or nothing.
+/// Empty, negative or absent CPUs, and a CPU that is offline or outside the
+/// process's cpuset (which the kernel would silently leave out): the mask
+/// is left as it was and the result is invalid_argument; other platforms:
+/// not_supported; a refusal by the OS: the errno text.
 result<void> set_thread_affinity(int os_tid, std::span<const int> cpus) noexcept;
 
 /// Sets the nice level (-20..19) of the thread with OS id `os_tid` (Linux:
