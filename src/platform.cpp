@@ -283,8 +283,9 @@ result<void> set_thread_affinity(int os_tid, std::span<const int> cpus) noexcept
   if (::sched_setaffinity(os_tid, sizeof set, &set) != 0) {
     const int e = errno;
     return make_error_nothrow(e == EINVAL ? error_code::invalid_argument : error_code::not_supported, [&] {
-      return std::string("set_affinity: sched_setaffinity failed (no CPU of the list is online and allowed to this "
-                         "process, or the thread is gone): ") +
+      return std::string(
+                 "set_affinity: sched_setaffinity failed (no CPU of the list is online and allowed to this "
+                 "process, or the thread is gone): ") +
              errno_text(e);
     });
   }

@@ -15,9 +15,9 @@
 #include "../support/test_support.hpp"
 
 #if defined(__linux__)
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
-#include <dlfcn.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
