@@ -356,7 +356,10 @@ class hazard_holder {
   static constexpr never_fails_t never_fails{};
   /// Never throws: out of memory, waits until another operation releases a
   /// record. Only for operations that must not fail (closing a queue), on a
-  /// domain that has run reserve_record().
+  /// domain that has run reserve_record(), by a thread that holds no other
+  /// record of the domain (out of memory with every record held, it would
+  /// wait for itself; lockfree_queue never nests its operations, and runs
+  /// no code of its user while it holds a record except job moves).
   hazard_holder(hazard_domain& domain, never_fails_t) noexcept
       : domain_(domain), record_(domain.acquire_record_or_wait()) {}
   hazard_holder(const hazard_holder&) = delete;
