@@ -359,7 +359,8 @@ class hazard_holder {
   /// domain that has run reserve_record(), by a thread that holds no other
   /// record of the domain (out of memory with every record held, it would
   /// wait for itself; lockfree_queue never nests its operations, and runs
-  /// no code of its user while it holds a record except job moves).
+  /// no code of its user while it holds a record except the destructors of
+  /// jobs a caller left in the output it passes to a pop).
   hazard_holder(hazard_domain& domain, never_fails_t) noexcept
       : domain_(domain), record_(domain.acquire_record_or_wait()) {}
   hazard_holder(const hazard_holder&) = delete;
