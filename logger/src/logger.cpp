@@ -137,6 +137,16 @@ logger::~logger() {
   // The destructor always waits for the writer (unlike stop() from a sink).
   if (on_writer_thread()) {
     request_stop();  // a sink destroying its own logger: outside the contract; do not join self
+  } else if (logger* const writer_of = writer_thread_logger()) {
+    // Another logger's sink destroys this one: its writer waits here
+    // whatever the mark says (the storage must outlive this writer). Marked
+    // first, then its own waiters are woken: this logger's writer, waiting
+    // in that logger for room or a flush, sees the mark and gives up (see
+    // wait_for_room() and flush()), so the join below ends.
+    const writer_wait_mark mark(writer_of, *this);
+    writer_of->room_freed_.notify_all();
+    writer_of->flush_done_.notify_all();
+    finish_stop();
   } else {
     finish_stop();
   }
@@ -281,6 +291,14 @@ result<void> logger::wait_for_room(detail::thread_buffer& b, std::size_t bytes, 
       room_freed_.cancel_wait();
       return refuse_stopped();
     }
+    if (gave_up_on_a_waiting_writer(writer_of)) {
+      room_freed_.cancel_wait();
+      b.count_dropped();
+      return make_error_nothrow(error_code::queue_full, [] {
+        return "logger: buffer full, message dropped (called from another logger's sink; this logger's writer "
+               "came to wait for that logger)";
+      });
+    }
     out = b.try_reserve(bytes);
     if (out != nullptr) {
       room_freed_.cancel_wait();
@@ -288,6 +306,15 @@ result<void> logger::wait_for_room(detail::thread_buffer& b, std::size_t bytes, 
     }
     room_freed_.commit_wait(key);
   }
+}
+
+bool logger::gave_up_on_a_waiting_writer(const logger* writer_of) const noexcept {
+  // A writer thread waiting here gives up once this logger's writer waits in
+  // a logger itself: the destructor of the waiter's own logger, run by this
+  // logger's sink, marks it and then notifies (seq_cst load after
+  // prepare_wait()'s fence; pairs with the mark's seq_cst store and the
+  // fence in notify_all()). Other threads wait: they close no cycle.
+  return writer_of != nullptr && writer_waiting_elsewhere_.load(std::memory_order_seq_cst);
 }
 
 result<void> logger::refuse_stopped() noexcept {
@@ -339,6 +366,13 @@ result<void> logger::flush() {
     if (flushed_.load(std::memory_order_acquire) >= ticket) {  // as above, after the fence
       flush_done_.cancel_wait();
       return {};
+    }
+    if (gave_up_on_a_waiting_writer(writer_of)) {
+      flush_done_.cancel_wait();
+      return make_error_nothrow(error_code::invalid_argument, [] {
+        return "logger: flush() called from another logger's sink; this logger's writer came to wait for that "
+               "logger";
+      });
     }
     flush_done_.commit_wait(key);
   }

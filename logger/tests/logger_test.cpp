@@ -785,6 +785,53 @@ TEST(Logger, ASinkForwardingIntoASlowLoggerWaitsForRoomUnderBlock) {
   EXPECT_EQ(sb.dropped, 0U);
 }
 
+// A sink of logger A destroys logger B (it holds B's last owner) while B's
+// writer, forwarding into A under `block`, waits for room in A - room that
+// only A's writer, now inside B's destructor, could free. The destructor
+// marks A's writer as waiting and wakes A's waiters: B's writer gives up
+// (its record dropped and counted in A), drains, and the destructor's join
+// returns. (The two writers waited for each other for ever.)
+TEST(Logger, ADestructorRunByAnotherLoggersSinkEndsItsWritersWaitInThatLogger) {
+  std::latch gate(1);
+  std::unique_ptr<logger> b;
+  std::atomic<bool> destroyed{false};
+  std::atomic<std::uint64_t> forwarded{0};
+  std::atomic<std::uint64_t> refused{0};
+  auto destroying = std::make_shared<callback_sink>([&](const log_entry& e) {
+    if (e.record().message != "destroy b") return;
+    gate.wait();
+    b.reset();  // on A's writer thread: B's destructor joins B's writer
+    destroyed.store(true, std::memory_order_release);  // pairs with the acquire below
+  });
+  logger a({destroying}, options_with(4096, overflow_policy::block));
+  const std::string payload(200, 'z');
+  auto forwarding = std::make_shared<callback_sink>([&](const log_entry&) {
+    if (a.try_log(log_level::info, "{}", payload)) {
+      forwarded.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      refused.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  b = std::make_unique<logger>(std::vector<std::shared_ptr<log_sink>>{forwarding},
+                               options_with(1 << 20, overflow_policy::block));
+  a.info("destroy b");  // A's writer waits at the gate from now on
+  for (int i = 0; i < 200; ++i) b->info("record {}", i);
+  // B's writer has filled its buffer in A and waits for room there.
+  expect_within_a_minute([&] { return a.statistics().blocked > 0; }, "B's writer waiting for room in A");
+  gate.count_down();
+  expect_within_a_minute([&] { return destroyed.load(std::memory_order_acquire); },
+                         "B destroyed by A's sink while B's writer waits in A");
+  // B's destructor joined B's writer: every record B accepted was forwarded
+  // or refused, and A counts the refused ones as dropped.
+  EXPECT_EQ(forwarded.load(std::memory_order_relaxed) + refused.load(std::memory_order_relaxed), 200U);
+  EXPECT_GE(refused.load(std::memory_order_relaxed), 1U);
+  a.stop();
+  const logger_statistics sa = a.statistics();
+  EXPECT_EQ(sa.written, sa.accepted);
+  EXPECT_EQ(sa.accepted, 1 + forwarded.load(std::memory_order_relaxed));
+  EXPECT_EQ(sa.dropped, refused.load(std::memory_order_relaxed));
+}
+
 TEST(Logger, InvalidOptionsAreRefused) {
   auto sink = std::make_shared<null_sink>();
   logger_options o;

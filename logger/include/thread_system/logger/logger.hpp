@@ -71,8 +71,13 @@
 //     (`queue_full`, counted in `dropped`), flush() returns
 //     `invalid_argument`, and stop() only begins the stop (as from the
 //     logger's own sink). So writers that wait for each other in a cycle
-//     cannot deadlock: the last to arrive does not wait. (The destructor
-//     still waits for the writer.)
+//     cannot deadlock: the last to arrive does not wait. The destructor
+//     always waits for its writer; run by another logger's sink, it first
+//     marks that logger's writer as waiting, so a wait of the destroyed
+//     logger's writer in that logger (for room, in flush()) gives up as
+//     above and the destructor returns. (One cycle is left to the user:
+//     a sink of the destroyed logger that was already inside stop() of
+//     the destroying logger - two joins of each other.)
 //   * stop() / destructor: refuses new calls, writes every accepted record
 //     (it waits for calls already past the stop check to finish), writes the
 //     final "dropped" notice if any, flushes the sinks, joins the writer.
@@ -551,6 +556,9 @@ class logger {
   std::atomic<bool> writer_waiting_elsewhere_{false};
 
   class writer_wait_mark;
+  // A wait of another logger's writer thread (`writer_of`) in this logger
+  // ends: this logger's writer has come to wait in a logger (logger.cpp).
+  [[nodiscard]] bool gave_up_on_a_waiting_writer(const logger* writer_of) const noexcept;
   // The logger whose writer thread this is, or null (logger_writer.cpp).
   [[nodiscard]] static logger* writer_thread_logger() noexcept;
   [[nodiscard]] bool on_writer_thread() const noexcept { return writer_thread_logger() == this; }
