@@ -800,7 +800,7 @@ TEST(Logger, ADestructorRunByAnotherLoggersSinkEndsItsWritersWaitInThatLogger) {
   auto destroying = std::make_shared<callback_sink>([&](const log_entry& e) {
     if (e.record().message != "destroy b") return;
     gate.wait();
-    b.reset();  // on A's writer thread: B's destructor joins B's writer
+    b.reset();                                         // on A's writer thread: B's destructor joins B's writer
     destroyed.store(true, std::memory_order_release);  // pairs with the acquire below
   });
   logger a({destroying}, options_with(4096, overflow_policy::block));
