@@ -44,12 +44,22 @@ registry& the_registry() noexcept {
   return *r;
 }
 
+// The pins this thread holds, innermost first (each pin links the one
+// before it): a pool destroyed on this thread does not wait for them.
+thread_local spawn_pin* t_pins = nullptr;
+
 entry* find(registry& r, std::uint64_t key) noexcept {
   const auto it = std::find_if(r.live.begin(), r.live.end(), [key](const entry& e) { return e.key == key; });
   return it == r.live.end() ? nullptr : &*it;
 }
 
 }  // namespace
+
+// The pins of the calling thread (see spawn_pin).
+struct spawn_pins_of_this_thread {
+  // Releases this thread's pins on `key`; returns how many there were.
+  static std::size_t release(std::uint64_t key) noexcept;
+};
 
 result<std::uint64_t> pool_front::spawn_key() noexcept {
   // acquire: pairs with the release store below, made under the mutex after
@@ -79,11 +89,29 @@ void pool_front::retire_spawn_key() noexcept {
   entry* e = find(r, k);
   if (e == nullptr) return;  // already retired
   e->leaving = true;
+  // This thread's own pins on the pool are not waited for: this destructor
+  // runs inside a call made under them. They are released here instead.
+  const std::size_t own = spawn_pins_of_this_thread::release(k);
+  e->pins -= own;
   r.unpinned.wait(lock, [&] { return find(r, k)->pins == 0; });
   r.live.erase(r.live.begin() + (find(r, k) - r.live.data()));
 }
 
-spawn_pin::spawn_pin(std::uint64_t key) noexcept : key_(key) {
+// Caller holds the registry's mutex. Pins of this thread only: no other
+// thread reads them.
+std::size_t spawn_pins_of_this_thread::release(std::uint64_t key) noexcept {
+  std::size_t n = 0;
+  for (spawn_pin* p = t_pins; p != nullptr; p = p->outer_) {
+    if (p->pinned_ && p->key_ == key) {
+      p->pinned_ = false;
+      ++n;
+    }
+  }
+  return n;
+}
+
+spawn_pin::spawn_pin(std::uint64_t key) noexcept : key_(key), outer_(t_pins) {
+  t_pins = this;
   registry& r = the_registry();
   const std::lock_guard lock(r.mutex);
   entry* e = find(r, key);
@@ -93,6 +121,9 @@ spawn_pin::spawn_pin(std::uint64_t key) noexcept : key_(key) {
 }
 
 spawn_pin::~spawn_pin() {
+  t_pins = outer_;  // pins end in reverse order of their making (scoped)
+  // Never pinned, or released by its pool's destructor - on this thread,
+  // so this read needs no lock.
   if (!pinned_) return;
   registry& r = the_registry();
   const std::lock_guard lock(r.mutex);

@@ -8,6 +8,9 @@
 #include <chrono>
 #include <coroutine>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -137,6 +140,54 @@ TEST(Spawn, AFailureAfterItsPoolIsDestroyedGoesToThePoolItFinishedOn) {
   EXPECT_EQ(s.failed, 1U);
   EXPECT_EQ(s.accepted, s.executed);
   EXPECT_EQ(on_b.messages(), std::vector<std::string>{"failure after its pool"});
+}
+
+// Ends the process with a message when `done` does not come true within a
+// minute: a deadlock on a pool's thread would otherwise hang the test.
+void expect_within_a_minute(const std::function<bool()>& done, const char* what) {
+  const auto give_up = std::chrono::steady_clock::now() + 60s;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > give_up) {
+      std::fprintf(stderr, "%s: not within a minute (a deadlock)\n", what);
+      std::_Exit(1);
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+}
+
+TEST(Spawn, AFailureWhoseDeliveryDestroysItsPoolIsStillReported) {
+  // The task fails on `q`; its failure is pushed into its own pool `p`,
+  // which is full under drop_oldest, and the job dropped for it holds `p`'s
+  // last owner: `p` is destroyed inside the delivery, on `q`'s worker. The
+  // destructor waited for the delivery's own pin on `p` (a deadlock of
+  // `q`'s worker); the failure, now queued in `p`'s core, still reaches
+  // `p`'s error handler when `p`'s workers drain it.
+  thread_pool q{1};
+  failure_log on_p;
+  pool_options o;
+  o.backpressure = backpressure::drop_oldest(1);
+  auto p = std::make_shared<thread_pool>(1, o);
+  on_p.attach(*p);
+  outliving_task t;
+  ASSERT_TRUE(spawn(*p, t.run(q, "delivered while its pool goes")));
+  t.wait_moved();
+  test::held_worker held(*p);
+  ASSERT_TRUE(p->enqueue([keep = p] {}));  // queued: `p` is full
+  const std::weak_ptr<thread_pool> watch = p;
+  p.reset();                                    // the queued job holds the last owner
+  t.go.store(true, std::memory_order_relaxed);  // a signal only
+  expect_within_a_minute([&] { return watch.expired(); }, "the pool destroyed by the delivery");
+  expect_within_a_minute(
+      [&] {
+        const auto s = q.get_statistics();
+        return s.executed + s.failed >= 1;
+      },
+      "the delivering worker goes on");
+  held.release();  // `p`'s worker drains: the failure's job runs
+  expect_within_a_minute([&] { return !on_p.messages().empty(); }, "the failure reported by the destroyed pool");
+  EXPECT_EQ(on_p.messages(), std::vector<std::string>{"delivered while its pool goes"});
+  q.wait_idle();
+  EXPECT_EQ(q.get_statistics().failed, 0U);  // `p` reported it, not `q`
 }
 
 TEST(Spawn, TwoPoolsAtOneAddressAreNotConfused) {

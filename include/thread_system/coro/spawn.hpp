@@ -40,7 +40,10 @@ namespace detail {
 // Keeps the pool registered under `key` (pool_front::spawn_key()) from
 // being destroyed while it lives (the pool's destructor waits for it); false
 // when that pool is gone or going. For a spawned task that fails outside its
-// pool (src/spawn_registry.cpp).
+// pool (src/spawn_registry.cpp). A destructor of that pool run on the pin's
+// own thread - inside a call made under the pin, whose code dropped the
+// pool's last owner - does not wait for it (it would wait for itself): the
+// pin is released then, and reads false from that point on.
 class spawn_pin {
  public:
   explicit spawn_pin(std::uint64_t key) noexcept;
@@ -50,8 +53,10 @@ class spawn_pin {
   explicit operator bool() const noexcept { return pinned_; }
 
  private:
+  friend struct spawn_pins_of_this_thread;
   std::uint64_t key_;
   bool pinned_ = false;
+  spawn_pin* outer_ = nullptr;  // the pin this thread held before (a stack per thread)
 };
 
 // The root of a spawned task: frees it when it finishes or is abandoned.
@@ -109,13 +114,18 @@ class spawn_root final : public coro_waiter {
       t_pending_failure = failure;  // the running resumption of this pool rethrows it
       return;
     }
-    if (const spawn_pin pin(pool_key); pin) {  // the pool exists until the pin goes
+    if (spawn_pin pin(pool_key); pin) {  // the pool exists until the pin goes
       try {
         if (target.push_job(job_function(failure_job{failure, target}))) return;
       } catch (...) {  // std::bad_alloc: as a refusal
       }
-      target.report(failure);  // refused (stopped): the error handler still hears of it
-      return;
+      // Refused (stopped): the error handler still hears of it - unless the
+      // push itself destroyed the pool (a job it dropped held the last
+      // owner), which released the pin.
+      if (pin) {
+        target.report(failure);
+        return;
+      }
     }
     // The pool is gone: the resumption of another pool running here, if
     // any, rethrows it (that pool counts and reports it).
