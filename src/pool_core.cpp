@@ -604,7 +604,10 @@ bool pool_core::find_and_run(pool_worker& w, std::span<job_function> local, bool
     }
     if (n == 0) return false;
     // Typed pools: the kind of the batch whose rest goes onto the deque.
-    if (n > 1 && !local_deques_) w.batch_rank_ = detail::job_tag::rank(local[0].tag());
+    if (n > 1 && !local_deques_) {
+      w.batch_rank_ = detail::job_tag::rank(local[0].tag());
+      w.deque_rank_.store(w.batch_rank_, std::memory_order_relaxed);  // a hint (see pool_worker.hpp)
+    }
     // All but the first job go onto this worker's deque (newest-first, so
     // the owner still takes them in FIFO order): there they can be stolen,
     // and a helping wait in the first job can reach them. Held in a private
@@ -613,7 +616,7 @@ bool pool_core::find_and_run(pool_worker& w, std::span<job_function> local, bool
     for (std::size_t i = n; i-- > 1;) {
       detail::job_node* moved = w.node_cache_.allocate();  // reserved above: no allocation
       moved->fn = std::move(local[i]);
-      w.deque_.push(moved);  // reserved above: no allocation
+      w.deque_.push_from_queue(moved);  // reserved above: no allocation
     }
     // More work than this worker will run now: make sure someone else is coming.
     if (n > 1) {

@@ -75,22 +75,43 @@ pool_core::dropped pool_core::drop_oldest_queued() {
 
 bool pool_core::take_from_a_deque(job_function& out) noexcept {
   // The deques are Chase-Lev deques: any thread may take from their FIFO
-  // end as a thief does (a worker's batch: the newest job it took). Workers
-  // stay in the steal table for the core's life.
+  // end as a thief does - here only a job the worker took from the pool's
+  // queue (the rest of a batch; its newest), never one a job spawned there
+  // (a worker's submissions are not bounded, and so never dropped; they sit
+  // below the batch, which the worker took while its deque was empty).
+  // Workers stay in the steal table for the core's life.
+  auto take_from = [&](pool_worker& w) -> steal_status {
+    auto r = w.deque_.steal_from_queue();
+    if (!r) return r.status;
+    out = std::move(r.value->fn);
+    node_pool_.give_back(r.value);  // this thread has no node cache
+    return steal_status::success;
+  };
   const std::size_t n = published_.load(std::memory_order_acquire);  // pairs with start_worker()
+  if (!local_deques_) {
+    // Typed pools: the deque of the lowest-priority kind (highest rank)
+    // first, as pop_victim() picks in the queue - by each worker's hint,
+    // so a deque refilled meanwhile may be passed over once.
+    pool_worker* lowest = nullptr;
+    for (std::size_t i = 0; i < n; ++i) {
+      pool_worker* w = steal_table_[i].load(std::memory_order_relaxed);  // fixed once published
+      if (w->deque_.empty_approx()) continue;
+      // relaxed: a hint (pool_worker::deque_rank_).
+      if (lowest == nullptr ||
+          w->deque_rank_.load(std::memory_order_relaxed) > lowest->deque_rank_.load(std::memory_order_relaxed)) {
+        lowest = w;
+      }
+    }
+    if (lowest != nullptr && take_from(*lowest) == steal_status::success) return true;
+  }
   for (int attempt = 0; attempt < 2; ++attempt) {
     bool lost_any = false;
     for (std::size_t i = 0; i < n; ++i) {
-      pool_worker* w = steal_table_[i].load(std::memory_order_relaxed);  // fixed once published
-      auto r = w->deque_.steal();
-      if (r) {
-        out = std::move(r.value->fn);
-        node_pool_.give_back(r.value);  // this thread has no node cache
-        return true;
-      }
-      lost_any |= r.status == steal_status::lost_race;
+      const steal_status taken = take_from(*steal_table_[i].load(std::memory_order_relaxed));  // fixed once published
+      if (taken == steal_status::success) return true;
+      lost_any |= taken == steal_status::lost_race;
     }
-    if (!lost_any) break;  // every deque was empty
+    if (!lost_any) break;  // nothing left to take
   }
   return false;
 }

@@ -33,6 +33,50 @@ struct wake_group;
 
 // All members are public to the core's sources; the type is not visible
 // outside src/.
+// A worker's work-stealing deque of job nodes. An entry's low bit marks a
+// job the worker took from the pool's queue (the rest of an injector batch)
+// rather than one a job spawned: backpressure::drop_oldest may take those
+// from here, never the others (pool_core::take_from_a_deque()).
+class node_deque {
+ public:
+  explicit node_deque(std::size_t capacity) : deque_(capacity) {}
+  // Owner only (as work_stealing_deque's).
+  [[nodiscard]] bool reserve(std::size_t n) noexcept { return deque_.reserve(n); }
+  [[nodiscard]] std::size_t room() const noexcept { return deque_.room(); }
+  void push(job_node* n) { deque_.push(word_of(n)); }
+  void push_from_queue(job_node* n) { deque_.push(word_of(n) | from_queue_bit); }
+  [[nodiscard]] bool pop(job_node*& out) {
+    word w = 0;
+    if (!deque_.pop(w)) return false;
+    out = node_of(w);
+    return true;
+  }
+  // Any thread.
+  [[nodiscard]] steal_result<job_node*> steal() { return as_nodes(deque_.steal()); }
+  // The oldest entry if it was taken from the pool's queue; `empty` if not.
+  [[nodiscard]] steal_result<job_node*> steal_from_queue() {
+    return as_nodes(deque_.steal_if([](word w) noexcept { return (w & from_queue_bit) != 0; }));
+  }
+  [[nodiscard]] std::size_t size_approx() const noexcept { return deque_.size_approx(); }
+  [[nodiscard]] bool empty_approx() const noexcept { return deque_.empty_approx(); }
+
+ private:
+  using word = std::uintptr_t;
+  static constexpr word from_queue_bit = 1;
+  static_assert(alignof(job_node) > from_queue_bit, "the low bit of a node address must be free");
+  [[nodiscard]] static word word_of(job_node* n) noexcept { return reinterpret_cast<word>(n); }
+  [[nodiscard]] static job_node* node_of(word w) noexcept {
+    // The value came from word_of(): the address of a live node (or 0),
+    // maybe with its low bit set, so the cast gives back that very node.
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): a tagged pointer, see above
+    return reinterpret_cast<job_node*>(w & ~from_queue_bit);
+  }
+  [[nodiscard]] static steal_result<job_node*> as_nodes(steal_result<word> r) noexcept {
+    return {r.status, node_of(r.value)};
+  }
+  work_stealing_deque<word> deque_;
+};
+
 class pool_worker {
  public:
   static constexpr std::size_t max_injector_batch = thread_worker::max_injector_batch;
@@ -110,10 +154,11 @@ class pool_worker {
   latency_histogram wait_histogram_;
   latency_histogram run_histogram_;
 
-  // Jobs spawned by jobs running on this worker; thieves steal from the top.
-  // 64 slots (512 bytes) hold the rest of the largest injector batch; the
-  // ring doubles when spawning needs more.
-  work_stealing_deque<job_node*> deque_{max_injector_batch};
+  // Jobs spawned by jobs running on this worker, and the rest of a batch it
+  // took from the pool's queue; thieves steal from the top. 64 slots (512
+  // bytes) hold the rest of the largest injector batch; the ring doubles
+  // when spawning needs more.
+  node_deque deque_{max_injector_batch};
   // The LIFO slot: the newest job spawned on this worker, or 0. Only the
   // owner puts a job here (a newer one pushes the previous one onto the
   // deque); the owner takes it first, and thieves take it with an exchange
@@ -137,6 +182,11 @@ class pool_worker {
     return reinterpret_cast<job_node*>(v & ~continuation_bit);
   }
   alignas(64) std::atomic<slot_word> lifo_slot_{0};
+  // Typed pools: the rank of the kind on the deque (batch_rank_'s copy for
+  // other threads; a typed pool has no LIFO slot, so this line is quiet).
+  // Written with the batch, read by drop_oldest to pick the deque of the
+  // lowest-priority kind; relaxed both ways: a hint, not a hand-over.
+  std::atomic<unsigned> deque_rank_{0};
   alignas(64) std::uint32_t lifo_streak_ = 0;  // owner thread only: jobs taken from the slot in a row
   job_node_pool::cache node_cache_;            // owner thread only
   std::uint32_t rng_state_ = 0;                // owner thread only: victim selection

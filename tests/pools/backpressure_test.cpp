@@ -5,6 +5,7 @@
 #include "thread_system/pools/backpressure.hpp"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <chrono>
@@ -885,4 +886,61 @@ TEST(PoolBackpressure, AJobCallerRunsRunsMayStopThePool) {
   EXPECT_EQ(s.caller_ran, 1U);
   EXPECT_EQ(s.accepted, 3U);
   EXPECT_EQ(s.executed, 3U);
+}
+
+// drop_oldest takes a victim from a worker's deque only if the worker took
+// it from the pool's queue: never a job a running job spawned there (a
+// worker's submissions are not bounded - a parent counting on its children
+// would wait for ever, and the new job, queued in a child's place without
+// room, would pass the bound). Worker 0 spawns three children (its LIFO
+// slot and deque) and blocks; worker 1 takes [P, D1] from the queue, and P
+// pauses the pool, so D1 waits on worker 1's deque holding room.
+TEST(PoolBackpressure, DropOldestNeverDropsAJobAWorkerSpawned) {
+  ts::thread_pool pool{2, bounded(ts::backpressure::drop_oldest(4))};
+  const auto first_worker = pool.native_handle(0);
+  ASSERT_TRUE(first_worker);
+  std::latch both_started{2};
+  std::latch children_made{1};
+  std::latch release_spawner{1};
+  std::latch release_other{1};
+  std::latch paused{1};
+  std::atomic<int> children_ran{0};
+  std::atomic<int> queued_ran{0};
+  auto role = [&] {
+    both_started.arrive_and_wait();
+    if (::pthread_equal(::pthread_self(), *first_worker) != 0) {
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_TRUE(pool.enqueue([&children_ran] { children_ran.fetch_add(1, std::memory_order_relaxed); }));
+      }
+      children_made.count_down();
+      release_spawner.wait();
+    } else {
+      release_other.wait();
+    }
+  };
+  ASSERT_TRUE(pool.enqueue(role));
+  ASSERT_TRUE(pool.enqueue(role));
+  children_made.wait();
+  std::vector<std::function<void()>> first;
+  first.emplace_back([&] {
+    pool.pause();
+    paused.count_down();
+  });
+  for (int i = 0; i < 3; ++i) first.emplace_back([&queued_ran] { queued_ran.fetch_add(1, std::memory_order_relaxed); });
+  ASSERT_TRUE(pool.enqueue_batch(first));  // the bound is full
+  release_other.count_down();              // worker 1 takes its share, [P, D1]
+  paused.wait();
+  std::vector<std::function<void()>> second;
+  for (int i = 0; i < 4; ++i)
+    second.emplace_back([&queued_ran] { queued_ran.fetch_add(1, std::memory_order_relaxed); });
+  ASSERT_TRUE(pool.enqueue_batch(second));  // drops D1, D2, D3 - wherever they wait
+  EXPECT_EQ(pool.get_statistics().dropped, 3U);
+  pool.resume();
+  release_spawner.count_down();
+  pool.wait_idle();
+  EXPECT_EQ(children_ran.load(std::memory_order_relaxed), 3);
+  EXPECT_EQ(queued_ran.load(std::memory_order_relaxed), 4);
+  const auto s = pool.get_statistics();
+  EXPECT_EQ(s.dropped, 3U);
+  EXPECT_EQ(s.accepted, s.executed + s.cancelled);
 }

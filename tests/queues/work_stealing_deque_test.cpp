@@ -99,6 +99,25 @@ TEST(WorkStealingDeque, ThiefTakesOldestFirst) {
   EXPECT_EQ(d.steal().status, ts::steal_status::empty);
 }
 
+// steal_if() takes the oldest element only when the predicate accepts it,
+// and leaves it (and the deque) as it was otherwise.
+TEST(WorkStealingDeque, StealIfTakesTheOldestOnlyWhenAccepted) {
+  ts::work_stealing_deque<int> d;
+  for (int i = 1; i <= 4; ++i) d.push(i);
+  auto odd = [](int v) noexcept { return v % 2 == 1; };
+  auto r = d.steal_if(odd);
+  ASSERT_EQ(r.status, ts::steal_status::success);
+  EXPECT_EQ(r.value, 1);
+  EXPECT_EQ(d.steal_if(odd).status, ts::steal_status::empty);  // 2 is the oldest now: refused, not taken
+  EXPECT_EQ(d.size_approx(), 3U);
+  EXPECT_EQ(d.steal().value, 2);
+  EXPECT_EQ(d.steal_if(odd).value, 3);
+  int last = 0;
+  ASSERT_TRUE(d.pop(last));
+  EXPECT_EQ(last, 4);
+  EXPECT_EQ(d.steal_if(odd).status, ts::steal_status::empty);
+}
+
 // Owner pushes N items (popping some itself) while T thieves steal: every
 // item is taken exactly once, by the owner or by a thief. Small initial
 // capacity forces growth while thieves are active.

@@ -31,7 +31,10 @@
 //                    lowest-priority type that has queued jobs. When the
 //                    queue holds none, the victim is a job a worker has
 //                    taken from it but not started (one of a batch waiting
-//                    on that worker's deque, e.g. in a paused pool). Only
+//                    on that worker's deque, e.g. in a paused pool; in a
+//                    typed pool from the lowest-priority kind the workers'
+//                    deques hold), never one a thread_pool's job submitted
+//                    from its worker. Only
 //                    when every unit of room is held by a job a worker has
 //                    in hand (at most one per worker: about to start, or
 //                    held by a paused pool) does the submission wait, as

@@ -137,6 +137,17 @@ class work_stealing_deque {
   /// Any thread. The oldest element, `empty`, or `lost_race` when another
   /// thread took it first (worth retrying).
   [[nodiscard]] steal_result<T> steal() {
+    return steal_if([](const T&) noexcept { return true; });
+  }
+
+  /// Any thread. steal() of the oldest element only if `accept(element)`
+  /// is true; a refused element gives `empty` (nothing for this caller).
+  /// `accept` sees the element before it is taken, while another thread may
+  /// take it (and, for a pointer, reuse what it points to): it may look
+  /// only at the element's own value (or at atomics). When the steal
+  /// succeeds, the element `accept` saw is the one taken.
+  template <typename Accept>
+  [[nodiscard]] steal_result<T> steal_if(Accept&& accept) {
     THREAD_SYSTEM_CHAOS_POINT();
     std::int64_t t = top_.load(std::memory_order_seq_cst);  // seq_cst: ordered with pop()'s store of bottom_
     THREAD_SYSTEM_CHAOS_POINT();
@@ -144,6 +155,10 @@ class work_stealing_deque {
     if (t >= b) return {steal_status::empty, T{}};
     ring* r = ring_.load(std::memory_order_acquire);  // pairs with the release in grow()
     const T value = r->get(t);
+    // The slot at index t changes only after top_ has moved past t (the
+    // owner's last-element pop and every steal move it), so a CAS below
+    // that succeeds proves `value` was the element at t all along.
+    if (!accept(value)) return {steal_status::empty, T{}};
     THREAD_SYSTEM_CHAOS_POINT();
     if (!top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
                                       std::memory_order_relaxed)) {  // pairs with pop()'s and other thieves' CAS
