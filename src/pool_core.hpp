@@ -391,6 +391,10 @@ class pool_core {
   std::atomic<std::uint64_t> caller_ran_{0};                 // jobs run by caller_runs
   std::atomic<std::uint64_t> caller_failed_{0};
   std::atomic<std::uint64_t> caller_cancelled_{0};
+  // drop_oldest_queued() calls under way: a victim taken from the queue is
+  // counted in dropped_ only once its own code has run, so settle_stop()
+  // waits for them before it makes the final report.
+  std::atomic<std::uint32_t> drops_in_flight_{0};
   alignas(64) std::atomic<bool> paused_{false};
   event_count resumed_;  // workers holding a job while paused park here
 

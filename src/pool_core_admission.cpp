@@ -51,6 +51,21 @@ void pool_core::release_room(std::size_t n) noexcept {
 
 pool_core::dropped pool_core::drop_oldest_queued() {
   const failure_sink_scope sink(as_failure_sink());
+  // Counted before the victim leaves the queue, so that a stop() whose
+  // workers have drained everything else still finds it under way and
+  // waits (settle_stop()): its report then counts it. seq_cst: before the
+  // pop's own ordering; acq_rel at the end: the decrement publishes dropped_.
+  struct in_flight {
+    std::atomic<std::uint32_t>& count;
+    explicit in_flight(std::atomic<std::uint32_t>& c) noexcept : count(c) {
+      count.fetch_add(1, std::memory_order_seq_cst);
+    }
+    in_flight(const in_flight&) = delete;
+    in_flight& operator=(const in_flight&) = delete;
+    ~in_flight() {
+      if (count.fetch_sub(1, std::memory_order_acq_rel) == 1) count.notify_all();  // pairs with settle_stop()'s wait
+    }
+  } counted(drops_in_flight_);
   std::array<job_function, 1> oldest;
   if (queue_->pop_victim(oldest) == 0 && !take_from_a_deque(oldest[0])) return dropped::none;
   const std::uint8_t tag = oldest[0].tag();

@@ -549,6 +549,14 @@ stop_report pool_core::settle_stop(pool_worker* self) noexcept {
       run_left_behind(std::span(local.data(), n));
     }
   }
+  // A drop_oldest producer that took a victim before the queue closed is
+  // still running its code (cancel hook, destructor); it counts it as
+  // dropped when that code returns. acquire: pairs with the decrement in
+  // drop_oldest_queued(), so its dropped_ count is in the report.
+  for (std::uint32_t n = drops_in_flight_.load(std::memory_order_acquire); n != 0;
+       n = drops_in_flight_.load(std::memory_order_acquire)) {
+    drops_in_flight_.wait(n, std::memory_order_acquire);
+  }
   std::lock_guard lock(lifecycle_mutex_);
   final_report_ = make_report();
   state_.store(state::stopped, std::memory_order_release);  // pairs with acquire in is_stopped()/destructor

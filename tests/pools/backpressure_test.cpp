@@ -944,3 +944,51 @@ TEST(PoolBackpressure, DropOldestNeverDropsAJobAWorkerSpawned) {
   EXPECT_EQ(s.dropped, 3U);
   EXPECT_EQ(s.accepted, s.executed + s.cancelled);
 }
+
+// stop() counts a drop_oldest victim whose own code still runs on the
+// producer's thread when the workers have finished: the report waits for
+// it, as it waits for running jobs (it was missing from the report, which
+// then had accepted == executed + cancelled + 1). The victim's destructor
+// holds the producer until the stop has had every chance to end first.
+TEST(PoolBackpressure, StopWaitsForADropUnderWayAndCountsIt) {
+  ts::thread_pool pool{1, bounded(ts::backpressure::drop_oldest(1))};
+  std::latch in_victim{1};
+  std::latch release_victim{1};
+  struct blocks_when_dropped {
+    std::latch* in_victim;
+    std::latch* release;
+    bool armed = true;
+    blocks_when_dropped(std::latch* in, std::latch* rel) : in_victim(in), release(rel) {}
+    blocks_when_dropped(blocks_when_dropped&& o) noexcept : in_victim(o.in_victim), release(o.release), armed(o.armed) {
+      o.armed = false;
+    }
+    blocks_when_dropped& operator=(blocks_when_dropped&&) = delete;
+    ~blocks_when_dropped() {
+      if (!armed) return;
+      in_victim->count_down();
+      release->wait();
+    }
+    void operator()() { armed = false; }  // run: nothing to wait for
+  };
+  {
+    ts::test::held_worker held(pool);
+    ASSERT_TRUE(pool.enqueue(blocks_when_dropped(&in_victim, &release_victim)));  // the pool is full
+    // Drops the job above; queued if stop() has not closed the pool by the
+    // time the victim's destructor returns, else refused (pool_stopped).
+    std::optional<ts::result<void>> newest;
+    std::thread producer([&] { newest = pool.enqueue([] {}); });
+    in_victim.wait();
+    held.release();
+    std::optional<ts::stop_report> report;
+    std::thread stopper([&] { report = pool.stop(); });
+    std::this_thread::sleep_for(50ms);  // time for a stop that does not wait for the drop to end first
+    release_victim.count_down();
+    stopper.join();
+    producer.join();
+    ASSERT_TRUE(report.has_value());
+    ASSERT_TRUE(newest.has_value());
+    EXPECT_EQ(report->cancelled, 1U);  // the victim
+    EXPECT_EQ(report->accepted, report->executed + report->cancelled);
+    EXPECT_EQ(report->accepted, *newest ? 3U : 2U);  // the held job, the victim, the new job if it was queued
+  }
+}

@@ -181,7 +181,10 @@ class pool_front {
   /// report. On a pool that was never started, drain runs the pending jobs
   /// on the calling thread. From the moment stop() is called a full bounded
   /// pool refuses instead of blocking (`pool_stopped`): a producer blocked
-  /// for room, a timer's run among them, gives up. The report counts the
+  /// for room, a timer's run among them, gives up. Like running jobs, the
+  /// code of a job that backpressure::drop_oldest is discarding on a
+  /// producer thread (its cancel hook, its destructor) is waited for, and
+  /// the job counted as cancelled. The report counts the
   /// jobs finished by then: a job whose own code calls stop() (one that
   /// caller_runs runs on a producer thread) is in neither its accepted nor
   /// its executed count; get_statistics() counts it once it returns.
