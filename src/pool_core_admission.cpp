@@ -195,14 +195,17 @@ result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inli
       case backpressure::policy::drop_oldest:
         switch (drop_oldest_queued()) {
           case dropped::none: {
-            // Nothing queued and nothing on a worker's deque: every unit of
-            // room is held by a job a worker has in hand - on its way to
-            // starting, or held while the pool is paused (at most one per
-            // worker). Wait for a start (release_room() wakes this thread)
-            // or for stop(), and look again now and then: a job that holds
-            // no room (a worker's submission) may have been queued meanwhile
-            // and can be dropped. (Room may also have freed between the
-            // look above and prepare_wait(): checked before sleeping.)
+            // Nothing queued and nothing a worker took from the queue on its
+            // deque: every unit of room is held by a job a worker has in
+            // hand - on its way to starting, or held while the pool is
+            // paused (at most one per worker) - or by a job in transit (a
+            // producer between its room and its push; a worker between its
+            // pop and its deque). Wait for a start (release_room() wakes
+            // this thread) or for stop(), and look again now and then for a
+            // victim that appeared meanwhile: such a job, or one that holds
+            // no room (a typed pool's worker's submission). (Room may also
+            // have freed between the look above and prepare_wait(): checked
+            // before sleeping.)
             const auto key = room_available_.prepare_wait();
             if (try_reserve(n - in_dropped_places)) {
               room_available_.cancel_wait();
