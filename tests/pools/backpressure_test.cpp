@@ -992,3 +992,68 @@ TEST(PoolBackpressure, StopWaitsForADropUnderWayAndCountsIt) {
     EXPECT_EQ(report->accepted, *newest ? 3U : 2U);  // the held job, the victim, the new job if it was queued
   }
 }
+
+// In a typed pool, a victim taken from the workers' deques (the queues being
+// empty) comes from the lowest-priority kind a deque holds, as a victim in
+// the queues does. Two specialists: X (RealTime, added first) and Y
+// (Background). Each takes a batch of two from its kind's queue of four - a
+// job its own worker submitted (no room), then a room-holding job (R1, B1)
+// that stays on its deque: Y's first job blocks, X's pauses the pool. A
+// batch of five then drops the four still queued and one from a deque:
+// B1, not R1.
+TEST(PoolBackpressure, TypedDropOldestTakesTheLowestPriorityKindFromTheDeques) {
+  using ts::job_types;
+  ts::typed_thread_pool_t<job_types> pool{"drop-typed", typed_bounded(ts::backpressure::drop_oldest(6))};
+  for (job_types t : {job_types::RealTime, job_types::Background}) {
+    ASSERT_TRUE(pool.add_worker(std::make_unique<ts::typed_thread_worker_t<job_types>>(std::vector<job_types>{t})));
+  }
+  ASSERT_TRUE(pool.start());
+  std::latch firsts_queued{2};
+  std::latch release_x{1};
+  std::latch release_y{1};
+  std::latch y_first_started{1};
+  std::latch release_y_first{1};
+  std::latch paused{1};
+  std::atomic<bool> r1_ran{false};
+  std::atomic<bool> b1_ran{false};
+  std::atomic<int> others_ran{0};
+  auto other = [&others_ran] { others_ran.fetch_add(1, std::memory_order_relaxed); };
+  ASSERT_TRUE(pool.enqueue(job_types::RealTime, [&] {  // on X
+    EXPECT_TRUE(pool.enqueue(job_types::RealTime, [&] {
+      pool.pause();
+      paused.count_down();
+    }));
+    firsts_queued.count_down();
+    release_x.wait();
+  }));
+  ASSERT_TRUE(pool.enqueue(job_types::Background, [&] {  // on Y
+    EXPECT_TRUE(pool.enqueue(job_types::Background, [&] {
+      y_first_started.count_down();
+      release_y_first.wait();
+    }));
+    firsts_queued.count_down();
+    release_y.wait();
+  }));
+  firsts_queued.wait();
+  ASSERT_TRUE(pool.enqueue(job_types::RealTime, [&r1_ran] { r1_ran.store(true, std::memory_order_relaxed); }));
+  ASSERT_TRUE(pool.enqueue(job_types::Background, [&b1_ran] { b1_ran.store(true, std::memory_order_relaxed); }));
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(pool.enqueue(job_types::RealTime, other));
+    ASSERT_TRUE(pool.enqueue(job_types::Background, other));
+  }                        // six jobs hold room: the bound is full
+  release_y.count_down();  // Y takes [its first, B1]
+  y_first_started.wait();
+  release_x.count_down();  // X takes [its first, R1]; the first pauses the pool
+  paused.wait();
+  std::vector<std::function<void()>> batch(5, other);
+  ASSERT_TRUE(pool.enqueue_batch(job_types::RealTime, batch));
+  EXPECT_EQ(pool.get_statistics().dropped, 5U);
+  pool.resume();
+  release_y_first.count_down();
+  pool.wait_idle();
+  EXPECT_TRUE(r1_ran.load(std::memory_order_relaxed)) << "the RealTime job on a deque was dropped";
+  EXPECT_FALSE(b1_ran.load(std::memory_order_relaxed)) << "the Background job on a deque ran";
+  EXPECT_EQ(others_ran.load(std::memory_order_relaxed), 5);  // the batch; the four queued were dropped
+  const auto s = pool.get_statistics();
+  EXPECT_EQ(s.accepted, s.executed + s.cancelled);
+}
