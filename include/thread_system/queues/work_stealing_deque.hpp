@@ -18,9 +18,10 @@
 // doubling when full; old rings are kept until the deque is destroyed because
 // a thief may still be reading one.
 //
-// Contract: push() and pop() only from the owner thread; steal() from any
-// thread; size_approx() from any thread. A value pushed by the owner
-// happens-before its use by the thread that pops or steals it.
+// Contract: push() and pop() only from the owner thread; steal() and
+// steal_if() (a steal of the oldest element only if a predicate accepts it)
+// from any thread; size_approx() from any thread. A value pushed by the
+// owner happens-before its use by the thread that pops or steals it.
 #pragma once
 
 #include <atomic>
