@@ -1018,22 +1018,29 @@ TEST(PoolBackpressure, TypedDropOldestTakesTheLowestPriorityKindFromTheDeques) {
   std::atomic<bool> b1_ran{false};
   std::atomic<int> others_ran{0};
   auto other = [&others_ran] { others_ran.fetch_add(1, std::memory_order_relaxed); };
-  ASSERT_TRUE(pool.enqueue(job_types::RealTime, [&] {  // on X
-    EXPECT_TRUE(pool.enqueue(job_types::RealTime, [&] {
-      pool.pause();
-      paused.count_down();
-    }));
-    firsts_queued.count_down();
-    release_x.wait();
-  }));
-  ASSERT_TRUE(pool.enqueue(job_types::Background, [&] {  // on Y
-    EXPECT_TRUE(pool.enqueue(job_types::Background, [&] {
-      y_first_started.count_down();
-      release_y_first.wait();
-    }));
-    firsts_queued.count_down();
-    release_y.wait();
-  }));
+  // On the specialist of `kind`: queues `first` from there (no room), then
+  // holds the worker until `release`.
+  auto queue_first = [&](job_types kind, std::function<void()> first, std::latch& release) {
+    return pool.enqueue(kind, [&pool, &firsts_queued, &release, kind, first = std::move(first)] {
+      EXPECT_TRUE(pool.enqueue(kind, first));
+      firsts_queued.count_down();
+      release.wait();
+    });
+  };
+  ASSERT_TRUE(queue_first(
+      job_types::RealTime,
+      [&] {
+        pool.pause();
+        paused.count_down();
+      },
+      release_x));
+  ASSERT_TRUE(queue_first(
+      job_types::Background,
+      [&] {
+        y_first_started.count_down();
+        release_y_first.wait();
+      },
+      release_y));
   firsts_queued.wait();
   ASSERT_TRUE(pool.enqueue(job_types::RealTime, [&r1_ran] { r1_ran.store(true, std::memory_order_relaxed); }));
   ASSERT_TRUE(pool.enqueue(job_types::Background, [&b1_ran] { b1_ran.store(true, std::memory_order_relaxed); }));
