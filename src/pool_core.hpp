@@ -110,10 +110,14 @@ class pool_core {
   // its last owner) cannot be freed there: the frames below still use the
   // core. Its destructor marks this thread's outermost frame of the core
   // instead (orphan_to_outermost_frame()), which calls orphan() as it ends.
+  // Every frame counts in live_workers_ as a worker does, so an orphaned
+  // core is freed only once the last frame on any thread has ended too
+  // (two producers whose caller_runs jobs each drop an owner).
   struct frame {
     pool_core* core;
     frame* outer;
     bool finish;
+    bool counted_run;  // a caller_runs run of this frame counted in caller_runs_in_flight_
   };
   class frame_scope {
    public:
@@ -347,6 +351,15 @@ class pool_core {
   // A worker's thread, as it ends: counts it out of live_workers_, and
   // finishes an orphaned core if it is the last.
   void leave_as_worker(pool_worker& w) noexcept;
+  // A frame's end (frame_scope): counts it out of live_workers_, and
+  // finishes an orphaned core if it is the last worker or frame.
+  void leave_frame() noexcept;
+  // caller_runs: runs `fns` on this thread, counted in
+  // caller_runs_in_flight_ (false: stop() began first; nothing ran).
+  [[nodiscard]] bool run_on_caller_counted(std::span<job_function> fns);
+  // stop() from inside a caller_runs run of this core on this thread: that
+  // run is not waited for (it is the caller), and is left out of the report.
+  void uncount_own_caller_runs() noexcept;
   [[nodiscard]] stop_report make_report() const;
 
   std::string name_;
@@ -395,6 +408,11 @@ class pool_core {
   // counted in dropped_ only once its own code has run, so settle_stop()
   // waits for them before it makes the final report.
   std::atomic<std::uint32_t> drops_in_flight_{0};
+  // caller_runs runs under way on producer threads: stop() waits for them
+  // (as for running jobs) before its report, except those of the stopping
+  // thread itself (a caller_runs job that calls stop(); see
+  // uncount_own_caller_runs()).
+  std::atomic<std::uint32_t> caller_runs_in_flight_{0};
   alignas(64) std::atomic<bool> paused_{false};
   event_count resumed_;  // workers holding a job while paused park here
 
@@ -422,10 +440,11 @@ class pool_core {
 
   event_count became_idle_;  // wait_idle() parks here
 
-  // Worker threads that will run or are running worker_main(), times 2,
-  // plus orphan_bit once orphan() has been called: the worker whose exit
-  // takes the count to zero with the bit set, or orphan() finding the count
-  // zero, finishes the core - exactly one of them. (Last: the members
+  // Worker threads that will run or are running worker_main(), and frames
+  // (frame_scope) under way on any thread, times 2, plus orphan_bit once
+  // orphan() has been called: the worker or frame whose exit takes the
+  // count to zero with the bit set, or orphan() finding the count zero,
+  // finishes the core - exactly one of them. (Last: the members
   // above keep the cache-line layout the benchmarks measured.)
   static constexpr std::uint64_t orphan_bit = 1;
   std::atomic<std::uint64_t> live_workers_{0};

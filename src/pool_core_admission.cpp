@@ -189,7 +189,7 @@ result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inli
         } catch (const std::bad_alloc&) {
           return detail::out_of_memory_error();
         }
-        for (auto& fn : fns) run_on_caller(fn);
+        if (!run_on_caller_counted(fns)) return stopped_error();
         ran_inline = true;
         return {};
       case backpressure::policy::drop_oldest:

@@ -444,11 +444,67 @@ pool_core::discard_scope::~discard_scope() { tl_discarding = outer_; }
 
 bool pool_core::discarding_on_this_thread() const noexcept { return tl_discarding == this; }
 
-pool_core::frame_scope::frame_scope(pool_core* core) noexcept : frame_{core, tl_frames, false} { tl_frames = &frame_; }
+pool_core::frame_scope::frame_scope(pool_core* core) noexcept : frame_{core, tl_frames, false, false} {
+  // relaxed: a frame begins while its caller owns the pool (nobody calls
+  // into an orphaned core but its own frames), so the owner's release of
+  // its last reference, which leads to orphan(), happens after this; and
+  // RMWs of one atomic are in one order. The exit's acq_rel publishes.
+  core->live_workers_.fetch_add(2, std::memory_order_relaxed);
+  tl_frames = &frame_;
+}
 
 pool_core::frame_scope::~frame_scope() {
   tl_frames = frame_.outer;
-  if (frame_.finish) frame_.core->orphan();  // the frames below are gone: the core may go
+  // The frames below on this thread are gone: the core may be orphaned
+  // (it is freed by whoever leaves last - this frame included).
+  if (frame_.finish) frame_.core->orphan();
+  frame_.core->leave_frame();
+}
+
+void pool_core::leave_frame() noexcept {
+  // acq_rel: as leave_as_worker(); the last one out sees every other exit.
+  const std::uint64_t before = live_workers_.fetch_sub(2, std::memory_order_acq_rel);
+  if (before == (2 | orphan_bit)) finish_orphaned(nullptr);
+}
+
+bool pool_core::run_on_caller_counted(std::span<job_function> fns) {
+  // The innermost frame on this thread is the bounded push's (see
+  // push_external_bounded()): it carries the mark that stop() from inside
+  // one of these jobs clears (uncount_own_caller_runs()).
+  frame* const f = tl_frames;
+  // seq_cst: Dekker with stop (begin_stop()'s seq_cst store, then
+  // settle_stop()'s seq_cst load of this count): either stop() waits for
+  // this run, or this thread sees the stop below and runs nothing.
+  caller_runs_in_flight_.fetch_add(1, std::memory_order_seq_cst);
+  f->counted_run = true;
+  struct uncount {
+    pool_core* core;
+    frame* f;
+    uncount(pool_core* c, frame* fr) noexcept : core(c), f(fr) {}
+    uncount(const uncount&) = delete;
+    uncount& operator=(const uncount&) = delete;
+    ~uncount() {
+      if (!f->counted_run) return;  // a stop() inside a run uncounted it
+      f->counted_run = false;
+      // release: the run's counters (caller_ran_ ...) are in the report of
+      // the settle_stop() that acquires this decrement.
+      if (core->caller_runs_in_flight_.fetch_sub(1, std::memory_order_release) == 1) {
+        core->caller_runs_in_flight_.notify_all();
+      }
+    }
+  } counted{this, f};
+  if (stop_requested_.load(std::memory_order_seq_cst) || stop_begun()) return false;
+  for (auto& fn : fns) run_on_caller(fn);
+  return true;
+}
+
+void pool_core::uncount_own_caller_runs() noexcept {
+  for (frame* f = tl_frames; f != nullptr; f = f->outer) {
+    if (f->core != this || !f->counted_run) continue;
+    f->counted_run = false;
+    // release: as in run_on_caller_counted()'s end.
+    if (caller_runs_in_flight_.fetch_sub(1, std::memory_order_release) == 1) caller_runs_in_flight_.notify_all();
+  }
 }
 
 bool pool_core::inside_own_frame() const noexcept {
@@ -488,6 +544,9 @@ stop_report pool_core::stop(stop_mode mode) {
     // Discarded and left-behind jobs run on this thread (see frame_scope):
     // the frame ends after the lock and the last use of the core.
     const frame_scope in_frame(this);
+    // A caller_runs job calling stop() is not waited for by this stop or by
+    // another thread's (which would wait for it while it waits for the lock).
+    uncount_own_caller_runs();
     std::lock_guard stop_lock(stop_mutex_);
     report = close_for_stop(mode) ? settle_stop(nullptr) : final_report_;
   }
@@ -556,6 +615,15 @@ stop_report pool_core::settle_stop(pool_worker* self) noexcept {
   for (std::uint32_t n = drops_in_flight_.load(std::memory_order_acquire); n != 0;
        n = drops_in_flight_.load(std::memory_order_acquire)) {
     drops_in_flight_.wait(n, std::memory_order_acquire);
+  }
+  // caller_runs jobs running on producer threads were accepted: like
+  // running jobs, waited for. seq_cst: Dekker with run_on_caller_counted()
+  // (this thread's pool_front::stop() stored stop_requested_ seq_cst first;
+  // an orphaned core has no frame left, so no run). Acquire: pairs with the
+  // release decrement, so their counts are in the report.
+  for (std::uint32_t n = caller_runs_in_flight_.load(std::memory_order_seq_cst); n != 0;
+       n = caller_runs_in_flight_.load(std::memory_order_acquire)) {
+    caller_runs_in_flight_.wait(n, std::memory_order_acquire);
   }
   std::lock_guard lock(lifecycle_mutex_);
   final_report_ = make_report();

@@ -888,6 +888,42 @@ TEST(PoolBackpressure, AJobCallerRunsRunsMayStopThePool) {
   EXPECT_EQ(s.executed, 3U);
 }
 
+// A caller_runs job running on a producer thread was accepted: stop() from
+// another thread waits for it, as for a running job, and counts it.
+TEST(PoolBackpressure, StopFromAnotherThreadWaitsForACallerRunsJob) {
+  ts::thread_pool pool{1, bounded(ts::backpressure::caller_runs(1))};
+  ts::test::held_worker held(pool);
+  ASSERT_TRUE(pool.enqueue([] {}));  // queued: the pool is full
+  std::latch running{1};
+  std::latch finish{1};
+  std::atomic<bool> done{false};
+  std::thread producer([&] {
+    EXPECT_TRUE(pool.enqueue([&] {  // runs on the producer
+      running.count_down();
+      finish.wait();
+      done.store(true, std::memory_order_relaxed);
+    }));
+  });
+  running.wait();
+  held.release();
+  std::optional<ts::stop_report> report;
+  bool done_at_stop = false;
+  std::thread stopper([&] {
+    report = pool.stop(ts::stop_mode::drain);
+    done_at_stop = done.load(std::memory_order_relaxed);
+  });
+  // stop() cannot return before the job ends; the job ends once let go.
+  // (A stop() that returned early fails below whatever the timing.)
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  finish.count_down();
+  stopper.join();
+  producer.join();
+  ASSERT_TRUE(report.has_value());
+  EXPECT_TRUE(done_at_stop);
+  EXPECT_EQ(report->accepted, 3U);
+  EXPECT_EQ(report->executed, 3U);
+}
+
 // drop_oldest takes a victim from a worker's deque only if the worker took
 // it from the pool's queue: never a job a running job spawned there (a
 // worker's submissions are not bounded - a parent counting on its children

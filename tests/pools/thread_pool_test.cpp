@@ -270,6 +270,73 @@ TEST(ThreadPool, TheLastOwnerMayDropThePoolInsideOneOfItsJobs) {
 // caller_runs (the pool was freed under the push: use after free), or run
 // by stop() on a never-started pool (a deadlock on stop()'s own mutex).
 // Now the call finishes the stop (drain) and frees the pool as it returns.
+// Two producers, each running (caller_runs) a job that holds an owner of the
+// pool: the second drops the last one while the first is still inside its
+// run. The core is freed only after the first producer's call has left it
+// (under ASan a use after free otherwise).
+TEST(ThreadPool, TwoProducersWhoseCallerRunsJobsDropThePoolsLastOwners) {
+  auto o = ts::test::pool_opts("owned-by-two-callers");
+  o.backpressure = ts::backpressure::caller_runs(1);
+  auto owner = std::make_shared<ts::thread_pool>(1, o);
+  ts::thread_pool& pool = *owner;  // non-owning, as in the test below
+  const std::weak_ptr<ts::thread_pool> watch = owner;
+  std::latch started{1};
+  std::latch gate{1};
+  ASSERT_TRUE(pool.enqueue([&started, &gate] {
+    started.count_down();
+    gate.wait();
+  }));
+  started.wait();
+  ASSERT_TRUE(pool.enqueue([] {}));       // queued: the pool is full, later jobs run on their producers
+  std::thread releaser([&watch, &gate] {  // the worker finishes once the pool object is gone
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!watch.expired() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    gate.count_down();
+  });
+  std::latch first_dropped{1};
+  std::latch pool_gone{1};
+  std::atomic<int> ran{0};
+  // The first job drops its owner, then stays inside its run (its
+  // destructor) until the pool object is gone.
+  struct drop_then_stay {
+    std::shared_ptr<ts::thread_pool> p;
+    std::latch* dropped;
+    std::latch* gone;
+    drop_then_stay(std::shared_ptr<ts::thread_pool> x, std::latch* d, std::latch* g)
+        : p(std::move(x)), dropped(d), gone(g) {}
+    drop_then_stay(drop_then_stay&& other) noexcept : p(std::move(other.p)), dropped(other.dropped), gone(other.gone) {}
+    drop_then_stay(const drop_then_stay&) = delete;
+    drop_then_stay& operator=(const drop_then_stay&) = delete;
+    drop_then_stay& operator=(drop_then_stay&&) = delete;
+    ~drop_then_stay() {
+      if (!p) return;
+      p.reset();
+      dropped->count_down();
+      gone->wait();
+    }
+  };
+  auto first_owner = owner;
+  auto second_owner = owner;
+  owner.reset();
+  std::thread first([&, r = std::move(first_owner)]() mutable {
+    EXPECT_TRUE(pool.enqueue([h = drop_then_stay(std::move(r), &first_dropped, &pool_gone), &ran] {
+      ran.fetch_add(1, std::memory_order_relaxed);
+    }));
+  });
+  std::thread second([&, r = std::move(second_owner)]() mutable {
+    first_dropped.wait();
+    EXPECT_TRUE(pool.enqueue([r = std::move(r), &ran] { ran.fetch_add(1, std::memory_order_relaxed); }));
+    pool_gone.count_down();  // the last owner was dropped inside that call
+  });
+  second.join();
+  first.join();
+  releaser.join();
+  EXPECT_TRUE(watch.expired());
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 2);
+}
+
 TEST(ThreadPool, AJobOwningItsPoolMayBeDroppedOrRunOnTheSubmittingThread) {
   for (const auto policy : {ts::backpressure::policy::drop_oldest, ts::backpressure::policy::caller_runs}) {
     SCOPED_TRACE(ts::to_string(policy));
