@@ -431,7 +431,17 @@ timer_queue::timer_queue(timer_routed_dispatch target, timer_queue_options optio
   throw error_exception(detail::out_of_memory_error().value);
 }
 
-timer_queue::~timer_queue() { (void)stop(stop_mode::drain); }
+timer_queue::~timer_queue() {
+  // On its own timer thread (a timer's function held the last owner of the
+  // queue and the target ran or destroyed it there): a join would wait for
+  // this very thread, and stop() refuses. Its pending timers are cancelled
+  // and the thread, detached, ends once it leaves the dispatch.
+  if (on_timer_thread()) {
+    abandon_on_timer_thread({});
+    return;
+  }
+  (void)stop(stop_mode::drain);
+}
 
 result<timer_handle> timer_queue::add(std::shared_ptr<detail::timer_entry> e) {
   e->counters = core_->counters;

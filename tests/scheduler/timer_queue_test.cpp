@@ -9,10 +9,12 @@
 #include <condition_variable>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "../support/test_support.hpp"
@@ -599,6 +601,42 @@ TEST(TimerQueue, StopFromTheTimerThreadIsRefused) {
   ASSERT_TRUE(eventually([&] { return code.load(std::memory_order_seq_cst) != -1; }));
   // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(code.load(std::memory_order_seq_cst), static_cast<int>(ts::error_code::invalid_argument));
+}
+
+// A timer's function holding the queue's last owner, run inline on the
+// timer thread: the queue is destroyed there. Its pending timers are
+// cancelled, and the thread ends on its own (no terminate from a refused
+// stop() in the destructor).
+TEST(TimerQueue, QueueMayBeDestroyedOnItsOwnTimerThread) {
+  std::atomic<int> ran{0};
+  std::atomic<bool> later_cancelled{false};
+  auto timers = std::make_shared<ts::timer_queue>(inline_target());
+  // A pending timer that the destruction cancels (its function's
+  // destructor reports it).
+  struct on_destroy {
+    std::atomic<bool>* flag;
+    explicit on_destroy(std::atomic<bool>* f) noexcept : flag(f) {}
+    on_destroy(on_destroy&& o) noexcept : flag(std::exchange(o.flag, nullptr)) {}
+    on_destroy(const on_destroy&) = delete;
+    on_destroy& operator=(const on_destroy&) = delete;
+    on_destroy& operator=(on_destroy&&) = delete;
+    ~on_destroy() {
+      if (flag != nullptr) flag->store(true, std::memory_order_seq_cst);  // seq_cst: pairs with the checking load
+    }
+  };
+  auto never = timers->schedule_after(std::chrono::hours(1), [d = on_destroy(&later_cancelled)] {});
+  ASSERT_TRUE(never.has_value());
+  std::weak_ptr<ts::timer_queue> watch = timers;
+  ASSERT_TRUE(timers
+                  ->schedule_after(0ms,
+                                   [keep = timers, &ran] {
+                                     ran.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: pairs with the load
+                                   })
+                  .has_value());
+  timers.reset();  // the one-shot's function holds the last owner; it is destroyed after its run
+  ASSERT_TRUE(eventually([&] { return watch.expired() && later_cancelled.load(std::memory_order_seq_cst); }));
+  EXPECT_EQ(ran.load(std::memory_order_seq_cst), 1);
+  EXPECT_FALSE(never->is_active());
 }
 
 // Runs handed to a pool keep the timer state alive after the queue is gone.

@@ -19,9 +19,12 @@
 // Contract:
 //   * schedule_*(), statistics(), stop() and every timer_handle member may be
 //     called from any thread, including from inside a timer's own function.
-//     stop() and the destructor must not be called from the timer thread
-//     (a target that runs jobs inline runs them there): stop() throws
-//     error_exception{invalid_argument} then.
+//     stop() must not be called from the timer thread (a target that runs
+//     jobs inline runs them there): it throws error_exception{invalid_argument}
+//     then. The destructor may run there (a timer's function that held the
+//     queue's last owner, destroyed by the target): every pending timer is
+//     cancelled (as stop(cancel_pending)), and the timer thread, detached,
+//     ends once it has left that dispatch.
 //   * A run never starts before its due time. Runs are handed to the target
 //     in due-time order (ties: scheduling order).
 //   * Everything the scheduling thread did before schedule_*() is visible to
