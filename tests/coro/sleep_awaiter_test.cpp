@@ -45,6 +45,27 @@ TEST(Sleep, ResumesOnAWorkerNoEarlierThanTheDelay) {
   EXPECT_TRUE(sync_wait(until(pool)));
 }
 
+// A sleep awaitable is awaited once: the second co_await is refused at once
+// and arms no timer (one armed then would outlive the awaitable).
+TEST(Sleep, ASecondAwaitOfTheSameAwaitableIsRefused) {
+  thread_pool pool{2};
+  auto body = [](thread_pool& p) -> task<int> {
+    int refused = 0;
+    {
+      auto nap = p.sleep_for(1ms);
+      co_await nap;
+      try {
+        co_await nap;
+      } catch (const error_exception& e) {
+        if (e.code() == error_code::invalid_argument) ++refused;
+      }
+    }
+    co_return refused;
+  };
+  EXPECT_EQ(sync_wait(body(pool)), 1);
+  EXPECT_EQ(pool.get_timer_statistics().scheduled, 1U);
+}
+
 TEST(Sleep, ACancelledTokenEndsTheSleepEarlyWithCancelled) {
   thread_pool pool{2};
   cancellation_source src;

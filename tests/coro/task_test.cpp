@@ -436,6 +436,90 @@ TEST(Stop, CancelPendingAbandonsSuspendedTasksAndTheirAwaitersSeeCancelled) {
   EXPECT_EQ(report.cancelled, static_cast<std::uint64_t>(1 + spawned + 1));
 }
 
+// A task awaited by a coroutine of another type, abandoned (its resumption
+// discarded by stop(cancel_pending)): the co_await throws cancelled, and the
+// task is empty afterwards - awaiting it again is refused, never a
+// resumption of the abandoned frame.
+task<int> hop_then_count(thread_pool& pool, std::atomic<int>& after) {
+  co_await pool.schedule();
+  after.fetch_add(1, std::memory_order_relaxed);
+  co_return 1;
+}
+task<int> await_child(thread_pool& pool, std::atomic<int>& after) {
+  const int v = co_await hop_then_count(pool, after);
+  after.fetch_add(1, std::memory_order_relaxed);
+  co_return v + 1;
+}
+rethrowing_coroutine await_twice(task<int>& t, std::vector<int>& codes) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      (void)co_await std::move(t);
+      codes.push_back(-1);  // accepted
+    } catch (const error_exception& e) {
+      codes.push_back(static_cast<int>(e.code()));
+    }
+  }
+}
+
+TEST(Task, AnAbandonedTaskAwaitedByAForeignCoroutineIsEmptyAfterwards) {
+  for (const bool nested : {false, true}) {
+    SCOPED_TRACE(nested ? "nested" : "single");
+    thread_pool pool{1};
+    pool.pause();  // the resumption waits in the queue
+    std::atomic<int> after{0};
+    task<int> t = nested ? await_child(pool, after) : hop_then_count(pool, after);
+    std::vector<int> codes;
+    const rethrowing_coroutine c = await_twice(t, codes);
+    EXPECT_FALSE(c.done());
+    (void)pool.stop(stop_mode::cancel_pending);  // abandons t; the coroutine goes on here
+    ASSERT_TRUE(c.done());
+    ASSERT_EQ(codes.size(), 2U);
+    EXPECT_EQ(codes[0], static_cast<int>(error_code::cancelled));
+    EXPECT_EQ(codes[1], static_cast<int>(error_code::invalid_argument));
+    EXPECT_FALSE(t.valid());
+    EXPECT_EQ(after.load(std::memory_order_relaxed), 0);  // no code after an abandoned co_await ran
+    try {
+      (void)sync_wait(std::move(t));
+      ADD_FAILURE() << "sync_wait of the abandoned task accepted";
+    } catch (const error_exception& e) {
+      EXPECT_EQ(e.code(), error_code::invalid_argument);
+    }
+  }
+}
+
+// A schedule() awaitable awaited again after a refusal reports that
+// co_await's own outcome: the accepted retry does not throw the old refusal.
+TEST(Task, AScheduleAwaitableRetriedAfterARefusalSucceeds) {
+  pool_options o;
+  o.backpressure = backpressure::reject(1);
+  thread_pool pool{1, o};
+  std::latch started{1};
+  std::latch release{1};
+  ASSERT_TRUE(pool.enqueue([&] {
+    started.count_down();
+    release.wait();
+  }));
+  started.wait();
+  ASSERT_TRUE(pool.enqueue([] {}));  // full
+  auto body = [](thread_pool& p, std::latch& rel) -> task<int> {
+    auto hop = p.schedule();
+    for (int attempt = 1; attempt <= 3; ++attempt) {
+      try {
+        co_await hop;
+        co_return p.is_worker_thread() ? attempt : -attempt;
+      } catch (const error_exception& e) {
+        EXPECT_EQ(e.code(), error_code::queue_full);
+        if (attempt == 1) {
+          rel.count_down();
+          p.wait_idle();  // room again
+        }
+      }
+    }
+    co_return 0;
+  };
+  EXPECT_EQ(sync_wait(body(pool, release)), 2);
+}
+
 rethrowing_coroutine hop_uncaught(thread_pool& pool, std::atomic<int>& after) {
   co_await pool.schedule();  // discarded: throws `cancelled`, uncaught
   after.fetch_add(1);

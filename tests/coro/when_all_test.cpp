@@ -58,6 +58,31 @@ TEST(WhenAll, ResultsInOrderAndChildrenRunInParallel) {
   EXPECT_EQ(peak.load(std::memory_order_relaxed), 2);  // sync_wait's return orders it
 }
 
+// A when_all awaitable is awaited once: the second co_await is refused,
+// never a resumption of its finished children.
+TEST(WhenAll, ASecondAwaitOfTheSameAwaitableIsRefused) {
+  auto child = [](int v) -> task<int> { co_return v; };
+  auto body = [&child]() -> task<int> {
+    auto both = when_all(child(1), child(2));
+    auto [a, b] = co_await both;
+    auto all = when_all(std::vector<task<int>>{});
+    (void)co_await all;
+    int refused = 0;
+    try {
+      (void)co_await both;
+    } catch (const error_exception& e) {
+      if (e.code() == error_code::invalid_argument) ++refused;
+    }
+    try {
+      (void)co_await all;
+    } catch (const error_exception& e) {
+      if (e.code() == error_code::invalid_argument) ++refused;
+    }
+    co_return a + b + 10 * refused;
+  };
+  EXPECT_EQ(sync_wait(body()), 23);
+}
+
 TEST(WhenAll, RethrowsTheFirstFailureAfterAllFinished) {
   thread_pool pool{2};
   std::atomic<int> finished{0};

@@ -24,7 +24,11 @@
 //     resumption counts as cancelled), when_all() abandons its awaiter once
 //     every child has finished or been abandoned. A coroutine that is not a
 //     task<T> is instead resumed on the discarding thread and its co_await
-//     throws error_exception{cancelled}.
+//     throws error_exception{cancelled}; the task<T> it awaited is then
+//     empty (its frame destroyed there), so awaiting it again is refused
+//     (invalid_argument), never a resumption.
+//   * A schedule() awaitable may be awaited again (a retry after a
+//     refusal): each co_await reports its own outcome only.
 //   * While a task runs inside a resumption, this_job::token() is the token
 //     its chain was started with (spawn(pool, token, t), sync_wait(t, token)).
 #pragma once
@@ -412,6 +416,9 @@ class schedule_awaiter {
 
   template <typename P>
   bool await_suspend(std::coroutine_handle<P> h) {
+    // Awaited again (a retry after a refusal): no earlier outcome stays.
+    refusal_.reset();
+    slot_.error.reset();
     resume_job job{h, nullptr, nullptr, target_};
     if constexpr (std::is_base_of_v<promise_base, P>) {
       job.promise = &h.promise();

@@ -23,6 +23,8 @@
 //     cancel() on another thread) also resumes on a worker with
 //     `cancelled`; a timer discarded during setup (the pool stopping at that
 //     moment) makes the co_await throw `cancelled` on the awaiting thread.
+//   * A sleep awaitable is awaited once: a second co_await of it throws
+//     error_exception{invalid_argument} at once (no timer is armed).
 //
 // Protocol: three parties race to finish one sleep - the timer's run, the
 // timer's discard (its function destroyed unrun) and the token's callback.
@@ -83,6 +85,13 @@ class sleep_awaiter {
 
   template <typename P>
   bool await_suspend(std::coroutine_handle<P> h) {
+    // One sleep per awaitable: awaited again, it is refused (its timer and
+    // state belong to the first co_await). relaxed: the same coroutine
+    // finished the first co_await, after every claim of it.
+    if (state_.load(std::memory_order_relaxed) != setup) {
+      error_ = error{error_code::invalid_argument, "a sleep awaitable co_awaited a second time"};
+      return false;
+    }
     handle_ = h;
     if constexpr (std::is_base_of_v<promise_base, P>) {
       promise_ = &h.promise();

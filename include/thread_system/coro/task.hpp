@@ -237,7 +237,12 @@ class [[nodiscard]] task {
     std::coroutine_handle<> on_complete() noexcept override { return std::noop_coroutine(); }  // not used
     void on_abandon() noexcept override {
       abandoned_ = true;
-      detail::resume_loop_reporting(task_->promise().continuation, nullptr);
+      // The suspended frame is the waiter's to drop: destroyed here (on the
+      // discarding thread), so the task is no longer startable() and a
+      // second co_await / sync_wait of it is refused, never resumed.
+      const std::coroutine_handle<> awaiting = task_->promise().continuation;
+      task_->reset();
+      detail::resume_loop_reporting(awaiting, nullptr);
     }
 
     task* task_;

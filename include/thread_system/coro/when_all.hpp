@@ -22,6 +22,8 @@
 //     others have finished.
 //   * The children get the awaiting task's token: this_job::token() and
 //     cancellation_point() inside them see it.
+//   * A when_all awaitable is awaited once: a second co_await of it throws
+//     error_exception{invalid_argument} (its children have run).
 //
 // Thread-safety: the children finish on any threads; the last to finish
 // resumes the awaiter (acq_rel on the count, so every child's result is
@@ -72,6 +74,14 @@ class when_all_core : deferred_start {
   when_all_core& operator=(const when_all_core&) = delete;
 
  protected:
+  // Its children ran once: a second co_await is refused (invalid_argument,
+  // as for a finished task), never a resumption of finished frames.
+  // (await_ready() marks it: an empty when_all never suspends.)
+  bool awaited_ = false;
+  void mark_awaited() {
+    if (awaited_) throw error_exception(error{error_code::invalid_argument, "when_all() awaited a second time"});
+    awaited_ = true;
+  }
   class slot final : public coro_waiter {
    public:
     slot() noexcept = default;
@@ -191,7 +201,10 @@ class when_all_awaitable final : when_all_core {
         },
         tasks_);
   }
-  [[nodiscard]] static bool await_ready() noexcept { return sizeof...(Ts) == 0; }
+  [[nodiscard]] bool await_ready() {
+    mark_awaited();
+    return sizeof...(Ts) == 0;
+  }
   template <typename P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
     for (std::size_t i = 0; i < sizeof...(Ts); ++i) slots_[i] = slot(this);
@@ -253,7 +266,10 @@ class when_all_range_awaitable final : when_all_core {
       }
     }
   }
-  [[nodiscard]] bool await_ready() const noexcept { return tasks_.empty(); }
+  [[nodiscard]] bool await_ready() {
+    mark_awaited();
+    return tasks_.empty();
+  }
   template <typename P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
     for (auto& s : slots_) s = slot(this);
