@@ -23,11 +23,32 @@ struct default_loggers {
   logger* last = nullptr;                    // guarded by mutex: current, or the one stopped last
   bool exiting = false;                      // guarded by mutex: the exit handler ran; no new logger
 
-  result<void> start_locked(std::vector<std::shared_ptr<log_sink>> sinks, logger_options options) {
+  // Why a new default cannot start now, or nothing.
+  [[nodiscard]] result<void> refusal_locked() const {
     if (current.load(std::memory_order_relaxed) != nullptr) {  // written only under mutex
       return make_error(error_code::already_started, "log_module: the default logger is already running");
     }
     if (exiting) return make_error(error_code::pool_stopped, "log_module: the process is exiting");
+    return {};
+  }
+
+  // Makes `made` (built outside the mutex) the running default; on refusal
+  // it stays with the caller, who destroys it after unlocking.
+  result<void> install_locked(std::unique_ptr<logger>& made) {
+    if (auto no = refusal_locked(); !no) return no;
+    try {
+      all.reserve(all.size() + 1);  // push_back below cannot throw
+    } catch (const std::bad_alloc&) {
+      return thread_system::detail::out_of_memory_error();
+    }
+    last = made.get();
+    all.push_back(std::move(made));
+    current.store(last, std::memory_order_release);  // pairs with the acquire in running()
+    return {};
+  }
+
+  result<void> start_locked(std::vector<std::shared_ptr<log_sink>> sinks, logger_options options) {
+    if (auto no = refusal_locked(); !no) return no;
     auto made = make_locked(std::move(sinks), std::move(options));
     if (!made) return made;
     // release: the constructed logger is visible to a thread that loads it
@@ -103,29 +124,61 @@ result<void> start() {
 }
 
 result<void> start(std::vector<std::shared_ptr<log_sink>> sinks, logger_options options) {
+  // The user's sinks and options (an error handler's captures) may run user
+  // code as they are destroyed - and that code may call log_module: none of
+  // them is destroyed under the mutex. A refusal found first returns before
+  // anything is built (the arguments die with this call, unlocked); the
+  // logger is built unlocked; one refused at install dies after unlocking.
   default_loggers& d = defaults();
-  std::lock_guard lock(d.mutex);
-  return d.start_locked(std::move(sinks), std::move(options));
+  {
+    std::lock_guard lock(d.mutex);
+    if (auto no = d.refusal_locked(); !no) return no;
+  }
+  std::unique_ptr<logger> made;
+  try {
+    made = std::make_unique<logger>(std::move(sinks), std::move(options));
+  } catch (const error_exception& e) {
+    return unexpected_error{e.get_error()};
+  } catch (const std::bad_alloc&) {
+    return thread_system::detail::out_of_memory_error();
+  }
+  result<void> r;
+  {
+    std::lock_guard lock(d.mutex);
+    r = d.install_locked(made);
+  }
+  return r;  // `made`, if refused, is destroyed here, unlocked
 }
 
 void stop() {
   default_loggers& d = defaults();
-  logger* l = nullptr;
+  std::vector<logger*> every;
+  logger* only_last = nullptr;  // no memory for the list: the last one, as before
   {
     std::lock_guard lock(d.mutex);
     // relaxed: current is written only under the mutex; a writer that still
     // loads the old pointer finds a live logger that refuses after stop().
     d.current.store(nullptr, std::memory_order_relaxed);
-    // The running logger, or the one stopped last: stopping that one again
-    // waits for a stop in progress on another thread, or joins the writer
-    // after a stop that a sink began (logger::stop() from the writer).
-    l = d.last;
+    // Every default there has been, oldest first - not only the last: one
+    // whose stop a sink began (logger::stop() from its writer, which only
+    // begins it) or that another thread is stopping may have been replaced
+    // since; stopping it again waits for that stop or joins its writer, so
+    // everything any of them accepted is written when this returns. (A
+    // stopped one returns at once.)
+    try {
+      every.reserve(d.all.size());
+      for (const auto& l : d.all) every.push_back(l.get());
+    } catch (const std::bad_alloc&) {
+      every.clear();
+      only_last = d.last;
+    }
   }
-  // Outside the mutex: stopping joins the writer thread, whose sinks may
+  // Outside the mutex: stopping joins the writer threads, whose sinks may
   // call log_module or logger::handle() themselves. Stopped loggers are
-  // never destroyed, so `l` stays valid; logger::stop() is idempotent and
-  // safe to call concurrently.
-  if (l != nullptr) l->stop();  // writes everything it accepted
+  // never destroyed, so the pointers stay valid; logger::stop() is
+  // idempotent and safe to call concurrently.
+  for (logger* l : every) l->stop();  // writes everything it accepted
+  if (only_last != nullptr) only_last->stop();
 }
 
 bool is_running() noexcept { return detail::running() != nullptr; }

@@ -207,6 +207,56 @@ TEST(LogModule, StopFromASinkAndAgainFromAnotherThreadWritesEverything) {
   EXPECT_FALSE(ts::log_module::is_running());
 }
 
+// A sink stops the default logger (only begun, on its writer), and a new
+// default starts before the next stop(): that stop() still waits until the
+// first logger has written everything it accepted.
+TEST(LogModule, StopAfterARestartWritesWhatTheReplacedDefaultAccepted) {
+  constexpr std::uint64_t n = 200;
+  std::atomic<std::uint64_t> seen{0};
+  std::atomic<bool> all_written{false};
+  auto first = std::make_shared<ts::callback_sink>([&](const ts::log_entry&) {
+    // relaxed: counted on the writer thread, read after stop() joined it
+    if (seen.fetch_add(1, std::memory_order_relaxed) == 0) {
+      // acquire: pairs with the release below (every call made, all accepted)
+      while (!all_written.load(std::memory_order_acquire)) std::this_thread::yield();
+      ts::log_module::stop();  // only begins the stop (on the writer thread)
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));  // a slow sink: records still queued
+  });
+  ASSERT_TRUE(ts::log_module::start({first}, all_levels()));
+  for (std::uint64_t i = 0; i < n; ++i) ts::log_module::write_information("record {}", i);
+  all_written.store(true, std::memory_order_release);
+  while (ts::log_module::is_running()) std::this_thread::yield();  // the sink began the stop
+  ASSERT_TRUE(ts::log_module::start({std::make_shared<ts::callback_sink>([](const ts::log_entry&) {})}, all_levels()));
+  ts::log_module::stop();
+  EXPECT_EQ(seen.load(std::memory_order_relaxed), n);  // every record of the replaced default, written
+}
+
+// A refused start(sinks) whose sink's destructor calls log_module: no
+// deadlock on the facade's lock (the sink is destroyed unlocked).
+TEST(LogModule, ARefusedStartMayDestroyASinkThatUsesLogModule) {
+  ASSERT_TRUE(ts::log_module::start({std::make_shared<ts::callback_sink>([](const ts::log_entry&) {})}, all_levels()));
+  struct calling_sink final : ts::log_sink {
+    std::atomic<bool>* destroyed;
+    explicit calling_sink(std::atomic<bool>* d) : destroyed(d) {}
+    calling_sink(const calling_sink&) = delete;
+    calling_sink& operator=(const calling_sink&) = delete;
+    ~calling_sink() override {
+      (void)ts::log_module::statistics();  // takes the facade's lock
+      destroyed->store(true, std::memory_order_relaxed);
+    }
+    ts::result<void> write(const ts::log_entry&) override { return {}; }
+    ts::result<void> flush() override { return {}; }
+  };
+  std::atomic<bool> destroyed{false};
+  std::vector<std::shared_ptr<ts::log_sink>> sinks{std::make_shared<calling_sink>(&destroyed)};
+  auto r = ts::log_module::start(std::move(sinks), all_levels());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::already_started);
+  EXPECT_TRUE(destroyed.load(std::memory_order_relaxed));
+  ts::log_module::stop();
+}
+
 // Two stop() calls at once: the second also returns only once everything is
 // written (it found no default logger and returned while the first still
 // drained).

@@ -23,7 +23,13 @@
 //     (it waits for it). Idempotent. A later start() starts a new one.
 //     Called from one of its sinks, it only begins the stop (logger::stop()
 //     on the writer thread); the next stop() from another thread, or the
-//     exit handler, waits until everything is written.
+//     exit handler, waits until everything is written - also when a new
+//     default was started meanwhile (stop() stops every default there has
+//     been; a stopped one costs nothing).
+//   * start(sinks, options) never destroys the caller's sinks or options
+//     while it holds the facade's lock: a sink whose destructor calls
+//     log_module (a refused start, a logger constructor that throws) is
+//     safe.
 //   * statistics(): the counters of the current default logger (of the last
 //     one after stop()), with the refusals of calls made while none ran,
 //     and of calls that reached a replaced default logger after its stop,
