@@ -88,6 +88,32 @@ TEST(LockfreeThreadPool, EveryConstructorTakesTheOptionsAndForcesTheLockfreeQueu
   concise.wait_idle();
 }
 
+// The concise constructors need no options, as thread_pool's, and a count
+// of 0 gets the same refusal (not the seed constructor's name from a null
+// pointer).
+TEST(LockfreeThreadPool, AWorkerCountAloneConstructsAsThreadPoolsDoes) {
+  ts::lockfree_thread_pool two(2);
+  EXPECT_EQ(two.worker_count(), 2U);
+  EXPECT_EQ(two.queue_kind(), ts::pool_queue::lockfree);
+  EXPECT_TRUE(two.is_running());
+  ts::typed_lockfree_thread_pool typed(2);
+  EXPECT_EQ(typed.worker_count(), 2U);
+  auto code_of = [](auto make) -> int {
+    try {
+      make();
+      return -1;  // accepted
+    } catch (const ts::error_exception& e) {
+      return static_cast<int>(e.code());
+    } catch (...) {
+      return -2;  // anything else
+    }
+  };
+  const int plain = code_of([] { ts::thread_pool p(0); });
+  EXPECT_EQ(plain, static_cast<int>(ts::error_code::invalid_argument));
+  EXPECT_EQ(code_of([] { ts::lockfree_thread_pool p(0); }), plain);
+  EXPECT_EQ(code_of([] { ts::typed_lockfree_thread_pool p(0); }), code_of([] { ts::typed_thread_pool p(0); }));
+}
+
 TEST(TypedLockfreeThreadPool, TheGuidesWorkersAndAllTypesWork) {
   using namespace thread_system;
   // 000/001 4b, the lock-free branch: specialists and a universal worker.

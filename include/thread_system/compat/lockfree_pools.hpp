@@ -73,8 +73,9 @@ class lockfree_thread_pool : public thread_pool {
   /// Seed style with options (their `queue` replaced by lockfree).
   lockfree_thread_pool(std::string name, const pool_options& options)
       : thread_pool(std::move(name), detail::with_lockfree_queue(options)) {}
-  /// Concise: `worker_count` workers, started (as thread_pool's).
-  lockfree_thread_pool(std::size_t worker_count, pool_options options)
+  /// Concise: `worker_count` workers, started (as thread_pool's; 0 is
+  /// refused with error_exception{invalid_argument} as there).
+  explicit lockfree_thread_pool(std::size_t worker_count, pool_options options = {})
       : thread_pool(worker_count, detail::with_lockfree_queue(std::move(options))) {}
 };
 
@@ -89,8 +90,9 @@ class typed_lockfree_thread_pool_t : public typed_thread_pool_t<T> {
   explicit typed_lockfree_thread_pool_t(std::string name = "typed_lockfree_thread_pool",
                                         typed_pool_options<T> options = {})
       : typed_thread_pool_t<T>(std::move(name), detail::with_lockfree_queue(std::move(options))) {}
-  /// Concise: `universal_workers` universal workers, started.
-  typed_lockfree_thread_pool_t(std::size_t universal_workers, typed_pool_options<T> options)
+  /// Concise: `universal_workers` universal workers, started (as
+  /// typed_thread_pool_t's).
+  explicit typed_lockfree_thread_pool_t(std::size_t universal_workers, typed_pool_options<T> options = {})
       : typed_thread_pool_t<T>(universal_workers, detail::with_lockfree_queue(std::move(options))) {}
 };
 
