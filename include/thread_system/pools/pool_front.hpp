@@ -171,8 +171,11 @@ class pool_front {
   /// True between pause() and resume().
   [[nodiscard]] bool is_paused() const noexcept;
 
-  /// Blocks until every job accepted before the call has finished (or been
-  /// cancelled). Returns at once on a pool that was never started.
+  /// Blocks until the pool is idle: every accepted job has finished (or
+  /// been cancelled) - those accepted before the call and those accepted
+  /// while it waits (jobs that submit more, other producers), so a pool that
+  /// never runs dry (a job that resubmits itself, a steady producer) keeps
+  /// it waiting. Returns at once on a pool that was never started.
   void wait_idle();
 
   /// Stops the pool (see stop_mode): the timers first (drain dispatches
@@ -184,7 +187,8 @@ class pool_front {
   /// for room, a timer's run among them, gives up. Like running jobs, the
   /// code of a job that backpressure::drop_oldest is discarding on a
   /// producer thread (its cancel hook, its destructor) is waited for, and
-  /// the job counted as cancelled. The report counts the
+  /// the job counted as cancelled; so is a job that backpressure::
+  /// caller_runs runs on a producer thread, counted as executed. The report counts the
   /// jobs finished by then: a job whose own code calls stop() (one that
   /// caller_runs runs on a producer thread) is in neither its accepted nor
   /// its executed count; get_statistics() counts it once it returns.
