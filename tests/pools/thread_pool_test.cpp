@@ -280,20 +280,22 @@ TEST(ThreadPool, TwoProducersWhoseCallerRunsJobsDropThePoolsLastOwners) {
   auto owner = std::make_shared<ts::thread_pool>(1, o);
   ts::thread_pool& pool = *owner;  // non-owning, as in the test below
   const std::weak_ptr<ts::thread_pool> watch = owner;
-  std::latch started{1};
-  std::latch gate{1};
-  ASSERT_TRUE(pool.enqueue([&started, &gate] {
-    started.count_down();
-    gate.wait();
+  // Shared: the worker may still be leaving gate->wait() when this test
+  // returns (the pool's last worker frees it after the object is gone).
+  auto started = std::make_shared<std::latch>(1);
+  auto gate = std::make_shared<std::latch>(1);
+  ASSERT_TRUE(pool.enqueue([started, gate] {
+    started->count_down();
+    gate->wait();
   }));
-  started.wait();
-  ASSERT_TRUE(pool.enqueue([] {}));       // queued: the pool is full, later jobs run on their producers
-  std::thread releaser([&watch, &gate] {  // the worker finishes once the pool object is gone
+  started->wait();
+  ASSERT_TRUE(pool.enqueue([] {}));      // queued: the pool is full, later jobs run on their producers
+  std::thread releaser([&watch, gate] {  // the worker finishes once the pool object is gone
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (!watch.expired() && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    gate.count_down();
+    gate->count_down();
   });
   std::latch first_dropped{1};
   std::latch pool_gone{1};
