@@ -493,15 +493,9 @@ TEST(Task, AScheduleAwaitableRetriedAfterARefusalSucceeds) {
   pool_options o;
   o.backpressure = backpressure::reject(1);
   thread_pool pool{1, o};
-  std::latch started{1};
-  std::latch release{1};
-  ASSERT_TRUE(pool.enqueue([&] {
-    started.count_down();
-    release.wait();
-  }));
-  started.wait();
+  test::held_worker held(pool);
   ASSERT_TRUE(pool.enqueue([] {}));  // full
-  auto body = [](thread_pool& p, std::latch& rel) -> task<int> {
+  auto body = [](thread_pool& p, test::held_worker& h) -> task<int> {
     auto hop = p.schedule();
     for (int attempt = 1; attempt <= 3; ++attempt) {
       try {
@@ -510,14 +504,14 @@ TEST(Task, AScheduleAwaitableRetriedAfterARefusalSucceeds) {
       } catch (const error_exception& e) {
         EXPECT_EQ(e.code(), error_code::queue_full);
         if (attempt == 1) {
-          rel.count_down();
+          h.release();
           p.wait_idle();  // room again
         }
       }
     }
     co_return 0;
   };
-  EXPECT_EQ(sync_wait(body(pool, release)), 2);
+  EXPECT_EQ(sync_wait(body(pool, held)), 2);
 }
 
 rethrowing_coroutine hop_uncaught(thread_pool& pool, std::atomic<int>& after) {
