@@ -373,6 +373,10 @@ class pool_core {
   // The handles users hold (get_workers()); the core works on their state.
   std::vector<std::unique_ptr<thread_worker>> workers_;  // guarded by lifecycle_mutex_
   [[nodiscard]] static pool_worker& state_of(const thread_worker& handle) noexcept { return *handle.state_; }
+  // Takes `w` into workers_ (capacity reserved by the caller: no
+  // allocation), as the next index, and marks it owned. Under
+  // lifecycle_mutex_.
+  pool_worker& adopt(std::unique_ptr<thread_worker> w) noexcept;
   std::atomic<std::size_t> worker_count_{0};
   // Started workers, for thieves (lock-free reads): slots [0, published_)
   // are set and never change. Written under lifecycle_mutex_.

@@ -104,6 +104,16 @@ unexpected_error too_many_workers(const std::string& pool_name, std::size_t requ
   });
 }
 
+pool_worker& pool_core::adopt(std::unique_ptr<thread_worker> w) noexcept {
+  pool_worker& adopted = state_of(*w);
+  adopted.index_ = workers_.size();
+  // release: pairs with the acquire in thread_worker::belongs_to_pool();
+  // what the worker's owner set before handing it over is fixed from here.
+  adopted.owned_by_pool_.store(true, std::memory_order_release);
+  workers_.push_back(std::move(w));  // the caller reserved the capacity: no allocation
+  return adopted;
+}
+
 result<void> pool_core::enqueue_batch(std::vector<std::unique_ptr<thread_worker>> workers) {
   for (const auto& w : workers) {
     if (!w) return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: null worker in batch");
@@ -123,11 +133,7 @@ result<void> pool_core::enqueue_batch(std::vector<std::unique_ptr<thread_worker>
   } catch (const std::bad_alloc&) {
     return make_error(error_code::resource_exhausted, "out of memory");
   }
-  for (auto& w : workers) {
-    state_of(*w).index_ = workers_.size();
-    added.push_back(&state_of(*w));
-    workers_.push_back(std::move(w));  // capacity reserved: no allocation
-  }
+  for (auto& w : workers) added.push_back(&adopt(std::move(w)));  // both reserved: no allocation
   if (st == state::running) {
     if (auto r = launch(added, [] {}); !r) {
       workers_.resize(first);  // never published, never ran: gone again
@@ -299,9 +305,7 @@ result<void> pool_core::resize(std::size_t n) {
       }
       workers_.reserve(old_size + n);
       while (active + revived.size() + (workers_.size() - old_size) < n) {
-        auto w = make_worker_();
-        state_of(*w).index_ = workers_.size();
-        workers_.push_back(std::move(w));  // capacity reserved: no allocation
+        adopt(make_worker_());  // capacity reserved: no allocation
       }
     } catch (const std::bad_alloc&) {
       workers_.resize(old_size);  // never seen outside this call
@@ -343,10 +347,7 @@ result<void> pool_core::resize(std::size_t n) {
       }
       workers_.reserve(old_size + n);
       while (active + revived.size() + batch.size() < n) {
-        auto w = make_worker_();
-        state_of(*w).index_ = workers_.size();
-        batch.push_back(&state_of(*w));
-        workers_.push_back(std::move(w));
+        batch.push_back(&adopt(make_worker_()));  // both reserved: no allocation
       }
     } catch (const std::bad_alloc&) {
       for (pool_worker* w : revived) {

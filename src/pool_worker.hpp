@@ -211,6 +211,12 @@ class pool_worker {
   // the worker is started and constant afterwards.
   std::uint64_t responsibility_mask_ = ~std::uint64_t{0};
 
+  // Set (release) once a pool owns the worker - pool_core::adopt(), under
+  // the pool's lifecycle mutex - and never cleared; read (acquire) by
+  // thread_worker::belongs_to_pool(), so settings fixed at that point
+  // (a typed worker's responsibilities) are refused afterwards.
+  std::atomic<bool> owned_by_pool_{false};
+
   // The OS thread id of the running thread (0 before it started); set by
   // the worker itself, read by set_affinity()/set_nice().
   std::atomic<int> os_tid_{0};

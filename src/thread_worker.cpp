@@ -44,6 +44,10 @@ worker_latency thread_worker::latency() const noexcept {
   return {state_->wait_histogram_.snapshot(), state_->run_histogram_.snapshot()};
 }
 
+bool thread_worker::belongs_to_pool() const noexcept {
+  return state_->owned_by_pool_.load(std::memory_order_acquire);  // pairs with the release in pool_core::adopt()
+}
+
 void thread_worker::set_responsibility_mask(std::uint64_t mask) noexcept { state_->responsibility_mask_ = mask; }
 
 }  // namespace thread_system

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "thread_system/pools/job_types.hpp"
+#include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/pools/typed_thread_pool.hpp"
 
 namespace ts = thread_system;
@@ -56,6 +57,35 @@ TEST(TypedWorker, ResponsibilitiesAreFixedOnceTheWorkerIsInAPool) {
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), ts::error_code::already_started);
   EXPECT_EQ(w->get_responsibilities(), std::vector<job_types>{job_types::Batch}) << "nothing changed";
+}
+
+// A plain thread_pool takes a typed worker as a thread_worker; the worker's
+// responsibilities are fixed there too (a later set_responsibilities() would
+// race with readers of get_responsibilities()).
+TEST(TypedWorker, ResponsibilitiesAreFixedInAPlainThreadPoolToo) {
+  ts::thread_pool pool{"plain"};
+  auto owned = std::make_unique<ts::typed_thread_worker_t<job_types>>(std::vector<job_types>{job_types::Batch});
+  ts::typed_thread_worker_t<job_types>* w = owned.get();
+  ASSERT_TRUE(pool.enqueue(std::move(owned)));
+  const auto refused = w->set_responsibilities({job_types::RealTime});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), ts::error_code::already_started);
+  EXPECT_EQ(w->get_responsibilities(), std::vector<job_types>{job_types::Batch}) << "nothing changed";
+  // The plain pool has no types: the worker runs every job it is given.
+  ASSERT_TRUE(pool.start());
+  auto done = pool.submit([] { return 7; });
+  EXPECT_EQ(done.get(), 7);
+}
+
+TEST(TypedWorker, AWorkerAPoolMadeForResizeHasFixedResponsibilities) {
+  ts::typed_thread_pool_t<job_types> pool{"resized"};
+  ASSERT_TRUE(pool.resize(1));
+  auto workers = pool.get_workers();
+  ASSERT_EQ(workers.size(), 1U);
+  const auto refused = workers[0]->set_responsibilities({job_types::RealTime});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), ts::error_code::already_started);
+  EXPECT_TRUE(workers[0]->is_universal());
 }
 
 }  // namespace

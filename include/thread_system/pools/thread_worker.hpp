@@ -90,6 +90,9 @@ class thread_worker {
   /// Job kinds this worker serves (bit r = rank r; typed pools). Only
   /// before the worker is started; constant afterwards.
   void set_responsibility_mask(std::uint64_t mask) noexcept;
+  /// True once a pool owns this worker (added with enqueue/enqueue_batch or
+  /// made by resize()); never false again. Any thread.
+  [[nodiscard]] bool belongs_to_pool() const noexcept;
 
  private:
   friend class detail::pool_core;

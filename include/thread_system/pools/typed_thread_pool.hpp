@@ -443,7 +443,7 @@ class typed_thread_pool_t : public detail::pool_front {
     masks.reserve(workers.size());
     for (const auto& w : workers) {
       if (!w) return make_error(error_code::invalid_argument, "typed_thread_pool::enqueue_batch: null worker in batch");
-      if (w->attached_.load(std::memory_order_acquire)) {  // pairs with the release below
+      if (w->belongs_to_pool()) {
         return make_error(error_code::invalid_argument, "typed_thread_pool: the worker already belongs to a pool");
       }
       auto mask = ranks_.mask_of(w->responsibilities_, get_name());
@@ -453,9 +453,7 @@ class typed_thread_pool_t : public detail::pool_front {
     std::vector<std::unique_ptr<thread_worker>> base;
     base.reserve(workers.size());
     for (std::size_t i = 0; i < workers.size(); ++i) {
-      workers[i]->set_responsibility_mask(masks[i]);
-      // release: a later set_responsibilities() that sees it refuses.
-      workers[i]->attached_.store(true, std::memory_order_release);
+      workers[i]->set_responsibility_mask(masks[i]);  // the core marks it owned when it takes it
       base.push_back(std::move(workers[i]));
     }
     auto r = pool_front::add_workers(std::move(base));
@@ -487,13 +485,7 @@ class typed_thread_pool_t : public detail::pool_front {
     std::unique_ptr<detail::injector> owned(injector);  // first: nothing below leaks it
     detail::core_config c = detail::core_config_of(o, o.name, std::move(owned));
     c.local_deques = false;
-    c.make_worker = []() -> std::unique_ptr<thread_worker> {
-      auto w = std::make_unique<worker_type>();
-      // release: pairs with the acquire in set_responsibilities() (the
-      // worker already belongs to this pool).
-      w->attached_.store(true, std::memory_order_release);
-      return w;
-    };
+    c.make_worker = []() -> std::unique_ptr<thread_worker> { return std::make_unique<worker_type>(); };
     return c;
   }
 

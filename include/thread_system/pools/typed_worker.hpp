@@ -12,13 +12,15 @@
 //   * A worker with no responsibilities is universal: it serves every type.
 //   * Responsibilities are fixed once the worker is added to a pool (or
 //     made by one, as resize() does): set_responsibilities() then returns
-//     `already_started` and changes nothing.
+//     `already_started` and changes nothing. That holds for any pool: a
+//     plain thread_pool takes a typed worker as a thread_worker (it has no
+//     types, so the worker runs every job), and its responsibilities are
+//     fixed all the same.
 //
 // Threading: a worker's responsibilities may be read from any thread once it
 // is in a pool; set_responsibilities() before that, from one thread.
 #pragma once
 
-#include <atomic>
 #include <initializer_list>
 #include <string>
 #include <type_traits>
@@ -62,7 +64,7 @@ class typed_thread_worker_t : public thread_worker {
   /// Sets the types this worker serves (empty: all). Only before the worker
   /// is added to a pool; afterwards `already_started`.
   result<void> set_responsibilities(std::vector<T> types) {
-    if (attached_.load(std::memory_order_acquire)) {  // pairs with the release in the pool's add_worker
+    if (belongs_to_pool()) {  // set by the pool that took the worker, typed or not
       return make_error(error_code::already_started,
                         "typed_thread_worker: responsibilities are fixed once the worker is added to a pool");
     }
@@ -84,7 +86,6 @@ class typed_thread_worker_t : public thread_worker {
   friend class typed_thread_pool_t;
 
   std::vector<T> responsibilities_;
-  std::atomic<bool> attached_{false};
 };
 
 }  // namespace thread_system
