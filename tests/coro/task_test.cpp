@@ -6,9 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <coroutine>
+#include <cstdint>
 #include <latch>
 #include <memory>
 #include <mutex>
@@ -337,6 +339,34 @@ TEST(Task, AMillionNestedAwaitsUseConstantStack) {
     co_return co_await chain(d);
   };
   EXPECT_EQ(sync_wait(run(pool, depth)), depth);
+}
+
+// Where this call's frame is: a mark of the stack's depth (it grows down).
+[[gnu::noinline]] std::uintptr_t stack_depth_mark() noexcept {
+  return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+}
+task<std::uintptr_t> marked() { co_return stack_depth_mark(); }
+
+rethrowing_coroutine await_marks(std::size_t n, std::uintptr_t& lowest, std::uintptr_t& highest) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uintptr_t at = co_await marked();
+    lowest = std::min(lowest, at);
+    highest = std::max(highest, at);
+  }
+}
+
+// A coroutine of another type awaiting, in a loop, tasks that finish without
+// suspending: each task ran inside the co_await and the loop goes on at the
+// depth it had. With symmetric transfer back into the awaiter, every
+// iteration nested one resume() deeper wherever the compiler did not make it
+// a tail call (GCC below -O2, or under a sanitizer) until the stack
+// overflowed.
+TEST(Task, AForeignCoroutineAwaitingTasksThatFinishAtOnceKeepsItsDepth) {
+  std::uintptr_t lowest = UINTPTR_MAX;
+  std::uintptr_t highest = 0;
+  const rethrowing_coroutine c = await_marks(200'000, lowest, highest);
+  ASSERT_TRUE(c.done());
+  EXPECT_LT(highest - lowest, 64U * 1024U) << "each await went deeper";
 }
 
 TEST(Task, AwaitingAFutureResumesWithItsValueOrException) {

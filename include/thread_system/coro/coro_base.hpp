@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <exception>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "thread_system/core/error.hpp"
@@ -317,6 +318,11 @@ class promise_base {
   std::uintptr_t chain_ = 0;
 };
 
+/// A promise of this library's coroutines (task<T>): the plumbing links
+/// its chain; any other promise is a *foreign* coroutine's.
+template <typename P>
+concept library_promise = std::is_base_of_v<promise_base, P>;
+
 /// Abandons the chain whose innermost suspended task is `p` (see the header):
 /// destroys the frames from `p` up to, not including, the outermost task of
 /// the chain, then tells that task's waiter. Iterative, so a deep chain does
@@ -399,7 +405,7 @@ static_assert(sizeof(resume_job) <= job_function::inline_capacity, "a resumption
 /// The token of the coroutine whose promise is `P` (null for a foreign one).
 template <typename P>
 [[nodiscard]] const cancellation_token* token_of(std::coroutine_handle<P> h) noexcept {
-  if constexpr (std::is_base_of_v<promise_base, P>) {
+  if constexpr (library_promise<P>) {
     return h.promise().token();
   } else {
     (void)h;
@@ -420,7 +426,7 @@ class schedule_awaiter {
     refusal_.reset();
     slot_.error.reset();
     resume_job job{h, nullptr, nullptr, target_};
-    if constexpr (std::is_base_of_v<promise_base, P>) {
+    if constexpr (library_promise<P>) {
       job.promise = &h.promise();
     } else {
       job.slot = &slot_;

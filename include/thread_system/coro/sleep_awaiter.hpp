@@ -93,7 +93,7 @@ class sleep_awaiter {
       return false;
     }
     handle_ = h;
-    if constexpr (std::is_base_of_v<promise_base, P>) {
+    if constexpr (library_promise<P>) {
       promise_ = &h.promise();
       token_ = promise_->token();
     }

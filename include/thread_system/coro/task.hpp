@@ -23,7 +23,12 @@
 //     can.
 //   * Awaiting a task resumes the awaiter, when the task finishes, on the
 //     thread that finished it, by symmetric transfer: a chain of a million
-//     nested awaits uses constant stack. co_await rethrows the task's
+//     nested awaits uses constant stack. A coroutine of another type that
+//     awaits a task starts it inside its co_await; when the task finishes
+//     there without suspending, the awaiter goes on from the co_await at
+//     the depth it had (a loop of such awaits uses constant stack at every
+//     optimisation level), else it is resumed on the thread that finishes
+//     the task. co_await rethrows the task's
 //     exception. Only an rvalue task is awaitable, once: a task that has
 //     finished (is_ready()) is refused like an empty one by co_await,
 //     sync_wait(), spawn() and when_all() (error_exception / result
@@ -51,6 +56,7 @@
 // after the resumption.
 #pragma once
 
+#include <atomic>
 #include <concepts>
 #include <coroutine>
 #include <cstddef>
@@ -214,19 +220,38 @@ class [[nodiscard]] task {
       }
       return false;
     }
-    template <typename P>
+    // A task<T> awaiting: symmetric transfer to the child.
+    template <detail::library_promise P>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
       promise_type& child = task_->promise();
       child.continuation = parent;
-      if constexpr (std::is_base_of_v<detail::promise_base, P>) {
-        child.parent = &parent.promise();
-        child.owner = &task_->frame_;
-        child.join_chain(parent.promise());
-      } else {
-        child.waiter = this;  // a foreign coroutine: told by on_abandon()
-        child.set_chain(nullptr, true);
-      }
+      child.parent = &parent.promise();
+      child.owner = &task_->frame_;
+      child.join_chain(parent.promise());
       return detail::transfer(parent, task_->frame_);
+    }
+    // A coroutine of another type: the child starts here, in a resume loop
+    // of its own (whatever drives the awaiter), and when it finishes before
+    // that loop ends the awaiter goes on from this co_await at the depth it
+    // had (false: not suspended) - no transfer back into it, whose stack
+    // would grow with each such await of a loop wherever the compiler does
+    // not make symmetric transfer a tail call. Otherwise whoever finishes or
+    // abandons the child later resumes the awaiter.
+    template <typename P>
+    bool await_suspend(std::coroutine_handle<P> parent) noexcept {
+      promise_type& child = task_->promise();
+      child.waiter = this;  // on_complete() / on_abandon() decide who resumes `parent`
+      child.set_chain(nullptr, true);
+      parent_ = parent;
+      // relaxed: nothing else sees the awaiter before the child runs, below.
+      state_.store(starting, std::memory_order_relaxed);
+      detail::resume_loop_reporting(task_->frame_, nullptr);
+      int seen = starting;
+      // Success (release): a later on_complete()/on_abandon() on another
+      // thread resumes `parent`, whose suspension is complete from here; no
+      // member is touched after it. Failure (acquire): pairs with their
+      // exchange - the child's outcome is visible to await_resume().
+      return state_.compare_exchange_strong(seen, suspended, std::memory_order_release, std::memory_order_acquire);
     }
     T await_resume() {
       if (abandoned_) detail::throw_abandoned();
@@ -234,18 +259,33 @@ class [[nodiscard]] task {
     }
 
    private:
-    std::coroutine_handle<> on_complete() noexcept override { return std::noop_coroutine(); }  // not used
+    enum : int { starting, suspended, done };
+
+    // The child finished (value or exception stored), for a foreign awaiter.
+    std::coroutine_handle<> on_complete() noexcept override {
+      const std::coroutine_handle<> parent = parent_;  // before the exchange: the awaiter may go after it
+      // acq_rel: release publishes the child's outcome to await_suspend()'s
+      // failed CAS; acquire pairs with its successful one.
+      if (state_.exchange(done, std::memory_order_acq_rel) == starting) {
+        return std::noop_coroutine();  // await_suspend() is still running: it goes on with `parent`
+      }
+      return parent;
+    }
     void on_abandon() noexcept override {
       abandoned_ = true;
       // The suspended frame is the waiter's to drop: destroyed here (on the
       // discarding thread), so the task is no longer startable() and a
       // second co_await / sync_wait of it is refused, never resumed.
-      const std::coroutine_handle<> awaiting = task_->promise().continuation;
       task_->reset();
-      detail::resume_loop_reporting(awaiting, nullptr);
+      const std::coroutine_handle<> parent = parent_;  // before the exchange, as in on_complete()
+      // acq_rel: as in on_complete() (abandoned_ and the reset are published).
+      if (state_.exchange(done, std::memory_order_acq_rel) == starting) return;  // await_suspend() goes on
+      detail::resume_loop_reporting(parent, nullptr);
     }
 
     task* task_;
+    std::coroutine_handle<> parent_;  // a foreign awaiter
+    std::atomic<int> state_{starting};
     bool abandoned_ = false;
   };
 

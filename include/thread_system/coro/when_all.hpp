@@ -111,7 +111,7 @@ class when_all_core : deferred_start {
     // children started before await_suspend() returns, not deferred to a
     // resume_loop() that may not be running it.
     bool foreign_driven = true;
-    if constexpr (std::is_base_of_v<promise_base, P>) {
+    if constexpr (library_promise<P>) {
       parent_promise_ = &parent.promise();
       foreign_driven = parent_promise_->foreign_driven();
     }
