@@ -76,8 +76,13 @@ TEST(OsThread, StackSizesAreRoundedUpToTheMinimumAndToPages) {
 }
 
 #if defined(__linux__)
+// More than the platform's default (8 MiB), so a thread started without the
+// size fails. glibc may hand a new thread a cached stack of an exited one
+// that is at least the size asked and at most four times it (what made
+// this test fail after any earlier test's default-size thread had exited,
+// when it asked for 2 MiB): the size seen is in that range.
 TEST(OsThread, AThreadGetsTheStackSizeItAskedFor) {
-  const std::size_t asked = 2 * 1024 * 1024 + 12345;
+  const std::size_t asked = 12 * 1024 * 1024 + 12345;
   std::size_t seen = 0;
   auto t = os_thread::start(
       [&] {
@@ -90,7 +95,9 @@ TEST(OsThread, AThreadGetsTheStackSizeItAskedFor) {
       asked);
   ASSERT_TRUE(t);
   t->join();
-  EXPECT_EQ(seen, os_thread::effective_stack_size(asked));
+  const std::size_t wanted = os_thread::effective_stack_size(asked);
+  EXPECT_GE(seen, wanted);
+  EXPECT_LE(seen, 4 * wanted) << "a reused stack is at most four times the size asked";
 }
 #endif
 
