@@ -532,7 +532,12 @@ bool pool_core::work_visible(const pool_worker& w) const noexcept {
   if (w.membership_.load(std::memory_order_seq_cst) == pool_worker::retiring) return true;
   if (paused_.load(std::memory_order_seq_cst)) return false;  // Dekker with resume(); see there
   if (queue_->has_work_for(w.responsibility_mask_)) return true;
-  if (!local_deques_) return false;
+  // Without stealing (typed pools) only this worker's own deque counts: only
+  // it runs what it holds there - the rest of a batch that a job calling
+  // pause() interrupted - and an idle check that skipped it missed a
+  // resume() that came while the worker spun or yielded (the jobs waited for
+  // the next push). Only this thread pushes there: no ordering needed.
+  if (!local_deques_) return !w.deque_.empty_approx();
   const std::size_t n = published_.load(std::memory_order_acquire);  // pairs with start_worker()
   for (std::size_t i = 0; i < n; ++i) {
     const pool_worker* other = steal_table_[i].load(std::memory_order_relaxed);  // fixed once published

@@ -1076,3 +1076,38 @@ TEST(TypedPoolResize, AStoppedPoolAnswersPoolStoppedBeforeAnyOtherCheck) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), ts::error_code::pool_stopped);
 }
+
+namespace {
+
+// A typed pool's worker runs the rest of a batch it took from its own deque
+// (no other worker steals there). When a job of that batch paused the pool,
+// the worker went idle with the rest on its deque; its idle checks (spin,
+// yield, the check before parking) looked at the type queues only, so a
+// resume() that came while it spun or yielded was missed: it parked, and the
+// jobs waited for the next submission. Here the yield phase lasts an hour,
+// so the worker is in it when resume() comes.
+TEST(TypedThreadPool, ResumeRunsTheRestOfABatchAPauseLeftOnAWorker) {
+  auto o = typed_opts();
+  o.idle_wait = std::chrono::hours(1);
+  ts::typed_thread_pool_t<job_types> pool{1, o};
+  constexpr int jobs = 10;  // one visit takes them all (the default batch is 16)
+  std::atomic<int> ran{0};
+  pool.pause();
+  for (int i = 0; i < jobs; ++i) {
+    ASSERT_TRUE(pool.enqueue(job_types::Batch, [&pool, &ran, i] {
+      if (i == 0) pool.pause();
+      ran.fetch_add(1, std::memory_order_release);  // pairs with the acquire loads below
+    }));
+  }
+  pool.resume();
+  ASSERT_TRUE(ts::test::eventually([&] { return ran.load(std::memory_order_acquire) == 1; }));
+  // Let the worker reach its idle phase (if it has not, resume() finds it
+  // still looking for work, and the test passes with or without the fix).
+  std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(ran.load(std::memory_order_acquire), 1) << "paused: the other nine wait on the worker's deque";
+  pool.resume();
+  EXPECT_TRUE(ts::test::eventually([&] { return ran.load(std::memory_order_acquire) == jobs; }))
+      << "ran " << ran.load(std::memory_order_acquire) << " of " << jobs << " after resume()";
+}
+
+}  // namespace
