@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -418,6 +419,22 @@ TEST(ParallelFor, ExceptionOverAHugeRangeReturnsPromptly) {
   EXPECT_THROW(inner.get(), std::runtime_error);
 }
 
+// A body that throws only after a while, over 2^40 indices with the
+// automatic grain: a chunk was an eighth of the grain (2^33 indices here),
+// and a chunk already running on the other worker ran to its end after the
+// throw - seconds to minutes. A chunk is at most 65 536 indices now.
+TEST(ParallelFor, AChunkRunningWhenABodyThrowsIsBoundedWhateverTheRange) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  std::atomic<std::uint64_t> calls{0};
+  auto late_throw = [&](std::int64_t) {
+    if (calls.fetch_add(1, std::memory_order_relaxed) == 100'000) throw std::runtime_error("late failure");
+  };
+  EXPECT_THROW(ts::parallel_for(pool, std::int64_t{0}, std::int64_t{1} << 40, late_throw), std::runtime_error);
+  // The throwing chunk's calls, the other worker's chunk in progress, and a
+  // chunk's worth more for each piece that started meanwhile.
+  EXPECT_LT(calls.load(std::memory_order_relaxed), 100'000U + 8U * 65'536U);
+}
+
 TEST(ParallelReduce, ExceptionOverAHugeRangeReturnsPromptly) {
   ts::thread_pool pool{2, ts::test::pool_opts()};
   std::atomic<std::uint64_t> leaves{0};
@@ -454,6 +471,48 @@ TEST(ParallelFor, APieceDiscardedByStopCancelPendingMakesTheCallThrowCancelled) 
   stopper.join();
   EXPECT_TRUE(outcome_cancelled.load(std::memory_order_relaxed));  // relaxed: joined
   EXPECT_EQ(visited.load(std::memory_order_relaxed), 0U);          // relaxed: joined
+}
+
+// A leaf that throws while another piece is discarded by
+// stop(cancel_pending): the leaf's exception reaches the caller, not
+// `cancelled` (the header: a body's exception takes precedence). Over [0, 4)
+// with grain 1 the worker running the root keeps leaf 0 and leaves [1, 2) on
+// its deque; the other worker steals [2, 4), keeps leaf 2 and leaves [3, 4).
+// Both leaves wait until the stop has begun, so [1, 2) and [3, 4) are
+// discarded and leaf 2 throws: the left half saw only `cancelled`, and the
+// root used to report that.
+TEST(ParallelReduce, ALeafsExceptionTakesPrecedenceOverADiscardedPiece) {
+  ts::thread_pool pool{2, ts::test::pool_opts("reduce-precedence")};
+  std::atomic<int> entered{0};
+  std::atomic<bool> stop_begun{false};
+  auto leaf = [&](int lo, int, int acc) -> int {
+    if (lo == 0 || lo == 2) {
+      entered.fetch_add(1, std::memory_order_acq_rel);
+      while (!stop_begun.load(std::memory_order_acquire)) std::this_thread::yield();
+      if (lo == 2) throw std::runtime_error("leaf 2 failed");
+    }
+    return acc + 1;
+  };
+  std::string outcome;
+  std::thread caller([&] {
+    try {
+      (void)ts::parallel_reduce(pool, 0, 4, 0, leaf, std::plus<>{}, 1);
+      outcome = "no exception";
+    } catch (const std::runtime_error& e) {
+      outcome = e.what();
+    } catch (const ts::error_exception& e) {
+      outcome = std::string(ts::to_string(e.code()));
+    }
+  });
+  ASSERT_TRUE(ts::test::eventually([&] { return entered.load(std::memory_order_acquire) == 2; }));
+  std::thread stopper([&] { (void)pool.stop(ts::stop_mode::cancel_pending); });
+  // The stop has begun (and asked for queued jobs to be cancelled) once the
+  // pool refuses a push.
+  ASSERT_TRUE(ts::test::eventually([&] { return !pool.enqueue([] {}); }));
+  stop_begun.store(true, std::memory_order_release);
+  caller.join();
+  stopper.join();
+  EXPECT_EQ(outcome, "leaf 2 failed");
 }
 
 // A pool that refuses some pieces (backpressure::reject(1): queue_full while

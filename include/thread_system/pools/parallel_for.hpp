@@ -40,11 +40,12 @@
 // exception thrown by a body is rethrown to the caller after all other pieces
 // have finished (later exceptions are dropped); once a body has thrown, the
 // pieces and chunks that have not started yet are skipped (a chunk in
-// progress runs to its end), so the call returns promptly however large the
-// range. Pieces the pool refuses (it is stopping, a bounded queue is full,
-// memory ran out) run on the calling thread, so the call still processes
-// every index; with no memory even for its bookkeeping the whole loop runs
-// serially on the caller. A piece the pool accepted and then discarded unrun
+// progress - an eighth of the grain, at most 65 536 indices - runs to its
+// end), so the call returns promptly however large the range. Pieces the
+// pool refuses (it is stopping, a bounded queue is full, memory ran out) run
+// on the calling thread, so the call still processes every index; with no
+// memory even for its bookkeeping the whole loop runs serially on the
+// caller. A piece the pool accepted and then discarded unrun
 // (stop(stop_mode::cancel_pending), backpressure::drop_oldest) leaves its
 // indices unvisited: once every other piece has finished, the call throws
 // error_exception{cancelled} (a body's exception takes precedence).
@@ -54,7 +55,10 @@
 // range and the grain, so the result is deterministic for a given input even
 // when `combine` is not associative over floating point. An exception from
 // `reduce_range` or `combine` is rethrown after the pieces already running
-// have finished; leaves not started by then are skipped.
+// have finished; leaves not started by then are skipped. A piece the pool
+// discarded unrun makes the call throw error_exception{cancelled}, unless a
+// leaf or `combine` threw (that exception takes precedence, as for
+// parallel_for).
 #pragma once
 
 #include <algorithm>
@@ -105,6 +109,10 @@ template <typename I>
 // so vectorised bodies do not straddle cache lines on every access (odd
 // sizes arise easily: 10^7 / 128 = 78125 indices).
 inline constexpr std::size_t split_alignment = 64;
+
+// The most indices a piece runs between two looks at its loop's failure
+// flag (a multiple of split_alignment).
+inline constexpr std::uint64_t max_chunk = std::uint64_t{1} << 16;
 
 inline std::uint64_t aligned_down(std::uint64_t count) noexcept {
   return count >= split_alignment ? count & ~std::uint64_t{split_alignment - 1} : count;
@@ -206,7 +214,9 @@ void run_piece(const std::shared_ptr<parallel_for_state<I, F>>& st, I lo, I hi) 
     // body and the index, so the compiler can keep everything in registers
     // (and vectorise simple bodies).
     F& body = st->f;
-    const std::uint64_t chunk = std::max<std::uint64_t>(1, aligned_down(st->grain / 8));
+    // At most max_chunk indices between two looks at `failed`: what a failure
+    // waits for does not grow with the range.
+    const std::uint64_t chunk = std::clamp<std::uint64_t>(aligned_down(st->grain / 8), 1, max_chunk);
     while (lo < hi && !failed()) {
       const I stop = range_length(lo, hi) > chunk ? advance_index(lo, chunk) : hi;
       for (I i = lo; i < stop; ++i) body(i);
@@ -312,10 +322,18 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
       } catch (const error_exception&) {  // refused (stopping, full, out of memory): this thread does it
       }
       // If the left half throws, the right half must still finish before
-      // this frame (which it references) goes away.
+      // this frame (which it references) goes away. A left half that only
+      // saw a piece the pool discarded (cancelled) gives way to an exception
+      // of the right half: a body's exception takes precedence.
       T left = [&] {
         try {
           return (*this)(lo, mid);
+        } catch (const error_exception& e) {
+          if (spawned) {
+            right.wait();
+            if (e.code() == error_code::cancelled) (void)right.get();  // throws the right half's exception, if any
+          }
+          throw;
         } catch (...) {
           if (spawned) right.wait();
           throw;
