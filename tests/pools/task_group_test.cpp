@@ -276,3 +276,37 @@ TEST(TaskGroup, AnEmptyCallableIsRefusedWithInvalidArgument) {
   EXPECT_THROW(g.run(std::function<void()>{}), ts::error_exception);
   g.wait();  // nothing was counted
 }
+
+namespace {
+
+// run() from another thread while the owner waits: a job of that run may
+// store the group's first exception while wait() takes it. wait() read the
+// exception as soon as the failure flag was set, before the job had written
+// it (TSan: data race on the exception_ptr; a null one rethrown terminates).
+// Every exception wait() rethrows is the job's, whole.
+TEST(TaskGroup, RunFromAnotherThreadDuringWaitDeliversEveryFailureWhole) {
+  ts::thread_pool pool{2, ts::test::pool_opts("tg-run-during-wait")};
+  ts::task_group g{pool};
+  std::atomic<bool> producing{true};
+  std::thread producer([&] {
+    const auto until = std::chrono::steady_clock::now() + 300ms;  // a time budget, not a count
+    while (std::chrono::steady_clock::now() < until) g.run([] { throw std::runtime_error("job failed"); });
+    producing.store(false, std::memory_order_release);  // pairs with the acquire below
+  });
+  std::uint64_t rethrown = 0;
+  auto one_wait = [&] {
+    try {
+      g.wait();
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "job failed");
+      ++rethrown;
+    }
+  };
+  while (producing.load(std::memory_order_acquire)) one_wait();
+  producer.join();
+  one_wait();  // the jobs run since the last wait
+  EXPECT_GE(rethrown, 1U);
+  g.wait();  // nothing left: returns
+}
+
+}  // namespace

@@ -122,10 +122,22 @@ class task_group {
   /// Waits for every job run() so far; rethrows the first exception.
   void wait() {
     if (!all_finished()) wait_for_jobs();
-    if (failed_.load(std::memory_order_acquire)) {  // pairs with record()
+    // acquire: pairs with record()'s release store of `published`. A job
+    // run() concurrently with this wait may be storing the first exception
+    // right now (`claimed`: a move of one exception_ptr, never blocked) - a
+    // job this wait waited for may then have lost the race to it, so that
+    // exception is the one to rethrow: wait until it is published.
+    std::uint8_t state = failed_.load(std::memory_order_acquire);
+    while (state == claimed) {
+      detail::cpu_relax();
+      state = failed_.load(std::memory_order_acquire);
+    }
+    if (state == published) {
       std::exception_ptr e = std::move(error_);
-      failed_.store(false, std::memory_order_relaxed);     // only the waiter touches it now
-      cancelled_.store(false, std::memory_order_relaxed);  // likewise
+      // release: the move above happens before the next record()'s write
+      // (its CAS from `none` acquires this).
+      failed_.store(none, std::memory_order_release);
+      cancelled_.store(false, std::memory_order_relaxed);  // only the waiter touches it now
       std::rethrow_exception(e);
     }
     // relaxed: ordered by the acquire in wait() on the count (finish()'s release).
@@ -276,18 +288,24 @@ class task_group {
     }
   }
 
+  // The first failure: claimed by one job (CAS), written, then published;
+  // wait() takes error_ only once it is published.
+  enum : std::uint8_t { none, claimed, published };
   void record(std::exception_ptr e) noexcept {
-    bool expected = false;
-    // acq_rel: exactly one job stores error_; the waiter reads it after the
-    // acquire in wait() (through finish()).
-    if (failed_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) error_ = std::move(e);
+    std::uint8_t expected = none;
+    // acquire: pairs with wait()'s release store of `none` (its read of
+    // error_ is over); exactly one job then writes error_.
+    if (failed_.compare_exchange_strong(expected, claimed, std::memory_order_acquire, std::memory_order_relaxed)) {
+      error_ = std::move(e);
+      failed_.store(published, std::memory_order_release);  // pairs with the acquire in wait()
+    }
   }
 
   thread_pool& pool_;
   const void* const owner_ = this_thread_tag();  // the creating thread (the only writer of local_)
   std::atomic<std::uint32_t> local_{0};          // see "the count" above
   std::atomic<std::uint32_t> remote_{0};         // likewise
-  std::atomic<bool> failed_{false};
+  std::atomic<std::uint8_t> failed_{none};
   std::atomic<bool> cancelled_{false};  // a job of the group was discarded unrun (see group_job::cancel())
   std::exception_ptr error_;
 };
