@@ -374,13 +374,14 @@ class typed_thread_pool_t : public detail::pool_front {
   /// changes, when the workers kept would not serve every type the pool's
   /// workers serve now (a type's jobs are never left without a worker). A
   /// universal worker serves every type - without a priority_order every
-  /// rank 0..63 - so once the pool has one, a shrink must keep one. A stopped
-  /// pool answers `pool_stopped` first.
-  /// Other refusals as thread_pool::resize(): `invalid_argument` for 0 or
-  /// more than 256, `pool_stopped` after stop(), `resource_exhausted`.
+  /// rank 0..63 - so once the pool has one, a shrink must keep one.
+  /// Other refusals as thread_pool::resize(), in this order: `invalid_argument`
+  /// for 0 or more than 256, then `pool_stopped` after stop() (never
+  /// `no_worker` then), `resource_exhausted`.
   result<void> resize(std::size_t n) {
     std::lock_guard lock(config_mutex_);
-    // A stopped pool refuses with pool_stopped (below) before any check.
+    // A bad count, then a stopped pool, is refused below (pool_front) before
+    // the no_worker check.
     if (n != 0 && n <= max_workers && !stop_begun()) {
       const auto masks = active_worker_masks(n);
       // relaxed: served_ is written only under config_mutex_, held here.

@@ -27,10 +27,14 @@
 //     deadline between the jobs it runs, as future's does
 //     (scheduler/future.hpp): it may return late by the one job it was
 //     running, or by a pause() of the pool while it held a job not started.
-//   * The group may be reused once the count is zero. It may be destroyed
-//     as soon as wait() returns in every waiter, even if the last done() has
-//     not returned yet: done()'s last access to the object is its atomic
-//     decrement (the futex wake only names the address).
+//   * The group may be reused once the count is zero and every wait() of
+//     the round has returned (Go's sync.WaitGroup rule): a waiter that was
+//     asleep when the count reached zero checks it again when it wakes, and
+//     an add() of the next round that came first keeps it waiting for that
+//     round too. The group may be destroyed as soon as wait() returns in
+//     every waiter, even if the last done() has not returned yet: done()'s
+//     last access to the object is its atomic decrement (the futex wake
+//     only names the address).
 //
 // Standard primitives that already serve, re-exported here so that
 // `thread_system::latch` etc. name them: std::latch (a one-shot count known
