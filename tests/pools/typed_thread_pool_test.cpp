@@ -1110,4 +1110,25 @@ TEST(TypedThreadPool, ResumeRunsTheRestOfABatchAPauseLeftOnAWorker) {
       << "ran " << ran.load(std::memory_order_acquire) << " of " << jobs << " after resume()";
 }
 
+// After stop(), a push of a type no worker serves is refused as every push
+// is then: pool_stopped (it was no_worker, unlike the README's table).
+TEST(TypedThreadPool, AfterStopAnUnservedTypeIsRefusedAsStopped) {
+  ts::typed_thread_pool_t<job_types> pool{"stopped-unserved"};
+  ASSERT_TRUE(pool.add_worker(
+      std::make_unique<ts::typed_thread_worker_t<job_types>>(std::vector<job_types>{job_types::Batch})));
+  ASSERT_TRUE(pool.start());
+  (void)pool.stop();
+  for (job_types t : {job_types::Batch, job_types::RealTime}) {
+    auto r = pool.enqueue(t, [] {});
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), ts::error_code::pool_stopped) << "type " << static_cast<int>(t);
+  }
+  try {
+    (void)pool.submit(job_types::RealTime, [] { return 1; });
+    ADD_FAILURE() << "submit accepted";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::pool_stopped);
+  }
+}
+
 }  // namespace

@@ -536,11 +536,16 @@ class typed_thread_pool_t : public detail::pool_front {
   }
 
   // The rank of `type` if some added worker serves it; else the refusal:
-  // `invalid_argument` for a type without a rank, `no_worker` otherwise.
+  // `invalid_argument` for a type without a rank, then `pool_stopped` once
+  // stop() has begun (as for every other push), `no_worker` otherwise.
   result<std::size_t> routable_rank(T type) const {
     if (const std::size_t rank = served_rank(type); rank != max_types) return rank;
     auto rank = rank_of(type);
     if (!rank) return rank;
+    if (stop_begun()) {
+      return make_error_nothrow(error_code::pool_stopped,
+                                [&] { return "typed_thread_pool '" + get_name() + "' is stopped"; });
+    }
     return not_served(type);
   }
 
