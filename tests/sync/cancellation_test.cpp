@@ -346,6 +346,49 @@ TEST(Cancellation, LinkedChildUnregistersFromParentsWhenDestroyed) {
   EXPECT_TRUE(parent.cancel());  // the removed link is not called (ASan would see a stale one)
 }
 
+// The header: "Parents are not kept alive by the child." A parent whose last
+// source and token are gone dies (its detached callback's capture with it)
+// while its child lives on; the child still works and dies cleanly after.
+TEST(Cancellation, LinkedChildDoesNotKeepItsParentsAlive) {
+  std::weak_ptr<int> parent_capture;
+  std::weak_ptr<int> other_capture;
+  std::optional<ts::cancellation_source> child;
+  ts::cancellation_source other;  // a second parent that lives on
+  {
+    ts::cancellation_source parent;
+    auto marker = std::make_shared<int>(1);
+    parent_capture = marker;
+    parent.token().register_callback([marker] {}).detach();  // lives with the parent's state
+    child.emplace(ts::cancellation_source::linked(parent.token(), other.token()));
+    auto marker2 = std::make_shared<int>(2);
+    other_capture = marker2;
+    other.token().register_callback([marker2] {}).detach();
+  }
+  EXPECT_TRUE(parent_capture.expired()) << "the child kept its dead parent's state alive";
+  EXPECT_FALSE(other_capture.expired());
+  EXPECT_FALSE(child->is_cancelled());
+  // The live parent still cancels the child.
+  int ran = 0;
+  auto reg = child->token().register_callback([&] { ++ran; });
+  EXPECT_TRUE(other.cancel());
+  EXPECT_TRUE(child->is_cancelled());
+  EXPECT_EQ(ran, 1);
+  // The child dies after both of its links were used up in both ways (the
+  // dead parent's node and the ran one); ASan/LSan check the node counts.
+  reg = {};
+  child.reset();
+
+  // A child that dies after its only parent did.
+  std::optional<ts::cancellation_source> orphan;
+  {
+    ts::cancellation_source parent;
+    orphan.emplace(ts::cancellation_source::linked({parent.token()}));
+  }
+  EXPECT_FALSE(orphan->is_cancelled());
+  EXPECT_TRUE(orphan->cancel());
+  orphan.reset();
+}
+
 // Children dying while their parent is being cancelled on another thread.
 TEST(Cancellation, LinkedChildDestructionRacesWithParentCancel) {
   const std::size_t rounds = ts::test::scaled(20'000);
@@ -412,6 +455,40 @@ TEST(Cancellation, ToStdStopToken) {
   // Asked for after the cancel: already requested.
   EXPECT_TRUE(src.token().get_stop_token().stop_requested());
   EXPECT_FALSE(ts::cancellation_token::none().get_stop_token().stop_possible());
+}
+
+// The header: the std::stop_token's stop is requested after the state's own
+// callbacks ran, also for a token first asked for while cancel() runs them
+// (from another thread, or from a callback itself). Deterministic: the
+// callback holds the cancel until the main thread has its token.
+TEST(Cancellation, AStopTokenMadeWhileCancelRunsTheCallbacksIsStoppedAfterThem) {
+  ts::cancellation_source src;
+  std::atomic<bool> entered{false};
+  std::atomic<bool> release{false};
+  std::atomic<bool> finished{false};
+  std::stop_token from_inside;
+  auto reg = src.token().register_callback([&] {
+    from_inside = src.token().get_stop_token();
+    entered.store(true, std::memory_order_release);  // pairs with the main thread's acquire loop
+    while (!release.load(std::memory_order_acquire)) std::this_thread::yield();  // pairs with the store below
+    finished.store(true, std::memory_order_release);  // pairs with the stop_callback's acquire load
+  });
+  std::thread canceller([&] { EXPECT_TRUE(src.cancel()); });
+  while (!entered.load(std::memory_order_acquire)) std::this_thread::yield();  // pairs with the callback's store
+  std::stop_token st = src.token().get_stop_token();
+  EXPECT_FALSE(st.stop_requested()) << "stopped while the state's callback still runs";
+  EXPECT_FALSE(from_inside.stop_requested());
+  std::atomic<bool> saw_finished{false};
+  std::stop_callback after(st, [&] {
+    // relaxed: read after canceller.join(), which orders it
+    saw_finished.store(finished.load(std::memory_order_acquire), std::memory_order_relaxed);
+  });
+  release.store(true, std::memory_order_release);  // pairs with the callback's acquire loop
+  canceller.join();
+  EXPECT_TRUE(st.stop_requested());
+  EXPECT_TRUE(from_inside.stop_requested());
+  EXPECT_TRUE(saw_finished.load(std::memory_order_relaxed))  // ordered by the join
+      << "the std::stop_callback ran before the state's callback finished";
 }
 
 TEST(Cancellation, ToStdStopTokenRacingWithCancelNeverLosesTheStop) {

@@ -202,6 +202,24 @@ struct std_stop_link final : std_stop_link_base {
 };
 #endif
 
+// A linked child's registration with one parent (cancellation_source::linked).
+// Unlike a cancellation_registration it holds the parent's state weakly, so a
+// child never keeps its parents alive. Destroyed with the child's state: it
+// unregisters from a parent still alive (waiting, as unregister() does, for
+// the callback if another thread runs it); a parent already gone released its
+// list's reference to the node when it died, and only ours is left.
+struct parent_link {
+  parent_link() noexcept = default;
+  parent_link(const parent_link&) = delete;
+  parent_link& operator=(const parent_link&) = delete;
+  parent_link(parent_link&& o) noexcept : parent(std::move(o.parent)), node(std::exchange(o.node, nullptr)) {}
+  parent_link& operator=(parent_link&&) = delete;
+  ~parent_link();  // defined after cancellation_state
+
+  std::weak_ptr<cancellation_state> parent;
+  cancellation_node* node = nullptr;  // the handle's reference, or null
+};
+
 }  // namespace detail
 
 /// RAII handle of one registered callback. Move-only. Empty when the
@@ -247,6 +265,7 @@ class cancellation_registration {
 
  private:
   friend class cancellation_token;
+  friend class cancellation_source;  // turns a parent registration into a detail::parent_link
   cancellation_registration(std::shared_ptr<detail::cancellation_state> s, detail::cancellation_node* n) noexcept
       : state_(std::move(s)), node_(n) {}
 
@@ -263,8 +282,10 @@ class cancellation_state {
   cancellation_state& operator=(const cancellation_state&) = delete;
 
   ~cancellation_state() {
-    // Only detached callbacks can remain (a live registration keeps the
-    // state alive); nobody else can reach them now.
+    // Only detached callbacks and linked children's nodes can remain (a live
+    // registration keeps the state alive); nobody else can reach them now.
+    // A child's node also has its parent_link's reference, dropped when the
+    // child dies (before or after this).
     for (cancellation_node* n = head_; n != nullptr;) {
       cancellation_node* next = n->next_;
       n->release();
@@ -297,10 +318,6 @@ class cancellation_state {
     // A plain stop_source (nostopstate when there is no bridge) rather than a
     // copy of the optional: GCC 12 misreports the optional's copy as
     // maybe-uninitialized at -O2.
-#if THREAD_SYSTEM_HAS_STOP_TOKEN
-    std::stop_source bridge{std::nostopstate};
-    if (stop_bridge_) bridge = *stop_bridge_;
-#endif
     while (head_ != nullptr) {
       cancellation_node* n = head_;
       unlink(n);
@@ -311,6 +328,15 @@ class cancellation_state {
       n->release();  // the list's reference
       lock_.lock();
     }
+    // The std::stop_token bridge is read after the callbacks, under the lock
+    // that stop_token() takes: a bridge made while they ran (even by one of
+    // them) is stopped here, after them, and one made later sees
+    // callbacks_done_ and stops itself.
+    callbacks_done_ = true;
+#if THREAD_SYSTEM_HAS_STOP_TOKEN
+    std::stop_source bridge{std::nostopstate};
+    if (stop_bridge_) bridge = *stop_bridge_;
+#endif
     lock_.unlock();
 #if THREAD_SYSTEM_HAS_STOP_TOKEN
     if (bridge.stop_possible()) bridge.request_stop();
@@ -367,17 +393,18 @@ class cancellation_state {
       }
     }
     std::stop_source src = *stop_bridge_;
-    const bool cancelled = cancelled_.load(std::memory_order_relaxed);  // the lock orders it
+    const bool done = callbacks_done_;
     lock_.unlock();
-    // A cancel() that took the lock before us did not see the bridge: we
-    // request the stop for it. One that comes later requests it itself.
-    if (cancelled) src.request_stop();
+    // A cancel() that finished its callbacks before we took the lock did not
+    // see the bridge: we request the stop for it. One still running them (or
+    // yet to come) reads the bridge after them and requests it itself.
+    if (done) src.request_stop();
     return src.get_token();
   }
 #endif
 
   // Filled once, before the state is shared (see the factories).
-  std::vector<cancellation_registration> parent_links_;
+  std::vector<parent_link> parent_links_;
   std::unique_ptr<std_stop_link_base> std_link_;
 
  private:
@@ -401,10 +428,17 @@ class cancellation_state {
   cancellation_node* head_ = nullptr;  // guarded by lock_
   cancellation_node* tail_ = nullptr;  // guarded by lock_
   std::thread::id cancelling_thread_;  // guarded by lock_; set once
+  bool callbacks_done_ = false;        // guarded by lock_: the cancel() ran every callback
 #if THREAD_SYSTEM_HAS_STOP_TOKEN
   std::optional<std::stop_source> stop_bridge_;  // guarded by lock_
 #endif
 };
+
+inline parent_link::~parent_link() {
+  if (node == nullptr) return;
+  if (const std::shared_ptr<cancellation_state> p = parent.lock()) (void)p->remove(node);
+  node->release();  // our reference; the parent dropped the list's when it ran or died
+}
 
 }  // namespace detail
 
@@ -595,9 +629,15 @@ class cancellation_source {
     // The parent's callback holds only a weak reference: the child may die
     // first, and its destructor then unregisters this callback.
     std::weak_ptr<detail::cancellation_state> w = state_;
-    state_->parent_links_.push_back(parent.register_callback([w]() noexcept {
+    // The slot first (the factories reserved room: no reallocation), so that
+    // nothing can throw once the registration is taken apart below.
+    detail::parent_link& slot = state_->parent_links_.emplace_back();
+    cancellation_registration r = parent.register_callback([w]() noexcept {
       if (auto live = w.lock()) live->request_cancel();
-    }));
+    });
+    if (r.node_ == nullptr) return;  // the parent was cancelled: so is this state, nothing to keep
+    slot.parent = r.state_;          // weak: the child does not keep its parent alive
+    slot.node = std::exchange(r.node_, nullptr);
   }
 
   std::shared_ptr<detail::cancellation_state> state_;
