@@ -174,7 +174,8 @@ INSTANTIATE_TEST_SUITE_P(ThievesAndSizes, DequeThieves,
                          });
 
 // The owner's pop and a thief's steal race for a single remaining item:
-// exactly one of them gets it, every time.
+// exactly one of them gets it, every time; a pop that loses leaves its
+// output as it was.
 TEST(WorkStealingDeque, OwnerAndThiefRaceForTheLastItem) {
   const std::size_t rounds = ts::test::scaled(50'000);
   ts::work_stealing_deque<std::size_t> d;
@@ -198,6 +199,8 @@ TEST(WorkStealingDeque, OwnerAndThiefRaceForTheLastItem) {
     if (d.pop(v)) {
       EXPECT_EQ(v, i);
       ++owner_wins;
+    } else {
+      ASSERT_EQ(v, 0U) << "a pop that found nothing wrote its output";
     }
     // Wait until the item is gone (taken by one side) before the next round.
     while (!d.empty_approx()) {

@@ -110,7 +110,8 @@ class work_stealing_deque {
     bottom_.store(b + 1, std::memory_order_release);
   }
 
-  /// Owner only. The newest element, or nothing when empty.
+  /// Owner only. The newest element, or nothing when empty (then `out` is
+  /// left as it was, also when a thief took the last element first).
   [[nodiscard]] bool pop(T& out) {
     const std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;  // only the owner writes bottom_
     ring* r = ring_.load(std::memory_order_relaxed);
@@ -123,15 +124,16 @@ class work_stealing_deque {
       bottom_.store(b + 1, std::memory_order_relaxed);  // only the owner writes bottom_; thieves saw t > b
       return false;
     }
-    out = r->get(b);
+    const T value = r->get(b);
     if (t == b) {
       // Last element: race the thieves for it with a CAS on top_.
       THREAD_SYSTEM_CHAOS_POINT();
       const bool won = top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
                                                     std::memory_order_relaxed);  // pairs with steal()'s CAS
       bottom_.store(b + 1, std::memory_order_relaxed);                           // deque is empty either way
-      return won;
+      if (!won) return false;
     }
+    out = value;
     return true;
   }
 
