@@ -124,7 +124,6 @@ class work_stealing_deque {
       bottom_.store(b + 1, std::memory_order_relaxed);  // only the owner writes bottom_; thieves saw t > b
       return false;
     }
-    const T value = r->get(b);
     if (t == b) {
       // Last element: race the thieves for it with a CAS on top_.
       THREAD_SYSTEM_CHAOS_POINT();
@@ -133,7 +132,9 @@ class work_stealing_deque {
       bottom_.store(b + 1, std::memory_order_relaxed);                           // deque is empty either way
       if (!won) return false;
     }
-    out = value;
+    // Read after the race: slot b is ours now (thieves only read, and only
+    // below top_), and the common path reads it once, into `out`.
+    out = r->get(b);
     return true;
   }
 
