@@ -63,6 +63,11 @@ TEST(Concepts, Submittable) {
   static_assert(!ts::submittable<int (*)(int)>);
   static_assert(!ts::submittable<int (*)(int), std::string>);
   static_assert(ts::submittable<decltype([](const std::string& s) { return s; }), const char*>);
+  // A future holds a value or an lvalue reference (future<T&>), never an rvalue reference.
+  static_assert(ts::submittable<int& (*)()>);
+  static_assert(ts::submittable<const std::string& (*)()>);
+  using returns_rvalue_reference = int && (*)();
+  static_assert(!ts::submittable<returns_rvalue_reference>);
   SUCCEED();
 }
 

@@ -387,6 +387,17 @@ TEST(Task, AwaitingAFutureResumesWithItsValueOrException) {
   EXPECT_EQ(sync_wait(t(pool)), 42);
 }
 
+// co_await of a future<T&> gives the reference the job returned.
+TEST(Task, AwaitingAFutureOfAReferenceGivesThatReference) {
+  thread_pool pool{1};
+  int target = 1;
+  auto t = [](thread_pool& p, int& x) -> task<int*> {
+    int& r = co_await p.submit([&x]() -> int& { return x; });
+    co_return &r;
+  };
+  EXPECT_EQ(sync_wait(t(pool, target)), &target);
+}
+
 TEST(Cancellation, ATaskSeesItsTokenThroughThisJobAndCancellationPoint) {
   thread_pool pool{1};
   cancellation_source src;

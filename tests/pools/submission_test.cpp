@@ -96,6 +96,33 @@ TEST(Submission, CancelWithoutAReasonSaysTheStopDiscardedIt) {
   EXPECT_NE(std::string(e.what()).find("stop(stop_mode::cancel_pending)"), std::string::npos) << e.what();
 }
 
+// A job destroyed neither run nor cancelled (no pool does it; a queue
+// destroyed with jobs in it would) completes its future with `cancelled`,
+// as a destroyed std::promise breaks its future: the future used to wait
+// forever. A job that ran or was cancelled completes it once, and a
+// moved-from job completes nothing.
+TEST(Submission, AJobDestroyedWithoutRunningCompletesTheFutureWithCancelled) {
+  {
+    auto [f, job] = make_submission([] { return 1; });
+    { const job_function gone = std::move(job); }
+    ASSERT_TRUE(f.is_ready()) << "the future would wait forever";
+    const auto e = error_of(f);
+    EXPECT_EQ(e.code(), error_code::cancelled);
+    EXPECT_NE(std::string(e.what()).find("destroyed without running"), std::string::npos) << e.what();
+  }
+  {
+    auto [f, job] = make_submission([] { return 2; });
+    ASSERT_EQ(job.run(), job_outcome::succeeded);
+    { const job_function gone = std::move(job); }
+    EXPECT_EQ(f.get(), 2) << "a job that ran is not cancelled when destroyed";
+  }
+  {
+    auto [f, job] = make_cancellable_submission(cancellation_token{}, [] { return 3; });
+    { const job_function gone = std::move(job); }
+    EXPECT_EQ(error_of(f).code(), error_code::cancelled) << "through a token's wrapper too";
+  }
+}
+
 TEST(Submission, ANullCallableIsRefusedWithInvalidArgument) {
   int (*none)() = nullptr;
   try {

@@ -355,6 +355,10 @@ TEST(TypedThreadPool, SubmitReturnsValuesAndHelpsWhenWaitingOnAWorker) {
   EXPECT_EQ(f.get(), 42);
   auto thrower = pool.submit(job_types::Background, []() -> int { throw std::runtime_error("boom"); });
   EXPECT_THROW((void)thrower.get(), std::runtime_error);
+  // A job returning a reference gives a future of that reference (future.hpp).
+  int target = 0;
+  ts::future<int&> ref = pool.submit(job_types::Batch, [&target]() -> int& { return target; });
+  EXPECT_EQ(&ref.get(), &target);
 }
 
 TEST(TypedThreadPool, TypedCallbackJobsAndPerTypeCounts) {

@@ -14,6 +14,7 @@
 #include <limits>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "../support/test_support.hpp"
@@ -116,4 +117,23 @@ TEST(Future, WaitForNanOrNegativeOnlyReportsReadiness) {
   EXPECT_EQ(f.wait_for(std::chrono::duration<double>(std::numeric_limits<double>::infinity())),
             std::future_status::ready);
   EXPECT_EQ(f.get(), 3);
+}
+
+// A job returning an lvalue reference gives a future<T&> (as std::async
+// gives std::future<T&>): get() returns the very object, not a copy. The
+// reference type did not compile (std::optional<T&>).
+TEST(Future, AJobReturningAReferenceGivesAFutureOfThatReference) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  int target = 5;
+  const std::string text = "kept";
+  ts::future<int&> f = pool.submit([&target]() -> int& { return target; });
+  int& r = f.get();
+  EXPECT_EQ(&r, &target);
+  r = 6;
+  EXPECT_EQ(target, 6);
+  ts::future<const std::string&> g = pool.submit([&text]() -> const std::string& { return text; });
+  EXPECT_EQ(&g.get(), &text);
+  // An exception still reaches get().
+  ts::future<int&> h = pool.submit([]() -> int& { throw std::invalid_argument("no reference"); });
+  EXPECT_THROW((void)h.get(), std::invalid_argument);
 }

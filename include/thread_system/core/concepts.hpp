@@ -10,7 +10,9 @@
 //                             ignored).
 //   submittable<F, Args...>   f(args...) can run as a submitted job: a decayed
 //                             F invocable with decayed Args (submit() returns
-//                             a future of its result).
+//                             a future of its result), not returning an
+//                             rvalue reference (a future holds a value or an
+//                             lvalue reference, as std::future does).
 //   nullable_callable<F>      F can be empty (a function or member pointer, a
 //                             std::function, anything that compares with
 //                             nullptr): the library checks it (with
@@ -38,9 +40,11 @@ namespace thread_system {
 template <typename F>
 concept runnable = std::is_invocable_v<std::decay_t<F>&>;
 
-/// f(args...) can run as a submitted job (decayed F and Args, as std::async copies them).
+/// f(args...) can run as a submitted job (decayed F and Args, as std::async copies them): its result is
+/// what a future can hold, a value or an lvalue reference.
 template <typename F, typename... Args>
-concept submittable = std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...>;
+concept submittable = std::is_invocable_v<std::decay_t<F>, std::decay_t<Args>...> &&
+                      !std::is_rvalue_reference_v<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>>;
 
 /// F can be empty and is compared with nullptr before it is accepted.
 template <typename F>

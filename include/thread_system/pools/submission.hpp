@@ -33,13 +33,26 @@ namespace thread_system::detail {
 [[nodiscard]] const std::exception_ptr& cancelled_without_memory() noexcept;
 
 // The job behind submit(): runs the callable and completes the future; on
-// cancellation completes it with a `cancelled` error.
+// cancellation completes it with a `cancelled` error. Destroyed without
+// either (which no pool does: every accepted job is run or cancelled), it
+// completes the future with `cancelled` too, as std::promise breaks its
+// promise: a future never waits for a job that no longer exists.
 template <typename R, typename Fn>
 struct submitted_job {
   std::shared_ptr<future_state<R>> state;
   // Destroyed before the future is completed, so a thread that sees the
   // result ready also knows the callable and its bound arguments are gone.
+  // Empty once the job ran or was cancelled.
   std::optional<Fn> fn;
+
+  submitted_job(std::shared_ptr<future_state<R>> shared, Fn&& f) : state(std::move(shared)), fn(std::move(f)) {}
+  submitted_job(submitted_job&&) = default;  // leaves `state` null: the moved-from job completes nothing
+  submitted_job& operator=(submitted_job&&) = delete;
+  submitted_job(const submitted_job&) = delete;
+  submitted_job& operator=(const submitted_job&) = delete;
+  ~submitted_job() {
+    if (state && fn) cancel_because("job destroyed without running");
+  }
 
   job_outcome run_and_report() {
     try {
@@ -48,9 +61,9 @@ struct submitted_job {
         fn.reset();
         state->set_value();
       } else {
-        R value = detail::invoke(*fn);
+        R value = detail::invoke(*fn);  // an lvalue reference for R = T& (future<T&>)
         fn.reset();
-        state->set_value(std::move(value));
+        state->set_value(std::forward<R>(value));
       }
       return job_outcome::succeeded;
     } catch (...) {

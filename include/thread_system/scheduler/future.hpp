@@ -20,13 +20,21 @@
 //     uses stack like nested calls do.
 //
 // A job discarded by stop(stop_mode::cancel_pending) completes its future
-// with an `error_exception` whose code is `cancelled`.
+// with an `error_exception` whose code is `cancelled`; so does a job
+// destroyed without running (as a destroyed std::promise breaks its
+// future), so no future waits for a job that is gone.
 //
 // Coroutines (with coro/task.hpp, which defines the operator):
 // `T v = co_await std::move(f);` (or `co_await pool.submit(...)`) suspends until the result is ready without blocking a
 // thread, then resumes the coroutine on the thread that completed the future (the worker that ran the job; for a
 // discarded job, the thread that discarded it) and returns the value or rethrows as get() does. A ready future does not
 // suspend.
+//
+// A job returning an lvalue reference gives a future<T&> (as std::async
+// gives std::future<T&>): get() returns the reference the job returned, so
+// what it refers to must outlive the job's callable, which is destroyed
+// before the future is ready. A job returning an rvalue reference is not
+// submittable (core/concepts.hpp): return by value.
 //
 // Threading: one future is used by one thread at a time (like std::future);
 // the producing job runs on another. Everything the job did happens-before
@@ -117,10 +125,18 @@ inline future_waiter* future_completed_marker() noexcept {
   return &m;
 }
 
+// What a future_state<T> stores: the value, a pointer for an lvalue
+// reference (future<T&>, as std::future<T&>), a byte for void.
+template <typename T>
+using future_storage_t =
+    std::conditional_t<std::is_void_v<T>, char,
+                       std::conditional_t<std::is_lvalue_reference_v<T>, std::remove_reference_t<T>*, T>>;
+
 template <typename T>
 struct future_state {
+  static_assert(!std::is_rvalue_reference_v<T>, "a future cannot hold an rvalue reference (return by value)");
   completion done;
-  std::optional<std::conditional_t<std::is_void_v<T>, char, T>> value;
+  std::optional<future_storage_t<T>> value;
   std::exception_ptr exception;
   // null, a suspended coroutine's waiter, or the completed marker.
   std::atomic<future_waiter*> waiter{nullptr};
@@ -129,6 +145,9 @@ struct future_state {
   void set_value(V&&... v) {
     if constexpr (std::is_void_v<T>) {
       value.emplace('\0');
+    } else if constexpr (std::is_lvalue_reference_v<T>) {
+      static_assert(sizeof...(V) == 1);
+      value.emplace(std::addressof(v)...);
     } else {
       value.emplace(std::forward<V>(v)...);
     }
@@ -222,7 +241,11 @@ class future {
     state_->done.wait(0);
     auto state = std::move(state_);
     if (state->exception) std::rethrow_exception(state->exception);
-    if constexpr (!std::is_void_v<T>) return std::move(*state->value);
+    if constexpr (std::is_lvalue_reference_v<T>) {
+      return **state->value;
+    } else if constexpr (!std::is_void_v<T>) {
+      return std::move(*state->value);
+    }
   }
 
  private:
