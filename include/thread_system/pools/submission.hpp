@@ -46,7 +46,8 @@ struct submitted_job {
   std::optional<Fn> fn;
 
   submitted_job(std::shared_ptr<future_state<R>> shared, Fn&& f) : state(std::move(shared)), fn(std::move(f)) {}
-  submitted_job(submitted_job&&) = default;  // leaves `state` null: the moved-from job completes nothing
+  // Leaves `state` null: the moved-from job completes nothing.
+  submitted_job(submitted_job&&) noexcept(std::is_nothrow_move_constructible_v<Fn>) = default;
   submitted_job& operator=(submitted_job&&) = delete;
   submitted_job(const submitted_job&) = delete;
   submitted_job& operator=(const submitted_job&) = delete;
