@@ -94,13 +94,20 @@ enum class admission { none, reject, block, block_for, caller_runs, drop_oldest,
 
 const char* name_of(admission a) {
   switch (a) {
-    case admission::none: return "unbounded";
-    case admission::reject: return "reject";
-    case admission::block: return "block";
-    case admission::block_for: return "block_for";
-    case admission::caller_runs: return "caller_runs";
-    case admission::drop_oldest: return "drop_oldest";
-    case admission::bounded_injector: return "bounded_injector";
+    case admission::none:
+      return "unbounded";
+    case admission::reject:
+      return "reject";
+    case admission::block:
+      return "block";
+    case admission::block_for:
+      return "block_for";
+    case admission::caller_runs:
+      return "caller_runs";
+    case admission::drop_oldest:
+      return "drop_oldest";
+    case admission::bounded_injector:
+      return "bounded_injector";
   }
   return "?";
 }
@@ -113,12 +120,18 @@ constexpr bool is_typed = std::is_same_v<Pool, typed_pool>;
 ts::backpressure bound_for(admission a) {
   constexpr std::size_t room = 48;
   switch (a) {
-    case admission::reject: return ts::backpressure::reject(room);
-    case admission::block: return ts::backpressure::block(room);
-    case admission::block_for: return ts::backpressure::block_for(room, 1ms);
-    case admission::caller_runs: return ts::backpressure::caller_runs(room);
-    case admission::drop_oldest: return ts::backpressure::drop_oldest(room);
-    default: return ts::backpressure::unbounded();
+    case admission::reject:
+      return ts::backpressure::reject(room);
+    case admission::block:
+      return ts::backpressure::block(room);
+    case admission::block_for:
+      return ts::backpressure::block_for(room, 1ms);
+    case admission::caller_runs:
+      return ts::backpressure::caller_runs(room);
+    case admission::drop_oldest:
+      return ts::backpressure::drop_oldest(room);
+    default:
+      return ts::backpressure::unbounded();
   }
 }
 
@@ -245,13 +258,12 @@ void soak(admission policy, ts::stop_mode mode) {
             try {
               const bool tokened = rng() % 2 == 0;
               with_token[id] = tokened ? 1 : 0;
-              futures[p].push_back(
-                  {with_type(*pool, rng,
-                             [&](auto& pl, auto... type) {
-                               return tokened ? pl.submit(type..., current_token(), probe(ledger, id))
-                                              : pl.submit(type..., probe(ledger, id));
-                             }),
-                   id});
+              futures[p].push_back({with_type(*pool, rng,
+                                              [&](auto& pl, auto... type) {
+                                                return tokened ? pl.submit(type..., current_token(), probe(ledger, id))
+                                                               : pl.submit(type..., probe(ledger, id));
+                                              }),
+                                    id});
               accepted[id] = 1;
             } catch (const ts::error_exception& e) {
               if (!expected_refusal(e.code())) note_unexpected(std::string("submit: ") + e.what());
@@ -261,10 +273,9 @@ void soak(admission policy, ts::stop_mode mode) {
           case 6: {
             const std::uint32_t id = ledger.fresh_id();
             with_token[id] = 1;
-            check(with_type(*pool, rng,
-                            [&](auto& pl, auto... type) {
-                              return pl.enqueue(type..., current_token(), probe(ledger, id));
-                            }),
+            check(with_type(
+                      *pool, rng,
+                      [&](auto& pl, auto... type) { return pl.enqueue(type..., current_token(), probe(ledger, id)); }),
                   std::span(&id, 1));
             break;
           }
@@ -342,18 +353,18 @@ void soak(admission policy, ts::stop_mode mode) {
   done.store(true, std::memory_order_release);  // pairs with the loops' acquire
   for (auto& t : threads) t.join();
 
-  ASSERT_EQ(unexpected.load(std::memory_order_relaxed), 0u)
-      << [&] {
-           std::string s;
-           for (const auto& m : unexpected_messages) s += m + "; ";
-           return s;
-         }();
+  ASSERT_EQ(unexpected.load(std::memory_order_relaxed), 0u) << [&] {
+    std::string s;
+    for (const auto& m : unexpected_messages) s += m + "; ";
+    return s;
+  }();
 
   // Every future is ready: its value or `cancelled`.
   std::uint64_t cancelled_futures = 0;
   for (auto& list : futures) {
     for (auto& sf : list) {
-      ASSERT_EQ(sf.f.wait_for(0s), std::future_status::ready) << "a future of an accepted job is not ready after stop(): job " << sf.id;
+      ASSERT_EQ(sf.f.wait_for(0s), std::future_status::ready)
+          << "a future of an accepted job is not ready after stop(): job " << sf.id;
       try {
         EXPECT_EQ(sf.f.get(), sf.id);
       } catch (const ts::error_exception& e) {
