@@ -75,6 +75,21 @@ TEST_P(TypedInjector, OnlyTheWorkersHighestKindComesAsABatch) {
   EXPECT_EQ(trace, (std::vector<int>{10, 11, 12, 13}));
 }
 
+// pop_share() keeps the injector interface's promise (injector.hpp): at most
+// max(1, backlog / consumers) jobs, as a plain injector gives. It ignored
+// `consumers` and took the whole queue.
+TEST_P(TypedInjector, PopShareTakesTheConsumersShareOfTheBacklog) {
+  typed_injector q(GetParam(), 0ns);
+  std::vector<int> trace;
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(q.push_kind(0, tracer(trace, i)));
+  std::array<ts::job_function, 16> out;
+  const std::size_t n = q.pop_share(out, 4);
+  EXPECT_GE(n, 1U);
+  EXPECT_LE(n, 2U) << "a quarter of 8 jobs for 4 consumers";
+  for (std::size_t i = 0; i < n; ++i) out[i]();
+  EXPECT_EQ(q.pop_share(out, 1), 8U - n) << "one consumer takes the rest";
+}
+
 TEST_P(TypedInjector, PushRoutesEachJobByTheKindItsTagNames) {
   typed_injector q(GetParam(), 0ns);
   std::vector<int> trace;

@@ -5,9 +5,11 @@
 //
 // Contract (see also coro/coro_base.hpp):
 //   * Resumes no earlier than the due time, on one of the pool's workers.
-//   * The chain's token (this_job::token() of a task) cancelled before or
-//     during the sleep: the coroutine resumes at once (on a worker) and the
-//     co_await throws error_exception{cancelled}.
+//   * The chain's token (this_job::token() of a task) cancelled during the
+//     sleep: the coroutine resumes at once on a worker and the co_await
+//     throws error_exception{cancelled}. Cancelled before it: the sleep does
+//     not start - no suspension, the co_await throws the same on the
+//     awaiting thread.
 //   * The pool refuses the timer (stopped): no suspension, the co_await
 //     throws the refusal (pool_stopped). The pool stopping while it sleeps
 //     (stop() cancels pending timers): the coroutine is abandoned.

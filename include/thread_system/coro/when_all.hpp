@@ -6,15 +6,25 @@
 //
 // Contract:
 //   * when_all(tasks...) / when_all(vector<task<T>>) runs the children in
-//     parallel: awaited on a pool worker, every child but the first is pushed
-//     to that pool and the first runs on this thread; elsewhere they start
-//     one after another on this thread, each until its first suspension:
-//     the first, then the others in order once it suspends, started by the
-//     library's loop that runs the chain (nested when_alls use constant
-//     stack). When a coroutine of another type awaits the chain (it may
-//     resume it by hand), the others start first, inside the co_await, and
-//     the first after them, as before (a few stack frames per nested
-//     when_all).
+//     parallel: awaited inside a resumption of a pool (after schedule(), a
+//     sleep, or in a task spawned on it), every child but the first is
+//     pushed to that pool and the first runs on this thread. Elsewhere -
+//     after sync_wait() started the chain on its own thread, or after a
+//     future resumed it inside the job that completed it (on a worker, but
+//     not in a resumption: co_await pool.schedule() first to fork there) -
+//     they start one after another on this thread, each until its first
+//     suspension: the first, then the others in order once it suspends,
+//     started by the library's loop that runs the chain (nested when_alls
+//     use constant stack).
+//   * When a coroutine of another type drives the chain (it may resume it
+//     by hand): a task of that chain awaiting a when_all starts the others
+//     first, inside the co_await, and the first after them (a few stack
+//     frames per nested when_all). Such a coroutine awaiting a when_all
+//     itself starts every child inside the co_await (the others first, on a
+//     pool pushed to it, then the first); when all have finished by then it
+//     goes on from the co_await at the depth it had, so a loop of such
+//     awaits uses constant stack whatever the compiler's flags; otherwise
+//     the thread that finishes the last child resumes it.
 //     The awaiter resumes once all have finished, with their results in
 //     order (a tuple; void children give std::monostate; a vector for the
 //     range form); if any failed, the first failure in order is rethrown
@@ -98,23 +108,20 @@ class when_all_core : deferred_start {
     when_all_core* core_ = nullptr;
   };
 
-  // Starts the children (frames[i] with promises[i] waiting on slots[i]);
-  // returns the one to run on this thread. `take` is the derived class's
+  // A task<T> awaiting: starts the children (frames[i] with promises[i]
+  // waiting on slots[i]); returns the one to run on this thread. `take` is the derived class's
   // deferred_start::take (take_deferred() and its frames).
-  template <typename P>
+  template <library_promise P>
   std::coroutine_handle<> start(std::coroutine_handle<P> parent, std::size_t n, auto&& child_frame,
                                 auto&& child_promise, slot* slots, decltype(detail::deferred_start::take) take_fn) {
     parent_ = parent;
     const cancellation_token* token = token_of(parent);
-    // A parent that a coroutine of another type drives (it may resume it by
-    // hand, and destroy its own frame once resume() returns) gets its
+    // A task whose chain a coroutine of another type drives (it may resume
+    // it by hand, and destroy its own frame once resume() returns) gets its
     // children started before await_suspend() returns, not deferred to a
     // resume_loop() that may not be running it.
-    bool foreign_driven = true;
-    if constexpr (library_promise<P>) {
-      parent_promise_ = &parent.promise();
-      foreign_driven = parent_promise_->foreign_driven();
-    }
+    parent_promise_ = &parent.promise();
+    const bool foreign_driven = parent_promise_->foreign_driven();
     // relaxed: the children are started after this, through the pool's
     // hand-off or on this thread.
     remaining_.store(n, std::memory_order_relaxed);
@@ -150,6 +157,49 @@ class when_all_core : deferred_start {
     return transfer(parent, first);
   }
 
+  // A coroutine of another type awaiting (it may be resumed by hand,
+  // outside any resume_loop()): every child starts inside this call, the
+  // others first, then the first, each in a resume loop of its own (or, on
+  // a pool, the others pushed to it). If they have all finished by then,
+  // the awaiter goes on from the co_await at the depth it had (false: not
+  // suspended), as task<T>'s awaiter does for such a coroutine; a transfer
+  // back into it from the last child would nest one resume() deeper per
+  // co_await of a loop wherever the compiler does not make symmetric
+  // transfer a tail call. Otherwise the thread that finishes the last child
+  // resumes it (child_done()).
+  template <typename P>
+  bool start_foreign(std::coroutine_handle<P> parent, std::size_t n, auto&& child_frame, auto&& child_promise,
+                     slot* slots) noexcept {
+    parent_ = parent;  // parent_promise_ stays null: child_done() tells the cases apart by it
+    // relaxed: the children are started after this, through the pool's
+    // hand-off or on this thread.
+    remaining_.store(n, std::memory_order_relaxed);
+    foreign_state_.store(foreign_starting, std::memory_order_relaxed);
+    for (std::size_t i = 0; i < n; ++i) {
+      promise_base& cp = child_promise(i);
+      cp.waiter = &slots[i];
+      cp.set_chain(nullptr, true);
+    }
+    const resume_target* target = t_current_target;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t k = (i + 1) % n;  // the others, then the first
+      if (target != nullptr && k != 0) {
+        result<void> pushed =
+            target->push_job(job_function(resume_job{child_frame(k), &child_promise(k), nullptr, *target}));
+        if (pushed) continue;
+      }
+      const resume_scope scope(nullptr, target);
+      resume_loop_reporting(child_frame(k), nullptr);
+    }
+    std::uint8_t seen = foreign_starting;
+    // Success (release): the last child_done() on another thread resumes
+    // `parent`, whose suspension is complete from here; nothing of this
+    // object is touched after it. Failure (acquire): pairs with that
+    // exchange - every child's outcome is visible to await_resume().
+    return foreign_state_.compare_exchange_strong(seen, foreign_suspended, std::memory_order_release,
+                                                  std::memory_order_acquire);
+  }
+
   // The core whose node `node` is (for the derived class's take function).
   static when_all_core& of(deferred_start& node) noexcept { return static_cast<when_all_core&>(node); }
 
@@ -168,13 +218,25 @@ class when_all_core : deferred_start {
   std::coroutine_handle<> child_done() noexcept {
     // acq_rel: the last child sees every child's result (and abandoned_).
     if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return std::noop_coroutine();
+    if (parent_promise_ == nullptr) return foreign_done();
     if (!abandoned_.load(std::memory_order_relaxed)) return parent_;
-    if (parent_promise_ != nullptr) {
-      abandon(parent_promise_);  // destroys this object: nothing after
-    } else {
-      foreign_abandoned_ = true;
-      resume_loop_reporting(parent_, nullptr);
+    abandon(parent_promise_);  // destroys this object: nothing after
+    return std::noop_coroutine();
+  }
+
+  // The last child of a when_all a foreign coroutine awaits (start_foreign()).
+  std::coroutine_handle<> foreign_done() noexcept {
+    const std::coroutine_handle<> parent = parent_;  // before the exchange: this object may go after it
+    const bool abandoned = abandoned_.load(std::memory_order_relaxed);
+    foreign_abandoned_ = abandoned;  // published by the exchange below
+    // acq_rel: release publishes the children's outcomes (and the flag
+    // above) to start_foreign()'s failed CAS; acquire pairs with its
+    // successful one.
+    if (foreign_state_.exchange(foreign_done_state, std::memory_order_acq_rel) == foreign_starting) {
+      return std::noop_coroutine();  // start_foreign() is still running: it goes on with `parent`
     }
+    if (!abandoned) return parent;
+    resume_loop_reporting(parent, nullptr);
     return std::noop_coroutine();
   }
 
@@ -188,6 +250,10 @@ class when_all_core : deferred_start {
   std::uint32_t next_deferred_ = 0;  // the next child the deferred_start base starts
   std::atomic<bool> abandoned_{false};
   bool foreign_abandoned_ = false;
+  // start_foreign()'s hand-shake with the last child (one byte: it fits
+  // beside the flags above, so a task's when_all frame keeps its size).
+  enum : std::uint8_t { foreign_starting, foreign_suspended, foreign_done_state };
+  std::atomic<std::uint8_t> foreign_state_{foreign_starting};
 };
 
 template <typename... Ts>
@@ -205,20 +271,22 @@ class when_all_awaitable final : when_all_core {
     mark_awaited();
     return sizeof...(Ts) == 0;
   }
-  template <typename P>
+  template <library_promise P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
-    for (std::size_t i = 0; i < sizeof...(Ts); ++i) slots_[i] = slot(this);
     const std::array<std::coroutine_handle<>, sizeof...(Ts)> frames = child_frames();
-    std::array<promise_base*, sizeof...(Ts)> promises;
-    std::size_t i = 0;
-    std::apply(
-        [&](const auto&... t) {
-          ((promises[i++] = &task_access<typename std::remove_cvref_t<decltype(t)>::value_type>::promise(t)), ...);
-        },
-        tasks_);
+    const std::array<promise_base*, sizeof...(Ts)> promises = prepare();
     return start(
         parent, sizeof...(Ts), [&](std::size_t k) { return frames[k]; },
         [&](std::size_t k) -> promise_base& { return *promises[k]; }, slots_.data(), &take_next);
+  }
+  // A coroutine of another type (see when_all_core::start_foreign()).
+  template <typename P>
+  bool await_suspend(std::coroutine_handle<P> parent) noexcept {
+    const std::array<std::coroutine_handle<>, sizeof...(Ts)> frames = child_frames();
+    const std::array<promise_base*, sizeof...(Ts)> promises = prepare();
+    return start_foreign(
+        parent, sizeof...(Ts), [&](std::size_t k) { return frames[k]; },
+        [&](std::size_t k) -> promise_base& { return *promises[k]; }, slots_.data());
   }
   std::tuple<when_all_value_t<Ts>...> await_resume() {
     if (parent_abandoned()) throw_abandoned();
@@ -235,6 +303,19 @@ class when_all_awaitable final : when_all_core {
   template <typename T>
   static void rethrow(const task<T>& t) {
     task_access<T>::promise(t).rethrow_if_failed();
+  }
+
+  // Points the slots at this core; the children's promises.
+  std::array<promise_base*, sizeof...(Ts)> prepare() noexcept {
+    for (std::size_t i = 0; i < sizeof...(Ts); ++i) slots_[i] = slot(this);
+    std::array<promise_base*, sizeof...(Ts)> promises;
+    std::size_t i = 0;
+    std::apply(
+        [&](const auto&... t) {
+          ((promises[i++] = &task_access<typename std::remove_cvref_t<decltype(t)>::value_type>::promise(t)), ...);
+        },
+        tasks_);
+    return promises;
   }
 
   [[nodiscard]] std::array<std::coroutine_handle<>, sizeof...(Ts)> child_frames() const noexcept {
@@ -270,12 +351,20 @@ class when_all_range_awaitable final : when_all_core {
     mark_awaited();
     return tasks_.empty();
   }
-  template <typename P>
+  template <library_promise P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
     for (auto& s : slots_) s = slot(this);
     return start(
         parent, tasks_.size(), [&](std::size_t k) { return task_access<T>::frame(tasks_[k]); },
         [&](std::size_t k) -> promise_base& { return task_access<T>::promise(tasks_[k]); }, slots_.data(), &take_next);
+  }
+  // A coroutine of another type (see when_all_core::start_foreign()).
+  template <typename P>
+  bool await_suspend(std::coroutine_handle<P> parent) noexcept {
+    for (auto& s : slots_) s = slot(this);
+    return start_foreign(
+        parent, tasks_.size(), [&](std::size_t k) { return task_access<T>::frame(tasks_[k]); },
+        [&](std::size_t k) -> promise_base& { return task_access<T>::promise(tasks_[k]); }, slots_.data());
   }
   auto await_resume() {
     if (parent_abandoned()) throw_abandoned();

@@ -168,8 +168,8 @@ class alignas(64) typed_injector final : public injector {
     return slot->queue->push_batch(fns);
   }
 
-  std::size_t pop_share(std::span<job_function> out, std::size_t) override {
-    return pop_for(~std::uint64_t{0}, out, 1);
+  std::size_t pop_share(std::span<job_function> out, std::size_t consumers) override {
+    return pop_for(~std::uint64_t{0}, out, consumers);
   }
 
   // The victim of drop_oldest: the oldest job of the lowest-priority kind
