@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <exception>
 #include <mutex>
 #include <stdexcept>
@@ -12,6 +13,13 @@
 #include "thread_system/pools/thread_pool.hpp"
 
 namespace thread_system::coro_test {
+
+// Where this call's frame is: a mark of the stack's depth (it grows down).
+[[gnu::noinline]] inline std::uintptr_t stack_depth_mark() noexcept {
+  return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+}
+// A task that finishes at once with the depth it ran at.
+inline task<std::uintptr_t> marked() { co_return stack_depth_mark(); }
 
 // Counts live frames of a test's tasks through a local's lifetime.
 struct frame_probe {

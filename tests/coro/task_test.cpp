@@ -341,12 +341,6 @@ TEST(Task, AMillionNestedAwaitsUseConstantStack) {
   EXPECT_EQ(sync_wait(run(pool, depth)), depth);
 }
 
-// Where this call's frame is: a mark of the stack's depth (it grows down).
-[[gnu::noinline]] std::uintptr_t stack_depth_mark() noexcept {
-  return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
-}
-task<std::uintptr_t> marked() { co_return stack_depth_mark(); }
-
 rethrowing_coroutine await_marks(std::size_t n, std::uintptr_t& lowest, std::uintptr_t& highest) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::uintptr_t at = co_await marked();

@@ -205,12 +205,6 @@ TEST(WhenAll, AForeignCoroutineDrivenByHandSeesItsWhenAllFinishInsideResume) {
   EXPECT_TRUE(sync_wait(drive_by_hand())) << "inside a task";
 }
 
-// Where this call's frame is: a mark of the stack's depth (it grows down).
-[[gnu::noinline]] std::uintptr_t stack_depth_mark() noexcept {
-  return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
-}
-task<std::uintptr_t> marked() { co_return stack_depth_mark(); }
-
 rethrowing_coroutine await_when_all_marks(std::size_t n, std::uintptr_t& lowest, std::uintptr_t& highest) {
   for (std::size_t i = 0; i < n; ++i) {
     const auto [a, b] = co_await when_all(marked(), marked());
