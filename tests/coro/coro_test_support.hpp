@@ -1,6 +1,7 @@
 // Helpers shared by the coroutine tests (tests/coro/*_test.cpp).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <exception>
@@ -20,6 +21,17 @@ namespace thread_system::coro_test {
 }
 // A task that finishes at once with the depth it ran at.
 inline task<std::uintptr_t> marked() { co_return stack_depth_mark(); }
+
+// The span of stack depths a test's marks fell in.
+struct depth_span {
+  std::uintptr_t lowest = UINTPTR_MAX;
+  std::uintptr_t highest = 0;
+  void note(std::uintptr_t at) noexcept {
+    lowest = std::min(lowest, at);
+    highest = std::max(highest, at);
+  }
+  [[nodiscard]] std::uintptr_t width() const noexcept { return highest - lowest; }
+};
 
 // Counts live frames of a test's tasks through a local's lifetime.
 struct frame_probe {

@@ -341,12 +341,8 @@ TEST(Task, AMillionNestedAwaitsUseConstantStack) {
   EXPECT_EQ(sync_wait(run(pool, depth)), depth);
 }
 
-rethrowing_coroutine await_marks(std::size_t n, std::uintptr_t& lowest, std::uintptr_t& highest) {
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uintptr_t at = co_await marked();
-    lowest = std::min(lowest, at);
-    highest = std::max(highest, at);
-  }
+rethrowing_coroutine await_marks(std::size_t n, depth_span& depths) {
+  for (std::size_t i = 0; i < n; ++i) depths.note(co_await marked());
 }
 
 // A coroutine of another type awaiting, in a loop, tasks that finish without
@@ -356,11 +352,10 @@ rethrowing_coroutine await_marks(std::size_t n, std::uintptr_t& lowest, std::uin
 // a tail call (GCC below -O2, or under a sanitizer) until the stack
 // overflowed.
 TEST(Task, AForeignCoroutineAwaitingTasksThatFinishAtOnceKeepsItsDepth) {
-  std::uintptr_t lowest = UINTPTR_MAX;
-  std::uintptr_t highest = 0;
-  const rethrowing_coroutine c = await_marks(200'000, lowest, highest);
+  depth_span depths;
+  const rethrowing_coroutine c = await_marks(200'000, depths);
   ASSERT_TRUE(c.done());
-  EXPECT_LT(highest - lowest, 64U * 1024U) << "each await went deeper";
+  EXPECT_LT(depths.width(), 64U * 1024U) << "each await went deeper";
 }
 
 TEST(Task, AwaitingAFutureResumesWithItsValueOrException) {

@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <coroutine>
@@ -205,16 +204,13 @@ TEST(WhenAll, AForeignCoroutineDrivenByHandSeesItsWhenAllFinishInsideResume) {
   EXPECT_TRUE(sync_wait(drive_by_hand())) << "inside a task";
 }
 
-rethrowing_coroutine await_when_all_marks(std::size_t n, std::uintptr_t& lowest, std::uintptr_t& highest) {
+rethrowing_coroutine await_when_all_marks(std::size_t n, depth_span& depths) {
   for (std::size_t i = 0; i < n; ++i) {
     const auto [a, b] = co_await when_all(marked(), marked());
     std::vector<task<std::uintptr_t>> range;
     range.push_back(marked());
     const std::vector<std::uintptr_t> c = co_await when_all(std::move(range));
-    for (const std::uintptr_t at : {a, b, c[0]}) {
-      lowest = std::min(lowest, at);
-      highest = std::max(highest, at);
-    }
+    for (const std::uintptr_t at : {a, b, c[0]}) depths.note(at);
   }
 }
 
@@ -226,11 +222,10 @@ rethrowing_coroutine await_when_all_marks(std::size_t n, std::uintptr_t& lowest,
 // (GCC below -O2, or under a sanitizer): 100 000 iterations overflowed an
 // 8 MiB stack.
 TEST(WhenAll, AForeignCoroutineAwaitingWhenAllsThatFinishAtOnceKeepsItsDepth) {
-  std::uintptr_t lowest = UINTPTR_MAX;
-  std::uintptr_t highest = 0;
-  const rethrowing_coroutine c = await_when_all_marks(100'000, lowest, highest);
+  depth_span depths;
+  const rethrowing_coroutine c = await_when_all_marks(100'000, depths);
   ASSERT_TRUE(c.done());
-  EXPECT_LT(highest - lowest, 64U * 1024U) << "each when_all went deeper";
+  EXPECT_LT(depths.width(), 64U * 1024U) << "each when_all went deeper";
 }
 
 task<int> on_pool(thread_pool& pool, int v) {
