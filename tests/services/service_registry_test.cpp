@@ -282,3 +282,44 @@ TEST(ServiceRegistry, AServiceDestructorMayUseTheRegistry) {
   EXPECT_EQ(seen, 7);
   (void)global.unregister<peer>();
 }
+
+// The destructor drops the registrations as clear() does: a service's
+// destructor that looks another one up finds nothing (it read the map while
+// the map's own destructor freed it: heap-use-after-free under ASan), and a
+// registration made by such a destructor is dropped too (it leaked: its
+// destructor never ran).
+TEST(ServiceRegistry, ADestructorRunByTheRegistrysDestructorMayUseIt) {
+  struct peer {
+    int value = 7;
+  };
+  struct late {
+    int value = 1;
+  };
+  struct using_on_destruction {
+    ts::service_registry* registry;
+    int* seen;
+    std::weak_ptr<late>* registered_late;
+    ~using_on_destruction() {
+      auto p = registry->resolve<peer>();
+      *seen = p ? (*p)->value : -1;
+      auto l = std::make_shared<late>();
+      *registered_late = l;
+      (void)registry->register_instance<late>(std::move(l));
+    }
+  };
+  int seen = 0;
+  std::weak_ptr<late> registered_late;
+  {
+    ts::service_registry reg;
+    ASSERT_TRUE(reg.register_instance<peer>(std::make_shared<peer>()));
+    ASSERT_TRUE(reg.register_instance<using_on_destruction>(
+        std::make_shared<using_on_destruction>(using_on_destruction{&reg, &seen, &registered_late})));
+    ASSERT_TRUE(reg.register_instance<other_service>(std::make_shared<other_service>()));
+  }
+  EXPECT_EQ(seen, -1);
+  // A weak_ptr that was never assigned shares no control block with anything.
+  const std::weak_ptr<late> never_assigned;
+  EXPECT_TRUE(registered_late.owner_before(never_assigned) || never_assigned.owner_before(registered_late))
+      << "no late registration was made";
+  EXPECT_TRUE(registered_late.expired()) << "the registration made during destruction leaked";
+}

@@ -43,7 +43,9 @@
 //     register_service<I>(ptr) / get_service<I>() (null when absent) act on
 //     it; register_service replaces, as the seed's did.
 //   * Destruction: no other thread may be inside a member function; resolved
-//     pointers stay valid.
+//     pointers stay valid. The destructor drops the registrations as clear()
+//     does, so a service's destructor run by it may use the registry (it
+//     finds nothing registered) - global()'s at process exit too.
 #pragma once
 
 #include <atomic>
@@ -80,7 +82,14 @@ class service_registry {
   service_registry& operator=(const service_registry&) = delete;
   service_registry(service_registry&&) = delete;
   service_registry& operator=(service_registry&&) = delete;
-  ~service_registry() = default;
+  /// Drops every registration as clear() does: a service destroyed here may
+  /// still use the registry (it finds nothing registered). Registrations
+  /// such a destructor makes are dropped the same way.
+  ~service_registry() {
+    // No other thread is inside a member (see the header comment), so the
+    // emptiness check needs no lock; clear() destroys outside the lock.
+    while (!entries_.empty()) clear();
+  }
 
   /// Registers an instance. invalid_argument for a null pointer or when I is
   /// already registered here.
