@@ -62,7 +62,7 @@ result<void> thread_base::start() {
     return make_error_nothrow(error_code::already_started,
                               [&] { return "thread_base '" + name_ + "': start() called from its own thread"; });
   }
-  std::lock_guard life(lifecycle_mutex_);
+  std::unique_lock life(lifecycle_mutex_);
   if (thread_.joinable())
     return make_error_nothrow(error_code::already_started, [&] { return "thread_base '" + name_ + "' is running"; });
   {
@@ -92,6 +92,17 @@ result<void> thread_base::start() {
     thread_.join();  // before_start() failed: the thread is returning
     return e;
   }
+  // Started: the thread may destroy the object in its first hook (allowed,
+  // see the header), so it waits for this confirmation before it runs one,
+  // and it needs mutex_ to see it: with lifecycle_mutex_ released first and
+  // mutex_ last, start() touches nothing of the object once the thread can
+  // go on. (Without the hand-off, a do_work() that destroyed the object at
+  // once could free it before start() had stored the thread in thread_, or
+  // before the unlocks here.)
+  phase_ = start_phase::confirmed;
+  cv_.notify_all();
+  life.unlock();
+  lock.unlock();
   return {};
 }
 
@@ -124,7 +135,14 @@ void thread_base::thread_main() {
     }
   }
   cv_.notify_all();  // start() waits for the phase
-  if (ok) run();
+  if (ok) {
+    {
+      // start() is done with the object once it confirms (see there).
+      std::unique_lock lock(mutex_);
+      cv_.wait(lock, [this] { return phase_ == start_phase::confirmed; });
+    }
+    run();
+  }
   tl_current = nullptr;  // (run() returned early if a hook destroyed the object)
 }
 

@@ -411,6 +411,50 @@ class self_destroying : public ts::thread_base {
 };
 }  // namespace
 
+namespace {
+// Destroys itself in its first do_work(), which may run before start() has
+// returned on the starting thread.
+class destroyed_at_once : public ts::thread_base {
+ public:
+  destroyed_at_once(std::shared_ptr<destroyed_at_once>* owner, std::atomic<bool>* ended)
+      : thread_base("destroyed-at-once"), owner_(owner), ended_(ended) {}
+  ~destroyed_at_once() override { (void)stop(); }
+
+ protected:
+  bool should_continue_work() const override { return true; }
+  ts::result<void> do_work() override {
+    std::atomic<bool>* ended = ended_;
+    owner_->reset();                                // the last reference: destroys this object, here
+    ended->store(true, std::memory_order_release);  // pairs with the test's acquire
+    return {};
+  }
+
+ private:
+  std::shared_ptr<destroyed_at_once>* owner_;
+  std::atomic<bool>* ended_;
+};
+}  // namespace
+
+// start() releases its two locks so that nothing of the object is touched
+// once the thread may run a hook: the lifecycle lock was released after the
+// state lock, and a do_work() destroying the object at once raced with that
+// unlock (TSan: data race on the destroyed mutex).
+TEST(ThreadBase, AHookMayDestroyItsObjectBeforeStartHasReturned) {
+  for (int round = 0; round < 50; ++round) {
+    std::atomic<bool> ended{false};
+    auto owner = std::make_shared<std::shared_ptr<destroyed_at_once>>();
+    *owner = std::make_shared<destroyed_at_once>(owner.get(), &ended);
+    destroyed_at_once* raw = owner->get();
+    ASSERT_TRUE(raw->start());  // raw is not touched after this call
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!ended.load(std::memory_order_acquire)) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the thread did not destroy its object";
+      std::this_thread::yield();
+    }
+    EXPECT_EQ(*owner, nullptr);
+  }
+}
+
 TEST(ThreadBase, AHookMayDestroyItsOwnObject) {
   std::atomic<int> after_stops{0};
   auto owner = std::make_shared<std::shared_ptr<self_destroying>>();

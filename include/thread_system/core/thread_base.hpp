@@ -45,8 +45,10 @@
 //
 // Resources: the thread is created with the stack size given to the
 // constructor (0: the platform default); when the OS refuses a thread,
-// start() returns `resource_exhausted`, and `invalid_argument` for a stack
-// size the platform cannot give at all (beyond the address space, say).
+// start() returns `resource_exhausted` (also for a stack larger than the
+// address space or its limits leave), and `invalid_argument` for a stack
+// size no mapping can have (above PTRDIFF_MAX) or that the platform rejects
+// as such.
 #pragma once
 
 #include <atomic>
@@ -120,7 +122,10 @@ class thread_base {
   [[nodiscard]] bool continue_work_locked();
   void report(const error& e) noexcept;
 
-  enum class start_phase { idle, starting, started, failed };
+  // starting -> started (before_start() succeeded) -> confirmed (start()
+  // is done with the object: the thread may run the other hooks), or
+  // starting -> failed -> idle.
+  enum class start_phase { idle, starting, started, confirmed, failed };
 
   std::string name_;
   std::size_t stack_size_;
