@@ -36,12 +36,15 @@ struct timer_core {
   std::mutex mutex;
   std::condition_variable wake;                    // new earliest timer, or stop
   std::vector<std::shared_ptr<timer_entry>> heap;  // guarded by mutex
-  timer_entry* in_flight_head = nullptr;           // guarded by mutex: periodic timers whose run is out
-  std::uint64_t next_seq = 0;                      // guarded by mutex
-  bool stopping = false;                           // guarded by mutex
-  stop_mode mode = stop_mode::drain;               // guarded by mutex
-  clock::time_point stop_time{};                   // guarded by mutex
-  std::atomic<bool> running{true};                 // mirror of !stopping for is_running()
+  // Guarded by mutex: timers whose run is out (see fire_top()), periodic
+  // ones and one-shot ones apart (stop(drain) cancels only the former).
+  timer_entry* periodic_in_flight = nullptr;
+  timer_entry* one_shots_in_flight = nullptr;
+  std::uint64_t next_seq = 0;         // guarded by mutex
+  bool stopping = false;              // guarded by mutex
+  stop_mode mode = stop_mode::drain;  // guarded by mutex
+  clock::time_point stop_time{};      // guarded by mutex
+  std::atomic<bool> running{true};    // mirror of !stopping for is_running()
   std::shared_ptr<timer_counters> counters = std::make_shared<timer_counters>();
   timer_routed_dispatch target;
   std::string name;
@@ -119,12 +122,17 @@ struct timer_core {
 
   // ---- in-flight list (caller holds mutex) ---------------------------------
 
+  timer_entry*& flight_head(const timer_entry& e) noexcept {
+    return e.periodic() ? periodic_in_flight : one_shots_in_flight;
+  }
+
   void flight_insert(timer_entry& e) noexcept {
+    timer_entry*& head = flight_head(e);
     e.in_flight = true;
     e.flight_prev = nullptr;
-    e.flight_next = in_flight_head;
-    if (in_flight_head != nullptr) in_flight_head->flight_prev = &e;
-    in_flight_head = &e;
+    e.flight_next = head;
+    if (head != nullptr) head->flight_prev = &e;
+    head = &e;
   }
 
   void flight_remove(timer_entry& e) noexcept {
@@ -132,7 +140,7 @@ struct timer_core {
     if (e.flight_prev != nullptr) {
       e.flight_prev->flight_next = e.flight_next;
     } else {
-      in_flight_head = e.flight_next;
+      flight_head(e) = e.flight_next;
     }
     if (e.flight_next != nullptr) e.flight_next->flight_prev = e.flight_prev;
     e.flight_prev = e.flight_next = nullptr;
@@ -144,6 +152,15 @@ namespace {
 
 void count_cancelled(timer_entry& e) noexcept {
   e.counters->cancelled.fetch_add(1, std::memory_order_relaxed);  // statistics only
+}
+
+// A one-shot timer's run has started, or was discarded unrun: take the timer
+// off the in-flight list (stop(cancel_pending) no longer needs to find it).
+void settle_one_shot(timer_entry& e) noexcept {
+  std::shared_ptr<timer_core> core = e.core.lock();
+  if (!core) return;  // the queue is gone, and its list with it
+  std::lock_guard lock(core->mutex);
+  core->flight_remove(e);
 }
 
 // A periodic timer's run has ended (ran, or was discarded unrun): take the
@@ -218,9 +235,14 @@ class timer_run {
     if (!e.status.compare_exchange_strong(s, timer_entry::running, std::memory_order_acq_rel,
                                           std::memory_order_acquire)) {
       // Cancelled before it started: the canceller destroyed the function.
-      if (e.periodic()) settle_periodic(e, /*rearm=*/false, /*unrun=*/true);
+      if (e.periodic()) {
+        settle_periodic(e, /*rearm=*/false, /*unrun=*/true);
+      } else {
+        settle_one_shot(e);
+      }
       return job_outcome::cancelled;
     }
+    if (!e.periodic()) settle_one_shot(e);                      // started: no stop() can cancel this run now
     e.counters->fired.fetch_add(1, std::memory_order_relaxed);  // statistics only
     struct after_run {
       timer_run* self;
@@ -259,6 +281,7 @@ class timer_run {
     timer_entry& e = *entry_;
     if (!e.periodic()) {
       if (e.try_cancel()) count_cancelled(e);
+      settle_one_shot(e);
       return;
     }
     settle_periodic(e, /*rearm=*/true, /*unrun=*/true);
@@ -297,22 +320,40 @@ void dispatch(timer_core& core, const std::shared_ptr<timer_entry>& e, timer_tic
   }
 }
 
-// The due timer at the top of the heap: pop it and dispatch it (a periodic
-// one goes on the in-flight list until its run ends). Enters and leaves with
-// `lock` held; releases it to dispatch.
+// The due timer at the top of the heap: pop it and dispatch it. It goes on
+// the in-flight list - a periodic one until its run ends, a one-shot one
+// until its run starts - so that stop() can cancel a run the target has not
+// started. Enters and leaves with `lock` held; releases it to dispatch.
 void fire_top(timer_core& core, std::unique_lock<std::mutex>& lock) {
   std::shared_ptr<timer_entry> e = core.pop_top();
   if (e->status.load(std::memory_order_acquire) == timer_entry::cancelled) return;  // pairs with try_cancel()
   const timer_tick tick{e->due, e->index};
-  if (e->periodic()) core.flight_insert(*e);
+  core.flight_insert(*e);
   lock.unlock();
   dispatch(core, e, tick);
   lock.lock();
 }
 
-// Cancels every timer in the heap and in flight. Enters and leaves with
-// `lock` held; releases it around each cancellation (which destroys a
-// user's function).
+// Cancels the runs on one in-flight list that have not started (a run that
+// started finishes; a periodic one is not re-armed). Enters and leaves with
+// `lock` held; releases it around each cancellation.
+void cancel_in_flight(timer_core& core, std::unique_lock<std::mutex>& lock, timer_entry*& head) {
+  while (head != nullptr) {
+    // The run holds the entry alive; this reference keeps it alive while
+    // the lock is released (no allocation: an existing control block).
+    std::shared_ptr<timer_entry> e = head->shared_from_this();
+    core.flight_remove(*e);
+    lock.unlock();
+    if (e->try_cancel()) count_cancelled(*e);
+    e.reset();
+    lock.lock();
+  }
+}
+
+// Cancels every timer in the heap and in flight - under stop_mode::drain
+// every periodic one in flight, and no one-shot run already handed to the
+// target (it was due: drain runs it). Enters and leaves with `lock` held;
+// releases it around each cancellation (which destroys a user's function).
 void cancel_all(timer_core& core, std::unique_lock<std::mutex>& lock) {
   std::vector<std::shared_ptr<timer_entry>> rest;
   rest.swap(core.heap);
@@ -323,16 +364,8 @@ void cancel_all(timer_core& core, std::unique_lock<std::mutex>& lock) {
   }
   rest.clear();  // the functions of cancelled timers were destroyed by try_cancel()
   lock.lock();
-  while (core.in_flight_head != nullptr) {
-    // The run holds the entry alive; this reference keeps it alive while
-    // the lock is released (no allocation: an existing control block).
-    std::shared_ptr<timer_entry> e = core.in_flight_head->shared_from_this();
-    core.flight_remove(*e);
-    lock.unlock();
-    if (e->try_cancel()) count_cancelled(*e);
-    e.reset();
-    lock.lock();
-  }
+  cancel_in_flight(core, lock, core.periodic_in_flight);
+  if (core.mode == stop_mode::cancel_pending) cancel_in_flight(core, lock, core.one_shots_in_flight);
 }
 
 void timer_main(const std::shared_ptr<timer_core>& core_ptr) {

@@ -525,6 +525,44 @@ TEST(TimerQueue, CancelAfterDispatchBeforeStartPreventsTheRun) {
   EXPECT_EQ(timers.statistics().cancelled, 1U);
 }
 
+// A one-shot run handed to the target but not started yet: stop(cancel_pending)
+// cancels it (it reports itself cancelled when the target gets to it), as
+// it does a periodic timer's run in flight; stop(drain) leaves it to run (it
+// was due). Before, cancel_pending did not track dispatched one-shots: the
+// run started after stop() returned and the handle stayed active.
+TEST(TimerQueue, StopCancelPendingCancelsAOneShotRunTheTargetHasNotStarted) {
+  for (const ts::stop_mode mode : {ts::stop_mode::cancel_pending, ts::stop_mode::drain}) {
+    SCOPED_TRACE(mode == ts::stop_mode::drain ? "drain" : "cancel_pending");
+    std::vector<ts::job_function> held;
+    std::mutex m;
+    ts::timer_queue timers{[&](ts::job_function&& f) -> ts::result<void> {
+      std::lock_guard lock(m);
+      held.push_back(std::move(f));
+      return {};
+    }};
+    std::atomic<int> ran{0};
+    // seq_cst: pairs with the checking loads
+    auto h = timers.schedule_after(0ms, [&] { ran.fetch_add(1, std::memory_order_seq_cst); });
+    ASSERT_TRUE(h);
+    ASSERT_TRUE(eventually([&] {
+      std::lock_guard lock(m);
+      return held.size() == 1;
+    }));
+    const ts::timer_statistics after_stop = timers.stop(mode);
+    const bool cancelled = mode == ts::stop_mode::cancel_pending;
+    EXPECT_EQ(h->is_active(), !cancelled);
+    EXPECT_EQ(after_stop.cancelled, cancelled ? 1U : 0U);
+    {
+      std::lock_guard lock(m);
+      held[0]();  // the target gets to it after stop() returned
+    }
+    EXPECT_EQ(ran.load(std::memory_order_seq_cst), cancelled ? 0 : 1);  // seq_cst: pairs with the RMW
+    const ts::timer_statistics end = timers.statistics();
+    EXPECT_EQ(end.fired + end.cancelled, 1U);
+    EXPECT_FALSE(h->is_active());
+  }
+}
+
 TEST(TimerQueue, BadInputIsRefused) {
   ts::timer_queue timers{inline_target()};
   auto code = [](const auto& r) { return r.error().code(); };

@@ -136,8 +136,9 @@ class timer_entry : public std::enable_shared_from_this<timer_entry> {
   std::uint64_t index = 0;               // guarded by the core's mutex
   std::uint64_t seq = 0;                 // guarded by the core's mutex
   std::size_t heap_index = not_in_heap;  // guarded by the core's mutex
-  // A periodic timer whose run is in flight (dispatched, not yet ended) is
-  // out of the heap and on the core's in-flight list (guarded by its mutex).
+  // A timer whose run is in flight (dispatched; a periodic one until its
+  // run ends, a one-shot one until its run starts) is out of the heap and
+  // on one of the core's in-flight lists (guarded by its mutex).
   timer_entry* flight_prev = nullptr;
   timer_entry* flight_next = nullptr;
   bool in_flight = false;

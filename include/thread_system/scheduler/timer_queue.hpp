@@ -60,9 +60,13 @@
 //     thread_pool does), or a periodic timer ends at its first exception
 //     and a one-shot one is counted both fired and refused.
 //   * stop(stop_mode::drain): one-shot timers already due at the moment of
-//     the call are dispatched; every other timer (not yet due, and every
-//     periodic timer, including one whose run is in flight) is cancelled and
-//     counted. stop(cancel_pending) cancels all. After stop() begins,
+//     the call are dispatched (and one-shot runs already handed to the
+//     target run); every other timer (not yet due, and every periodic timer,
+//     including one whose run is in flight) is cancelled and counted.
+//     stop(cancel_pending) cancels all: every timer not yet dispatched and
+//     every run handed to the target that has not started (when the target
+//     gets to it, it reports itself cancelled); a run that started
+//     finishes. After stop() begins,
 //     schedule_*() returns pool_stopped. stop() is idempotent and returns
 //     the final statistics.
 //   * Bad input — an empty function, a negative or NaN delay, a zero,
