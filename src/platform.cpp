@@ -1,4 +1,5 @@
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -110,6 +111,13 @@ result<os_thread> os_thread::start_entry(std::unique_ptr<entry> e, std::size_t s
   if (start_refused_for_testing()) {
     return make_error(error_code::resource_exhausted, "out of threads");  // short: allocates nothing
   }
+  // No mapping is larger than PTRDIFF_MAX (pointer differences within it
+  // must be representable), and rounding such a size up to pages could wrap.
+  if (stack_size > static_cast<std::size_t>(PTRDIFF_MAX)) {
+    return make_error_nothrow(error_code::invalid_argument, [&] {
+      return "cannot start a thread: a stack of " + std::to_string(stack_size) + " bytes is larger than any mapping";
+    });
+  }
   native* h = nullptr;
   try {
     h = new native;
@@ -217,17 +225,12 @@ result<os_thread> os_thread::out_of_memory() noexcept {
 
 // ---- thread naming, affinity, nice -------------------------------------------
 
-namespace {
-// At most `limit` bytes of `name`, cut before a character, not inside one:
-// a byte that continues a UTF-8 sequence (10xxxxxx) is never the first one
-// left out. (Text that is not UTF-8 is cut where the rule puts it.)
-[[maybe_unused]] std::size_t utf8_prefix_length(std::string_view name, std::size_t limit) noexcept {
+std::size_t utf8_prefix_length(std::string_view name, std::size_t limit) noexcept {
   if (name.size() <= limit) return name.size();
   std::size_t n = limit;
   while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0U) == 0x80U) --n;
   return n;
 }
-}  // namespace
 
 result<void> set_current_thread_name(std::string_view name) noexcept {
 #if defined(__linux__)

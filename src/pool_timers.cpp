@@ -4,6 +4,8 @@
 #include <new>
 #include <utility>
 
+#include "thread_system/detail/thread_attributes.hpp"
+
 namespace thread_system::detail {
 
 result<timer_handle> pool_timers::add(std::string_view kind, const std::string& pool_name, timer_routed_dispatch target,
@@ -17,7 +19,9 @@ result<timer_handle> pool_timers::add(std::string_view kind, const std::string& 
     if (!queue_) {
       try {
         timer_queue_options o;
-        o.name = pool_name.substr(0, 9) + "-timer";
+        // The OS keeps 15 bytes of a thread name: 9 of the pool's, cut
+        // before a character, and "-timer".
+        o.name = pool_name.substr(0, detail::utf8_prefix_length(pool_name, 9)) + "-timer";
         queue_ = std::make_unique<timer_queue>(std::move(target), std::move(o));
       } catch (const error_exception& e) {
         return unexpected_error{e.get_error()};

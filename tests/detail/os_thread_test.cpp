@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -100,6 +101,20 @@ TEST(OsThread, AThreadGetsTheStackSizeItAskedFor) {
   EXPECT_LE(seen, 4 * wanted) << "a reused stack is at most four times the size asked";
 }
 #endif
+
+// A stack size no mapping can have is invalid_argument (sizes beyond the
+// 47-bit address space, up to SIZE_MAX - 12287, read resource_exhausted:
+// only the sizes glibc's rounding wrapped were EINVAL).
+TEST(OsThread, AStackSizeNoMappingCanHaveIsInvalidArgument) {
+  std::atomic<int> runs{0};
+  for (const std::size_t size :
+       {static_cast<std::size_t>(PTRDIFF_MAX) + 1, std::size_t{SIZE_MAX} - 12287, std::size_t{SIZE_MAX}}) {
+    auto t = os_thread::start([&] { runs.fetch_add(1, std::memory_order_relaxed); }, size);
+    ASSERT_FALSE(t) << size;
+    EXPECT_EQ(t.error().code(), error_code::invalid_argument) << size << ": " << t.error().message();
+  }
+  EXPECT_EQ(runs.load(std::memory_order_relaxed), 0);
+}
 
 // The testing seam: the next n starts succeed, later ones are refused with
 // resource_exhausted and never run their callable.

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <latch>
 #include <limits>
@@ -1048,4 +1050,40 @@ TEST(ThreadPool, SeedStyleConstructorTakesTheOptions) {
   ts::pool_options bad;
   bad.backpressure = ts::backpressure::block_for(4, std::chrono::nanoseconds(-1));
   EXPECT_THROW(ts::thread_pool("bad", bad), ts::error_exception);
+}
+
+namespace {
+// The names of this process's threads that end in `suffix` (Linux: each
+// thread's /proc/self/task/<tid>/comm).
+std::vector<std::string> thread_names_ending_in(const std::string& suffix) {
+  std::vector<std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(entry.path() / "comm");
+    std::string name;
+    if (!std::getline(comm, name)) continue;  // the thread ended meanwhile
+    if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      found.push_back(name);
+    }
+  }
+  return found;
+}
+}  // namespace
+
+// The timer thread is named after the pool, cut before a character: cut at 9
+// bytes, a pool named with 2-byte characters gave "\xce\xb1...\xce-timer"
+// (invalid UTF-8).
+TEST(ThreadPool, ItsTimerThreadsNameIsCutBeforeACharacter) {
+  ts::pool_options options;
+  options.name = "\xce\xb1\xce\xb2\xce\xb3\xce\xb4\xce\xb5-pool";  // "αβγδε-pool": ε at bytes 8-9
+  ts::thread_pool pool{1, options};
+  ASSERT_TRUE(pool.schedule_after(std::chrono::hours(1), [] {}));         // creates the timer thread
+  const std::string expected = "\xce\xb1\xce\xb2\xce\xb3\xce\xb4-timer";  // "αβγδ-timer"
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::vector<std::string> names;
+  // The thread names itself as it starts: wait for it.
+  while ((names = thread_names_ending_in("-timer")).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(names.size(), 1U);
+  EXPECT_EQ(names[0], expected);
 }

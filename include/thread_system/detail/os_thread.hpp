@@ -14,7 +14,10 @@
 // Contract:
 //   * start() runs `f` on a new thread, or returns `resource_exhausted`
 //     (the OS refused the thread, or memory for it ran out) without having
-//     run it. `stack_size` 0 means the platform default (on Linux the
+//     run it. A `stack_size` no mapping can have (above PTRDIFF_MAX), or one
+//     the platform rejects as such, is `invalid_argument`; a size it merely
+//     cannot give now (more than the address space or its limits leave) is
+//     `resource_exhausted`. `stack_size` 0 means the platform default (on Linux the
 //     RLIMIT_STACK soft limit, usually 8 MiB); other sizes are rounded up to
 //     the platform minimum and to whole pages. Where threads cannot be given
 //     a stack size (no POSIX threads), a non-zero size is `not_supported`.

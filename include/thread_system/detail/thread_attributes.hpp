@@ -3,6 +3,7 @@
 // is noexcept and reports a refusal as a result error with the OS's reason.
 #pragma once
 
+#include <cstddef>
 #include <span>
 #include <string_view>
 
@@ -10,8 +11,15 @@
 
 namespace thread_system::detail {
 
+/// The length of the longest prefix of `name` of at most `limit` bytes that
+/// ends before a character, not inside one: a byte that continues a UTF-8
+/// sequence (10xxxxxx) is never the first one left out. (Text that is not
+/// UTF-8 is cut where that rule puts it.)
+[[nodiscard]] std::size_t utf8_prefix_length(std::string_view name, std::size_t limit) noexcept;
+
 /// Names the calling thread for the OS (visible in top, gdb, perf). Linux
-/// keeps at most 15 bytes; longer names are truncated, not refused.
+/// keeps at most 15 bytes; longer names are cut before a character
+/// (utf8_prefix_length()), not refused.
 result<void> set_current_thread_name(std::string_view name) noexcept;
 
 /// The calling thread's OS thread id (Linux: gettid()), 0 where there is none.
