@@ -216,6 +216,12 @@ std::filesystem::path rotating_file_sink::file_name(std::size_t index) const {
 
 result<void> rotating_file_sink::write(const log_entry& entry) {
   const std::string_view line = entry.line();
+  if (file_ == nullptr) {
+    // The last rotation could open neither the new file nor the old one (the
+    // directory is gone): open it again first, so that a rotation below
+    // starts from an open file of known size (it closed a null FILE* before).
+    if (auto reopened = reopen_after_failure(); !reopened) return reopened;
+  }
   result<void> outcome;
   bool rotate_now = false;
   if (options_.period.count() > 0) {
@@ -237,20 +243,34 @@ result<void> rotating_file_sink::write(const log_entry& entry) {
   if (file_ == nullptr) {
     // A rotation closed the file and could not open it again (nor the old
     // one), or threw in between: try the old one again, else refuse.
-    auto reopened = detail::open_log_file(options_.path, false);
-    if (!reopened) return reopened.error();
-    file_ = *reopened;
+    if (auto reopened = reopen_after_failure(); !reopened) return reopened;
   }
   if (auto w = write_all(file_, line, options_.path); !w) return w;
   size_ += line.size();
   return outcome;
 }
 
+result<void> rotating_file_sink::reopen_after_failure() {
+  auto reopened = detail::open_log_file(options_.path, false);
+  if (!reopened) return reopened.error();
+  file_ = *reopened;
+  // Appending from here: the file's size now (maybe another process's
+  // file), and a size rotation waits for another max_bytes, as after a
+  // rename that failed.
+  std::error_code ec;
+  const auto existing = std::filesystem::file_size(options_.path, ec);
+  size_ = ec ? 0 : existing;
+  kept_bytes_ = size_;
+  return {};
+}
+
 result<void> rotating_file_sink::rotate() {
   // Close first so that the renamed file is complete.
-  (void)std::fflush(file_);
-  (void)std::fclose(file_);
-  file_ = nullptr;
+  if (file_ != nullptr) {
+    (void)std::fflush(file_);
+    (void)std::fclose(file_);
+    file_ = nullptr;
+  }
   result<void> outcome;
   bool active_moved = options_.max_files == 1;  // with one file, rotation truncates it
   const std::size_t highest = rotated_present_ + 1 < options_.max_files ? rotated_present_ + 1 : options_.max_files - 1;
@@ -260,9 +280,13 @@ result<void> rotating_file_sink::rotate() {
     if (!std::filesystem::exists(from, ec)) continue;
     std::filesystem::rename(from, file_name(i), ec);  // replaces the target
     if (ec) {
+      // Stop shifting: the next rename would replace the file that could
+      // not move (its records lost). app.log stays and is appended to.
       outcome = make_error(error_code::resource_exhausted,
                            "rotating_file_sink: cannot rename " + from.string() + ": " + ec.message());
-    } else if (i == 1) {
+      break;
+    }
+    if (i == 1) {
       active_moved = true;
     }
   }

@@ -241,6 +241,22 @@ TEST(LoggerDeferred, CharArraysStopAtTheirEndWhenFormattedOnTheCaller) {
   EXPECT_EQ(s.next[0], 'O');  // (keeps `next` in use)
 }
 
+// A char array with the `p` presentation prints its address, as {fmt} does
+// (such a call is formatted on the caller's thread, where the array was
+// handed to {fmt} as a string_view, which refuses `p`: the call compiled and
+// was refused at run time); string specs still print its characters.
+TEST(LoggerDeferred, ACharArrayWithThePointerPresentationPrintsItsAddress) {
+  auto sink = std::make_shared<recording_sink>();
+  logger log({sink}, small_options());
+  char arr[8] = "abc";
+  ASSERT_TRUE(log.try_log(log_level::info, "{:p}", arr));
+  ASSERT_TRUE(log.try_log(log_level::info, "{:>18p}|{:>5}|{:.2}", arr, arr, arr));
+  ASSERT_TRUE(log.flush());
+  EXPECT_EQ(sink->messages(),
+            (std::vector<std::string>{fmt::format("{:p}", arr), fmt::format("{:>18p}|{:>5}|{:.2}", arr, arr, arr)}));
+  EXPECT_EQ(log.statistics().rejected, 0U);
+}
+
 TEST(LoggerDeferred, ANonStandardExceptionFromAFormatterAtTheCallIsRefused) {
   auto sink = std::make_shared<recording_sink>();
   logger log({sink}, small_options());

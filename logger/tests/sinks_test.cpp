@@ -332,6 +332,81 @@ TEST(RotatingFileSink, ARotationThatCannotReopenFailsWritesUntilItCan) {
   EXPECT_EQ(message_of(lines.back()), "back");
 }
 
+// With the directory gone, every write that would rotate again (long lines;
+// a period that ended) fails and is counted, and writing resumes once the
+// directory is back. The second such write closed a null FILE* (rotate() ran
+// before the reopen): a crash on the writer thread.
+TEST(RotatingFileSink, WritesThatWouldRotateWhileTheDirectoryIsGoneFailUntilItIsBack) {
+  for (const bool by_time : {false, true}) {
+    SCOPED_TRACE(by_time ? "time rotation, one file" : "size rotation");
+    temp_dir dir;
+    const fs::path sub = dir.path() / "logs";
+    fs::create_directory(sub);
+    auto now = std::make_shared<std::atomic<std::int64_t>>(1'000'000);  // seconds
+    rotating_file_options o;
+    o.path = sub / "gone.log";
+    if (by_time) {
+      o.period = std::chrono::hours(1);
+      o.max_files = 1;
+      o.clock = [now] {
+        return std::chrono::system_clock::time_point(std::chrono::seconds(now->load(std::memory_order_relaxed)));
+      };
+    } else {
+      o.max_bytes = 200;
+      o.max_files = 3;
+    }
+    auto created = rotating_file_sink::create(o);
+    ASSERT_TRUE(created);
+    auto sink = *created;
+    ASSERT_TRUE(write_one(*sink, "first"));
+    fs::remove_all(sub);
+    const std::string long_line(250, 'x');
+    for (int i = 0; i < 3; ++i) {
+      now->fetch_add(3600);  // (time rotation) a period ended before each write
+      EXPECT_FALSE(write_one(*sink, long_line));
+    }
+    fs::create_directory(sub);
+    now->fetch_add(3600);
+    ASSERT_TRUE(write_one(*sink, "back"));
+    ASSERT_TRUE(write_one(*sink, "and on"));
+    ASSERT_TRUE(sink->flush());
+    const std::vector<std::string> lines = read_lines(o.path);
+    ASSERT_GE(lines.size(), 2U);
+    EXPECT_EQ(message_of(lines[lines.size() - 2]), "back");
+    EXPECT_EQ(message_of(lines.back()), "and on");
+  }
+}
+
+// A rename that fails stops the shifting: app.log is not renamed over
+// app.1.log, which could not move away (here app.2.log is a non-empty
+// directory, so app.1.log -> app.2.log fails). Before, app.log replaced
+// app.1.log and that file's records were lost.
+TEST(RotatingFileSink, AFailedRenameReplacesNoFile) {
+  temp_dir dir;
+  rotating_file_options o;
+  o.path = dir.path() / "keep.log";
+  o.max_bytes = 200;
+  o.max_files = 3;
+  { std::ofstream(dir.path() / "keep.1.log") << "older record\n"; }
+  const fs::path blocker = dir.path() / "keep.2.log";
+  fs::create_directory(blocker);
+  {
+    std::ofstream(blocker / "keep") << "x";  // a non-empty directory: rename onto it fails
+  }
+  auto created = rotating_file_sink::create(o);
+  ASSERT_TRUE(created);
+  auto sink = *created;
+  const std::string line_text(60, 'a');
+  int failed = 0;
+  for (int i = 0; i < 10; ++i) {
+    if (!write_one(*sink, fmt::format("{} {:02}", line_text, i))) ++failed;
+  }
+  ASSERT_TRUE(sink->flush());
+  EXPECT_GE(failed, 1) << "the size rotation was tried";
+  EXPECT_EQ(read_lines(dir.path() / "keep.1.log"), std::vector<std::string>{"older record"});
+  EXPECT_EQ(read_lines(o.path).size(), 10U) << "every line kept in keep.log";
+}
+
 // A rotation that cannot rename app.log away (app.1.log is a directory here;
 // as root, permissions would not stop it) keeps appending to app.log and
 // reports the failure - but tries again only once the file has grown by

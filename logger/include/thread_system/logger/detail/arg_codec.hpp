@@ -124,14 +124,22 @@ std::string_view log_string_view(const A& a) noexcept {
   }
 }
 
+/// A char array as the caller-side formatting hands it to {fmt} (formatter
+/// below): its characters up to the first NUL or its end, as the deferred
+/// path copies them ({fmt} would read it as a C string, past the array's end
+/// when it holds no NUL) - or, with the `p` presentation, its address, as
+/// {fmt} formats an array with "{:p}" (a string_view refuses `p`).
+struct char_array_arg {
+  const char* address;
+  std::string_view text;
+};
+
 /// An argument as the caller-side formatting hands it to {fmt}: a char array
-/// as its characters up to the first NUL or its end, as the deferred path
-/// copies it ({fmt} would read it as a C string, past the array's end when
-/// it holds no NUL); anything else as it is.
+/// as a char_array_arg; anything else as it is.
 template <typename A>
 decltype(auto) caller_format_view(const A& a) noexcept {
   if constexpr (std::is_array_v<A> && std::is_same_v<std::remove_cv_t<std::remove_extent_t<A>>, char>) {
-    return log_string_view(a);
+    return char_array_arg{static_cast<const char*>(a), log_string_view(a)};
   } else {
     return (a);  // const A&
   }
@@ -470,3 +478,30 @@ constexpr bool format_is_deferrable(std::string_view text) noexcept {
 
 }  // namespace detail
 }  // namespace thread_system
+
+/// Formats a char array argument of a call formatted on the caller's thread
+/// (detail::char_array_arg): as a string, or as a pointer with the `p`
+/// presentation - the text {fmt} gives the array itself.
+template <>
+struct fmt::formatter<thread_system::detail::char_array_arg> {
+  constexpr auto parse(fmt::format_parse_context& ctx) -> fmt::format_parse_context::iterator {
+    // The presentation is the last character of the spec, before the '}'
+    // that closes it (nested fields such as "{:{}p}" skipped).
+    auto end = ctx.begin();
+    for (int depth = 0; end != ctx.end() && (*end != '}' || depth != 0); ++end) {
+      if (*end == '{') ++depth;
+      if (*end == '}') --depth;
+    }
+    as_pointer_ = end != ctx.begin() && *(end - 1) == 'p';
+    return as_pointer_ ? pointer_.parse(ctx) : text_.parse(ctx);
+  }
+  auto format(const thread_system::detail::char_array_arg& a, fmt::format_context& ctx) const
+      -> fmt::format_context::iterator {
+    return as_pointer_ ? pointer_.format(static_cast<const void*>(a.address), ctx) : text_.format(a.text, ctx);
+  }
+
+ private:
+  fmt::formatter<std::string_view> text_;
+  fmt::formatter<const void*> pointer_;
+  bool as_pointer_ = false;
+};

@@ -24,14 +24,16 @@
 //
 // Failures: create() returns an error for a file that cannot be opened or an
 // invalid option (max_files == 0). A failed rename/reopen during rotation is
-// returned from write() (the logger counts it); when app.log could not be
+// returned from write() (the logger counts it). A rename that fails stops
+// the shifting there, so no file is replaced by one that could not move
+// away; app.log then stays where it is. When app.log could not be
 // renamed, the sink keeps appending to it and tries the size rotation again
 // once it has grown by another max_bytes (a time rotation: at the next
 // period), not on every write. When the new file cannot be
 // opened, the sink keeps writing to the old one, and when neither can (the
 // directory is gone), each write() tries to open it again and returns the
-// error until it can - a record it could not write is counted, never a
-// crash.
+// error until it can (then appends, its size counted as after a failed
+// rename) - a record it could not write is counted, never a crash.
 //
 // Thread-safety: write() and flush() from one thread at a time (one logger's
 // writer thread).
@@ -82,6 +84,7 @@ class rotating_file_sink final : public log_sink {
  private:
   explicit rotating_file_sink(rotating_file_options options) noexcept : options_(std::move(options)) {}
   result<void> rotate();
+  result<void> reopen_after_failure();
   static result<std::shared_ptr<rotating_file_sink>> create_unguarded(rotating_file_options options);
   [[nodiscard]] std::chrono::system_clock::time_point now() const {
     return options_.clock ? options_.clock() : std::chrono::system_clock::now();
