@@ -476,51 +476,66 @@ TEST(TimerQueue, QueueFullRefusalSkipsAPeriodButKeepsTheTimer) {
   EXPECT_EQ(s.cancelled, 1U);
 }
 
+namespace {
+// A target that keeps the runs handed to it, for the test to run or discard
+// later (a pool that has not started them yet).
+class holding_target {
+ public:
+  ts::timer_dispatch dispatch() {
+    return [this](ts::job_function&& f) -> ts::result<void> {
+      std::lock_guard lock(m_);
+      held_.push_back(std::move(f));
+      return {};
+    };
+  }
+  /// Waits until the queue handed `n` runs over.
+  [[nodiscard]] bool wait_for(std::size_t n) {
+    return eventually([&] {
+      std::lock_guard lock(m_);
+      return held_.size() == n;
+    });
+  }
+  void run(std::size_t i) {
+    std::lock_guard lock(m_);
+    held_[i]();
+  }
+  /// Discards run `i` unrun, as thread_pool's stop(cancel_pending) does.
+  void discard(std::size_t i) {
+    std::lock_guard lock(m_);
+    held_[i].cancel();
+    held_[i] = ts::job_function{};
+  }
+
+ private:
+  std::mutex m_;
+  std::vector<ts::job_function> held_;  // guarded by m_
+};
+}  // namespace
+
 TEST(TimerQueue, PoolDiscardingAnAcceptedRunCancelsTheOneShot) {
-  std::vector<ts::job_function> held;
-  std::mutex m;
-  ts::timer_queue timers{[&](ts::job_function&& f) -> ts::result<void> {
-    std::lock_guard lock(m);
-    held.push_back(std::move(f));
-    return {};
-  }};
+  holding_target target;
+  ts::timer_queue timers{target.dispatch()};
   std::atomic<int> ran{0};
   // seq_cst: pairs with the checking load(s)
   auto h = timers.schedule_after(0ms, [&] { ran.fetch_add(1, std::memory_order_seq_cst); });
   ASSERT_TRUE(h.has_value());
-  ASSERT_TRUE(eventually([&] {
-    std::lock_guard lock(m);
-    return held.size() == 1;
-  }));
+  ASSERT_TRUE(target.wait_for(1));
   EXPECT_TRUE(h->is_active());  // accepted, not started
-  {
-    std::lock_guard lock(m);
-    held[0].cancel();  // what thread_pool's stop(cancel_pending) does
-    held.clear();
-  }
+  target.discard(0);
   EXPECT_FALSE(h->is_active());
   EXPECT_EQ(ran.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(timers.statistics().cancelled, 1U);
 }
 
 TEST(TimerQueue, CancelAfterDispatchBeforeStartPreventsTheRun) {
-  std::vector<ts::job_function> held;
-  std::mutex m;
-  ts::timer_queue timers{[&](ts::job_function&& f) -> ts::result<void> {
-    std::lock_guard lock(m);
-    held.push_back(std::move(f));
-    return {};
-  }};
+  holding_target target;
+  ts::timer_queue timers{target.dispatch()};
   std::atomic<int> ran{0};
   // seq_cst: pairs with the checking load(s)
   auto h = timers.schedule_after(0ms, [&] { ran.fetch_add(1, std::memory_order_seq_cst); });
-  ASSERT_TRUE(eventually([&] {
-    std::lock_guard lock(m);
-    return held.size() == 1;
-  }));
+  ASSERT_TRUE(target.wait_for(1));
   EXPECT_TRUE(h->cancel());
-  std::lock_guard lock(m);
-  held[0]();                                          // the target runs it late: it must do nothing
+  target.run(0);                                      // the target runs it late: it must do nothing
   EXPECT_EQ(ran.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(timers.statistics().cancelled, 1U);
 }
@@ -533,29 +548,18 @@ TEST(TimerQueue, CancelAfterDispatchBeforeStartPreventsTheRun) {
 TEST(TimerQueue, StopCancelPendingCancelsAOneShotRunTheTargetHasNotStarted) {
   for (const ts::stop_mode mode : {ts::stop_mode::cancel_pending, ts::stop_mode::drain}) {
     SCOPED_TRACE(mode == ts::stop_mode::drain ? "drain" : "cancel_pending");
-    std::vector<ts::job_function> held;
-    std::mutex m;
-    ts::timer_queue timers{[&](ts::job_function&& f) -> ts::result<void> {
-      std::lock_guard lock(m);
-      held.push_back(std::move(f));
-      return {};
-    }};
+    holding_target target;
+    ts::timer_queue timers{target.dispatch()};
     std::atomic<int> ran{0};
     // seq_cst: pairs with the checking loads
     auto h = timers.schedule_after(0ms, [&] { ran.fetch_add(1, std::memory_order_seq_cst); });
     ASSERT_TRUE(h);
-    ASSERT_TRUE(eventually([&] {
-      std::lock_guard lock(m);
-      return held.size() == 1;
-    }));
+    ASSERT_TRUE(target.wait_for(1));
     const ts::timer_statistics after_stop = timers.stop(mode);
     const bool cancelled = mode == ts::stop_mode::cancel_pending;
     EXPECT_EQ(h->is_active(), !cancelled);
     EXPECT_EQ(after_stop.cancelled, cancelled ? 1U : 0U);
-    {
-      std::lock_guard lock(m);
-      held[0]();  // the target gets to it after stop() returned
-    }
+    target.run(0);                                                      // after stop() returned
     EXPECT_EQ(ran.load(std::memory_order_seq_cst), cancelled ? 0 : 1);  // seq_cst: pairs with the RMW
     const ts::timer_statistics end = timers.statistics();
     EXPECT_EQ(end.fired + end.cancelled, 1U);
