@@ -456,6 +456,9 @@ TEST(ThreadBase, AHookMayDestroyItsObjectBeforeStartHasReturned) {
 }
 
 TEST(ThreadBase, AHookMayDestroyItsOwnObject) {
+  // (Set by an earlier run of this test under --gtest_repeat.)
+  g_self_destroying_started.store(false, std::memory_order_relaxed);
+  g_self_destroyed_thread_ended.store(false, std::memory_order_relaxed);
   std::atomic<int> after_stops{0};
   auto owner = std::make_shared<std::shared_ptr<self_destroying>>();
   *owner = std::make_shared<self_destroying>(owner.get(), &after_stops);
