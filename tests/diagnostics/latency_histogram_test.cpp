@@ -152,6 +152,21 @@ TEST(LatencyHistogram, EdgeValuesZeroAndHuge) {
   EXPECT_LE(p50, s.max);
 }
 
+// The sum is kept modulo 2^64, as the header says: samples adding up past it
+// wrap the sum (and the mean); the count, min, max and percentiles stay exact.
+TEST(LatencyHistogram, ASumPastTwoToTheSixtyFourWrapsAndNothingElseDoes) {
+  constexpr std::uint64_t huge = std::numeric_limits<std::uint64_t>::max();
+  latency_histogram h;
+  h.record(huge);
+  h.record(huge);
+  const histogram_snapshot s = h.snapshot();
+  EXPECT_EQ(s.count, 2u);
+  EXPECT_EQ(s.sum, huge - 1) << "2 * (2^64 - 1) modulo 2^64";
+  EXPECT_EQ(s.min, huge);
+  EXPECT_EQ(s.max, huge);
+  EXPECT_EQ(s.percentile(0.5), huge);
+}
+
 // Only samples above max_trackable: min stays exact too (it was replaced by
 // the top bucket's lower bound, below every sample, and so were the low
 // percentiles).

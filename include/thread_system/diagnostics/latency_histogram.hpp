@@ -40,6 +40,9 @@
 //     with record() is memory-safe but may leave that one sample partly
 //     counted. Readers that want "since last time" should subtract
 //     snapshots (histogram_snapshot::since) rather than reset.
+//   * `sum` is kept modulo 2^64 (no check on the record path): samples
+//     adding up past 2^64 ns (about 584 years in all) wrap it, and the mean
+//     with it; counts, buckets, min, max and percentiles stay exact.
 //   * Destruction is safe once no thread is in record() or snapshot().
 //
 // Header-only, standard library only.
