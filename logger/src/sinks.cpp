@@ -220,7 +220,7 @@ result<void> rotating_file_sink::write(const log_entry& entry) {
     // The last rotation could open neither the new file nor the old one (the
     // directory is gone): open it again first, so that a rotation below
     // starts from an open file of known size (it closed a null FILE* before).
-    if (auto reopened = reopen_after_failure(); !reopened) return reopened;
+    if (auto reopened = open_for_append(); !reopened) return reopened;
   }
   result<void> outcome;
   bool rotate_now = false;
@@ -243,20 +243,21 @@ result<void> rotating_file_sink::write(const log_entry& entry) {
   if (file_ == nullptr) {
     // A rotation closed the file and could not open it again (nor the old
     // one), or threw in between: try the old one again, else refuse.
-    if (auto reopened = reopen_after_failure(); !reopened) return reopened;
+    if (auto reopened = open_for_append(); !reopened) return reopened;
   }
   if (auto w = write_all(file_, line, options_.path); !w) return w;
   size_ += line.size();
   return outcome;
 }
 
-result<void> rotating_file_sink::reopen_after_failure() {
+// Opens app.log to append to it: after a rotation that did not move it away,
+// or that left no file open. Its size now counts (maybe another process
+// wrote to it), and a size rotation waits until it has grown by another
+// max_bytes.
+result<void> rotating_file_sink::open_for_append() {
   auto reopened = detail::open_log_file(options_.path, false);
   if (!reopened) return reopened.error();
   file_ = *reopened;
-  // Appending from here: the file's size now (maybe another process's
-  // file), and a size rotation waits for another max_bytes, as after a
-  // rename that failed.
   std::error_code ec;
   const auto existing = std::filesystem::file_size(options_.path, ec);
   size_ = ec ? 0 : existing;
@@ -296,26 +297,19 @@ result<void> rotating_file_sink::rotate() {
     ++rotations_;
     rotated_present_ = highest;
   }
-  // Truncate only a file whose content was moved away; otherwise keep
-  // appending to it (and report the failed rename).
-  auto opened = detail::open_log_file(options_.path, active_moved);
-  if (!opened) {
-    auto fallback = detail::open_log_file(options_.path, false);
-    if (!fallback) return fallback.error();
-    file_ = *fallback;
+  // Truncate only a file whose content was moved away; otherwise (or when
+  // the fresh file cannot be opened) keep appending to it and report why.
+  if (active_moved) {
+    auto opened = detail::open_log_file(options_.path, true);
+    if (opened) {
+      file_ = *opened;
+      size_ = 0;
+      kept_bytes_ = 0;
+      return outcome;
+    }
     outcome = opened.error();
-  } else {
-    file_ = *opened;
   }
-  if (active_moved && opened) {
-    size_ = 0;
-    kept_bytes_ = 0;
-  } else {
-    std::error_code ec;
-    const auto existing = std::filesystem::file_size(options_.path, ec);
-    size_ = ec ? 0 : existing;
-    kept_bytes_ = size_;
-  }
+  if (auto appending = open_for_append(); !appending) return appending;
   return outcome;
 }
 

@@ -84,7 +84,7 @@ class rotating_file_sink final : public log_sink {
  private:
   explicit rotating_file_sink(rotating_file_options options) noexcept : options_(std::move(options)) {}
   result<void> rotate();
-  result<void> reopen_after_failure();
+  result<void> open_for_append();
   static result<std::shared_ptr<rotating_file_sink>> create_unguarded(rotating_file_options options);
   [[nodiscard]] std::chrono::system_clock::time_point now() const {
     return options_.clock ? options_.clock() : std::chrono::system_clock::now();
