@@ -46,6 +46,7 @@
 #include "thread_system/pools/typed_thread_pool.hpp"
 #include "thread_system/queues/lockfree_queue.hpp"
 #include "thread_system/queues/work_stealing_deque.hpp"
+#include "thread_system/services/service_registry.hpp"
 #include "thread_system/sync/cancellation.hpp"
 
 namespace ts = thread_system;
@@ -547,4 +548,122 @@ TEST(WorkStealingDequeMemory, AGrowthThatCannotAllocateChangesNothing) {
     EXPECT_EQ(out, expected);
   }
   EXPECT_TRUE(deque.empty_approx());
+}
+
+// Copying an error_exception allocates nothing, so std::make_exception_ptr
+// (which copies its argument, and in libstdc++ hands back the std::bad_alloc
+// of a failed copy instead) always holds the error_exception itself, message
+// and all, while every allocation fails.
+TEST(ErrorExceptionOutOfMemory, ACopyAllocatesNothingAndKeepsTheError) {
+  const ts::error_exception original(
+      ts::error{ts::error_code::cancelled, "a reason longer than any short-string buffer holds inline"});
+  std::exception_ptr p;
+  std::optional<ts::error_exception> copy;
+  fault::tl_fail_all = true;  // every allocation of this thread fails
+  p = std::make_exception_ptr(original);
+  copy.emplace(original);
+  fault::tl_fail_all = false;
+  ASSERT_TRUE(copy.has_value());
+  EXPECT_EQ(copy->code(), ts::error_code::cancelled);
+  EXPECT_EQ(copy->get_error().message(), original.get_error().message());
+  EXPECT_STREQ(copy->what(), original.what());
+  try {
+    std::rethrow_exception(p);
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::cancelled);
+    EXPECT_STREQ(e.what(), "cancelled: a reason longer than any short-string buffer holds inline");
+  } catch (const std::bad_alloc&) {
+    ADD_FAILURE() << "the exception_ptr holds the std::bad_alloc of a failed copy";
+  }
+}
+
+// Made out of memory, an error_exception keeps the error it was given
+// (moved in: that allocates nothing) and what() is the code's name; a copy
+// made out of memory too keeps the code, and never throws.
+TEST(ErrorExceptionOutOfMemory, MadeWithoutMemoryItKeepsItsErrorAndCopiesKeepTheCode) {
+  const std::string reason = "a reason longer than any short-string buffer holds inline";
+  ts::error err{ts::error_code::queue_full, reason};
+  std::optional<ts::error_exception> e;
+  std::optional<ts::error_exception> copy;
+  fault::tl_fail_all = true;  // every allocation of this thread fails
+  e.emplace(std::move(err));
+  copy.emplace(*e);
+  fault::tl_fail_all = false;
+  EXPECT_EQ(e->code(), ts::error_code::queue_full);
+  EXPECT_EQ(e->get_error().message(), reason);
+  EXPECT_STREQ(e->what(), "queue_full");
+  EXPECT_EQ(copy->code(), ts::error_code::queue_full);
+  EXPECT_TRUE(copy->get_error().message().empty());
+  const ts::error_exception later(*e);  // with memory again: the whole error
+  EXPECT_EQ(later.get_error().message(), reason);
+}
+
+// A job whose token was cancelled before it started completes its future
+// with error_exception{cancelled} whichever allocation of its discarding
+// fails (the k-th from when the worker is let go, for every k up to past
+// the last one the discard makes).
+TEST(CancelledFutureOutOfMemory, GetSaysCancelledWhicheverAllocationOfTheDiscardFails) {
+  for (std::uint64_t k = 1; k <= 16; ++k) {
+    ts::thread_pool pool{1, ts::test::pool_opts("oom-cancel")};
+    std::optional<ts::test::held_worker> held;
+    held.emplace(pool);
+    ts::cancellation_source src;
+    auto f = pool.submit(src.token(), [] { return 1; });
+    ASSERT_TRUE(f.valid());
+    src.cancel();
+    fault::arm(k);  // the worker discards the job once let go: its k-th allocation from here fails
+    held->release();
+    f.wait();
+    (void)fault::disarm();
+    try {
+      (void)f.get();
+      ADD_FAILURE() << "k=" << k << ": the cancelled job ran";
+    } catch (const ts::error_exception& e) {
+      EXPECT_EQ(e.code(), ts::error_code::cancelled) << "k=" << k;
+    } catch (const std::bad_alloc&) {
+      ADD_FAILURE() << "k=" << k << ": get() threw std::bad_alloc, not error_exception{cancelled}";
+    }
+    const ts::stop_report r = pool.stop();
+    EXPECT_EQ(r.accepted, r.executed + r.cancelled) << "k=" << k;
+  }
+}
+
+namespace {
+struct oom_service {
+  virtual ~oom_service() = default;
+};
+// The error code `f` throws as an error_exception; ok when it throws
+// nothing, not_supported when it throws anything else (std::bad_alloc).
+template <typename F>
+ts::error_code thrown_code(F&& f) noexcept {
+  try {
+    f();
+  } catch (const ts::error_exception& e) {
+    return e.code();
+  } catch (...) {
+    return ts::error_code::not_supported;
+  }
+  return ts::error_code::ok;
+}
+}  // namespace
+
+// Out of memory, the registry's throwing entry points (the seed API's
+// register_service, which returns nothing, and scoped_override's
+// constructors) throw error_exception{resource_exhausted} and change
+// nothing.
+TEST(ServiceRegistryOutOfMemory, EveryEntryPointReportsWithTheLibrarysError) {
+  auto service = std::make_shared<oom_service>();
+  auto factory = [] { return std::make_shared<oom_service>(); };
+  ts::service_registry reg;
+  (void)ts::service_registry::global();  // constructed before allocations fail
+  fault::tl_fail_all = true;             // every allocation of this thread fails
+  const auto seed = thrown_code([&] { ts::service_registry::register_service<oom_service>(service); });
+  const auto with_instance = thrown_code([&] { ts::scoped_override<oom_service> o(reg, service); });
+  const auto with_factory = thrown_code([&] { ts::scoped_override<oom_service> o(reg, factory); });
+  fault::tl_fail_all = false;
+  EXPECT_EQ(seed, ts::error_code::resource_exhausted);
+  EXPECT_EQ(with_instance, ts::error_code::resource_exhausted);
+  EXPECT_EQ(with_factory, ts::error_code::resource_exhausted);
+  EXPECT_FALSE(ts::service_registry::global().contains<oom_service>());
+  EXPECT_FALSE(reg.contains<oom_service>());
 }

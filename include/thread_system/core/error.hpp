@@ -14,6 +14,7 @@
 
 #include <cassert>
 #include <exception>
+#include <memory>
 #include <new>
 #include <optional>
 #include <string>
@@ -106,39 +107,92 @@ class error {
 /// `get()` of a future whose job was cancelled).
 class error_exception : public std::exception {
  public:
-  /// Wraps `err`; what() returns `err.to_string()` - or the code's name alone
-  /// when no memory is left for that text (an out-of-memory refusal must
-  /// not turn into std::bad_alloc while it is being thrown).
-  explicit error_exception(error&& err) noexcept : error_(std::move(err)) { make_what(); }
+  /// Wraps `err`; what() returns `err.to_string()` - or the code's name
+  /// alone when no memory is left for that text (an out-of-memory refusal
+  /// must not turn into std::bad_alloc while it is being thrown).
+  explicit error_exception(error&& err) noexcept {
+    try {
+      auto s = std::make_shared<shared_error>();  // before `err` is touched
+      s->err = std::move(err);                    // a move allocates nothing
+      shared_ = with_what(std::move(s));
+    } catch (const std::bad_alloc&) {
+      // make_shared threw, so `err` was not moved from: it is kept here
+      // whole (a move allocates nothing).
+      alone_ = std::move(err);  // NOLINT(bugprone-use-after-move)
+    }
+  }
   /// Copies `err`; out of memory for the copy, keeps its code alone (as
   /// above: the exception is still an error_exception with that code).
-  explicit error_exception(const error& err) noexcept : error_(copy_or_code(err)) { make_what(); }
+  explicit error_exception(const error& err) noexcept {
+    try {
+      auto s = std::make_shared<shared_error>();
+      s->err = err;  // may throw std::bad_alloc: then s is freed
+      shared_ = with_what(std::move(s));
+    } catch (const std::bad_alloc&) {
+      alone_ = code_only(err);
+    }
+  }
+  /// Copies share the wrapped error and its text (as std::runtime_error
+  /// shares its text), so a copy allocates nothing and never throws:
+  /// std::make_exception_ptr, which copies its argument (and in libstdc++
+  /// would hand back the std::bad_alloc of a failed copy instead), always
+  /// holds this error. (Only an exception made without memory copies its
+  /// error, and keeps its code alone if that copy finds none either.)
+  error_exception(const error_exception& other) noexcept
+      : std::exception(other), shared_(other.shared_), alone_(copy_alone(other)) {}
+  /// As the copy constructor.
+  error_exception& operator=(const error_exception& other) noexcept {
+    if (this != &other) {
+      std::exception::operator=(other);
+      shared_ = other.shared_;
+      alone_ = copy_alone(other);
+    }
+    return *this;
+  }
+  ~error_exception() override = default;
+
   /// "code: message" of the wrapped error.
   [[nodiscard]] const char* what() const noexcept override {
-    return what_.empty() ? thread_system::to_string(error_.code()).data() : what_.c_str();
+    if (shared_ != nullptr && !shared_->what.empty()) return shared_->what.c_str();
+    return thread_system::to_string(code()).data();
   }
   /// The wrapped error.
-  [[nodiscard]] const error& get_error() const noexcept { return error_; }
+  [[nodiscard]] const error& get_error() const noexcept { return shared_ != nullptr ? shared_->err : alone_; }
   /// The code of the wrapped error.
-  [[nodiscard]] error_code code() const noexcept { return error_.code(); }
+  [[nodiscard]] error_code code() const noexcept { return get_error().code(); }
 
  private:
-  static error copy_or_code(const error& err) noexcept {
+  struct shared_error {
+    error err;
+    std::string what;  // err.to_string(), or empty when there was no memory for it
+  };
+
+  // An error with `err`'s code and no message: an empty string allocates nothing.
+  static error code_only(const error& err) noexcept { return error{err.code(), std::string()}; }
+
+  // `s` with its what() text (left empty, and what() falls back to the
+  // code's name, when there is no memory for it).
+  static std::shared_ptr<const shared_error> with_what(std::shared_ptr<shared_error> s) noexcept {
     try {
-      return err;
+      s->what = s->err.to_string();
     } catch (const std::bad_alloc&) {
-      return error{err.code(), std::string()};  // an empty string allocates nothing
     }
+    return s;
   }
-  void make_what() noexcept {
+
+  // The error of an exception made without memory, copied (its code alone
+  // if that copy finds none either); an empty error when it is shared.
+  static error copy_alone(const error_exception& other) noexcept {
+    if (other.shared_ != nullptr) return error{};
     try {
-      what_ = error_.to_string();
-    } catch (const std::bad_alloc&) {  // what() falls back to the code's name
+      return other.alone_;
+    } catch (const std::bad_alloc&) {
+      return code_only(other.alone_);
     }
   }
 
-  error error_;
-  std::string what_;
+  std::shared_ptr<const shared_error> shared_;  // immutable once made; shared by copies (null: out of memory)
+  error alone_;                                 // the error when shared_ is null
 };
 
 /// Wraps an error so that it converts to any `result<T>` (like std::unexpected).

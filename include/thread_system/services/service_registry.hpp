@@ -41,7 +41,9 @@
 //   * service_registry::global() is a process-wide instance (constructed on
 //     first use, thread-safe). The seed API's static
 //     register_service<I>(ptr) / get_service<I>() (null when absent) act on
-//     it; register_service replaces, as the seed's did.
+//     it; register_service replaces, as the seed's did, and, since it
+//     returns nothing, throws error_exception{resource_exhausted} when the
+//     registration runs out of memory (scoped_override's constructors too).
 //   * Destruction: no other thread may be inside a member function; resolved
 //     pointers stay valid. The destructor drops the registrations as clear()
 //     does, so a service's destructor run by it may use the registry (it
@@ -209,13 +211,16 @@ class service_registry {
 
   // ---- seed API (on global()) ---------------------------------------------
 
-  /// Seed API: registers or replaces I in global(); a null pointer removes it.
+  /// Seed API: registers or replaces I in global(); a null pointer removes
+  /// it (nothing registered: nothing to do). It returns nothing, as the
+  /// seed's did, so a registration refused for want of memory throws
+  /// error_exception{resource_exhausted} (and changes nothing).
   template <typename I>
   static void register_service(std::shared_ptr<I> service) {
     if (service == nullptr) {
-      (void)global().unregister<I>();
-    } else {
-      (void)global().replace_instance<I>(std::move(service));
+      (void)global().unregister<I>();  // not_found: already absent, which is what was asked
+    } else if (auto r = global().replace_instance<I>(std::move(service)); !r) {
+      throw error_exception(std::move(r).error());
     }
   }
   /// Seed API: I from global(), or null when absent.
@@ -286,11 +291,13 @@ class service_registry {
 
   template <typename I>
   static unexpected_error null_instance() {
-    return make_error(error_code::invalid_argument, std::string("null service instance for ") + typeid(I).name());
+    return make_error_nothrow(error_code::invalid_argument,
+                              [] { return std::string("null service instance for ") + typeid(I).name(); });
   }
   template <typename I>
   static unexpected_error empty_factory() {
-    return make_error(error_code::invalid_argument, std::string("empty service factory for ") + typeid(I).name());
+    return make_error_nothrow(error_code::invalid_argument,
+                              [] { return std::string("empty service factory for ") + typeid(I).name(); });
   }
 
   result<void> insert(std::type_index k, std::shared_ptr<entry> e, bool replace) {
@@ -299,8 +306,9 @@ class service_registry {
     auto [it, inserted] = entries_.try_emplace(k, e);
     if (!inserted) {
       if (!replace) {
-        return make_error(error_code::invalid_argument,
-                          std::string("service already registered (use replace_*): ") + k.name());
+        return make_error_nothrow(error_code::invalid_argument, [&] {
+          return std::string("service already registered (use replace_*): ") + k.name();
+        });
       }
       old = std::exchange(it->second, std::move(e));
     }
@@ -359,19 +367,23 @@ template <typename I>
 class scoped_override {
  public:
   /// Overrides with an instance. Throws error_exception{invalid_argument}
-  /// for null (a constructor cannot return a result).
+  /// for null (a constructor cannot return a result), and
+  /// error_exception{resource_exhausted} out of memory (nothing changed).
   scoped_override(service_registry& registry, std::shared_ptr<I> instance) : registry_(registry) {
     if (instance == nullptr) throw error_exception(service_registry::null_instance<I>().value);
-    install(service_registry::make_instance_entry(std::move(instance)));
+    detail::throw_if_out_of_memory([&] { install(service_registry::make_instance_entry(std::move(instance))); });
   }
-  /// Overrides with a factory.
+  /// Overrides with a factory: invalid_argument for an empty one,
+  /// resource_exhausted out of memory, as above.
   template <typename F>
   scoped_override(service_registry& registry, F&& factory, service_lifetime lifetime = service_lifetime::singleton)
     requires factory_of<F, I>
       : registry_(registry) {
-    auto e = service_registry::make_factory_entry<I>(std::forward<F>(factory), lifetime);
-    if (e == nullptr) throw error_exception(service_registry::empty_factory<I>().value);
-    install(std::move(e));
+    detail::throw_if_out_of_memory([&] {
+      auto e = service_registry::make_factory_entry<I>(std::forward<F>(factory), lifetime);
+      if (e == nullptr) throw error_exception(service_registry::empty_factory<I>().value);
+      install(std::move(e));
+    });
   }
   scoped_override(const scoped_override&) = delete;
   scoped_override& operator=(const scoped_override&) = delete;
