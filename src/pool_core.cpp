@@ -188,8 +188,7 @@ bool pool_core::take_from_lifo_slot(pool_worker& w, bool helping, detail::job_no
 }
 
 result<void> pool_core::push_one(job_function&& fn) {
-  if (!fn)
-    return make_error_nothrow(error_code::invalid_argument, [&] { return "thread_pool '" + name_ + "': empty job"; });
+  if (!fn) return make_error_nothrow(error_code::invalid_argument, [&] { return named() + ": empty job"; });
   return detail::refuse_if_out_of_memory([&] { return push_one_unchecked(std::move(fn)); });
 }
 
@@ -201,8 +200,7 @@ result<void> pool_core::push_one_unchecked(job_function&& fn) {
 }
 
 result<void> pool_core::enqueue_continuation(job_function&& fn) {
-  if (!fn)
-    return make_error_nothrow(error_code::invalid_argument, [&] { return "thread_pool '" + name_ + "': empty job"; });
+  if (!fn) return make_error_nothrow(error_code::invalid_argument, [&] { return named() + ": empty job"; });
   return detail::refuse_if_out_of_memory([&]() -> result<void> {
     if (local_deques_) {
       if (pool_worker* w = own_worker()) return push_local(*w, std::move(fn), true);
@@ -231,9 +229,7 @@ result<void> pool_core::push_batch(std::span<job_function> fns) {
   // Before anything else (backpressure included): a batch with an empty job
   // is refused whole, and no policy ever sees it (caller_runs would run it).
   for (const auto& fn : fns) {
-    if (!fn)
-      return make_error_nothrow(error_code::invalid_argument,
-                                [&] { return "thread_pool '" + name_ + "': empty job in batch"; });
+    if (!fn) return make_error_nothrow(error_code::invalid_argument, [&] { return named() + ": empty job in batch"; });
   }
   return detail::refuse_if_out_of_memory([&] { return push_batch_unchecked(fns); });
 }

@@ -60,7 +60,7 @@ struct wake_group {
 };
 
 // invalid_argument: a pool of `requested` workers is more than max_workers.
-[[nodiscard]] unexpected_error too_many_workers(const std::string& pool_name, std::size_t requested);
+[[nodiscard]] unexpected_error too_many_workers(const char* kind, const std::string& pool_name, std::size_t requested);
 
 // Every member is public to the fronts' implementation (src/pool_front.cpp);
 // the class is not visible outside src/.
@@ -209,9 +209,11 @@ class pool_core {
   // `without_room`: how many of `fns` take the place of dropped jobs that
   // held no room (drop_oldest), so are queued without room themselves.
   result<void> acquire_room(std::span<job_function> fns, bool& ran_inline, std::size_t& without_room);
+  // "<kind> '<name>'", the start of the pool's messages (throws std::bad_alloc).
+  [[nodiscard]] std::string named() const { return std::string(kind_) + " '" + name_ + "'"; }
   // The refusal of a pool that is stopping or stopped (never throws).
   [[nodiscard]] unexpected_error stopped_error() const noexcept {
-    return make_error_nothrow(error_code::pool_stopped, [&] { return "thread_pool '" + name_ + "' is stopped"; });
+    return make_error_nothrow(error_code::pool_stopped, [&] { return named() + " is stopped"; });
   }
   // stop() has begun (stopping or stopped). acquire: pairs with the release
   // store in stop().
@@ -336,6 +338,9 @@ class pool_core {
   // on_own_worker() or discarding_on_this_thread(): the message of the
   // invalid_argument that `what` (wait_idle/stop) throws there, or null.
   [[nodiscard]] const char* refusal_on_this_thread(bool stop) const noexcept;
+  // Throws error_exception{invalid_argument, "<kind> '<name>': <refusal>"}
+  // (its code alone when there is no memory for the text).
+  [[noreturn]] void throw_refusal(const char* refusal) const;
   [[nodiscard]] bool nothing_left_to_steal_from_caller() const noexcept;  // see nothing_left_to_steal()
   [[nodiscard]] std::uint64_t cancel_queued() noexcept;
   // stop()'s two halves. close_for_stop(): the state becomes stopping, the
@@ -363,6 +368,7 @@ class pool_core {
   [[nodiscard]] stop_report make_report() const;
 
   std::string name_;
+  const char* kind_;                 // "thread_pool" or "typed_thread_pool" (core_config::kind)
   std::unique_ptr<injector> queue_;  // never null
   pool_queue queue_kind_ = pool_queue::mutex;
 

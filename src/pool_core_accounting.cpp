@@ -76,9 +76,7 @@ bool pool_core::idle_now() const noexcept {
 }
 
 void pool_core::wait_idle() {
-  if (const char* refusal = refusal_on_this_thread(/*stop=*/false)) {
-    throw error_exception(error{error_code::invalid_argument, refusal});
-  }
+  if (const char* refusal = refusal_on_this_thread(/*stop=*/false)) throw_refusal(refusal);
   if (state_.load(std::memory_order_acquire) == state::created) return;  // nothing can run yet
   for (;;) {
     if (idle_now()) return;

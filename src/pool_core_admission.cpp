@@ -147,7 +147,7 @@ result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inli
   const std::size_t n = fns.size();
   if (n > bounds_.capacity) {
     return make_error_nothrow(error_code::invalid_argument, [&] {
-      return "thread_pool '" + name_ + "': a batch of " + std::to_string(n) + " jobs can never fit the capacity of " +
+      return named() + ": a batch of " + std::to_string(n) + " jobs can never fit the capacity of " +
              std::to_string(bounds_.capacity);
     });
   }
@@ -176,7 +176,7 @@ result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inli
     switch (policy) {
       case backpressure::policy::reject:
         return make_error_nothrow(error_code::queue_full, [&] {
-          return "thread_pool '" + name_ + "': queue is full (capacity " + std::to_string(bounds_.capacity) + ")";
+          return named() + ": queue is full (capacity " + std::to_string(bounds_.capacity) + ")";
         });
       case backpressure::policy::caller_runs:
         // A typed injector counts these runs per kind: a kind used for the
@@ -255,8 +255,8 @@ result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inli
           room_available_.commit_wait(key);
         } else if (!room_available_.commit_wait_until(key, deadline)) {
           if (try_reserve(n)) return {};
-          return make_error_nothrow(
-              error_code::timeout, [&] { return "thread_pool '" + name_ + "': no room within the block_for timeout"; });
+          return make_error_nothrow(error_code::timeout,
+                                    [&] { return named() + ": no room within the block_for timeout"; });
         }
         break;
       }
@@ -273,8 +273,7 @@ unexpected_error pool_core::refusal(const error& queue_error) const {
   if (queue_error.code() == error_code::pool_stopped) {
     return stopped_error();
   }
-  return make_error_nothrow(queue_error.code(),
-                            [&] { return "thread_pool '" + name_ + "': " + queue_error.message(); });
+  return make_error_nothrow(queue_error.code(), [&] { return named() + ": " + queue_error.message(); });
 }
 
 }  // namespace thread_system::detail

@@ -39,9 +39,9 @@ std::uint64_t idle_wait_ns(std::chrono::nanoseconds wait) {
   return static_cast<std::uint64_t>(wait.count());
 }
 
-std::exception_ptr make_out_of_memory_report(const std::string& pool_name) {
+std::exception_ptr make_out_of_memory_report(const char* kind, const std::string& pool_name) {
   return std::make_exception_ptr(error_exception(
-      error{error_code::resource_exhausted, "thread_pool '" + pool_name +
+      error{error_code::resource_exhausted, std::string(kind) + " '" + pool_name +
                                                 "': a worker could not allocate (it runs jobs one at a time "
                                                 "until memory is available again)"}));
 }
@@ -74,6 +74,7 @@ struct launch_gate {
 
 pool_core::pool_core(core_config config) try
     : name_(std::move(config.name)),
+      kind_(config.kind),
       queue_(std::move(config.queue)),
       bounds_(config.bounds),
       local_deques_(config.local_deques),
@@ -81,7 +82,7 @@ pool_core::pool_core(core_config config) try
       max_spinners_(default_max_spinners()),
       stack_size_(config.worker_stack_size),
       idle_wait_ns_(idle_wait_ns(config.idle_wait)),
-      out_of_memory_report_(make_out_of_memory_report(name_)) {
+      out_of_memory_report_(make_out_of_memory_report(kind_, name_)) {
   validate(bounds_);
   // The thread that runs what stop() drains is worker max_workers to the
   // injector (note_done()).
@@ -97,10 +98,10 @@ pool_core::~pool_core() {
   if (state_.load(std::memory_order_acquire) != state::stopped) (void)stop(stop_mode::drain);
 }
 
-unexpected_error too_many_workers(const std::string& pool_name, std::size_t requested) {
+unexpected_error too_many_workers(const char* kind, const std::string& pool_name, std::size_t requested) {
   return make_error_nothrow(error_code::invalid_argument, [&] {
-    return "thread_pool '" + pool_name + "': " + std::to_string(requested) + " workers requested; a pool has at most " +
-           std::to_string(max_workers);
+    return std::string(kind) + " '" + pool_name + "': " + std::to_string(requested) +
+           " workers requested; a pool has at most " + std::to_string(max_workers);
   });
 }
 
@@ -116,15 +117,15 @@ pool_worker& pool_core::adopt(std::unique_ptr<thread_worker> w) noexcept {
 
 result<void> pool_core::enqueue_batch(std::vector<std::unique_ptr<thread_worker>> workers) {
   for (const auto& w : workers) {
-    if (!w) return make_error(error_code::invalid_argument, "thread_pool::enqueue_batch: null worker in batch");
+    if (!w) return make_error_nothrow(error_code::invalid_argument, [&] { return named() + ": null worker in batch"; });
   }
   std::lock_guard lock(lifecycle_mutex_);
   const state st = state_.load(std::memory_order_relaxed);  // state_ only changes under this mutex
   if (st == state::stopping || st == state::stopped) {
-    return make_error_nothrow(error_code::pool_stopped,
-                              [&] { return "thread_pool '" + name_ + "': cannot add workers after stop()"; });
+    return make_error_nothrow(error_code::pool_stopped, [&] { return named() + ": cannot add workers after stop()"; });
   }
-  if (workers.size() > max_workers - workers_.size()) return too_many_workers(name_, workers_.size() + workers.size());
+  if (workers.size() > max_workers - workers_.size())
+    return too_many_workers(kind_, name_, workers_.size() + workers.size());
   const std::size_t first = workers_.size();
   std::vector<pool_worker*> added;
   try {
@@ -147,18 +148,15 @@ result<void> pool_core::start() {
   std::lock_guard lock(lifecycle_mutex_);
   switch (state_.load(std::memory_order_relaxed)) {  // state_ only changes under this mutex
     case state::running:
-      return make_error_nothrow(error_code::already_started,
-                                [&] { return "thread_pool '" + name_ + "' is already running"; });
+      return make_error_nothrow(error_code::already_started, [&] { return named() + " is already running"; });
     case state::stopping:
     case state::stopped:
-      return make_error_nothrow(error_code::pool_stopped,
-                                [&] { return "thread_pool '" + name_ + "' was stopped; create a new pool"; });
+      return make_error_nothrow(error_code::pool_stopped, [&] { return named() + " was stopped; create a new pool"; });
     case state::created:
       break;
   }
   if (active_workers_locked() == 0) {
-    return make_error_nothrow(error_code::invalid_argument,
-                              [&] { return "thread_pool '" + name_ + "': start() with zero workers"; });
+    return make_error_nothrow(error_code::invalid_argument, [&] { return named() + ": start() with zero workers"; });
   }
   std::vector<pool_worker*> all;
   try {
@@ -185,17 +183,17 @@ result<void> pool_core::launch(std::span<pool_worker* const> batch, BeforeGo bef
   for (pool_worker* w : batch) new_slots += w->published_ ? 0 : 1;
   // relaxed: published_ is only written under lifecycle_mutex_.
   if (new_slots > max_workers - published_.load(std::memory_order_relaxed))
-    return too_many_workers(name_, batch.size());
+    return too_many_workers(kind_, name_, batch.size());
   std::shared_ptr<launch_gate> gate;
   try {
     gate = std::make_shared<launch_gate>();
     for (pool_worker* w : batch) prepare_worker(*w);
   } catch (const std::system_error& e) {  // group_for(): too many distinct responsibility sets
-    return make_error_nothrow(error_code::invalid_argument, [&] { return "thread_pool '" + name_ + "': " + e.what(); });
+    return make_error_nothrow(error_code::invalid_argument, [&] { return named() + ": " + e.what(); });
   } catch (const std::bad_alloc&) {
     // The message is built without throwing: memory is short here.
     return make_error_nothrow(error_code::resource_exhausted,
-                              [this] { return "thread_pool '" + name_ + "': out of memory for the workers"; });
+                              [this] { return named() + ": out of memory for the workers"; });
   }
   std::size_t created = 0;
   result<void> refused;
@@ -222,8 +220,8 @@ result<void> pool_core::launch(std::span<pool_worker* const> batch, BeforeGo bef
     gate->open(launch_gate::abort);
     for (std::size_t i = 0; i < created; ++i) batch[i]->thread_.join();
     return make_error_nothrow(error_code::resource_exhausted, [&] {
-      return "thread_pool '" + name_ + "': started none of " + std::to_string(batch.size()) +
-             " workers (the system refused thread " + std::to_string(created + 1) + "): " + refused.error().message();
+      return named() + ": started none of " + std::to_string(batch.size()) + " workers (the system refused thread " +
+             std::to_string(created + 1) + "): " + refused.error().message();
     });
   }
   for (pool_worker* w : batch) publish_worker(*w);
@@ -280,13 +278,13 @@ detail::wake_group& pool_core::group_for(std::uint64_t mask) {
 
 result<void> pool_core::resize(std::size_t n) {
   if (n == 0)
-    return make_error(error_code::invalid_argument, "thread_pool::resize: the worker count must be at least 1");
-  if (n > max_workers) return too_many_workers(name_, n);
+    return make_error_nothrow(error_code::invalid_argument,
+                              [&] { return named() + ": resize(): the worker count must be at least 1"; });
+  if (n > max_workers) return too_many_workers(kind_, name_, n);
   std::lock_guard lock(lifecycle_mutex_);
   const state st = state_.load(std::memory_order_relaxed);  // state_ only changes under this mutex
   if (st == state::stopping || st == state::stopped) {
-    return make_error_nothrow(error_code::pool_stopped,
-                              [&] { return "thread_pool '" + name_ + "': cannot resize after stop()"; });
+    return make_error_nothrow(error_code::pool_stopped, [&] { return named() + ": cannot resize after stop()"; });
   }
   if (st == state::created) {
     // Before start(): set workers aside or take them back; none is
@@ -368,7 +366,7 @@ result<void> pool_core::resize(std::size_t n) {
       workers_.resize(old_size);
       wake_all_groups();
       return make_error_nothrow(r.error().code(), [&] {
-        return "thread_pool '" + name_ + "': resize to " + std::to_string(n) + " kept " + std::to_string(active) +
+        return named() + ": resize to " + std::to_string(n) + " kept " + std::to_string(active) +
                " workers: " + r.error().message();
       });
     }
@@ -525,20 +523,23 @@ void pool_core::orphan_to_outermost_frame() noexcept {
 
 const char* pool_core::refusal_on_this_thread(bool stop) const noexcept {
   if (on_own_worker()) {
-    return stop ? "thread_pool::stop() called from one of the pool's own workers"
-                : "thread_pool::wait_idle() called from one of the pool's own workers";
+    return stop ? "stop() called from one of the pool's own workers"
+                : "wait_idle() called from one of the pool's own workers";
   }
   if (discarding_on_this_thread()) {
-    return stop ? "thread_pool::stop() called from a job the pool is discarding on this thread"
-                : "thread_pool::wait_idle() called from a job the pool is discarding on this thread";
+    return stop ? "stop() called from a job the pool is discarding on this thread"
+                : "wait_idle() called from a job the pool is discarding on this thread";
   }
   return nullptr;
 }
 
+void pool_core::throw_refusal(const char* refusal) const {
+  throw error_exception(
+      make_error_nothrow(error_code::invalid_argument, [&] { return named() + ": " + refusal; }).value);
+}
+
 stop_report pool_core::stop(stop_mode mode) {
-  if (const char* refusal = refusal_on_this_thread(/*stop=*/true)) {
-    throw error_exception(error{error_code::invalid_argument, refusal});
-  }
+  if (const char* refusal = refusal_on_this_thread(/*stop=*/true)) throw_refusal(refusal);
   // (The front stopped the pool's timers before: pool_front::stop().)
   stop_report report;
   {

@@ -43,7 +43,7 @@ std::size_t pool_core::worker_count() const {
 result<pool_worker*> pool_core::running_worker_locked(std::size_t worker) const {
   if (worker >= workers_.size()) {
     return make_error_nothrow(error_code::invalid_argument,
-                              [&] { return "thread_pool '" + name_ + "': no worker " + std::to_string(worker); });
+                              [&] { return named() + ": no worker " + std::to_string(worker); });
   }
   pool_worker* w = &state_of(*workers_[worker]);
   // Running pool, active worker: stop() joins threads only after setting
@@ -53,9 +53,8 @@ result<pool_worker*> pool_core::running_worker_locked(std::size_t worker) const 
   // worker on exit, which only ever leaves `retiring`, refused here anyway).
   if (state_.load(std::memory_order_relaxed) != state::running || !w->thread_.joinable() ||
       w->membership_.load(std::memory_order_relaxed) != pool_worker::active) {
-    return make_error_nothrow(error_code::invalid_argument, [&] {
-      return "thread_pool '" + name_ + "': worker " + std::to_string(worker) + " is not running";
-    });
+    return make_error_nothrow(error_code::invalid_argument,
+                              [&] { return named() + ": worker " + std::to_string(worker) + " is not running"; });
   }
   return w;
 }

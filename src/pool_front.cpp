@@ -108,9 +108,7 @@ stop_report pool_front::stop(stop_mode mode) {
   // From the timer thread (a timer's function that backpressure::caller_runs
   // ran there): stopping would join that thread from itself. Refused before
   // anything stops, as on a worker.
-  if (timers_->on_timer_thread()) {
-    throw error_exception(error{error_code::invalid_argument, "thread_pool::stop() called on the pool's timer thread"});
-  }
+  if (timers_->on_timer_thread()) core_->throw_refusal("stop() called on the pool's timer thread");
   // A full pool makes no one wait from here (a timer's run blocked on room
   // would keep the timer thread, which the next step joins, from ending).
   core_->begin_stop();

@@ -50,7 +50,8 @@ thread_pool::thread_pool(std::size_t worker_count, pool_options options)
   if (worker_count == 0) {
     throw error_exception(error{error_code::invalid_argument, "thread_pool: worker_count must be at least 1"});
   }
-  if (worker_count > max_workers) throw error_exception(detail::too_many_workers(get_name(), worker_count).value);
+  if (worker_count > max_workers)
+    throw error_exception(detail::too_many_workers("thread_pool", get_name(), worker_count).value);
   try {
     std::vector<std::unique_ptr<thread_worker>> workers;
     workers.reserve(worker_count);

@@ -1135,4 +1135,74 @@ TEST(TypedThreadPool, AfterStopAnUnservedTypeIsRefusedAsStopped) {
   }
 }
 
+// The same mistake gets the same refusal at every entry point: an empty
+// callable is invalid_argument before the type is looked at, also for a
+// type no worker serves (submit, the batch and the timers said no_worker).
+TEST(TypedThreadPool, AnEmptyCallableIsInvalidArgumentAtEveryEntryPointWhateverTheType) {
+  ts::typed_thread_pool_t<job_types> pool{"empty-callable"};
+  ASSERT_TRUE(pool.add_worker(
+      std::make_unique<ts::typed_thread_worker_t<job_types>>(std::vector<job_types>{job_types::RealTime})));
+  ASSERT_TRUE(pool.start());
+  const std::function<void()> empty;
+  const std::function<int()> empty_int;
+  for (job_types t : {job_types::RealTime, job_types::Background}) {  // served, unserved
+    const auto type = std::to_string(static_cast<int>(t));
+    auto direct = pool.enqueue(t, empty);
+    ASSERT_FALSE(direct);
+    EXPECT_EQ(direct.error().code(), ts::error_code::invalid_argument) << type;
+    auto batch = pool.enqueue_batch(t, std::vector<std::function<void()>>{[] {}, empty});
+    ASSERT_FALSE(batch);
+    EXPECT_EQ(batch.error().code(), ts::error_code::invalid_argument) << type;
+    EXPECT_NE(batch.error().message().find("typed_thread_pool 'empty-callable'"), std::string::npos)
+        << batch.error().message();
+    for (auto submit : {+[](ts::typed_thread_pool_t<job_types>& p, job_types jt, const std::function<int()>& f) {
+                          (void)p.submit(jt, f);
+                        },
+                        +[](ts::typed_thread_pool_t<job_types>& p, job_types jt, const std::function<int()>& f) {
+                          ts::cancellation_source src;
+                          (void)p.submit(jt, src.token(), f);
+                        }}) {
+      try {
+        submit(pool, t, empty_int);
+        ADD_FAILURE() << type << ": submit accepted an empty callable";
+      } catch (const ts::error_exception& e) {
+        EXPECT_EQ(e.code(), ts::error_code::invalid_argument) << type;
+      }
+    }
+    auto after = pool.schedule_after(t, 1ms, empty);
+    ASSERT_FALSE(after);
+    EXPECT_EQ(after.error().code(), ts::error_code::invalid_argument) << type;
+    auto every = pool.schedule_every(t, -1ms, [] {});  // a bad period: the timer's own refusal
+    ASSERT_FALSE(every);
+    EXPECT_EQ(every.error().code(), ts::error_code::invalid_argument) << type;
+  }
+  auto unserved = pool.schedule_after(job_types::Background, 1ms, [] {});
+  ASSERT_FALSE(unserved);
+  EXPECT_EQ(unserved.error().code(), ts::error_code::no_worker);
+}
+
+// After stop(), every schedule_*() is refused as stopped, as the header
+// says - also for a type without a rank (it said invalid_argument) - and
+// every refusal of the typed pool names it as one ("typed_thread_pool
+// '<name>'"; the core's said "thread_pool").
+TEST(TypedThreadPool, AfterStopEveryTimerIsRefusedAsStoppedAndNamesTheTypedPool) {
+  ts::typed_thread_pool_t<job_types> pool{"stopped-timers"};
+  ASSERT_TRUE(pool.add_worker(
+      std::make_unique<ts::typed_thread_worker_t<job_types>>(std::vector<job_types>{job_types::Batch})));
+  ASSERT_TRUE(pool.start());
+  (void)pool.stop();
+  const auto unknown = static_cast<job_types>(99);
+  for (job_types t : {job_types::Batch, job_types::RealTime, unknown}) {
+    auto r = pool.schedule_after(t, -1ms, [] {});
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), ts::error_code::pool_stopped) << static_cast<int>(t);
+  }
+  auto served = pool.enqueue(job_types::Batch, [] {});  // refused by the core
+  ASSERT_FALSE(served);
+  EXPECT_EQ(served.error().message(), "typed_thread_pool 'stopped-timers' is stopped");
+  auto unserved = pool.enqueue(job_types::RealTime, [] {});  // refused by the typed front
+  ASSERT_FALSE(unserved);
+  EXPECT_EQ(unserved.error().message(), served.error().message());
+}
+
 }  // namespace

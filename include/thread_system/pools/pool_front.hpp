@@ -73,6 +73,8 @@ class pool_timers;
 // How a front builds its core.
 struct core_config {
   std::string name;
+  // What the pool is, for messages: "<kind> '<name>': ..." (a literal).
+  const char* kind = "thread_pool";
   std::unique_ptr<injector> queue;  // never null
   std::uint32_t latency_sample_every = 32;
   error_handler on_error;

@@ -133,12 +133,19 @@ struct token_job {
   }
 };
 
+// Throws error_exception{invalid_argument} for an empty callable (a null
+// function pointer, an empty std::function): submit()'s first refusal.
+template <typename F>
+void refuse_empty_submission(const F& f) {
+  if (is_empty_callable(f)) throw error_exception(error{error_code::invalid_argument, "submit: null callable"});
+}
+
 // A submitted call: the future and the (typed) job that completes it.
 // Throws error_exception{invalid_argument} for a null callable.
 template <typename F, typename... Args>
 auto make_submitted_job(F&& f, Args&&... args) {
   using R = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
-  if (is_empty_callable(f)) throw error_exception(error{error_code::invalid_argument, "submit: null callable"});
+  refuse_empty_submission(f);
   auto bound = [fn = std::decay_t<F>(std::forward<F>(f)),
                 ... bound_args = std::decay_t<Args>(std::forward<Args>(args))]() mutable -> R {
     return detail::invoke(std::move(fn), std::move(bound_args)...);

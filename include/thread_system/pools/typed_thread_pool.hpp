@@ -260,14 +260,18 @@ class typed_thread_pool_t : public detail::pool_front {
   }
 
  private:
+  // Refusals in enqueue(type, f)'s order: an empty job, then the type.
   template <typename R>
   result<void> enqueue_range(T type, R&& callables) {
-    auto rank = routable_rank(type);
-    if (!rank) return unexpected_error{std::move(rank).error()};
     std::vector<job_function> batch = detail::to_job_batch(std::forward<R>(callables));
     for (const auto& fn : batch) {
-      if (!fn) return make_error(error_code::invalid_argument, "typed_thread_pool::enqueue_batch: empty job in batch");
+      if (!fn) {
+        return make_error_nothrow(error_code::invalid_argument,
+                                  [this] { return "typed_thread_pool '" + get_name() + "': empty job in batch"; });
+      }
     }
+    auto rank = routable_rank(type);
+    if (!rank) return unexpected_error{std::move(rank).error()};
     if (batch.empty()) return {};
     for (auto& fn : batch) fn.set_tag(detail::job_tag::with_rank(fn.tag(), *rank));  // the injector routes by the tag
     return push_routed_batch(std::uint64_t{1} << *rank, std::span<job_function>(batch));
@@ -282,7 +286,10 @@ class typed_thread_pool_t : public detail::pool_front {
   [[nodiscard]] auto submit(T type, F&& f, Args&&... args)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
     return detail::throw_if_out_of_memory([&] {
-      if (auto rank = routable_rank(type); !rank) throw error_exception(rank.error());  // before the callable is moved
+      // An empty callable first, then the type (as enqueue(type, f)), both
+      // before the callable is moved.
+      detail::refuse_empty_submission(f);
+      if (auto rank = routable_rank(type); !rank) throw error_exception(rank.error());
       auto [result_future, fn] = detail::make_submission(std::forward<F>(f), std::forward<Args>(args)...);
       if (auto r = enqueue(type, std::move(fn)); !r) throw error_exception(r.error());
       return std::move(result_future);
@@ -297,7 +304,8 @@ class typed_thread_pool_t : public detail::pool_front {
   [[nodiscard]] auto submit(T type, cancellation_token token, F&& f, Args&&... args)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>> {
     return detail::throw_if_out_of_memory([&] {
-      if (auto rank = routable_rank(type); !rank) throw error_exception(rank.error());  // before the callable is moved
+      detail::refuse_empty_submission(f);  // as above
+      if (auto rank = routable_rank(type); !rank) throw error_exception(rank.error());
       auto [result_future, fn] =
           detail::make_cancellable_submission(std::move(token), std::forward<F>(f), std::forward<Args>(args)...);
       if (auto r = enqueue(type, std::move(fn)); !r) throw error_exception(r.error());
@@ -309,11 +317,14 @@ class typed_thread_pool_t : public detail::pool_front {
   // Delayed and periodic jobs of a type, as thread_pool's schedule_*() (the
   // contract is timer_queue's: never early, periodic runs on their grid and
   // never overlapping, cancel() through the handle). The type is checked
-  // when the timer is scheduled (as enqueue(type, f) checks it); each run is
-  // then queued as a job of that type. One timer thread per pool, started
-  // by the first schedule_*(). stop() stops the timers first (drain
-  // dispatches one-shot timers already due, cancels and counts the rest);
-  // afterwards schedule_*() returns `pool_stopped`.
+  // when the timer is scheduled; each run is then queued as a job of that
+  // type. Refusals, in thread_pool::schedule_*()'s order: `pool_stopped`
+  // once stop() has begun, then the caller's mistakes (`invalid_argument`: a
+  // type without a rank, then the timer's own: an empty function, a NaN or
+  // negative delay, a bad period), then `no_worker` (no worker serves the
+  // type), `resource_exhausted`. One timer thread per pool, started by the
+  // first schedule_*(). stop() stops the timers first (drain dispatches
+  // one-shot timers already due, cancels and counts the rest).
 
   /// Runs `f` once as a job of `type`, `delay` from now.
   template <typename Rep, typename Period, typename F>
@@ -443,7 +454,10 @@ class typed_thread_pool_t : public detail::pool_front {
     std::vector<std::uint64_t> masks;
     masks.reserve(workers.size());
     for (const auto& w : workers) {
-      if (!w) return make_error(error_code::invalid_argument, "typed_thread_pool::enqueue_batch: null worker in batch");
+      if (!w) {
+        return make_error_nothrow(error_code::invalid_argument,
+                                  [this] { return "typed_thread_pool '" + get_name() + "': null worker in batch"; });
+      }
       if (w->belongs_to_pool()) {
         return make_error(error_code::invalid_argument, "typed_thread_pool: the worker already belongs to a pool");
       }
@@ -485,6 +499,7 @@ class typed_thread_pool_t : public detail::pool_front {
   static detail::core_config typed_core_config(const typed_pool_options<T>& o, detail::typed_injector* injector) {
     std::unique_ptr<detail::injector> owned(injector);  // first: nothing below leaks it
     detail::core_config c = detail::core_config_of(o, o.name, std::move(owned));
+    c.kind = "typed_thread_pool";
     c.local_deques = false;
     c.make_worker = []() -> std::unique_ptr<thread_worker> { return std::make_unique<worker_type>(); };
     return c;
@@ -513,16 +528,21 @@ class typed_thread_pool_t : public detail::pool_front {
   }
 
   // Puts the timer `build(route)` makes on the pool's timer queue (created
-  // on first use), the route naming the rank of `type`. Refusals: no worker
-  // serves `type` first, then as pool_front::add_timer().
+  // on first use), the route naming the rank of `type`. Refusals in the
+  // order of the timers' comment above (add_timer() checks the stop again,
+  // under its lock).
   template <typename Build>
   result<timer_handle> with_timers(T type, Build&& build) {
     return detail::refuse_if_out_of_memory([&]() -> result<timer_handle> {
-      auto rank = routable_rank(type);
+      if (stop_begun()) return stopped_error();
+      auto rank = rank_of(type);
       if (!rank) return unexpected_error{std::move(rank).error()};
+      detail::built_timer timer = build(timer_route{static_cast<std::uint32_t>(*rank)});
+      if (!timer) return unexpected_error{std::move(timer).error()};
+      if (auto served = routable_rank(type); !served) return unexpected_error{std::move(served).error()};
       return add_timer(
           "typed_thread_pool", [this](job_function&& fn, timer_route r) { return push_rank(r.id, std::move(fn)); },
-          build(timer_route{static_cast<std::uint32_t>(*rank)}));
+          std::move(timer));
     });
   }
 
@@ -542,11 +562,14 @@ class typed_thread_pool_t : public detail::pool_front {
     if (const std::size_t rank = served_rank(type); rank != max_types) return rank;
     auto rank = rank_of(type);
     if (!rank) return rank;
-    if (stop_begun()) {
-      return make_error_nothrow(error_code::pool_stopped,
-                                [&] { return "typed_thread_pool '" + get_name() + "' is stopped"; });
-    }
+    if (stop_begun()) return stopped_error();
     return not_served(type);
+  }
+
+  // pool_stopped, worded as the core's refusal ("typed_thread_pool '<name>' is stopped").
+  unexpected_error stopped_error() const noexcept {
+    return make_error_nothrow(error_code::pool_stopped,
+                              [this] { return "typed_thread_pool '" + get_name() + "' is stopped"; });
   }
 
   THREAD_SYSTEM_NOINLINE unexpected_error not_served(T type) const {
