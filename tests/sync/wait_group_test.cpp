@@ -4,10 +4,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <ratio>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "../support/test_support.hpp"
@@ -52,6 +54,49 @@ TEST(WaitGroup, AddBeyondTheMaximumIsRefused) {
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
   EXPECT_EQ(wg.count(), ts::wait_group::max_count);
+}
+
+// An initial count beyond max_count (a negative int converted, say) is a
+// mistake the constructor reports; it was clamped, so wait() hung.
+TEST(WaitGroup, AnInitialCountBeyondTheMaximumIsRefused) {
+  EXPECT_EQ(ts::wait_group{ts::wait_group::max_count}.count(), ts::wait_group::max_count);
+  for (std::uint32_t initial : {ts::wait_group::max_count + 1, static_cast<std::uint32_t>(-1)}) {
+    try {
+      ts::wait_group wg{initial};
+      ADD_FAILURE() << initial << " accepted, count " << wg.count();
+    } catch (const ts::error_exception& e) {
+      EXPECT_EQ(e.code(), ts::error_code::invalid_argument) << initial;
+    }
+  }
+}
+
+// The header's advice for jobs a pool may discard: a guard among a job's
+// captures calls done() when the job is destroyed, which a discard does too.
+TEST(WaitGroup, AGuardAmongAJobsCapturesCountsAJobThePoolDiscards) {
+  struct done_guard {
+    ts::wait_group* wg;
+    explicit done_guard(ts::wait_group& g) : wg(&g) {}
+    done_guard(done_guard&& other) noexcept : wg(std::exchange(other.wg, nullptr)) {}
+    done_guard(const done_guard&) = delete;
+    done_guard& operator=(const done_guard&) = delete;
+    done_guard& operator=(done_guard&&) = delete;
+    ~done_guard() {
+      if (wg != nullptr) (void)wg->done();
+    }
+  };
+  ts::thread_pool pool{"never-started"};  // no workers yet: the jobs wait in its queue
+  ts::wait_group wg;
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(wg.add());
+    ASSERT_TRUE(pool.enqueue([guard = done_guard{wg}, &ran] { ran.fetch_add(1, std::memory_order_relaxed); }));
+  }
+  EXPECT_EQ(wg.count(), 3U);
+  const ts::stop_report r = pool.stop(ts::stop_mode::cancel_pending);
+  EXPECT_EQ(r.cancelled, 3U);
+  EXPECT_EQ(wg.count(), 0U);  // every discarded job said done()
+  EXPECT_TRUE(wg.wait_for(std::chrono::milliseconds(0)));
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 0);  // relaxed: nothing ran; stop() returned
 }
 
 TEST(WaitGroup, WaitForTimesOutWhilePendingAndSucceedsAfter) {

@@ -23,7 +23,9 @@
 //     (a null function pointer, an empty std::function), as enqueue()
 //     refuses it.
 //   * wait() returns when every job run() so far has finished; on a worker
-//     it helps run other jobs meanwhile. Everything the jobs did is visible
+//     it helps run other jobs meanwhile (with the locks the waiting code
+//     holds held: hold none that another job of the pool may take, see
+//     sync/helping_wait.hpp, *Locks*). Everything the jobs did is visible
 //     after wait() returns. The first exception thrown by a job is rethrown
 //     by wait() (later ones are dropped). A job the pool accepted and then
 //     discarded unrun (stop(stop_mode::cancel_pending), or

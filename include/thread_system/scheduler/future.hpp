@@ -17,7 +17,9 @@
 //   * A helping wait runs other jobs on this thread's stack, one at a time
 //     (it takes single jobs, never batches, so it allocates nothing and
 //     cannot fail for lack of memory); a deep chain of nested helping waits
-//     uses stack like nested calls do.
+//     uses stack like nested calls do. Those jobs run with the locks the
+//     waiting code holds held: hold none across get()/wait() that another
+//     job of the pool may take (sync/helping_wait.hpp, *Locks*).
 //
 // A job discarded by stop(stop_mode::cancel_pending) completes its future
 // with an `error_exception` whose code is `cancelled`; so does a job

@@ -17,6 +17,15 @@
 //     worker never parks indefinitely. A helped job restarts the sequence.
 //   * Off the pool's workers the wait parks at once, until woken (no
 //     spinning, no CPU while waiting).
+//   * Locks: a helped job is any job of the pool, run nested inside the
+//     waiting code, on its thread - with the locks that code holds held,
+//     and its thread_locals in view. So hold no lock across a helping wait
+//     (future::get/wait, task_group::wait, wait_group::wait, parallel_for)
+//     that another job of the same pool may take: with a std::mutex that
+//     job deadlocks the thread; with a recursive mutex it enters the
+//     waiter's critical section. Where a lock must stay held, wait with a
+//     primitive that does not help (std::latch, a std::counting_semaphore)
+//     and make sure the awaited work does not need this worker.
 //   * A deadline (steady clock in nanoseconds, detail/clock.hpp; 0 = none)
 //     is checked between helped jobs, not during one: a wait may return
 //     later than its deadline by the run time of the job it was helping with.

@@ -5,7 +5,9 @@
 //   wait_group wg;
 //   for (auto& item : items) {
 //     (void)wg.add(1);
-//     (void)pool.enqueue([&wg, &item] { process(item); (void)wg.done(); });
+//     if (!pool.enqueue([&wg, &item] { process(item); (void)wg.done(); })) {
+//       (void)wg.done();  // refused: that piece will not come
+//     }
 //   }
 //   wg.wait();  // on a pool worker this runs other jobs meanwhile
 //
@@ -19,7 +21,16 @@
 //     it); otherwise wait() may return before that work begins.
 //   * done() more often than add(): the count never goes negative; done()
 //     returns invalid_argument and changes nothing. add() beyond 2^31 - 1
-//     pending pieces returns invalid_argument.
+//     pending pieces returns invalid_argument; the constructor throws
+//     error_exception{invalid_argument} for such an initial count.
+//   * The group counts done() calls, not jobs: a job that never runs never
+//     calls its done(). A pool refuses a job visibly (check enqueue()'s
+//     result, as above), but a job it accepted and then discards unrun
+//     (stop(stop_mode::cancel_pending), backpressure::drop_oldest) leaves
+//     the count up and wait() waiting. Where jobs may be discarded, call
+//     done() from the job's destructor (a guard among its captures, whose
+//     destructor a discard runs too), or use task_group, which counts a
+//     discarded job as finished and reports it (cancelled).
 //   * On one of a thread_pool's workers, wait() helps: it runs other jobs of
 //     that pool until the count is zero, so a job may enqueue children and
 //     wait for them even in a pool with one worker. Elsewhere it sleeps on
@@ -27,6 +38,8 @@
 //     deadline between the jobs it runs, as future's does
 //     (scheduler/future.hpp): it may return late by the one job it was
 //     running, or by a pause() of the pool while it held a job not started.
+//     The jobs it runs run nested inside the waiting code, on its thread,
+//     with the locks it holds held: see helping_wait.hpp, *Locks*.
 //   * The group may be reused once the count is zero and every wait() of
 //     the round has returned (Go's sync.WaitGroup rule): a waiter that was
 //     asleep when the count reached zero checks it again when it wakes, and
@@ -74,8 +87,10 @@ class wait_group {
 
   /// A group with a count of zero.
   wait_group() = default;
-  /// Starts with `initial` pending pieces (clamped to max_count).
-  explicit wait_group(std::uint32_t initial) noexcept : pending_(initial < max_count ? initial : max_count) {}
+  /// Starts with `initial` pending pieces. Throws error_exception{invalid_argument}
+  /// beyond max_count (a negative int converted, say: a count that never
+  /// reaches zero, or one that wraps).
+  explicit wait_group(std::uint32_t initial) : pending_(checked_initial(initial)) {}
   /// Not copyable.
   wait_group(const wait_group&) = delete;
   /// Not copyable.
@@ -159,6 +174,13 @@ class wait_group {
   static constexpr std::uint32_t sleeper_bit = detail::pending_count::sleeper_bit;
   static constexpr std::uint32_t count_mask = detail::pending_count::count_mask;
   static_assert(count_mask == max_count);
+
+  static std::uint32_t checked_initial(std::uint32_t initial) {
+    if (initial > max_count) {
+      throw error_exception(error{error_code::invalid_argument, "wait_group: initial count beyond max_count"});
+    }
+    return initial;
+  }
 
   // deadline_ns: steady clock in nanoseconds, 0 = none. The one helping
   // wait (sync/helping_wait.hpp) on the shared count-and-sleeper word.
