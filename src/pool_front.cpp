@@ -141,9 +141,14 @@ void pool_front::set_error_handler(error_handler handler) { core_->set_error_han
 
 timer_statistics pool_front::get_timer_statistics() const { return timers_->statistics(); }
 
-result<timer_handle> pool_front::add_timer(std::string_view kind, timer_routed_dispatch target, built_timer&& timer) {
-  return refuse_if_out_of_memory([&] { return timers_->add(kind, core_->name_, std::move(target), std::move(timer)); });
+result<timer_handle> pool_front::add_timer(timer_routed_dispatch target, built_timer&& timer) {
+  return refuse_if_out_of_memory(
+      [&] { return timers_->add(core_->kind_, core_->name_, std::move(target), std::move(timer)); });
 }
+
+std::string pool_front::named() const { return core_->named(); }
+
+unexpected_error pool_front::stopped_error() const noexcept { return core_->stopped_error(); }
 
 result<void> pool_front::add_workers(std::vector<std::unique_ptr<thread_worker>> workers) {
   return core_->enqueue_batch(std::move(workers));

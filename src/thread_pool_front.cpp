@@ -79,8 +79,8 @@ std::size_t thread_pool::default_worker_count() noexcept {
 }
 
 result<timer_handle> thread_pool::add_timer(detail::built_timer&& timer) {
-  return pool_front::add_timer(
-      "thread_pool", [this](job_function&& f, timer_route) { return push_one(std::move(f)); }, std::move(timer));
+  return pool_front::add_timer([this](job_function&& f, timer_route) { return push_one(std::move(f)); },
+                               std::move(timer));
 }
 
 }  // namespace thread_system

@@ -277,6 +277,11 @@ class pool_front {
   result<void> add_workers(std::vector<std::unique_ptr<thread_worker>> workers);
   // True once stop() has begun.
   [[nodiscard]] bool stop_begun() const noexcept;
+  // "<kind> '<name>'" ("typed_thread_pool 'jobs'"), the start of the pool's
+  // messages; throws std::bad_alloc.
+  [[nodiscard]] std::string named() const;
+  // The pool_stopped refusal of a pool whose stop() has begun (never throws).
+  [[nodiscard]] unexpected_error stopped_error() const noexcept;
   // Allocates nothing.
   [[nodiscard]] worker_masks active_worker_masks(std::size_t first_n = 0) const;
   // Passes `e` to the error handler (a coroutine that failed, say).
@@ -295,7 +300,7 @@ class pool_front {
   // thread named after the pool. pool_stopped once stop() began ("<kind>
   // '<name>' is stopped"), checked before the timer's own refusal;
   // resource_exhausted when the timer thread cannot start or memory runs out.
-  result<timer_handle> add_timer(std::string_view kind, timer_routed_dispatch target, built_timer&& timer);
+  result<timer_handle> add_timer(timer_routed_dispatch target, built_timer&& timer);
 
  private:
   // The pool's timers (src/pool_timers.hpp). Their runs go into the core:

@@ -166,9 +166,8 @@ class typed_thread_pool_t : public detail::pool_front {
   result<void> set_queue(pool_queue kind) {
     if (kind == pool_queue::bounded) return bounded_refused();
     if (!injector().set_queue_kind(kind)) {
-      return make_error_nothrow(error_code::already_started, [this] {
-        return "typed_thread_pool '" + get_name() + "': the queue kind is fixed once a job was queued";
-      });
+      return make_error_nothrow(error_code::already_started,
+                                [this] { return named() + ": the queue kind is fixed once a job was queued"; });
     }
     return {};
   }
@@ -230,8 +229,7 @@ class typed_thread_pool_t : public detail::pool_front {
   /// A job_function of `type`. On refusal `fn` is left untouched.
   result<void> enqueue(T type, job_function&& fn) {
     if (!fn) {
-      return make_error_nothrow(error_code::invalid_argument,
-                                [this] { return "typed_thread_pool '" + get_name() + "': empty job"; });
+      return make_error_nothrow(error_code::invalid_argument, [this] { return named() + ": empty job"; });
     }
     return detail::refuse_if_out_of_memory([&]() -> result<void> {
       std::size_t rank = served_rank(type);
@@ -266,8 +264,7 @@ class typed_thread_pool_t : public detail::pool_front {
     std::vector<job_function> batch = detail::to_job_batch(std::forward<R>(callables));
     for (const auto& fn : batch) {
       if (!fn) {
-        return make_error_nothrow(error_code::invalid_argument,
-                                  [this] { return "typed_thread_pool '" + get_name() + "': empty job in batch"; });
+        return make_error_nothrow(error_code::invalid_argument, [this] { return named() + ": empty job in batch"; });
       }
     }
     auto rank = routable_rank(type);
@@ -400,8 +397,8 @@ class typed_thread_pool_t : public detail::pool_front {
       if (n < masks.active && orphaned != 0) {
         const auto rank = static_cast<std::size_t>(std::countr_zero(orphaned));
         return make_error_nothrow(error_code::no_worker, [&] {
-          return "typed_thread_pool '" + get_name() + "': resize to " + std::to_string(n) + " would leave job type " +
-                 name_of_rank(rank) + " without a worker";
+          return named() + ": resize to " + std::to_string(n) + " would leave job type " + name_of_rank(rank) +
+                 " without a worker";
         });
       }
     }
@@ -455,8 +452,7 @@ class typed_thread_pool_t : public detail::pool_front {
     masks.reserve(workers.size());
     for (const auto& w : workers) {
       if (!w) {
-        return make_error_nothrow(error_code::invalid_argument,
-                                  [this] { return "typed_thread_pool '" + get_name() + "': null worker in batch"; });
+        return make_error_nothrow(error_code::invalid_argument, [this] { return named() + ": null worker in batch"; });
       }
       if (w->belongs_to_pool()) {
         return make_error(error_code::invalid_argument, "typed_thread_pool: the worker already belongs to a pool");
@@ -540,9 +536,8 @@ class typed_thread_pool_t : public detail::pool_front {
       detail::built_timer timer = build(timer_route{static_cast<std::uint32_t>(*rank)});
       if (!timer) return unexpected_error{std::move(timer).error()};
       if (auto served = routable_rank(type); !served) return unexpected_error{std::move(served).error()};
-      return add_timer(
-          "typed_thread_pool", [this](job_function&& fn, timer_route r) { return push_rank(r.id, std::move(fn)); },
-          std::move(timer));
+      return add_timer([this](job_function&& fn, timer_route r) { return push_rank(r.id, std::move(fn)); },
+                       std::move(timer));
     });
   }
 
@@ -566,16 +561,9 @@ class typed_thread_pool_t : public detail::pool_front {
     return not_served(type);
   }
 
-  // pool_stopped, worded as the core's refusal ("typed_thread_pool '<name>' is stopped").
-  unexpected_error stopped_error() const noexcept {
-    return make_error_nothrow(error_code::pool_stopped,
-                              [this] { return "typed_thread_pool '" + get_name() + "' is stopped"; });
-  }
-
   THREAD_SYSTEM_NOINLINE unexpected_error not_served(T type) const {
     return make_error_nothrow(error_code::no_worker, [&] {
-      return "typed_thread_pool '" + get_name() + "': no worker serves job type " + type_name(type) +
-             "; add one before queueing such jobs";
+      return named() + ": no worker serves job type " + type_name(type) + "; add one before queueing such jobs";
     });
   }
 
