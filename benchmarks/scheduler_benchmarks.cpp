@@ -70,15 +70,23 @@ void report_fib(benchmark::State& state, std::size_t threads) {
   state.counters["threads"] = static_cast<double>(threads);
 }
 
+// The fork-join rows run at 1 worker (spawn and join alone: nothing is
+// stolen), 2, and every core when there are more.
+void fib_workers(benchmark::internal::Benchmark* b) {
+  b->ArgName("workers")->Arg(1)->Arg(2);
+  if (bench_threads() > 2) b->Arg(static_cast<std::int64_t>(bench_threads()));
+}
+
 void BM_NestedFib_ThreadSystem(benchmark::State& state) {
-  ts::thread_pool pool{bench_threads()};
+  const auto workers = static_cast<std::size_t>(state.range(0));
+  ts::thread_pool pool{workers};
   for (auto _ : state) {
     auto root = pool.submit([&pool] { return fib_ts(pool, fib_n); });
     benchmark::DoNotOptimize(root.get());
   }
-  report_fib(state, bench_threads());
+  report_fib(state, workers);
 }
-BENCHMARK(BM_NestedFib_ThreadSystem)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_NestedFib_ThreadSystem)->Apply(fib_workers)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 #if defined(THREAD_SYSTEM_HAVE_TBB)
 std::uint64_t fib_tbb(int n) {
@@ -91,17 +99,20 @@ std::uint64_t fib_tbb(int n) {
   return a + b;
 }
 
+// The arena's slots include the external thread, which runs the root and
+// takes part: `workers` threads in all, as for the pool above.
 void BM_NestedFib_oneTBB(benchmark::State& state) {
-  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, bench_threads());
-  tbb::task_arena arena(static_cast<int>(bench_threads()));
+  const auto workers = static_cast<std::size_t>(state.range(0));
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, workers);
+  tbb::task_arena arena(static_cast<int>(workers));
   for (auto _ : state) {
     std::uint64_t r = 0;
     arena.execute([&r] { r = fib_tbb(fib_n); });
     benchmark::DoNotOptimize(r);
   }
-  report_fib(state, bench_threads());
+  report_fib(state, workers);
 }
-BENCHMARK(BM_NestedFib_oneTBB)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_NestedFib_oneTBB)->Apply(fib_workers)->UseRealTime()->Unit(benchmark::kMillisecond);
 #endif
 
 // ---- external submission of empty jobs ---------------------------------------

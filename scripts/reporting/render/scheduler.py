@@ -2,6 +2,8 @@
 (thread_system_benchmarks: nested fork-join, parallel_for, external submission).
 Its goals are in reporting/goals.py."""
 
+import re
+
 from .common import LIB_LABEL, cell, fmt_ratio, section
 
 
@@ -10,11 +12,15 @@ def table_scheduler(ctx, out):
     runs = ctx.runs
     out.append("## Nested fork-join, parallel_for, external submission (scheduler benchmarks)\n")
     out.append("From `thread_system_benchmarks` (scheduler_benchmarks.cpp): every library with hardware_concurrency "
-               "threads. *fib(27), a task per call*: thread-ns per task = threads × wall time / tasks (lower is "
-               "better). *parallel_for* over 10⁷ floats: elements/s. *External submit*: 10⁶ empty jobs from 1 or 2 "
+               "threads. *fib(27), a task per call*, at 1 and 2 workers (and every core where there are more): thread-ns per "
+               "task = workers × wall time / tasks (lower is better; oneTBB's arena of as many threads, its "
+               "external thread included). *parallel_for* over 10⁷ floats: elements/s. *External submit*: 10⁶ empty jobs from 1 or 2 "
                "producer threads: jobs/s.\n")
+    fib_workers = sorted({int(m.group(1)) for key in runs.reps
+                          if (m := re.match(r"^BM_NestedFib_ThreadSystem/workers:(\d+)$", key))})
     specs = [
-        ("nested fib: thread-ns per task", "BM_NestedFib_{}", "thread_ns_per_task", False, ""),
+        *[(f"nested fib, {w} worker{'s' if w > 1 else ''}: thread-ns per task", f"BM_NestedFib_{{}}/workers:{w}",
+           "thread_ns_per_task", False, "") for w in fib_workers],
         ("parallel_for: elements/s", "BM_ParallelFor_{}", "items_per_second", True, "rate"),
         ("external submit, 1 producer: jobs/s", "BM_ExternalSubmit_{}/producers:1", "items_per_second", True, "rate"),
         ("external submit, 2 producers: jobs/s", "BM_ExternalSubmit_{}/producers:2", "items_per_second", True, "rate"),
