@@ -90,7 +90,7 @@ thread_local std::uint32_t tl_sample_countdown = 1;
 
 pool_worker* pool_core::own_worker() const noexcept { return tl_context.pool == this ? tl_context.worker : nullptr; }
 
-result<void> pool_core::push_local(pool_worker& w, job_function&& fn, bool continuation) {
+result<void> pool_core::push_local(pool_worker& w, job_function&& fn, local_push where) {
   // Only this worker's thread pushes to its deque, so the check below and
   // the push cannot interleave with this worker's own exit decision.
   if (stop_begun()) return stopped_error();
@@ -111,6 +111,15 @@ result<void> pool_core::push_local(pool_worker& w, job_function&& fn, bool conti
   // and finished (see idle_now()).
   single_writer_add(w.spawned_, 1, std::memory_order_release);
   THREAD_SYSTEM_CHAOS_POINT();
+  if (where == local_push::fork) {
+    // The deque's push publishes the job to thieves (release, inside
+    // work_stealing_deque::push()); the wake-up below follows, as for a job
+    // the slot displaces.
+    w.deque_.push(node);  // room reserved above: no allocation
+    wake_worker_if_needed();
+    return {};
+  }
+  const bool continuation = where == local_push::continuation;
   // The new job goes into the LIFO slot; the one it displaces onto the
   // deque. Only this thread makes the slot non-null (thieves only empty
   // it), so a slot read as empty stays empty until the store below.
@@ -122,7 +131,7 @@ result<void> pool_core::push_local(pool_worker& w, job_function&& fn, bool conti
     // A continuation runs on this worker as soon as the job pushing it
     // returns: waking another worker for it would only make the two race
     // for it, and marked as one it keeps no idle worker awake either (see
-    // enqueue_continuation() and work_visible()).
+    // local_push::continuation and work_visible()).
     if (continuation) return {};
   } else {
     // release: as above. A thief may have emptied the slot since the load;
@@ -187,26 +196,16 @@ bool pool_core::take_from_lifo_slot(pool_worker& w, bool helping, detail::job_no
   return true;
 }
 
-result<void> pool_core::push_one(job_function&& fn) {
+result<void> pool_core::push_one(job_function&& fn, local_push where) {
   if (!fn) return make_error_nothrow(error_code::invalid_argument, [&] { return named() + ": empty job"; });
-  return detail::refuse_if_out_of_memory([&] { return push_one_unchecked(std::move(fn)); });
+  return detail::refuse_if_out_of_memory([&] { return push_one_unchecked(std::move(fn), where); });
 }
 
-result<void> pool_core::push_one_unchecked(job_function&& fn) {
+result<void> pool_core::push_one_unchecked(job_function&& fn, local_push where) {
   if (local_deques_) {
-    if (pool_worker* w = own_worker()) return push_local(*w, std::move(fn));
+    if (pool_worker* w = own_worker()) return push_local(*w, std::move(fn), where);
   }
   return push_to_injector(std::move(fn));
-}
-
-result<void> pool_core::enqueue_continuation(job_function&& fn) {
-  if (!fn) return make_error_nothrow(error_code::invalid_argument, [&] { return named() + ": empty job"; });
-  return detail::refuse_if_out_of_memory([&]() -> result<void> {
-    if (local_deques_) {
-      if (pool_worker* w = own_worker()) return push_local(*w, std::move(fn), true);
-    }
-    return push_to_injector(std::move(fn));
-  });
 }
 
 result<void> pool_core::push_to(injector& target, job_function&& fn, std::uint64_t kind_mask) {
@@ -834,7 +833,13 @@ result<void> pool_front::push_one(job_function&& fn) { return core_->push_one(st
 
 result<void> pool_front::push_batch(std::span<job_function> fns) { return core_->push_batch(fns); }
 
-result<void> pool_front::push_continuation(job_function&& fn) { return core_->enqueue_continuation(std::move(fn)); }
+result<void> pool_front::push_continuation(job_function&& fn) {
+  return core_->push_one(std::move(fn), pool_core::local_push::continuation);
+}
+
+result<void> pool_front::push_fork(job_function&& fn) {
+  return core_->push_one(std::move(fn), pool_core::local_push::fork);
+}
 
 result<void> pool_front::push_routed(std::uint64_t kind_mask, injector& target, job_function&& fn) {
   return core_->push_to(target, std::move(fn), kind_mask);

@@ -247,8 +247,23 @@ class pool_core {
   // See core's worker_masks (pool_front.hpp). Allocates nothing.
   [[nodiscard]] worker_masks active_worker_masks(std::size_t first_n = 0) const;
 
-  result<void> push_one(job_function&& fn);
-  result<void> push_one_unchecked(job_function&& fn);
+  // Where a job pushed from one of the pool's own workers goes (a job from
+  // any other thread goes through the injector whatever `where` says):
+  //   * newest (enqueue()): into the worker's LIFO slot, the job the slot
+  //     held onto its deque;
+  //   * continuation (a coroutine's `co_await schedule()`): into the empty
+  //     slot, marked, no other worker woken - the pushing job ends at once
+  //     and this worker takes the slot next (the continuation rule of Asio's
+  //     and Tokio's schedulers; docs/ARCHITECTURE.md, the LIFO slot);
+  //   * fork (task_group::run()): onto the deque, past the slot. The
+  //     worker's helping wait pops it back from the newest end and thieves
+  //     take the oldest first; through the slot it would cost two exchanges
+  //     more (one displacing the previous child onto the deque, one taking
+  //     the slot back) and stay hidden from thieves until every deque is
+  //     empty.
+  enum class local_push : std::uint8_t { newest, continuation, fork };
+  result<void> push_one(job_function&& fn, local_push where = local_push::newest);
+  result<void> push_one_unchecked(job_function&& fn, local_push where = local_push::newest);
   result<void> push_batch_unchecked(std::span<job_function> fns, std::uint64_t kind_mask = ~std::uint64_t{0});
   // push_one() for a job that goes through the injector.
   result<void> push_to_injector(job_function&& fn) { return push_to(*queue_, std::move(fn), ~std::uint64_t{0}); }
@@ -256,16 +271,10 @@ class pool_core {
   // that it counts and closes as its own (pool_front::push_routed()). One
   // function for both, so that push_external() inlines into it.
   result<void> push_to(injector& target, job_function&& fn, std::uint64_t kind_mask);
-  result<void> push_local(pool_worker& w, job_function&& fn, bool continuation = false);
+  result<void> push_local(pool_worker& w, job_function&& fn, local_push where = local_push::newest);
   // push_local() for a batch, all or none; false (nothing moved) when the
   // nodes or deque room cannot be allocated, else true with the result in `r`.
   bool push_local_batch(pool_worker& w, std::span<job_function> fns, result<void>& r);
-  // A coroutine's resumption pushed by `co_await schedule()` from one of
-  // this pool's workers: into the worker's empty LIFO slot without waking
-  // another worker (the pushing job ends at once, and this worker takes the
-  // slot next - the continuation rule of Asio's and Tokio's schedulers);
-  // otherwise as enqueue().
-  result<void> enqueue_continuation(job_function&& fn);
   bool find_and_run(pool_worker& w, std::span<job_function> local, bool helping);
   class worker_help;  // a worker's help_source (src/pool_core.cpp)
   // Jobs popped from the queue per call when the pool drains or cancels it

@@ -164,7 +164,7 @@ class pool_worker {
   // deque); the owner takes it first, and thieves take it with an exchange
   // only after finding every deque empty (see pool_core::push_local(), src/pool_core.cpp).
   // The value is the job's node address; its low bit marks a continuation
-  // (pool_core::enqueue_continuation()), which the owner runs as soon as
+  // (pool_core::local_push::continuation), which the owner runs as soon as
   // the current job returns: no worker is woken for it and idle workers do
   // not count it as work (see pool_core::work_visible()).
   // On a line of its own: thieves' polls of it must not pull in the

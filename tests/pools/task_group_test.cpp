@@ -208,6 +208,37 @@ TEST(TaskGroup, AnotherThreadMayWait) {
   }
 }
 
+// A job's group child goes onto its worker's deque, past the LIFO slot
+// (pool_front::push_fork()): a thief finds it there at once, before a plain
+// job the same job enqueue()d into the slot. Through the slot, the child
+// displaced that job onto the deque, and the thief took the plain job
+// first. The pool is paused while the two are pushed, so the idle worker
+// looks only once both are in place; the job that pushed them then waits
+// without helping, so only the other worker can run either of them.
+TEST(TaskGroup, AChildRunFromAWorkerIsStolenBeforeAPlainJobInTheLifoSlot) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  std::atomic<int> first{0};  // 1: the plain job ran first, 2: the group's child
+  auto outcome = pool.submit([&pool, &first] {
+    ts::task_group g(pool);
+    auto claim = [&first](int who) {
+      int none = 0;
+      // relaxed: read by this test after the jobs have finished (wait(), get()).
+      first.compare_exchange_strong(none, who, std::memory_order_relaxed);
+    };
+    pool.pause();
+    EXPECT_TRUE(pool.enqueue([claim] { claim(1); }));
+    g.run([claim] { claim(2); });
+    pool.resume();
+    // Not a helping wait: the other worker must take one of the two.
+    const bool taken = ts::test::eventually([&first] { return first.load(std::memory_order_relaxed) != 0; });
+    g.wait();
+    return taken;
+  });
+  ASSERT_TRUE(outcome.get()) << "the idle worker took neither job";
+  pool.wait_idle();
+  EXPECT_EQ(first.load(std::memory_order_relaxed), 2) << "the idle worker took the plain job first";
+}
+
 // Copying the callable into the job throws: run() lets the exception out
 // and the group does not count the job (a count taken first would never be
 // given back: wait() and the destructor would wait forever).

@@ -118,7 +118,10 @@ class task_group {
     count_spawn();
     // A refused job_function is left untouched (see thread_pool::enqueue),
     // so the group runs it here instead of losing it.
-    if (auto r = pool_.enqueue(std::move(*wrapped)); !r) (*wrapped)();
+    // From one of the pool's workers the job goes onto that worker's deque,
+    // past its LIFO slot (pool_front::push_fork()): this thread's wait()
+    // pops it back, and a thief takes the oldest job first.
+    if (auto r = pool_.push_fork(std::move(*wrapped)); !r) (*wrapped)();
   }
 
   /// Waits for every job run() so far; rethrows the first exception.

@@ -345,6 +345,7 @@ class thread_pool : public detail::pool_front {
 
  private:
   friend struct detail::coro_access;
+  friend class task_group;  // pushes its jobs with push_fork()
 
   // Coroutine resumptions go in as plain jobs.
   [[nodiscard]] detail::resume_target coroutine_target() noexcept {
