@@ -42,7 +42,7 @@ _RATE = "items_per_second"
 GOALS = [
     # -- the work-stealing scheduler (issue #4), thread_system_benchmarks
     # (#20: at 1 and 2 workers; the rows exist for every core count where there are more)
-    dict(section="scheduler", goal="nested fib, {w} worker(s): thread-ns per task ≤ 0.5× oneTBB's", kind="ratio",
+    dict(section="scheduler", goal="nested fib, {w}-worker pool: thread-ns per task ≤ 0.5× oneTBB's", kind="ratio",
          each=r"^BM_NestedFib_ThreadSystem/workers:(?P<w>\d+)$",
          x=["{row}", "thread_ns_per_task"], y=["BM_NestedFib_oneTBB/workers:{w}", "thread_ns_per_task"],
          met=("<=", 0.5), measured="{x:.1f} vs {y:.1f} ns ({r:.2f}×)"),
