@@ -94,11 +94,11 @@ result<void> pool_core::push_local(pool_worker& w, job_function&& fn, local_push
   // Only this worker's thread pushes to its deque, so the check below and
   // the push cannot interleave with this worker's own exit decision.
   if (stop_begun()) return stopped_error();
-  // A node, and room on the deque for the job the slot may displace. Out of
-  // memory, the job goes through the injector instead (which reports its
-  // own failure to the caller).
+  // A node, and room on the deque for the job the slot may displace (and a
+  // fork's own). Out of memory, the job goes through the injector instead
+  // (which reports its own failure to the caller).
   detail::job_node* node = w.node_cache_.try_allocate();
-  if (node == nullptr || !w.deque_.reserve(1)) {
+  if (node == nullptr || !w.deque_.reserve(where == local_push::fork ? 2 : 1)) {
     if (node != nullptr) w.node_cache_.release(node);
     note_allocation_failure(w);
     return push_to_injector(std::move(fn));
@@ -112,9 +112,21 @@ result<void> pool_core::push_local(pool_worker& w, job_function&& fn, local_push
   single_writer_add(w.spawned_, 1, std::memory_order_release);
   THREAD_SYSTEM_CHAOS_POINT();
   if (where == local_push::fork) {
-    // The deque's push publishes the job to thieves (release, inside
-    // work_stealing_deque::push()); the wake-up below follows, as for a job
-    // the slot displaces.
+    // A job in the slot (an enqueue() of the job running now, or a
+    // continuation) goes onto the deque first, as the newest job displaces
+    // it below: the deque stays in push order, and a helping wait, which
+    // looks at the slot before the deque, still takes the newest job - this
+    // child - first. relaxed load: as below (only this thread fills the
+    // slot). The exchange decides against a thief; a continuation moved
+    // onto the deque is an ordinary job from then on, covered by the
+    // wake-up below.
+    if (w.lifo_slot_.load(std::memory_order_relaxed) != 0) {
+      if (const pool_worker::slot_word displaced = w.lifo_slot_.exchange(0, std::memory_order_relaxed)) {
+        w.deque_.push(pool_worker::slot_node(displaced));  // room reserved above: no allocation
+      }
+    }
+    // The deque's push publishes the job to thieves (its release store);
+    // the wake-up below follows, as for a job the slot displaces.
     w.deque_.push(node);  // room reserved above: no allocation
     wake_worker_if_needed();
     return {};

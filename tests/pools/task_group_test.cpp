@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "../support/test_support.hpp"
 #include "thread_system/pools/thread_pool.hpp"
@@ -208,35 +209,29 @@ TEST(TaskGroup, AnotherThreadMayWait) {
   }
 }
 
-// A job's group child goes onto its worker's deque, past the LIFO slot
-// (pool_front::push_fork()): a thief finds it there at once, before a plain
-// job the same job enqueue()d into the slot. Through the slot, the child
-// displaced that job onto the deque, and the thief took the plain job
-// first. The pool is paused while the two are pushed, so the idle worker
-// looks only once both are in place; the job that pushed them then waits
-// without helping, so only the other worker can run either of them.
-TEST(TaskGroup, AChildRunFromAWorkerIsStolenBeforeAPlainJobInTheLifoSlot) {
-  ts::thread_pool pool{2, ts::test::pool_opts()};
-  std::atomic<int> first{0};  // 1: the plain job ran first, 2: the group's child
-  auto outcome = pool.submit([&pool, &first] {
+// A child run() from a worker goes onto the worker's deque, past its LIFO
+// slot (pool_front::push_fork()); a job the slot held goes onto the deque
+// first, below it. So the group's helping wait, which looks at the slot
+// before the deque, still runs the newest job - its own child - and returns
+// without running the older job of the same worker. (Had the slot kept that
+// job, the wait would have run it first.) One worker: nothing else runs it.
+TEST(TaskGroup, AWaitOnAWorkerRunsItsChildAndNotAnOlderJobOfTheWorker) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  std::atomic<bool> older_ran{false};
+  auto seen = pool.submit([&pool, &older_ran] {
+    // relaxed: read on this thread, or after wait_idle()
+    EXPECT_TRUE(pool.enqueue([&older_ran] { older_ran.store(true, std::memory_order_relaxed); }));
     ts::task_group g(pool);
-    auto claim = [&first](int who) {
-      int none = 0;
-      // relaxed: read by this test after the jobs have finished (wait(), get()).
-      first.compare_exchange_strong(none, who, std::memory_order_relaxed);
-    };
-    pool.pause();
-    EXPECT_TRUE(pool.enqueue([claim] { claim(1); }));
-    g.run([claim] { claim(2); });
-    pool.resume();
-    // Not a helping wait: the other worker must take one of the two.
-    const bool taken = ts::test::eventually([&first] { return first.load(std::memory_order_relaxed) != 0; });
+    bool child_ran = false;
+    g.run([&child_ran] { child_ran = true; });
     g.wait();
-    return taken;
+    return std::pair{child_ran, older_ran.load(std::memory_order_relaxed)};
   });
-  ASSERT_TRUE(outcome.get()) << "the idle worker took neither job";
+  const auto [child_ran, older_ran_in_wait] = seen.get();
+  EXPECT_TRUE(child_ran);
+  EXPECT_FALSE(older_ran_in_wait) << "the group's wait ran an older job of the worker first";
   pool.wait_idle();
-  EXPECT_EQ(first.load(std::memory_order_relaxed), 2) << "the idle worker took the plain job first";
+  EXPECT_TRUE(older_ran.load(std::memory_order_relaxed));
 }
 
 // Copying the callable into the job throws: run() lets the exception out
