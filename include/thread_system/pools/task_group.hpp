@@ -119,9 +119,9 @@ class task_group {
     // A refused job_function is left untouched (see thread_pool::enqueue),
     // so the group runs it here instead of losing it.
     // From one of the pool's workers the job goes onto that worker's deque,
-    // past its LIFO slot (pool_front::push_fork()): this thread's wait()
-    // pops it back, and a thief takes the oldest job first.
-    if (auto r = pool_.push_fork(std::move(*wrapped)); !r) (*wrapped)();
+    // past its LIFO slot (detail::fork_access): this thread's wait() pops it
+    // back, and a thief takes the oldest job first.
+    if (auto r = detail::fork_access::push(pool_, std::move(*wrapped)); !r) (*wrapped)();
   }
 
   /// Waits for every job run() so far; rethrows the first exception.

@@ -164,6 +164,10 @@ template <typename F>
 concept not_a_seed_object =
     !std::is_convertible_v<F, std::unique_ptr<job>> && !std::is_convertible_v<F, std::unique_ptr<thread_worker>>;
 
+// How task_group and parallel_for hand their pieces to the pool (defined
+// below the class).
+struct fork_access;
+
 }  // namespace detail
 
 /// A fixed set of worker threads running jobs from a shared queue, with work stealing (see the header comment).
@@ -345,7 +349,7 @@ class thread_pool : public detail::pool_front {
 
  private:
   friend struct detail::coro_access;
-  friend class task_group;  // pushes its jobs with push_fork()
+  friend struct detail::fork_access;
 
   // Coroutine resumptions go in as plain jobs.
   [[nodiscard]] detail::resume_target coroutine_target() noexcept {
@@ -364,5 +368,17 @@ class thread_pool : public detail::pool_front {
 
   pool_queue queue_kind_ = pool_queue::mutex;
 };
+
+namespace detail {
+
+// A fork-join piece (a task_group child, a parallel_for half): from one of
+// the pool's workers onto that worker's deque, past its LIFO slot, where the
+// worker's helping wait pops it back and thieves take the oldest piece
+// first; from any other thread as enqueue() (pool_front::push_fork()).
+struct fork_access {
+  static result<void> push(thread_pool& pool, job_function&& fn) { return pool.push_fork(std::move(fn)); }
+};
+
+}  // namespace detail
 
 }  // namespace thread_system
