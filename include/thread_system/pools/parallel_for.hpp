@@ -6,9 +6,9 @@
 //       std::plus<>{});
 //
 // The range is split recursively in halves down to `grain` indices; each
-// split hands one half to the pool (to the calling worker's LIFO slot and
-// deque when called from a worker, so idle workers steal it) and keeps the
-// other. Work therefore balances by stealing, and nested calls (a
+// split hands one half to the pool (onto the calling worker's deque when
+// called from a worker, past its LIFO slot, so idle workers steal it) and
+// keeps the other. Work therefore balances by stealing, and nested calls (a
 // parallel_for inside a parallel_for body) work: the inner call's waits help
 // run other jobs.
 //
