@@ -255,7 +255,8 @@ class pool_core {
   //     slot, marked, no other worker woken - the pushing job ends at once
   //     and this worker takes the slot next (the continuation rule of Asio's
   //     and Tokio's schedulers; docs/ARCHITECTURE.md, the LIFO slot);
-  //   * fork (task_group::run()): onto the deque, past the slot. The
+  //   * fork (task_group::run(), parallel_for's halves: detail::fork_access):
+  //     onto the deque, past the slot (a job the slot held goes first). The
   //     worker's helping wait pops it back from the newest end and thieves
   //     take the oldest first; through the slot it would cost two exchanges
   //     more (one displacing the previous child onto the deque, one taking

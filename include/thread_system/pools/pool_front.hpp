@@ -263,10 +263,9 @@ class pool_front {
   // worker's LIFO slot, run as soon as its current job returns, no worker
   // woken (see thread_pool.hpp, "Scheduling"); otherwise as push_one().
   result<void> push_continuation(job_function&& fn);
-  // A fork-join child (task_group::run()) from one of this pool's workers:
-  // onto that worker's deque, past its LIFO slot, where the worker's helping
-  // wait pops it back and thieves take the oldest first; otherwise as
-  // push_one().
+  // A fork-join piece (detail::fork_access: a task_group child, a
+  // parallel_for half) from one of this pool's workers: onto that worker's
+  // deque, past its LIFO slot; otherwise as push_one().
   result<void> push_fork(job_function&& fn);
   // Into `target` - the pool's injector (the job's tag routes it), or a
   // queue inside it that the injector counts and closes as its own (the
