@@ -111,34 +111,29 @@ result<void> pool_core::push_local(pool_worker& w, job_function&& fn, local_push
   // and finished (see idle_now()).
   single_writer_add(w.spawned_, 1, std::memory_order_release);
   THREAD_SYSTEM_CHAOS_POINT();
+  // Only this thread makes the slot non-null (thieves only empty it), so a
+  // slot read as empty stays empty until this thread fills it. relaxed
+  // load: the owner's own last write, or a thief's emptying.
+  const bool slot_empty = w.lifo_slot_.load(std::memory_order_relaxed) == 0;
   if (where == local_push::fork) {
-    // A job in the slot (an enqueue() of the job running now, or a
-    // continuation) goes onto the deque first, as the newest job displaces
-    // it below: the deque stays in push order, and a helping wait, which
-    // looks at the slot before the deque, still takes the newest job - this
-    // child - first. relaxed load: as below (only this thread fills the
-    // slot). The exchange decides against a thief; a continuation moved
-    // onto the deque is an ordinary job from then on, covered by the
-    // wake-up below.
-    if (w.lifo_slot_.load(std::memory_order_relaxed) != 0) {
+    // A fork goes onto the deque, past the slot. A job in the slot (an
+    // enqueue() of the job running now, or a continuation) goes onto the
+    // deque first, as the newest job displaces it below: the deque stays
+    // in push order, and a helping wait, which looks at the slot before the
+    // deque, still takes the newest job - this child - first. relaxed: the
+    // exchange only decides against a thief (the deque's push publishes the
+    // job again); a continuation moved onto the deque is an ordinary job
+    // from then on, covered by the wake-up below.
+    if (!slot_empty) {
       if (const pool_worker::slot_word displaced = w.lifo_slot_.exchange(0, std::memory_order_relaxed)) {
         w.deque_.push(pool_worker::slot_node(displaced));  // room reserved above: no allocation
       }
     }
-    // The deque's push publishes the job to thieves (its release store);
-    // the wake-up below follows, as for a job the slot displaces.
-    w.deque_.push(node);  // room reserved above: no allocation
-    wake_worker_if_needed();
-    return {};
-  }
-  const bool continuation = where == local_push::continuation;
-  // The new job goes into the LIFO slot; the one it displaces onto the
-  // deque. Only this thread makes the slot non-null (thieves only empty
-  // it), so a slot read as empty stays empty until the store below.
-  // relaxed load: the owner's own last write, or a thief's emptying.
-  if (w.lifo_slot_.load(std::memory_order_relaxed) == 0) {
-    // release: publishes the job to a thief; pairs with the acquire
-    // exchange in try_steal().
+    w.deque_.push(node);  // its release store publishes the job to thieves; room reserved above
+  } else if (slot_empty) {
+    // The new job goes into the LIFO slot. release: publishes the job to a
+    // thief; pairs with the acquire exchange in try_steal().
+    const bool continuation = where == local_push::continuation;
     w.lifo_slot_.store(pool_worker::slot_word_of(node, continuation), std::memory_order_release);
     // A continuation runs on this worker as soon as the job pushing it
     // returns: waking another worker for it would only make the two race
@@ -146,10 +141,12 @@ result<void> pool_core::push_local(pool_worker& w, job_function&& fn, local_push
     // local_push::continuation and work_visible()).
     if (continuation) return {};
   } else {
-    // release: as above. A thief may have emptied the slot since the load;
-    // then there is nothing to move to the deque. The job in the slot now
-    // is an ordinary one: a continuation only ever goes into an empty slot
-    // (the displaced job needs the wake-up below, and so does the new one).
+    // The new job goes into the slot and the one it displaces onto the
+    // deque. release: as above. A thief may have emptied the slot since the
+    // load; then there is nothing to move to the deque. The job in the slot
+    // now is an ordinary one: a continuation only ever goes into an empty
+    // slot (the displaced job needs the wake-up below, and so does the new
+    // one).
     if (const pool_worker::slot_word displaced =
             w.lifo_slot_.exchange(pool_worker::slot_word_of(node, false), std::memory_order_release)) {
       w.deque_.push(pool_worker::slot_node(displaced));  // room reserved above: no allocation

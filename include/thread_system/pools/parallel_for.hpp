@@ -186,9 +186,7 @@ void hand_out(const std::shared_ptr<parallel_for_state<I, F>>& st, I mid, I hi) 
   result<void> r;
   try {
     // Onto this worker's deque, past its LIFO slot (detail::fork_access).
-    r = detail::refuse_if_out_of_memory([&] {
-      return fork_access::push(st->pool, job_function(for_piece<I, F>{st, mid, hi}));
-    });
+    r = fork_access::push(st->pool, for_piece<I, F>{st, mid, hi});
   } catch (...) {
     st->pending.fetch_sub(1, std::memory_order_relaxed);  // out of memory: that piece never existed
     throw;

@@ -377,6 +377,11 @@ namespace detail {
 // first; from any other thread as enqueue() (pool_front::push_fork()).
 struct fork_access {
   static result<void> push(thread_pool& pool, job_function&& fn) { return pool.push_fork(std::move(fn)); }
+  /// A callable, wrapped as enqueue(F&&) wraps it (out of memory: resource_exhausted).
+  template <runnable F>
+  static result<void> push(thread_pool& pool, F&& f) {
+    return refuse_if_out_of_memory([&] { return pool.push_fork(job_function(std::forward<F>(f))); });
+  }
 };
 
 }  // namespace detail
