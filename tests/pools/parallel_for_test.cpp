@@ -139,21 +139,68 @@ TEST(ParallelFor, OneLeafIsSplitOnDemandForAnIdleWorker) {
   EXPECT_EQ(threads.size(), 2U) << "the single leaf was never split for the idle worker";
 }
 
-// From a thread outside the pool, the loop runs on the pool's workers: the
-// caller could not help at the end, so it hands the whole loop over and waits.
-TEST(ParallelFor, FromOutsideThePoolEveryIndexRunsOnAWorker) {
+// From a thread outside the pool the caller takes part: it always runs its
+// own first leaf (the root's lowest piece), and the workers run the rest or
+// nothing, as it happens; every index runs once.
+TEST(ParallelFor, FromOutsideThePoolTheCallerTakesPart) {
   ts::thread_pool pool{2, ts::test::pool_opts()};
   const std::vector<std::thread::id> ran_on = threads_per_index(pool, 20'011, 100);
   const auto caller = std::this_thread::get_id();
-  std::size_t on_caller = 0;
   std::size_t missed = 0;
-  for (const auto& id : ran_on) {
-    on_caller += id == caller;
-    missed += id == std::thread::id{};
-  }
+  for (const auto& id : ran_on) missed += id == std::thread::id{};
   EXPECT_EQ(missed, 0U);
-  EXPECT_EQ(on_caller, 0U);
+  EXPECT_EQ(ran_on.front(), caller);
   EXPECT_FALSE(pool.is_worker_thread());
+}
+
+// From outside the pool the caller takes back every piece no worker has
+// started. With the pool's only worker busy (or the pool paused) it runs
+// the whole loop itself and returns; the loop used to be one job for the
+// workers, and the call waited for the busy worker (here: until the
+// watchdog freed it). The pieces it took back stay queued until the worker
+// is free, which then finds them taken and runs no index a second time.
+TEST(ParallelFor, FromOutsideABusyOrPausedPoolTheCallerRunsEveryPieceItself) {
+  ts::thread_pool pool{1, ts::test::pool_opts("pf-busy")};
+  for (const bool paused : {false, true}) {
+    SCOPED_TRACE(paused ? "paused pool" : "busy worker");
+    ts::test::worker_blocker blocker;
+    if (paused) {
+      pool.pause();
+    } else {
+      blocker.hold(pool);
+    }
+    constexpr std::size_t n = 10'007;
+    std::vector<std::atomic<int>> visits(n);
+    const auto caller = std::this_thread::get_id();
+    std::atomic<std::size_t> elsewhere{0};
+    std::atomic<bool> returned{false};
+    std::atomic<bool> freed_by_watchdog{false};
+    // Frees the pool if the call does not return by itself, so that a
+    // failing build ends rather than hangs.
+    std::thread watchdog([&] {
+      if (ts::test::eventually([&] { return returned.load(std::memory_order_acquire); })) return;
+      freed_by_watchdog.store(true, std::memory_order_release);
+      blocker.let_go();
+      pool.resume();
+    });
+    ts::parallel_for(
+        pool, std::size_t{0}, n,
+        [&](std::size_t i) {
+          visits[i].fetch_add(1, std::memory_order_relaxed);  // read after wait_idle() below
+          if (std::this_thread::get_id() != caller) elsewhere.fetch_add(1, std::memory_order_relaxed);
+        },
+        64);
+    returned.store(true, std::memory_order_release);  // pairs with the watchdog's load
+    watchdog.join();
+    EXPECT_FALSE(freed_by_watchdog.load(std::memory_order_acquire)) << "the call waited for the pool";
+    EXPECT_EQ(elsewhere.load(std::memory_order_relaxed), 0U);
+    blocker.let_go();
+    pool.resume();
+    pool.wait_idle();  // the worker pops the pieces taken back
+    std::size_t not_once = 0;
+    for (const auto& v : visits) not_once += v.load(std::memory_order_relaxed) != 1;
+    EXPECT_EQ(not_once, 0U);
+  }
 }
 
 // A stopped pool refuses the loop; the caller then runs every index itself.
@@ -453,26 +500,43 @@ TEST(ParallelReduce, ExceptionOverAHugeRangeReturnsPromptly) {
 
 // A piece of a parallel_for that the pool accepts and then discards unrun
 // still counts as finished: the call throws error_exception{cancelled}.
+// From outside the pool: the only worker is busy; the caller's first index
+// waits until stop(cancel_pending) has discarded the pieces it handed out,
+// so it cannot take them back.
 TEST(ParallelFor, APieceDiscardedByStopCancelPendingMakesTheCallThrowCancelled) {
   ts::thread_pool pool{1, ts::test::pool_opts("pf-cancel")};
   ts::test::worker_blocker blocker;
   blocker.hold(pool);
   std::atomic<std::uint64_t> visited{0};
   std::atomic<bool> outcome_cancelled{false};
-  // From outside the pool the whole loop is one job for the (busy) worker.
+  std::atomic<bool> discarded_in_time{false};
   std::thread caller([&] {
-    outcome_cancelled.store(
-        ts::test::throws_cancelled(
-            [&] { ts::parallel_for(pool, 0, 1000, [&](int) { visited.fetch_add(1, std::memory_order_relaxed); }); }),
-        std::memory_order_relaxed);  // read after join()
+    outcome_cancelled.store(ts::test::throws_cancelled([&] {
+                              ts::parallel_for(
+                                  pool, 0, 1000,
+                                  [&](int i) {
+                                    if (i == 0) {
+                                      // relaxed: read after join()
+                                      discarded_in_time.store(
+                                          ts::test::eventually([&] { return pool.get_statistics().cancelled >= 1; }),
+                                          std::memory_order_relaxed);
+                                    }
+                                    visited.fetch_add(1, std::memory_order_relaxed);
+                                  },
+                                  100);
+                            }),
+                            std::memory_order_relaxed);  // read after join()
   });
   ASSERT_TRUE(ts::test::eventually([&] { return pool.get_statistics().queued >= 1; }));
   std::thread stopper([&] { (void)pool.stop(ts::stop_mode::cancel_pending); });
   caller.join();  // before the fix: the call waited forever
   blocker.let_go();
   stopper.join();
+  EXPECT_TRUE(discarded_in_time.load(std::memory_order_relaxed));  // relaxed: joined
   EXPECT_TRUE(outcome_cancelled.load(std::memory_order_relaxed));  // relaxed: joined
-  EXPECT_EQ(visited.load(std::memory_order_relaxed), 0U);          // relaxed: joined
+  // The caller ran its own leaf and no discarded piece.
+  EXPECT_GT(visited.load(std::memory_order_relaxed), 0U);
+  EXPECT_LT(visited.load(std::memory_order_relaxed), 1000U);
 }
 
 // A leaf that throws while another piece is discarded by

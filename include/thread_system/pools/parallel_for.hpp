@@ -31,12 +31,19 @@
 // enqueue() refuses it - whatever the range.
 //
 // Blocking: the call returns when every index has been processed.
-// Everything the body did is visible to the caller on return. Called on one
-// of the pool's workers, the calling thread takes part in the work and its
-// wait helps run other jobs. Called from any other thread, the whole loop is
-// handed to the pool as one job and the caller sleeps until it is done (as
-// rayon does): a thread outside the pool cannot help at the end, so the
-// pieces it handed out would wait in the queue while it sat idle. The first
+// Everything the body did is visible to the caller on return. The calling
+// thread always takes part in the work (the body runs on it and on the
+// pool's workers). On one of the pool's workers its wait helps run other
+// jobs. From any other thread it hands halves to the pool's queue as a
+// worker would, and when its own part is done it takes back, newest first,
+// every piece it handed out that no worker has started (so the call never
+// waits behind other jobs in the queue, nor for a paused or busy pool:
+// with no worker free it runs the whole loop itself); then it waits for the
+// pieces the workers run - a few microseconds polling and yielding its CPU
+// (up to 100 us; a thread that slept needs a wake-up, which costs tens of
+// microseconds on some virtual machines), then asleep. A piece it took back
+// stays in the queue until a worker pops it and finds it taken (it then
+// does nothing) - after the call may have returned. The first
 // exception thrown by a body is rethrown to the caller after all other pieces
 // have finished (later exceptions are dropped); once a body has thrown, the
 // pieces and chunks that have not started yet are skipped (a chunk in
@@ -46,9 +53,15 @@
 // on the calling thread, so the call still processes every index; with no
 // memory even for its bookkeeping the whole loop runs serially on the
 // caller. A piece the pool accepted and then discarded unrun
-// (stop(stop_mode::cancel_pending), backpressure::drop_oldest) leaves its
-// indices unvisited: once every other piece has finished, the call throws
-// error_exception{cancelled} (a body's exception takes precedence).
+// (stop(stop_mode::cancel_pending), backpressure::drop_oldest) before
+// anyone started it leaves its indices unvisited: once every other piece
+// has finished, the call throws error_exception{cancelled} (a body's
+// exception takes precedence).
+//
+// Code generation: a chunk's loop is a function of its own (run_chunk), so
+// the compiler allocates its registers apart from the splitting code around
+// it; inlined there, GCC -O2 kept a simple body's constants in memory and
+// ran it 1.5x slower than the same loop in tbb::parallel_for.
 //
 // parallel_reduce applies `reduce_range(lo, hi, identity)` to leaf ranges and
 // `combine(left, right)` up a fixed binary tree that depends only on the
@@ -58,10 +71,14 @@
 // have finished; leaves not started by then are skipped. A piece the pool
 // discarded unrun makes the call throw error_exception{cancelled}, unless a
 // leaf or `combine` threw (that exception takes precedence, as for
-// parallel_for).
+// parallel_for). Called from outside the pool, parallel_reduce still hands
+// the whole reduction to the pool as one job and sleeps until it is done: a
+// caller that took part would have to take back futures' jobs, which the
+// pool's futures cannot do.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <concepts>
 #include <cstddef>
@@ -70,11 +87,15 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
 #include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
+#include "thread_system/detail/clock.hpp"
+#include "thread_system/detail/config.hpp"
+#include "thread_system/detail/spin.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 
 namespace thread_system {
@@ -159,6 +180,33 @@ struct parallel_for_state {
   }
 };
 
+// A loop called from outside the pool (run_as_caller()): the calling thread
+// keeps a stack of the pieces it handed out, at most reclaim_depth deep, and
+// may take back any that no worker has started. claims[k] holds the ticket
+// of the piece handed out at depth k of that stack - a number unique within
+// the loop, shifted left by reclaim_slot_bits, or-ed with k - or 0 once the
+// caller, a worker or the pool's cancel took it.
+inline constexpr unsigned reclaim_slot_bits = 6;
+inline constexpr std::size_t reclaim_depth = std::size_t{1} << reclaim_slot_bits;
+
+template <typename I, typename F>
+struct caller_loop_state : parallel_for_state<I, F> {
+  using parallel_for_state<I, F>::parallel_for_state;
+  std::array<std::atomic<std::uint64_t>, reclaim_depth> claims{};
+};
+
+// Takes the piece with `ticket` (non-zero: handed out by an outside caller):
+// true for the one thread that gets to run or cancel it. relaxed: the winner
+// runs the range from its own copy; nothing is published through the slot
+// (the pieces' writes travel through finish_piece() and done). A stale
+// ticket - its slot reused for a later piece - never matches: tickets are
+// unique within a loop.
+template <typename I, typename F>
+bool claim_piece(parallel_for_state<I, F>& st, std::uint64_t ticket) noexcept {
+  auto& slot = static_cast<caller_loop_state<I, F>&>(st).claims[ticket & (reclaim_depth - 1)];
+  return slot.compare_exchange_strong(ticket, 0, std::memory_order_relaxed);
+}
+
 template <typename I, typename F>
 void run_piece(const std::shared_ptr<parallel_for_state<I, F>>& st, I lo, I hi);
 
@@ -170,8 +218,13 @@ struct for_piece {
   std::shared_ptr<parallel_for_state<I, F>> st;
   I lo;
   I hi;
-  void operator()() const { run_piece<I, F>(st, lo, hi); }
+  std::uint64_t ticket = 0;  // non-zero: handed out by an outside caller, who may take it back
+  void operator()() const {
+    if (ticket != 0 && !claim_piece<I, F>(*st, ticket)) return;  // the caller took it back
+    run_piece<I, F>(st, lo, hi);
+  }
   void cancel() noexcept {
+    if (ticket != 0 && !claim_piece<I, F>(*st, ticket)) return;  // the caller took it back
     // relaxed: published by finish_piece()'s release RMW and done.set().
     st->cancelled.store(true, std::memory_order_relaxed);
     st->finish_piece();
@@ -179,14 +232,15 @@ struct for_piece {
 };
 
 // Hands [mid, hi) to the pool as a piece of its own; if the pool refuses it
-// (stopping), runs it here.
+// (stopping), runs it here and returns false.
 template <typename I, typename F>
-void hand_out(const std::shared_ptr<parallel_for_state<I, F>>& st, I mid, I hi) {
+bool hand_out(const std::shared_ptr<parallel_for_state<I, F>>& st, I mid, I hi, std::uint64_t ticket = 0) {
   st->pending.fetch_add(1, std::memory_order_relaxed);  // ordered before the piece's own decrement by the push
   result<void> r;
   try {
-    // Onto this worker's deque, past its LIFO slot (detail::fork_access).
-    r = fork_access::push(st->pool, for_piece<I, F>{st, mid, hi});
+    // Onto this worker's deque, past its LIFO slot (detail::fork_access);
+    // from any other thread into the pool's queue.
+    r = fork_access::push(st->pool, for_piece<I, F>{st, mid, hi, ticket});
   } catch (...) {
     st->pending.fetch_sub(1, std::memory_order_relaxed);  // out of memory: that piece never existed
     throw;
@@ -197,43 +251,100 @@ void hand_out(const std::shared_ptr<parallel_for_state<I, F>>& st, I mid, I hi) 
     // would have (taking it back here as well counted the piece finished
     // twice: the loop could return while other pieces still ran).
     run_piece<I, F>(st, mid, hi);
+    return false;
   }
+  return true;
 }
 
+// The loop of one chunk, a function of its own (see the header comment,
+// *Code generation*).
 template <typename I, typename F>
-void run_piece(const std::shared_ptr<parallel_for_state<I, F>>& st, I lo, I hi) {
+THREAD_SYSTEM_NOINLINE void run_chunk(F& body, I lo, I stop) {
+  for (I i = lo; i < stop; ++i) body(i);
+}
+
+// Runs [lo, hi) on this thread, handing halves out with `split(mid, hi)`;
+// records an exception instead of throwing it. The caller then counts the
+// piece finished.
+template <typename I, typename F, typename Split>
+void run_range(const std::shared_ptr<parallel_for_state<I, F>>& st, I lo, I hi, Split&& split) noexcept {
   // relaxed loads of `failed`: a hint to skip work after a failure; the
   // exception itself is published through record() and done.set().
   auto failed = [&st] { return st->failed.load(std::memory_order_relaxed); };
   try {
     while (range_length(lo, hi) > st->grain && !failed()) {
       const I mid = aligned_mid(lo, hi);
-      hand_out<I, F>(st, mid, hi);
+      split(mid, hi);
       hi = mid;
     }
-    // A local reference to the body: the inner loop then touches only the
-    // body and the index, so the compiler can keep everything in registers
-    // (and vectorise simple bodies).
     F& body = st->f;
     // At most max_chunk indices between two looks at `failed`: what a failure
     // waits for does not grow with the range.
     const std::uint64_t chunk = std::clamp<std::uint64_t>(aligned_down(st->grain / 8), 1, max_chunk);
     while (lo < hi && !failed()) {
       const I stop = range_length(lo, hi) > chunk ? advance_index(lo, chunk) : hi;
-      for (I i = lo; i < stop; ++i) body(i);
+      run_chunk<I, F>(body, lo, stop);
       lo = stop;
       // Lazy split (see the header comment): worth it only while at least
       // two chunks are left.
       if (range_length(lo, hi) / 2 >= chunk && nothing_left_to_steal(st->pool)) {
         const I mid = aligned_mid(lo, hi);
-        hand_out<I, F>(st, mid, hi);
+        split(mid, hi);
         hi = mid;
       }
     }
   } catch (...) {
     st->record(std::current_exception());
   }
+}
+
+template <typename I, typename F>
+void run_piece(const std::shared_ptr<parallel_for_state<I, F>>& st, I lo, I hi) {
+  run_range<I, F>(st, lo, hi, [&st](I mid, I end) { (void)hand_out<I, F>(st, mid, end); });
   st->finish_piece();
+}
+
+// A loop called from outside the pool (see the header comment): this
+// thread runs it as a worker would, handing halves to the pool's queue, and
+// keeps a stack of what it handed out. When its own range is done it takes
+// back, newest first, every piece no worker has started, and runs it; then
+// it waits for the pieces the workers run. Those started at most one piece's
+// time ago and usually end within idle_yield_ns, so it first polls, yielding
+// its CPU: a thread already running needs no wake-up, which on a virtual
+// machine costs tens of microseconds when the waker is on another CPU.
+template <typename I, typename F>
+void run_as_caller(const std::shared_ptr<caller_loop_state<I, F>>& own, I first, I last) {
+  const std::shared_ptr<parallel_for_state<I, F>> st = own;
+  struct handed {
+    I lo;
+    I hi;
+    std::uint64_t ticket;
+  };
+  std::array<handed, reclaim_depth> stack;  // filled as pieces are handed out
+  std::size_t depth = 0;
+  std::uint64_t next_ticket = 1;
+  auto split = [&](I mid, I hi) {
+    if (depth == reclaim_depth) {  // too deep to keep: an ordinary piece
+      (void)hand_out<I, F>(st, mid, hi);
+      return;
+    }
+    const std::uint64_t ticket = (next_ticket++ << reclaim_slot_bits) | depth;
+    // relaxed: the push publishes it to the worker that pops the piece (the
+    // queue's release and acquire).
+    own->claims[depth].store(ticket, std::memory_order_relaxed);
+    if (hand_out<I, F>(st, mid, hi, ticket)) stack[depth++] = {mid, hi, ticket};  // else it ran here
+  };
+  run_range<I, F>(st, first, last, split);
+  st->finish_piece();
+  while (depth > 0) {
+    --depth;
+    const handed h = stack[depth];
+    if (!claim_piece<I, F>(*st, h.ticket)) continue;  // a worker runs it (or the pool cancelled it)
+    run_range<I, F>(st, h.lo, h.hi, split);
+    st->finish_piece();
+  }
+  const std::uint64_t until = steady_now_ns() + static_cast<std::uint64_t>(idle_yield_ns);
+  while (!st->done.ready() && steady_now_ns() < until) std::this_thread::yield();
 }
 
 }  // namespace detail
@@ -250,23 +361,25 @@ void parallel_for(thread_pool& pool, I first, I last, F&& f, std::size_t grain_i
   const std::uint64_t grain =
       grain_indices != 0 ? grain_indices : detail::default_grain(pool.worker_count(), first, last);
   using body_t = std::remove_reference_t<F>;
+  const bool on_worker = pool.is_worker_thread();
   std::shared_ptr<detail::parallel_for_state<I, body_t>> st;
+  std::shared_ptr<detail::caller_loop_state<I, body_t>> caller_st;
   try {
-    st = std::make_shared<detail::parallel_for_state<I, body_t>>(pool, f, grain);
+    if (on_worker) {
+      st = std::make_shared<detail::parallel_for_state<I, body_t>>(pool, f, grain);
+    } else {
+      caller_st = std::make_shared<detail::caller_loop_state<I, body_t>>(pool, f, grain);
+      st = caller_st;
+    }
   } catch (const std::bad_alloc&) {
     // No memory to share the loop: run it here, serially, which needs none.
     for (I i = first; i < last; ++i) f(i);
     return;
   }
-  if (pool.is_worker_thread()) {
+  if (on_worker) {
     detail::run_piece<I, body_t>(st, first, last);
   } else {
-    // From outside the pool the root piece runs on a worker (see the header
-    // comment); a refusal (stopping pool, full bounded queue) leaves it to
-    // this thread.
-    if (!pool.enqueue(detail::for_piece<I, body_t>{st, first, last})) {
-      detail::run_piece<I, body_t>(st, first, last);
-    }
+    detail::run_as_caller<I, body_t>(caller_st, first, last);
   }
   st->done.wait(0);  // helps when called on a worker
   if (st->first_error) std::rethrow_exception(st->first_error);
