@@ -191,7 +191,7 @@ void BM_ParallelFor_ThreadSystem(benchmark::State& state) {
   ts::thread_pool pool{bench_threads()};
   std::vector<float> v(pf_elements, 1.0F);
   for (auto _ : state) {
-    // From outside the pool the loop runs on its workers; this thread waits.
+    // From outside the pool this thread takes part, as oneTBB's caller does.
     ts::parallel_for(pool, std::size_t{0}, pf_elements, [&v](std::size_t i) { v[i] = v[i] * 0.5F + 1.0F; });
     benchmark::ClobberMemory();
   }

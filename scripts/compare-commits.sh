@@ -32,8 +32,9 @@
 #
 # What it does:
 #   1. `git archive` of each commit into DIR/<sha>/src (once per commit),
-#      configured into DIR/<sha>/build with the bench preset's settings
-#      (Ninja, Release, tests off, benchmarks on; examples off, as they are
+#      configured into DIR/<sha>/build-aligned with the bench preset's settings
+#      (Ninja, Release, tests off, benchmarks on, loops aligned to 64 bytes
+#      (below); examples off, as they are
 #      not measured). The same settings for both commits, whatever their own
 #      CMakePresets.json says. Trees are reused: a second comparison of the
 #      same commit rebuilds nothing.
@@ -139,6 +140,14 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 export THREAD_SYSTEM_REPORT_MODE=${THREAD_SYSTEM_REPORT_MODE:-quick}
 
 # --- 1. source trees and configuration ------------------------------------
+# Both commits' code with every loop head on a 64-byte boundary (what
+# benchmarks/CMakeLists.txt sets for the report since it was added): a tight
+# loop that straddles two cache lines can run 10-20% slower, so without it a
+# change anywhere in a binary could move a peer's unchanged loop and read as a
+# gain or loss (docs/PERFORMANCE.md, *parallel_for (#20): the caller takes
+# part*). Trees configured before this setting are in DIR/<sha>/build and are
+# not reused (the configured trees are in build-aligned).
+align_loops="-falign-loops=64"
 prepare() { # sha -> configured tree DIR/<sha>
   local sha=$1 tree="$build_root/$1"
   if [[ ! -f $tree/src/.ab-complete ]]; then
@@ -147,10 +156,11 @@ prepare() { # sha -> configured tree DIR/<sha>
     git archive --format=tar "$sha" | tar -x -C "$tree/src"
     touch "$tree/src/.ab-complete"
   fi
-  if [[ ! -f $tree/build/build.ninja ]]; then
+  if [[ ! -f $tree/build-aligned/build.ninja ]]; then
     echo "== configuring ${sha:0:12}" >&2
-    "${nice_build[@]}" cmake -S "$tree/src" -B "$tree/build" -G Ninja \
+    "${nice_build[@]}" cmake -S "$tree/src" -B "$tree/build-aligned" -G Ninja \
       -DCMAKE_BUILD_TYPE=Release \
+      "-DCMAKE_CXX_FLAGS=$align_loops" \
       -DTHREAD_SYSTEM_BUILD_TESTS=OFF \
       -DTHREAD_SYSTEM_BUILD_BENCHMARKS=ON \
       -DTHREAD_SYSTEM_BUILD_EXAMPLES=OFF >"$tree/configure.log" 2>&1 ||
@@ -177,8 +187,8 @@ prepare "$head_sha"
 base_tree="$build_root/$base_sha" head_tree="$build_root/$head_sha"
 
 declare -A base_path=() head_path=()
-while read -r t p; do base_path[$t]=$p; done < <(benchmark_targets "$base_tree/build")
-while read -r t p; do head_path[$t]=$p; done < <(benchmark_targets "$head_tree/build")
+while read -r t p; do base_path[$t]=$p; done < <(benchmark_targets "$base_tree/build-aligned")
+while read -r t p; do head_path[$t]=$p; done < <(benchmark_targets "$head_tree/build-aligned")
 
 # --- 2. which binaries ------------------------------------------------------
 both=() only_base=() only_head=()
@@ -250,7 +260,7 @@ build() { # tree, targets...
   (($#)) || return 0
   local name=${tree##*/}
   echo "== building ${name:0:12}: $*" >&2
-  "${nice_build[@]}" cmake --build "$tree/build" -j "$jobs" --target "$@" -- -k 0 >"$tree/build.log" 2>&1 ||
+  "${nice_build[@]}" cmake --build "$tree/build-aligned" -j "$jobs" --target "$@" -- -k 0 >"$tree/build.log" 2>&1 ||
     echo "compare-commits: some targets of ${tree##*/} failed to build: see $tree/build.log" >&2
 }
 build "$base_tree" "${selected[@]}"
@@ -260,7 +270,7 @@ build "$head_tree" "${selected[@]}"
 probe() { "$1" --benchmark_list_tests=true --benchmark_filter='^$' >/dev/null 2>&1; }
 runnable=()
 for t in "${selected[@]}"; do
-  b="$base_tree/build/${base_path[$t]}" h="$head_tree/build/${head_path[$t]}"
+  b="$base_tree/build-aligned/${base_path[$t]}" h="$head_tree/build-aligned/${head_path[$t]}"
   if [[ ! -x $b || ! -x $h ]]; then build_failed+=("$t"); continue; fi
   if ! probe "$b" || ! probe "$h"; then
     echo "compare-commits: $t is not a Google Benchmark binary: skipped" >&2
@@ -285,7 +295,7 @@ mkdir -p "$run_dir"
 declare -A exe=() mt=() count=()
 for t in "${runnable[@]}"; do
   for side in base head; do
-    if [[ $side == base ]]; then p="$base_tree/build/${base_path[$t]}"; else p="$head_tree/build/${head_path[$t]}"; fi
+    if [[ $side == base ]]; then p="$base_tree/build-aligned/${base_path[$t]}"; else p="$head_tree/build-aligned/${head_path[$t]}"; fi
     exe[$side/$t]=$p
     mt[$side/$t]=$(min_time_arg "$p")
     n=$("$p" --benchmark_list_tests=true "--benchmark_filter=$(filter_for "$t")" 2>/dev/null | grep -c . || true)
