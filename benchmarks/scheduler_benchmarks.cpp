@@ -186,32 +186,41 @@ BENCHMARK(BM_ExternalSubmit_BoostAsio)
 // ---- parallel_for over 1e7 cheap elements ----------------------------------------
 
 constexpr std::size_t pf_elements = 10'000'000;
+// A short loop (100 000 floats, tens of microseconds): the per-call costs -
+// handing pieces out, waking workers, waiting for the last piece - weigh.
+constexpr std::size_t pf_short_elements = 100'000;
 
-void BM_ParallelFor_ThreadSystem(benchmark::State& state) {
+void parallel_for_thread_system(benchmark::State& state, std::size_t elements) {
   ts::thread_pool pool{bench_threads()};
-  std::vector<float> v(pf_elements, 1.0F);
+  std::vector<float> v(elements, 1.0F);
   for (auto _ : state) {
     // From outside the pool this thread takes part, as oneTBB's caller does.
-    ts::parallel_for(pool, std::size_t{0}, pf_elements, [&v](std::size_t i) { v[i] = v[i] * 0.5F + 1.0F; });
+    ts::parallel_for(pool, std::size_t{0}, elements, [&v](std::size_t i) { v[i] = v[i] * 0.5F + 1.0F; });
     benchmark::ClobberMemory();
   }
-  state.SetItemsProcessed(static_cast<std::int64_t>(pf_elements) * state.iterations());
+  state.SetItemsProcessed(static_cast<std::int64_t>(elements) * state.iterations());
 }
+void BM_ParallelFor_ThreadSystem(benchmark::State& state) { parallel_for_thread_system(state, pf_elements); }
 BENCHMARK(BM_ParallelFor_ThreadSystem)->UseRealTime()->Unit(benchmark::kMillisecond);
+void BM_ParallelForShort_ThreadSystem(benchmark::State& state) { parallel_for_thread_system(state, pf_short_elements); }
+BENCHMARK(BM_ParallelForShort_ThreadSystem)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 #if defined(THREAD_SYSTEM_HAVE_TBB)
-void BM_ParallelFor_oneTBB(benchmark::State& state) {
+void parallel_for_onetbb(benchmark::State& state, std::size_t elements) {
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism, bench_threads());
   tbb::task_arena arena(static_cast<int>(bench_threads()));
-  std::vector<float> v(pf_elements, 1.0F);
+  std::vector<float> v(elements, 1.0F);
   for (auto _ : state) {
     arena.execute(
-        [&] { tbb::parallel_for(std::size_t{0}, pf_elements, [&v](std::size_t i) { v[i] = v[i] * 0.5F + 1.0F; }); });
+        [&] { tbb::parallel_for(std::size_t{0}, elements, [&v](std::size_t i) { v[i] = v[i] * 0.5F + 1.0F; }); });
     benchmark::ClobberMemory();
   }
-  state.SetItemsProcessed(static_cast<std::int64_t>(pf_elements) * state.iterations());
+  state.SetItemsProcessed(static_cast<std::int64_t>(elements) * state.iterations());
 }
+void BM_ParallelFor_oneTBB(benchmark::State& state) { parallel_for_onetbb(state, pf_elements); }
 BENCHMARK(BM_ParallelFor_oneTBB)->UseRealTime()->Unit(benchmark::kMillisecond);
+void BM_ParallelForShort_oneTBB(benchmark::State& state) { parallel_for_onetbb(state, pf_short_elements); }
+BENCHMARK(BM_ParallelForShort_oneTBB)->UseRealTime()->Unit(benchmark::kMicrosecond);
 #endif
 
 // ---- submit->start latency on an idle pool ------------------------------------------

@@ -52,9 +52,10 @@ GOALS = [
            x=[f"BM_ExternalSubmit_{peer}/producers:{p}", _RATE], y=[f"BM_ExternalSubmit_ThreadSystem/producers:{p}", _RATE],
            met=("<=", limit), measured="{y_ns_per_item:.0f} vs {x_ns_per_item:.0f} ns ({r:.2f}×)")
       for p in (1, 2) for peer, label, limit in _EXTERNAL_SUBMIT_PEERS],
-    dict(section="scheduler", goal="parallel_for within 10% of tbb::parallel_for", kind="ratio",
+    # #20: in every full run, not on average (the 10⁵-float row is shown, not judged)
+    dict(section="scheduler", goal="parallel_for ≥ 1.0× tbb::parallel_for", kind="ratio",
          x=["BM_ParallelFor_ThreadSystem", _RATE], y=["BM_ParallelFor_oneTBB", _RATE],
-         met=(">=", 0.9), measured="{r:.2f}× oneTBB's elements/s"),
+         met=(">=", 1.0), measured="{r:.2f}× oneTBB's elements/s"),
 
     # -- the job queues (issue #3), thread_system_queue_benchmarks
     *[g for ops in (10000, 1000000) for g in (

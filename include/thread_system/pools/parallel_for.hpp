@@ -39,9 +39,9 @@
 // every piece it handed out that no worker has started (so the call never
 // waits behind other jobs in the queue, nor for a paused or busy pool:
 // with no worker free it runs the whole loop itself); then it waits for the
-// pieces the workers run - a few microseconds polling and yielding its CPU
-// (up to 100 us; a thread that slept needs a wake-up, which costs tens of
-// microseconds on some virtual machines), then asleep. A piece it took back
+// pieces the workers run - polling for up to 20 us (a thread that slept
+// needs a wake-up, which costs tens of microseconds on some virtual
+// machines), then asleep. A piece it took back
 // stays in the queue until a worker pops it and finds it taken (it then
 // does nothing) - after the call may have returned. The first
 // exception thrown by a body is rethrown to the caller after all other pieces
@@ -87,7 +87,6 @@
 #include <memory>
 #include <mutex>
 #include <new>
-#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -187,6 +186,9 @@ struct parallel_for_state {
 // the loop, shifted left by reclaim_slot_bits, or-ed with k - or 0 once the
 // caller, a worker or the pool's cancel took it.
 inline constexpr unsigned reclaim_slot_bits = 6;
+// How long an outside caller polls for the workers' last pieces before it
+// sleeps (see run_as_caller()).
+inline constexpr std::uint64_t caller_poll_ns = 20'000;
 inline constexpr std::size_t reclaim_depth = std::size_t{1} << reclaim_slot_bits;
 
 template <typename I, typename F>
@@ -308,10 +310,12 @@ void run_piece(const std::shared_ptr<parallel_for_state<I, F>>& st, I lo, I hi) 
 // thread runs it as a worker would, handing halves to the pool's queue, and
 // keeps a stack of what it handed out. When its own range is done it takes
 // back, newest first, every piece no worker has started, and runs it; then
-// it waits for the pieces the workers run. Those started at most one piece's
-// time ago and usually end within idle_yield_ns, so it first polls, yielding
-// its CPU: a thread already running needs no wake-up, which on a virtual
-// machine costs tens of microseconds when the waker is on another CPU.
+// it waits for the pieces the workers run. Those started at most one
+// piece's time ago and often end within caller_poll_ns, so it first polls:
+// a thread still running needs no wake-up, which on a virtual machine cost
+// 20-50 us when the waker ran on the other CPU. It polls without yielding:
+// on a loaded machine a yield hands the CPU to another process's thread for
+// a whole time slice (measured: a heavier tail than sleeping at once).
 template <typename I, typename F>
 void run_as_caller(const std::shared_ptr<caller_loop_state<I, F>>& own, I first, I last) {
   const std::shared_ptr<parallel_for_state<I, F>> st = own;
@@ -343,8 +347,10 @@ void run_as_caller(const std::shared_ptr<caller_loop_state<I, F>>& own, I first,
     run_range<I, F>(st, h.lo, h.hi, split);
     st->finish_piece();
   }
-  const std::uint64_t until = steady_now_ns() + static_cast<std::uint64_t>(idle_yield_ns);
-  while (!st->done.ready() && steady_now_ns() < until) std::this_thread::yield();
+  const std::uint64_t until = steady_now_ns() + caller_poll_ns;
+  while (!st->done.ready() && steady_now_ns() < until) {
+    for (int i = 0; i < 16; ++i) cpu_relax();  // a clock read every 16 pauses
+  }
 }
 
 }  // namespace detail
