@@ -41,18 +41,20 @@
 // with no worker free it runs the whole loop itself); then it waits for the
 // pieces the workers run - polling for up to 20 us (a thread that slept
 // needs a wake-up, which costs tens of microseconds on some virtual
-// machines), then asleep. A piece it took back
-// stays in the queue until a worker pops it and finds it taken (it then
-// does nothing) - after the call may have returned. The first
-// exception thrown by a body is rethrown to the caller after all other pieces
-// have finished (later exceptions are dropped); once a body has thrown, the
-// pieces and chunks that have not started yet are skipped (a chunk in
-// progress - an eighth of the grain, at most 65 536 indices - runs to its
-// end), so the call returns promptly however large the range. Pieces the
-// pool refuses (it is stopping, a bounded queue is full, memory ran out) run
-// on the calling thread, so the call still processes every index; with no
-// memory even for its bookkeeping the whole loop runs serially on the
-// caller. A piece the pool accepted and then discarded unrun
+// machines), then asleep. A piece it took back stays in the queue until a
+// worker pops it and finds it taken (it then does nothing) - after the call
+// may have returned.
+//
+// Exceptions: the first exception thrown by a body is rethrown to the caller
+// after all other pieces have finished (later exceptions are dropped); once
+// a body has thrown, the pieces and chunks that have not started yet are
+// skipped (a chunk in progress - an eighth of the grain, at most 65 536
+// indices - runs to its end), so the call returns promptly however large
+// the range. Pieces the pool refuses (it is stopping, a bounded queue is
+// full, memory ran out) run on the calling thread, so the call still
+// processes every index; with no memory even for its bookkeeping the whole
+// loop runs serially on the caller. A piece the pool accepted and then
+// discarded unrun
 // (stop(stop_mode::cancel_pending), backpressure::drop_oldest) before
 // anyone started it leaves its indices unvisited: once every other piece
 // has finished, the call throws error_exception{cancelled} (a body's
@@ -186,10 +188,10 @@ struct parallel_for_state {
 // the loop, shifted left by reclaim_slot_bits, or-ed with k - or 0 once the
 // caller, a worker or the pool's cancel took it.
 inline constexpr unsigned reclaim_slot_bits = 6;
+inline constexpr std::size_t reclaim_depth = std::size_t{1} << reclaim_slot_bits;
 // How long an outside caller polls for the workers' last pieces before it
 // sleeps (see run_as_caller()).
 inline constexpr std::uint64_t caller_poll_ns = 20'000;
-inline constexpr std::size_t reclaim_depth = std::size_t{1} << reclaim_slot_bits;
 
 template <typename I, typename F>
 struct caller_loop_state : parallel_for_state<I, F> {
@@ -233,8 +235,9 @@ struct for_piece {
   }
 };
 
-// Hands [mid, hi) to the pool as a piece of its own; if the pool refuses it
-// (stopping), runs it here and returns false.
+// Hands [mid, hi) to the pool as a piece of its own (with `ticket`, non-zero,
+// when an outside caller may take it back); if the pool refuses it
+// (stopping, full, out of memory), runs it here and returns false.
 template <typename I, typename F>
 bool hand_out(const std::shared_ptr<parallel_for_state<I, F>>& st, I mid, I hi, std::uint64_t ticket = 0) {
   st->pending.fetch_add(1, std::memory_order_relaxed);  // ordered before the piece's own decrement by the push
