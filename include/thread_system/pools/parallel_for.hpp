@@ -319,9 +319,10 @@ void run_piece(const std::shared_ptr<parallel_for_state<I, F>>& st, I lo, I hi) 
 // 20-50 us when the waker ran on the other CPU. It polls without yielding:
 // on a loaded machine a yield hands the CPU to another process's thread for
 // a whole time slice (measured: a heavier tail than sleeping at once).
+// `st` is a caller_loop_state.
 template <typename I, typename F>
-void run_as_caller(const std::shared_ptr<caller_loop_state<I, F>>& own, I first, I last) {
-  const std::shared_ptr<parallel_for_state<I, F>> st = own;
+void run_as_caller(const std::shared_ptr<parallel_for_state<I, F>>& st, I first, I last) {
+  auto& claims = static_cast<caller_loop_state<I, F>&>(*st).claims;
   struct handed {
     I lo;
     I hi;
@@ -338,7 +339,7 @@ void run_as_caller(const std::shared_ptr<caller_loop_state<I, F>>& own, I first,
     const std::uint64_t ticket = (next_ticket++ << reclaim_slot_bits) | depth;
     // relaxed: the push publishes it to the worker that pops the piece (the
     // queue's release and acquire).
-    own->claims[depth].store(ticket, std::memory_order_relaxed);
+    claims[depth].store(ticket, std::memory_order_relaxed);
     if (hand_out<I, F>(st, mid, hi, ticket)) stack[depth++] = {mid, hi, ticket};  // else it ran here
   };
   run_range<I, F>(st, first, last, split);
@@ -372,13 +373,11 @@ void parallel_for(thread_pool& pool, I first, I last, F&& f, std::size_t grain_i
   using body_t = std::remove_reference_t<F>;
   const bool on_worker = pool.is_worker_thread();
   std::shared_ptr<detail::parallel_for_state<I, body_t>> st;
-  std::shared_ptr<detail::caller_loop_state<I, body_t>> caller_st;
   try {
     if (on_worker) {
       st = std::make_shared<detail::parallel_for_state<I, body_t>>(pool, f, grain);
     } else {
-      caller_st = std::make_shared<detail::caller_loop_state<I, body_t>>(pool, f, grain);
-      st = caller_st;
+      st = std::make_shared<detail::caller_loop_state<I, body_t>>(pool, f, grain);
     }
   } catch (const std::bad_alloc&) {
     // No memory to share the loop: run it here, serially, which needs none.
@@ -388,7 +387,7 @@ void parallel_for(thread_pool& pool, I first, I last, F&& f, std::size_t grain_i
   if (on_worker) {
     detail::run_piece<I, body_t>(st, first, last);
   } else {
-    detail::run_as_caller<I, body_t>(caller_st, first, last);
+    detail::run_as_caller<I, body_t>(st, first, last);
   }
   st->done.wait(0);  // helps when called on a worker
   if (st->first_error) std::rethrow_exception(st->first_error);
