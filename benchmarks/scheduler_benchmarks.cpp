@@ -1,15 +1,16 @@
 // The scheduler against its peers, side by side in one binary: nested
-// fork-join (fib), external submission of empty jobs, parallel_for, and
-// submit->start latency on an idle pool. Every library gets the same number
-// of threads doing the work (THREADS below, default hardware_concurrency):
-// oneTBB is capped with global_control and an arena of that size (its
-// external thread counts as one of them where it participates), Boost.Asio's
-// thread_pool gets that many threads.
+// fork-join (fib), external submission of empty jobs, parallel_for,
+// parallel_reduce, and submit->start latency on an idle pool. Every
+// library gets the same number of threads doing the work (THREADS below,
+// default hardware_concurrency): oneTBB is capped with global_control and
+// an arena of that size (its external thread counts as one of them where
+// it participates), Boost.Asio's thread_pool gets that many threads.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -20,7 +21,9 @@
 
 #if defined(THREAD_SYSTEM_HAVE_TBB)
 #include <tbb/global_control.h>
+#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_reduce.h>
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 #endif
@@ -221,6 +224,49 @@ void BM_ParallelFor_oneTBB(benchmark::State& state) { parallel_for_onetbb(state,
 BENCHMARK(BM_ParallelFor_oneTBB)->UseRealTime()->Unit(benchmark::kMillisecond);
 void BM_ParallelForShort_oneTBB(benchmark::State& state) { parallel_for_onetbb(state, pf_short_elements); }
 BENCHMARK(BM_ParallelForShort_oneTBB)->UseRealTime()->Unit(benchmark::kMicrosecond);
+#endif
+
+// ---- parallel_reduce: the sum of 10^6 floats, called from outside the pool ----
+
+constexpr std::size_t pr_elements = 1'000'000;
+
+void BM_ParallelReduce_ThreadSystem(benchmark::State& state) {
+  ts::thread_pool pool{bench_threads()};
+  const std::vector<float> v(pr_elements, 1.0F);
+  for (auto _ : state) {
+    const float sum = ts::parallel_reduce(
+        pool, std::size_t{0}, pr_elements, 0.0F,
+        [&v](std::size_t lo, std::size_t hi, float acc) {
+          for (; lo < hi; ++lo) acc += v[lo];
+          return acc;
+        },
+        std::plus<>{});
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(pr_elements) * state.iterations());
+}
+BENCHMARK(BM_ParallelReduce_ThreadSystem)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+#if defined(THREAD_SYSTEM_HAVE_TBB)
+void BM_ParallelReduce_oneTBB(benchmark::State& state) {
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, bench_threads());
+  tbb::task_arena arena(static_cast<int>(bench_threads()));
+  const std::vector<float> v(pr_elements, 1.0F);
+  for (auto _ : state) {
+    const float sum = arena.execute([&] {
+      return tbb::parallel_reduce(
+          tbb::blocked_range<std::size_t>(0, pr_elements), 0.0F,
+          [&v](const tbb::blocked_range<std::size_t>& r, float acc) {
+            for (std::size_t i = r.begin(); i < r.end(); ++i) acc += v[i];
+            return acc;
+          },
+          std::plus<>{});
+    });
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(pr_elements) * state.iterations());
+}
+BENCHMARK(BM_ParallelReduce_oneTBB)->UseRealTime()->Unit(benchmark::kMicrosecond);
 #endif
 
 // ---- submit->start latency on an idle pool ------------------------------------------

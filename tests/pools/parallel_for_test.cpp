@@ -315,21 +315,72 @@ TEST(ParallelReduce, FloatingPointResultIsDeterministic) {
   for (int i = 0; i < 5; ++i) EXPECT_EQ(run(), first);  // bitwise equal: fixed combination tree
 }
 
-TEST(ParallelReduce, FromOutsideThePoolLeavesRunOnWorkers) {
+// From outside the pool the caller takes part, as in parallel_for: the
+// leftmost leaf is its own (it used to hand the whole reduction to the
+// workers and sleep).
+TEST(ParallelReduce, FromOutsideThePoolTheCallerTakesPart) {
   ts::thread_pool pool{2, ts::test::pool_opts()};
   const auto caller = std::this_thread::get_id();
-  std::atomic<int> leaves_on_caller{0};
+  std::atomic<bool> first_leaf_on_caller{false};
   const long sum = ts::parallel_reduce(
       pool, 0L, 100'000L, 0L,
       [&](long lo, long hi, long acc) {
         // relaxed: read after parallel_reduce returns, which synchronises
-        if (std::this_thread::get_id() == caller) leaves_on_caller.fetch_add(1, std::memory_order_relaxed);
+        if (lo == 0) first_leaf_on_caller.store(std::this_thread::get_id() == caller, std::memory_order_relaxed);
         for (; lo < hi; ++lo) acc += lo;
         return acc;
       },
       [](long a, long b) { return a + b; }, 1000);
   EXPECT_EQ(sum, 100'000L * 99'999L / 2);
-  EXPECT_EQ(leaves_on_caller.load(std::memory_order_relaxed), 0);
+  EXPECT_TRUE(first_leaf_on_caller.load(std::memory_order_relaxed));
+}
+
+// With the pool's only worker busy (or the pool paused) the caller takes
+// back every half it handed out and computes the whole reduction itself;
+// it used to hand the reduction to the pool as one job and wait for the
+// worker (here: until the watchdog freed it). The halves taken back stay
+// queued until the worker is free, which then finds them taken.
+TEST(ParallelReduce, FromOutsideABusyOrPausedPoolTheCallerComputesEveryLeafItself) {
+  ts::thread_pool pool{1, ts::test::pool_opts("reduce-busy")};
+  for (const bool paused : {false, true}) {
+    SCOPED_TRACE(paused ? "paused pool" : "busy worker");
+    ts::test::worker_blocker blocker;
+    if (paused) {
+      pool.pause();
+    } else {
+      blocker.hold(pool);
+    }
+    const auto caller = std::this_thread::get_id();
+    std::atomic<std::size_t> leaves{0};
+    std::atomic<std::size_t> elsewhere{0};
+    std::atomic<bool> returned{false};
+    std::atomic<bool> freed_by_watchdog{false};
+    std::thread watchdog([&] {
+      if (ts::test::eventually([&] { return returned.load(std::memory_order_acquire); })) return;
+      freed_by_watchdog.store(true, std::memory_order_release);
+      blocker.let_go();
+      pool.resume();
+    });
+    const long sum = ts::parallel_reduce(
+        pool, 0L, 10'007L, 0L,
+        [&](long lo, long hi, long acc) {
+          leaves.fetch_add(1, std::memory_order_relaxed);  // read after wait_idle() below
+          if (std::this_thread::get_id() != caller) elsewhere.fetch_add(1, std::memory_order_relaxed);
+          for (; lo < hi; ++lo) acc += lo;
+          return acc;
+        },
+        [](long a, long b) { return a + b; }, 64);
+    returned.store(true, std::memory_order_release);  // pairs with the watchdog's load
+    watchdog.join();
+    EXPECT_FALSE(freed_by_watchdog.load(std::memory_order_acquire)) << "the call waited for the pool";
+    EXPECT_EQ(sum, 10'007L * 10'006L / 2);
+    EXPECT_EQ(elsewhere.load(std::memory_order_relaxed), 0U);
+    blocker.let_go();
+    pool.resume();
+    pool.wait_idle();  // the worker pops the halves taken back and runs none of them
+    EXPECT_EQ(elsewhere.load(std::memory_order_relaxed), 0U);
+    EXPECT_EQ(leaves.load(std::memory_order_relaxed), 256U);  // 10 007 / 2^8 <= 64: eight levels of halving
+  }
 }
 
 TEST(ParallelReduce, EmptyRangeGivesIdentity) {
@@ -562,11 +613,55 @@ TEST(ParallelFor, APieceDiscardedByStopCancelPendingMakesTheCallThrowCancelled) 
   EXPECT_LT(visited.load(std::memory_order_relaxed), 1000U);
 }
 
+// A half of a parallel_reduce that the pool accepts and then discards unrun
+// makes the call throw error_exception{cancelled}. From outside the pool:
+// the only worker is busy; the caller's first leaf waits until
+// stop(cancel_pending) has discarded the four halves it handed out, so it
+// cannot take them back, and computes no other leaf.
+TEST(ParallelReduce, AHalfDiscardedByStopCancelPendingMakesTheCallThrowCancelled) {
+  ts::thread_pool pool{1, ts::test::pool_opts("reduce-cancel")};
+  ts::test::worker_blocker blocker;
+  blocker.hold(pool);
+  std::atomic<bool> outcome_cancelled{false};
+  std::atomic<bool> discarded_in_time{false};
+  std::atomic<int> leaves{0};
+  std::thread caller([&] {
+    outcome_cancelled.store(ts::test::throws_cancelled([&] {
+                              (void)ts::parallel_reduce(
+                                  pool, 0, 1000, 0,
+                                  [&](int lo, int hi, int acc) {
+                                    if (lo == 0) {
+                                      // relaxed: read after join()
+                                      discarded_in_time.store(
+                                          // the four halves handed out before this leaf:
+                                          // [500, 1000), [250, 500), [125, 250), [62, 125)
+                                          ts::test::eventually([&] { return pool.get_statistics().cancelled >= 4; }),
+                                          std::memory_order_relaxed);
+                                    }
+                                    leaves.fetch_add(1, std::memory_order_relaxed);
+                                    return acc + (hi - lo);
+                                  },
+                                  std::plus<>{}, 100);
+                            }),
+                            std::memory_order_relaxed);  // read after join()
+  });
+  ASSERT_TRUE(ts::test::eventually([&] { return pool.get_statistics().queued >= 1; }));
+  std::thread stopper([&] { (void)pool.stop(ts::stop_mode::cancel_pending); });
+  caller.join();
+  blocker.let_go();
+  stopper.join();
+  EXPECT_TRUE(discarded_in_time.load(std::memory_order_relaxed));  // relaxed: joined
+  EXPECT_TRUE(outcome_cancelled.load(std::memory_order_relaxed));  // relaxed: joined
+  // The caller computed its own leaf and no discarded half.
+  EXPECT_EQ(leaves.load(std::memory_order_relaxed), 1);
+}
+
 // A leaf that throws while another piece is discarded by
 // stop(cancel_pending): the leaf's exception reaches the caller, not
-// `cancelled` (the header: a body's exception takes precedence). Over [0, 4)
-// with grain 1 the worker running the root keeps leaf 0 and leaves [1, 2) on
-// its deque; the other worker steals [2, 4), keeps leaf 2 and leaves [3, 4).
+// `cancelled` (the header: a body's exception takes precedence). The
+// reduction runs on a worker: over [0, 4) with grain 1 the worker running
+// the root keeps leaf 0 and leaves [1, 2) on its deque; the other worker
+// steals [2, 4), keeps leaf 2 and leaves [3, 4).
 // Both leaves wait until the stop has begun, so [1, 2) and [3, 4) are
 // discarded and leaf 2 throws: the left half saw only `cancelled`, and the
 // root used to report that.
@@ -585,7 +680,7 @@ TEST(ParallelReduce, ALeafsExceptionTakesPrecedenceOverADiscardedPiece) {
   std::string outcome;
   std::thread caller([&] {
     try {
-      (void)ts::parallel_reduce(pool, 0, 4, 0, leaf, std::plus<>{}, 1);
+      (void)pool.submit([&] { return ts::parallel_reduce(pool, 0, 4, 0, leaf, std::plus<>{}, 1); }).get();
       outcome = "no exception";
     } catch (const std::runtime_error& e) {
       outcome = e.what();

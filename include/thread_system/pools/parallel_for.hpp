@@ -82,10 +82,14 @@
 // have finished; leaves not started by then are skipped. A piece the pool
 // discarded unrun makes the call throw error_exception{cancelled}, unless a
 // leaf or `combine` threw (that exception takes precedence, as for
-// parallel_for). Called from outside the pool, parallel_reduce still hands
-// the whole reduction to the pool as one job and sleeps until it is done: a
-// caller that took part would have to take back futures' jobs, which the
-// pool's futures cannot do.
+// parallel_for). Each split hands the right half to the pool (as
+// parallel_for's halves) and computes the left; then the splitting thread
+// takes the right half back and computes it too if no worker has started
+// it, else waits for it (helping, on a worker). Called from outside the
+// pool the caller thus takes part as in parallel_for: it never waits behind
+// other jobs in the queue nor for a paused or busy pool, and it polls for
+// up to 20 us before it sleeps on a half a worker runs. A half taken back
+// stays in the queue until a worker pops it and finds it taken.
 #pragma once
 
 #include <algorithm>
@@ -98,6 +102,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -338,6 +343,15 @@ void run_piece(const std::shared_ptr<parallel_for_state<I, F>>& st, I lo, I hi) 
   st->finish_piece();
 }
 
+// Polls `done` for up to caller_poll_ns before the caller sleeps on it (see
+// run_as_caller()).
+inline void poll_briefly(const completion& done) noexcept {
+  const std::uint64_t until = steady_now_ns() + caller_poll_ns;
+  while (!done.ready() && steady_now_ns() < until) {
+    for (int i = 0; i < 16; ++i) cpu_relax();  // a clock read every 16 pauses
+  }
+}
+
 // A loop called from outside the pool (see the header comment): this
 // thread runs it as a worker would, handing halves to the pool's queue, and
 // keeps a stack of what it handed out. When its own range is done it takes
@@ -380,11 +394,49 @@ void run_as_caller(const std::shared_ptr<parallel_for_state<I, F>>& st, I first,
     run_range<I, F>(st, h.lo, h.hi, split);
     st->finish_piece();
   }
-  const std::uint64_t until = steady_now_ns() + caller_poll_ns;
-  while (!st->done.ready() && steady_now_ns() < until) {
-    for (int i = 0; i < 16; ++i) cpu_relax();  // a clock read every 16 pauses
-  }
+  poll_briefly(st->done);
 }
+
+// The right half of a parallel_reduce split, handed to the pool (see
+// parallel_reduce): whoever claims it - the worker that pops it, the pool
+// discarding it, or the splitting thread taking it back once its left half
+// is done - runs it, cancels it or computes it itself.
+template <typename T>
+struct reduce_half {
+  std::atomic<bool> claimed{false};
+  std::optional<T> value;       // set by the worker that ran it, before done.set()
+  std::exception_ptr error;     // likewise
+  bool cancelled = false;       // likewise, by the pool's discard
+  completion done;              // set once by the claimant that ran or cancelled it (not when taken back)
+
+  // relaxed: the claim decides who runs the half and publishes nothing;
+  // the results travel through done (release in set(), acquire in wait()).
+  bool claim() noexcept { return !claimed.exchange(true, std::memory_order_relaxed); }
+};
+
+// The job that runs a reduce_half: `node` is parallel_reduce's recursion,
+// alive until the half is claimed back or done (the splitting frame waits).
+template <typename I, typename T, typename Node>
+struct reduce_piece {
+  std::shared_ptr<reduce_half<T>> half;
+  const Node* node;
+  I lo;
+  I hi;
+  void operator()() const {
+    if (!half->claim()) return;  // taken back: `node` may be gone
+    try {
+      half->value.emplace((*node)(lo, hi));
+    } catch (...) {
+      half->error = std::current_exception();
+    }
+    half->done.set();
+  }
+  void cancel() noexcept {
+    if (!half->claim()) return;
+    half->cancelled = true;
+    half->done.set();
+  }
+};
 
 }  // namespace detail
 
@@ -449,9 +501,10 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
     Combine& combine;
     std::uint64_t grain;
     std::atomic<bool>& failed;
+    bool on_worker;
 
     T operator()(I lo, I hi) const {
-      // relaxed: a hint only; the exception travels through the futures.
+      // relaxed: a hint only; the exception travels through the halves.
       if (failed.load(std::memory_order_relaxed)) return identity;
       try {
         return reduce(lo, hi);
@@ -461,51 +514,61 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
       }
     }
 
+    using half_t = detail::reduce_half<T>;
+
+    // Takes the handed-out right half back if no one has started it (the
+    // value is then computed here), else waits until it has finished.
+    // Returns true when taken back.
+    bool take_back_or_wait(half_t& h) const {
+      if (h.claim()) return true;
+      if (!on_worker) detail::poll_briefly(h.done);
+      h.done.wait(0);  // helps on a worker
+      return false;
+    }
+
     T reduce(I lo, I hi) const {
       if (detail::range_length(lo, hi) <= grain) return reduce_range(lo, hi, identity);
       const I mid = detail::advance_index(lo, detail::range_length(lo, hi) / 2);
-      future<T> right;
-      bool spawned = false;
+      std::shared_ptr<half_t> right;
       try {
-        right = pool.submit([this, mid, hi] { return (*this)(mid, hi); });
-        spawned = true;
-      } catch (const error_exception&) {  // refused (stopping, full, out of memory): this thread does it
+        right = std::make_shared<half_t>();
+        // Refused (stopping, full, out of memory): this thread does it.
+        if (!detail::fork_access::push(pool, detail::reduce_piece<I, T, node>{right, this, mid, hi})) right.reset();
+      } catch (const std::bad_alloc&) {  // no memory to share the half: this thread does it
+        right.reset();
       }
-      // If the left half throws, the right half must still finish before
-      // this frame (which it references) goes away. A left half that only
-      // saw a piece the pool discarded (cancelled) gives way to an exception
-      // of the right half: a body's exception takes precedence.
+      // If the left half throws, the right half must not run on after this
+      // frame (which it references) is gone. A left half that only saw a
+      // piece the pool discarded (cancelled) gives way to an exception of
+      // the right half: a body's exception takes precedence.
       T left = [&] {
         try {
           return (*this)(lo, mid);
         } catch (const error_exception& e) {
-          if (spawned) {
-            right.wait();
-            if (e.code() == error_code::cancelled) (void)right.get();  // throws the right half's exception, if any
+          if (right && !take_back_or_wait(*right) && e.code() == error_code::cancelled && right->error) {
+            std::rethrow_exception(right->error);
           }
           throw;
         } catch (...) {
-          if (spawned) right.wait();
+          if (right) (void)take_back_or_wait(*right);
           throw;
         }
       }();
-      T r = spawned ? right.get() : (*this)(mid, hi);
-      return combine(std::move(left), std::move(r));
+      if (!right || take_back_or_wait(*right)) return combine(std::move(left), (*this)(mid, hi));
+      // acquire: done.wait() (or ready() in poll_briefly) acquired what the
+      // half's run published with done.set().
+      if (right->error) std::rethrow_exception(right->error);
+      if (right->cancelled) {
+        throw error_exception(
+            error{error_code::cancelled, "parallel_reduce: a piece was discarded by the pool before it ran"});
+      }
+      return combine(std::move(left), std::move(*right->value));
     }
   };
-  const node root{pool, identity, reduce_range, combine, grain, failed};
-  if (!pool.is_worker_thread()) {
-    // As in parallel_for: from outside the pool the whole reduction runs on
-    // the workers, where waits help; if the pool refuses it, it runs here.
-    // The job refers to `root`, which outlives it: get() waits for it.
-    future<T> all;
-    try {
-      all = pool.submit([&root, first, last] { return root(first, last); });
-    } catch (const error_exception&) {  // refused: stopping, or a full bounded queue
-      return root(first, last);
-    }
-    return all.get();
-  }
+  // From outside the pool this thread takes part as in parallel_for: it
+  // hands right halves to the pool's queue and takes back each one no
+  // worker has started.
+  const node root{pool, identity, reduce_range, combine, grain, failed, pool.is_worker_thread()};
   return root(first, last);
 }
 

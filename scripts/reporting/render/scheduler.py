@@ -14,7 +14,7 @@ def table_scheduler(ctx, out):
     out.append("From `thread_system_benchmarks` (scheduler_benchmarks.cpp): every library with hardware_concurrency "
                "threads. *fib(27), a task per call*, at 1 and 2 workers (and every core where there are more): thread-ns per "
                "task = workers × wall time / tasks (lower is better; oneTBB's arena of as many threads, its "
-               "external thread included). *parallel_for* over 10⁷ floats, and over 10⁵ (tens of microseconds a call, where the per-call costs weigh): elements/s. *External submit*: 10⁶ empty jobs from 1 or 2 "
+               "external thread included). *parallel_for* over 10⁷ floats, and over 10⁵ (tens of microseconds a call, where the per-call costs weigh): elements/s; *parallel_reduce*, the sum of 10⁶ floats: elements/s. *External submit*: 10⁶ empty jobs from 1 or 2 "
                "producer threads: jobs/s.\n")
     fib_workers = sorted({int(m.group(1)) for key in runs.reps
                           if (m := re.match(r"^BM_NestedFib_ThreadSystem/workers:(\d+)$", key))})
@@ -23,6 +23,7 @@ def table_scheduler(ctx, out):
            "thread_ns_per_task", False, "") for w in fib_workers],
         ("parallel_for: elements/s", "BM_ParallelFor_{}", "items_per_second", True, "rate"),
         ("parallel_for, 10⁵ floats: elements/s", "BM_ParallelForShort_{}", "items_per_second", True, "rate"),
+        ("parallel_reduce, sum of 10⁶ floats: elements/s", "BM_ParallelReduce_{}", "items_per_second", True, "rate"),
         ("external submit, 1 producer: jobs/s", "BM_ExternalSubmit_{}/producers:1", "items_per_second", True, "rate"),
         ("external submit, 2 producers: jobs/s", "BM_ExternalSubmit_{}/producers:2", "items_per_second", True, "rate"),
         ("idle submit→start p50", "BM_IdleLatency_{}", "p50_ns", False, "ns"),
