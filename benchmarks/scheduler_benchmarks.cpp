@@ -20,8 +20,8 @@
 #include "workloads.hpp"
 
 #if defined(THREAD_SYSTEM_HAVE_TBB)
-#include <tbb/global_control.h>
 #include <tbb/blocked_range.h>
+#include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_reduce.h>
 #include <tbb/task_arena.h>

@@ -194,7 +194,7 @@ struct parallel_for_state {
   thread_pool& pool;
   F& f;
   std::uint64_t grain;
-  std::uint64_t chunk;  // indices run between two looks at `failed` and at the chance of a lazy split
+  std::uint64_t chunk;                  // indices run between two looks at `failed` and at the chance of a lazy split
   std::atomic<std::size_t> pending{1};  // the root piece
   std::atomic<bool> failed{false};
   std::atomic<bool> cancelled{false};  // a piece was discarded unrun by the pool (see for_piece::cancel())
@@ -404,10 +404,10 @@ void run_as_caller(const std::shared_ptr<parallel_for_state<I, F>>& st, I first,
 template <typename T>
 struct reduce_half {
   std::atomic<bool> claimed{false};
-  std::optional<T> value;       // set by the worker that ran it, before done.set()
-  std::exception_ptr error;     // likewise
-  bool cancelled = false;       // likewise, by the pool's discard
-  completion done;              // set once by the claimant that ran or cancelled it (not when taken back)
+  std::optional<T> value;    // set by the worker that ran it, before done.set()
+  std::exception_ptr error;  // likewise
+  bool cancelled = false;    // likewise, by the pool's discard
+  completion done;           // set once by the claimant that ran or cancelled it (not when taken back)
 
   // relaxed: the claim decides who runs the half and publishes nothing;
   // the results travel through done (release in set(), acquire in wait()).
