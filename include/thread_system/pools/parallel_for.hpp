@@ -27,8 +27,8 @@
 // sixteenth of that (64 per worker): few hand-offs for a short, even loop,
 // and chunks fine enough for lazy splitting to even out a skewed one.
 // Measured on 2 cores against eight eager pieces per worker with chunks of
-// an eighth (the same chunk size): 1.3-1.8x less time per call over 10^4
-// and 10^5 floats, and no loss on larger or skewed loops
+// an eighth (the same chunk size): 1.2-1.5x less time per call over 10^4
+// and 10^5 floats, and no loss beyond noise on larger or skewed loops
 // (docs/PERFORMANCE.md, *parallel_for (#20): four pieces per worker*).
 //
 // Index types: any integer type of at most 64 bits but bool. Lengths are
@@ -58,12 +58,12 @@
 // Exceptions: the first exception thrown by a body is rethrown to the caller
 // after all other pieces have finished (later exceptions are dropped); once
 // a body has thrown, the pieces and chunks that have not started yet are
-// skipped (a chunk in progress - at most 65 536 indices - runs to its end), so the call returns promptly however large
-// the range. Pieces the pool refuses (it is stopping, a bounded queue is
-// full, memory ran out) run on the calling thread, so the call still
-// processes every index; with no memory even for its bookkeeping the whole
-// loop runs serially on the caller. A piece the pool accepted and then
-// discarded unrun
+// skipped (a chunk in progress - at most 65 536 indices - runs to its
+// end), so the call returns promptly however large the range. Pieces the
+// pool refuses (it is stopping, a bounded queue is full, memory ran out)
+// run on the calling thread, so the call still processes every index; with
+// no memory even for its bookkeeping the whole loop runs serially on the
+// caller. A piece the pool accepted and then discarded unrun
 // (stop(stop_mode::cancel_pending), backpressure::drop_oldest) before
 // anyone started it leaves its indices unvisited: once every other piece
 // has finished, the call throws error_exception{cancelled} (a body's
