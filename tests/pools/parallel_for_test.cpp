@@ -32,6 +32,36 @@ std::vector<std::thread::id> threads_per_index(ts::thread_pool& pool, std::size_
       grain);  // disjoint indices
   return ran_on;
 }
+
+// Makes `pool` (one worker) unavailable - its worker held, or the pool
+// paused - runs `call` from this thread, frees the pool and waits until it
+// is idle (its worker has popped whatever was queued). Returns whether a
+// watchdog had to free the pool for `call` to return: the call waited for
+// the pool (the watchdog lets a failing build end rather than hang).
+template <typename F>
+bool call_needed_the_pool(ts::thread_pool& pool, bool paused, F call) {
+  ts::test::worker_blocker blocker;
+  if (paused) {
+    pool.pause();
+  } else {
+    blocker.hold(pool);
+  }
+  std::atomic<bool> returned{false};
+  std::atomic<bool> freed_by_watchdog{false};
+  std::thread watchdog([&] {
+    if (ts::test::eventually([&] { return returned.load(std::memory_order_acquire); })) return;
+    freed_by_watchdog.store(true, std::memory_order_release);
+    blocker.let_go();
+    pool.resume();
+  });
+  call();
+  returned.store(true, std::memory_order_release);  // pairs with the watchdog's load
+  watchdog.join();
+  blocker.let_go();
+  pool.resume();
+  pool.wait_idle();
+  return freed_by_watchdog.load(std::memory_order_acquire);
+}
 }  // namespace
 
 TEST(ParallelFor, VisitsEveryIndexOnce) {
@@ -163,40 +193,21 @@ TEST(ParallelFor, FromOutsideABusyOrPausedPoolTheCallerRunsEveryPieceItself) {
   ts::thread_pool pool{1, ts::test::pool_opts("pf-busy")};
   for (const bool paused : {false, true}) {
     SCOPED_TRACE(paused ? "paused pool" : "busy worker");
-    ts::test::worker_blocker blocker;
-    if (paused) {
-      pool.pause();
-    } else {
-      blocker.hold(pool);
-    }
     constexpr std::size_t n = 10'007;
     std::vector<std::atomic<int>> visits(n);
     const auto caller = std::this_thread::get_id();
     std::atomic<std::size_t> elsewhere{0};
-    std::atomic<bool> returned{false};
-    std::atomic<bool> freed_by_watchdog{false};
-    // Frees the pool if the call does not return by itself, so that a
-    // failing build ends rather than hangs.
-    std::thread watchdog([&] {
-      if (ts::test::eventually([&] { return returned.load(std::memory_order_acquire); })) return;
-      freed_by_watchdog.store(true, std::memory_order_release);
-      blocker.let_go();
-      pool.resume();
-    });
-    ts::parallel_for(
-        pool, std::size_t{0}, n,
-        [&](std::size_t i) {
-          visits[i].fetch_add(1, std::memory_order_relaxed);  // read after wait_idle() below
-          if (std::this_thread::get_id() != caller) elsewhere.fetch_add(1, std::memory_order_relaxed);
-        },
-        64);
-    returned.store(true, std::memory_order_release);  // pairs with the watchdog's load
-    watchdog.join();
-    EXPECT_FALSE(freed_by_watchdog.load(std::memory_order_acquire)) << "the call waited for the pool";
+    EXPECT_FALSE(call_needed_the_pool(pool, paused, [&] {
+      ts::parallel_for(
+          pool, std::size_t{0}, n,
+          [&](std::size_t i) {
+            visits[i].fetch_add(1, std::memory_order_relaxed);  // read after wait_idle()
+            if (std::this_thread::get_id() != caller) elsewhere.fetch_add(1, std::memory_order_relaxed);
+          },
+          64);
+    })) << "the call waited for the pool";
+    // The worker popped the pieces taken back and ran none of them.
     EXPECT_EQ(elsewhere.load(std::memory_order_relaxed), 0U);
-    blocker.let_go();
-    pool.resume();
-    pool.wait_idle();  // the worker pops the pieces taken back
     std::size_t not_once = 0;
     for (const auto& v : visits) not_once += v.load(std::memory_order_relaxed) != 1;
     EXPECT_EQ(not_once, 0U);
@@ -344,40 +355,23 @@ TEST(ParallelReduce, FromOutsideABusyOrPausedPoolTheCallerComputesEveryLeafItsel
   ts::thread_pool pool{1, ts::test::pool_opts("reduce-busy")};
   for (const bool paused : {false, true}) {
     SCOPED_TRACE(paused ? "paused pool" : "busy worker");
-    ts::test::worker_blocker blocker;
-    if (paused) {
-      pool.pause();
-    } else {
-      blocker.hold(pool);
-    }
     const auto caller = std::this_thread::get_id();
     std::atomic<std::size_t> leaves{0};
     std::atomic<std::size_t> elsewhere{0};
-    std::atomic<bool> returned{false};
-    std::atomic<bool> freed_by_watchdog{false};
-    std::thread watchdog([&] {
-      if (ts::test::eventually([&] { return returned.load(std::memory_order_acquire); })) return;
-      freed_by_watchdog.store(true, std::memory_order_release);
-      blocker.let_go();
-      pool.resume();
-    });
-    const long sum = ts::parallel_reduce(
-        pool, 0L, 10'007L, 0L,
-        [&](long lo, long hi, long acc) {
-          leaves.fetch_add(1, std::memory_order_relaxed);  // read after wait_idle() below
-          if (std::this_thread::get_id() != caller) elsewhere.fetch_add(1, std::memory_order_relaxed);
-          for (; lo < hi; ++lo) acc += lo;
-          return acc;
-        },
-        [](long a, long b) { return a + b; }, 64);
-    returned.store(true, std::memory_order_release);  // pairs with the watchdog's load
-    watchdog.join();
-    EXPECT_FALSE(freed_by_watchdog.load(std::memory_order_acquire)) << "the call waited for the pool";
+    long sum = 0;
+    EXPECT_FALSE(call_needed_the_pool(pool, paused, [&] {
+      sum = ts::parallel_reduce(
+          pool, 0L, 10'007L, 0L,
+          [&](long lo, long hi, long acc) {
+            leaves.fetch_add(1, std::memory_order_relaxed);  // read after wait_idle()
+            if (std::this_thread::get_id() != caller) elsewhere.fetch_add(1, std::memory_order_relaxed);
+            for (; lo < hi; ++lo) acc += lo;
+            return acc;
+          },
+          [](long a, long b) { return a + b; }, 64);
+    })) << "the call waited for the pool";
     EXPECT_EQ(sum, 10'007L * 10'006L / 2);
-    EXPECT_EQ(elsewhere.load(std::memory_order_relaxed), 0U);
-    blocker.let_go();
-    pool.resume();
-    pool.wait_idle();  // the worker pops the halves taken back and runs none of them
+    // The worker popped the halves taken back and ran none of them.
     EXPECT_EQ(elsewhere.load(std::memory_order_relaxed), 0U);
     EXPECT_EQ(leaves.load(std::memory_order_relaxed), 256U);  // 10 007 / 2^8 <= 64: eight levels of halving
   }
