@@ -1,4 +1,5 @@
 #include "thread_system/pools/parallel_for.hpp"
+#include "thread_system/pools/thread_worker.hpp"
 
 #include <gtest/gtest.h>
 
@@ -652,21 +653,29 @@ TEST(ParallelReduce, AHalfDiscardedByStopCancelPendingMakesTheCallThrowCancelled
 
 // A leaf that throws while another piece is discarded by
 // stop(cancel_pending): the leaf's exception reaches the caller, not
-// `cancelled` (the header: a body's exception takes precedence). The
-// reduction runs on a worker: over [0, 4) with grain 1 the worker running
-// the root keeps leaf 0 and leaves [1, 2) on its deque; the other worker
-// steals [2, 4), keeps leaf 2 and leaves [3, 4).
-// Both leaves wait until the stop has begun, so [1, 2) and [3, 4) are
-// discarded and leaf 2 throws: the left half saw only `cancelled`, and the
-// root used to report that.
+// `cancelled` (the header: a body's exception takes precedence). From
+// outside the pool, over [0, 4) with grain 1: one worker is held, the other
+// takes one job per visit to the queue, so it takes [2, 4) (handed out
+// first; the queue is the FIFO mutex queue whatever the suite's kind),
+// keeps [3, 4) on its deque and runs leaf 2, while [1, 2) stays queued and
+// the caller runs leaf 0. Both leaves wait until the stop has discarded
+// [1, 2); then leaf 2 throws. The left half [0, 2) sees only `cancelled`;
+// the root used to report that.
 TEST(ParallelReduce, ALeafsExceptionTakesPrecedenceOverADiscardedPiece) {
-  ts::thread_pool pool{2, ts::test::pool_opts("reduce-precedence")};
+  ts::pool_options o = ts::test::pool_opts("reduce-precedence");
+  o.queue = ts::pool_queue::mutex;
+  ts::thread_pool pool{2, o};
+  for (ts::thread_worker* w : pool.get_workers()) ASSERT_TRUE(w->set_injector_batch(1));
+  ts::test::worker_blocker blocker;
+  blocker.hold(pool);
   std::atomic<int> entered{0};
-  std::atomic<bool> stop_begun{false};
+  std::atomic<bool> discarded_in_time{true};
   auto leaf = [&](int lo, int, int acc) -> int {
     if (lo == 0 || lo == 2) {
       entered.fetch_add(1, std::memory_order_acq_rel);
-      while (!stop_begun.load(std::memory_order_acquire)) std::this_thread::yield();
+      if (!ts::test::eventually([&] { return pool.get_statistics().cancelled >= 1; })) {
+        discarded_in_time.store(false, std::memory_order_relaxed);  // read after join()
+      }
       if (lo == 2) throw std::runtime_error("leaf 2 failed");
     }
     return acc + 1;
@@ -674,7 +683,7 @@ TEST(ParallelReduce, ALeafsExceptionTakesPrecedenceOverADiscardedPiece) {
   std::string outcome;
   std::thread caller([&] {
     try {
-      (void)pool.submit([&] { return ts::parallel_reduce(pool, 0, 4, 0, leaf, std::plus<>{}, 1); }).get();
+      (void)ts::parallel_reduce(pool, 0, 4, 0, leaf, std::plus<>{}, 1);
       outcome = "no exception";
     } catch (const std::runtime_error& e) {
       outcome = e.what();
@@ -684,12 +693,10 @@ TEST(ParallelReduce, ALeafsExceptionTakesPrecedenceOverADiscardedPiece) {
   });
   ASSERT_TRUE(ts::test::eventually([&] { return entered.load(std::memory_order_acquire) == 2; }));
   std::thread stopper([&] { (void)pool.stop(ts::stop_mode::cancel_pending); });
-  // The stop has begun (and asked for queued jobs to be cancelled) once the
-  // pool refuses a push.
-  ASSERT_TRUE(ts::test::eventually([&] { return !pool.enqueue([] {}); }));
-  stop_begun.store(true, std::memory_order_release);
   caller.join();
+  blocker.let_go();
   stopper.join();
+  EXPECT_TRUE(discarded_in_time.load(std::memory_order_relaxed));  // relaxed: joined
   EXPECT_EQ(outcome, "leaf 2 failed");
 }
 
