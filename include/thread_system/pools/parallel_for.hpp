@@ -101,7 +101,6 @@
 #include <exception>
 #include <memory>
 #include <new>
-#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -399,19 +398,19 @@ void run_as_caller(const std::shared_ptr<parallel_for_state<I, F>>& st, I first,
 // The right half of a parallel_reduce split, handed to the pool (see
 // parallel_reduce): whoever claims it - the worker that pops it, the pool
 // discarding it, or the splitting thread taking it back once its left half
-// is done - runs it, cancels it or computes it itself.
+// is done - runs it, cancels it or computes it itself. Its result slot is a
+// future's (value or exception, then `done`), completed only by a worker
+// that ran it or by the pool's discard (`cancelled`), not when taken back.
 template <typename T>
-struct reduce_half {
+struct reduce_half : future_state<T> {
   std::atomic<bool> claimed{false};
-  std::optional<T> value;    // set by the worker that ran it, before done.set()
-  std::exception_ptr error;  // likewise
-  bool cancelled = false;    // likewise, by the pool's discard
-  completion done;           // set once by the claimant that ran or cancelled it (not when taken back)
 
   // relaxed: the claim decides who runs the half and publishes nothing;
   // the results travel through done (release in set(), acquire in wait()).
   bool claim() noexcept { return !claimed.exchange(true, std::memory_order_relaxed); }
 };
+
+inline constexpr const char* reduce_discarded = "parallel_reduce: a piece was discarded by the pool before it ran";
 
 // The job that runs a reduce_half: `node` is parallel_reduce's recursion,
 // alive until the half is claimed back or done (the splitting frame waits).
@@ -424,16 +423,13 @@ struct reduce_piece {
   void operator()() const {
     if (!half->claim()) return;  // taken back: `node` may be gone
     try {
-      half->value.emplace((*node)(lo, hi));
+      half->set_value((*node)(lo, hi));
     } catch (...) {
-      half->error = std::current_exception();
+      half->set_exception(std::current_exception());
     }
-    half->done.set();
   }
   void cancel() noexcept {
-    if (!half->claim()) return;
-    half->cancelled = true;
-    half->done.set();
+    if (half->claim()) half->set_exception(cancelled_error(reduce_discarded));
   }
 };
 
@@ -544,8 +540,8 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
         try {
           return (*this)(lo, mid);
         } catch (const error_exception& e) {
-          if (right && !take_back_or_wait(*right) && e.code() == error_code::cancelled && right->error) {
-            std::rethrow_exception(right->error);
+          if (right && !take_back_or_wait(*right) && e.code() == error_code::cancelled && right->exception) {
+            std::rethrow_exception(right->exception);
           }
           throw;
         } catch (...) {
@@ -555,12 +551,8 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
       }();
       if (!right || take_back_or_wait(*right)) return combine(std::move(left), (*this)(mid, hi));
       // acquire: done.wait() (or ready() in poll_briefly) acquired what the
-      // half's run published with done.set().
-      if (right->error) std::rethrow_exception(right->error);
-      if (right->cancelled) {
-        throw error_exception(
-            error{error_code::cancelled, "parallel_reduce: a piece was discarded by the pool before it ran"});
-      }
+      // half's run or discard published with done.set().
+      if (right->exception) std::rethrow_exception(right->exception);
       return combine(std::move(left), std::move(*right->value));
     }
   };

@@ -32,6 +32,16 @@ namespace thread_system::detail {
 /// cancelled when there is no memory to say why (src/pool_core_accounting.cpp).
 [[nodiscard]] const std::exception_ptr& cancelled_without_memory() noexcept;
 
+/// error_exception{cancelled} saying `why`; with no memory for the reason,
+/// cancelled_without_memory().
+[[nodiscard]] inline std::exception_ptr cancelled_error(const char* why) noexcept {
+  try {
+    return std::make_exception_ptr(error_exception(error{error_code::cancelled, why}));
+  } catch (...) {
+    return cancelled_without_memory();
+  }
+}
+
 // The job behind submit(): runs the callable and completes the future; on
 // cancellation completes it with a `cancelled` error. Destroyed without
 // either (which no pool does: every accepted job is run or cancelled), it
@@ -79,11 +89,7 @@ struct submitted_job {
   // Completes the future with a `cancelled` error saying why.
   void cancel_because(const char* why) noexcept {
     fn.reset();
-    try {
-      state->set_exception(std::make_exception_ptr(error_exception(error{error_code::cancelled, why})));
-    } catch (...) {  // no memory for the reason: the same code, made when the library loaded
-      state->set_exception(cancelled_without_memory());
-    }
+    state->set_exception(cancelled_error(why));
   }
 };
 
