@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -23,6 +24,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "thread_system/detail/asymmetric_fence.hpp"
 #include "thread_system/detail/clock.hpp"
 #include "thread_system/detail/duration.hpp"
 #include "thread_system/detail/os_thread.hpp"
@@ -312,11 +314,17 @@ void pool_core::stamp_if_sampled(job_function& fn) const noexcept {
 }
 
 void pool_core::wake_worker_if_needed(std::uint64_t kind_mask) noexcept {
-  // Dekker with a spinning worker: the fence orders our push before reading
-  // a group's spinning count; the worker decrements it (seq_cst) and then
-  // re-checks the queue after prepare_wait()'s fence before it sleeps.
-  // Either we see it spinning (and it will find the job), or it sees the job.
-  detail::seq_cst_fence();
+  // Dekker with a worker going to sleep: it decrements the spinning count
+  // (seq_cst), announces itself (prepare_wait()), runs the heavy side of the
+  // asymmetric fence and looks for work once more (worker_main()); we
+  // pushed, run the light side (a compiler barrier where membarrier is
+  // registered, else a full fence) and read the spinning count and the
+  // waiters. Either our push is visible to its last look, or our reads come
+  // after its barrier and see it announced (detail/asymmetric_fence.hpp).
+  // A worker read as spinning passes through the same sleep path before it
+  // can sleep. So no full fence per push: the fork-join spawn path has no
+  // locked instruction when nothing is stolen.
+  detail::asymmetric_fence_light();
   THREAD_SYSTEM_CHAOS_POINT();
   const std::size_t n = group_count_.load(std::memory_order_acquire);  // pairs with group_for()
   for (std::size_t i = 0; i < n; ++i) {
@@ -481,8 +489,9 @@ void pool_core::worker_main(pool_worker& w) {
     bool work_seen = false;
     // relaxed: a soft cap; races may exceed it by a few.
     if (group.spinning.load(std::memory_order_relaxed) < group.max_spinners) {
-      // seq_cst: producers that read spinning != 0 skip their wake-up, so
-      // this increment must be ordered against their fence (see
+      // seq_cst: producers that read spinning != 0 skip their wake-up; a
+      // spinner that misses their job goes through the sleep path below
+      // (heavy fence, last look) before it can sleep (see
       // wake_worker_if_needed()).
       group.spinning.fetch_add(1, std::memory_order_seq_cst);
       for (int i = 0; i < spin_polls && !work_seen; ++i) {
@@ -512,6 +521,10 @@ void pool_core::worker_main(pool_worker& w) {
 
     THREAD_SYSTEM_CHAOS_POINT();
     const auto key = group.work_available.prepare_wait();
+    // The sleeper's side of the Dekker pair with wake_worker_if_needed()
+    // (see there): pushers run only the light side. At most one per sleep,
+    // and a worker sleeps only after its spin and yield phases found nothing.
+    const bool paired = detail::asymmetric_fence_heavy();
     THREAD_SYSTEM_CHAOS_POINT();
     if (work_visible(w)) {
       group.work_available.cancel_wait();
@@ -520,7 +533,16 @@ void pool_core::worker_main(pool_worker& w) {
     }
     single_writer_add(w.parks_, 1);
     const std::uint64_t parked_at = steady_now_ns();
-    group.work_available.commit_wait(key);
+    if (paired) {
+      group.work_available.commit_wait(key);
+    } else {
+      // membarrier failed after registration (a seccomp filter installed
+      // later): a push may be invisible to the look above while its pusher
+      // skipped the wake-up, so sleep at most 1 ms at a time (the job then
+      // waits that long, never forever).
+      (void)group.work_available.commit_wait_until(key,
+                                                   std::chrono::steady_clock::now() + std::chrono::milliseconds(1));
+    }
     start_stretch();
     single_writer_add(w.idle_ns_, busy_since - parked_at);
     single_writer_add(w.wakeups_, 1);
@@ -546,8 +568,9 @@ bool pool_core::work_visible(const pool_worker& w) const noexcept {
   for (std::size_t i = 0; i < n; ++i) {
     const pool_worker* other = steal_table_[i].load(std::memory_order_relaxed);  // fixed once published
     if (!other->deque_.empty_approx()) return true;
-    // relaxed: ordered like the deque checks (prepare_wait()'s fence here,
-    // the fence in wake_worker_if_needed() after push_local()'s store).
+    // relaxed: ordered like the deque checks (the sleeper's heavy fence
+    // here, the light one in wake_worker_if_needed() after push_local()'s
+    // store).
     // Another worker's continuation does not count: its owner runs it as
     // soon as its current job returns, and an idle worker polling the slot
     // would only slow the owner down (the slot's cache line moving on every

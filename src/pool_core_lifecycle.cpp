@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "thread_system/detail/asymmetric_fence.hpp"
 #include "thread_system/detail/duration.hpp"
 #include "thread_system/detail/futex.hpp"
 
@@ -84,6 +85,9 @@ pool_core::pool_core(core_config config) try
       idle_wait_ns_(idle_wait_ns(config.idle_wait)),
       out_of_memory_report_(make_out_of_memory_report(kind_, name_)) {
   validate(bounds_);
+  // Before any worker or producer of this pool exists: from here pushers run
+  // only a compiler barrier for their wake-up check (wake_worker_if_needed()).
+  detail::asymmetric_fence_init();
   // The thread that runs what stop() drains is worker max_workers to the
   // injector (note_done()).
   caller_runner_.index_ = max_workers;

@@ -1,39 +1,15 @@
 // The log clock's choice (log_clock.hpp), its conversion to system_clock
-// time (tick_converter.hpp) and the asymmetric fence (asymmetric_fence.hpp).
-#include <cerrno>
+// time (tick_converter.hpp).
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <mutex>
+#include <cstdint>
 #include <thread>
 
-#include "thread_system/logger/detail/asymmetric_fence.hpp"
 #include "thread_system/logger/detail/log_clock.hpp"
 #include "tick_converter.hpp"
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #define THREAD_SYSTEM_HAVE_CPUID 1
-#endif
-
-#if defined(__linux__)
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
-
-// membarrier(2) is usable where the system call exists (__NR_membarrier, a
-// macro of <sys/syscall.h>). The MEMBARRIER_CMD_* names of
-// <linux/membarrier.h> are enumerators, not macros (testing them with
-// defined() would compile the fast path out everywhere), and kernel headers
-// before Linux 4.14 lack the expedited ones; their values are fixed by the
-// kernel's ABI, so they are spelt out here.
-#if defined(__linux__) && defined(__NR_membarrier) && !defined(THREAD_SYSTEM_TSAN)
-#define THREAD_SYSTEM_HAVE_MEMBARRIER 1
-namespace {
-constexpr int membarrier_cmd_query = 0;
-constexpr int membarrier_cmd_private_expedited = 1 << 3;
-constexpr int membarrier_cmd_register_private_expedited = 1 << 4;
-}  // namespace
 #endif
 
 namespace thread_system::detail {
@@ -119,50 +95,6 @@ std::chrono::system_clock::time_point tick_converter::to_system(std::uint64_t ti
   const auto offset = static_cast<std::int64_t>(static_cast<double>(delta) * ns_per_tick_);
   return std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
       std::chrono::nanoseconds(base_.system_ns + offset)));
-}
-
-// ---------------------------------------------------------------------------
-// asymmetric fence
-// ---------------------------------------------------------------------------
-
-void asymmetric_fence_init() noexcept {
-#if defined(THREAD_SYSTEM_HAVE_MEMBARRIER)
-  static std::once_flag once;
-  try {
-    std::call_once(once, [] {
-      const long supported = ::syscall(__NR_membarrier, membarrier_cmd_query, 0, 0);
-      if (supported < 0 || (supported & membarrier_cmd_private_expedited) == 0) return;
-      if (::syscall(__NR_membarrier, membarrier_cmd_register_private_expedited, 0, 0) != 0) return;
-      // relaxed: read by producers of loggers constructed after this; the
-      // logger's construction happens-before their calls.
-      asymmetric_fence_cheap.store(true, std::memory_order_relaxed);
-    });
-  } catch (...) {  // NOLINT(bugprone-empty-catch): call_once failing leaves the full-fence fallback
-  }
-#endif
-}
-
-void asymmetric_fence_heavy() noexcept {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-#if defined(THREAD_SYSTEM_HAVE_MEMBARRIER)
-  // relaxed: see asymmetric_fence_init().
-  if (asymmetric_fence_cheap.load(std::memory_order_relaxed)) {
-    // Registered, so it fails only if something (a seccomp filter installed
-    // later) forbids it. Producers rely on it (their side is a compiler
-    // barrier), so carrying on could lose records or hang stop(): abort
-    // with the reason rather than corrupt the contract silently.
-    if (::syscall(__NR_membarrier, membarrier_cmd_private_expedited, 0, 0) != 0) {
-      std::fprintf(stderr,
-                   "thread_system logger: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) failed after registration "
-                   "(errno %d); the logger's stop/sleep protocol depends on it. Aborting.\n",
-                   errno);
-      std::abort();
-    }
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-  }
-#elif defined(THREAD_SYSTEM_TSAN)
-  seq_cst_fence();
-#endif
 }
 
 }  // namespace thread_system::detail

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <limits>
 #include <string>
@@ -381,7 +382,16 @@ result<void> logger::flush() {
 void logger::request_stop() noexcept {
   // relaxed + the heavy fence: the Dekker pair with push() (see logger.hpp).
   closed_.store(true, std::memory_order_relaxed);
-  detail::asymmetric_fence_heavy();
+  if (!detail::asymmetric_fence_heavy()) {
+    // membarrier failed after registration (a seccomp filter installed
+    // later forbids it). Producers rely on it (their side is a compiler
+    // barrier), so carrying on could lose records or hang stop(): abort
+    // with the reason rather than break the contract silently.
+    std::fprintf(stderr,
+                 "thread_system logger: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) failed after registration; "
+                 "the logger's stop protocol depends on it. Aborting.\n");
+    std::abort();
+  }
   // release: the writer's acquire load of this flag happens after the fence.
   stop_requested_.store(true, std::memory_order_release);
   room_freed_.notify_all();     // blocked producers re-check and see closed_

@@ -104,11 +104,17 @@ void logger::park_writer() {
   // relaxed: ordered by the heavy fence below (the Dekker pair with push()).
   writer_parked_.store(true, std::memory_order_relaxed);
   const auto key = writer_wakeup_.prepare_wait();
-  detail::asymmetric_fence_heavy();
+  // Without the barrier (membarrier failed after registration: a seccomp
+  // filter installed later) a producer's record may be invisible to the
+  // check below while it skipped the notification: the writer then sleeps
+  // at most 1 ms at a time, so such a record waits that long, never forever.
+  const bool paired = detail::asymmetric_fence_heavy();
   if (writer_has_work()) {
     writer_wakeup_.cancel_wait();
-  } else {
+  } else if (paired) {
     writer_wakeup_.commit_wait(key);
+  } else {
+    (void)writer_wakeup_.commit_wait_until(key, std::chrono::steady_clock::now() + std::chrono::milliseconds(1));
   }
   // relaxed: a hint (producers stop taking the slow path). Written only if
   // still set, so the line producers read stays shared.

@@ -190,6 +190,46 @@ TEST(PoolStress, NoLostWakeUpWhenIdlePoolGetsOneJob) {
   EXPECT_EQ(pool.get_statistics().executed, budget.ran());
 }
 
+// A worker's push runs only the light side of the asymmetric fence before it
+// looks for a sleeping worker to wake; the worker going to sleep runs the
+// heavy side (membarrier) before its last look for work. Here a job pushes a
+// child onto its own worker (the LIFO slot or deque) after a random pause and
+// then blocks without helping until the child ran: only the other worker can
+// run it, and it is at a random point of going to sleep (no yield phase, so
+// it sleeps right after spinning). A lost wake-up leaves the child queued
+// while the parent blocks: the parent gives up after 20 s and the round
+// fails.
+TEST(PoolStress, AChildPushedByABlockedWorkerWakesTheWorkerGoingToSleep) {
+  ts::test::round_budget budget(ts::test::scaled(400'000), 2'000, std::chrono::seconds(8));
+  ts::pool_options o = ts::test::pool_opts();
+  o.idle_wait = std::chrono::nanoseconds{0};
+  ts::thread_pool pool{2, o};
+  std::mt19937 rng(4242);
+  for (std::size_t i = 0; budget.next(i); ++i) {
+    // 0-10 us: the other worker's spin phase (256 polls) ends, and it goes
+    // to sleep, somewhere in that range on the machines this runs on.
+    const std::chrono::nanoseconds pause{std::uniform_int_distribution<int>(0, 10'000)(rng)};
+    auto parent = pool.submit([&pool, pause] {
+      const auto until = std::chrono::steady_clock::now() + pause;
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      std::atomic<bool> child_ran{false};
+      if (!pool.enqueue([&child_ran] {
+            child_ran.store(true, std::memory_order_release);  // pairs with the acquire load below
+          })) {
+        return false;
+      }
+      const auto deadline = std::chrono::steady_clock::now() + 20s;
+      while (!child_ran.load(std::memory_order_acquire)) {  // pairs with the child's release store
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::yield();
+      }
+      return true;
+    });
+    ASSERT_TRUE(parent.get()) << "round " << i << ": the child was not run while its parent blocked";
+  }
+}
+
 // The typed pool's wake-up rule is per kind: a push into a kind whose queue
 // already holds a job wakes nobody, and the worker woken for that job (or one
 // that takes a job and leaves others behind) wakes the next. Bursts of one

@@ -127,8 +127,8 @@
 #include <fmt/format.h>
 
 #include "thread_system/core/error.hpp"
+#include "thread_system/detail/asymmetric_fence.hpp"
 #include "thread_system/logger/detail/arg_codec.hpp"
-#include "thread_system/logger/detail/asymmetric_fence.hpp"
 #include "thread_system/logger/detail/log_clock.hpp"
 #include "thread_system/logger/detail/thread_buffer.hpp"
 #include "thread_system/logger/log_level.hpp"
