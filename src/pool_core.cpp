@@ -315,15 +315,18 @@ void pool_core::stamp_if_sampled(job_function& fn) const noexcept {
 
 void pool_core::wake_worker_if_needed(std::uint64_t kind_mask) noexcept {
   // Dekker with a worker going to sleep: it decrements the spinning count
-  // (seq_cst), announces itself (prepare_wait()), runs the heavy side of the
-  // asymmetric fence and looks for work once more (worker_main()); we
-  // pushed, run the light side (a compiler barrier where membarrier is
-  // registered, else a full fence) and read the spinning count and the
-  // waiters. Either our push is visible to its last look, or our reads come
-  // after its barrier and see it announced (detail/asymmetric_fence.hpp).
-  // A worker read as spinning passes through the same sleep path before it
-  // can sleep. So no full fence per push: the fork-join spawn path has no
-  // locked instruction when nothing is stolen.
+  // (seq_cst), announces itself (prepare_wait()) and looks for work once
+  // more; we pushed, run the light side of the asymmetric fence (a compiler
+  // barrier where membarrier is registered, else a full fence) and read the
+  // spinning count and the waiters. With full fences on both sides one of
+  // us sees the other. With only a compiler barrier here, its look may miss
+  // our push while we read no sleeper: its first sleep is then bounded, and
+  // before it sleeps for good it runs the heavy side (membarrier) and looks
+  // again, so either our push is visible to that look or our reads came
+  // after its barrier and saw it (sleep_until_notified(),
+  // detail/asymmetric_fence.hpp). A worker read as spinning passes through
+  // the same sleep path before it can sleep. So no full fence per push: the
+  // fork-join spawn path runs no locked instruction when nothing is stolen.
   detail::asymmetric_fence_light();
   THREAD_SYSTEM_CHAOS_POINT();
   const std::size_t n = group_count_.load(std::memory_order_acquire);  // pairs with group_for()
@@ -521,10 +524,6 @@ void pool_core::worker_main(pool_worker& w) {
 
     THREAD_SYSTEM_CHAOS_POINT();
     const auto key = group.work_available.prepare_wait();
-    // The sleeper's side of the Dekker pair with wake_worker_if_needed()
-    // (see there): pushers run only the light side. At most one per sleep,
-    // and a worker sleeps only after its spin and yield phases found nothing.
-    const bool paired = detail::asymmetric_fence_heavy();
     THREAD_SYSTEM_CHAOS_POINT();
     if (work_visible(w)) {
       group.work_available.cancel_wait();
@@ -533,22 +532,55 @@ void pool_core::worker_main(pool_worker& w) {
     }
     single_writer_add(w.parks_, 1);
     const std::uint64_t parked_at = steady_now_ns();
-    if (paired) {
-      group.work_available.commit_wait(key);
-    } else {
-      // membarrier failed after registration (a seccomp filter installed
-      // later): a push may be invisible to the look above while its pusher
-      // skipped the wake-up, so sleep at most 1 ms at a time (the job then
-      // waits that long, never forever).
-      (void)group.work_available.commit_wait_until(key,
-                                                   std::chrono::steady_clock::now() + std::chrono::milliseconds(1));
-    }
+    sleep_until_notified(group, key, w);
     start_stretch();
     single_writer_add(w.idle_ns_, busy_since - parked_at);
     single_writer_add(w.wakeups_, 1);
   }
   tl_context = worker_context{};
   (void)detail::set_help_source(outer_help);
+}
+
+void pool_core::sleep_until_notified(detail::wake_group& group, event_count::key_type key, const pool_worker& w) {
+  // The sleeper's side of the Dekker pair with wake_worker_if_needed() (see
+  // there). Pushers run only the light side of the asymmetric fence, so the
+  // look for work after prepare_wait() above may miss a push whose store was
+  // still in its pusher's store buffer, while the pusher read no sleeper.
+  // Sleeping in two steps keeps that from stranding the job and keeps the
+  // heavy side rare:
+  //  1. a sleep of at most first_sleep: a notification ends it as usual; in
+  //     that race the job waits until it ends;
+  //  2. if it ended by itself, announce again, run the heavy side (a
+  //     membarrier: a barrier on every running thread of the process), look
+  //     again, and only then sleep until notified.
+  // So a worker runs the membarrier, which interrupts the CPUs running the
+  // process's other threads (about 11 us each on this test VM), at most once
+  // per first_sleep + its spin and yield phases, not on every sleep. Where
+  // both sides are full fences (no membarrier, ThreadSanitizer) step 1's
+  // look is already exact and the first sleep is not bounded.
+  // relaxed: set once before any worker exists (asymmetric_fence_init()).
+  if (!detail::asymmetric_fence_cheap.load(std::memory_order_relaxed)) {
+    group.work_available.commit_wait(key);
+    return;
+  }
+  bool notified = group.work_available.commit_wait_until(key, std::chrono::steady_clock::now() + first_sleep);
+  while (!notified) {
+    key = group.work_available.prepare_wait();
+    const bool paired = detail::asymmetric_fence_heavy();
+    THREAD_SYSTEM_CHAOS_POINT();
+    if (work_visible(w)) {
+      group.work_available.cancel_wait();
+      return;
+    }
+    if (paired) {
+      group.work_available.commit_wait(key);
+      return;
+    }
+    // membarrier failed after registration (a seccomp filter installed
+    // later): the pair no longer holds, so every sleep stays bounded (a job
+    // in that race waits at most first_sleep, never forever).
+    notified = group.work_available.commit_wait_until(key, std::chrono::steady_clock::now() + first_sleep);
+  }
 }
 
 bool pool_core::work_visible(const pool_worker& w) const noexcept {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -294,6 +295,12 @@ class pool_core {
   void run_node(pool_worker& w, job_node* node);
   void execute(pool_worker& w, job_function& fn);
   [[nodiscard]] bool work_visible(const pool_worker& w) const noexcept;
+  // A worker that found no work after prepare_wait(): sleeps until notified,
+  // running the heavy side of the wake-up fence only if a first, bounded
+  // sleep ends without a notification (see the source).
+  void sleep_until_notified(detail::wake_group& group, event_count::key_type key, const pool_worker& w);
+  // How long that first sleep lasts at most.
+  static constexpr std::chrono::milliseconds first_sleep{1};
   result<void> push_batch(std::span<job_function> fns);
   [[nodiscard]] unexpected_error refusal(const error& queue_error) const;
   void wake_worker_if_needed(std::uint64_t kind_mask = ~std::uint64_t{0}) noexcept;
