@@ -37,6 +37,16 @@
 //   * Idle workers sleep: a worker out of work spins briefly, polls for up
 //     to pool_options::idle_wait (100 us by default) more while yielding its
 //     CPU, then parks (no CPU use).
+//   * Waking them costs a push no locked instruction on Linux: the first
+//     pool of a process registers it for membarrier(2)
+//     (MEMBARRIER_CMD_PRIVATE_EXPEDITED), pushers then run a compiler
+//     barrier instead of a full fence, and a worker that stays parked
+//     longer than 1 ms runs one membarrier (a barrier that interrupts the
+//     CPUs running this process's other threads) before it sleeps for good.
+//     A job is never stranded: in the rare race where a push and a worker
+//     going to sleep miss each other, the job waits at most that 1 ms
+//     (details: docs/ARCHITECTURE.md, "Parking without lost wake-ups").
+//     Elsewhere both sides are full fences.
 //   * The destructor is stop(stop_mode::drain).
 //
 // Workers and their threads
