@@ -938,8 +938,10 @@ class lockfree_queue {
     for (std::uint64_t i = from; i < to; ++i) {
       // seq_cst: with the producer's seq_cst publishing CAS, either this
       // load sees the job, or the producer's check for sleepers after its
-      // push (thread_pool::wake_worker_if_needed()) sees the parking worker
-      // that read this.
+      // push (the pools' wake_worker_if_needed()) sees the parking worker
+      // that read this; exactly so for the look a worker takes after its
+      // membarrier (the pools' sleep_until_notified(), see
+      // docs/ARCHITECTURE.md, "Parking without lost wake-ups").
       if (first->cells()[i].state.load(std::memory_order_seq_cst) == cell_full) ++count;
     }
     return count;
