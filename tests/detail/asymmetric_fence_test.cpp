@@ -26,43 +26,40 @@ namespace ts = thread_system;
 
 namespace {
 
-TEST(AsymmetricFence, UsesMembarrierWhereTheKernelOffersIt) {
+// Why the light side cannot be a compiler barrier here, or nullptr when the
+// kernel offers expedited membarrier (then registering must make it one).
+const char* why_no_membarrier() {
 #if !defined(__linux__) || !defined(__NR_membarrier)
-  GTEST_SKIP() << "no membarrier(2) on this platform: both sides are full fences";
+  return "no membarrier(2) on this platform: both sides are full fences";
 #elif defined(THREAD_SYSTEM_TSAN)
-  GTEST_SKIP() << "under ThreadSanitizer both sides are seq_cst fences (which it models)";
+  return "under ThreadSanitizer both sides are seq_cst fences (which it models)";
 #else
   // MEMBARRIER_CMD_QUERY (0) and MEMBARRIER_CMD_PRIVATE_EXPEDITED (1 << 3): fixed by the kernel's ABI.
   const long supported = ::syscall(__NR_membarrier, 0, 0, 0);
-  if (supported < 0 || (supported & (1 << 3)) == 0) {
-    GTEST_SKIP() << "this kernel does not offer MEMBARRIER_CMD_PRIVATE_EXPEDITED";
-  }
+  if (supported < 0 || (supported & (1 << 3)) == 0)
+    return "this kernel does not offer MEMBARRIER_CMD_PRIVATE_EXPEDITED";
+  return nullptr;
+#endif
+}
+
+TEST(AsymmetricFence, UsesMembarrierWhereTheKernelOffersIt) {
+  if (const char* why = why_no_membarrier()) GTEST_SKIP() << why;
   ts::detail::asymmetric_fence_init();
   // relaxed: set by this thread's own call above.
   EXPECT_TRUE(ts::detail::asymmetric_fence_cheap.load(std::memory_order_relaxed))
       << "membarrier is available, yet the producers' side still runs a full fence";
   EXPECT_TRUE(ts::detail::asymmetric_fence_heavy()) << "registered, yet the barrier failed";
-#endif
 }
 
 // The pools' pushers run the light side (pool_core::wake_worker_if_needed):
 // a pool's constructor registers, before any of its workers exists. (ctest
 // runs each test in a process of its own, so nothing registered before.)
 TEST(AsymmetricFence, APoolsConstructorRegistersIt) {
-#if !defined(__linux__) || !defined(__NR_membarrier)
-  GTEST_SKIP() << "no membarrier(2) on this platform: both sides are full fences";
-#elif defined(THREAD_SYSTEM_TSAN)
-  GTEST_SKIP() << "under ThreadSanitizer both sides are seq_cst fences (which it models)";
-#else
-  const long supported = ::syscall(__NR_membarrier, 0, 0, 0);
-  if (supported < 0 || (supported & (1 << 3)) == 0) {
-    GTEST_SKIP() << "this kernel does not offer MEMBARRIER_CMD_PRIVATE_EXPEDITED";
-  }
+  if (const char* why = why_no_membarrier()) GTEST_SKIP() << why;
   ts::thread_pool pool{1};
   // relaxed: set inside the constructor, on this thread.
   EXPECT_TRUE(ts::detail::asymmetric_fence_cheap.load(std::memory_order_relaxed))
       << "the pool's pushers would run a full fence per job";
-#endif
 }
 
 TEST(AsymmetricFence, TheLightAndHeavySidesNeverLetBothThreadsMissTheOtherStore) {
