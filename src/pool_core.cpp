@@ -563,8 +563,11 @@ void pool_core::sleep_until_notified(detail::wake_group& group, event_count::key
     group.work_available.commit_wait(key);
     return;
   }
-  bool notified = group.work_available.commit_wait_until(key, std::chrono::steady_clock::now() + first_sleep);
-  while (!notified) {
+  // A bounded sleep first; with membarrier failing after registration (a
+  // seccomp filter installed later) the pair no longer holds and every sleep
+  // stays bounded (a job in that race waits at most first_sleep, never
+  // forever).
+  while (!group.work_available.commit_wait_until(key, std::chrono::steady_clock::now() + first_sleep)) {
     key = group.work_available.prepare_wait();
     const bool paired = detail::asymmetric_fence_heavy();
     THREAD_SYSTEM_CHAOS_POINT();
@@ -576,10 +579,6 @@ void pool_core::sleep_until_notified(detail::wake_group& group, event_count::key
       group.work_available.commit_wait(key);
       return;
     }
-    // membarrier failed after registration (a seccomp filter installed
-    // later): the pair no longer holds, so every sleep stays bounded (a job
-    // in that race waits at most first_sleep, never forever).
-    notified = group.work_available.commit_wait_until(key, std::chrono::steady_clock::now() + first_sleep);
   }
 }
 
