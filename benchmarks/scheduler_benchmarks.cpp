@@ -203,6 +203,25 @@ void parallel_for_thread_system(benchmark::State& state, std::size_t elements) {
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(elements) * state.iterations());
 }
+// The same loop on the calling thread alone: the reference for the
+// parallel rows (the report shows each library's speed-up over it). With W
+// threads sharing one cache, about W times this rate is the machine's limit;
+// where each thread's part of the array stays in a cache of its own between
+// calls, more.
+void parallel_for_serial(benchmark::State& state, std::size_t elements) {
+  std::vector<float> v(elements, 1.0F);
+  auto body = [&v](std::size_t i) { v[i] = v[i] * 0.5F + 1.0F; };
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < elements; ++i) body(i);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(elements) * state.iterations());
+}
+void BM_ParallelFor_Serial(benchmark::State& state) { parallel_for_serial(state, pf_elements); }
+BENCHMARK(BM_ParallelFor_Serial)->UseRealTime()->Unit(benchmark::kMillisecond);
+void BM_ParallelForShort_Serial(benchmark::State& state) { parallel_for_serial(state, pf_short_elements); }
+BENCHMARK(BM_ParallelForShort_Serial)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
 void BM_ParallelFor_ThreadSystem(benchmark::State& state) { parallel_for_thread_system(state, pf_elements); }
 BENCHMARK(BM_ParallelFor_ThreadSystem)->UseRealTime()->Unit(benchmark::kMillisecond);
 void BM_ParallelForShort_ThreadSystem(benchmark::State& state) { parallel_for_thread_system(state, pf_short_elements); }

@@ -14,7 +14,7 @@ def table_scheduler(ctx, out):
     out.append("From `thread_system_benchmarks` (scheduler_benchmarks.cpp): every library with hardware_concurrency "
                "threads. *fib(27), a task per call*, at 1 and 2 workers (and every core where there are more): thread-ns per "
                "task = workers × wall time / tasks (lower is better; oneTBB's arena of as many threads, its "
-               "external thread included). *parallel_for* over 10⁷ floats, and over 10⁵ (tens of microseconds a call, where the per-call costs weigh): elements/s; *parallel_reduce*, the sum of 10⁶ floats: elements/s. *External submit*: 10⁶ empty jobs from 1 or 2 "
+               "external thread included). *parallel_for* over 10⁷ floats, and over 10⁵ (tens of microseconds a call, where the per-call costs weigh): elements/s, and each library's speed-up over the same loop run on one thread (`BM_ParallelFor*_Serial`: near W× with W threads when they share one cache; above it when each thread's part of the array stays in a cache of its own between calls); *parallel_reduce*, the sum of 10⁶ floats: elements/s. *External submit*: 10⁶ empty jobs from 1 or 2 "
                "producer threads: jobs/s.\n")
     fib_workers = sorted({int(m.group(1)) for key in runs.reps
                           if (m := re.match(r"^BM_NestedFib_ThreadSystem/workers:(\d+)$", key))})
@@ -46,6 +46,17 @@ def table_scheduler(ctx, out):
             else:
                 r = ctx.compare("scheduler", label.split(":")[0], lib, label, s, ours, higher)
                 row.append(f"{cell(s, unit)} **{fmt_ratio(r)}**")
+        lines.append("| " + " | ".join(row) + " |")
+    # Each library's speed-up over the loop on one thread
+    # (BM_ParallelFor*_Serial): what bounds the ratio between them.
+    for label, pattern in (("parallel_for", "BM_ParallelFor_{}"), ("parallel_for, 10⁵ floats", "BM_ParallelForShort_{}")):
+        serial = runs.stat(pattern.format("Serial"), "items_per_second")
+        if serial is None or serial[0] == 0:
+            continue
+        row = [f"{label}: speed-up over the same loop on one thread ({cell(serial, 'rate')} elements/s)"]
+        for bm, _ in names:
+            s = runs.stat(pattern.format(bm), "items_per_second")
+            row.append("–" if s is None else f"{s[0] / serial[0]:.2f}×")
         lines.append("| " + " | ".join(row) + " |")
     if not any_row:
         out.append("_No data (these benchmarks are not run in this mode)._\n")
