@@ -76,17 +76,39 @@ void set_thread_start_budget(std::int64_t successes) noexcept {
 }  // namespace testing
 
 #if defined(THREAD_SYSTEM_POSIX_THREADS)
-struct os_thread::native {
-  pthread_t id{};
+namespace {
+// What a started thread and its os_thread share: the body, and which of the
+// two lets go of it last - that one frees it. The thread only runs the body
+// and lets go; after join() the joining thread frees it. So a thread whose
+// body allocated nothing frees nothing either: with glibc a thread's first
+// free(), like its first malloc(), gives it a malloc arena of its own (a
+// page or more of resident memory, kept after the thread ends).
+struct thread_block {
+  thread_block() = default;
+  thread_block(const thread_block&) = delete;
+  thread_block& operator=(const thread_block&) = delete;
+  virtual ~thread_block() = default;
+  std::unique_ptr<os_thread::entry> body;
+  std::atomic<int> holders{2};  // the thread, and the os_thread until join() or detach()
 };
 
-namespace {
+void let_go(thread_block* b) noexcept {
+  // acq_rel: the thread's release orders everything it did with the body
+  // before the other holder's acquire and delete.
+  if (b->holders.fetch_sub(1, std::memory_order_acq_rel) == 1) delete b;
+}
+
 extern "C" void* os_thread_trampoline(void* arg) {
-  std::unique_ptr<os_thread::entry> e(static_cast<os_thread::entry*>(arg));
-  e->run();  // noexcept: an escaping exception terminates, as with std::thread
+  auto* b = static_cast<thread_block*>(arg);
+  b->body->run();  // noexcept: an escaping exception terminates, as with std::thread
+  let_go(b);
   return nullptr;
 }
 }  // namespace
+
+struct os_thread::native final : thread_block {
+  pthread_t id{};
+};
 
 std::size_t os_thread::min_stack_size() noexcept {
   const long m = ::sysconf(_SC_THREAD_STACK_MIN);
@@ -124,6 +146,7 @@ result<os_thread> os_thread::start_entry(std::unique_ptr<entry> e, std::size_t s
   } catch (...) {
     return out_of_memory();
   }
+  h->body = std::move(e);
   pthread_attr_t attr;
   if (::pthread_attr_init(&attr) != 0) {
     delete h;
@@ -131,7 +154,7 @@ result<os_thread> os_thread::start_entry(std::unique_ptr<entry> e, std::size_t s
   }
   int rc = 0;
   if (stack_size != 0) rc = ::pthread_attr_setstacksize(&attr, effective_stack_size(stack_size));
-  if (rc == 0) rc = ::pthread_create(&h->id, &attr, &os_thread_trampoline, e.get());
+  if (rc == 0) rc = ::pthread_create(&h->id, &attr, &os_thread_trampoline, static_cast<thread_block*>(h));
   (void)::pthread_attr_destroy(&attr);
   if (rc != 0) {
     delete h;
@@ -140,19 +163,18 @@ result<os_thread> os_thread::start_entry(std::unique_ptr<entry> e, std::size_t s
              (stack_size != 0 ? " (stack size " + std::to_string(effective_stack_size(stack_size)) + " bytes)" : "");
     });
   }
-  (void)e.release();  // the trampoline owns it now
   return os_thread(h);
 }
 
 void os_thread::join() noexcept {
   (void)::pthread_join(handle_->id, nullptr);
-  delete handle_;
+  let_go(handle_);  // the thread has let go: frees the body here
   handle_ = nullptr;
 }
 
 void os_thread::detach() noexcept {
   (void)::pthread_detach(handle_->id);
-  delete handle_;
+  let_go(handle_);  // whichever of the two is last frees the body
   handle_ = nullptr;
 }
 

@@ -29,6 +29,11 @@
 //   * Everything the thread did is visible to the thread whose join()
 //     returned; everything the creating thread did before start() is
 //     visible to `f`.
+//   * With POSIX threads, `f` (with what it captured) is destroyed by the
+//     thread whose join() returns, or after detach() by whichever of the
+//     thread and detach() comes last: a thread whose `f` allocates nothing
+//     frees nothing either (with glibc its first free(), like its first
+//     malloc(), would give it a malloc arena of its own).
 //   * native_handle() is the platform's handle (pthread_t on Linux and
 //     macOS) while the thread is joinable; after join() it names nothing.
 //   * Not thread-safe: one os_thread object is used by one thread at a time.
