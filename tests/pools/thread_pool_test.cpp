@@ -22,6 +22,10 @@
 #include <utility>
 #include <vector>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "../support/test_support.hpp"
 #include "thread_system/compat/job.hpp"
 #include "thread_system/detail/os_thread.hpp"
@@ -1014,6 +1018,87 @@ TEST(ThreadPool, DeepHelpingRecursionWithAConfiguredStack) {
   auto f = pool.submit([&pool] { return nested_depth(pool, depth); });
   EXPECT_EQ(f.get(), depth);
 }
+
+#if defined(__GLIBC__)
+namespace {
+// True where a sanitizer replaces malloc (glibc's arenas are then unused).
+constexpr bool malloc_replaced =
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+    true;
+#else
+    false;
+#endif
+#else
+    false;
+#endif
+
+// The malloc arenas (heaps) glibc has made in this process, from
+// malloc_info()'s report: a thread's first allocation gives it an arena of
+// its own (up to 8 per core), a page or more of resident memory each.
+int malloc_heaps() {
+  char* text = nullptr;
+  std::size_t size = 0;
+  FILE* f = open_memstream(&text, &size);
+  if (f == nullptr) return -1;
+  (void)malloc_info(0, f);
+  (void)std::fclose(f);
+  int heaps = 0;
+  for (const char* p = text; (p = std::strstr(p, "<heap nr=")) != nullptr; ++p) ++heaps;
+  std::free(text);  // NOLINT(cppcoreguidelines-no-malloc): open_memstream's buffer
+  return heaps;
+}
+
+std::atomic<void*> g_escape{nullptr};
+
+// Four workers each run a job that allocates (or does not), stay idle long
+// enough to park (past the bounded first sleep), and the pool is destroyed.
+void run_four_jobs(bool allocate) {
+  ts::pool_options o;
+  o.queue = ts::pool_queue::mutex;  // the lock-free injector allocates a per-thread record
+  o.latency_sample_every = 0;       // a sampled job allocates its worker's histograms
+  ts::thread_pool pool{4, o};
+  std::latch all_running{4};
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(pool.enqueue([&all_running, allocate] {
+      if (allocate) {
+        auto p = std::make_unique<int>(1);
+        g_escape.store(p.get(), std::memory_order_relaxed);  // relaxed: only keeps the allocation
+      }
+      all_running.arrive_and_wait();  // every worker runs one
+    }));
+  }
+  all_running.wait();
+  std::this_thread::sleep_for(5ms);
+}
+}  // namespace
+
+// A worker that runs jobs allocating nothing, and never waits inside one,
+// allocates nothing on its own thread, so glibc gives it no malloc arena.
+// (Each worker looked its stack's bounds up when it started, which glibc
+// does with an allocation: 4 KiB more resident memory per worker in the
+// report's memory-per-worker rows.) In a fresh process (a death test's
+// child), so no arena left by another test's threads can be reused; the
+// same process checks that the count sees a worker's allocation.
+TEST(ThreadPoolMemory, WorkersThatAllocateNothingGetNoMallocArena) {
+  if (malloc_replaced) GTEST_SKIP() << "a sanitizer replaces malloc: glibc's arenas are not used";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const int before = malloc_heaps();
+        run_four_jobs(false);
+        const int quiet = malloc_heaps();
+        run_four_jobs(true);
+        const int allocating = malloc_heaps();
+        std::fprintf(stderr, "heaps: %d before, %d after a quiet pool, %d after an allocating one\n", before, quiet,
+                     allocating);
+        std::_Exit(before < 1 ? 3 : quiet != before ? 1 : allocating <= quiet ? 2 : 0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+#endif
 
 // Every construction path takes the options: a seed-style (named, not
 // started) pool chooses its injector, backpressure and error handler too.

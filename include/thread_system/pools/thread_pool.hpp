@@ -57,6 +57,15 @@
 //     part-way, the threads already created are joined before they run
 //     anything, nothing changes, and the call returns (the constructor
 //     throws) `resource_exhausted`. resize() keeps its previous size then.
+//   * A worker's state, its deque's first ring and its first node list are
+//     allocated by the thread that starts it: a worker that runs jobs
+//     allocating nothing, and never waits inside one, makes no allocation
+//     on its own thread, so it gets no malloc arena of its own (with glibc
+//     a page of resident memory per thread). What a worker allocates on its
+//     own thread, when it first needs it: a bigger deque or node list, the
+//     latency histograms of a sampled job (pool_options::
+//     latency_sample_every), and, at its first helping wait, the bounds of
+//     its stack (see below; glibc's lookup allocates).
 //   * pool_options::worker_stack_size sets the workers' stack (0: the
 //     platform default, 8 MiB on Linux). Waits inside jobs that help (a
 //     future's get(), task_group::wait(), parallel_for) run other jobs on
