@@ -132,18 +132,21 @@ TEST(OsThread, ARefusedStartIsAnErrorAndDoesNotRunTheCallable) {
 }
 
 #if defined(__linux__) || defined(__APPLE__)
-// Records on which thread it was destroyed (the moved-from copies record
-// nothing).
+// Counts its destructions and records the thread of the last one (the
+// moved-from copies record nothing).
 struct destruction_witness {
+  std::atomic<int>* destroyed;
   std::thread::id* destroyed_on;
-  explicit destruction_witness(std::thread::id* where) : destroyed_on(where) {}
+  destruction_witness(std::atomic<int>* count, std::thread::id* where) : destroyed(count), destroyed_on(where) {}
   destruction_witness(destruction_witness&& other) noexcept
-      : destroyed_on(std::exchange(other.destroyed_on, nullptr)) {}
+      : destroyed(std::exchange(other.destroyed, nullptr)), destroyed_on(other.destroyed_on) {}
   destruction_witness(const destruction_witness&) = delete;
   destruction_witness& operator=(const destruction_witness&) = delete;
   destruction_witness& operator=(destruction_witness&&) = delete;
   ~destruction_witness() {
-    if (destroyed_on != nullptr) *destroyed_on = std::this_thread::get_id();
+    if (destroyed == nullptr) return;
+    *destroyed_on = std::this_thread::get_id();
+    destroyed->fetch_add(1, std::memory_order_release);  // pairs with the acquire loads of the tests
   }
   void operator()() const {}
 };
@@ -153,32 +156,23 @@ struct destruction_witness {
 // it a malloc arena for that free; tests/pools/thread_pool_test.cpp,
 // ThreadPoolMemory). Detached, whichever of the two comes last destroys it.
 TEST(OsThread, TheJoiningThreadDestroysTheCallable) {
+  std::atomic<int> destroyed{0};
   std::thread::id destroyed_on;
-  auto t = os_thread::start(destruction_witness{&destroyed_on});
+  auto t = os_thread::start(destruction_witness{&destroyed, &destroyed_on});
   ASSERT_TRUE(t);
-  t->join();  // orders the destructor's write before the read below
+  t->join();
+  EXPECT_EQ(destroyed.load(std::memory_order_acquire), 1);
   EXPECT_EQ(destroyed_on, std::this_thread::get_id());
 }
 
 TEST(OsThread, ADetachedThreadsCallableIsDestroyedOnce) {
   std::atomic<int> destroyed{0};
-  struct counted {
-    std::atomic<int>* count;
-    explicit counted(std::atomic<int>* c) : count(c) {}
-    counted(counted&& other) noexcept : count(std::exchange(other.count, nullptr)) {}
-    counted(const counted&) = delete;
-    counted& operator=(const counted&) = delete;
-    counted& operator=(counted&&) = delete;
-    ~counted() {
-      if (count != nullptr) count->fetch_add(1, std::memory_order_release);  // pairs with the acquire below
-    }
-    void operator()() const {}
-  };
-  auto t = os_thread::start(counted{&destroyed});
+  std::thread::id destroyed_on;
+  auto t = os_thread::start(destruction_witness{&destroyed, &destroyed_on});
   ASSERT_TRUE(t);
   t->detach();
-  // Destroyed by the thread at its end or by detach(), whichever was last;
-  // no time bound is assumed (a loaded machine may run the thread late).
+  // By the thread at its end or by detach(), whichever was last; no time
+  // bound is assumed (a loaded machine may run the thread late).
   while (destroyed.load(std::memory_order_acquire) == 0) std::this_thread::yield();
   EXPECT_EQ(destroyed.load(std::memory_order_acquire), 1);
 }
