@@ -399,27 +399,19 @@ static_assert(std::is_nothrow_default_constructible_v<job_function>);
 }  // namespace
 
 namespace {
-#if defined(__GNUC__) || defined(__clang__)
-// The stack address halfway between `base` (the worker loop's frame) and the
-// end of this thread's stack; 0 when unknown. From the real end, not the
-// size asked for: the thread library keeps thread-local storage at the
-// stack's top (ThreadSanitizer's per-thread state took half of a 256 KiB
-// stack).
-std::uintptr_t help_floor(std::uintptr_t base) noexcept {
-  const std::uintptr_t low = detail::os_thread::current_stack_low();
-  return low != 0 && base > low ? low + (base - low) / 2 : 0;
-}
-#endif
-
 // True when a helping wait on this thread has nested past the worker's
-// help floor (see find_and_run()); finds the floor the first time. Frame
-// addresses, not a local's: under AddressSanitizer locals may live on a
-// separate fake stack.
+// help floor (see find_and_run()). The first time, finds the floor: the
+// stack address halfway between the worker loop's frame and the end of
+// this thread's stack (0 when unknown). From the real end, not the size
+// asked for: the thread library keeps thread-local storage at the stack's
+// top (ThreadSanitizer's per-thread state took half of a 256 KiB stack).
+// Frame addresses, not a local's: under AddressSanitizer locals may live on
+// a separate fake stack.
 bool past_help_floor(pool_worker& w) noexcept {
 #if defined(__GNUC__) || defined(__clang__)
-  if (!w.help_floor_known_) [[unlikely]] {
-    w.help_floor_ = help_floor(w.help_base_);
-    w.help_floor_known_ = true;
+  if (w.help_floor_ == pool_worker::help_floor_unknown) [[unlikely]] {
+    const std::uintptr_t low = detail::os_thread::current_stack_low();
+    w.help_floor_ = low != 0 && w.help_base_ > low ? low + (w.help_base_ - low) / 2 : 0;
   }
   return w.help_floor_ != 0 && reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) < w.help_floor_;
 #else
@@ -435,7 +427,7 @@ void pool_core::worker_main(pool_worker& w) {
 #if defined(__GNUC__) || defined(__clang__)
   w.help_base_ = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));  // see past_help_floor()
 #endif
-  w.help_floor_known_ = false;
+  w.help_floor_ = pool_worker::help_floor_unknown;
   worker_help help(*this, w);
   detail::help_source* const outer_help = detail::set_help_source(&help);
   // release: pairs with the acquire load in worker_os_tid_locked().

@@ -195,14 +195,15 @@ class pool_worker {
   bool degraded_ = false;                      // owner thread only: the last allocation attempt failed
   // Owner thread only: below help_floor_ (half the worker's stack used) a
   // helping wait runs only this worker's own jobs (pool_core::find_and_run());
-  // 0: no limit known. Found at the first helping wait, halfway between
-  // help_base_ (the worker loop's frame) and the stack's end: looking that
-  // end up allocates on the calling thread with glibc (pthread_getattr_np),
-  // which would give every worker a malloc arena of its own (a page of RSS
-  // each), so a worker that never helps never looks.
+  // 0: no limit known; help_floor_unknown: not looked up yet. Found at the
+  // first helping wait, halfway between help_base_ (the worker loop's
+  // frame) and the stack's end: looking that end up allocates on the
+  // calling thread with glibc (pthread_getattr_np), which would give every
+  // worker a malloc arena of its own (a page of RSS each), so a worker that
+  // never helps never looks.
+  static constexpr std::uintptr_t help_floor_unknown = ~std::uintptr_t{0};
   std::uintptr_t help_base_ = 0;
-  std::uintptr_t help_floor_ = 0;
-  bool help_floor_known_ = false;
+  std::uintptr_t help_floor_ = help_floor_unknown;
   // Owner thread only: the worker whose LIFO-slot continuation this one
   // watches as a thief, that worker's job count and when watching began
   // (pool_core::owner_stalled()).
