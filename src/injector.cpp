@@ -2,9 +2,12 @@
 // src/injectors.hpp, a private header).
 #include "thread_system/scheduler/injector.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <memory>
 
 #include "injectors.hpp"
+#include "thread_system/detail/thread_attributes.hpp"
 
 namespace thread_system::detail {
 
@@ -14,8 +17,13 @@ std::unique_ptr<injector> make_injector(pool_queue kind, std::size_t initial_cap
       return std::make_unique<lockfree_injector>();
     case pool_queue::adaptive:
       return std::make_unique<adaptive_injector>();
-    case pool_queue::sharded:
-      return std::make_unique<counting_injector<sharded_queue>>();
+    case pool_queue::sharded: {
+      // One shard per hardware thread, as the queue's default, without its
+      // per-construction lookup (hardware_threads()).
+      sharded_queue_options options;
+      options.shards = std::max<std::size_t>(1, hardware_threads());
+      return std::make_unique<counting_injector<sharded_queue>>(options);
+    }
     case pool_queue::bounded:
       return std::make_unique<counting_injector<bounded_queue>>(initial_capacity);
     case pool_queue::mutex:

@@ -274,6 +274,11 @@ result<void> set_current_thread_name(std::string_view name) noexcept {
 #endif
 }
 
+unsigned hardware_threads() noexcept {
+  static const unsigned count = std::thread::hardware_concurrency();  // thread-safe initialisation, once
+  return count;
+}
+
 int current_os_thread_id() noexcept {
 #if defined(__linux__)
   return static_cast<int>(::syscall(SYS_gettid));

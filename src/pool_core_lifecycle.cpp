@@ -15,13 +15,14 @@
 #include "thread_system/detail/asymmetric_fence.hpp"
 #include "thread_system/detail/duration.hpp"
 #include "thread_system/detail/futex.hpp"
+#include "thread_system/detail/thread_attributes.hpp"
 
 namespace thread_system::detail {
 
 namespace {
 // Half the hardware threads (thread_pool::default_worker_count()), at least one.
 std::uint32_t default_max_spinners() noexcept {
-  const std::size_t half = std::min<std::size_t>(std::thread::hardware_concurrency(), pool_core::max_workers) / 2;
+  const std::size_t half = std::min<std::size_t>(hardware_threads(), pool_core::max_workers) / 2;
   return static_cast<std::uint32_t>(half == 0 ? 1 : half);
 }
 

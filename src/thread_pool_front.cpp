@@ -6,11 +6,11 @@
 #include "thread_system/pools/thread_worker.hpp"
 
 #include "pool_core.hpp"
+#include "thread_system/detail/thread_attributes.hpp"
 
 #include <memory>
 #include <new>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -73,7 +73,7 @@ thread_pool::~thread_pool() {
 }
 
 std::size_t thread_pool::default_worker_count() noexcept {
-  const unsigned n = std::thread::hardware_concurrency();
+  const unsigned n = detail::hardware_threads();
   if (n == 0) return 1;
   return n < max_workers ? n : max_workers;
 }

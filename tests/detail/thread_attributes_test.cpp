@@ -92,6 +92,11 @@ TEST(ThreadAttributes, ALongNameIsCutBeforeACharacterNotInsideOne) {
   EXPECT_EQ(seen, "abcdefghijklmn");
 }
 
+TEST(ThreadAttributes, HardwareThreadsIsTheStandardCountAskedOnce) {
+  EXPECT_EQ(hardware_threads(), std::thread::hardware_concurrency());
+  EXPECT_EQ(hardware_threads(), hardware_threads());
+}
+
 TEST(ThreadAttributes, EachThreadHasItsOwnOsId) {
   const int mine = current_os_thread_id();
   int other = 0;

@@ -111,6 +111,42 @@ TEST(ThreadPool, DefaultWorkerCountIsHardwareConcurrency) {
   EXPECT_GE(pool.worker_count(), 1U);
 }
 
+#if defined(__linux__)
+namespace {
+// The process's read system calls so far (/proc/self/io, `syscr`), or -1.
+long long read_syscalls() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  long long value = -1;
+  while (io >> key >> value) {
+    if (key == "syscr:") return value;
+  }
+  return -1;
+}
+}  // namespace
+
+// Constructing a pool reads no file: the hardware thread count that sizes it
+// (the default worker count, the spinner cap, the sharded injector's shards)
+// is asked once per process. std::thread::hardware_concurrency() reads
+// /sys/devices/system/cpu/online on every call with glibc, about 5 us of
+// system calls per pool.
+TEST(ThreadPool, ConstructingAPoolReadsNoFile) {
+  { ts::thread_pool warm; }  // the one lookup of the process, if not made yet
+  const long long before = read_syscalls();
+  if (before < 0) GTEST_SKIP() << "/proc/self/io is not readable here";
+  constexpr int pools = 20;
+  for (int i = 0; i < pools; ++i) {
+    ts::thread_pool defaulted;  // default_worker_count()
+    ts::pool_options o = ts::test::pool_opts();
+    o.queue = ts::pool_queue::sharded;
+    ts::thread_pool sharded{1, o};
+  }
+  const long long after = read_syscalls();
+  // The reads of /proc/self/io itself are a few; one lookup per pool would be 40.
+  EXPECT_LT(after - before, 8) << "read() calls while constructing " << 2 * pools << " pools";
+}
+#endif
+
 TEST(ThreadPool, SubmitReturnsValue) {
   ts::thread_pool pool{2, ts::test::pool_opts()};
   auto f = pool.submit([](int a, int b) { return a * b; }, 6, 7);

@@ -216,7 +216,8 @@ class thread_pool : public detail::pool_front {
   /// Not copyable.
   thread_pool& operator=(const thread_pool&) = delete;
 
-  /// hardware_concurrency(), or 1 when unknown.
+  /// hardware_concurrency() (asked once per process), or 1 when unknown;
+  /// at most max_workers.
   [[nodiscard]] static std::size_t default_worker_count() noexcept;
 
   // ---- workers (seed style) -------------------------------------------
