@@ -1,8 +1,11 @@
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <span>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -254,19 +257,45 @@ std::size_t utf8_prefix_length(std::string_view name, std::size_t limit) noexcep
   return n;
 }
 
-result<void> set_current_thread_name(std::string_view name) noexcept {
-#if defined(__linux__)
-  char buf[16] = {};
-  const std::size_t n = utf8_prefix_length(name, 15);
-  for (std::size_t i = 0; i < n; ++i) buf[i] = name[i];
-  if (::pthread_setname_np(::pthread_self(), buf) != 0) {
-    return make_error(error_code::not_supported, "pthread_setname_np failed");
+std::size_t shortened_thread_name(std::string_view name, std::size_t limit, std::span<char> out) noexcept {
+  limit = std::min(limit, out.size());
+  auto copy = [&out](std::string_view part, std::size_t at) {
+    for (std::size_t i = 0; i < part.size(); ++i) out[at + i] = part[i];
+    return at + part.size();
+  };
+  if (name.size() > limit) {
+    // A worker's index: "-" and digits at the end.
+    std::size_t digits = 0;
+    while (digits < name.size() && name[name.size() - 1 - digits] >= '0' && name[name.size() - 1 - digits] <= '9')
+      ++digits;
+    const std::size_t suffix = digits + 1;
+    if (digits > 0 && suffix < name.size() && name[name.size() - suffix] == '-' && suffix < limit) {
+      std::string_view base = name.substr(0, name.size() - suffix);
+      base = base.substr(0, utf8_prefix_length(base, limit - suffix));
+      while (!base.empty() && (base.back() == '-' || base.back() == '_' || base.back() == '.' || base.back() == ' '))
+        base.remove_suffix(1);
+      if (!base.empty()) return copy(name.substr(name.size() - suffix), copy(base, 0));
+    }
   }
-  return {};
-#elif defined(__APPLE__)
-  std::string copy(name.substr(0, utf8_prefix_length(name, 63)));
-  if (::pthread_setname_np(copy.c_str()) != 0)
-    return make_error(error_code::not_supported, "pthread_setname_np failed");
+  return copy(name.substr(0, utf8_prefix_length(name, limit)), 0);
+}
+
+result<void> set_current_thread_name(std::string_view name) noexcept {
+#if defined(__linux__) || defined(__APPLE__)
+#if defined(__linux__)
+  constexpr std::size_t limit = 15;  // the kernel's TASK_COMM_LEN less the terminator
+#else
+  constexpr std::size_t limit = 63;  // MAXTHREADNAMESIZE less the terminator
+#endif
+  std::array<char, limit + 1> buf{};
+  const std::size_t n = shortened_thread_name(name, limit, std::span<char>(buf.data(), limit));
+  buf[n] = '\0';
+#if defined(__linux__)
+  const int rc = ::pthread_setname_np(::pthread_self(), buf.data());
+#else
+  const int rc = ::pthread_setname_np(buf.data());
+#endif
+  if (rc != 0) return make_error(error_code::not_supported, "pthread_setname_np failed");
   return {};
 #else
   (void)name;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -90,6 +91,41 @@ TEST(ThreadAttributes, ALongNameIsCutBeforeACharacterNotInsideOne) {
   });
   t.join();
   EXPECT_EQ(seen, "abcdefghijklmn");
+}
+
+namespace {
+std::string shortened(std::string_view name, std::size_t limit) {
+  std::array<char, 64> out{};
+  const std::size_t n = shortened_thread_name(name, limit, std::span<char>(out.data(), out.size()));
+  return std::string(out.data(), n);
+}
+}  // namespace
+
+// A pool's worker index survives the OS's limit, so the workers of a pool
+// with a long name keep distinct names (cut at 15 bytes, every worker of a
+// typed pool was "typed_thread_po").
+TEST(ThreadAttributes, AShortenedNameKeepsAWorkersIndex) {
+  EXPECT_EQ(shortened("thread_pool-3", 15), "thread_pool-3");  // fits: unchanged
+  EXPECT_EQ(shortened("typed_thread_pool-0", 15), "typed_thread-0");
+  EXPECT_EQ(shortened("typed_thread_pool-12", 15), "typed_thread-12");
+  EXPECT_EQ(shortened("typed_thread_pool-255", 15), "typed_threa-255");
+  EXPECT_EQ(shortened("a-thread-name-longer-than-fifteen", 15), "a-thread-name-l");  // no index: the prefix
+  EXPECT_EQ(shortened("x-12345678901234567", 15), "x-1234567890123");                // the index alone does not fit
+  EXPECT_EQ(shortened("----------------7", 15), "---------------");                  // nothing of the rest is left
+  EXPECT_EQ(shortened("abcdefghijkl\xc3\xa9-4", 15), "abcdefghijkl-4");              // cut before the character
+  EXPECT_EQ(shortened("typed_thread_pool-12", 4), "t-12");
+  EXPECT_EQ(shortened("typed_thread_pool-12", 3), "typ");  // no room for any of the rest with the index
+  EXPECT_EQ(shortened("", 15), "");
+}
+
+TEST(ThreadAttributes, ALongWorkerNameKeepsItsIndexForTheOs) {
+  std::string seen;
+  std::thread t([&] {
+    (void)set_current_thread_name("typed_thread_pool-12");
+    seen = current_name();
+  });
+  t.join();
+  EXPECT_EQ(seen, "typed_thread-12");
 }
 
 TEST(ThreadAttributes, HardwareThreadsIsTheStandardCountAskedOnce) {

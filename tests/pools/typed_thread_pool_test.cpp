@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <latch>
 #include <memory>
@@ -112,6 +114,28 @@ TEST(TypedThreadPool, SixtyFourSpecialistsAndAUniversalWorkerStart) {
   pool.wait_idle();
   EXPECT_EQ(ran.load(std::memory_order_relaxed), 64);
 }
+
+#if defined(__linux__)
+// The OS keeps 15 bytes of a thread's name: a typed pool's workers
+// ("typed_thread_pool-N") were all "typed_thread_po" in top, perf and gdb.
+// Their names now keep the index (thread_attributes.hpp).
+TEST(TypedThreadPool, WorkersHaveDistinctOsNames) {
+  ts::typed_thread_pool_t<ts::job_types> pool{3};
+  std::set<std::string> names;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);  // a watchdog, not a timing
+  while (names.size() < 3 && std::chrono::steady_clock::now() < deadline) {
+    names.clear();
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      if (std::getline(comm, name) && name.rfind("typed_thread", 0) == 0) names.insert(name);
+    }
+    if (names.size() < 3)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the workers name themselves as they start
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"typed_thread-0", "typed_thread-1", "typed_thread-2"}));
+}
+#endif
 
 TEST(TypedThreadPool, FifoWithinOneType) {
   ts::typed_thread_pool_t<job_types> pool{1, typed_opts()};

@@ -18,9 +18,19 @@ namespace thread_system::detail {
 /// UTF-8 is cut where that rule puts it.)
 [[nodiscard]] std::size_t utf8_prefix_length(std::string_view name, std::size_t limit) noexcept;
 
+/// Writes to `out` the name a thread gets when the OS keeps at most `limit`
+/// bytes (and `out` has room for `limit`; no terminator is written) and
+/// returns its length: `name` itself if it fits; else, when `name` ends in
+/// "-" and digits (a pool's worker index) and some of the rest fits with
+/// them, the rest cut before a character, less trailing '-', '_', '.' and
+/// spaces, then the index ("typed_thread_pool-12" in 15 bytes:
+/// "typed_thread-12"), so the workers of one pool keep distinct names;
+/// else the first utf8_prefix_length(name, limit) bytes.
+std::size_t shortened_thread_name(std::string_view name, std::size_t limit, std::span<char> out) noexcept;
+
 /// Names the calling thread for the OS (visible in top, gdb, perf). Linux
-/// keeps at most 15 bytes; longer names are cut before a character
-/// (utf8_prefix_length()), not refused.
+/// keeps at most 15 bytes, macOS 63; a longer name is shortened by
+/// shortened_thread_name(), not refused.
 result<void> set_current_thread_name(std::string_view name) noexcept;
 
 /// std::thread::hardware_concurrency() (0 when unknown), asked once per

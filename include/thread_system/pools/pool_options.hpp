@@ -33,7 +33,9 @@ using error_handler = std::function<void(std::exception_ptr)>;
 
 /// Settings of a thread_pool (both constructors that take them).
 struct pool_options {
-  /// Pool name: in error messages, and worker threads are named "<name>-<index>".
+  /// Pool name: in error messages, and worker threads are named "<name>-<index>"
+  /// (for the OS, which keeps 15 bytes on Linux, a long name is cut before
+  /// the index: "typed_thread_pool-12" shows as "typed_thread-12").
   /// Not used by thread_pool(name, options), whose `name` wins.
   std::string name = "thread_pool";
   /// Null: print one line per failure to stderr.

@@ -39,8 +39,9 @@ class pool_worker;
 /// workers and hands them to a pool, which owns them.
 class thread_worker {
  public:
-  /// `name` becomes the OS thread name (truncated to 15 bytes on Linux);
-  /// empty means "<pool name>-<index>".
+  /// `name` becomes the OS thread name (Linux keeps 15 bytes: a longer name
+  /// keeps its start and a trailing "-<number>", see
+  /// detail::shortened_thread_name()); empty means "<pool name>-<index>".
   explicit thread_worker(std::string name = {});
   /// Not copyable.
   thread_worker(const thread_worker&) = delete;
