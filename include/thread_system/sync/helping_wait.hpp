@@ -119,13 +119,13 @@ class helping_backoff {
 /// header comment).
 inline constexpr std::int64_t external_poll_ns = 2'000;
 
-/// Polls `ready()` until it holds or `until_ns` (steady clock) passes, a
-/// clock read every 16 pauses. Returns ready().
+/// Polls `ready()` until it holds or `until_ns` (steady clock) passes,
+/// yielding the CPU between polls. Returns ready().
 template <typename Ready>
 bool poll_until(Ready& ready, std::int64_t until_ns) {
   while (!ready()) {
     if (steady_now_ns_signed() >= until_ns) return ready();
-    for (int i = 0; i < 16; ++i) cpu_relax();
+    std::this_thread::yield();
   }
   return true;
 }
