@@ -15,10 +15,8 @@
 //     slices (park_slice_short_ns for the first park_short_slices, then
 //     park_slice_long_ns): new jobs to help with may appear meanwhile, so a
 //     worker never parks indefinitely. A helped job restarts the sequence.
-//   * Off the pool's workers the wait polls for up to external_poll_ns
-//     (2 us, about what parking and being woken cost a thread here: a
-//     future of a short job is often ready within it, and the poll saves
-//     both system calls), then parks until woken (no CPU while waiting).
+//   * Off the pool's workers the wait parks at once, until woken (no
+//     spinning, no CPU while waiting).
 //   * Locks: a helped job is any job of the pool, run nested inside the
 //     waiting code, on its thread - with the locks that code holds held,
 //     and its thread_locals in view. So hold no lock across a helping wait
@@ -115,21 +113,6 @@ class helping_backoff {
   unsigned parks_ = 0;
 };
 
-/// How long a wait off the pool's workers polls before it parks (see the
-/// header comment).
-inline constexpr std::int64_t external_poll_ns = 2'000;
-
-/// Polls `ready()` until it holds or `until_ns` (steady clock) passes,
-/// yielding the CPU between polls. Returns ready().
-template <typename Ready>
-bool poll_until(Ready& ready, std::int64_t until_ns) {
-  while (!ready()) {
-    if (steady_now_ns_signed() >= until_ns) return ready();
-    std::this_thread::yield();
-  }
-  return true;
-}
-
 /// Waits until `ready()` or until `deadline_ns` passes (steady clock, 0 =
 /// none), helping on a pool worker; see the header comment. Returns ready().
 template <typename Ready, typename Park>
@@ -138,11 +121,6 @@ bool helping_wait(Ready&& ready, Park&& park, std::int64_t deadline_ns) {
   if (ready()) return true;
   helping_backoff backoff;
   help_source* const source = current_help_source();  // looked up once per wait
-  if (source == nullptr) {
-    std::int64_t until = steady_now_ns_signed() + external_poll_ns;
-    if (deadline_ns != 0 && deadline_ns < until) until = deadline_ns;
-    if (poll_until(ready, until)) return true;
-  }
   while (!ready()) {
     std::int64_t limit = -1;  // -1: until woken
     if (deadline_ns != 0) {

@@ -33,8 +33,8 @@
 //     discarded job as finished and reports it (cancelled).
 //   * On one of a thread_pool's workers, wait() helps: it runs other jobs of
 //     that pool until the count is zero, so a job may enqueue children and
-//     wait for them even in a pool with one worker. Elsewhere it polls for
-//     up to 2 us, then sleeps on a futex (helping_wait.hpp). A helping wait_for()/wait_until() checks its
+//     wait for them even in a pool with one worker. Elsewhere it sleeps on
+//     a futex (no spinning). A helping wait_for()/wait_until() checks its
 //     deadline between the jobs it runs, as future's does
 //     (scheduler/future.hpp): it may return late by the one job it was
 //     running, or by a pause() of the pool while it held a job not started.
