@@ -118,6 +118,46 @@ void BM_NestedFib_oneTBB(benchmark::State& state) {
 BENCHMARK(BM_NestedFib_oneTBB)->Apply(fib_workers)->UseRealTime()->Unit(benchmark::kMillisecond);
 #endif
 
+// ---- a group from outside the pool: run 8 jobs, wait ------------------------
+//
+// A thread that is not one of the pool's workers (a server's request
+// thread, main) runs a task_group of 8 short jobs and waits for them: the
+// hand-off and the wake-up of the waiter, per group. oneTBB: the same
+// thread in an arena of as many slots as the pool has workers, with one
+// slot kept for it, as an external thread joins an arena.
+constexpr int group_jobs = 8;
+
+void BM_GroupFromOutside_ThreadSystem(benchmark::State& state) {
+  ts::thread_pool pool{bench_threads()};
+  tb::job_counter done_line;
+  std::atomic<std::uint64_t>& done = done_line.value;
+  for (auto _ : state) {
+    ts::task_group g(pool);
+    for (int k = 0; k < group_jobs; ++k) g.run([&done] { done.fetch_add(1, std::memory_order_relaxed); });
+    g.wait();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * group_jobs);
+}
+BENCHMARK(BM_GroupFromOutside_ThreadSystem)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+#if defined(THREAD_SYSTEM_HAVE_TBB)
+void BM_GroupFromOutside_oneTBB(benchmark::State& state) {
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, bench_threads() + 1);
+  tbb::task_arena arena(static_cast<int>(bench_threads()) + 1, /*reserved_for_masters=*/1);
+  tb::job_counter done_line;
+  std::atomic<std::uint64_t>& done = done_line.value;
+  for (auto _ : state) {
+    arena.execute([&done] {
+      tbb::task_group g;
+      for (int k = 0; k < group_jobs; ++k) g.run([&done] { done.fetch_add(1, std::memory_order_relaxed); });
+      g.wait();
+    });
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * group_jobs);
+}
+BENCHMARK(BM_GroupFromOutside_oneTBB)->UseRealTime()->Unit(benchmark::kMicrosecond);
+#endif
+
 // ---- external submission of empty jobs ---------------------------------------
 
 constexpr std::uint64_t external_jobs = 1'000'000;
