@@ -87,6 +87,52 @@ TEST(TaskGroup, BlockedExternalWaiterIsWoken) {
   }
 }
 
+// An owner that waits off the pool moves its own count into the shared word
+// and sleeps until the last finish (task_group.hpp, "Who a finish wakes");
+// another thread's wait sleeps until any finish. Groups of 1-16 jobs, some
+// slow enough for the owner to park, one that run()s another job of the
+// group from a worker while the owner may sleep; then the same group waited
+// for again by its owner, by another thread, and by its owner once more.
+// A finish that failed to wake the sleeping waiter would hang here.
+TEST(TaskGroup, AWaitOffThePoolWakesAtTheLastFinishWhoeverWaits) {
+  ts::thread_pool pool{2, ts::test::pool_opts()};
+  ts::test::round_budget budget(ts::test::scaled(3'000), 200, std::chrono::seconds(5));
+  for (std::size_t i = 0; budget.next(i); ++i) {
+    std::atomic<int> done{0};  // relaxed increments: read after wait()
+    auto add = [&done] { done.fetch_add(1, std::memory_order_relaxed); };
+    ts::task_group g(pool);
+    const int jobs = 1 + static_cast<int>(i % 16);
+    for (int k = 0; k < jobs; ++k) {
+      g.run([&g, &add, k, jobs, i] {
+        if (k == 0) g.run(add);  // run() on a worker: counted in the shared word
+        if (k == jobs - 1 && i % 4 == 0) std::this_thread::sleep_for(50us);  // the owner parks
+        add();
+      });
+    }
+    g.wait();
+    ASSERT_EQ(done.load(std::memory_order_relaxed), jobs + 1);
+    g.run([add] {
+      std::this_thread::sleep_for(20us);
+      add();
+    });
+    g.wait();  // its count was moved into the shared word by the first wait
+    ASSERT_EQ(done.load(std::memory_order_relaxed), jobs + 2);
+    g.run([add] {
+      std::this_thread::sleep_for(20us);
+      add();
+    });
+    std::thread other([&g] { g.wait(); });
+    other.join();
+    ASSERT_EQ(done.load(std::memory_order_relaxed), jobs + 3);
+    g.run([add] {
+      std::this_thread::sleep_for(20us);
+      add();
+    });
+    g.wait();
+    ASSERT_EQ(done.load(std::memory_order_relaxed), jobs + 4);
+  }
+}
+
 // The body of a task_group job (and its captures) is destroyed before the
 // job counts as finished, so nothing it owns outlives wait().
 TEST(TaskGroup, CapturesAreDestroyedBeforeWaitReturns) {

@@ -185,10 +185,21 @@ class task_group {
   // (owner_): +1 for each job it run()s, -1 for each job of the group it
   // finishes *inside its own wait()* - then it is the only thread that
   // waits, and it reads its own word. remote_ counts everything else, in
-  // its bits 1-31: -2 for each run() on another thread, +2 for each job
-  // finished anywhere but inside the owner's wait(). Bit 0 says that the
-  // waiter sleeps on the word; steps of 2 never change it, so the count may
-  // wrap (it is compared modulo 2^31). Pending jobs = local_ - remote_ / 2.
+  // its bits 2-31: -4 for each run() on another thread, +4 for each job
+  // finished anywhere but inside the owner's wait(). Bits 0 and 1 say that
+  // a waiter sleeps on the word (below); steps of 4 never change them, so
+  // the count may wrap (it is compared modulo 2^30). Pending jobs = local_ -
+  // remote_ / 4.
+  //
+  // Who a finish wakes. A waiter that is not the owner cannot tell from
+  // remote_ alone whether a finish was the last (local_ is the owner's), so
+  // it sleeps with every_finish_bit and each finish wakes it to look. The
+  // owner first moves its own count into remote_ (local_ to 0, remote_ less
+  // 4 * local_: the same number pending), so that remote_ reaching 0 means
+  // every job finished, and sleeps with last_finish_bit: only the finish
+  // that brings the count to 0 wakes it. (With every finish waking it, an
+  // owner off the pool waiting for 8 jobs was woken and parked again up to
+  // 8 times: 12.7 futex calls per group, docs/PERFORMANCE.md.)
   //
   // Why a waiter that reads remote_ first (acquire) and local_ second sees
   // no job finished that it does not also see run(): a job counted in
@@ -201,8 +212,10 @@ class task_group {
   // (seen run, not seen finished) or 0, never -1, and the difference is 0
   // only when every job run() before wait() began has finished.
 
-  static constexpr std::uint32_t sleeper_bit = 1U;
-  static constexpr std::uint32_t remote_step = 2U;
+  static constexpr std::uint32_t every_finish_bit = 1U;  // a waiter that is not the owner sleeps
+  static constexpr std::uint32_t last_finish_bit = 2U;   // the owner sleeps, its count moved into remote_
+  static constexpr std::uint32_t sleeper_bits = every_finish_bit | last_finish_bit;
+  static constexpr std::uint32_t remote_step = 4U;
 
   // The address of a thread_local names the calling thread (owner_).
   static const void* this_thread_tag() noexcept { return &detail::tl_task_group_in_wait; }
@@ -235,7 +248,10 @@ class task_group {
     // access to *this: the futex wake only names the address, so the
     // waiter may already have destroyed the group.
     const std::uint32_t old = remote_.fetch_add(remote_step, std::memory_order_acq_rel);
-    if ((old & sleeper_bit) != 0) detail::futex_wake(remote_, detail::futex_wake_all);
+    if ((old & sleeper_bits) != 0 &&
+        ((old & every_finish_bit) != 0 || ((old + remote_step) & ~sleeper_bits) == 0)) {
+      detail::futex_wake(remote_, detail::futex_wake_all);
+    }
   }
 
   // `remote`: remote_ as the caller loaded it, with acquire - which keeps
@@ -243,32 +259,46 @@ class task_group {
   [[nodiscard]] bool finished_at(std::uint32_t remote) const noexcept {
     // acquire: pairs with finish()'s release store (a job the owner ran).
     const std::uint32_t local = local_.load(std::memory_order_acquire);
-    return static_cast<std::uint32_t>(local * remote_step) == (remote & ~sleeper_bit);
+    return static_cast<std::uint32_t>(local * remote_step) == (remote & ~sleeper_bits);
   }
 
   [[nodiscard]] bool all_finished() const noexcept {
     return finished_at(remote_.load(std::memory_order_acquire));  // pairs with finish()'s release RMW
   }
 
-  // Sleeps until remote_ changes (or limit_ns passes; -1: until woken),
-  // announcing the sleeper in bit 0 first. Only remote finishes can bring
-  // the count to zero while the waiter sleeps: local_ falls only on the
-  // waiting thread itself.
+  // Sleeps until a finish wakes it (or limit_ns passes; -1: until woken),
+  // announcing itself in a sleeper bit first (see "Who a finish wakes").
+  // Only remote finishes can bring the count to zero while the waiter
+  // sleeps: local_ falls only on the waiting thread itself.
   void park(std::int64_t limit_ns) noexcept {
     std::uint32_t v = remote_.load(std::memory_order_acquire);  // pairs with finish()
     if (finished_at(v)) return;
-    // acq_rel: as any RMW of remote_, it joins the finishes' release
-    // sequence; the futex compares the word with v | sleeper_bit atomically,
-    // so a finish after this CAS makes the wait return at once. acquire on
-    // failure: the caller re-reads and re-checks.
-    if ((v & sleeper_bit) == 0 &&
-        !remote_.compare_exchange_strong(v, v | sleeper_bit, std::memory_order_acq_rel, std::memory_order_acquire)) {
+    std::uint32_t bit = every_finish_bit;
+    if (this_thread_tag() == owner_) {
+      bit = last_finish_bit;
+      // The owner is the only writer of local_ and the only waiter (one at
+      // a time), so nothing reads local_ meanwhile. relaxed load and store:
+      // this thread's own word. acq_rel: as any RMW of remote_, it joins
+      // the finishes' release sequence and reads the latest count.
+      const std::uint32_t local = local_.load(std::memory_order_relaxed);
+      if (local != 0) {
+        local_.store(0, std::memory_order_relaxed);
+        v = remote_.fetch_sub(local * remote_step, std::memory_order_acq_rel) - local * remote_step;
+        if ((v & ~sleeper_bits) == 0) return;  // every job finished meanwhile
+      }
+    }
+    // acq_rel: as above; the futex compares the word with v | bit
+    // atomically, so a finish after this CAS that should wake the waiter
+    // makes the wait return at once. acquire on failure: the caller
+    // re-reads and re-checks.
+    if ((v & bit) == 0 &&
+        !remote_.compare_exchange_strong(v, v | bit, std::memory_order_acq_rel, std::memory_order_acquire)) {
       return;
     }
     if (limit_ns < 0) {
-      detail::futex_wait(remote_, v | sleeper_bit);
+      detail::futex_wait(remote_, v | bit);
     } else {
-      detail::futex_wait_for(remote_, v | sleeper_bit, limit_ns);
+      detail::futex_wait_for(remote_, v | bit, limit_ns);
     }
   }
 
@@ -286,10 +316,10 @@ class task_group {
     } mark{detail::tl_task_group_in_wait, this_thread_tag() == owner_};
     if (mark.owner) detail::tl_task_group_in_wait = this;
     (void)detail::helping_wait([this] { return all_finished(); }, [this](std::int64_t limit) { park(limit); }, 0);
-    // Only the waiter sets the bit, and there is one waiter at a time.
-    // relaxed: nothing is published with it.
-    if ((remote_.load(std::memory_order_relaxed) & sleeper_bit) != 0) {
-      remote_.fetch_and(~sleeper_bit, std::memory_order_relaxed);
+    // Only the waiter sets the bits, and there is one waiter at a time.
+    // relaxed: nothing is published with them.
+    if ((remote_.load(std::memory_order_relaxed) & sleeper_bits) != 0) {
+      remote_.fetch_and(~sleeper_bits, std::memory_order_relaxed);
     }
   }
 
