@@ -44,6 +44,7 @@ MODES = {
         reps=5,
         min_time=0.02,
         core=r"^BM_(PoolCreateStartStop|SubmitToStartLatency|NestedFib|ParallelFor|ParallelReduce|IdleLatency|ExternalSubmit|"
+        r"GroupFromOutside|"
         r"InjectorInPool/queue:[0-9]+/workers:(2|8)/tasks:(10000|100000)/|InjectorProducers/|InjectorLatency/|"
         r"SubmitBatchOverhead/|"
         r"WorkerInjectorBatch/batch:(1|16|64)/|WaitingJobs/)",

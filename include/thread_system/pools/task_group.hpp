@@ -45,7 +45,9 @@
 // only it writes. (Off the pool's workers a wait does not help, so every
 // job finishes elsewhere.) Jobs run or finished
 // anywhere else count on a shared word with one atomic add or subtract
-// each (see the count's comment in the class).
+// each (see the count's comment in the class). A waiting creating thread
+// that sleeps is woken once, by the last job to finish; a wait on another
+// thread is woken by each finish while it sleeps, to look again.
 #pragma once
 
 #include <atomic>
@@ -248,8 +250,7 @@ class task_group {
     // access to *this: the futex wake only names the address, so the
     // waiter may already have destroyed the group.
     const std::uint32_t old = remote_.fetch_add(remote_step, std::memory_order_acq_rel);
-    if ((old & sleeper_bits) != 0 &&
-        ((old & every_finish_bit) != 0 || ((old + remote_step) & ~sleeper_bits) == 0)) {
+    if ((old & sleeper_bits) != 0 && ((old & every_finish_bit) != 0 || ((old + remote_step) & ~sleeper_bits) == 0)) {
       detail::futex_wake(remote_, detail::futex_wake_all);
     }
   }
