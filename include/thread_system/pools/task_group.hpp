@@ -201,7 +201,7 @@ class task_group {
   // every job finished, and sleeps with last_finish_bit: only the finish
   // that brings the count to 0 wakes it. (With every finish waking it, an
   // owner off the pool waiting for 8 jobs was woken and parked again up to
-  // 8 times: 12.7 futex calls per group, docs/PERFORMANCE.md.)
+  // 8 times: 12.6 futex calls per group, docs/PERFORMANCE.md.)
   //
   // Why a waiter that reads remote_ first (acquire) and local_ second sees
   // no job finished that it does not also see run(): a job counted in
