@@ -54,8 +54,7 @@ std::size_t take_share(Q& queue, std::span<job_function> out, std::size_t consum
 
 // A queue that counts the jobs it accepted itself (accepted_pushes(), final
 // after close() plus wait_for_pushes() where it has one) and reports, from a
-// push, whether an earlier job was still waiting (try_push(job, was_empty);
-// the pool trusts that report unless detail::was_empty_may_lag<Q>).
+// push, whether an earlier job was still waiting (try_push(job, was_empty)).
 template <typename Q>
 concept self_counting_queue = job_queue_model<Q> && requires(Q& q, const Q& cq, job_function&& fn, bool& was_empty) {
   { q.try_push(std::move(fn), was_empty) } -> std::same_as<result<void>>;
@@ -77,13 +76,7 @@ class self_counting_injector final : public injector {
   result<void> push_batch(std::span<job_function> fns) override { return queue_.push_batch(fns); }
   result<void> push_and_check(job_function&& fn, bool& wake) override {
     wake = true;  // try_push sets it only when the job went in
-    // A queue whose was_empty may lag a pop on another thread cannot tell
-    // the pool to skip its wake-up check (see injector::push_and_check()).
-    if constexpr (detail::was_empty_may_lag<Q>) {
-      return queue_.try_push(std::move(fn));
-    } else {
-      return queue_.try_push(std::move(fn), wake);
-    }
+    return queue_.try_push(std::move(fn), wake);
   }
   std::size_t pop_share(std::span<job_function> out, std::size_t consumers) override {
     return take_share(queue_, out, consumers);

@@ -225,9 +225,9 @@ result<void> pool_core::push_to(injector& target, job_function&& fn, std::uint64
   // close() in stop() makes the accepted total exact and no worker can
   // finish a job before it is counted (see idle_now()).
   // A worker is woken only when this push made the queue non-empty (for
-  // the lock-free injector, and per kind for the typed injector over it;
-  // the others, the mutex and adaptive ones included, always run the
-  // check): see injector::push_and_check(). A pool that ran the job on this thread
+  // the mutex, lock-free and adaptive injectors, and per kind for the
+  // typed injector over those; the others always wake): see
+  // injector::push_and_check(). A pool that ran the job on this thread
   // (backpressure::caller_runs) leaves `wake` true; that costs one look.
   bool wake = true;
   return push_external(

@@ -116,12 +116,9 @@ TEST_P(TypedInjector, PushRoutesEachJobByTheKindItsTagNames) {
 
 // The wake-up rule (docs/ARCHITECTURE.md, "Parking without lost wake-ups"):
 // a push asks the pool to wake a worker only when no earlier job of its kind
-// is waiting; each kind's queue answers for itself. A mutex kind's queue
-// (two_lock_job_queue) cannot tell without a shared read-modify-write, so
-// its pushes always ask (the pool's check is cheap while no worker sleeps).
+// is waiting; each kind's queue answers for itself.
 TEST_P(TypedInjector, PushAsksForAWakeUpOnlyWhenItsKindHadNoJobWaiting) {
   typed_injector q(GetParam(), 0ns);
-  const bool always = GetParam() == ts::pool_queue::mutex;
   std::vector<int> trace;
   namespace tag = ts::detail::job_tag;
   auto push_checked = [&](std::size_t rank, int id) {
@@ -131,10 +128,10 @@ TEST_P(TypedInjector, PushAsksForAWakeUpOnlyWhenItsKindHadNoJobWaiting) {
     EXPECT_TRUE(q.push_and_check(std::move(fn), wake));
     return wake;
   };
-  EXPECT_TRUE(push_checked(1, 10));        // kind 1 was empty
-  EXPECT_EQ(push_checked(1, 11), always);  // 10 waits: whoever takes it wakes the next
-  EXPECT_TRUE(push_checked(2, 20));        // another kind's queue: empty
-  EXPECT_EQ(push_checked(2, 21), always);
+  EXPECT_TRUE(push_checked(1, 10));   // kind 1 was empty
+  EXPECT_FALSE(push_checked(1, 11));  // 10 waits: whoever takes it wakes the next
+  EXPECT_TRUE(push_checked(2, 20));   // another kind's queue: empty
+  EXPECT_FALSE(push_checked(2, 21));
   EXPECT_EQ(run_one(q, bit(1), trace), 10);
   EXPECT_EQ(run_one(q, bit(1), trace), 11);
   EXPECT_TRUE(push_checked(1, 12));  // kind 1 is empty again
@@ -162,7 +159,7 @@ TEST_P(TypedInjector, DirectQueueIsAKindsOwnQueueCountedAndClosedWithTheInjector
   fn.set_tag(tag::with_rank(0, 2));
   bool wake = true;
   ASSERT_TRUE(direct->push_and_check(std::move(fn), wake));
-  EXPECT_EQ(wake, GetParam() == ts::pool_queue::mutex);  // job 20 still waits there (a mutex kind always asks)
+  EXPECT_FALSE(wake);  // job 20 still waits in that queue
   ASSERT_TRUE(q.push_kind(1, tracer(trace, 10)));
   EXPECT_EQ(q.accepted(), 3U);
   EXPECT_EQ(q.view(2).accepted, 2U);

@@ -110,10 +110,7 @@
 //     producers have no mutual order.
 //   * A successful push happens-before the pop that returns its job (the
 //     underlying queue orders them).
-//   * try_push(job, was_empty) is true only when the queue the job went
-//     into held no earlier job; false is exact on job_queue's side and on
-//     the lock-free side, and may lag a concurrent pop on
-//     two_lock_job_queue's (see there; was_empty_may_lag).
+//   * try_push(job, was_empty) is exact on both mutex sides (see there).
 //   * push_batch goes into one queue: all or none.
 //   * A pop returns false only after finding the queue it may take from
 //     empty. Once is_closed() has returned true no switch happens any more,
@@ -200,8 +197,6 @@ class basic_adaptive_job_queue {
   friend struct adaptive_job_queue_test_access;  // white-box tests: a window's decision with chosen measurements
 
  public:
-  /// As the mutex queue's (two_lock_job_queue: true, see there; job_queue: exact, false).
-  static constexpr bool was_empty_may_lag = detail::was_empty_may_lag<MutexQueue>;
   /// The seed's name for thread_system::queue_strategy (= pool_queue).
   using queue_strategy = thread_system::queue_strategy;
 
@@ -244,12 +239,14 @@ class basic_adaptive_job_queue {
   }
 
   /// try_push() that also reports, on success, whether the queue the job
-  /// went into held no earlier job still to be taken: job_queue reads it
-  /// inside its critical section (exact), two_lock_job_queue after it (true
-  /// only for an empty queue; false may lag a concurrent pop, so a pool
-  /// wakes on every push: was_empty_may_lag), the lock-free queue after
-  /// publishing (lockfree_queue::try_push(job, was_empty), exact in the
-  /// sense of scheduler/injector.hpp). Unchanged on failure.
+  /// went into held no earlier job still to be taken: the mutex queue reads
+  /// it inside its critical section (exact), the lock-free queue after
+  /// publishing (lockfree_queue::try_push(job, was_empty)). False only when
+  /// an earlier job waits in the same queue (on a two-lock side, or one a
+  /// pop has taken and not yet subtracted from the count: that pop's
+  /// consumer is awake), so a pool that skips its wake-up then leaves no
+  /// job unserved (see scheduler/injector.hpp).
+  /// Unchanged on failure.
   [[nodiscard]] result<void> try_push(job_function&& job, bool& was_empty) {
     if (!job) return make_error(error_code::invalid_argument, "adaptive_job_queue: empty job");
     return push_valid(std::span<job_function>(&job, 1), &was_empty);

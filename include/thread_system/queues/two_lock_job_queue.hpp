@@ -7,19 +7,15 @@
 // waits for a consumer's critical section nor a consumer for a producer's:
 // with one lock for both ends (job_queue), a worker copying its share of
 // jobs out held the lock the producer needed for its next push, and a
-// producer pushing without pause kept the worker out. The two ends meet in
-// two counts on one cache line: jobs ever pushed (written by pushes under
-// the tail lock) and jobs ever taken (written by pops under the head lock);
-// the queued jobs are their difference. A push stores its count after
-// writing its entries (release), a pop reads it (acquire), takes at most
-// the difference and stores its own count. Neither end runs a
-// read-modify-write on a shared word besides its own lock (each lock's
-// line is touched by its own end only), and a job a pop holds counts as
-// queued until the pop stores its count. Where both ends move one job at a
-// time without other work (stand-alone producer/consumer loops), job_queue's
-// one lock moves more jobs; where consumers take jobs in shares, as a pool's
-// workers do, this queue does (docs/PERFORMANCE.md, *The pools' injector
-// with a lock for each end*).
+// producer pushing without pause kept the worker out. The price is a
+// read-modify-write of a shared count per push and per pop: where both ends
+// move one job at a time without other work (stand-alone producer/consumer
+// loops), job_queue's one lock moves more jobs; where consumers take jobs
+// in shares, as a pool's workers do, this queue does (docs/PERFORMANCE.md,
+// *The pools' injector with a lock for each end*). The two ends meet in one atomic word, the number
+// of queued jobs: a push adds to it after writing its entries (release), a
+// pop reads it (acquire), takes at most that many and subtracts them. A job
+// a pop holds counts as queued until the pop subtracts it.
 //
 // Storage (queues/job_segments.hpp): a FIFO list of equal segments holding
 // jobs packed (a small job takes 24 bytes instead of a full 64-byte
@@ -41,18 +37,10 @@
 //   * FIFO: jobs pushed by one thread are popped in the order pushed (and
 //     jobs of different pushes in the order their pushes took the tail lock).
 //   * A push that returns success happens-before the pop that returns the
-//     job (the pushed count's release/acquire orders them).
-//   * try_push(job, was_empty) sets was_empty to true only if no job was
-//     queued just before this push. It reads the taken count with no fence
-//     after storing its own (a fence there costs more than the
-//     read-modify-write it would replace), so a pop on another thread that
-//     took the last job may not be visible yet and was_empty may be false
-//     although the queue was empty. Exact when no pop runs concurrently
-//     (`was_empty_may_lag`). So a pool cannot skip a wake-up on a false
-//     report: the worker that took the last job may miss this push in turn
-//     (its look after the pop is ordered by nothing stronger), and the job
-//     would wait behind that worker's job while another worker sleeps. The pools run their wake-up check after every
-//     push into this queue instead (scheduler/injector.hpp).
+//     job (the count's release/acquire orders them).
+//   * try_push(job, was_empty) reports exactly whether the count was 0
+//     just before this push (its read-modify-write on the count decides; a
+//     job a pop has taken but not yet subtracted still counts).
 //   * After close(), pushes fail with `pool_stopped` and leave the caller's
 //     job untouched; pops keep returning what is left until empty.
 //   * size_approx() may be stale by the time it returns.
@@ -75,13 +63,6 @@
 
 namespace thread_system {
 
-namespace detail {
-/// True for a queue whose try_push(job, was_empty) may report false for a queue a concurrent pop has just emptied
-/// (it declares `static constexpr bool was_empty_may_lag = true`); false for the queues whose report is exact.
-template <typename Q>
-inline constexpr bool was_empty_may_lag = requires { requires Q::was_empty_may_lag; };
-}  // namespace detail
-
 /// job_queue's storage with one spin lock for pushes and one for pops (the
 /// pools' mutex injector): producers and consumers never wait for each other.
 class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
@@ -96,11 +77,6 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
     head_segment_ = tail_segment_ = new_segment();
   }
 
-  /// try_push(job, was_empty) may report false for a queue that a pop on
-  /// another thread has just emptied (see the contract): a pool must not
-  /// skip a wake-up on it alone (scheduler/injector.hpp).
-  static constexpr bool was_empty_may_lag = true;
-
   /// Not copyable.
   two_lock_job_queue(const two_lock_job_queue&) = delete;
   /// Not copyable.
@@ -110,7 +86,7 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
   ~two_lock_job_queue() {
     job_function discarded;
     // relaxed: no other thread uses a queue being destroyed.
-    for (std::size_t left = queued_relaxed(); left > 0; --left) {
+    for (std::size_t left = count_.load(std::memory_order_relaxed); left > 0; --left) {
       pop_one(discarded);
       discarded.reset();
     }
@@ -128,8 +104,8 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
   }
 
   /// try_push() that also reports whether the queue held no job just before
-  /// this push: true only if it held none; false may lag a concurrent pop
-  /// (see the contract). Unchanged when the push fails.
+  /// this push (exact: see the contract; a pool wakes a worker only on that
+  /// transition, see pool_core.cpp). Unchanged when the push fails.
   [[nodiscard]] result<void> try_push(job_function&& job, bool& was_empty) {
     if (!job) return make_error(error_code::invalid_argument, "two_lock_job_queue: empty job");
     return to_result(push_admitted(std::span<job_function>(&job, 1), &was_empty));
@@ -179,11 +155,7 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
 
   /// Number of queued jobs; approximate under concurrency.
   [[nodiscard]] std::size_t size_approx() const noexcept {
-    // acquire: pairs with the release store in pop_admitted(); the pop that
-    // wrote this taken count had read a pushed count at least as large, so
-    // the pushed count read after it is too (never negative).
-    const std::uint64_t taken = taken_.load(std::memory_order_acquire);
-    return static_cast<std::size_t>(pushed_.load(std::memory_order_relaxed) - taken);  // a snapshot
+    return count_.load(std::memory_order_relaxed);  // a snapshot, not a synchronisation point
   }
   /// True when size_approx() is 0; approximate under concurrency.
   [[nodiscard]] bool empty_approx() const noexcept { return size_approx() == 0; }
@@ -193,7 +165,7 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
   /// seen a popped job's completion (through an acquire that pairs with a
   /// release made after the pop) reads a total that includes it.
   [[nodiscard]] std::uint64_t accepted_pushes() const noexcept {
-    return pushed_.load(std::memory_order_acquire);  // pairs with the release store in push_admitted()
+    return pushed_total_.load(std::memory_order_acquire);  // pairs with the release store in push_admitted()
   }
 
   /// Operations (pushes and pops, batch ones included) that found their
@@ -270,18 +242,17 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
     }
     for (auto& j : jobs) put(j);
     // Pushers are serialised by the tail lock, so load+store is exact.
+    // release: pairs with accepted_pushes(). Written before the count's
+    // release below, so a pop that acquires the count sees the total.
+    pushed_total_.store(pushed_total_.load(std::memory_order_relaxed) + jobs.size(), std::memory_order_release);
     // release: the entries (and a segment link) are written before a pop's
-    // acquire load of the pushed count lets it read them; also pairs with
-    // accepted_pushes().
-    const std::uint64_t before = pushed_.load(std::memory_order_relaxed);
-    pushed_.store(before + jobs.size(), std::memory_order_release);
-    if (was_empty != nullptr) {
-      // relaxed: a report that may lag a concurrent pop (see the contract);
-      // nothing is read through it. It is true only for an empty queue:
-      // taken <= before always (pops take counted jobs), and equal means
-      // every job pushed before this one was taken.
-      *was_empty = taken_.load(std::memory_order_relaxed) == before;
-    }
+    // acquire load of the count lets it read them. Under the tail lock, so
+    // the count grows in the order the entries were written. Every write of
+    // the count is a read-modify-write, so a pop's relaxed decrement keeps
+    // this release in the count's release sequence. was_empty is exact by
+    // the read-modify-write itself (the value it replaced), not by an order.
+    const bool empty_before = count_.fetch_add(jobs.size(), std::memory_order_release) == 0;
+    if (was_empty != nullptr) *was_empty = empty_before;
     return push_outcome::pushed;
   }
 
@@ -290,7 +261,7 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_up_to(std::span<job_function> out, Limit limit) {
     // An empty poll takes no lock and writes nothing. relaxed: a hint; the
     // acquire load under the lock decides what is read.
-    if (pushed_.load(std::memory_order_relaxed) == taken_.load(std::memory_order_relaxed)) return 0;
+    if (count_.load(std::memory_order_relaxed) == 0) return 0;
     return pop_admitted(out, limit, admit_all{}, no_action{});
   }
 
@@ -305,19 +276,17 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
     head_lock_.lock_then_if_contended(counting_contention<Contended>{this, contended_hook});
     std::lock_guard lock(head_lock_, std::adopt_lock);
     if (!admit()) return not_admitted;
-    // acquire (the pushed count): pairs with the release in push_admitted();
-    // the entries counted are written. Only pops advance the taken count,
-    // and they hold the head lock, so what is counted here stays queued
-    // until this pop takes it.
-    const std::uint64_t taken = taken_.load(std::memory_order_relaxed);  // written only under this lock
-    const auto queued = static_cast<std::size_t>(pushed_.load(std::memory_order_acquire) - taken);
+    // acquire: pairs with the release in push_admitted(); the entries
+    // counted are written. Only pops decrease the count, and they hold the
+    // head lock, so what is counted here stays queued until this pop takes it.
+    const std::size_t queued = count_.load(std::memory_order_acquire);
     const std::size_t n = detail::fillable(out, std::min({limit(queued), out.size(), queued}));
     for (std::size_t i = 0; i < n; ++i) pop_one(out[i]);
-    // release: pairs with the acquire in size_approx() and looks_empty()
-    // (a reader of this count then reads a pushed count at least as large).
-    // Segments go back through returned_, with their own release. An empty
-    // poll writes nothing.
-    if (n > 0) taken_.store(taken + n, std::memory_order_release);
+    // relaxed: nothing the pushers read depends on it but the count itself
+    // (segments go back through returned_, with their own release). It must
+    // stay a read-modify-write (see push_admitted()) and stay under the head
+    // lock: the next pop's count must include it. An empty poll writes nothing.
+    if (n > 0) count_.fetch_sub(n, std::memory_order_relaxed);
     after(n);
     return n;
   }
@@ -358,23 +327,15 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
   // Holding the tail lock.
   [[nodiscard]] bool closed_locked() const noexcept { return (tail_refusals_ & refuse_closed) != 0; }
   // Holding the head lock while pushes are refused (refuse_pushes, set with
-  // both locks held, so every push admitted before has stored its count
+  // both locks held, so every push admitted before has added to the count
   // and released the tail lock before this pop took the head lock): true
   // when no job is queued, for good until pushes are admitted again.
   [[nodiscard]] bool empty_locked() const noexcept {
-    return queued_relaxed() == 0;  // relaxed: ordered by the locks, as above
+    return count_.load(std::memory_order_relaxed) == 0;  // relaxed: ordered by the locks, as above
   }
   // Without a lock: no job is counted. acquire: a later load the caller
   // makes (the adaptive queue's state) is not read before this one.
-  [[nodiscard]] bool looks_empty() const noexcept {
-    const std::uint64_t taken = taken_.load(std::memory_order_acquire);  // as in size_approx()
-    return pushed_.load(std::memory_order_acquire) == taken;
-  }
-  // Jobs queued, for the destructor and empty_locked(), whose callers are
-  // ordered with both ends by the locks (or own the queue).
-  [[nodiscard]] std::size_t queued_relaxed() const noexcept {
-    return static_cast<std::size_t>(pushed_.load(std::memory_order_relaxed) - taken_.load(std::memory_order_relaxed));
-  }
+  [[nodiscard]] bool looks_empty() const noexcept { return count_.load(std::memory_order_acquire) == 0; }
 
   // Tail side (under tail_lock_).
 
@@ -419,7 +380,7 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
   }
 
   // Ends the last segment and appends a spare one (reserve() made sure
-  // there is one). The link is published with the pushed count, as the entries.
+  // there is one). The link is published with the count, as the entries.
   void next_tail_segment() noexcept {
     detail::end_segment(*tail_segment_, tail_, segment_words_);
     segment* s = spare_;
@@ -459,7 +420,7 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
   }
 
   // Four cache lines (the class is aligned to a line), so that pushers and
-  // poppers write no line in common but the counts' on every operation (the
+  // poppers write no line in common but the count's on every operation (the
   // fourth only at a segment change or when one waits for its lock). The
   // first: the tail end, what a push reads and writes under its lock.
   mutable spin_lock tail_lock_;
@@ -470,22 +431,18 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
   segment* spare_ = nullptr;         // guarded by tail_lock_: spare segments, a stack
   std::size_t spares_ = 0;           // guarded by tail_lock_
   std::size_t segments_ = 0;         // guarded by tail_lock_ (and the constructor): allocated, in use or spare
+  std::atomic<std::uint64_t> pushed_total_{0};  // written under tail_lock_: see accepted_pushes()
   // The second: the head end, what a pop reads and writes under its lock
-  // (with its own copy of the segment size, so that besides the counts and
+  // (with its own copy of the segment size, so that besides the count and
   // the entries a pop reads no line a push writes).
   alignas(64) spin_lock head_lock_;
   std::uint8_t head_refusals_ = 0;   // guarded by head_lock_: refuse_fast_pops (the adaptive queue's)
   const std::size_t head_words_;     // = segment_words_
   segment* head_segment_ = nullptr;  // guarded by head_lock_: holds the oldest entry
   std::size_t head_ = 0;             // guarded by head_lock_: word index of the oldest entry (or a skip marker)
-  // The third: the counts, where the two ends meet, and what idle pollers
-  // read with them (the closed flag, written once). One line for both: a
-  // push stores one and reads the other, a pop reads one and stores the
-  // other, so each operation moves this line once (on two lines, each
-  // moved one more: 0.8x the jobs/s of one line for a producer feeding two
-  // workers, docs/PERFORMANCE.md).
-  alignas(64) std::atomic<std::uint64_t> pushed_{0};  // written under tail_lock_: jobs ever pushed
-  std::atomic<std::uint64_t> taken_{0};               // written under head_lock_: jobs ever taken
+  // The third: the count, where the two ends meet, and what idle pollers
+  // read with it (the closed flag, written once).
+  alignas(64) std::atomic<std::size_t> count_{0};
   std::atomic<bool> closed_hint_{false};
   // The fourth: what only a segment change or contention touches.
   alignas(64) std::atomic<segment*> returned_{nullptr};  // segments the pops used up, a stack: see reserve()

@@ -66,15 +66,14 @@ class injector {
   [[nodiscard]] virtual result<void> push_batch(std::span<job_function> fns) = 0;
   /// push() that also tells the pool whether to wake a worker. `wake` is
   /// set false only when the push exactly found an earlier job not yet taken
-  /// (the lock-free queue: an earlier index of the job's segment still
-  /// unclaimed when the job was published): the push that made the queue
-  /// non-empty woke a worker (or will, once it publishes), and a worker that
-  /// takes jobs and leaves some behind wakes another (pool_core::find_and_run:
-  /// for the kinds pending_mask() still names), so these jobs are covered. A
-  /// queue whose report may lag a concurrent pop (two_lock_job_queue, so the
-  /// mutex and adaptive injectors: detail::was_empty_may_lag) always sets
-  /// it true. An injector with several kinds answers for the job's own kind
-  /// (typed_injector: its kind's queue); the default always wakes.
+  /// (the mutex queue: the count of queued jobs its push replaced, in which a
+  /// job a worker has taken but not yet subtracted still counts - that worker
+  /// looks at the queue again after its own subtraction; the lock-free queue: an
+  /// earlier index of the job's segment still unclaimed when the job was
+  /// published; the adaptive queue: either, in the queue the job went into): the push that made the queue non-empty
+  /// woke a worker (or will, once it publishes), and a worker that takes jobs and leaves some behind wakes another
+  /// (pool_core::find_and_run: for the kinds pending_mask() still names), so these jobs are covered. An injector
+  /// with several kinds answers for the job's own kind (typed_injector: its kind's queue); the default always wakes.
   [[nodiscard]] virtual result<void> push_and_check(job_function&& fn, bool& wake) {
     wake = true;
     return push(std::move(fn));
