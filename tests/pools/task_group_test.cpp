@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <latch>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -131,6 +132,100 @@ TEST(TaskGroup, AWaitOffThePoolWakesAtTheLastFinishWhoeverWaits) {
     g.wait();
     ASSERT_EQ(done.load(std::memory_order_relaxed), jobs + 4);
   }
+}
+
+// A job discarded by stop(cancel_pending) as the group's last finish, while
+// the owner sleeps off the pool waiting for the last finish only: the
+// discard path must wake it as a finish that ran does. One worker, so the
+// order is fixed: a (the group's) runs and finishes while the owner sleeps
+// - a finish that is not the last; y (not the group's) then holds the
+// worker while stop() discards b (the group's), the last finish. Whether
+// the owner is already asleep when a finishes depends on the machine's
+// timing (the pauses make it likely); the assertions hold either way, and a
+// discard that did not wake it would hang here.
+TEST(TaskGroup, ADiscardThatIsTheLastFinishWakesTheOwnerSleepingOffThePool) {
+  ts::thread_pool pool{1, ts::test::pool_opts("tg-cancel-last")};
+  std::latch a_started{1};
+  std::latch a_gate{1};
+  std::latch y_started{1};
+  std::latch y_gate{1};
+  std::atomic<int> ran{0};  // relaxed increments: read after stop() joined the worker
+  ts::task_group g(pool);
+  g.run([&] {
+    a_started.count_down();
+    a_gate.wait();
+    ran.fetch_add(1, std::memory_order_relaxed);
+  });
+  a_started.wait();
+  ASSERT_TRUE(pool.enqueue([&] {
+    y_started.count_down();
+    y_gate.wait();
+  }));
+  g.run([&ran] { ran.fetch_add(10, std::memory_order_relaxed); });  // queued behind y
+  ts::stop_report report;
+  std::thread helper([&] {
+    std::this_thread::sleep_for(20ms);  // the owner goes to sleep in wait()
+    a_gate.count_down();                // a finishes: not the last finish
+    y_started.wait();                   // a has finished: the worker runs y
+    std::thread stopper([&] { report = pool.stop(ts::stop_mode::cancel_pending); });
+    std::this_thread::sleep_for(20ms);  // stop() discards b meanwhile, or once y is done
+    y_gate.count_down();
+    stopper.join();
+  });
+  EXPECT_TRUE(ts::test::throws_cancelled([&] { g.wait(); }));
+  helper.join();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 1);
+  EXPECT_EQ(report.cancelled, 1U);
+  EXPECT_EQ(report.accepted, report.executed + report.cancelled);
+}
+
+// An owner that waits on one of the pool's workers parks in slices (the
+// helping wait's back-off), helps with jobs between them, and parks again.
+// Here it parks while c1 runs on the other worker, then c1 run()s c2 (from a
+// worker that is not the owner: counted in the shared word), the owner
+// takes c2 from the other worker's deque and finishes it inside its own
+// wait - its own count goes below zero - and parks again until c1, the last
+// finish. A park that moved a negative own count wrongly into the shared
+// word would leave the owner waiting forever. Whether the other worker takes
+// c1 and the owner takes c2 depends on the machine; each round waits for it
+// (bounded), and the test asserts that it happened in some round.
+TEST(TaskGroup, AnOwnerOnAWorkerParksHelpsAJobRunElsewhereAndParksAgain) {
+  ts::thread_pool pool{2, ts::test::pool_opts("tg-owner-helps")};
+  ts::test::round_budget budget(ts::test::scaled(40), 4, std::chrono::seconds(5));
+  std::size_t owner_helped = 0;
+  for (std::size_t i = 0; budget.next(i); ++i) {
+    auto round = pool.submit([&pool] {
+      const std::thread::id owner = std::this_thread::get_id();
+      std::atomic<bool> c1_started{false};
+      std::atomic<bool> c2_ran{false};
+      std::atomic<bool> c2_on_owner{false};  // relaxed: read after wait()
+      std::atomic<int> done{0};              // relaxed increments: read after wait()
+      ts::task_group g(pool);
+      g.run([&] {
+        c1_started.store(true, std::memory_order_release);  // pairs with the owner's acquire
+        std::this_thread::sleep_for(2ms);                   // the owner parks
+        g.run([&] {
+          c2_on_owner.store(std::this_thread::get_id() == owner, std::memory_order_relaxed);
+          done.fetch_add(1, std::memory_order_relaxed);
+          c2_ran.store(true, std::memory_order_release);  // pairs with c1's acquire
+        });
+        // The owner helps with c2 meanwhile (bounded: else this worker runs it after c1).
+        (void)ts::test::eventually([&] { return c2_ran.load(std::memory_order_acquire); }, std::chrono::seconds(2));
+        std::this_thread::sleep_for(2ms);  // the owner parks again
+        done.fetch_add(1, std::memory_order_relaxed);
+      });
+      // Not a helping wait: the other worker takes c1 from this one's deque
+      // (bounded: else the wait below runs c1 here).
+      (void)ts::test::eventually([&] { return c1_started.load(std::memory_order_acquire); },
+                                 std::chrono::seconds(2));
+      g.wait();
+      return std::pair{done.load(std::memory_order_relaxed), c2_on_owner.load(std::memory_order_relaxed)};
+    });
+    const auto [done, helped] = round.get();
+    ASSERT_EQ(done, 2);
+    if (helped) ++owner_helped;
+  }
+  EXPECT_GT(owner_helped, 0U) << "the owner never helped with a job run() on the other worker";
 }
 
 // The body of a task_group job (and its captures) is destroyed before the

@@ -306,19 +306,27 @@ class task_group {
   // The waiter's slow path: the one helping wait (sync/helping_wait.hpp).
   void wait_for_jobs() {
     // Marks this group as waited for by its owner on this thread (jobs of
-    // the group it runs meanwhile count in local_), and restores the outer
-    // mark on the way out, exception or not.
+    // the group it runs meanwhile count in local_), and on the way out,
+    // exception or not, restores the outer mark and clears the sleeper bits
+    // (left set, they would only cost later finishes a futex wake each).
+    // The helping wait runs jobs through the pool's guarded path, which
+    // lets no exception out; the scope makes that no precondition here.
     struct scope {
+      task_group* group;
       const void* outer;
       bool owner;
       ~scope() {
         if (owner) detail::tl_task_group_in_wait = outer;
+        group->clear_sleeper_bits();
       }
-    } mark{detail::tl_task_group_in_wait, this_thread_tag() == owner_};
+    } mark{this, detail::tl_task_group_in_wait, this_thread_tag() == owner_};
     if (mark.owner) detail::tl_task_group_in_wait = this;
     (void)detail::helping_wait([this] { return all_finished(); }, [this](std::int64_t limit) { park(limit); }, 0);
-    // Only the waiter sets the bits, and there is one waiter at a time.
-    // relaxed: nothing is published with them.
+  }
+
+  // Only the waiter sets the bits, and there is one waiter at a time.
+  // relaxed: nothing is published with them.
+  void clear_sleeper_bits() noexcept {
     if ((remote_.load(std::memory_order_relaxed) & sleeper_bits) != 0) {
       remote_.fetch_and(~sleeper_bits, std::memory_order_relaxed);
     }
