@@ -216,8 +216,7 @@ TEST(TaskGroup, AnOwnerOnAWorkerParksHelpsAJobRunElsewhereAndParksAgain) {
       });
       // Not a helping wait: the other worker takes c1 from this one's deque
       // (bounded: else the wait below runs c1 here).
-      (void)ts::test::eventually([&] { return c1_started.load(std::memory_order_acquire); },
-                                 std::chrono::seconds(2));
+      (void)ts::test::eventually([&] { return c1_started.load(std::memory_order_acquire); }, std::chrono::seconds(2));
       g.wait();
       return std::pair{done.load(std::memory_order_relaxed), c2_on_owner.load(std::memory_order_relaxed)};
     });
