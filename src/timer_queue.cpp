@@ -9,6 +9,7 @@
 // timer whose run is still going, and stop() still finds every timer.
 #include "thread_system/scheduler/timer_queue.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <exception>
 #include <new>
@@ -40,6 +41,10 @@ struct timer_core {
   // ones and one-shot ones apart (stop(drain) cancels only the former).
   timer_entry* periodic_in_flight = nullptr;
   timer_entry* one_shots_in_flight = nullptr;
+  // Periodic timers on the in-flight list. The heap's array always has room
+  // for them besides its own entries (reserve_room()), so a run's re-arm
+  // never allocates and cannot fail for lack of memory.
+  std::size_t periodic_flights = 0;
   std::uint64_t next_seq = 0;         // guarded by mutex
   bool stopping = false;              // guarded by mutex
   stop_mode mode = stop_mode::drain;  // guarded by mutex
@@ -86,7 +91,19 @@ struct timer_core {
     place(i, std::move(e));
   }
 
-  // May throw std::bad_alloc (growing the array) before anything changed.
+  // Makes room for one more entry and for every periodic run in flight to
+  // come back. May throw std::bad_alloc before anything changed. Capacity
+  // never shrinks while the queue runs, so heap.size() + periodic_flights
+  // <= heap.capacity() holds once this was called for every entry added:
+  // a run leaving the heap for the in-flight list and coming back changes
+  // neither side of it.
+  void reserve_room() {
+    const std::size_t need = heap.size() + periodic_flights + 1;
+    if (heap.capacity() < need) heap.reserve(std::max(need, 2 * heap.capacity()));
+  }
+
+  // May throw std::bad_alloc (growing the array) before anything changed;
+  // never after reserve_room() made room.
   void push(std::shared_ptr<timer_entry> e) {
     heap.push_back(nullptr);
     place(heap.size() - 1, std::move(e));
@@ -128,6 +145,7 @@ struct timer_core {
 
   void flight_insert(timer_entry& e) noexcept {
     timer_entry*& head = flight_head(e);
+    if (e.periodic()) ++periodic_flights;
     e.in_flight = true;
     e.flight_prev = nullptr;
     e.flight_next = head;
@@ -137,6 +155,7 @@ struct timer_core {
 
   void flight_remove(timer_entry& e) noexcept {
     if (!e.in_flight) return;
+    if (e.periodic()) --periodic_flights;
     if (e.flight_prev != nullptr) {
       e.flight_prev->flight_next = e.flight_next;
     } else {
@@ -195,12 +214,10 @@ void settle_periodic(timer_entry& e, bool rearm, bool unrun) noexcept {
       e.due = next;
       e.index += advance;
       e.seq = core->next_seq++;
-      try {
-        core->push(e.shared_from_this());
-        notify = e.heap_index == 0;
-      } catch (const std::bad_alloc&) {
-        cancel_it = true;  // the heap cannot grow: the timer cannot be kept
-      }
+      // No allocation: add() kept room for every periodic run in flight
+      // (timer_core::reserve_room()).
+      core->push(e.shared_from_this());
+      notify = e.heap_index == 0;
       if (skipped != 0) e.counters->skipped_periods.fetch_add(skipped, std::memory_order_relaxed);  // statistics
     }
   }
@@ -485,6 +502,7 @@ result<timer_handle> timer_queue::add(std::shared_ptr<detail::timer_entry> e) {
     if (core_->stopping) return make_error(error_code::pool_stopped, "timer_queue: stopped");
     e->seq = core_->next_seq++;
     try {
+      core_->reserve_room();
       core_->push(e);
     } catch (const std::bad_alloc&) {
       return make_error(error_code::resource_exhausted, "out of memory");

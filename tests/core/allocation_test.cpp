@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <latch>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <string_view>
@@ -18,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "../support/test_support.hpp"
 #include "thread_system/compat/job.hpp"
 #include "thread_system/compat/typed_job.hpp"
 #include "thread_system/core/job_function.hpp"
@@ -581,6 +583,43 @@ TEST(Allocation, PoolAndTimerRefusalsKeepTheirCodeWhenNoMemoryIsLeft) {
   EXPECT_TRUE(running.resize(2));
   EXPECT_TRUE(running.enqueue([] {}));
   running.wait_idle();
+}
+
+// A periodic timer's run re-arms the timer when it ends. With another timer
+// added while the run was in flight, the heap's array was full again, and
+// the re-arm grew it - or, with no memory, cancelled the timer silently
+// (no error, no refusal: the timer just ended). schedule_*() now keeps room
+// for every periodic run in flight, so the re-arm allocates nothing. The
+// run is held by the target and run here with every allocation failing.
+TEST(Allocation, APeriodicTimersReArmNeedsNoMemory) {
+  std::mutex m;
+  std::vector<ts::job_function> held;  // guarded by m
+  ts::timer_queue timers{[&](ts::job_function&& f) -> ts::result<void> {
+    std::lock_guard lock(m);
+    held.push_back(std::move(f));
+    return {};
+  }};
+  auto tick = timers.schedule_every(std::chrono::milliseconds(1), [] {});
+  ASSERT_TRUE(tick);
+  ASSERT_TRUE(ts::test::eventually([&] {
+    std::lock_guard lock(m);
+    return !held.empty();
+  }));
+  // The run is in flight; a far timer takes the heap's last free slot.
+  auto far = timers.schedule_after(std::chrono::hours(1), [] {});
+  ASSERT_TRUE(far);
+  ts::job_function run;
+  {
+    std::lock_guard lock(m);
+    run = std::move(held.front());
+  }
+  t_fail_all_new = true;
+  run();  // ends the run: the re-arm
+  t_fail_all_new = false;
+  EXPECT_TRUE(tick->is_active()) << "the periodic timer ended when its re-arm found no memory";
+  EXPECT_EQ(timers.statistics().cancelled, 0U);
+  const ts::timer_statistics st = timers.stop();
+  EXPECT_EQ(st.cancelled, 2U);  // the periodic timer and the far one
 }
 
 // The same for the seed-style and typed entry points whose refusal message

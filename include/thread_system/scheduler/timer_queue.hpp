@@ -25,6 +25,14 @@
 //     queue's last owner, destroyed by the target): every pending timer is
 //     cancelled (as stop(cancel_pending)), and the timer thread, detached,
 //     ends once it has left that dispatch.
+//     stop() joins the timer thread, so it waits for the target to return
+//     the run being handed over: from inside a timer's function with a
+//     target that may block until that very function returns (a
+//     one-worker pool with backpressure::block whose room the function's
+//     own job holds), stop() never returns: stop such a queue from another
+//     thread. A pool's own timers (thread_pool::schedule_after() and
+//     friends) are not affected: the pool's stop() first releases
+//     producers blocked for room.
 //   * A run never starts before its due time. Runs are handed to the target
 //     in due-time order (ties: scheduling order).
 //   * Everything the scheduling thread did before schedule_*() is visible to
@@ -59,6 +67,10 @@
 //     target ran inline: such a target should catch what its jobs throw (a
 //     thread_pool does), or a periodic timer ends at its first exception
 //     and a one-shot one is counted both fired and refused.
+//   * Memory: schedule_*() allocates (the timer, and room in the queue for
+//     it and for every periodic run in flight to come back) and returns
+//     resource_exhausted when it cannot. A periodic timer's re-arm after a
+//     run allocates nothing, so running out of memory never ends one.
 //   * stop(stop_mode::drain): one-shot timers already due at the moment of
 //     the call are dispatched (and one-shot runs already handed to the
 //     target run); every other timer (not yet due, and every periodic timer,
