@@ -114,6 +114,37 @@ TEST(Task, AFinishedTaskIsRefusedLikeAnEmptyOne) {
   EXPECT_EQ(r.error().code(), error_code::invalid_argument);
 }
 
+// A task in flight (started, suspended, not finished) is refused as well:
+// when_all's second child awaits the task the first child started, which
+// waits for its hop on a paused pool. It used to be accepted: the second
+// awaiter resumed the frame the pool's hop then resumed again (a crash).
+TEST(Task, ATaskInFlightIsRefusedLikeAFinishedOne) {
+  thread_pool pool{1};
+  pool.pause();  // x's hop stays queued until resume(): x is in flight meanwhile
+  task<int> x = [](thread_pool& p) -> task<int> {
+    co_await p.schedule();
+    co_return 5;
+  }(pool);
+  auto await_it = [](task<int>& inner) -> task<int> { co_return co_await std::move(inner); };
+  auto both = [](task<int> a, task<int> b) -> task<int> {
+    auto [u, v] = co_await when_all(std::move(a), std::move(b));
+    co_return u + v;
+  };
+  std::thread resumer([&pool] {
+    std::this_thread::sleep_for(20ms);
+    pool.resume();
+  });
+  try {
+    (void)sync_wait(both(await_it(x), await_it(x)));
+    ADD_FAILURE() << "no error";
+  } catch (const error_exception& e) {
+    EXPECT_EQ(e.code(), error_code::invalid_argument);
+  }
+  resumer.join();
+  EXPECT_TRUE(x.is_ready());  // run once, by the first await
+  EXPECT_FALSE(x.startable());
+}
+
 // A hop that the pool's caller_runs backpressure runs on the hopping thread
 // goes on there at the same depth: each such hop used to resume the
 // coroutine inside the previous one's await_suspend(), one frame deeper,

@@ -295,6 +295,10 @@ class promise_base {
   /// When no task<T> awaits this one.
   coro_waiter* waiter = nullptr;
 
+  /// Whether the task was started: whoever starts it sets continuation or
+  /// waiter first, and neither is cleared while the frame lives.
+  [[nodiscard]] bool started() const noexcept { return continuation || waiter != nullptr; }
+
   /// The chain's cancellation token (owned by the chain's root), or null.
   [[nodiscard]] const cancellation_token* token() const noexcept {
     return reinterpret_cast<const cancellation_token*>(chain_ & ~foreign_bit);  // NOLINT(performance-no-int-to-ptr)

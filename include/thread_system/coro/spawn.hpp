@@ -141,7 +141,7 @@ class spawn_root final : public coro_waiter {
 // `pool` is where the task's failure is reported (its key); `target` pushes into it.
 template <typename Pool>
 result<void> spawn_on(Pool& pool, resume_target target, cancellation_token token, task<void> t) {
-  if (!t.startable()) return make_error(error_code::invalid_argument, "spawn() of an empty or finished task");
+  if (!t.startable()) return make_error(error_code::invalid_argument, "spawn() of an empty or already awaited task");
   result<std::uint64_t> key = coro_access::spawn_key(pool);
   if (!key) return unexpected_error{std::move(key).error()};
   spawn_root* root = nullptr;

@@ -30,9 +30,11 @@
 //     optimisation level), else it is resumed on the thread that finishes
 //     the task. co_await rethrows the task's
 //     exception. Only an rvalue task is awaitable, once: a task that has
-//     finished (is_ready()) is refused like an empty one by co_await,
-//     sync_wait(), spawn() and when_all() (error_exception / result
-//     {invalid_argument}), never resumed again.
+//     been started (awaited, by co_await, sync_wait(), spawn() or
+//     when_all()) - whether it has finished (is_ready()) or is still in
+//     flight - is refused like an empty one by all four (error_exception /
+//     result{invalid_argument}), never resumed again. (Like any object, one
+//     task must not be awaited from two threads at once.)
 //   * A coroutine runs on a pool only between `co_await pool.schedule()` (or
 //     a sleep, or a future completed by a pool's job) and its next
 //     suspension; each such stretch is one job of the pool (a *resumption*),
@@ -189,9 +191,10 @@ class [[nodiscard]] task {
   [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(frame_); }
   /// True when the coroutine has finished (its result is ready).
   [[nodiscard]] bool is_ready() const noexcept { return frame_ && frame_.done(); }
-  /// Not empty and not finished: what co_await, sync_wait(), spawn() and
-  /// when_all() accept (a finished task was awaited once already).
-  [[nodiscard]] bool startable() const noexcept { return frame_ && !frame_.done(); }
+  /// Not empty and never started: what co_await, sync_wait(), spawn() and
+  /// when_all() accept (a started task, finished or in flight, was awaited
+  /// once already; starting it again would resume its frame twice).
+  [[nodiscard]] bool startable() const noexcept { return frame_ && !frame_.done() && !promise().started(); }
 
   /// Starts the task and resumes the awaiter with its result (see the header).
   auto operator co_await() && noexcept { return awaiter{*this}; }
@@ -216,7 +219,7 @@ class [[nodiscard]] task {
     explicit awaiter(task& t) noexcept : task_(&t) {}
     [[nodiscard]] bool await_ready() const {
       if (!task_->startable()) {
-        throw error_exception(error{error_code::invalid_argument, "co_await on an empty or finished task"});
+        throw error_exception(error{error_code::invalid_argument, "co_await on an empty or already awaited task"});
       }
       return false;
     }
@@ -372,7 +375,7 @@ struct cancellation_point_awaiter {
 template <typename T>
 T sync_wait(task<T> t, cancellation_token token = {}) {
   if (!t.startable()) {
-    throw error_exception(error{error_code::invalid_argument, "sync_wait() of an empty or finished task"});
+    throw error_exception(error{error_code::invalid_argument, "sync_wait() of an empty or already awaited task"});
   }
   struct root final : detail::coro_waiter {
     detail::completion done;

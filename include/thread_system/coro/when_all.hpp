@@ -263,7 +263,8 @@ class when_all_awaitable final : when_all_core {
     std::apply(
         [](const auto&... t) {
           if ((!t.startable() || ...))
-            throw error_exception(error{error_code::invalid_argument, "when_all() of an empty or finished task"});
+            throw error_exception(
+                error{error_code::invalid_argument, "when_all() of an empty or already awaited task"});
         },
         tasks_);
   }
@@ -343,7 +344,7 @@ class when_all_range_awaitable final : when_all_core {
   explicit when_all_range_awaitable(std::vector<task<T>> tasks) : tasks_(std::move(tasks)), slots_(tasks_.size()) {
     for (const auto& t : tasks_) {
       if (!t.startable()) {
-        throw error_exception(error{error_code::invalid_argument, "when_all() of an empty or finished task"});
+        throw error_exception(error{error_code::invalid_argument, "when_all() of an empty or already awaited task"});
       }
     }
   }
