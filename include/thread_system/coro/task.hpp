@@ -194,10 +194,10 @@ class [[nodiscard]] task {
   /// Not empty and never started: what co_await, sync_wait(), spawn() and
   /// when_all() accept (a started task, finished or in flight, was awaited
   /// once already; starting it again would resume its frame twice).
-  /// started() first: it reads what the starting thread wrote before the
-  /// start, while done() reads the frame's resume point, which the thread
-  /// running a task in flight writes.
-  [[nodiscard]] bool startable() const noexcept { return frame_ && !promise().started() && !frame_.done(); }
+  /// A finished task was started, so started() covers it; it reads only
+  /// what the starting thread wrote before the start (done() would read the
+  /// frame's resume point, which the thread running a task in flight writes).
+  [[nodiscard]] bool startable() const noexcept { return frame_ && !promise().started(); }
 
   /// Starts the task and resumes the awaiter with its result (see the header).
   auto operator co_await() && noexcept { return awaiter{*this}; }
