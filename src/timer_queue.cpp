@@ -44,7 +44,7 @@ struct timer_core {
   // Periodic timers on the in-flight list. The heap's array always has room
   // for them besides its own entries (reserve_room()), so a run's re-arm
   // never allocates and cannot fail for lack of memory.
-  std::size_t periodic_flights = 0;  // guarded by mutex
+  std::size_t periodic_flights = 0;   // guarded by mutex
   std::uint64_t next_seq = 0;         // guarded by mutex
   bool stopping = false;              // guarded by mutex
   stop_mode mode = stop_mode::drain;  // guarded by mutex
