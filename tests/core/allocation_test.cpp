@@ -503,6 +503,61 @@ TEST(Allocation, TasksInSteadyStateDoNotAllocate) {
   EXPECT_EQ(sum, 20'000);
 }
 
+// when_all(vector) allocates its slots and its results' room when it is
+// called: out of memory there it throws error_exception{resource_exhausted}
+// (it let std::bad_alloc out), before any child runs, and the co_await
+// allocates nothing (the result vector was allocated after every child had
+// run, so a failure there lost their results).
+namespace {
+ts::task<int> counted_leaf(int v, std::atomic<int>& runs) {
+  runs.fetch_add(1, std::memory_order_relaxed);  // a count read on this thread
+  co_return v;
+}
+std::vector<ts::task<int>> counted_leaves(std::atomic<int>& runs) {
+  std::vector<ts::task<int>> tasks;
+  for (int i = 0; i < 3; ++i) tasks.push_back(counted_leaf(i, runs));
+  return tasks;
+}
+ts::task<std::vector<int>> await_with_no_memory(std::vector<ts::task<int>> tasks) {
+  auto all = ts::when_all(std::move(tasks));
+  t_fail_all_new = true;
+  auto out = co_await all;
+  t_fail_all_new = false;
+  co_return out;
+}
+}  // namespace
+
+TEST(Allocation, WhenAllOfAVectorRefusesOutOfMemoryBeforeAnyChildRuns) {
+  for (const int nth : {1, 2}) {  // the slots, then the results' room
+    SCOPED_TRACE(nth);
+    std::atomic<int> runs{0};
+    auto tasks = counted_leaves(runs);
+    t_fail_nth_new = nth;
+    try {
+      auto all = ts::when_all(std::move(tasks));
+      t_fail_nth_new = 0;
+      ADD_FAILURE() << "when_all() did not report the failed allocation";
+    } catch (const ts::error_exception& e) {
+      t_fail_nth_new = 0;
+      EXPECT_EQ(e.code(), ts::error_code::resource_exhausted);
+    } catch (const std::bad_alloc&) {
+      t_fail_nth_new = 0;
+      ADD_FAILURE() << "std::bad_alloc escaped when_all()";
+    }
+    EXPECT_EQ(runs.load(std::memory_order_relaxed), 0);
+  }
+  std::atomic<int> runs{0};
+  std::vector<int> out;
+  try {
+    out = ts::sync_wait(await_with_no_memory(counted_leaves(runs)));
+  } catch (const std::bad_alloc&) {
+    t_fail_all_new = false;
+    ADD_FAILURE() << "the co_await of when_all(vector) allocated";
+  }
+  EXPECT_EQ(out, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(runs.load(std::memory_order_relaxed), 3);
+}
+
 // Across threads (created on this one, freed on the workers) frames travel
 // back through the shared lists. The allocator holds the peak number in
 // flight (every round spawns into a paused pool, so each round reaches the

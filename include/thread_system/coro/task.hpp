@@ -50,7 +50,8 @@
 //   * Frames come from a recycling allocator (coro/frame_allocator.hpp): a
 //     steady state of tasks starting and finishing calls no malloc. Out of
 //     memory, the call creating a task throws std::bad_alloc; spawn()
-//     returns resource_exhausted instead.
+//     returns resource_exhausted instead, and when_all(vector) throws
+//     error_exception{resource_exhausted} (coro/when_all.hpp).
 //
 // Thread-safety: a task is one object owned by one thread at a time; the
 // plumbing hands a suspended coroutine between threads through the pools'

@@ -34,6 +34,11 @@
 //     cancellation_point() inside them see it.
 //   * A when_all awaitable is awaited once: a second co_await of it throws
 //     error_exception{invalid_argument} (its children have run).
+//   * Memory: when_all(tasks...) allocates nothing. when_all(vector)
+//     allocates its per-child slots and the room for its results when it is
+//     called; out of memory it throws error_exception{resource_exhausted}
+//     then, before any child starts (the tasks are destroyed unrun), and
+//     the await itself allocates nothing.
 //
 // Thread-safety: the children finish on any threads; the last to finish
 // resumes the awaiter (acq_rel on the count, so every child's result is
@@ -45,6 +50,7 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -341,11 +347,20 @@ class when_all_awaitable final : when_all_core {
 template <typename T>
 class when_all_range_awaitable final : when_all_core {
  public:
-  explicit when_all_range_awaitable(std::vector<task<T>> tasks) : tasks_(std::move(tasks)), slots_(tasks_.size()) {
+  // Everything the await needs is allocated here, before any child starts:
+  // the slots and (for a value type) the result vector's room, so that
+  // await_resume() allocates nothing and a result is never lost to memory.
+  explicit when_all_range_awaitable(std::vector<task<T>> tasks) : tasks_(std::move(tasks)) {
     for (const auto& t : tasks_) {
       if (!t.startable()) {
         throw error_exception(error{error_code::invalid_argument, "when_all() of an empty or already awaited task"});
       }
+    }
+    try {
+      slots_.resize(tasks_.size());
+      if constexpr (!std::is_void_v<T>) results_.reserve(tasks_.size());
+    } catch (const std::bad_alloc&) {
+      throw error_exception(make_error(error_code::resource_exhausted, "no memory for when_all()'s slots").value);
     }
   }
   [[nodiscard]] bool await_ready() {
@@ -373,10 +388,9 @@ class when_all_range_awaitable final : when_all_core {
     if constexpr (std::is_void_v<T>) {
       return;
     } else {
-      std::vector<when_all_value_t<T>> out;
-      out.reserve(tasks_.size());
-      for (auto& t : tasks_) out.push_back(take_for_when_all(task_access<T>::promise(t)));
-      return out;
+      // Within the room reserved by the constructor: no allocation.
+      for (auto& t : tasks_) results_.push_back(take_for_when_all(task_access<T>::promise(t)));
+      return std::move(results_);
     }
   }
 
@@ -387,8 +401,12 @@ class when_all_range_awaitable final : when_all_core {
     return task_access<T>::frame(self.tasks_[self.take_deferred(self.tasks_.size(), token, last)]);
   }
 
+  struct no_results {};
+  using results_type = std::conditional_t<std::is_void_v<T>, no_results, std::vector<when_all_value_t<T>>>;
+
   std::vector<task<T>> tasks_;
   std::vector<slot> slots_;
+  [[no_unique_address]] results_type results_;
 };
 
 }  // namespace detail
