@@ -4,7 +4,8 @@
 //   * cancellation overhead per job: empty jobs from one producer into a
 //     2-worker pool, wall clock from the first enqueue until wait_idle()
 //     returns: pool.enqueue(f) vs pool.enqueue(token, f) (the pool checks the
-//     token) vs a job that captures a token and checks it itself vs
+//     token) vs a job that captures a token and checks it itself (a copy
+//     of a const token, `[tok]`, and a movable copy, `[t = tok]`) vs
 //     enqueue(token, f) with a cancelled token (the jobs are skipped); and
 //     submit(f) vs submit(token, f), a future per job;
 //   * bounded vs unbounded enqueue: pool_options::backpressure unbounded /
@@ -73,10 +74,11 @@ BENCHMARK(BM_RegisterUnregister);
 constexpr std::uint64_t pool_jobs = 100'000;
 
 enum class token_variant {
-  plain,        // pool.enqueue(f)
-  first_class,  // pool.enqueue(token, f): the pool checks the token before the job starts
-  captured,     // pool.enqueue(f) where f captures a token copy and checks it itself
-  cancelled,    // pool.enqueue(token, f) with the token already cancelled: the job is skipped
+  plain,             // pool.enqueue(f)
+  first_class,       // pool.enqueue(token, f): the pool checks the token before the job starts
+  captured,          // pool.enqueue(f) where f captures a token copy and checks it itself
+  captured_movable,  // the same, captured as [t = tok]: a non-const member, moved (not copied) with the job
+  cancelled,         // pool.enqueue(token, f) with the token already cancelled: the job is skipped
 };
 
 // Empty jobs from one producer into a 2-worker pool, wall clock from the
@@ -107,6 +109,12 @@ void BM_CancelJobs(benchmark::State& state, token_variant v) {
             ran.fetch_add(1, std::memory_order_relaxed);                                 // counting only
           });
           break;
+        case token_variant::captured_movable:
+          r = pool.enqueue([&ran, &saw_cancel, t = tok] {
+            if (t.is_cancelled()) saw_cancel.fetch_add(1, std::memory_order_relaxed);  // never: statistics
+            ran.fetch_add(1, std::memory_order_relaxed);                               // counting only
+          });
+          break;
         case token_variant::cancelled:
           r = pool.enqueue(dead, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); });  // must never run
           break;
@@ -135,6 +143,9 @@ void BM_CancelJobs(benchmark::State& state, token_variant v) {
 BENCHMARK_CAPTURE(BM_CancelJobs, plain, token_variant::plain)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CancelJobs, token, token_variant::first_class)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CancelJobs, captured_token, token_variant::captured)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CancelJobs, captured_movable_token, token_variant::captured_movable)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CancelJobs, cancelled_token, token_variant::cancelled)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
