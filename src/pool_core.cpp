@@ -216,10 +216,13 @@ result<void> pool_core::push_one_unchecked(job_function&& fn, local_push where) 
   if (local_deques_) {
     if (pool_worker* w = own_worker()) return push_local(*w, std::move(fn), where);
   }
-  return push_to_injector(std::move(fn));
+  // A fork-join piece from outside the workers: its caller runs it when it
+  // is refused, so a bounded pool takes it only if it has room (no waiting,
+  // no eviction; see admission).
+  return push_to_injector(std::move(fn), where == local_push::fork ? admission::try_only : admission::policy);
 }
 
-result<void> pool_core::push_to(injector& target, job_function&& fn, std::uint64_t kind_mask) {
+result<void> pool_core::push_to(injector& target, job_function&& fn, std::uint64_t kind_mask, admission how) {
   stamp_if_sampled(fn);
   // The queue counts the job as accepted inside its critical section, so
   // close() in stop() makes the accepted total exact and no worker can
@@ -231,7 +234,8 @@ result<void> pool_core::push_to(injector& target, job_function&& fn, std::uint64
   // (backpressure::caller_runs) leaves `wake` true; that costs one look.
   bool wake = true;
   return push_external(
-      kind_mask, std::span<job_function>(&fn, 1), [&] { return target.push_and_check(std::move(fn), wake); }, &wake);
+      kind_mask, std::span<job_function>(&fn, 1), [&] { return target.push_and_check(std::move(fn), wake); }, &wake,
+      how);
 }
 
 result<void> pool_core::push_batch(std::span<job_function> fns) {

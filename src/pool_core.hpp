@@ -142,13 +142,19 @@ class pool_core {
 
   enum class state : int { created, running, stopping, stopped };
 
+  // How a bounded pool admits a submission from outside its workers: by its
+  // backpressure policy, or (a fork-join piece, which its caller runs itself
+  // when refused) by taking room only if there is some - never waiting,
+  // evicting or running it inline: refused with queue_full instead.
+  enum class admission : std::uint8_t { policy, try_only };
+
   // Pushes through the injector with `push()` (which returns result<void>),
   // then wakes a worker for the kinds in `kind_mask`.
   template <typename Push>
   // `wake`: when given, the push sets it (see injector::push_and_check())
   // and the pool wakes a worker only if it is true.
   result<void> push_external(std::uint64_t kind_mask, std::span<job_function> fns, Push&& push,
-                             const bool* wake = nullptr) {
+                             const bool* wake = nullptr, admission how = admission::policy) {
     // The top tag bit is the pool's: a job never arrives holding room.
     for (auto& fn : fns) fn.set_tag(static_cast<std::uint8_t>(fn.tag() & ~bounded_tag));
     auto queue_push = [&]() -> result<void> {
@@ -159,7 +165,7 @@ class pool_core {
     // (backpressure.hpp): a worker must neither wait for its own pool nor be
     // refused by it. (A standard pool's worker pushes to its deque and gets
     // here only out of memory; a typed pool's workers always get here.)
-    if (bounds_.capacity != 0 && !on_own_worker()) return push_external_bounded(kind_mask, fns, queue_push, wake);
+    if (bounds_.capacity != 0 && !on_own_worker()) return push_external_bounded(kind_mask, fns, queue_push, wake, how);
     return settle_push(queue_push(), kind_mask, wake);
   }
   // push_external() for a bounded pool, out of line: the unbounded path
@@ -167,9 +173,9 @@ class pool_core {
   // frame ends after the last use of the core.
   template <typename QueuePush>
   THREAD_SYSTEM_NOINLINE result<void> push_external_bounded(std::uint64_t kind_mask, std::span<job_function> fns,
-                                                            QueuePush& queue_push, const bool* wake) {
+                                                            QueuePush& queue_push, const bool* wake, admission how) {
     const frame_scope in_frame(this);
-    return settle_push(push_bounded(fns, queue_push), kind_mask, wake);
+    return settle_push(push_bounded(fns, queue_push, how), kind_mask, wake);
   }
   THREAD_SYSTEM_ALWAYS_INLINE result<void> settle_push(result<void> r, std::uint64_t kind_mask, const bool* wake) {
     if (!r) {
@@ -186,10 +192,10 @@ class pool_core {
   // When the policy ran them on this thread, `ran_inline` is set and nothing
   // was pushed.
   template <typename Push>
-  result<void> push_bounded(std::span<job_function> fns, Push&& push) {
+  result<void> push_bounded(std::span<job_function> fns, Push&& push, admission how = admission::policy) {
     bool ran_inline = false;
     std::size_t without_room = 0;
-    if (auto r = acquire_room(fns, ran_inline, without_room); !r) return r;
+    if (auto r = acquire_room(fns, ran_inline, without_room, how); !r) return r;
     if (ran_inline) return {};
     const std::span<job_function> holding = fns.first(fns.size() - without_room);
     for (auto& fn : holding) fn.set_tag(static_cast<std::uint8_t>(fn.tag() | bounded_tag));
@@ -209,7 +215,7 @@ class pool_core {
   }
   // `without_room`: how many of `fns` take the place of dropped jobs that
   // held no room (drop_oldest), so are queued without room themselves.
-  result<void> acquire_room(std::span<job_function> fns, bool& ran_inline, std::size_t& without_room);
+  result<void> acquire_room(std::span<job_function> fns, bool& ran_inline, std::size_t& without_room, admission how);
   // "<kind> '<name>'", the start of the pool's messages (throws std::bad_alloc).
   [[nodiscard]] std::string named() const { return std::string(kind_) + " '" + name_ + "'"; }
   // The refusal of a pool that is stopping or stopped (never throws).
@@ -268,11 +274,13 @@ class pool_core {
   result<void> push_one_unchecked(job_function&& fn, local_push where = local_push::newest);
   result<void> push_batch_unchecked(std::span<job_function> fns, std::uint64_t kind_mask = ~std::uint64_t{0});
   // push_one() for a job that goes through the injector.
-  result<void> push_to_injector(job_function&& fn) { return push_to(*queue_, std::move(fn), ~std::uint64_t{0}); }
+  result<void> push_to_injector(job_function&& fn, admission how = admission::policy) {
+    return push_to(*queue_, std::move(fn), ~std::uint64_t{0}, how);
+  }
   // push_to_injector() into `target`: the injector, or a queue inside it
   // that it counts and closes as its own (pool_front::push_routed()). One
   // function for both, so that push_external() inlines into it.
-  result<void> push_to(injector& target, job_function&& fn, std::uint64_t kind_mask);
+  result<void> push_to(injector& target, job_function&& fn, std::uint64_t kind_mask, admission how = admission::policy);
   result<void> push_local(pool_worker& w, job_function&& fn, local_push where = local_push::newest);
   // push_local() for a batch, all or none; false (nothing moved) when the
   // nodes or deque room cannot be allocated, else true with the result in `r`.

@@ -143,7 +143,8 @@ void pool_core::run_on_caller(job_function& fn) {
   caller_ran_.fetch_add(1, std::memory_order_relaxed);  // statistics only
 }
 
-result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inline, std::size_t& without_room) {
+result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inline, std::size_t& without_room,
+                                     admission how) {
   const std::size_t n = fns.size();
   if (n > bounds_.capacity) {
     return make_error_nothrow(error_code::invalid_argument, [&] {
@@ -152,7 +153,9 @@ result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inli
     });
   }
   // (Never a worker of this pool: its submissions are not bounded, see push_external().)
-  const auto policy = bounds_.on_full;
+  // A fork-join piece (admission::try_only) is refused rather than waited
+  // for, evicted for or run here: its caller runs it itself (see admission).
+  const auto policy = how == admission::try_only ? backpressure::policy::reject : bounds_.on_full;
   // Saturating: block_for(n, nanoseconds::max()) waits without a deadline.
   const auto deadline = detail::saturating_add(std::chrono::steady_clock::now(), bounds_.timeout);
   auto stopped = [this] {

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "../support/test_support.hpp"
 #include "thread_system/pools/thread_pool.hpp"
@@ -273,11 +274,15 @@ TEST(TaskGroup, AJobDroppedByBackpressureMakesWaitThrowCancelled) {
   blocker.hold(pool);
   std::atomic<int> ran{0};
   ts::task_group g(pool);
-  g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });   // queued: the room is taken
-  g.run([&ran] { ran.fetch_add(10, std::memory_order_relaxed); });  // drops the first one
+  g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });  // queued: the room is taken
+  // Another submission drops it. (The group's own run() never evicts: a
+  // full pool runs its job on the caller, see
+  // RunFromOutsideAFullBoundedPoolRunsOnTheCallerUnderEveryPolicy.)
+  ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(10, std::memory_order_relaxed); }));
   blocker.let_go();
   EXPECT_TRUE(ts::test::throws_cancelled([&] { g.wait(); }));
-  EXPECT_EQ(ran.load(std::memory_order_relaxed), 10);                // relaxed: wait() ordered the run
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 10);                // relaxed: wait_idle() ordered the run
   g.run([&ran] { ran.fetch_add(100, std::memory_order_relaxed); });  // the group is reusable afterwards
   EXPECT_NO_THROW(g.wait());
   EXPECT_EQ(ran.load(std::memory_order_relaxed), 110);  // relaxed: as above
@@ -476,3 +481,52 @@ TEST(TaskGroup, RunFromAnotherThreadDuringWaitDeliversEveryFailureWhole) {
 }
 
 }  // namespace
+
+// A bounded pool that is full (paused, its room held by queued jobs): run()
+// from outside the pool takes room only if there is some, and otherwise runs
+// the job on the calling thread, under every policy. It used to go through
+// the policy like any submission: run() blocked under block (until the
+// watchdog below resumed the pool), and under drop_oldest it evicted the
+// queued jobs (and the group's own, so wait() threw cancelled).
+TEST(TaskGroup, RunFromOutsideAFullBoundedPoolRunsOnTheCallerUnderEveryPolicy) {
+  constexpr std::size_t room = 2;
+  const std::pair<const char*, ts::backpressure> cases[] = {
+      {"block", ts::backpressure::block(room)},
+      {"block_for", ts::backpressure::block_for(room, std::chrono::hours(1))},
+      {"drop_oldest", ts::backpressure::drop_oldest(room)},
+      {"reject", ts::backpressure::reject(room)},
+      {"caller_runs", ts::backpressure::caller_runs(room)}};
+  for (const auto& [name, bound] : cases) {
+    SCOPED_TRACE(name);
+    auto opt = ts::test::pool_opts("tg-full");
+    opt.backpressure = bound;
+    ts::thread_pool pool{1, opt};
+    pool.pause();
+    std::vector<ts::future<int>> fillers;
+    for (std::size_t k = 0; k < room; ++k) fillers.push_back(pool.submit([] { return 7; }));
+    std::atomic<bool> returned{false};
+    std::atomic<bool> freed_by_watchdog{false};
+    std::thread watchdog([&] {
+      if (ts::test::eventually([&] { return returned.load(std::memory_order_acquire); })) return;
+      freed_by_watchdog.store(true, std::memory_order_release);
+      pool.resume();
+    });
+    const auto caller = std::this_thread::get_id();
+    std::atomic<int> on_caller{0};
+    {
+      ts::task_group g(pool);
+      for (int k = 0; k < 8; ++k) {
+        g.run([&] {
+          if (std::this_thread::get_id() == caller) on_caller.fetch_add(1, std::memory_order_relaxed);
+        });
+      }
+      EXPECT_NO_THROW(g.wait());
+    }
+    returned.store(true, std::memory_order_release);  // pairs with the watchdog's load
+    watchdog.join();
+    EXPECT_FALSE(freed_by_watchdog.load(std::memory_order_acquire)) << "run() waited for the pool";
+    EXPECT_EQ(on_caller.load(std::memory_order_relaxed), 8);
+    pool.resume();
+    for (auto& f : fillers) EXPECT_EQ(f.get(), 7);  // not evicted: cancelled would throw
+  }
+}

@@ -48,6 +48,12 @@
 //                    submitting thread, so that code may submit to the pool;
 //                    wait_idle() and stop() there throw invalid_argument
 //                    (the victim is not finished until that code returns).
+// Fork-join pieces from outside the pool's workers (task_group::run(), the
+// halves of parallel_for and parallel_reduce) are bounded like any job but
+// never wait for room, evict a job or run through caller_runs, whatever the
+// policy: a full pool refuses such a piece at once, and the caller runs it
+// itself (task_group.hpp, parallel_for.hpp), since waiting for room in a
+// pool it could do without would only stall it.
 // A batch larger than the capacity is refused with `invalid_argument` (it
 // could never fit). Producers blocked by block/block_for wake as soon as a
 // job starts (a batch's producer once there is room for the whole batch; a

@@ -61,7 +61,10 @@
 // skipped (a chunk in progress - at most 65 536 indices - runs to its
 // end), so the call returns promptly however large the range. Pieces the
 // pool refuses (it is stopping, a bounded queue is full, memory ran out)
-// run on the calling thread, so the call still processes every index; with
+// run on the calling thread, so the call still processes every index
+// (from outside the workers, a pool with backpressure takes a piece only
+// if it has room - a piece never waits for room, evicts a job or goes
+// through caller_runs, whatever the policy: backpressure.hpp); with
 // no memory even for its bookkeeping the whole loop runs serially on the
 // caller. A piece the pool accepted and then discarded unrun
 // (stop(stop_mode::cancel_pending), backpressure::drop_oldest) before

@@ -21,7 +21,10 @@
 //     copying or moving f into the job throws, and then the group does not
 //     count it, or error_exception{invalid_argument} for an empty callable
 //     (a null function pointer, an empty std::function), as enqueue()
-//     refuses it.
+//     refuses it. From outside the pool's workers, a pool with
+//     backpressure takes the job only if it has room: run() never waits
+//     for room, evicts a job (drop_oldest) or goes through caller_runs -
+//     a full pool's job runs on the calling thread (backpressure.hpp).
 //   * wait() returns when every job run() so far has finished; on a worker
 //     it helps run other jobs meanwhile (with the locks the waiting code
 //     holds held: hold none that another job of the pool may take, see
