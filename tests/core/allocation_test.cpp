@@ -21,6 +21,7 @@
 
 #include "../support/test_support.hpp"
 #include "thread_system/compat/job.hpp"
+#include "thread_system/compat/lockfree_pools.hpp"
 #include "thread_system/compat/typed_job.hpp"
 #include "thread_system/core/job_function.hpp"
 #include "thread_system/coro/task.hpp"
@@ -747,6 +748,87 @@ TEST(Allocation, SeedRefusalsSurviveAFailureAtAnyAllocation) {
       "typed_thread_pool::enqueue(null typed job)", [] { return std::unique_ptr<ts::typed_job>{}; },
       [&](std::unique_ptr<ts::typed_job> j) { return typed.enqueue(std::move(j)); });
   typed.wait_idle();
+}
+
+// A seed job whose do_work() fails, with no memory left on the thread that
+// runs it: the error keeps its code (job_failed) on its way to the pool's
+// error handler; building its message threw std::bad_alloc in its place.
+TEST(Allocation, AFailingSeedJobReportsJobFailedWithNoMemoryLeft) {
+  class failing final : public ts::job {
+   public:
+    failing() : job("a seed job whose name needs the heap") {}
+    ts::result<void> do_work() override { return ts::make_error(ts::error_code::invalid_argument, "no"); }
+  };
+  auto fn = ts::job::to_job_function(std::make_unique<failing>(), "test");
+  ASSERT_TRUE(fn);
+  t_fail_all_new = true;
+  try {
+    (*fn)();
+    t_fail_all_new = false;
+    ADD_FAILURE() << "the failure was not reported";
+  } catch (const ts::error_exception& e) {
+    t_fail_all_new = false;
+    EXPECT_EQ(e.code(), ts::error_code::job_failed);
+  } catch (const std::bad_alloc&) {
+    t_fail_all_new = false;
+    ADD_FAILURE() << "std::bad_alloc in place of job_failed";
+  }
+}
+
+// lockfree_thread_pool(name, options) copies the options: out of memory
+// there it threw std::bad_alloc, where thread_pool(name, options) throws
+// error_exception{resource_exhausted}. Every failing allocation now gives
+// the latter (or the pool is made).
+TEST(Allocation, ALockfreePoolsConstructorReportsOutOfMemoryAsResourceExhausted) {
+  ts::pool_options opt;
+  opt.name = "options whose name needs the heap";
+  for (int k = 1; k <= 64; ++k) {
+    t_fail_nth_new = k;
+    try {
+      ts::lockfree_thread_pool pool{"p", opt};
+      t_fail_nth_new = 0;
+    } catch (const ts::error_exception& e) {
+      t_fail_nth_new = 0;
+      EXPECT_EQ(e.code(), ts::error_code::resource_exhausted) << "failing allocation " << k;
+    } catch (const std::bad_alloc&) {
+      t_fail_nth_new = 0;
+      ADD_FAILURE() << "std::bad_alloc escaped at failing allocation " << k;
+    }
+  }
+}
+
+// A factory returning a std::unique_ptr: the registry makes it a shared_ptr
+// (a control block). Out of memory for that, resolve() let std::bad_alloc
+// out; it returns resource_exhausted (the instance destroyed), and other
+// resolves go on working.
+TEST(Allocation, ResolvingAUniquePtrFactoryWithNoMemoryReturnsResourceExhausted) {
+  struct service {
+    int value = 7;
+  };
+  for (const auto lifetime : {ts::service_lifetime::transient, ts::service_lifetime::singleton}) {
+    ts::service_registry registry;
+    ASSERT_TRUE(registry.register_factory<service>([] { return std::make_unique<service>(); }, lifetime));
+    auto held = std::make_unique<service>();
+    // The factory's own allocation is made before the failure is armed:
+    // the first allocation in resolve() is then the registry's.
+    ts::service_registry other;
+    ASSERT_TRUE(other.register_factory<service>([p = std::move(held)]() mutable { return std::move(p); }, lifetime));
+    t_fail_nth_new = 1;
+    ts::result<std::shared_ptr<service>> r = ts::make_error(ts::error_code::ok, "");
+    try {
+      r = other.resolve<service>();
+      t_fail_nth_new = 0;
+    } catch (const std::bad_alloc&) {
+      t_fail_nth_new = 0;
+      ADD_FAILURE() << "std::bad_alloc escaped resolve()";
+      continue;
+    }
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), ts::error_code::resource_exhausted);
+    auto again = registry.resolve<service>();
+    ASSERT_TRUE(again);
+    EXPECT_EQ((*again)->value, 7);
+  }
 }
 
 // A coroutine that is not a task<T> sleeping on a pool whose stop discards

@@ -69,7 +69,14 @@ struct seed_job_adapter {
   std::unique_ptr<job> owned;
   void operator()() const {
     auto r = owned->do_work();
-    if (!r) throw error_exception(error{error_code::job_failed, owned->get_name() + ": " + r.error().to_string()});
+    if (!r) {
+      // The message through make_error_nothrow(): out of memory the error
+      // keeps its code (job_failed, an empty message) rather than turning
+      // into std::bad_alloc on its way to the error handler.
+      throw error_exception(make_error_nothrow(error_code::job_failed, [&] {
+                              return owned->get_name() + ": " + r.error().to_string();
+                            }).value);
+    }
   }
 };
 

@@ -53,14 +53,24 @@
 namespace thread_system {
 
 namespace detail {
-inline pool_options with_lockfree_queue(pool_options o) {
+// The options with the lock-free injector. The copy (a name, an error
+// handler) may need memory: out of memory, error_exception{resource_exhausted}
+// as the pools' constructors throw, never std::bad_alloc.
+inline pool_options with_lockfree_queue(const pool_options& o) {
+  return throw_if_out_of_memory([&] {
+    pool_options copy = o;
+    copy.queue = pool_queue::lockfree;
+    return copy;
+  });
+}
+inline pool_options with_lockfree_queue(pool_options&& o) {
   o.queue = pool_queue::lockfree;
-  return o;
+  return std::move(o);
 }
 template <typename T>
-typed_pool_options<T> with_lockfree_queue(typed_pool_options<T> o) {
+typed_pool_options<T> with_lockfree_queue(typed_pool_options<T>&& o) {
   o.queue = pool_queue::lockfree;
-  return o;
+  return std::move(o);
 }
 }  // namespace detail
 

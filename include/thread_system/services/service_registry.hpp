@@ -27,7 +27,11 @@
 //         reaches that resolve's caller and the next resolve tries again. A
 //         factory that resolves its own interface deadlocks: do not.
 //       - service_lifetime::transient: called on every resolve.
-//     A factory that returns null makes resolve() return not_found.
+//     A factory that returns null makes resolve() return not_found. One
+//     that returns a std::unique_ptr (or another non-shared owner) has it
+//     made a shared_ptr by the registry; out of memory for that, resolve()
+//     returns resource_exhausted (the instance is destroyed; a singleton's
+//     next resolve calls the factory again).
 //   * A resolved std::shared_ptr stays valid after unregister/replace: the
 //     registry only drops its own reference. A registration the registry
 //     drops (replace, unregister, clear, a scoped_override ending) is
@@ -53,6 +57,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <shared_mutex>
 #include <string>
 #include <type_traits>
@@ -170,7 +175,12 @@ class service_registry {
       return make_error_nothrow(error_code::not_found,
                                 [] { return std::string("service not registered: ") + typeid(I).name(); });
     }
-    std::shared_ptr<void> p = e->get();
+    std::shared_ptr<void> p;
+    try {
+      p = e->get();
+    } catch (const conversion_out_of_memory&) {  // the registry's own allocation, not the factory's
+      return detail::out_of_memory_error();
+    }
     if (p == nullptr) {
       return make_error_nothrow(error_code::not_found,
                                 [] { return std::string("service factory returned null: ") + typeid(I).name(); });
@@ -234,6 +244,10 @@ class service_registry {
   template <typename I>
   friend class scoped_override;
 
+  // Thrown through a factory entry when the registry itself cannot make the
+  // factory's result a shared_ptr (see make_factory_entry()).
+  struct conversion_out_of_memory {};
+
   // One registration. Immutable after construction, except a singleton
   // factory's instance, published once through ready_.
   class entry {
@@ -284,7 +298,15 @@ class service_registry {
     if (detail::is_empty_callable(factory)) return nullptr;
     // Held through a shared_ptr so that move-only factories fit std::function.
     std::function<std::shared_ptr<void>()> erased = [f = std::make_shared<D>(std::forward<F>(factory))] {
-      return std::shared_ptr<void>(std::shared_ptr<I>((*f)()));
+      auto made = (*f)();  // the factory's own exceptions reach resolve()'s caller
+      // A std::unique_ptr (or a raw pointer) made into a shared_ptr needs a
+      // control block: out of memory, resolve() reports resource_exhausted
+      // (the instance is destroyed by `made`), not std::bad_alloc.
+      try {
+        return std::shared_ptr<void>(std::shared_ptr<I>(std::move(made)));
+      } catch (const std::bad_alloc&) {
+        throw conversion_out_of_memory{};
+      }
     };
     return std::make_shared<entry>(std::move(erased), lifetime);
   }
