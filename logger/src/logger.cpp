@@ -323,6 +323,14 @@ result<void> logger::refuse_stopped() noexcept {
   return make_error_nothrow(error_code::pool_stopped, [] { return "logger: stopped"; });
 }
 
+result<void> logger::refuse_level(log_level level) noexcept {
+  rejected_.fetch_add(1, std::memory_order_relaxed);  // a statistic; publishes nothing
+  return make_error_nothrow(error_code::invalid_argument, [level] {
+    return std::string("logger: not a record level: ") + std::to_string(static_cast<unsigned>(level)) +
+           " (trace..critical)";
+  });
+}
+
 result<void> logger::refuse_format(const char* what) noexcept {
   rejected_.fetch_add(1, std::memory_order_relaxed);  // a statistic; publishes nothing
   return make_error_nothrow(error_code::invalid_argument,

@@ -124,6 +124,11 @@ result<void> console_sink::flush() {
 
 namespace detail {
 result<std::FILE*> open_log_file(const std::filesystem::path& path, bool truncate) {
+  // A NUL inside the path names a file no call can open: fopen() would stop
+  // at it and open (or truncate) the file its prefix names.
+  if (path.native().find('\0') != std::filesystem::path::string_type::npos) {
+    return make_error(error_code::invalid_argument, "cannot open a log file whose path contains a NUL character");
+  }
   std::FILE* file = std::fopen(path.c_str(), truncate ? "wb" : "ab");
   if (file == nullptr) {
     const int err = errno;

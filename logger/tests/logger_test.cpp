@@ -347,6 +347,34 @@ TEST(Logger, LevelFilterRunsBeforeFormatting) {
   EXPECT_EQ(log.statistics().accepted, 4U);
 }
 
+// A level no record may have - log_level::off, a value outside log_level, a
+// seed type outside log_types - is refused with invalid_argument and counted
+// in `rejected`, whatever the filter: such calls were accepted and written
+// as "[unknown]" (a value above off) or dropped without a trace (off, and
+// an unknown seed type mapped to it).
+TEST(Logger, ALevelNoRecordMayHaveIsRefusedAndCounted) {
+  auto sink = std::make_shared<recording_sink>();
+  logger log({sink}, options_with(8192, overflow_policy::block, log_level::trace));
+  const auto beyond = static_cast<log_level>(9);
+  for (const log_level level : {log_level::off, beyond}) {
+    auto r = log.try_log(level, "formatted {}", 1);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), error_code::invalid_argument);
+    auto t = log.try_log_text(level, "text");
+    ASSERT_FALSE(t);
+    EXPECT_EQ(t.error().code(), error_code::invalid_argument);
+  }
+  log.log(beyond, "counted, not returned");
+  log.write(static_cast<log_types>(42), "an unknown seed type");
+  log.write(log_types::None, "None is skipped, not refused");
+  log.info("kept");
+  ASSERT_TRUE(log.flush());
+  EXPECT_EQ(sink->messages(), std::vector<std::string>{"kept"});
+  const logger_statistics st = log.statistics();
+  EXPECT_EQ(st.accepted, 1U);
+  EXPECT_EQ(st.rejected, 6U);
+}
+
 TEST(Logger, RecordCarriesSourceLocationThreadAndTime) {
   auto sink = std::make_shared<recording_sink>();
   logger log({sink}, options_with(8192, overflow_policy::block));

@@ -214,6 +214,29 @@ TEST(FileSink, OpenFailureIsAnError) {
   EXPECT_NE(sink.error().message().find("nonexistent-dir-for-logger-test"), std::string::npos);
 }
 
+// A NUL inside the path: refused, and no file is made or emptied (fopen()
+// stopped at the NUL and opened - under truncate: emptied - the file its
+// prefix names).
+TEST(FileSink, APathWithANulIsRefusedAndTouchesNoFile) {
+  temp_dir dir;
+  const fs::path victim = dir.path() / "victim";
+  {
+    std::ofstream out(victim);
+    out << "keep me\n";
+  }
+  const fs::path with_nul(victim.native() + std::string("\0.log", 5));
+  auto sink = file_sink::create(with_nul, file_open_mode::truncate);
+  ASSERT_FALSE(sink);
+  EXPECT_EQ(sink.error().code(), error_code::invalid_argument);
+  rotating_file_options o;
+  o.path = fs::path((dir.path() / "other").native() + std::string("\0.log", 5));
+  auto rotating = rotating_file_sink::create(o);
+  ASSERT_FALSE(rotating);
+  EXPECT_EQ(rotating.error().code(), error_code::invalid_argument);
+  EXPECT_EQ(read_lines(victim), std::vector<std::string>{"keep me"});
+  EXPECT_FALSE(fs::exists(dir.path() / "other"));
+}
+
 // ---------------------------------------------------------------------------
 // rotating file
 // ---------------------------------------------------------------------------

@@ -53,7 +53,8 @@ enum class log_types : std::uint8_t {
   Parameter,    ///< log_level::trace
 };
 
-/// The level a seed message type is logged at (None: log_level::off, i.e. not logged).
+/// The level a seed message type is logged at (None, and a value outside the enumeration: log_level::off, which
+/// write() does not log: None is skipped, any other such value refused with invalid_argument).
 [[nodiscard]] constexpr log_level to_log_level(log_types type) noexcept {
   switch (type) {
     case log_types::Exception:

@@ -47,7 +47,10 @@
 //     `pool_stopped` and is counted in `rejected`; a call formatted on the
 //     caller's thread whose formatting throws returns `invalid_argument`, and
 //     one that runs out of memory (formatting, or allocating the thread's
-//     buffer) returns `resource_exhausted`, both counted in `rejected`. No
+//     buffer) returns `resource_exhausted`, both counted in `rejected`; so
+//     is a call at a level no record may have (log_level::off, a value
+//     outside log_level, a seed log_types value outside the enumeration):
+//     `invalid_argument`, before the level filter. No
 //     logging member throws std::bad_alloc (tests:
 //     logger_fault_sweep_test.cpp fails each allocation in turn).
 //   * A deferred record whose formatting fails on the writer thread (a
@@ -62,7 +65,8 @@
 //     thread, if that acceptance happens-before the call) has been written
 //     to the sinks and the sinks were flushed. Calling it from the writer
 //     thread (inside a sink) returns `invalid_argument` instead of
-//     deadlocking.
+//     deadlocking. After stop() it succeeds at once (stop() wrote and
+//     flushed every accepted record).
 //   * Sinks that use other loggers: a sink of logger A may log into, flush
 //     or stop logger B, and B's sinks may do the same with A. A writer
 //     thread waits in another logger (for room under `block`, in flush(),
@@ -297,7 +301,8 @@ class logger {
   /// stdout. Throws error_exception (resource_exhausted) when it cannot be
   /// started. The logger stays valid until the process exits.
   static logger& handle();
-  /// The seed's write(): log() at to_log_level(type); log_types::None logs nothing.
+  /// The seed's write(): log() at to_log_level(type); log_types::None logs nothing; a value outside the
+  /// enumeration is refused (invalid_argument, counted in `rejected`).
   template <typename... Args>
   void write(log_types type, log_format<Args...> format, Args&&... args) {
     if (type == log_types::None) return;
@@ -306,10 +311,13 @@ class logger {
 
   // ---- logging with the outcome -------------------------------------------
   /// Success when accepted or filtered by level; otherwise queue_full (drop
-  /// policy), pool_stopped (stopped), invalid_argument (formatting threw) or
-  /// resource_exhausted (formatting ran out of memory). Never throws.
+  /// policy), pool_stopped (stopped), invalid_argument (formatting threw, or
+  /// `level` is not a record level: log_level::off or a value outside the
+  /// enumeration) or resource_exhausted (formatting ran out of memory).
+  /// Never throws.
   template <typename... Args>
   [[nodiscard]] result<void> try_log(log_level level, log_format<Args...> format, Args&&... args) {
+    if (!is_record_level(level)) return refuse_level(level);
     if (!should_log(level)) return {};
     const fmt::string_view text = format.format;
     if constexpr (sizeof...(Args) == 0) {
@@ -357,6 +365,7 @@ class logger {
   /// try_log() for a message that is already text (not a format string).
   [[nodiscard]] result<void> try_log_text(log_level level, std::string_view text,
                                           std::source_location location = std::source_location::current()) {
+    if (!is_record_level(level)) return refuse_level(level);
     if (!should_log(level)) return {};
     return push_text(level, location, text);
   }
@@ -469,6 +478,12 @@ class logger {
   // half of stop(); idempotent).
   void request_stop() noexcept;
   result<void> refuse_format(const char* what) noexcept;
+  // trace..critical: the levels a record may have (off, and values outside
+  // the enumeration, are not).
+  static constexpr bool is_record_level(log_level level) noexcept {
+    return static_cast<std::uint8_t>(level) <= static_cast<std::uint8_t>(log_level::critical);
+  }
+  result<void> refuse_level(log_level level) noexcept;
   result<void> refuse_out_of_memory() noexcept;
   void note_truncated() noexcept;
   void writer_main();

@@ -25,8 +25,8 @@ enum class file_open_mode { append, truncate };
 /// Appends each record's line to a file, buffered (64 KiB); flush() hands the buffer to the kernel (no fsync).
 class file_sink final : public log_sink {
  public:
-  /// Opens `path` for writing per `mode`. Errors: `not_found` when a directory on the path is missing,
-  /// `resource_exhausted` otherwise (with the system's reason).
+  /// Opens `path` for writing per `mode`. Errors: `invalid_argument` for a path containing a NUL character,
+  /// `not_found` when a directory on the path is missing, `resource_exhausted` otherwise (with the system's reason).
   [[nodiscard]] static result<std::shared_ptr<file_sink>> create(const std::filesystem::path& path,
                                                                  file_open_mode mode = file_open_mode::append);
   /// Closes the file.
