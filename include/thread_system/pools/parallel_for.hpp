@@ -47,13 +47,23 @@
 // jobs. From any other thread it hands halves to the pool's queue as a
 // worker would, and when its own part is done it takes back, newest first,
 // every piece it handed out that no worker has started (so the call never
-// waits behind other jobs in the queue, nor for a paused or busy pool:
-// with no worker free it runs the whole loop itself); then it waits for the
+// waits behind other jobs in the queue, nor for a pool that is paused or
+// busy when the call starts: with no worker free it runs the whole loop
+// itself); then it waits for the
 // pieces the workers run - polling for up to 20 us (a thread that slept
 // needs a wake-up, which costs tens of microseconds on some virtual
 // machines), then asleep. A piece it took back stays in the queue until a
 // worker pops it and finds it taken (it then does nothing) - after the call
 // may have returned.
+//
+// Pause: a piece a worker runs splits off pieces of its own onto that
+// worker's deque, and a pool paused while the loop runs holds those, as it
+// holds every job not yet started (pool_front.hpp, pause()): the call
+// waits for them until resume(). So does a call on one of the pool's
+// workers after its pool was paused (its own pieces wait on its deque): a
+// job must not pause its own pool and then wait in parallel_for. (A
+// parallel_reduce's halves are taken back by the thread that split them,
+// so it finishes in a paused pool.)
 //
 // Exceptions: the first exception thrown by a body is rethrown to the caller
 // after all other pieces have finished (later exceptions are dropped); once

@@ -166,7 +166,10 @@ class pool_front {
   /// Exceptions: a job a worker had already taken when pause() was called
   /// may still start; backpressure::caller_runs runs jobs on the submitting
   /// thread. A worker leaving after resize() takes the jobs on its own deque
-  /// and holds them (and their backpressure room) until resume().
+  /// and holds them (and their backpressure room) until resume(). Fork-join
+  /// children not yet started are held too: a task_group::wait() or a
+  /// parallel_for waiting for them waits until resume() (parallel_for.hpp,
+  /// *Pause*); a job that pauses its own pool must not wait for its forks.
   void pause() noexcept;
   /// Ends pause(): queued jobs start again and parked workers are woken.
   void resume() noexcept;
