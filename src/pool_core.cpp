@@ -216,13 +216,29 @@ result<void> pool_core::push_one_unchecked(job_function&& fn, local_push where) 
   if (local_deques_) {
     if (pool_worker* w = own_worker()) return push_local(*w, std::move(fn), where);
   }
-  // A fork-join piece from outside the workers: its caller runs it when it
-  // is refused, so a bounded pool takes it only if it has room (no waiting,
-  // no eviction; see admission).
-  return push_to_injector(std::move(fn), where == local_push::fork ? admission::try_only : admission::policy);
+  return push_to_injector(std::move(fn));
 }
 
-result<void> pool_core::push_to(injector& target, job_function&& fn, std::uint64_t kind_mask, admission how) {
+result<void> pool_core::push_fork(job_function&& fn) {
+  if (bounds_.capacity == 0 || (local_deques_ && own_worker() != nullptr)) {
+    return push_one(std::move(fn), local_push::fork);
+  }
+  if (!fn) return make_error_nothrow(error_code::invalid_argument, [&] { return named() + ": empty job"; });
+  return detail::refuse_if_out_of_memory([&] { return push_fork_bounded(std::move(fn)); });
+}
+
+// A fork-join piece from outside the workers of a bounded pool: its caller
+// runs it when it is refused, so the pool takes it only if it has room (no
+// waiting, no eviction; see admission). push_to() for it, out of line.
+result<void> pool_core::push_fork_bounded(job_function&& fn) {
+  stamp_if_sampled(fn);
+  bool wake = true;  // as in push_to()
+  return push_external(
+      ~std::uint64_t{0}, std::span<job_function>(&fn, 1), [&] { return queue_->push_and_check(std::move(fn), wake); },
+      &wake, admission::try_only);
+}
+
+result<void> pool_core::push_to(injector& target, job_function&& fn, std::uint64_t kind_mask) {
   stamp_if_sampled(fn);
   // The queue counts the job as accepted inside its critical section, so
   // close() in stop() makes the accepted total exact and no worker can
@@ -234,8 +250,7 @@ result<void> pool_core::push_to(injector& target, job_function&& fn, std::uint64
   // (backpressure::caller_runs) leaves `wake` true; that costs one look.
   bool wake = true;
   return push_external(
-      kind_mask, std::span<job_function>(&fn, 1), [&] { return target.push_and_check(std::move(fn), wake); }, &wake,
-      how);
+      kind_mask, std::span<job_function>(&fn, 1), [&] { return target.push_and_check(std::move(fn), wake); }, &wake);
 }
 
 result<void> pool_core::push_batch(std::span<job_function> fns) {
@@ -901,9 +916,7 @@ result<void> pool_front::push_continuation(job_function&& fn) {
   return core_->push_one(std::move(fn), pool_core::local_push::continuation);
 }
 
-result<void> pool_front::push_fork(job_function&& fn) {
-  return core_->push_one(std::move(fn), pool_core::local_push::fork);
-}
+result<void> pool_front::push_fork(job_function&& fn) { return core_->push_fork(std::move(fn)); }
 
 result<void> pool_front::push_routed(std::uint64_t kind_mask, injector& target, job_function&& fn) {
   return core_->push_to(target, std::move(fn), kind_mask);

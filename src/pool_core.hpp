@@ -274,13 +274,18 @@ class pool_core {
   result<void> push_one_unchecked(job_function&& fn, local_push where = local_push::newest);
   result<void> push_batch_unchecked(std::span<job_function> fns, std::uint64_t kind_mask = ~std::uint64_t{0});
   // push_one() for a job that goes through the injector.
-  result<void> push_to_injector(job_function&& fn, admission how = admission::policy) {
-    return push_to(*queue_, std::move(fn), ~std::uint64_t{0}, how);
-  }
+  result<void> push_to_injector(job_function&& fn) { return push_to(*queue_, std::move(fn), ~std::uint64_t{0}); }
   // push_to_injector() into `target`: the injector, or a queue inside it
   // that it counts and closes as its own (pool_front::push_routed()). One
   // function for both, so that push_external() inlines into it.
-  result<void> push_to(injector& target, job_function&& fn, std::uint64_t kind_mask, admission how = admission::policy);
+  result<void> push_to(injector& target, job_function&& fn, std::uint64_t kind_mask);
+  // push_to_injector() of a fork-join piece from outside the workers of a
+  // bounded pool (admission::try_only), out of line.
+  THREAD_SYSTEM_NOINLINE result<void> push_fork_bounded(job_function&& fn);
+  // A fork-join piece (pool_front::push_fork()): push_one(fn, fork), except
+  // from outside the workers of a bounded pool, where it is admitted only
+  // if there is room (push_fork_bounded()).
+  result<void> push_fork(job_function&& fn);
   result<void> push_local(pool_worker& w, job_function&& fn, local_push where = local_push::newest);
   // push_local() for a batch, all or none; false (nothing moved) when the
   // nodes or deque room cannot be allocated, else true with the result in `r`.

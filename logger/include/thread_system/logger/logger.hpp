@@ -247,9 +247,10 @@ class logger {
   [[nodiscard]] log_level level() const noexcept {
     return level_.load(std::memory_order_relaxed);  // a filter setting; publishes no data
   }
-  /// True when a call at `level` would pass the filter (never for log_level::off).
+  /// True when a call at `level` would pass the filter (never for log_level::off, nor for a value outside the
+  /// enumeration).
   [[nodiscard]] bool should_log(log_level level) const noexcept {
-    return level != log_level::off && level >= level_.load(std::memory_order_relaxed);  // as level()
+    return level < log_level::off && level >= level_.load(std::memory_order_relaxed);  // as level()
   }
 
   // ---- logging: refusals counted in statistics(), no result --------------
@@ -317,8 +318,8 @@ class logger {
   /// Never throws.
   template <typename... Args>
   [[nodiscard]] result<void> try_log(log_level level, log_format<Args...> format, Args&&... args) {
-    if (!is_record_level(level)) return refuse_level(level);
-    if (!should_log(level)) return {};
+    // Refused only on the filtered path: an accepted call tests nothing more.
+    if (!should_log(level)) return is_record_level(level) ? result<void>{} : refuse_level(level);
     const fmt::string_view text = format.format;
     if constexpr (sizeof...(Args) == 0) {
       // Literal without replacement fields: the text is the message.
@@ -365,8 +366,8 @@ class logger {
   /// try_log() for a message that is already text (not a format string).
   [[nodiscard]] result<void> try_log_text(log_level level, std::string_view text,
                                           std::source_location location = std::source_location::current()) {
-    if (!is_record_level(level)) return refuse_level(level);
-    if (!should_log(level)) return {};
+    // Refused only on the filtered path: an accepted call tests nothing more.
+    if (!should_log(level)) return is_record_level(level) ? result<void>{} : refuse_level(level);
     return push_text(level, location, text);
   }
 
