@@ -236,64 +236,55 @@ std::vector<bounded_case> full_bounded_pools() {
           {"reject", ts::backpressure::reject(room)},
           {"caller_runs", ts::backpressure::caller_runs(room)}};
 }
-// Fills `pool`'s room with jobs (the pool is paused: they stay queued), runs
-// `call`, and returns the futures of the filling jobs.
-template <typename F>
-std::vector<ts::future<int>> fill_then(ts::thread_pool& pool, std::size_t room, F call) {
+// Runs `loop(pool)` from this thread on a one-worker pool bounded as `c`,
+// paused, its room filled with jobs; checks that those jobs ran (none was
+// evicted: a cancelled future would throw). Returns whether the loop waited
+// for the pool (see call_needed_the_pool()).
+template <typename Loop>
+bool loop_waited_on_a_full_bounded_pool(const bounded_case& c, Loop loop) {
+  auto opt = ts::test::pool_opts("full-bounded");
+  opt.backpressure = c.bound;
+  ts::thread_pool pool{1, opt};
   std::vector<ts::future<int>> fillers;
-  for (std::size_t k = 0; k < room; ++k) fillers.push_back(pool.submit([] { return 7; }));
-  call();
-  return fillers;
-}
-void expect_fillers_ran(std::vector<ts::future<int>>& fillers) {
-  for (auto& f : fillers) EXPECT_EQ(f.get(), 7);  // not evicted: cancelled would throw
+  const bool waited = call_needed_the_pool(pool, true, [&] {
+    for (std::size_t k = 0; k < c.bound.capacity; ++k) fillers.push_back(pool.submit([] { return 7; }));
+    loop(pool);
+  });
+  for (auto& f : fillers) EXPECT_EQ(f.get(), 7);
+  return waited;
 }
 }  // namespace
 
 TEST(ParallelFor, FromOutsideAFullBoundedPoolTheCallerRunsThePiecesUnderEveryPolicy) {
   for (const auto& c : full_bounded_pools()) {
     SCOPED_TRACE(c.name);
-    auto opt = ts::test::pool_opts("pf-full");
-    opt.backpressure = c.bound;
-    ts::thread_pool pool{1, opt};
     constexpr std::size_t n = 10'007;
     std::vector<std::atomic<int>> visits(n);
-    std::vector<ts::future<int>> fillers;
-    EXPECT_FALSE(call_needed_the_pool(pool, true, [&] {
-      fillers = fill_then(pool, c.bound.capacity, [&] {
-        ts::parallel_for(
-            pool, std::size_t{0}, n, [&](std::size_t i) { visits[i].fetch_add(1, std::memory_order_relaxed); }, 64);
-      });
+    EXPECT_FALSE(loop_waited_on_a_full_bounded_pool(c, [&](ts::thread_pool& pool) {
+      ts::parallel_for(
+          pool, std::size_t{0}, n, [&](std::size_t i) { visits[i].fetch_add(1, std::memory_order_relaxed); }, 64);
     })) << "the call waited for the pool";
     std::size_t not_once = 0;
     for (const auto& v : visits) not_once += v.load(std::memory_order_relaxed) != 1;  // read after wait_idle()
     EXPECT_EQ(not_once, 0U);
-    expect_fillers_ran(fillers);
   }
 }
 
 TEST(ParallelReduce, FromOutsideAFullBoundedPoolTheCallerComputesTheLeavesUnderEveryPolicy) {
   for (const auto& c : full_bounded_pools()) {
     SCOPED_TRACE(c.name);
-    auto opt = ts::test::pool_opts("pr-full");
-    opt.backpressure = c.bound;
-    ts::thread_pool pool{1, opt};
     constexpr std::uint64_t n = 10'007;
     std::uint64_t sum = 0;
-    std::vector<ts::future<int>> fillers;
-    EXPECT_FALSE(call_needed_the_pool(pool, true, [&] {
-      fillers = fill_then(pool, c.bound.capacity, [&] {
-        sum = ts::parallel_reduce(
-            pool, std::uint64_t{0}, n, std::uint64_t{0},
-            [](std::uint64_t lo, std::uint64_t hi, std::uint64_t acc) {
-              for (; lo < hi; ++lo) acc += lo;
-              return acc;
-            },
-            std::plus<>{}, 64);
-      });
+    EXPECT_FALSE(loop_waited_on_a_full_bounded_pool(c, [&](ts::thread_pool& pool) {
+      sum = ts::parallel_reduce(
+          pool, std::uint64_t{0}, n, std::uint64_t{0},
+          [](std::uint64_t lo, std::uint64_t hi, std::uint64_t acc) {
+            for (; lo < hi; ++lo) acc += lo;
+            return acc;
+          },
+          std::plus<>{}, 64);
     })) << "the call waited for the pool";
     EXPECT_EQ(sum, n * (n - 1) / 2);
-    expect_fillers_ran(fillers);
   }
 }
 
