@@ -84,10 +84,10 @@
 // `[t = tok] { ... }`: capturing a `const` token by copy (`[tok]`, with
 // `tok` declared const) makes the closure's member const, and every move
 // of the job on its way through the pool (about four per job) copies it
-// instead: four more increments and decrements per job. Measured with empty jobs on a 2-worker pool
-// (thread_system_control_benchmarks, BM_CancelJobs): `[t = tok]` ran at the
-// rate of enqueue(tok, f), about 20 M jobs/s, `[tok]` of a const token at
-// 9-10 M jobs/s in the same runs (plain jobs 25-40 M/s).
+// instead: four more increments and decrements per job. Measured with empty
+// jobs on a 2-worker pool (thread_system_control_benchmarks, BM_CancelJobs):
+// `[t = tok]` ran at the rate of enqueue(tok, f), about 20 M jobs/s, `[tok]`
+// of a const token at 9-10 M jobs/s in the same runs (plain jobs 25-40 M/s).
 //
 // Seed API (kept): `cancellation_token::create()` (a token with a new state
 // of its own), `create_linked({...})`, `cancel()`, `is_cancelled()`,

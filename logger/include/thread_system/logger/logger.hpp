@@ -50,7 +50,7 @@
 //     buffer) returns `resource_exhausted`, both counted in `rejected`; so
 //     is a call at a level no record may have (log_level::off, a value
 //     outside log_level, a seed log_types value outside the enumeration):
-//     `invalid_argument`, before the level filter. No
+//     `invalid_argument`, whatever the level filter. No
 //     logging member throws std::bad_alloc (tests:
 //     logger_fault_sweep_test.cpp fails each allocation in turn).
 //   * A deferred record whose formatting fails on the writer thread (a
