@@ -227,18 +227,7 @@ result<void> pool_core::push_fork(job_function&& fn) {
   return detail::refuse_if_out_of_memory([&] { return push_fork_bounded(std::move(fn)); });
 }
 
-// A fork-join piece from outside the workers of a bounded pool: its caller
-// runs it when it is refused, so the pool takes it only if it has room (no
-// waiting, no eviction; see admission). push_to() for it, out of line.
-result<void> pool_core::push_fork_bounded(job_function&& fn) {
-  stamp_if_sampled(fn);
-  bool wake = true;  // as in push_to()
-  return push_external(
-      ~std::uint64_t{0}, std::span<job_function>(&fn, 1), [&] { return queue_->push_and_check(std::move(fn), wake); },
-      &wake, admission::try_only);
-}
-
-result<void> pool_core::push_to(injector& target, job_function&& fn, std::uint64_t kind_mask) {
+result<void> pool_core::push_to(injector& target, job_function&& fn, std::uint64_t kind_mask, admission how) {
   stamp_if_sampled(fn);
   // The queue counts the job as accepted inside its critical section, so
   // close() in stop() makes the accepted total exact and no worker can
@@ -250,7 +239,19 @@ result<void> pool_core::push_to(injector& target, job_function&& fn, std::uint64
   // (backpressure::caller_runs) leaves `wake` true; that costs one look.
   bool wake = true;
   return push_external(
-      kind_mask, std::span<job_function>(&fn, 1), [&] { return target.push_and_check(std::move(fn), wake); }, &wake);
+      kind_mask, std::span<job_function>(&fn, 1), [&] { return target.push_and_check(std::move(fn), wake); }, &wake,
+      how);
+}
+
+result<void> pool_core::push_to(injector& target, job_function&& fn, std::uint64_t kind_mask) {
+  return push_to(target, std::move(fn), kind_mask, admission::policy);
+}
+
+// A fork-join piece from outside the workers of a bounded pool: its caller
+// runs it when it is refused, so the pool takes it only if it has room (no
+// waiting, no eviction; see admission).
+result<void> pool_core::push_fork_bounded(job_function&& fn) {
+  return push_to(*queue_, std::move(fn), ~std::uint64_t{0}, admission::try_only);
 }
 
 result<void> pool_core::push_batch(std::span<job_function> fns) {

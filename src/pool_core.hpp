@@ -279,6 +279,10 @@ class pool_core {
   // that it counts and closes as its own (pool_front::push_routed()). One
   // function for both, so that push_external() inlines into it.
   result<void> push_to(injector& target, job_function&& fn, std::uint64_t kind_mask);
+  // push_to() with the admission given (the body of both push_to() and
+  // push_fork_bounded(); inlined into each, so push_to() is what it was).
+  THREAD_SYSTEM_ALWAYS_INLINE result<void> push_to(injector& target, job_function&& fn, std::uint64_t kind_mask,
+                                                   admission how);
   // push_to_injector() of a fork-join piece from outside the workers of a
   // bounded pool (admission::try_only), out of line.
   THREAD_SYSTEM_NOINLINE result<void> push_fork_bounded(job_function&& fn);
