@@ -216,15 +216,10 @@ result<void> pool_core::push_one_unchecked(job_function&& fn, local_push where) 
   if (local_deques_) {
     if (pool_worker* w = own_worker()) return push_local(*w, std::move(fn), where);
   }
+  // A fork-join piece from outside the workers of a bounded pool: see
+  // push_fork_bounded(). (A worker's pieces took the branch above.)
+  if (where == local_push::fork && bounds_.capacity != 0) return push_fork_bounded(std::move(fn));
   return push_to_injector(std::move(fn));
-}
-
-result<void> pool_core::push_fork(job_function&& fn) {
-  if (bounds_.capacity == 0 || (local_deques_ && own_worker() != nullptr)) {
-    return push_one(std::move(fn), local_push::fork);
-  }
-  if (!fn) return make_error_nothrow(error_code::invalid_argument, [&] { return named() + ": empty job"; });
-  return detail::refuse_if_out_of_memory([&] { return push_fork_bounded(std::move(fn)); });
 }
 
 result<void> pool_core::push_to(injector& target, job_function&& fn, std::uint64_t kind_mask, admission how) {
@@ -917,7 +912,9 @@ result<void> pool_front::push_continuation(job_function&& fn) {
   return core_->push_one(std::move(fn), pool_core::local_push::continuation);
 }
 
-result<void> pool_front::push_fork(job_function&& fn) { return core_->push_fork(std::move(fn)); }
+result<void> pool_front::push_fork(job_function&& fn) {
+  return core_->push_one(std::move(fn), pool_core::local_push::fork);
+}
 
 result<void> pool_front::push_routed(std::uint64_t kind_mask, injector& target, job_function&& fn) {
   return core_->push_to(target, std::move(fn), kind_mask);

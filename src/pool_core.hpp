@@ -286,10 +286,6 @@ class pool_core {
   // push_to_injector() of a fork-join piece from outside the workers of a
   // bounded pool (admission::try_only), out of line.
   THREAD_SYSTEM_NOINLINE result<void> push_fork_bounded(job_function&& fn);
-  // A fork-join piece (pool_front::push_fork()): push_one(fn, fork), except
-  // from outside the workers of a bounded pool, where it is admitted only
-  // if there is room (push_fork_bounded()).
-  result<void> push_fork(job_function&& fn);
   result<void> push_local(pool_worker& w, job_function&& fn, local_push where = local_push::newest);
   // push_local() for a batch, all or none; false (nothing moved) when the
   // nodes or deque room cannot be allocated, else true with the result in `r`.
