@@ -34,35 +34,6 @@ std::vector<std::thread::id> threads_per_index(ts::thread_pool& pool, std::size_
   return ran_on;
 }
 
-// Makes `pool` (one worker) unavailable - its worker held, or the pool
-// paused - runs `call` from this thread, frees the pool and waits until it
-// is idle (its worker has popped whatever was queued). Returns whether a
-// watchdog had to free the pool for `call` to return: the call waited for
-// the pool (the watchdog lets a failing build end rather than hang).
-template <typename F>
-bool call_needed_the_pool(ts::thread_pool& pool, bool paused, F call) {
-  ts::test::worker_blocker blocker;
-  if (paused) {
-    pool.pause();
-  } else {
-    blocker.hold(pool);
-  }
-  std::atomic<bool> returned{false};
-  std::atomic<bool> freed_by_watchdog{false};
-  std::thread watchdog([&] {
-    if (ts::test::eventually([&] { return returned.load(std::memory_order_acquire); })) return;
-    freed_by_watchdog.store(true, std::memory_order_release);
-    blocker.let_go();
-    pool.resume();
-  });
-  call();
-  returned.store(true, std::memory_order_release);  // pairs with the watchdog's load
-  watchdog.join();
-  blocker.let_go();
-  pool.resume();
-  pool.wait_idle();
-  return freed_by_watchdog.load(std::memory_order_acquire);
-}
 }  // namespace
 
 TEST(ParallelFor, VisitsEveryIndexOnce) {
@@ -198,7 +169,7 @@ TEST(ParallelFor, FromOutsideABusyOrPausedPoolTheCallerRunsEveryPieceItself) {
     std::vector<std::atomic<int>> visits(n);
     const auto caller = std::this_thread::get_id();
     std::atomic<std::size_t> elsewhere{0};
-    EXPECT_FALSE(call_needed_the_pool(pool, paused, [&] {
+    EXPECT_FALSE(ts::test::call_needed_the_pool(pool, paused, [&] {
       ts::parallel_for(
           pool, std::size_t{0}, n,
           [&](std::size_t i) {
@@ -239,14 +210,14 @@ std::vector<bounded_case> full_bounded_pools() {
 // Runs `loop(pool)` from this thread on a one-worker pool bounded as `c`,
 // paused, its room filled with jobs; checks that those jobs ran (none was
 // evicted: a cancelled future would throw). Returns whether the loop waited
-// for the pool (see call_needed_the_pool()).
+// for the pool (see test::call_needed_the_pool()).
 template <typename Loop>
 bool loop_waited_on_a_full_bounded_pool(const bounded_case& c, Loop loop) {
   auto opt = ts::test::pool_opts("full-bounded");
   opt.backpressure = c.bound;
   ts::thread_pool pool{1, opt};
   std::vector<ts::future<int>> fillers;
-  const bool waited = call_needed_the_pool(pool, true, [&] {
+  const bool waited = ts::test::call_needed_the_pool(pool, true, [&] {
     for (std::size_t k = 0; k < c.bound.capacity; ++k) fillers.push_back(pool.submit([] { return 7; }));
     loop(pool);
   });
@@ -433,7 +404,7 @@ TEST(ParallelReduce, FromOutsideABusyOrPausedPoolTheCallerComputesEveryLeafItsel
     std::atomic<std::size_t> leaves{0};
     std::atomic<std::size_t> elsewhere{0};
     long sum = 0;
-    EXPECT_FALSE(call_needed_the_pool(pool, paused, [&] {
+    EXPECT_FALSE(ts::test::call_needed_the_pool(pool, paused, [&] {
       sum = ts::parallel_reduce(
           pool, 0L, 10'007L, 0L,
           [&](long lo, long hi, long acc) {

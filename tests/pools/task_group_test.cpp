@@ -501,19 +501,11 @@ TEST(TaskGroup, RunFromOutsideAFullBoundedPoolRunsOnTheCallerUnderEveryPolicy) {
     auto opt = ts::test::pool_opts("tg-full");
     opt.backpressure = bound;
     ts::thread_pool pool{1, opt};
-    pool.pause();
     std::vector<ts::future<int>> fillers;
-    for (std::size_t k = 0; k < room; ++k) fillers.push_back(pool.submit([] { return 7; }));
-    std::atomic<bool> returned{false};
-    std::atomic<bool> freed_by_watchdog{false};
-    std::thread watchdog([&] {
-      if (ts::test::eventually([&] { return returned.load(std::memory_order_acquire); })) return;
-      freed_by_watchdog.store(true, std::memory_order_release);
-      pool.resume();
-    });
     const auto caller = std::this_thread::get_id();
     std::atomic<int> on_caller{0};
-    {
+    EXPECT_FALSE(ts::test::call_needed_the_pool(pool, true, [&] {
+      for (std::size_t k = 0; k < room; ++k) fillers.push_back(pool.submit([] { return 7; }));
       ts::task_group g(pool);
       for (int k = 0; k < 8; ++k) {
         g.run([&] {
@@ -521,12 +513,8 @@ TEST(TaskGroup, RunFromOutsideAFullBoundedPoolRunsOnTheCallerUnderEveryPolicy) {
         });
       }
       EXPECT_NO_THROW(g.wait());
-    }
-    returned.store(true, std::memory_order_release);  // pairs with the watchdog's load
-    watchdog.join();
-    EXPECT_FALSE(freed_by_watchdog.load(std::memory_order_acquire)) << "run() waited for the pool";
+    })) << "run() waited for the pool";
     EXPECT_EQ(on_caller.load(std::memory_order_relaxed), 8);
-    pool.resume();
     for (auto& f : fillers) EXPECT_EQ(f.get(), 7);  // not evicted: cancelled would throw
   }
 }

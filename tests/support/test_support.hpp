@@ -198,6 +198,35 @@ struct held_worker {
   void release() { gate.count_down(); }
 };
 
+/// Makes `pool` (one worker) unavailable - its worker held, or the pool
+/// paused - runs `call` from this thread, frees the pool and waits until it
+/// is idle (its worker has popped whatever was queued). Returns whether a
+/// watchdog had to free the pool for `call` to return: the call waited for
+/// the pool (the watchdog lets a failing build end rather than hang).
+template <typename F>
+bool call_needed_the_pool(thread_pool& pool, bool paused, F call) {
+  worker_blocker blocker;
+  if (paused) {
+    pool.pause();
+  } else {
+    blocker.hold(pool);
+  }
+  std::atomic<bool> returned{false};
+  std::atomic<bool> freed_by_watchdog{false};
+  std::thread watchdog([&] {
+    if (eventually([&] { return returned.load(std::memory_order_acquire); })) return;
+    freed_by_watchdog.store(true, std::memory_order_release);
+    blocker.let_go();
+    pool.resume();
+  });
+  call();
+  returned.store(true, std::memory_order_release);  // pairs with the watchdog's load
+  watchdog.join();
+  blocker.let_go();
+  pool.resume();
+  pool.wait_idle();
+  return freed_by_watchdog.load(std::memory_order_acquire);
+}
 /// The error code a future's get() throws (error_code::ok when it returns).
 template <typename T>
 error_code error_code_of(future<T>& f) {

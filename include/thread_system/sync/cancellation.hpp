@@ -85,9 +85,10 @@
 // `tok` declared const) makes the closure's member const, and every move
 // of the job on its way through the pool (about four per job) copies it
 // instead: four more increments and decrements per job. Measured with empty
-// jobs on a 2-worker pool (thread_system_control_benchmarks, BM_CancelJobs):
-// `[t = tok]` ran at the rate of enqueue(tok, f), about 20 M jobs/s, `[tok]`
-// of a const token at 9-10 M jobs/s in the same runs (plain jobs 25-40 M/s).
+// jobs on a 2-worker pool (thread_system_control_benchmarks, BM_CancelJobs,
+// medians of 7 interleaved repetitions; docs/PERFORMANCE.md, *A token
+// captured in a job*): `[t = tok]` 21.6 M jobs/s, enqueue(tok, f) 21.3,
+// `[tok]` of a const token 8.6 (plain jobs 40.2).
 //
 // Seed API (kept): `cancellation_token::create()` (a token with a new state
 // of its own), `create_linked({...})`, `cancel()`, `is_cancelled()`,
