@@ -115,7 +115,13 @@ struct os_thread::native final : thread_block {
 
 std::size_t os_thread::min_stack_size() noexcept {
   const long m = ::sysconf(_SC_THREAD_STACK_MIN);
-  return round_up(m > 0 ? static_cast<std::size_t>(m) : static_cast<std::size_t>(PTHREAD_STACK_MIN), page_size());
+  const std::size_t platform = m > 0 ? static_cast<std::size_t>(m) : static_cast<std::size_t>(PTHREAD_STACK_MIN);
+  // The library's own floor: its code on a thread it starts needs more than
+  // the platform's bare minimum (16 KiB on Linux x86-64). A pool worker's
+  // default error report writes to stderr, and glibc formats output to an
+  // unbuffered stream through an 8 KiB buffer on the stack: with 16 KiB the
+  // report of a failing job overflowed it (SIGSEGV).
+  return round_up(std::max(platform, library_min_stack), page_size());
 }
 
 std::size_t os_thread::effective_stack_size(std::size_t requested) noexcept {
@@ -259,8 +265,10 @@ std::size_t utf8_prefix_length(std::string_view name, std::size_t limit) noexcep
 
 std::size_t shortened_thread_name(std::string_view name, std::size_t limit, std::span<char> out) noexcept {
   limit = std::min(limit, out.size());
+  // A NUL would end the name for the OS there (a pool named "a\0b" gave
+  // every worker the name "a"): it is written as '?'.
   auto copy = [&out](std::string_view part, std::size_t at) {
-    for (std::size_t i = 0; i < part.size(); ++i) out[at + i] = part[i];
+    for (std::size_t i = 0; i < part.size(); ++i) out[at + i] = part[i] == '\0' ? '?' : part[i];
     return at + part.size();
   };
   if (name.size() > limit) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <thread>
 
@@ -27,6 +28,18 @@ std::uint32_t default_max_spinners() noexcept {
 }
 
 void validate(const backpressure& b) {
+  switch (b.on_full) {
+    case backpressure::policy::block:
+    case backpressure::policy::block_for:
+    case backpressure::policy::reject:
+    case backpressure::policy::caller_runs:
+    case backpressure::policy::drop_oldest:
+      break;
+    default:  // a value cast from another number: a full pool would not know what to do
+      throw error_exception(error{
+          error_code::invalid_argument,
+          "backpressure::on_full: " + std::to_string(static_cast<int>(b.on_full)) + " is not a backpressure::policy"});
+  }
   if (b.capacity != 0 && b.on_full == backpressure::policy::block_for && b.timeout.count() < 0) {
     throw error_exception(error{error_code::invalid_argument, "backpressure::block_for: negative timeout"});
   }
@@ -86,6 +99,13 @@ pool_core::pool_core(core_config config) try
       idle_wait_ns_(idle_wait_ns(config.idle_wait)),
       out_of_memory_report_(make_out_of_memory_report(kind_, name_)) {
   validate(bounds_);
+  // No mapping is larger than PTRDIFF_MAX: such a size is a mistake, found
+  // here rather than as a refused thread at start().
+  if (stack_size_ > static_cast<std::size_t>(PTRDIFF_MAX)) {
+    throw error_exception(error{error_code::invalid_argument,
+                                std::string(kind_) + " '" + name_ + "': worker_stack_size " +
+                                    std::to_string(stack_size_) + " is larger than any mapping (PTRDIFF_MAX)"});
+  }
   // Before any worker or producer of this pool exists: from here pushers run
   // only a compiler barrier for their wake-up check (wake_worker_if_needed()).
   detail::asymmetric_fence_init();
@@ -224,9 +244,13 @@ result<void> pool_core::launch(std::span<pool_worker* const> batch, BeforeGo bef
   if (created < batch.size()) {
     gate->open(launch_gate::abort);
     for (std::size_t i = 0; i < created; ++i) batch[i]->thread_.join();
-    return make_error_nothrow(error_code::resource_exhausted, [&] {
-      return named() + ": started none of " + std::to_string(batch.size()) + " workers (the system refused thread " +
-             std::to_string(created + 1) + "): " + refused.error().message();
+    // A request the platform calls invalid stays invalid_argument; anything
+    // else is a shortage.
+    const error_code code = refused.error().code() == error_code::invalid_argument ? error_code::invalid_argument
+                                                                                   : error_code::resource_exhausted;
+    return make_error_nothrow(code, [&] {
+      return named() + ": started none of " + std::to_string(batch.size()) + " workers (thread " +
+             std::to_string(created + 1) + " could not be created): " + refused.error().message();
     });
   }
   for (pool_worker* w : batch) publish_worker(*w);

@@ -52,8 +52,13 @@ thread_base::~thread_base() {
   // Destroyed by a hook, on the thread itself: it cannot join itself. It is
   // detached (its resources go when it ends) and its loop returns as soon
   // as the hook does, touching nothing of this object (tl_destroyed). The
-  // thread's after_stop() does not run: the object is gone.
+  // thread's after_stop() does not run: the object is gone. Nor is this
+  // thread its thread any more: another object built at the same address
+  // (by the hook, or by the allocator's next request) is not "called from
+  // its own thread" (tl_current left pointing here refused its start() and
+  // stop(), and its destructor detached its running thread).
   tl_destroyed = true;
+  tl_current = nullptr;
   if (thread_.joinable()) thread_.detach();
 }
 
@@ -68,7 +73,8 @@ result<void> thread_base::start() {
   {
     std::lock_guard lock(mutex_);
     stop_requested_ = false;
-    wake_requested_ = false;
+    // wake_requested_ is kept: a wake() while no thread ran asks for a
+    // round of the next one (it was dropped here, silently).
     phase_ = start_phase::starting;
     start_error_.reset();
   }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -106,6 +107,23 @@ TEST(ThreadBase, WakeRunsOneRoundAndErrorsReachOnError) {
   ASSERT_TRUE(t.stop());
   // seq_cst: pairs with the writers' RMW/store
   EXPECT_EQ(t.work.load(std::memory_order_seq_cst), t.errors.load(std::memory_order_seq_cst));
+}
+
+// A wake() while no thread runs is kept for the next start() (it was
+// dropped: start() cleared it, and nothing ran until another wake()).
+TEST(ThreadBase, AWakeBeforeStartOrAfterStopRunsARoundOfTheNextStart) {
+  recording_thread t;
+  t.wake();
+  ASSERT_TRUE(t.start());
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_TRUE(eventually([&] { return t.work.load(std::memory_order_seq_cst) >= 1; }));
+  ASSERT_TRUE(t.stop());
+  const int after_first = t.work.load(std::memory_order_seq_cst);  // seq_cst: as above; the thread was joined
+  t.wake();
+  ASSERT_TRUE(t.start());
+  // seq_cst: pairs with the writers' RMW/store
+  EXPECT_TRUE(eventually([&] { return t.work.load(std::memory_order_seq_cst) > after_first; }));
+  ASSERT_TRUE(t.stop());
 }
 
 TEST(ThreadBase, WakeIntervalRepeatsWork) {
@@ -475,4 +493,90 @@ TEST(ThreadBase, AHookMayDestroyItsOwnObject) {
   }
   EXPECT_EQ(*owner, nullptr);
   EXPECT_EQ(after_stops.load(std::memory_order_relaxed), 0);  // the object was gone: no hook after that
+}
+
+// A hook that destroys its own object and builds another in the same
+// storage: the new object is not the hook's own, so its start() and stop()
+// from there succeed, and its thread is joined, not detached. (The thread
+// kept pointing at the destroyed object as its own: the new object's
+// start() was refused with already_started, and the destructor of one
+// started elsewhere detached its running thread, which then used the freed
+// object.)
+namespace {
+class in_place_service : public ts::thread_base {
+ public:
+  in_place_service(void* storage, int generation, std::atomic<bool>* armed, std::atomic<int>* rounds,
+                   ts::result<void>* start_result, ts::result<void>* stop_result, std::atomic<bool>* done)
+      : thread_base("in-place"),
+        armed_(armed),
+        storage_(storage),
+        generation_(generation),
+        rounds_(rounds),
+        start_result_(start_result),
+        stop_result_(stop_result),
+        done_(done) {}
+  ~in_place_service() override { (void)stop(); }
+
+ protected:
+  ts::result<void> do_work() override {
+    if (generation_ != 0) {
+      rounds_->fetch_add(1, std::memory_order_relaxed);  // read after the replacement's stop()
+      return {};
+    }
+    // Only once start() has returned on the test's thread (see
+    // AHookMayDestroyItsOwnObject). acquire: pairs with the test's release.
+    if (!armed_->load(std::memory_order_acquire)) return {};
+    // Copies first: *this is gone after the destructor call.
+    void* storage = storage_;
+    std::atomic<bool>* armed = armed_;
+    std::atomic<int>* rounds = rounds_;
+    ts::result<void>* start_result = start_result_;
+    ts::result<void>* stop_result = stop_result_;
+    std::atomic<bool>* done = done_;
+    this->~in_place_service();
+    auto* replacement = new (storage) in_place_service(storage, 1, armed, rounds, start_result, stop_result, done);
+    *start_result = replacement->start();
+    replacement->wake();
+    const auto deadline = std::chrono::steady_clock::now() + 20s;  // within the test's own limit
+    while (rounds->load(std::memory_order_relaxed) < 1 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    *stop_result = replacement->stop();
+    replacement->~in_place_service();
+    done->store(true, std::memory_order_release);  // pairs with the test's acquire
+    return {};
+  }
+
+ private:
+  std::atomic<bool>* armed_;
+  void* storage_;
+  int generation_;
+  std::atomic<int>* rounds_;
+  ts::result<void>* start_result_;
+  ts::result<void>* stop_result_;
+  std::atomic<bool>* done_;
+};
+}  // namespace
+
+TEST(ThreadBase, AnObjectBuiltWhereAHookDestroyedItsOwnIsNotThatThreadsOwn) {
+  alignas(in_place_service) static unsigned char storage[sizeof(in_place_service)];
+  std::atomic<bool> armed{false};
+  std::atomic<int> rounds{0};
+  std::atomic<bool> done{false};
+  ts::result<void> start_result;
+  ts::result<void> stop_result;
+  auto* first = new (storage) in_place_service(storage, 0, &armed, &rounds, &start_result, &stop_result, &done);
+  // Woken by its interval (a wake() from here could still be inside the
+  // object when the hook destroys it).
+  first->set_wake_interval(1ms);
+  ASSERT_TRUE(first->start());
+  armed.store(true, std::memory_order_release);  // start() has returned: the hook may destroy the object now
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!done.load(std::memory_order_acquire)) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the hook did not finish";
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_TRUE(start_result) << start_result.error().to_string();
+  EXPECT_TRUE(stop_result) << stop_result.error().to_string();
+  EXPECT_GE(rounds.load(std::memory_order_relaxed), 1);  // the replacement's thread ran a round
 }

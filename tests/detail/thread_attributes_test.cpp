@@ -116,6 +116,11 @@ TEST(ThreadAttributes, AShortenedNameKeepsAWorkersIndex) {
   EXPECT_EQ(shortened("typed_thread_pool-12", 4), "t-12");
   EXPECT_EQ(shortened("typed_thread_pool-12", 3), "typ");  // no room for any of the rest with the index
   EXPECT_EQ(shortened("", 15), "");
+  // A NUL would end the OS's name there: every worker of a pool named
+  // "a\0b" was called "a".
+  using namespace std::string_view_literals;
+  EXPECT_EQ(shortened("a\0b-3"sv, 15), "a?b-3");
+  EXPECT_EQ(shortened("a\0bcdefghijklmnopq-12"sv, 15), "a?bcdefghijk-12");
 }
 
 TEST(ThreadAttributes, ALongWorkerNameKeepsItsIndexForTheOs) {

@@ -115,6 +115,49 @@ TEST(PoolOptions, TheConstructorRefusesInvalidCombinations) {
   EXPECT_EQ(construction_error(fine), ts::error_code::ok);
 }
 
+// Values no enumerator has (cast from another number) and a stack size no
+// mapping can have are refused by the constructor. (An unknown policy was
+// accepted, and a full pool then spun in the admission's switch for ever;
+// an unknown queue kind silently became the mutex queue; a stack above
+// PTRDIFF_MAX was a resource_exhausted "refused thread" at start.)
+TEST(PoolOptions, TheConstructorRefusesUnknownEnumeratorsAndImpossibleStacks) {
+  ts::pool_options unknown_policy;
+  unknown_policy.backpressure = ts::backpressure::reject(1);
+  unknown_policy.backpressure.on_full = static_cast<ts::backpressure::policy>(42);
+  EXPECT_EQ(construction_error(unknown_policy), ts::error_code::invalid_argument);
+
+  ts::pool_options unknown_queue;
+  unknown_queue.queue = static_cast<ts::pool_queue>(42);
+  EXPECT_EQ(construction_error(unknown_queue), ts::error_code::invalid_argument);
+
+  for (const std::size_t size : {static_cast<std::size_t>(PTRDIFF_MAX) + 1, std::numeric_limits<std::size_t>::max()}) {
+    ts::pool_options huge_stack;
+    huge_stack.worker_stack_size = size;
+    EXPECT_EQ(construction_error(huge_stack), ts::error_code::invalid_argument) << size;
+    try {
+      ts::thread_pool named("named", huge_stack);  // the seed-style constructor starts nothing
+      ADD_FAILURE() << "the named constructor accepted a stack of " << size << " bytes";
+    } catch (const ts::error_exception& e) {
+      EXPECT_EQ(e.code(), ts::error_code::invalid_argument) << e.what();
+    }
+  }
+}
+
+// A stack below the library's floor is raised to it: a failing job's
+// default report (to stderr, formatted on the worker's stack) fits. With
+// the platform minimum of 16 KiB that report overflowed the stack
+// (SIGSEGV).
+TEST(PoolOptions, ATinyStackIsRaisedSoTheDefaultFailureReportFits) {
+  for (const std::size_t size : {std::size_t{1}, std::size_t{16} * 1024}) {
+    ts::pool_options o;
+    o.worker_stack_size = size;  // no on_error: the default report to stderr
+    ts::thread_pool pool{1, o};
+    ASSERT_TRUE(pool.enqueue([] { throw std::runtime_error("reported on a small stack"); }));
+    pool.wait_idle();
+    EXPECT_EQ(pool.get_statistics().failed, 1U) << size;
+  }
+}
+
 // Any initial_queue_capacity gives a working pool or a clear error, never
 // undefined behaviour: the segmented mutex queue clamps its segment size
 // (job_segments.hpp; SIZE_MAX once gave one-word segments that no job fits

@@ -348,6 +348,26 @@ TEST(TypedThreadPool, QueueStrategyIsFixedOnceAJobWasQueued) {
   EXPECT_EQ(pool.get_statistics().executed, 1U);
 }
 
+// A queue kind no enumerator names is refused, by the constructor and by
+// set_queue() (it silently became the mutex queue).
+TEST(TypedThreadPool, AnUnknownQueueKindIsRefused) {
+  const auto unknown = static_cast<ts::pool_queue>(42);
+  ts::typed_thread_pool_t<job_types> pool{"strategy", typed_opts()};
+  const ts::pool_queue before = pool.queue_kind();
+  auto r = pool.set_queue(unknown);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+  EXPECT_EQ(pool.queue_kind(), before) << "unchanged";
+  auto o = typed_opts();
+  o.queue = unknown;
+  try {
+    ts::typed_thread_pool_t<job_types> refused{2, o};
+    ADD_FAILURE() << "an unknown queue kind was accepted";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::invalid_argument) << e.what();
+  }
+}
+
 TEST(TypedThreadPool, RefusesEmptyJobsAndReportsStopped) {
   ts::typed_thread_pool_t<job_types> pool{2, typed_opts()};
   std::function<void()> empty;

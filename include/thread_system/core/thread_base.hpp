@@ -44,7 +44,8 @@
 //   * on_error() throwing: the exception is dropped.
 //
 // Resources: the thread is created with the stack size given to the
-// constructor (0: the platform default); when the OS refuses a thread,
+// constructor (0: the platform default; a size below 64 KiB gets 64 KiB,
+// detail/os_thread.hpp); when the OS refuses a thread,
 // start() returns `resource_exhausted` (also for a stack larger than the
 // address space or its limits leave), and `invalid_argument` for a stack
 // size no mapping can have (above PTRDIFF_MAX) or that the platform rejects
@@ -84,7 +85,9 @@ class thread_base {
   /// Asks the loop to finish and joins. Idempotent; `invalid_argument` if
   /// called from the thread itself.
   result<void> stop();
-  /// Requests one do_work() round as soon as possible.
+  /// Requests one do_work() round as soon as possible. Called while the
+  /// thread is not running (before start(), after stop()), the request is
+  /// kept: the next start()'s thread runs a round at once.
   void wake();
 
   /// With an interval, do_work() also runs every `interval` without wake().
@@ -97,7 +100,8 @@ class thread_base {
 
   /// True from a successful before_start() until after_stop() has returned.
   [[nodiscard]] bool is_running() const noexcept;
-  /// The name given at construction (also the OS thread name where supported).
+  /// The name given at construction. The OS thread name where supported,
+  /// shortened to what the OS keeps (15 bytes on Linux; detail/thread_attributes.hpp).
   [[nodiscard]] const std::string& get_name() const noexcept { return name_; }
   /// do_work() rounds completed so far.
   [[nodiscard]] std::uint64_t work_rounds() const noexcept;

@@ -19,7 +19,8 @@
 //     cannot give now (more than the address space or its limits leave) is
 //     `resource_exhausted`. `stack_size` 0 means the platform default (on Linux the
 //     RLIMIT_STACK soft limit, usually 8 MiB); other sizes are rounded up to
-//     the platform minimum and to whole pages. Where threads cannot be given
+//     64 KiB (library_min_stack; or the platform minimum, if larger) and to
+//     whole pages. Where threads cannot be given
 //     a stack size (no POSIX threads), a non-zero size is `not_supported`.
 //   * `f` must not throw: an exception escaping it terminates the process,
 //     as with std::thread.
@@ -106,7 +107,12 @@ class os_thread {
   /// The thread's platform handle. Precondition: joinable(); valid until join().
   [[nodiscard]] native_handle_type native_handle() const noexcept;
 
-  /// The platform's minimum stack size (rounded up to whole pages).
+  /// The least stack a thread of the library gets when a size is asked
+  /// for: its own code needs more than the platform's bare minimum (a
+  /// worker's default error report formats on the stack).
+  static constexpr std::size_t library_min_stack = std::size_t{64} * 1024;
+  /// The least stack size a thread gets: the platform's minimum or
+  /// library_min_stack, whichever is larger, rounded up to whole pages.
   [[nodiscard]] static std::size_t min_stack_size() noexcept;
   /// The stack size a thread started with `requested` bytes (0: default) gets.
   [[nodiscard]] static std::size_t effective_stack_size(std::size_t requested) noexcept;

@@ -25,7 +25,8 @@ namespace thread_system::detail {
 /// them, the rest cut before a character, less trailing '-', '_', '.' and
 /// spaces, then the index ("typed_thread_pool-12" in 15 bytes:
 /// "typed_thread-12"), so the workers of one pool keep distinct names;
-/// else the first utf8_prefix_length(name, limit) bytes.
+/// else the first utf8_prefix_length(name, limit) bytes. A NUL byte in
+/// `name` is written as '?' (the OS would end the name there).
 std::size_t shortened_thread_name(std::string_view name, std::size_t limit, std::span<char> out) noexcept;
 
 /// Names the calling thread for the OS (visible in top, gdb, perf). Linux

@@ -148,10 +148,12 @@ class pool_front {
   /// priority needs privileges: `not_supported` with the OS's reason.
   result<void> set_nice(std::size_t worker, int nice);
   /// The platform handle of worker `worker`'s thread (pthread_t on Linux and
-  /// macOS), for platform calls the pool does not wrap. Valid while that
-  /// worker runs: from start() (or the resize() that started it) until
-  /// stop() or a resize() that removes it joins the thread; using it after
-  /// that is undefined, as std::thread::native_handle() after join().
+  /// macOS), for platform calls the pool does not wrap. Valid from start()
+  /// (or the resize() that started it) until the thread is joined: by
+  /// stop(), or by a later resize() that brings the worker back (a resize()
+  /// that removes a worker lets its thread end and joins it only then);
+  /// using it after that is undefined, as std::thread::native_handle()
+  /// after join().
   /// `invalid_argument` when `worker` is not an index into get_workers() or
   /// that worker is not running (before start(), after stop(), or removed by
   /// resize()).
@@ -225,6 +227,7 @@ class pool_front {
   /// pool_options::latency_sample_every).
   [[nodiscard]] worker_latency latency() const;
   /// Workers in the pool, not counting those resize() asked to leave.
+  /// After stop() the workers are still counted (their threads ended).
   [[nodiscard]] std::size_t worker_count() const;
   /// True when the calling thread is one of this pool's workers.
   [[nodiscard]] bool is_worker_thread() const noexcept;

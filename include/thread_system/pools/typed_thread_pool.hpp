@@ -165,6 +165,7 @@ class typed_thread_pool_t : public detail::pool_front {
   /// `invalid_argument` for pool_queue::bounded.
   result<void> set_queue(pool_queue kind) {
     if (kind == pool_queue::bounded) return bounded_refused();
+    if (!is_known(kind)) return unknown_queue_kind(kind);
     if (!injector().set_queue_kind(kind)) {
       return make_error_nothrow(error_code::already_started,
                                 [this] { return named() + ": the queue kind is fixed once a job was queued"; });
@@ -473,8 +474,8 @@ class typed_thread_pool_t : public detail::pool_front {
   }
 
   explicit typed_thread_pool_t(typed_pool_options<T>&& options) try
-      : typed_thread_pool_t(std::move(options),
-                            new detail::typed_injector(options.queue, options.aging_bound)) {  // owned below
+      : typed_thread_pool_t(std::move(options), new detail::typed_injector(checked_queue_kind(options.queue),
+                                                                           options.aging_bound)) {  // owned below
   } catch (const std::bad_alloc&) {
     throw error_exception(detail::out_of_memory_error().value);
   }
@@ -504,6 +505,18 @@ class typed_thread_pool_t : public detail::pool_front {
   static typed_pool_options<T> with_name(typed_pool_options<T> o, std::string name) {
     o.name = std::move(name);
     return o;
+  }
+
+  static unexpected_error unknown_queue_kind(pool_queue kind) {
+    return make_error_nothrow(error_code::invalid_argument, [kind] {
+      return "typed_thread_pool: " + std::to_string(static_cast<int>(kind)) + " is not a pool_queue";
+    });
+  }
+  // The constructor's check of typed_pool_options::queue, before the
+  // injector is made of it.
+  static pool_queue checked_queue_kind(pool_queue kind) {
+    if (!is_known(kind)) throw error_exception(unknown_queue_kind(kind).value);
+    return kind;
   }
 
   static unexpected_error bounded_refused() {

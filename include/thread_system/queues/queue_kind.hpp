@@ -50,6 +50,19 @@ enum class pool_queue {
 /// The seed's name for pool_queue (as `queue_strategy::ADAPTIVE` etc.).
 using queue_strategy = pool_queue;
 
+/// True for the five kinds above (a value cast from another number is not one).
+[[nodiscard]] constexpr bool is_known(pool_queue q) noexcept {
+  switch (q) {
+    case pool_queue::mutex:
+    case pool_queue::lockfree:
+    case pool_queue::adaptive:
+    case pool_queue::sharded:
+    case pool_queue::bounded:
+      return true;
+  }
+  return false;
+}
+
 /// "mutex", "lockfree", "adaptive", "sharded", "bounded" (the seed aliases print as the kind they alias).
 [[nodiscard]] constexpr const char* to_string(pool_queue q) noexcept {
   switch (q) {

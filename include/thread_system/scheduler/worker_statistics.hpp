@@ -17,10 +17,13 @@ namespace thread_system {
 
 /// Counters of one worker thread (thread_worker::get_statistics()).
 struct worker_statistics {
-  std::uint64_t jobs_processed = 0;       ///< Jobs this worker ran (including failed ones).
-  std::uint64_t jobs_failed = 0;          ///< Jobs that threw or reported an error.
-  std::uint64_t jobs_cancelled = 0;       ///< Jobs this worker ended unrun: at stop(cancel_pending), or by their token.
-  std::chrono::nanoseconds busy_time{0};  ///< Time spent running or looking for jobs (not parked).
+  std::uint64_t jobs_processed = 0;  ///< Jobs this worker ran (including failed ones).
+  std::uint64_t jobs_failed = 0;     ///< Jobs that threw or reported an error.
+  std::uint64_t jobs_cancelled = 0;  ///< Jobs this worker ended unrun: at stop(cancel_pending), or by their token.
+  /// Time from finding work until a look finds none: running jobs and the
+  /// looks between them. The spin and pool_options::idle_wait's polling
+  /// after the last job count in neither busy_time nor idle_time.
+  std::chrono::nanoseconds busy_time{0};
   std::chrono::nanoseconds idle_time{0};  ///< Time spent parked waiting for work.
   /// Mean run time of the jobs this worker ran that were sampled
   /// (pool_options::latency_sample_every); time spent looking for work is
@@ -52,7 +55,7 @@ struct pool_statistics {
   std::uint64_t failed = 0;      ///< Jobs that threw or reported an error.
   std::uint64_t cancelled = 0;   ///< Jobs ended unrun: by stop(cancel_pending), drop_oldest, or their token.
   std::uint64_t queued = 0;      ///< Jobs waiting now (approximate).
-  std::uint64_t workers = 0;     ///< Worker threads.
+  std::uint64_t workers = 0;     ///< Workers in the pool (worker_count(); after stop() too, their threads ended).
   std::uint64_t steals = 0;      ///< Jobs moved between workers by stealing.
   std::uint64_t parks = 0;       ///< Times a worker went to sleep for lack of work.
   std::uint64_t wakeups = 0;     ///< Times a worker woke from sleep.
