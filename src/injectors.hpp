@@ -148,6 +148,9 @@ class counting_injector final : public injector {
   template <typename Push>
   result<void> counted(std::size_t n, Push push) {
     if constexpr (std::is_same_v<Q, bounded_queue>) {
+      // A batch above the ring's capacity never fits: the queue refuses it
+      // (invalid_argument) without touching it, and nothing is counted.
+      if (n > queue_.capacity()) return push();
       // A full ring refuses before the push is counted, so that accepted()
       // does not rise and fall again for each refusal (a ring that fills
       // meanwhile still refuses below, and the count is taken back then).

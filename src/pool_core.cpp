@@ -250,11 +250,16 @@ result<void> pool_core::push_fork_bounded(job_function&& fn) {
 }
 
 result<void> pool_core::push_batch(std::span<job_function> fns) {
-  if (fns.empty()) return {};
+  // An empty batch queues nothing, but is refused by a stopped pool as any
+  // submission after stop() began is.
+  if (fns.empty()) return stop_begun() ? stopped_error() : result<void>{};
   // Before anything else (backpressure included): a batch with an empty job
   // is refused whole, and no policy ever sees it (caller_runs would run it).
-  for (const auto& fn : fns) {
-    if (!fn) return make_error_nothrow(error_code::invalid_argument, [&] { return named() + ": empty job in batch"; });
+  for (std::size_t i = 0; i < fns.size(); ++i) {
+    if (!fns[i]) {
+      return make_error_nothrow(error_code::invalid_argument,
+                                [&] { return named() + ": empty job in batch (element " + std::to_string(i) + ")"; });
+    }
   }
   return detail::refuse_if_out_of_memory([&] { return push_batch_unchecked(fns); });
 }
@@ -921,7 +926,7 @@ result<void> pool_front::push_routed(std::uint64_t kind_mask, injector& target, 
 }
 
 result<void> pool_front::push_routed_batch(std::uint64_t kind_mask, std::span<job_function> fns) {
-  if (fns.empty()) return {};
+  if (fns.empty()) return core_->stop_begun() ? core_->stopped_error() : result<void>{};  // as push_batch()
   return core_->push_batch_unchecked(fns, kind_mask);
 }
 

@@ -14,6 +14,7 @@
 #include <functional>
 #include <latch>
 #include <limits>
+#include <list>
 #include <memory>
 #include <ranges>
 #include <stdexcept>
@@ -259,6 +260,124 @@ TEST(ThreadPool, AnImpossibleBatchIsResourceExhaustedAndViewsAreNotMovedFrom) {
   ASSERT_TRUE(pool.enqueue_batch(std::views::all(jobs)));  // the first batch left them callable
   pool.wait_idle();
   EXPECT_EQ(count.load(std::memory_order_seq_cst), 5);  // seq_cst: pairs with the writers' RMW
+}
+
+// A refused batch passed as an rvalue is left with the caller, as a refused
+// job_function is: the callables moved into the batch are moved back, so a
+// retry runs them. (The batch was destroyed: its jobs never ran, were never
+// counted, and a retry of the emptied container was refused as "empty job
+// in batch".) Every kind of element: move-only lambdas (rebuilt in place),
+// std::function (assigned back), job_functions (offered in place), a
+// std::list (not contiguous); refused by a stopped pool, a full bounded
+// injector and an empty job; both pools.
+namespace {
+template <typename Pool, typename Enqueue>
+void expect_refused_batches_are_given_back(Pool& running, Pool& stopped, Enqueue enqueue_batch) {
+  std::atomic<int> ran{0};
+  auto job = [&ran](int v) {
+    return [p = std::make_unique<int>(v), &ran] { ran.fetch_add(*p, std::memory_order_relaxed); };
+  };
+  {
+    std::vector<decltype(job(0))> lambdas;
+    for (int i = 0; i < 3; ++i) lambdas.push_back(job(1));
+    auto r = enqueue_batch(stopped, std::move(lambdas));
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), ts::error_code::pool_stopped);
+    ASSERT_TRUE(enqueue_batch(running, std::move(lambdas))) << "the retry finds the jobs";
+  }
+  {
+    std::vector<std::function<void()>> functions(3, [&ran] { ran.fetch_add(10, std::memory_order_relaxed); });
+    ASSERT_FALSE(enqueue_batch(stopped, std::move(functions)));
+    for (const auto& f : functions) EXPECT_TRUE(f);
+    ASSERT_TRUE(enqueue_batch(running, std::move(functions)));
+  }
+  {
+    std::vector<ts::job_function> fns;
+    for (int i = 0; i < 3; ++i) fns.emplace_back(job(100));
+    ASSERT_FALSE(enqueue_batch(stopped, std::move(fns)));
+    for (const auto& f : fns) EXPECT_TRUE(f);
+    ASSERT_TRUE(enqueue_batch(running, std::move(fns)));
+    for (const auto& f : fns) EXPECT_FALSE(f) << "accepted: moved into the pool";
+  }
+  {
+    std::list<decltype(job(0))> list;
+    for (int i = 0; i < 3; ++i) list.push_back(job(1000));
+    ASSERT_FALSE(enqueue_batch(stopped, std::move(list)));
+    ASSERT_TRUE(enqueue_batch(running, std::move(list)));
+  }
+  {
+    // An empty job refuses the batch; the others come back.
+    std::vector<std::function<void()>> functions(3, [&ran] { ran.fetch_add(10000, std::memory_order_relaxed); });
+    functions[1] = nullptr;
+    auto r = enqueue_batch(running, std::move(functions));
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+    EXPECT_NE(r.error().message().find("element 1"), std::string::npos) << r.error().message();
+    EXPECT_TRUE(functions[0]);
+    EXPECT_TRUE(functions[2]);
+    functions[1] = [&ran] { ran.fetch_add(10000, std::memory_order_relaxed); };
+    ASSERT_TRUE(enqueue_batch(running, std::move(functions)));
+  }
+  running.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 3 + 30 + 300 + 3000 + 30000);  // read after wait_idle()
+}
+}  // namespace
+
+TEST(ThreadPool, ARefusedBatchIsGivenBack) {
+  ts::thread_pool running{2, ts::test::pool_opts()};
+  ts::thread_pool stopped{1, ts::test::pool_opts()};
+  (void)stopped.stop();
+  expect_refused_batches_are_given_back(running, stopped,
+                                        [](ts::thread_pool& p, auto&& b) { return p.enqueue_batch(std::move(b)); });
+  ts::typed_thread_pool_t<ts::job_types> typed_running{2};
+  ts::typed_thread_pool_t<ts::job_types> typed_stopped{1};
+  (void)typed_stopped.stop();
+  expect_refused_batches_are_given_back(typed_running, typed_stopped, [](auto& p, auto&& b) {
+    return p.enqueue_batch(ts::job_types::Batch, std::move(b));
+  });
+
+  // A full bounded injector (queue_full), and a batch above its capacity
+  // (invalid_argument: it could never fit; queue_full invited a retry for ever).
+  ts::pool_options o = ts::test::pool_opts();
+  o.queue = ts::pool_queue::bounded;
+  o.initial_queue_capacity = 4;
+  ts::thread_pool bounded{"bounded", o};  // not started: nothing leaves the ring
+  ASSERT_TRUE(bounded.enqueue(std::make_unique<ts::thread_worker>()));
+  std::atomic<int> ran{0};
+  std::vector<std::function<void()>> three(3, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+  ASSERT_TRUE(bounded.enqueue_batch(three));  // copied: `three` stays
+  auto full = bounded.enqueue_batch(std::move(three));
+  ASSERT_FALSE(full);
+  EXPECT_EQ(full.error().code(), ts::error_code::queue_full);
+  for (const auto& f : three) EXPECT_TRUE(f);
+  std::vector<std::function<void()>> five(5, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+  auto never = bounded.enqueue_batch(std::move(five));
+  ASSERT_FALSE(never);
+  EXPECT_EQ(never.error().code(), ts::error_code::invalid_argument) << never.error().message();
+  for (const auto& f : five) EXPECT_TRUE(f);
+  ASSERT_TRUE(bounded.start());
+  bounded.wait_idle();
+  ASSERT_TRUE(bounded.enqueue_batch(std::move(three)));
+  bounded.wait_idle();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 6);  // read after wait_idle()
+}
+
+// An empty batch queues nothing, and a stopped pool refuses it as it refuses
+// every submission after stop() (it was accepted).
+TEST(ThreadPool, AStoppedPoolRefusesAnEmptyBatch) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  std::vector<std::function<void()>> none;
+  ASSERT_TRUE(pool.enqueue_batch(none));
+  (void)pool.stop();
+  auto r = pool.enqueue_batch(none);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::pool_stopped);
+  ts::typed_thread_pool_t<ts::job_types> typed{1};
+  ASSERT_TRUE(typed.enqueue_batch(ts::job_types::Batch, none));
+  (void)typed.stop();
+  auto t = typed.enqueue_batch(ts::job_types::Batch, none);
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().code(), ts::error_code::pool_stopped);
 }
 
 // A job holding the last shared_ptr to its pool drops it (the seed

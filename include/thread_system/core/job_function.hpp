@@ -2,8 +2,12 @@
 //
 // A callable whose size is at most `job_function::inline_capacity` bytes (48),
 // whose alignment is at most 8 and whose move constructor is noexcept is
-// stored *inline*: wrapping it, queueing it and running it performs no heap
-// allocation. Larger callables are stored on the heap (one allocation).
+// stored *inline*: wrapping it and running it performs no heap allocation,
+// nor does queueing it through a pool's default (mutex) injector. (The
+// lock-free and adaptive injectors box a callable of more than 16 bytes:
+// one allocation per job, queues/lockfree_queue.hpp; the bounded one above
+// 24, queues/bounded_queue.hpp.) Larger callables are stored on the heap
+// (one allocation).
 //
 // Optional hooks a callable may provide (detected at compile time):
 //   * `void cancel() noexcept` - called instead of running when a pool

@@ -17,7 +17,9 @@
 //     resumption (its last resumer was a plain thread). A refused start
 //     returns the pool's error and destroys the task unrun.
 //   * The spawned task's frame belongs to the pool's plumbing: it is freed
-//     when the task finishes, or when stop(cancel_pending) abandons it.
+//     when the task finishes, or when its resumption is discarded unrun
+//     (stop(cancel_pending), backpressure::drop_oldest) and the chain is
+//     abandoned (docs/COROUTINES.md).
 //
 // Thread-safety: spawn() may be called from any thread, like enqueue().
 #pragma once

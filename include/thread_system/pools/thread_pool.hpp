@@ -254,18 +254,23 @@ class thread_pool : public detail::pool_front {
     return detail::refuse_if_out_of_memory([&] { return push_one(job_function(std::forward<F>(f))); });
   }
 
-  /// A range of callables, accepted all or none under one queue lock.
+  /// A range of callables, accepted all or none under one queue lock. A
+  /// refused batch is left with the caller: callables moved out of a range
+  /// passed as an rvalue (`std::move(v)`) are moved back into it
+  /// (core/job_batch.hpp), and a std::vector<job_function> is offered in
+  /// place, its jobs moved only once the batch is accepted.
   template <callable_range R>
   result<void> enqueue_batch(R&& callables) {
     return detail::refuse_if_out_of_memory([&]() -> result<void> {
-      std::vector<job_function> batch = detail::to_job_batch(std::forward<R>(callables));
-      return push_batch(batch);
+      return detail::offer_job_batch(std::forward<R>(callables),
+                                     [this](std::span<job_function> batch) { return push_batch(batch); });
     });
   }
 
   /// Runs `f(args...)` once and returns a future for its result or
   /// exception. Arguments are decay-copied (moved when rvalues). Throws
-  /// `error_exception` when refused (`pool_stopped`, `invalid_argument`).
+  /// `error_exception` when refused, with enqueue()'s codes (`pool_stopped`,
+  /// `invalid_argument`, `queue_full`, `timeout`, `resource_exhausted`).
   /// Waiting on the future from one of this pool's workers helps run other
   /// jobs (see future.hpp), so a job may wait for a child it submitted.
   template <typename F, typename... Args>

@@ -260,19 +260,23 @@ class typed_thread_pool_t : public detail::pool_front {
 
  private:
   // Refusals in enqueue(type, f)'s order: an empty job, then the type.
+  // A refused batch is given back (detail::offer_job_batch).
   template <typename R>
   result<void> enqueue_range(T type, R&& callables) {
-    std::vector<job_function> batch = detail::to_job_batch(std::forward<R>(callables));
-    for (const auto& fn : batch) {
-      if (!fn) {
-        return make_error_nothrow(error_code::invalid_argument, [this] { return named() + ": empty job in batch"; });
+    return detail::offer_job_batch(std::forward<R>(callables), [&](std::span<job_function> batch) -> result<void> {
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (!batch[i]) return empty_job_in_batch(i);
       }
-    }
-    auto rank = routable_rank(type);
-    if (!rank) return unexpected_error{std::move(rank).error()};
-    if (batch.empty()) return {};
-    for (auto& fn : batch) fn.set_tag(detail::job_tag::with_rank(fn.tag(), *rank));  // the injector routes by the tag
-    return push_routed_batch(std::uint64_t{1} << *rank, std::span<job_function>(batch));
+      auto rank = routable_rank(type);
+      if (!rank) return unexpected_error{std::move(rank).error()};
+      for (auto& fn : batch) fn.set_tag(detail::job_tag::with_rank(fn.tag(), *rank));  // the injector routes by the tag
+      return push_routed_batch(std::uint64_t{1} << *rank, batch);
+    });
+  }
+
+  unexpected_error empty_job_in_batch(std::size_t index) const noexcept {
+    return make_error_nothrow(error_code::invalid_argument,
+                              [&] { return named() + ": empty job in batch (element " + std::to_string(index) + ")"; });
   }
 
  public:

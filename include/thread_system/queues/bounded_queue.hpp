@@ -61,6 +61,7 @@
 #include <memory>
 #include <new>
 #include <span>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -141,9 +142,9 @@ class bounded_queue {
   /// Appends every job of `jobs` in order, all or none: the batch claims
   /// `jobs.size()` consecutive positions with one CAS, or fails without
   /// touching any job (`invalid_argument` for an empty job anywhere in the
-  /// batch, `pool_stopped`, or `queue_full` when the free room is smaller
-  /// than the batch, which is always the case for a batch above capacity(),
-  /// or `resource_exhausted` when a large job's box cannot be allocated).
+  /// batch or a batch above capacity(), which could never fit, `pool_stopped`,
+  /// `queue_full` when the free room is smaller than the batch, or
+  /// `resource_exhausted` when a large job's box cannot be allocated).
   [[nodiscard]] result<void> push_batch(std::span<job_function> jobs) {
     for (const auto& job : jobs) {
       if (!job) return make_error(error_code::invalid_argument, "bounded_queue: empty job in batch");
@@ -152,7 +153,14 @@ class bounded_queue {
       if (is_closed()) return make_error(error_code::pool_stopped, "bounded_queue: queue is closed");
       return {};
     }
-    if (jobs.size() > capacity_) return make_error(error_code::queue_full, "bounded_queue: batch above capacity");
+    // Never room for it: a mistake, not a moment's fullness (queue_full
+    // invited a retry that could never succeed).
+    if (jobs.size() > capacity_) {
+      return make_error_nothrow(error_code::invalid_argument, [&] {
+        return "bounded_queue: a batch of " + std::to_string(jobs.size()) + " jobs is above the capacity of " +
+               std::to_string(capacity_);
+      });
+    }
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       if (!slot::prepare(jobs[i])) {
         for (std::size_t j = 0; j < i; ++j) slot::unprepare(jobs[j]);
