@@ -123,6 +123,9 @@ void put_back(E& element, E& held) {
     std::construct_at(std::addressof(element), std::move(held));
   } else if constexpr (std::is_move_assignable_v<E>) {
     element = std::move(held);
+  } else {
+    (void)element;  // cannot be put back (see the contract)
+    (void)held;
   }
 }
 
@@ -144,6 +147,9 @@ void give_back(R& callables, std::span<job_function> batch) {
         if (element* held = fn.get_if<element>()) put_back(c, *held);
       }
     }
+  } else {
+    (void)callables;  // nothing to give back (see the contract)
+    (void)batch;
   }
 }
 
