@@ -142,9 +142,8 @@ result<os_thread> os_thread::start_entry(std::unique_ptr<entry> e, std::size_t s
   if (start_refused_for_testing()) {
     return make_error(error_code::resource_exhausted, "out of threads");  // short: allocates nothing
   }
-  // No mapping is larger than PTRDIFF_MAX (pointer differences within it
-  // must be representable), and rounding such a size up to pages could wrap.
-  if (stack_size > static_cast<std::size_t>(PTRDIFF_MAX)) {
+  // Rounding a larger size up to pages could wrap, too.
+  if (stack_size > max_stack_size) {
     return make_error_nothrow(error_code::invalid_argument, [&] {
       return "cannot start a thread: a stack of " + std::to_string(stack_size) + " bytes is larger than any mapping";
     });

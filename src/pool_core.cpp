@@ -250,18 +250,21 @@ result<void> pool_core::push_fork_bounded(job_function&& fn) {
 }
 
 result<void> pool_core::push_batch(std::span<job_function> fns) {
-  // An empty batch queues nothing, but is refused by a stopped pool as any
-  // submission after stop() began is.
-  if (fns.empty()) return stop_begun() ? stopped_error() : result<void>{};
+  if (fns.empty()) return empty_batch();
   // Before anything else (backpressure included): a batch with an empty job
   // is refused whole, and no policy ever sees it (caller_runs would run it).
+  if (auto r = refuse_empty_jobs(fns); !r) return r;
+  return detail::refuse_if_out_of_memory([&] { return push_batch_unchecked(fns); });
+}
+
+result<void> pool_core::refuse_empty_jobs(std::span<const job_function> fns) const noexcept {
   for (std::size_t i = 0; i < fns.size(); ++i) {
     if (!fns[i]) {
       return make_error_nothrow(error_code::invalid_argument,
                                 [&] { return named() + ": empty job in batch (element " + std::to_string(i) + ")"; });
     }
   }
-  return detail::refuse_if_out_of_memory([&] { return push_batch_unchecked(fns); });
+  return {};
 }
 
 bool pool_core::push_local_batch(pool_worker& w, std::span<job_function> fns, result<void>& r) {
@@ -913,6 +916,10 @@ result<void> pool_front::push_one(job_function&& fn) { return core_->push_one(st
 
 result<void> pool_front::push_batch(std::span<job_function> fns) { return core_->push_batch(fns); }
 
+result<void> pool_front::refuse_empty_jobs(std::span<const job_function> fns) const noexcept {
+  return core_->refuse_empty_jobs(fns);
+}
+
 result<void> pool_front::push_continuation(job_function&& fn) {
   return core_->push_one(std::move(fn), pool_core::local_push::continuation);
 }
@@ -926,7 +933,7 @@ result<void> pool_front::push_routed(std::uint64_t kind_mask, injector& target, 
 }
 
 result<void> pool_front::push_routed_batch(std::uint64_t kind_mask, std::span<job_function> fns) {
-  if (fns.empty()) return core_->stop_begun() ? core_->stopped_error() : result<void>{};  // as push_batch()
+  if (fns.empty()) return core_->empty_batch();  // as push_batch()
   return core_->push_batch_unchecked(fns, kind_mask);
 }
 

@@ -222,6 +222,15 @@ class pool_core {
   [[nodiscard]] unexpected_error stopped_error() const noexcept {
     return make_error_nothrow(error_code::pool_stopped, [&] { return named() + " is stopped"; });
   }
+  // What an empty batch gets: nothing queued, ok - or pool_stopped once
+  // stop() has begun, as every submission after it.
+  [[nodiscard]] result<void> empty_batch() const noexcept {
+    if (stop_begun()) return stopped_error();
+    return {};
+  }
+  // invalid_argument naming the first empty job of `fns` (a batch with one
+  // is refused whole), or ok.
+  [[nodiscard]] result<void> refuse_empty_jobs(std::span<const job_function> fns) const noexcept;
   // stop() has begun (stopping or stopped). acquire: pairs with the release
   // store in stop().
   [[nodiscard]] bool stop_begun() const noexcept {

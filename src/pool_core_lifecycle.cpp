@@ -16,6 +16,7 @@
 #include "thread_system/detail/asymmetric_fence.hpp"
 #include "thread_system/detail/duration.hpp"
 #include "thread_system/detail/futex.hpp"
+#include "thread_system/detail/os_thread.hpp"
 #include "thread_system/detail/thread_attributes.hpp"
 
 namespace thread_system::detail {
@@ -99,9 +100,9 @@ pool_core::pool_core(core_config config) try
       idle_wait_ns_(idle_wait_ns(config.idle_wait)),
       out_of_memory_report_(make_out_of_memory_report(kind_, name_)) {
   validate(bounds_);
-  // No mapping is larger than PTRDIFF_MAX: such a size is a mistake, found
-  // here rather than as a refused thread at start().
-  if (stack_size_ > static_cast<std::size_t>(PTRDIFF_MAX)) {
+  // A size os_thread refuses as no mapping's: a mistake, found here rather
+  // than as a refused thread at start().
+  if (stack_size_ > os_thread::max_stack_size) {
     throw error_exception(error{error_code::invalid_argument,
                                 std::string(kind_) + " '" + name_ + "': worker_stack_size " +
                                     std::to_string(stack_size_) + " is larger than any mapping (PTRDIFF_MAX)"});

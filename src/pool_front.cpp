@@ -5,6 +5,7 @@
 
 #include <exception>
 #include <new>
+#include <string>
 
 #include "pool_core.hpp"
 #include "pool_timers.hpp"
@@ -14,6 +15,12 @@ namespace thread_system::detail {
 namespace {
 void delete_core(pool_core* core) noexcept { delete core; }
 }  // namespace
+
+unexpected_error unknown_queue_kind(const char* kind, pool_queue q) noexcept {
+  return make_error_nothrow(error_code::invalid_argument, [&] {
+    return std::string(kind) + ": " + std::to_string(static_cast<int>(q)) + " is not a pool_queue";
+  });
+}
 
 pool_front::pool_front(core_config config) try
     : core_(new pool_core(std::move(config)), &delete_core), timers_(std::make_unique<pool_timers>()) {

@@ -19,11 +19,7 @@ namespace thread_system {
 namespace {
 
 void validate(const pool_options& o) {
-  if (!is_known(o.queue)) {
-    throw error_exception(
-        error{error_code::invalid_argument,
-              "pool_options::queue: " + std::to_string(static_cast<int>(o.queue)) + " is not a pool_queue"});
-  }
+  if (!is_known(o.queue)) throw error_exception(detail::unknown_queue_kind("thread_pool", o.queue).value);
   // Two bounds with two answers to "full" (the policy's, and the ring's
   // immediate queue_full) would make the policy a lie.
   if (o.queue == pool_queue::bounded && o.backpressure.capacity != 0) {

@@ -33,11 +33,19 @@ static_assert(!ts::callable_range<std::vector<int>>);                       // e
 static_assert(!ts::callable_range<int>);                                    // not a range
 static_assert(!ts::callable_range<std::vector<std::function<void(int)>>>);  // callables that need an argument
 
+// The batch fill_job_batch() makes of `r`.
+template <typename R>
+std::vector<ts::job_function> to_batch(R&& r) {
+  std::vector<ts::job_function> batch;
+  ts::detail::fill_job_batch(std::forward<R>(r), batch);
+  return batch;
+}
+
 TEST(JobBatch, CopiesFromAnLvalueRangeInOrder) {
   std::string trace;
   std::vector<std::function<void()>> jobs;
   for (char c : std::string("abc")) jobs.emplace_back([&trace, c] { trace += c; });
-  auto batch = ts::detail::to_job_batch(jobs);
+  auto batch = to_batch(jobs);
   ASSERT_EQ(batch.size(), 3U);
   for (auto& fn : batch) fn();
   EXPECT_EQ(trace, "abc");
@@ -46,7 +54,7 @@ TEST(JobBatch, CopiesFromAnLvalueRangeInOrder) {
 
 TEST(JobBatch, MovesFromAnRvalueRange) {
   std::vector<move_only_job> jobs(3);
-  auto batch = ts::detail::to_job_batch(std::move(jobs));
+  auto batch = to_batch(std::move(jobs));
   ASSERT_EQ(batch.size(), 3U);
   for (auto& j : jobs) EXPECT_EQ(j.value, nullptr);  // NOLINT(bugprone-use-after-move): moved out, element by element
   for (auto& fn : batch) EXPECT_TRUE(static_cast<bool>(fn));
@@ -54,7 +62,7 @@ TEST(JobBatch, MovesFromAnRvalueRange) {
 
 TEST(JobBatch, AnUnsizedRangeAndAnEmptyCallableConvert) {
   std::forward_list<std::function<void()>> jobs{[] {}, nullptr};
-  auto batch = ts::detail::to_job_batch(jobs);
+  auto batch = to_batch(jobs);
   ASSERT_EQ(batch.size(), 2U);
   EXPECT_TRUE(static_cast<bool>(batch[0]));
   EXPECT_FALSE(static_cast<bool>(batch[1]));  // the pools refuse this one with invalid_argument
@@ -66,8 +74,8 @@ TEST(JobBatch, AnUnsizedRangeAndAnEmptyCallableConvert) {
 TEST(JobBatch, AViewOfTheCallersContainerIsCopiedFrom) {
   int runs = 0;
   std::vector<std::function<void()>> jobs(3, [&runs] { ++runs; });
-  auto first_two = ts::detail::to_job_batch(jobs | std::views::take(2));
-  auto all = ts::detail::to_job_batch(std::views::all(jobs));
+  auto first_two = to_batch(jobs | std::views::take(2));
+  auto all = to_batch(std::views::all(jobs));
   ASSERT_EQ(first_two.size(), 2U);
   ASSERT_EQ(all.size(), 3U);
   for (auto& j : jobs) EXPECT_TRUE(static_cast<bool>(j));  // the caller's callables are still there
@@ -87,5 +95,5 @@ TEST(JobBatch, AViewOfTheCallersContainerIsCopiedFrom) {
 TEST(JobBatch, ASizeBeyondAVectorsLimitIsBadAlloc) {
   auto huge = std::views::iota(std::uint64_t{0}, std::uint64_t{1} << 62) |
               std::views::transform([](std::uint64_t) { return [] {}; });
-  EXPECT_THROW((void)ts::detail::to_job_batch(huge), std::bad_alloc);
+  EXPECT_THROW((void)to_batch(huge), std::bad_alloc);
 }

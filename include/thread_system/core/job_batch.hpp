@@ -5,7 +5,8 @@
 // Contract:
 //   * callable_range<R>: std::ranges::begin/end work on an R lvalue and its
 //     elements, decayed, are callables `f()`.
-//   * detail::to_job_batch(r) takes the elements in order, moving them only
+//   * detail::fill_job_batch(r, batch) appends the elements to the empty
+//     vector `batch` as job_functions, in order, moving them only
 //     where they are the batch's to take: out of a container passed as an
 //     rvalue (std::move(v)), and where iterating gives temporaries or rvalue
 //     references (a transform view, std::views::as_rvalue, move
@@ -13,7 +14,8 @@
 //     that live elsewhere (v | std::views::take(n), std::views::all(v)), are
 //     copied: the caller's container is left as it was. A sized range is
 //     reserved once. Throws std::bad_alloc, also for a size beyond what a
-//     vector can hold (the pools turn it into a resource_exhausted error);
+//     vector can hold (the pools turn it into a resource_exhausted error;
+//     what was appended before stays in `batch`);
 //     an element that wraps nothing (an empty std::function, a null
 //     pointer) becomes an empty job_function, which the pools refuse with
 //     invalid_argument.
@@ -64,17 +66,16 @@ concept sized_callable_range = callable_range<R> && requires(R& r) { std::ranges
 
 namespace detail {
 
-/// Whether to_job_batch() may move the elements out of a range passed as
+/// Whether fill_job_batch() may move the elements out of a range passed as
 /// `R&&` (see the contract): iterating gives temporaries or rvalue
 /// references, or R is a container (not a view) passed as an rvalue.
 template <typename R>
 inline constexpr bool moves_elements_v = !std::is_lvalue_reference_v<range_element_t<R>> ||
                                          (!std::is_lvalue_reference_v<R> && !std::ranges::view<std::remove_cvref_t<R>>);
 
-/// The callables of `callables` as job_functions, in order (moved or copied:
-/// moves_elements_v). Throws std::bad_alloc.
-/// Appends them to `batch` (empty); what was appended before an exception
-/// stays there.
+/// Appends the callables of `callables` to `batch` (empty) as job_functions,
+/// in order (moved or copied: moves_elements_v). Throws std::bad_alloc;
+/// what was appended before an exception stays in `batch`.
 template <callable_range R>
 void fill_job_batch(R&& callables, std::vector<job_function>& batch) {
   if constexpr (sized_callable_range<R>) {
@@ -92,13 +93,6 @@ void fill_job_batch(R&& callables, std::vector<job_function>& batch) {
   }
 }
 
-template <callable_range R>
-[[nodiscard]] std::vector<job_function> to_job_batch(R&& callables) {
-  std::vector<job_function> batch;
-  fill_job_batch(std::forward<R>(callables), batch);
-  return batch;
-}
-
 /// Whether offer_job_batch() offers the elements of `R&&` in place: a
 /// contiguous, sized range of job_functions it may move from.
 template <typename R>
@@ -106,7 +100,7 @@ inline constexpr bool offers_in_place_v =
     moves_elements_v<R> && std::is_same_v<range_element_t<R>, job_function&> &&
     std::contiguous_iterator<decltype(std::ranges::begin(std::declval<R&>()))> && sized_callable_range<R>;
 
-/// Whether the callables to_job_batch() moves out of the elements of `R&&`
+/// Whether the callables fill_job_batch() moves out of the elements of `R&&`
 /// can be given back: elements it moved from (lvalue or rvalue references
 /// to non-const objects), in a range that can be walked a second time.
 template <typename R>

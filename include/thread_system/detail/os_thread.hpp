@@ -111,6 +111,10 @@ class os_thread {
   /// for: its own code needs more than the platform's bare minimum (a
   /// worker's default error report formats on the stack).
   static constexpr std::size_t library_min_stack = std::size_t{64} * 1024;
+  /// The largest stack size start() does not refuse as `invalid_argument`:
+  /// no mapping is larger than PTRDIFF_MAX (pointer differences within it
+  /// must be representable).
+  static constexpr std::size_t max_stack_size = static_cast<std::size_t>(PTRDIFF_MAX);
   /// The least stack size a thread gets: the platform's minimum or
   /// library_min_stack, whichever is larger, rounded up to whole pages.
   [[nodiscard]] static std::size_t min_stack_size() noexcept;

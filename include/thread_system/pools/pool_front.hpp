@@ -90,6 +90,10 @@ struct core_config {
   std::unique_ptr<thread_worker> (*make_worker)() = nullptr;
 };
 
+// invalid_argument: `q` is no pool_queue (a value cast from another number);
+// `kind` names the pool ("thread_pool").
+[[nodiscard]] unexpected_error unknown_queue_kind(const char* kind, pool_queue q) noexcept;
+
 // The settings both pools' options share (pool_options,
 // typed_pool_options<T>), around the injector `queue`.
 template <typename Options>
@@ -280,8 +284,12 @@ class pool_front {
   // same admission, accounting and refusals either way. Non-empty jobs; out
   // of memory throws std::bad_alloc.
   result<void> push_routed(std::uint64_t kind_mask, injector& target, job_function&& fn);
-  // A batch through the injector, all or none, as push_routed().
+  // A batch through the injector, all or none, as push_routed(); an empty
+  // batch as push_batch() answers it.
   result<void> push_routed_batch(std::uint64_t kind_mask, std::span<job_function> fns);
+  // invalid_argument naming the first empty job of `fns` (push_batch()'s
+  // refusal, for a front that checks before routing), or ok.
+  [[nodiscard]] result<void> refuse_empty_jobs(std::span<const job_function> fns) const noexcept;
 
   // Adds workers (they start at once on a running pool), all or none.
   result<void> add_workers(std::vector<std::unique_ptr<thread_worker>> workers);

@@ -264,19 +264,12 @@ class typed_thread_pool_t : public detail::pool_front {
   template <typename R>
   result<void> enqueue_range(T type, R&& callables) {
     return detail::offer_job_batch(std::forward<R>(callables), [&](std::span<job_function> batch) -> result<void> {
-      for (std::size_t i = 0; i < batch.size(); ++i) {
-        if (!batch[i]) return empty_job_in_batch(i);
-      }
+      if (auto r = refuse_empty_jobs(batch); !r) return r;
       auto rank = routable_rank(type);
       if (!rank) return unexpected_error{std::move(rank).error()};
       for (auto& fn : batch) fn.set_tag(detail::job_tag::with_rank(fn.tag(), *rank));  // the injector routes by the tag
       return push_routed_batch(std::uint64_t{1} << *rank, batch);
     });
-  }
-
-  unexpected_error empty_job_in_batch(std::size_t index) const noexcept {
-    return make_error_nothrow(error_code::invalid_argument,
-                              [&] { return named() + ": empty job in batch (element " + std::to_string(index) + ")"; });
   }
 
  public:
@@ -511,10 +504,8 @@ class typed_thread_pool_t : public detail::pool_front {
     return o;
   }
 
-  static unexpected_error unknown_queue_kind(pool_queue kind) {
-    return make_error_nothrow(error_code::invalid_argument, [kind] {
-      return "typed_thread_pool: " + std::to_string(static_cast<int>(kind)) + " is not a pool_queue";
-    });
+  static unexpected_error unknown_queue_kind(pool_queue kind) noexcept {
+    return detail::unknown_queue_kind("typed_thread_pool", kind);
   }
   // The constructor's check of typed_pool_options::queue, before the
   // injector is made of it.
