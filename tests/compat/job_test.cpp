@@ -107,6 +107,30 @@ TEST(CallbackJob, QualifiedResultReturnsAreReported) {
   EXPECT_FALSE(plain.do_work());
 }
 
+// A callback whose return type is deduced from make_error() (an
+// unexpected_error) or an error, or a result<T> with a value type, fails
+// do_work() with its error. (They counted as "any other value": discarded,
+// and the job succeeded.)
+TEST(CallbackJob, DeducedAndValueResultErrorsAreReturned) {
+  ts::callback_job unexpected([] { return ts::make_error(ts::error_code::job_failed, "deduced"); });
+  auto r = unexpected.do_work();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::job_failed);
+  EXPECT_EQ(r.error().message(), "deduced");
+  ts::callback_job plain_error([] { return ts::error{ts::error_code::timeout, "plain"}; });
+  r = plain_error.do_work();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ts::error_code::timeout);
+  ts::callback_job with_value([]() -> ts::result<int> { return ts::make_error(ts::error_code::not_found, "int"); });
+  r = with_value.do_work();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message(), "int");
+  ts::callback_job value_ok([]() -> ts::result<int> { return 3; });
+  EXPECT_TRUE(value_ok.do_work());
+  ts::callback_job no_error([] { return ts::error{}; });
+  EXPECT_TRUE(no_error.do_work());
+}
+
 // A move-only callback (a lambda owning a unique_ptr) is accepted, with or
 // without a result. (It was a compile error inside std::function.)
 TEST(CallbackJob, MoveOnlyCallbacksAreAccepted) {

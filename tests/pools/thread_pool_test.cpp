@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <limits>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <ranges>
 #include <stdexcept>
 #include <string>
@@ -201,6 +203,110 @@ TEST(ThreadPool, FireAndForgetExceptionGoesToHandlerAndWorkerLivesOn) {
   const auto s = pool.get_statistics();
   EXPECT_EQ(s.failed, 10U);
   EXPECT_EQ(s.executed, 11U);
+}
+
+// A job that returns an error fails as one that throws: counted failed, its
+// error passed to the handler as error_exception with its code and message
+// - a result<T> holding one, an unexpected_error (what make_error()
+// returns: a lambda that returns it has no other type), an error - through
+// every entry point that runs a fire-and-forget callable (enqueue, with a
+// token, the typed pool, task_group::run, a pool's timer). A returned
+// success or other value is discarded. (Each returned error was dropped and
+// the job counted executed.)
+namespace {
+struct error_log {
+  std::mutex m;
+  std::vector<std::pair<ts::error_code, std::string>> seen;
+  ts::error_handler handler() {
+    return [this](const std::exception_ptr& e) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const ts::error_exception& ex) {
+        const std::lock_guard lock(m);
+        seen.emplace_back(ex.code(), ex.get_error().message());
+      } catch (...) {
+        const std::lock_guard lock(m);
+        seen.emplace_back(ts::error_code::ok, "not an error_exception");
+      }
+    };
+  }
+  std::vector<std::pair<ts::error_code, std::string>> sorted() {
+    const std::lock_guard lock(m);
+    auto v = seen;
+    std::sort(v.begin(), v.end());
+    return v;
+  }
+};
+ts::result<int> returns_int_error() { return ts::make_error(ts::error_code::timeout, "int result"); }
+}  // namespace
+
+TEST(ThreadPool, AJobThatReturnsAnErrorFailsAndIsReported) {
+  using ec = ts::error_code;
+  error_log log;
+  ts::pool_options opt = ts::test::pool_opts();
+  opt.on_error = log.handler();
+  ts::thread_pool pool{1, opt};
+  ASSERT_TRUE(pool.enqueue([] { return ts::make_error(ec::job_failed, "unexpected_error"); }));
+  ASSERT_TRUE(pool.enqueue([]() -> ts::result<void> { return ts::make_error(ec::not_found, "result<void>"); }));
+  ASSERT_TRUE(pool.enqueue(&returns_int_error));
+  ASSERT_TRUE(pool.enqueue([] { return ts::error{ec::invalid_argument, "error"}; }));
+  ASSERT_TRUE(pool.enqueue(ts::cancellation_token{}, [] { return ts::make_error(ec::queue_full, "with a token"); }));
+  // Successes and other values: not failures.
+  ASSERT_TRUE(pool.enqueue([]() -> ts::result<int> { return 7; }));
+  ASSERT_TRUE(pool.enqueue([]() -> ts::result<void> { return {}; }));
+  ASSERT_TRUE(pool.enqueue([] { return ts::error{}; }));  // code ok: no error
+  ASSERT_TRUE(pool.enqueue([] { return 42; }));
+  pool.wait_idle();
+  {
+    const auto s = pool.get_statistics();
+    EXPECT_EQ(s.failed, 5U);
+    EXPECT_EQ(s.executed, 9U);
+  }
+  const std::vector<std::pair<ec, std::string>> expected{{ec::queue_full, "with a token"},
+                                                        {ec::invalid_argument, "error"},
+                                                        {ec::job_failed, "unexpected_error"},
+                                                        {ec::timeout, "int result"},
+                                                        {ec::not_found, "result<void>"}};
+  auto want = expected;
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(log.sorted(), want);
+
+  // A pool's timer runs its function as a job.
+  std::atomic<bool> timer_ran{false};
+  ASSERT_TRUE(pool.schedule_after(std::chrono::milliseconds(0), [&timer_ran] {
+    timer_ran.store(true, std::memory_order_seq_cst);  // seq_cst: pairs with the waiting load
+    return ts::make_error(ec::cancelled, "timer");
+  }));
+  while (!timer_ran.load(std::memory_order_seq_cst)) std::this_thread::yield();  // seq_cst: pairs with the store
+  pool.wait_idle();
+  EXPECT_EQ(pool.get_statistics().failed, 6U);
+  want.emplace_back(ec::cancelled, "timer");
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(log.sorted(), want);
+
+  // task_group::wait() rethrows the returned error.
+  ts::task_group group(pool);
+  group.run([] { return ts::make_error(ec::not_supported, "in a group"); });
+  try {
+    group.wait();
+    ADD_FAILURE() << "wait() returned normally";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ec::not_supported);
+    EXPECT_EQ(e.get_error().message(), "in a group");
+  }
+
+  // The typed pool, with and without a token.
+  error_log typed_log;
+  ts::typed_pool_options<ts::job_types> typed_opt;
+  typed_opt.on_error = typed_log.handler();
+  ts::typed_thread_pool_t<ts::job_types> typed{1, std::move(typed_opt)};
+  ASSERT_TRUE(typed.enqueue(ts::job_types::Batch, [] { return ts::make_error(ec::job_failed, "typed"); }));
+  ASSERT_TRUE(typed.enqueue(ts::job_types::Batch, ts::cancellation_token{},
+                            [] { return ts::make_error(ec::timeout, "typed, token"); }));
+  typed.wait_idle();
+  EXPECT_EQ(typed.get_statistics().failed, 2U);
+  EXPECT_EQ(typed_log.sorted(), (std::vector<std::pair<ec, std::string>>{{ec::job_failed, "typed"},
+                                                                          {ec::timeout, "typed, token"}}));
 }
 
 TEST(ThreadPool, HandlerCanBeReplacedAtRunTime) {

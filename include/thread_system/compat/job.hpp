@@ -95,18 +95,12 @@ inline result<job_function> job::to_job_function(std::unique_ptr<job> j, std::st
   return job_function(detail::seed_job_adapter{std::move(j)});  // fits job_function's inline storage
 }
 
-namespace detail {
-template <typename T>
-inline constexpr bool is_result_v = false;
-template <typename T>
-inline constexpr bool is_result_v<result<T>> = true;
-}  // namespace detail
-
-/// A job that runs a callback. The callback may return `result<void>` (its
-/// error is reported; also as `const result<void>` or a reference to one),
-/// `void`, or any other value but a `result<T>` (discarded; a `result<T>`
-/// with a value type is refused at compile time, since its error would be
-/// lost). Move-only callbacks are accepted.
+/// A job that runs a callback. The callback may return `void`, or an error
+/// that do_work() returns (and a pool reports): a `result<T>` holding one
+/// (any T, also const or a reference), an `unexpected_error` (what
+/// make_error() returns) or an `error` whose code is not `ok`. Any other
+/// returned value, and a result's value, is discarded. Move-only callbacks
+/// are accepted.
 class callback_job final : public job {
  public:
   /// Wraps `callback` (see the class comment). An empty std::function or a null pointer gives a job
@@ -114,17 +108,14 @@ class callback_job final : public job {
   template <thread_system::runnable F, typename D = std::decay_t<F>>
     requires not_same_as<F, callback_job>
   explicit callback_job(F&& callback, std::string name = "callback_job") : job(std::move(name)) {
-    using returned = std::remove_cvref_t<std::invoke_result_t<D&>>;
-    static_assert(std::is_same_v<returned, result<void>> || !detail::is_result_v<returned>,
-                  "callback_job: a callback returning result<T> would lose its error; return result<void>");
     if (detail::is_empty_callable(callback)) return;  // empty std::function / null pointer: refused at enqueue
-    // Its result as result<void> (a void callback's, or any other value's: success).
+    // What it returned as result<void> (a void callback's: success).
     auto call = [](D& f) -> result<void> {
-      if constexpr (std::is_same_v<returned, result<void>>) {
-        return detail::invoke(f);
-      } else {
+      if constexpr (std::is_void_v<std::invoke_result_t<D&>>) {
         detail::invoke(f);
         return {};
+      } else {
+        return detail::returned_outcome(detail::invoke(f));
       }
     };
     if constexpr (std::is_copy_constructible_v<D>) {

@@ -6,8 +6,9 @@
 // timer_tick, are checked by a static_assert in timer_queue.)
 //
 //   runnable<F>               f() can run as a job: a decayed copy of F is
-//                             invocable with no arguments (the result is
-//                             ignored).
+//                             invocable with no arguments (a returned error
+//                             fails the job, any other value is ignored:
+//                             core/job_function.hpp).
 //   submittable<F, Args...>   f(args...) can run as a submitted job: a decayed
 //                             F invocable with decayed Args (submit() returns
 //                             a future of its result), not returning an

@@ -383,6 +383,39 @@ class [[nodiscard]] result<void> {
 
 namespace detail {
 
+template <typename T>
+inline constexpr bool is_result_v = false;
+template <typename T>
+inline constexpr bool is_result_v<result<T>> = true;
+
+/// The types with which a job's callable says it failed by returning: a
+/// `result<T>` (any T), an `unexpected_error` (what make_error() returns)
+/// or an `error`.
+template <typename R>
+concept error_carrying = is_result_v<std::remove_cvref_t<R>> || std::same_as<std::remove_cvref_t<R>, unexpected_error> ||
+                         std::same_as<std::remove_cvref_t<R>, error>;
+
+/// What a job's returned value says, as `result<void>`: the error in a
+/// `result<T>` that holds one, in an `unexpected_error`, or an `error`
+/// whose code is not `ok`; success for anything else (the value is
+/// discarded). An rvalue's message is moved, not copied.
+template <typename R>
+[[nodiscard]] result<void> returned_outcome(R&& returned) {
+  using U = std::remove_cvref_t<R>;
+  if constexpr (is_result_v<U>) {
+    if (returned.has_value()) return {};
+    return thread_system::error(std::forward<R>(returned).error());
+  } else if constexpr (std::is_same_v<U, unexpected_error>) {
+    return thread_system::error(std::forward<R>(returned).value);
+  } else if constexpr (std::is_same_v<U, error>) {
+    if (returned.code() == error_code::ok) return {};
+    return thread_system::error(std::forward<R>(returned));
+  } else {
+    (void)returned;
+    return {};
+  }
+}
+
 /// The error every entry point reports when memory runs out. Its message
 /// is short enough to be stored without allocating.
 [[nodiscard]] inline unexpected_error out_of_memory_error() noexcept {

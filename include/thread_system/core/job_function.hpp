@@ -15,7 +15,11 @@
 //     complete the job's future with a `cancelled` error.
 //   * `job_outcome run_and_report()` - runs the job and says whether it
 //     failed *after already reporting the failure itself* (e.g. into a future).
-//     Plain callables report failure by throwing; the pool catches it.
+//     Plain callables report failure by throwing, or by returning an error
+//     (a `result<T>` holding one, an `unexpected_error` from make_error(),
+//     an `error` whose code is not `ok`): run() throws that error as
+//     error_exception, and the pool catches it as it catches a throw. Any
+//     other returned value is discarded.
 //
 // Metadata: besides the callable a job_function carries one word that pools
 // use on the way through their queues - the enqueue time of a job sampled for
@@ -35,6 +39,7 @@
 #include <utility>
 
 #include "thread_system/core/concepts.hpp"
+#include "thread_system/core/error.hpp"
 #include "thread_system/detail/config.hpp"
 #include "thread_system/detail/functional.hpp"
 
@@ -60,6 +65,21 @@ template <typename F>
 concept has_report_hook = requires(F& f) {
   { f.run_and_report() } -> std::same_as<job_outcome>;
 };
+/// Calls a job's callable. A returned error (detail::error_carrying: a
+/// `result<T>` holding one, an `unexpected_error`, an `error` with a code)
+/// is thrown as error_exception, so the pool counts the job failed and
+/// passes it on, as it does an exception the callable throws; any other
+/// returned value is discarded.
+template <typename F, typename... Args>
+void invoke_job(F& f, Args&&... args) {
+  if constexpr (error_carrying<std::invoke_result_t<F&, Args...>>) {
+    if (result<void> r = returned_outcome(detail::invoke(f, std::forward<Args>(args)...)); !r) {
+      throw error_exception(std::move(r).error());
+    }
+  } else {
+    static_cast<void>(detail::invoke(f, std::forward<Args>(args)...));
+  }
+}
 // What a job_function can hold: something it can call, or a job with a
 // report hook.
 template <typename D>
@@ -278,7 +298,7 @@ class job_function {
     if constexpr (detail::has_report_hook<D>) {
       return f.run_and_report();
     } else {
-      detail::invoke(f);
+      detail::invoke_job(f);
       return job_outcome::succeeded;
     }
   }

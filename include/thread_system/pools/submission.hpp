@@ -119,7 +119,7 @@ struct token_job {
     if constexpr (has_report_hook<Fn>) {
       return fn.run_and_report();
     } else {
-      detail::invoke(fn);
+      detail::invoke_job(fn);
       return job_outcome::succeeded;
     }
   }

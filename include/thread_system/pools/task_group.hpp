@@ -29,7 +29,8 @@
 //     it helps run other jobs meanwhile (with the locks the waiting code
 //     holds held: hold none that another job of the pool may take, see
 //     sync/helping_wait.hpp, *Locks*). Everything the jobs did is visible
-//     after wait() returns. The first exception thrown by a job is rethrown
+//     after wait() returns. The first exception thrown by a job (or error
+//     a job returned, as error_exception: core/job_function.hpp) is rethrown
 //     by wait() (later ones are dropped). A job the pool accepted and then
 //     discarded unrun (stop(stop_mode::cancel_pending), or
 //     backpressure::drop_oldest) counts as finished, and wait() throws
@@ -166,7 +167,7 @@ class task_group {
     std::optional<D> body;
     void operator()() {
       try {
-        (*body)();
+        detail::invoke_job(*body);  // a returned error is thrown (job_function.hpp)
       } catch (...) {
         group->record(std::current_exception());
       }

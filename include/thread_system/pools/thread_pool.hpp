@@ -29,10 +29,13 @@
 //     comes from outside the workers and refuses at once). A refused job is not
 //     run and, for submit(), no future is returned (the error is thrown as
 //     `error_exception` because a future cannot carry a refusal otherwise).
-//   * A fire-and-forget job that throws (or a seed job whose do_work()
-//     returns an error) is counted as failed and its exception is passed to
-//     the error handler; the worker carries on. submit() puts the exception
-//     into the future instead (still counted as failed).
+//   * A fire-and-forget job that throws, or returns an error (a `result<T>`
+//     holding one, an `unexpected_error` from make_error(), an `error`;
+//     a seed job whose do_work() returns one), is counted as failed and its
+//     exception (the returned error as error_exception) is passed to the
+//     error handler; the worker carries on. submit() puts the exception
+//     into the future instead (still counted as failed; a returned result
+//     is the future's value).
 //   * Jobs submitted before start() are kept and run once started.
 //   * Idle workers sleep: a worker out of work spins briefly, polls for up
 //     to pool_options::idle_wait (100 us by default) more while yielding its

@@ -156,10 +156,11 @@ class timer_entry_impl final : public timer_entry {
       : timer_entry(first_due, every), fn_(std::in_place, std::forward<G>(g)) {}
 
   void invoke(const timer_tick& tick) override {
+    // A returned error is thrown, as from a job (job_function.hpp).
     if constexpr (std::is_invocable_v<F&, const timer_tick&>) {
-      (*fn_)(tick);
+      detail::invoke_job(*fn_, tick);
     } else {
-      (*fn_)();
+      detail::invoke_job(*fn_);
     }
   }
   void destroy_callable() noexcept override { fn_.reset(); }
