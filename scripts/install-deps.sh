@@ -19,7 +19,8 @@
 #   --with-docs        also Doxygen, for the API reference (scripts/check-docs.sh).
 set -euo pipefail
 
-packages=(g++ cmake ninja-build libgtest-dev libgmock-dev libbenchmark-dev python3 libfmt-dev pkgconf)
+# locales: the sources a monitoring test builds a German locale from (localedef).
+packages=(g++ cmake ninja-build libgtest-dev libgmock-dev libbenchmark-dev python3 libfmt-dev pkgconf locales)
 # Installed without recommends (prometheus-node-exporter) and with service
 # starts denied.
 quiet_packages=()

@@ -1,17 +1,22 @@
 #include "thread_system/monitoring/health.hpp"
 
 #include <algorithm>
-#include <cstdio>
+#include <array>
+#include <charconv>
+#include <system_error>
 #include <utility>
 
 namespace thread_system::monitoring {
 
 namespace {
 
+// As printf's "%.6g", in every locale: a decimal point, never the comma
+// of a locale whose LC_NUMERIC has one (the detail text goes into JSON and
+// Prometheus output).
 std::string format_number(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
+  std::array<char, 64> buf{};
+  const auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, 6);
+  return ec == std::errc{} ? std::string(buf.data(), end) : std::string("?");
 }
 
 health_check not_applicable(std::string name, std::string why) {

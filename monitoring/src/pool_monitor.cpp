@@ -10,6 +10,18 @@
 
 namespace thread_system::monitoring {
 
+namespace {
+// The monitor whose sample() runs on this thread (its collector is being
+// called, with that monitor's mutex_ held), or null. Saved and restored, so
+// a collector may sample another monitor.
+thread_local const pool_monitor* tl_sampling = nullptr;
+
+[[noreturn]] void refuse_from_collector(const char* what) {
+  throw error_exception(error{error_code::invalid_argument,
+                              std::string("pool_monitor: ") + what + " called from the monitor's own collector"});
+}
+}  // namespace
+
 pool_monitor::pool_monitor(collector source, monitor_options options)
     : source_(std::move(source)), options_(std::move(options)) {
   if (!source_) throw error_exception(error{error_code::invalid_argument, "pool_monitor: null collector"});
@@ -26,6 +38,8 @@ pool_monitor::~pool_monitor() { stop(); }
 
 std::uint64_t pool_monitor::now() const { return options_.clock ? options_.clock() : detail::steady_now_ns(); }
 
+bool pool_monitor::in_own_sample() const noexcept { return tl_sampling == this; }
+
 bool pool_monitor::on_sampler_thread() const noexcept {
   // relaxed: the sampler's own id is stored before it runs its first
   // sample (start() holds control_mutex_, which sampler_main() takes
@@ -36,6 +50,12 @@ bool pool_monitor::on_sampler_thread() const noexcept {
 result<void> pool_monitor::start() {
   if (on_sampler_thread()) {
     return make_error(error_code::already_started, "pool_monitor: start() called on the sampler thread");
+  }
+  // From a collector that sample() runs on another thread: joining a
+  // sampler that is leaving would wait for it, and it waits for this
+  // sample's mutex.
+  if (in_own_sample()) {
+    return make_error(error_code::invalid_argument, "pool_monitor: start() called from the monitor's own collector");
   }
   // Held across the join below and in stop(): a start() cannot run between
   // a stop()'s request and its join (it would clear the request the old
@@ -67,14 +87,20 @@ result<void> pool_monitor::start() {
 }
 
 void pool_monitor::stop() noexcept {
-  if (on_sampler_thread()) {
-    // From the collector: the sampler cannot join itself. It leaves once
-    // this sample returns; the next stop() or start() from another thread,
-    // or the destructor, joins it. (No lifecycle_mutex_: a stop() on
-    // another thread may hold it while joining this thread.)
-    std::lock_guard lock(control_mutex_);
-    stop_requested_ = true;
-    running_.store(false, std::memory_order_release);  // pairs with is_running()'s acquire
+  if (on_sampler_thread() || in_own_sample()) {
+    // From the collector: the sampler cannot join itself, and from a
+    // collector on another thread joining would wait for a sampler that
+    // waits for this sample's mutex. It leaves once it sees the request
+    // (after this sample, or at once from its wait); the next stop() or
+    // start() from outside a collector, or the destructor, joins it. (No
+    // lifecycle_mutex_: a stop() on another thread may hold it while
+    // joining the sampler.)
+    {
+      std::lock_guard lock(control_mutex_);
+      stop_requested_ = true;
+      running_.store(false, std::memory_order_release);  // pairs with is_running()'s acquire
+    }
+    control_cv_.notify_all();
     return;
   }
   std::lock_guard lifecycle(lifecycle_mutex_);
@@ -114,7 +140,15 @@ void pool_monitor::sampler_main() {
 }
 
 monitor_report pool_monitor::sample() {
+  if (in_own_sample()) refuse_from_collector("sample()");  // mutex_ is this thread's already
   std::lock_guard lock(mutex_);
+  struct sampling_scope {
+    const pool_monitor* outer = tl_sampling;
+    explicit sampling_scope(const pool_monitor* m) noexcept { tl_sampling = m; }
+    sampling_scope(const sampling_scope&) = delete;
+    sampling_scope& operator=(const sampling_scope&) = delete;
+    ~sampling_scope() { tl_sampling = outer; }
+  } scope(this);
   // Built aside (in the buffers of the report before the latest, so a steady
   // state allocates nothing) and made the latest only once complete: a
   // collector or derive() that throws (out of memory) leaves latest() as
@@ -225,12 +259,22 @@ void pool_monitor::derive(monitor_report& r, std::uint64_t t) {
 }
 
 std::optional<monitor_report> pool_monitor::latest() const {
+  if (in_own_sample()) {
+    // This thread holds mutex_ (in sample(), which writes only scratch_
+    // until its collector returns): the previous sample, unlocked.
+    if (samples_ == 0) return std::nullopt;
+    return latest_;
+  }
   std::lock_guard lock(mutex_);
   if (samples_ == 0) return std::nullopt;
   return latest_;
 }
 
 health_report pool_monitor::health() {
+  if (in_own_sample()) {  // as latest(): this thread holds mutex_
+    if (samples_ == 0) refuse_from_collector("health() before the first sample");
+    return latest_.health;
+  }
   {
     std::lock_guard lock(mutex_);
     if (samples_ != 0) return latest_.health;

@@ -1,5 +1,6 @@
 #include "thread_system/monitoring/prometheus.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <ostream>
@@ -47,7 +48,20 @@ prometheus_labels with(const prometheus_labels& base, std::string name, std::str
   return l;
 }
 
+// `v`, or when `used` holds it already `v#2`, `v#3`, ... (the first of
+// those not in `used`); recorded in `used`. Two series of one family with
+// the same labels are one series to a server: the later value is lost.
+std::string distinct(std::vector<std::string>& used, std::string_view v) {
+  std::string label(v);
+  for (std::size_t n = 2; std::find(used.begin(), used.end(), label) != used.end(); ++n) {
+    label = std::string(v) + "#" + std::to_string(n);
+  }
+  used.push_back(label);
+  return label;
+}
 }  // namespace
+
+std::string prometheus_writer::distinct_pool_label(std::string_view name) { return distinct(pool_labels_, name); }
 
 void append_prometheus_label_value(std::string& out, std::string_view v) {
   for (std::size_t i = 0; i < v.size();) {
@@ -179,7 +193,7 @@ std::string prometheus_writer::str() const {
 
 void append_prometheus(prometheus_writer& w, const monitor_report& r) {
   const pool_metrics& m = r.metrics;
-  const prometheus_labels pool{{"pool", m.pool_name}};
+  const prometheus_labels pool{{"pool", w.distinct_pool_label(m.pool_name)}};
 
   w.counter("thread_system_pool_jobs_accepted_total", "Jobs accepted by enqueue/submit.", pool, m.accepted);
   w.counter("thread_system_pool_jobs_executed_total", "Jobs run to completion, failed ones included.", pool,
@@ -220,9 +234,10 @@ void append_prometheus(prometheus_writer& w, const monitor_report& r) {
                 pool, m.run);
   }
 
+  std::vector<std::string> worker_labels;
   for (std::size_t i = 0; i < m.workers.size(); ++i) {
     const worker_metrics& wm = m.workers[i];
-    const prometheus_labels worker = with(pool, "worker", wm.name);
+    const prometheus_labels worker = with(pool, "worker", distinct(worker_labels, wm.name));
     w.counter("thread_system_worker_jobs_processed_total", "Jobs this worker ran, failed ones included.", worker,
               wm.processed);
     w.counter("thread_system_worker_jobs_failed_total", "Jobs this worker ran that failed.", worker, wm.failed);
@@ -240,8 +255,9 @@ void append_prometheus(prometheus_writer& w, const monitor_report& r) {
             have && r.workers[i].stuck ? 1.0 : 0.0);
   }
 
+  std::vector<std::string> type_labels;
   for (const job_type_metrics& t : m.job_types) {
-    const prometheus_labels type = with(pool, "type", t.type_name);
+    const prometheus_labels type = with(pool, "type", distinct(type_labels, t.type_name));
     w.counter("thread_system_job_type_accepted_total", "Jobs of this type accepted.", type, t.accepted);
     w.counter("thread_system_job_type_executed_total", "Jobs of this type run.", type, t.executed);
     w.counter("thread_system_job_type_failed_total", "Jobs of this type that failed.", type, t.failed);

@@ -285,6 +285,29 @@ TEST(PrometheusExport, SeveralPoolsShareEachFamilyOnce) {
   EXPECT_EQ(type_lines, 1u);
 }
 
+// Pools with one name (every default pool is "thread_pool"), and workers of
+// one pool with one name, are each written as a series of their own: the
+// later ones labelled name#2, name#3. (Each series was written twice with
+// the same labels: one value lost at the server.)
+TEST(PrometheusExport, PoolsAndWorkersWithTheSameNameAreDistinctSeries) {
+  monitor_report one = scripted_report("p", "w", false);
+  monitor_report two = scripted_report("p", "w", true);
+  two.metrics.workers.push_back(two.metrics.workers.front());  // a second worker called "w"
+  two.metrics.workers.back().processed = 7;
+  const std::string text = to_prometheus(std::vector<monitor_report>{one, two, one});
+  prometheus_checker c;
+  const auto doc = c.check(text);
+  ASSERT_TRUE(doc) << c.error() << "\n" << text;
+  EXPECT_TRUE(doc->value("thread_system_pool_jobs_executed_total", {{"pool", "p"}}).has_value());
+  EXPECT_TRUE(doc->value("thread_system_pool_jobs_executed_total", {{"pool", "p#2"}}).has_value());
+  EXPECT_TRUE(doc->value("thread_system_pool_jobs_executed_total", {{"pool", "p#3"}}).has_value());
+  EXPECT_EQ(doc->value("thread_system_worker_jobs_processed_total", {{"pool", "p#2"}, {"worker", "w#2"}}), 7.0);
+  prometheus_writer w;
+  EXPECT_EQ(w.distinct_pool_label("x"), "x");
+  EXPECT_EQ(w.distinct_pool_label("x#2"), "x#2");
+  EXPECT_EQ(w.distinct_pool_label("x"), "x#3");  // x#2 is taken
+}
+
 TEST(PrometheusExport, LiveHistogramBucketsAreExactCumulativeCounts) {
   latency_histogram h;
   std::vector<std::uint64_t> values;

@@ -371,6 +371,7 @@ class prometheus_checker {
     std::set<std::string> finished_families;
     std::string current_family;
     std::set<std::string> helped;
+    std::set<std::pair<std::string, std::map<std::string, std::string>>> series;
     std::size_t line_no = 0;
     std::size_t pos = 0;
     if (!text.empty() && text.back() != '\n') return fail(0, "text must end with a newline");
@@ -424,6 +425,11 @@ class prometheus_checker {
       }
       if (s.labels.count("le") != 0 && doc.types[family] != "histogram") {
         return fail(line_no, family + ": an le label outside a histogram");
+      }
+      // One series per name and label set: a server keeps one of two (the
+      // other value is lost); promtool does not check it.
+      if (!series.emplace(s.name, s.labels).second) {
+        return fail(line_no, "series " + s.name + " written twice with the same labels");
       }
       doc.samples.push_back(std::move(s));
     }

@@ -3,6 +3,14 @@
 // overall status is the worst check.
 #include <gtest/gtest.h>
 
+#include <clocale>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <unistd.h>
+
 #include "support/test_support.hpp"
 #include "thread_system/monitoring/monitoring.hpp"
 
@@ -28,6 +36,37 @@ health_status status_of(const health_report& r, const char* check) {
   const health_check* c = r.find(check);
   EXPECT_NE(c, nullptr) << check;
   return c == nullptr ? health_status::critical : c->status;
+}
+
+// A check's detail text is written with a decimal point whatever the
+// process's locale (it was printf's %g: "0,02 (warning > 0,01 ..." under a
+// German LC_NUMERIC). The locale is built with localedef into a temporary
+// directory (skipped where the system has no locale sources); the test runs
+// in a child process, so the locale stays there.
+TEST(Health, DetailTextIgnoresTheLocalesDecimalComma) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ts_locale_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string cmd = "localedef -i de_DE -f UTF-8 '" + (dir / "de_DE.UTF-8").string() + "' >/dev/null 2>&1";
+  const bool built = std::system(cmd.c_str()) == 0 || std::filesystem::exists(dir / "de_DE.UTF-8" / "LC_NUMERIC");
+  if (!built) {
+    std::filesystem::remove_all(dir);
+    GTEST_SKIP() << "localedef could not build de_DE.UTF-8 (no locale sources)";
+  }
+  EXPECT_EXIT(
+      {
+        ::setenv("LOCPATH", dir.c_str(), 1);
+        if (std::setlocale(LC_ALL, "de_DE.UTF-8") == nullptr) std::_Exit(2);
+        health_inputs in = healthy();
+        in.window_failed = 200;  // 2% failed
+        const health_report r = evaluate_health(in, health_thresholds{});  // error rate: 1% / 5%
+        const health_check* c = r.find("error_rate");
+        if (c == nullptr) std::_Exit(3);
+        std::fprintf(stderr, "detail: %s\n", c->detail.c_str());
+        std::_Exit(c->detail.find("0,0") == std::string::npos && c->detail.find("0.02") != std::string::npos ? 0 : 4);
+      },
+      ::testing::ExitedWithCode(0), "");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Health, HealthyInputsAreOk) {

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "format_checkers.hpp"
 #include "support/test_support.hpp"
 #include "thread_system/monitoring/monitoring.hpp"
@@ -438,6 +440,83 @@ TEST(PoolMonitor, StopFromTheCollectorEndsSampling) {
   mon.stop();
   EXPECT_FALSE(mon.is_running());
   EXPECT_GE(calls.load(std::memory_order_relaxed), 2);
+}
+
+// The collector called by a sample() on a user thread, while the
+// background sampler runs, calls back into its monitor: latest() returns the
+// previous sample, health() its health, sample() and start() are refused,
+// stop() ends the sampling. (latest(), health() and sample() relocked the
+// sample's mutex: a hang; stop() joined the sampler, which waited for that
+// mutex: a deadlock.) In a child process with an alarm, so a hang fails.
+int collector_reentry_scenario() {
+  pool_monitor* self = nullptr;
+  std::atomic<bool> reenter{false};
+  const std::thread::id caller = std::this_thread::get_id();
+  bool ok = true;
+  monitor_options mo;
+  mo.interval = 1ms;
+  pool_monitor mon{[&](pool_metrics& m) {
+                     m.accepted = 1;
+                     // relaxed: set by this same thread before its sample() call
+                     if (!reenter.load(std::memory_order_relaxed) || std::this_thread::get_id() != caller) return;
+                     ok = ok && self->latest().has_value();
+                     (void)self->health();
+                     try {
+                       (void)self->sample();
+                       ok = false;
+                     } catch (const error_exception& e) {
+                       ok = ok && e.code() == error_code::invalid_argument;
+                     }
+                     const auto started = self->start();
+                     ok = ok && !started && started.error().code() == error_code::invalid_argument;
+                     self->stop();
+                   },
+                   mo};
+  self = &mon;
+  if (!mon.start()) return 2;
+  while (!mon.latest()) std::this_thread::sleep_for(1ms);
+  reenter.store(true, std::memory_order_relaxed);  // relaxed: read by this thread only
+  (void)mon.sample();
+  reenter.store(false, std::memory_order_relaxed);
+  if (!ok) return 3;
+  if (mon.is_running()) return 4;
+  if (!mon.start()) return 5;  // joins the leaving sampler, starts anew
+  mon.stop();
+  return 0;
+}
+
+TEST(PoolMonitor, TheCollectorMayCallItsMonitorFromAUserThread) {
+  EXPECT_EXIT(
+      {
+        ::alarm(60);
+        std::_Exit(collector_reentry_scenario());
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+// health() from the collector before any sample would need a sample inside
+// this one: refused, and the outer call throws it. (It relocked the
+// sample's mutex: a hang; in a child process with an alarm.)
+int health_before_first_sample_scenario() {
+  pool_monitor* self = nullptr;
+  pool_monitor mon{[&](pool_metrics&) { (void)self->health(); }, monitor_options{}};
+  self = &mon;
+  try {
+    (void)mon.health();
+    return 2;
+  } catch (const error_exception& e) {
+    if (e.code() != error_code::invalid_argument) return 3;
+  }
+  return mon.latest().has_value() ? 4 : 0;
+}
+
+TEST(PoolMonitor, HealthFromTheCollectorBeforeTheFirstSampleIsRefused) {
+  EXPECT_EXIT(
+      {
+        ::alarm(60);
+        std::_Exit(health_before_first_sample_scenario());
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 TEST(PoolMonitor, RejectsInvalidOptions) {

@@ -26,7 +26,8 @@
 // (with the background sampler: within stuck_after + interval). Requires a
 // core that publishes busy_since_ns (worker_metrics::busy_since_known).
 //
-// Threading. All members may be called from any thread, concurrently:
+// Threading. All members may be called from any thread, concurrently (from
+// the collector itself: see below):
 // sample() calls are serialised by an internal mutex; latest() and health()
 // return copies. Everything sample() recorded is visible to a later
 // latest()/health() in any thread (the mutex). The monitored pool must
@@ -34,10 +35,17 @@
 // destroyed) before the pool is destroyed. The destructor stops and joins
 // the background sampler; it must not be called from the sampler itself.
 // start() and stop() racing each other end in one state or the other, never
-// a sampler left running unjoined. stop() called from the collector (on the
-// sampler thread) only ends the sampling: the sampler leaves after that
-// sample, and the next start() or stop() from another thread, or the
-// destructor, joins it; start() there is `already_started`.
+// a sampler left running unjoined.
+//
+// From the collector (code that sample() runs, on the sampler thread or on
+// the thread that called sample() or health()): stop() only ends the
+// sampling - the sampler leaves after its current sample or wait, and the
+// next start() or stop() from outside a collector, or the destructor, joins
+// it; start() is refused (`already_started` on the sampler thread,
+// `invalid_argument` on another); latest() returns the previous sample;
+// sample(), and health() before the first sample, throw
+// error_exception{invalid_argument} (either would need a sample inside this
+// one). The collector must not destroy the monitor.
 //
 // Failures. A sample whose collector or derivation throws (out of memory)
 // is lost and latest() keeps the previous report; the background sampler
@@ -150,20 +158,23 @@ class pool_monitor {
   pool_monitor& operator=(const pool_monitor&) = delete;
 
   /// Starts the background sampler (one thread, one sample per interval).
-  /// `already_started` when it runs (or when called on the sampler thread);
+  /// `already_started` when it runs (or when called on the sampler thread),
+  /// `invalid_argument` from the collector on another thread;
   /// `resource_exhausted` when the OS refuses the thread or memory runs out.
   result<void> start();
   /// Stops and joins the sampler; idempotent; samples taken stay. From the
-  /// collector (the sampler thread) it only ends the sampling (see the header).
+  /// collector (on any thread) it only ends the sampling (see the header).
   void stop() noexcept;
   /// True from a successful start() until stop().
   [[nodiscard]] bool is_running() const noexcept;
 
-  /// Takes a sample now and returns the resulting report.
+  /// Takes a sample now and returns the resulting report. Throws what the
+  /// collector throws, and error_exception{invalid_argument} from the collector.
   monitor_report sample();
   /// The report of the latest sample; std::nullopt before the first.
   [[nodiscard]] std::optional<monitor_report> latest() const;
-  /// Health of the latest sample (takes one first if there is none).
+  /// Health of the latest sample (takes one first if there is none; from the
+  /// collector then error_exception{invalid_argument}).
   [[nodiscard]] health_report health();
 
   /// The options given at construction.
@@ -191,6 +202,8 @@ class pool_monitor {
 
   [[nodiscard]] std::uint64_t now() const;
   [[nodiscard]] bool on_sampler_thread() const noexcept;
+  // True on a thread inside this monitor's sample() (in its collector).
+  [[nodiscard]] bool in_own_sample() const noexcept;
   void sampler_main();
   void derive(monitor_report& r, std::uint64_t t);
 

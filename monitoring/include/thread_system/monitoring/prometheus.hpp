@@ -2,7 +2,11 @@
 //
 // Every family is written once with its HELP and TYPE lines, followed by
 // all of its samples (so several pools share one family and the output is
-// valid for any number of pools). Counters end in `_total`; times are in
+// valid for any number of pools). Each series is written once: a pool whose
+// name (or monitor_options::pool_label) an earlier report of the same
+// writer had is labelled `name#2` (then `#3`, ...), and so are workers and
+// job types of one report with the same name - give pools distinct names
+// for labels that do not depend on the order of the reports. Counters end in `_total`; times are in
 // seconds; label values are escaped (backslash, double quote, newline), and
 // a byte that is not valid UTF-8 becomes U+FFFD (the format is UTF-8).
 //
@@ -52,6 +56,10 @@ class prometheus_writer {
   void histogram(std::string_view name, std::string_view help, const prometheus_labels& labels,
                  const histogram_snapshot& h);
 
+  /// The `pool` label for a report of a pool called `name`: `name` the first
+  /// time this writer is asked, then `name#2`, `name#3`, ...
+  [[nodiscard]] std::string distinct_pool_label(std::string_view name);
+
   /// Writes str() to `os`.
   void write(std::ostream& os) const;
   /// Every family in order of first use: its HELP and TYPE lines, then all of its samples.
@@ -73,6 +81,7 @@ class prometheus_writer {
                             std::string_view value);
 
   std::vector<family> families_;
+  std::vector<std::string> pool_labels_;  // given by distinct_pool_label()
 };
 
 /// Appends a label value with Prometheus escaping.
