@@ -183,6 +183,33 @@ TEST(LatencyHistogram, OnlySamplesAboveTheTrackableRangeKeepAnExactMin) {
   EXPECT_EQ(s.percentile(0.5), two_hours_ns);
 }
 
+// The top bucket also holds samples above max_trackable: its upper bound is
+// then the snapshot's max, for count_at_or_below() and for_each_bucket()
+// alike. (Both said max_trackable: count_at_or_below(max_trackable)
+// counted a sample of 2^50 ns, and the bucket reported an upper bound
+// below its own sample.)
+TEST(LatencyHistogram, TheTopBucketsUpperBoundCoversSamplesAboveTheTrackableRange) {
+  thread_system::latency_histogram h;
+  constexpr std::uint64_t huge = std::uint64_t{1} << 50;
+  h.record(huge);
+  const auto s = h.snapshot();
+  EXPECT_EQ(s.count_at_or_below(layout::max_trackable), 0U);
+  EXPECT_EQ(s.count_at_or_below(huge - 1), 0U);
+  EXPECT_EQ(s.count_at_or_below(huge), 1U);
+  int buckets = 0;
+  s.for_each_bucket([&](const thread_system::histogram_bucket& b) {
+    ++buckets;
+    EXPECT_EQ(b.upper, huge);
+    EXPECT_LE(b.lower, huge);
+  });
+  EXPECT_EQ(buckets, 1);
+  // Within the range the bounds are the layout's.
+  thread_system::latency_histogram small;
+  small.record(layout::max_trackable);
+  EXPECT_EQ(small.snapshot().count_at_or_below(layout::max_trackable), 1U);
+  EXPECT_EQ(small.snapshot().bucket_upper(layout::bucket_count - 1), layout::max_trackable);
+}
+
 TEST(LatencyHistogram, EmptySnapshot) {
   latency_histogram h;
   const histogram_snapshot s = h.snapshot();

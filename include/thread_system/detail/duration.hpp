@@ -164,11 +164,14 @@ template <typename Clock, typename Duration>
   }
 }
 
-/// `from + d`, saturating at time_point::max().
+/// `from + d` for a positive `d`, saturating at time_point::max(); `from`
+/// for `d <= 0`. Any `from`: one before the epoch (negative) cannot
+/// overflow with a positive `d`, and `max() - from` would.
 [[nodiscard]] inline std::chrono::steady_clock::time_point saturating_add(
     std::chrono::steady_clock::time_point from, std::chrono::steady_clock::duration d) noexcept {
   using tp = std::chrono::steady_clock::time_point;
   if (d <= d.zero()) return from;
+  if (from.time_since_epoch() < d.zero()) return from + d;
   return d >= tp::max() - from ? tp::max() : from + d;
 }
 

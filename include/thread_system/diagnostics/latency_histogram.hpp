@@ -106,7 +106,7 @@ static_assert(histogram_layout::upper_bound(31) + 1 == histogram_layout::lower_b
 /// One non-empty bucket, as handed to histogram_snapshot::for_each_bucket.
 struct histogram_bucket {
   std::uint64_t lower = 0;  ///< smallest value in the bucket (ns)
-  std::uint64_t upper = 0;  ///< largest value in the bucket, inclusive (ns)
+  std::uint64_t upper = 0;  ///< largest value in the bucket, inclusive (ns; the top bucket's: see bucket_upper())
   std::uint64_t count = 0;  ///< samples in the bucket
 };
 
@@ -159,19 +159,29 @@ struct histogram_snapshot {
 
   /// Samples <= `value` (exact when `value` is a bucket's upper bound, e.g.
   /// 2^k - 1; otherwise counts whole buckets whose upper bound is <= value).
+  /// The top bucket also holds every sample above max_trackable: its upper
+  /// bound is `max` when that is larger (bucket_upper()).
   [[nodiscard]] std::uint64_t count_at_or_below(std::uint64_t value) const noexcept {
     std::uint64_t n = 0;
-    for (std::size_t i = 0; i < counts.size() && histogram_layout::upper_bound(i) <= value; ++i) n += counts[i];
+    for (std::size_t i = 0; i < counts.size() && bucket_upper(i) <= value; ++i) n += counts[i];
     return n;
   }
 
-  /// Calls f(histogram_bucket) for each non-empty bucket, ascending.
+  /// Calls f(histogram_bucket) for each non-empty bucket, ascending (the
+  /// top bucket's `upper` as in count_at_or_below()).
   template <typename F>
   void for_each_bucket(F&& f) const {
     for (std::size_t i = 0; i < counts.size(); ++i) {
-      if (counts[i] != 0)
-        f(histogram_bucket{histogram_layout::lower_bound(i), histogram_layout::upper_bound(i), counts[i]});
+      if (counts[i] != 0) f(histogram_bucket{histogram_layout::lower_bound(i), bucket_upper(i), counts[i]});
     }
+  }
+
+  /// The largest value bucket `i` may hold: its layout bound, and for the
+  /// top bucket, which also counts every sample above max_trackable, `max`
+  /// when that is larger.
+  [[nodiscard]] std::uint64_t bucket_upper(std::size_t i) const noexcept {
+    const std::uint64_t upper = histogram_layout::upper_bound(i);
+    return i == histogram_layout::bucket_count - 1 && max > upper ? max : upper;
   }
 
   /// Adds another snapshot's samples (e.g. all workers of a pool).

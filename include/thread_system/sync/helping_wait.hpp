@@ -142,10 +142,12 @@ bool helping_wait(Ready&& ready, Park&& park, std::int64_t deadline_ns) {
   return true;
 }
 
-/// A count of pending pieces with a sleeper bit in one futex word:
-/// wait_group's protocol (task_group keeps a variant of its own, with a word
-/// only its creating thread writes; see pools/task_group.hpp). The low 31
-/// bits count, the top bit says a thread parks on the word.
+/// A count of pending pieces with a sleeper bit in one futex word, and the
+/// helping wait on it: wait_group's word (its add() and done() are its
+/// own, checked against overflow and underflow, on word()); task_group
+/// keeps a variant of its own, with a word only its creating thread writes
+/// (pools/task_group.hpp). The low 31 bits count, the top bit says a thread
+/// parks on the word.
 class pending_count {
  public:
   static constexpr std::uint32_t sleeper_bit = 0x8000'0000U;
@@ -165,15 +167,11 @@ class pending_count {
   /// (chains of finish() carry every earlier piece's writes through the RMW
   /// order). This RMW is the last access to the object: the futex wake only
   /// names the address, so a waiter may already have destroyed it.
+  /// Precondition: count() > 0 (unchecked: wait_group::done() is the
+  /// checked form, and clears the sleeper bit at zero, which this leaves).
   void finish() noexcept {
     const std::uint32_t old = word_.fetch_sub(1, std::memory_order_acq_rel);
     if ((old & count_mask) == 1 && (old & sleeper_bit) != 0) futex_wake(word_, futex_wake_all);
-  }
-
-  /// Wakes the sleepers if `old` (the word before an RMW that made the count
-  /// zero) had the sleeper bit.
-  void wake_if_slept(std::uint32_t old) noexcept {
-    if ((old & sleeper_bit) != 0) futex_wake(word_, futex_wake_all);
   }
 
   /// Waits until the count is zero or the deadline passes (helping on a
@@ -181,12 +179,6 @@ class pending_count {
   bool wait(std::int64_t deadline_ns) {
     return helping_wait([this] { return count() == 0; }, [this](std::int64_t limit) { park(limit); }, deadline_ns);
   }
-
-  /// Clears a stale sleeper bit (finish() leaves it when the count reaches
-  /// zero). Only for a word with a single waiter, after its wait: with
-  /// several, another waiter's fresh bit could be lost. No data published,
-  /// hence relaxed.
-  void clear_sleeper() noexcept { word_.fetch_and(count_mask, std::memory_order_relaxed); }
 
  private:
   // Announces a sleeper in the top bit, then sleeps while the word is
