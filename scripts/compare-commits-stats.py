@@ -163,6 +163,8 @@ def main():
     ap.add_argument("--only-base-binary", action="append", default=[])
     ap.add_argument("--only-head-binary", action="append", default=[])
     ap.add_argument("--failed-binary", action="append", default=[])
+    ap.add_argument("--failed-round", action="append", default=[],
+                    help="a run that exited non-zero ('side binary round r'): its rows lack that round")
     ap.add_argument("--out", help="also write the Markdown here")
     ap.add_argument("--control-row", action="append", default=[], metavar="A=B",
                     help="compare benchmarks named with A also against those named with B (see above)")
@@ -221,6 +223,8 @@ def main():
         notes.append(f"binary only in HEAD (not compared): {t}")
     for t in args.failed_binary:
         notes.append(f"binary failed to build in one commit (not compared): {t}")
+    for f in args.failed_round:
+        notes.append(f"FAILED RUN (its rows lack this round; the rounds column counts the rest): {f}")
 
     print()
     print(intro)
@@ -241,7 +245,8 @@ def main():
         with open(args.out, "w", encoding="utf-8") as f:
             f.write("\n".join(md) + "\n")
         print(f"\nwrote {args.out}")
-    return 0
+    # A run that failed makes the comparison incomplete: say so by the exit status too.
+    return 1 if args.failed_round else 0
 
 
 if __name__ == "__main__":

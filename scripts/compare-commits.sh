@@ -33,11 +33,15 @@
 # What it does:
 #   1. `git archive` of each commit into DIR/<sha>/src (once per commit),
 #      configured into DIR/<sha>/build-aligned with the bench preset's settings
-#      (Ninja, Release, tests off, benchmarks on, loops aligned to 64 bytes
-#      (below); examples off, as they are
-#      not measured). The same settings for both commits, whatever their own
-#      CMakePresets.json says. Trees are reused: a second comparison of the
-#      same commit rebuilds nothing.
+#      (Ninja, Release, tests off, benchmarks on; examples off, as they are
+#      not measured), and every file's loops aligned to 64 bytes - the
+#      library's too, where the report's build aligns only the benchmark
+#      programs (below): figures of an A/B are of that build, its ratios
+#      between the commits are what it reports. The same settings for both
+#      commits, whatever their own CMakePresets.json says. Trees are reused:
+#      a second comparison of the same commit rebuilds nothing, unless the
+#      settings (these, the compiler, CXXFLAGS) changed: then it is
+#      configured again.
 #   2. Finds the benchmark executables of each tree (Ninja targets whose name
 #      contains "benchmark"), builds those selected, keeps the ones that answer
 #      --benchmark_list_tests (Google Benchmark binaries). Binaries with the
@@ -140,13 +144,15 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 export THREAD_SYSTEM_REPORT_MODE=${THREAD_SYSTEM_REPORT_MODE:-quick}
 
 # --- 1. source trees and configuration ------------------------------------
-# Both commits' code with every loop head on a 64-byte boundary (what
-# benchmarks/CMakeLists.txt sets for the report since it was added): a tight
-# loop that straddles two cache lines can run 10-20% slower, so without it a
-# change anywhere in a binary could move a peer's unchanged loop and read as a
-# gain or loss (docs/PERFORMANCE.md, *parallel_for (#20): the caller takes
-# part*). Trees configured before this setting are in DIR/<sha>/build and are
-# not reused (the configured trees are in build-aligned).
+# Both commits' code with every loop head on a 64-byte boundary, in every
+# file: a tight loop that straddles two cache lines can run 10-20% slower,
+# so without it a change anywhere in a binary could move an unchanged loop
+# (a peer's, or the library's) and read as a gain or loss (docs/PERFORMANCE.md,
+# *parallel_for (#20): the caller takes part*). benchmarks/CMakeLists.txt
+# aligns the benchmark programs of every build (the report's) but not the
+# library, which an A/B must hold still too. Trees configured before this
+# setting are in DIR/<sha>/build and are not reused (the configured trees
+# are in build-aligned).
 align_loops="-falign-loops=64"
 prepare() { # sha -> configured tree DIR/<sha>
   local sha=$1 tree="$build_root/$1"
@@ -155,6 +161,14 @@ prepare() { # sha -> configured tree DIR/<sha>
     mkdir -p "$tree/src"
     git archive --format=tar "$sha" | tar -x -C "$tree/src"
     touch "$tree/src/.ab-complete"
+  fi
+  # What the tree was configured with: a tree configured otherwise (another
+  # compiler, other flags) is configured again, never reused silently.
+  local settings
+  settings="Release|$align_loops|tests=OFF|benchmarks=ON|examples=OFF|CXX=${CXX:-}|CXXFLAGS=${CXXFLAGS:-}|$(command -v "${CXX:-c++}" 2>/dev/null)"
+  if [[ -f $tree/build-aligned/build.ninja && "$(cat "$tree/build-aligned/.ab-settings" 2>/dev/null)" != "$settings" ]]; then
+    echo "== ${sha:0:12}: configured with other settings; configuring again" >&2
+    rm -rf "$tree/build-aligned"
   fi
   if [[ ! -f $tree/build-aligned/build.ninja ]]; then
     echo "== configuring ${sha:0:12}" >&2
@@ -165,6 +179,7 @@ prepare() { # sha -> configured tree DIR/<sha>
       -DTHREAD_SYSTEM_BUILD_BENCHMARKS=ON \
       -DTHREAD_SYSTEM_BUILD_EXAMPLES=OFF >"$tree/configure.log" 2>&1 ||
       die "configuring ${sha:0:12} failed: see $tree/configure.log"
+    printf '%s' "$settings" >"$tree/build-aligned/.ab-settings"
   fi
 }
 
@@ -316,6 +331,7 @@ runnable=("${matched[@]}")
 
 echo "== ${#runnable[@]} binaries, $rounds rounds; BASE ${base_sha:0:12}, HEAD ${head_sha:0:12}; raw JSON in $run_dir" >&2
 started=$SECONDS
+failed_rounds=() # "side binary round r" of each run that exited non-zero
 for ((r = 1; r <= rounds; r++)); do
   if ((r % 2 == 1)); then order=(base head); else order=(head base); fi
   for t in "${runnable[@]}"; do
@@ -327,6 +343,7 @@ for ((r = 1; r <= rounds; r++)); do
         --benchmark_repetitions=1 "--benchmark_out=$json" --benchmark_out_format=json \
         >>"$run_dir/$side/$t/console.log" 2>&1; then
         echo "compare-commits: $side $t round $r exited with an error (see $run_dir/$side/$t/console.log)" >&2
+        failed_rounds+=("$side $(short_name "$t") round $r")
       fi
       printf '[round %d/%d, %4ds] %-4s %s: %d benchmarks in %ds\n' "$r" "$rounds" $((SECONDS - started)) \
         "$side" "$(short_name "$t")" "${count[$side/$t]}" $((SECONDS - t0)) >&2
@@ -351,5 +368,6 @@ for t in "${only_base[@]}"; do args+=(--only-base-binary "$t"); done
 for t in "${only_head[@]}"; do args+=(--only-head-binary "$t"); done
 for t in "${build_failed[@]}"; do args+=(--failed-binary "$t"); done
 for c in "${controls[@]}"; do args+=(--control-row "$c"); done
+for f in "${failed_rounds[@]}"; do args+=(--failed-round "$f"); done
 [[ -z $out ]] || args+=(--out "$out")
 exec python3 "$root/scripts/compare-commits-stats.py" "${args[@]}"

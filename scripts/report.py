@@ -73,6 +73,11 @@ def main():
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     print(f"wrote {path} ({ctx.plot_msg})")
+    if ctx.problems:
+        print("error: the report is incomplete (its section *Runs that failed*):", file=sys.stderr)
+        for p in ctx.problems:
+            print(f"  {p}", file=sys.stderr)
+        return 1
     return 0
 
 

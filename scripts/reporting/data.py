@@ -31,6 +31,7 @@ class Runs:
         self.reps = {}  # key -> [entry, ...]
         self.errors = {}
         self.context = {}
+        self.unreadable = []  # raw files that were missing or not JSON (load_runs)
 
     def add(self, data):
         if not data:
@@ -75,7 +76,8 @@ def value_of(entry, field):
 
 def load_runs(raw, names):
     """Reads raw/<name> for each name in order into one Runs; returns it and
-    {name: path} of the files that held JSON."""
+    {name: path} of the files that held JSON. A file missing or not JSON (a
+    binary that crashed mid-run leaves it cut off) is in runs.unreadable."""
     runs = Runs()
     loaded = {}
     for name in names:
@@ -84,4 +86,6 @@ def load_runs(raw, names):
         runs.add(data)
         if data:
             loaded[name] = path
+        else:
+            runs.unreadable.append(name)
     return runs, loaded

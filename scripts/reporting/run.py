@@ -243,6 +243,7 @@ def run(mode, steps, raw):
     progress = Progress(total)
     started = time.monotonic()
     written = []
+    failed = []  # {"file", "binary", "rc"} of every run that exited non-zero
     with open(os.path.join(raw, LOG), "w", encoding="utf-8") as log:
         for step, n in zip(steps, counts):
             path = os.path.join(raw, step.json_name)
@@ -251,8 +252,10 @@ def run(mode, steps, raw):
                 os.remove(path)
             if n == 0:
                 continue
-            run_binary(step.binary, step.flt, step.reps, step.min_time, path, log, step.env, progress, step.interleave,
-                       step.extra)
+            rc = run_binary(step.binary, step.flt, step.reps, step.min_time, path, log, step.env, progress,
+                            step.interleave, step.extra)
+            if rc != 0:
+                failed.append({"file": step.json_name, "binary": os.path.basename(step.binary), "rc": rc})
             written.append(step.json_name)
     progress.finish()
     wall = time.monotonic() - started
@@ -262,6 +265,7 @@ def run(mode, steps, raw):
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "omp_wait_policy": environments(mode)[1].get("OMP_WAIT_POLICY"),
         "files": written,
+        "failed": failed,
     }
     with open(os.path.join(raw, RUN_INFO), "w", encoding="utf-8") as f:
         json.dump(info, f)

@@ -57,6 +57,19 @@ def section(fn=None, *, place="body"):
 # ---------------------------------------------------------------------------
 
 
+def problems_of(info, runs):
+    """One line per run whose figures are missing or incomplete."""
+    problems = []
+    for f in (info or {}).get("failed") or []:
+        problems.append(f"`{f['binary']}` exited with status {f['rc']}: the rows of `raw/{f['file']}` are missing "
+                        "or incomplete (see `raw/benchmarks.log`)")
+    failed_files = {f["file"] for f in (info or {}).get("failed") or []}
+    for name in getattr(runs, "unreadable", []):
+        if name not in failed_files:
+            problems.append(f"`raw/{name}` is missing or not JSON: none of its rows are in this report")
+    return problems
+
+
 class Context:
     """The data of one render and what sections record for the summary."""
 
@@ -77,6 +90,9 @@ class Context:
         self.slower = []  # variant vs its baseline where the variant is slower
         self.verdicts = None  # render/verdicts.Verdicts: the goals judged on this run
         self.plot_msg = None  # what render/plots.py says about the plots it drew
+        # Runs whose figures are missing or incomplete: a binary that exited
+        # non-zero (run_info's "failed"), a raw file that is not JSON.
+        self.problems = problems_of(info, runs)
 
     def not_built(self, key):
         return key in self.missing

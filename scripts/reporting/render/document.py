@@ -18,6 +18,11 @@ def section_title(ctx, out):
                f"min_time {cfg['min_time']} s, repetitions randomly interleaved within each binary. "
                "Every figure: median over repetitions (min–max); ratios are against Thread System in the same run "
                "and oriented so that **> 1 means the peer is better**. Raw JSON and the console log: `raw/`.\n")
+    if ctx.problems:
+        out.append("## Runs that failed\n")
+        out.append("**This report is incomplete.** Tables, comparisons and goals below lack the rows of:\n")
+        out.extend(f"- {p}" for p in ctx.problems)
+        out.append("")
 
 
 @section(place="head")
@@ -35,7 +40,9 @@ def section_libraries(ctx, out):
     out.append("| library | status |")
     out.append("|---|---|")
     for lib in LIBS:
-        if lib in LIB_CONTEXT and not report_missing and runs_context.get(LIB_CONTEXT[lib]) != "1":
+        if lib in LIB_CONTEXT and not report_missing and LIB_CONTEXT[lib] not in runs_context:
+            out.append(f"| {LIB_LABEL[lib]} | unknown: the benchmark output that says was lost (*Runs that failed*) |")
+        elif lib in LIB_CONTEXT and not report_missing and runs_context.get(LIB_CONTEXT[lib]) != "1":
             out.append(f"| {LIB_LABEL[lib]} | skipped: install {LIB_PACKAGE[lib]} |")
         elif report_missing:
             out.append(f"| {LIB_LABEL[lib]} | not measured: thread_system_report_benchmarks not built |")

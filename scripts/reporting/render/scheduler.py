@@ -12,7 +12,8 @@ def table_scheduler(ctx, out):
     runs = ctx.runs
     out.append("## Nested fork-join, parallel_for, external submission (scheduler benchmarks)\n")
     out.append("From `thread_system_benchmarks` (scheduler_benchmarks.cpp): every library with hardware_concurrency "
-               "threads. *fib(27), a task per call*, at 1 and 2 workers (and every core where there are more): thread-ns per "
+               "threads (where the calling thread takes part - parallel_for, parallel_reduce - it is one of them "
+               "for every library: a Thread System pool of one worker fewer). *fib(27), a task per call*, at 1 and 2 workers (and every core where there are more): thread-ns per "
                "task = workers × wall time / tasks (lower is better; oneTBB's arena of as many threads, its "
                "external thread included). *parallel_for* over 10⁷ floats, and over 10⁵ (tens of microseconds a call, where the per-call costs weigh): elements/s, and each library's speed-up over the same loop run on one thread (`BM_ParallelFor*_Serial`: near W× with W threads when they share one cache; above it when each thread's part of the array stays in a cache of its own between calls); *parallel_reduce*, the sum of 10⁶ floats: elements/s. *A task_group from outside the pool*: a thread that is not a worker runs 8 short jobs in a group and waits (oneTBB: the same thread in an arena, a slot kept for it): jobs/s. *External submit*: 10⁶ empty jobs from 1 or 2 "
                "producer threads: jobs/s.\n")

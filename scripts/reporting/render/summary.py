@@ -14,6 +14,9 @@ def section_losses(ctx, out):
     comparisons = ctx.comparisons
     losses = [c for c in comparisons if c["r"] > 1.0]
     losses.sort(key=lambda c: (c["clear"] is not True, -c["r"]))
+    if not comparisons:
+        out.append("_No comparisons: no peer was measured in this run._\n")
+        return
     if not losses:
         out.append(f"_None: Thread System's median is the best in all {len(comparisons)} comparisons._\n")
         return
@@ -38,15 +41,20 @@ def section_goals(ctx, out):
                "comparison there in which a variant is slower than its baseline: *clear* = the whole min–max ranges "
                "are apart, otherwise they overlap and the difference may be noise.\n")
     judged = ctx.verdicts.judged
-    if not judged and not ctx.slower:
+    unjudged = ctx.verdicts.unjudged
+    if not judged and not unjudged and not ctx.slower:
         out.append("_No data (their benchmarks were not built or not run)._\n")
         return
-    if judged:
+    if judged or unjudged:
         out.append("| section | goal | measured | met? |")
         out.append("|---|---|---:|---|")
         for g in judged:
             met = "n/a" if g.met is None else ("yes" if g.met else "**no**")
             out.append(f"| {g.section} | {g.goal} | {g.measured} | {met} |")
+        # A goal whose rows this run lacks (the mode does not run them, a peer
+        # or a binary is missing, a run failed) is listed, not left out.
+        for section_name, goal in unjudged:
+            out.append(f"| {section_name} | {goal} | not measured in this run | not judged |")
         out.append("")
     slower = sorted(ctx.slower, key=lambda c: (c["clear"] is not True, -c["r"]))
     if slower:

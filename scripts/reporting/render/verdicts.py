@@ -143,12 +143,17 @@ class Verdicts:
     def __init__(self, specs, runs):
         self.specs = list(specs)
         self.judged = []
+        self.unjudged = []  # (section, goal) of goals with no data in this run: listed, never dropped silently
         for spec in self.specs:
+            any_judged = False
             for filled, names in expand(spec, runs):
                 res = _judge(filled, runs, names)
                 if res is not None:
                     measured, met, row = res
                     self.judged.append(Judged(filled, filled["section"], filled["goal"], measured, met, row))
+                    any_judged = True
+            if not any_judged and spec.get("met") is not None:
+                self.unjudged.append((spec["section"], re.sub(r"\{[^}]*\}", "N", spec["goal"])))
 
     def judged_for(self, row):
         """The goal judged on benchmark `row`, or None."""
