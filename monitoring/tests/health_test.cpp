@@ -58,7 +58,7 @@ TEST(Health, DetailTextIgnoresTheLocalesDecimalComma) {
         ::setenv("LOCPATH", dir.c_str(), 1);
         if (std::setlocale(LC_ALL, "de_DE.UTF-8") == nullptr) std::_Exit(2);
         health_inputs in = healthy();
-        in.window_failed = 200;  // 2% failed
+        in.window_failed = 200;                                            // 2% failed
         const health_report r = evaluate_health(in, health_thresholds{});  // error rate: 1% / 5%
         const health_check* c = r.find("error_rate");
         if (c == nullptr) std::_Exit(3);

@@ -92,8 +92,7 @@ TEST(Duration, SaturatingAddStopsAtTheLastTimePoint) {
   EXPECT_EQ(d::saturating_add(t, room), time_point::max());
   // A time point before the epoch: no overflow (max() - from overflowed:
   // undefined behaviour, UBSan's signed-integer-overflow).
-  EXPECT_EQ(d::saturating_add(time_point::min(), std::chrono::seconds(1)),
-            time_point::min() + std::chrono::seconds(1));
+  EXPECT_EQ(d::saturating_add(time_point::min(), std::chrono::seconds(1)), time_point::min() + std::chrono::seconds(1));
   EXPECT_EQ(d::saturating_add(time_point::min(), clock_duration::max()), time_point{clock_duration(-1)});
   EXPECT_EQ(d::saturating_add(time_point{std::chrono::seconds(-5)}, std::chrono::seconds(2)),
             time_point{std::chrono::seconds(-3)});

@@ -263,10 +263,10 @@ TEST(ThreadPool, AJobThatReturnsAnErrorFailsAndIsReported) {
     EXPECT_EQ(s.executed, 9U);
   }
   const std::vector<std::pair<ec, std::string>> expected{{ec::queue_full, "with a token"},
-                                                        {ec::invalid_argument, "error"},
-                                                        {ec::job_failed, "unexpected_error"},
-                                                        {ec::timeout, "int result"},
-                                                        {ec::not_found, "result<void>"}};
+                                                         {ec::invalid_argument, "error"},
+                                                         {ec::job_failed, "unexpected_error"},
+                                                         {ec::timeout, "int result"},
+                                                         {ec::not_found, "result<void>"}};
   auto want = expected;
   std::sort(want.begin(), want.end());
   EXPECT_EQ(log.sorted(), want);
@@ -305,8 +305,8 @@ TEST(ThreadPool, AJobThatReturnsAnErrorFailsAndIsReported) {
                             [] { return ts::make_error(ec::timeout, "typed, token"); }));
   typed.wait_idle();
   EXPECT_EQ(typed.get_statistics().failed, 2U);
-  EXPECT_EQ(typed_log.sorted(), (std::vector<std::pair<ec, std::string>>{{ec::job_failed, "typed"},
-                                                                          {ec::timeout, "typed, token"}}));
+  EXPECT_EQ(typed_log.sorted(),
+            (std::vector<std::pair<ec, std::string>>{{ec::job_failed, "typed"}, {ec::timeout, "typed, token"}}));
 }
 
 TEST(ThreadPool, HandlerCanBeReplacedAtRunTime) {

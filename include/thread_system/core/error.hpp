@@ -392,8 +392,9 @@ inline constexpr bool is_result_v<result<T>> = true;
 /// `result<T>` (any T), an `unexpected_error` (what make_error() returns)
 /// or an `error`.
 template <typename R>
-concept error_carrying = is_result_v<std::remove_cvref_t<R>> || std::same_as<std::remove_cvref_t<R>, unexpected_error> ||
-                         std::same_as<std::remove_cvref_t<R>, error>;
+concept error_carrying =
+    is_result_v<std::remove_cvref_t<R>> || std::same_as<std::remove_cvref_t<R>, unexpected_error> ||
+    std::same_as<std::remove_cvref_t<R>, error>;
 
 /// What a job's returned value says, as `result<void>`: the error in a
 /// `result<T>` that holds one, in an `unexpected_error`, or an `error`
