@@ -65,9 +65,10 @@
 //     target that throws refuses the run (as with resource_exhausted), even
 //     when the exception came from the timer's own function that the
 //     target ran inline (a function's returned error is thrown as
-//     error_exception, as a job's: core/job_function.hpp): such a target should catch what its jobs throw (a
-//     thread_pool does), or a periodic timer ends at its first exception
-//     and a one-shot one is counted both fired and refused.
+//     error_exception, as a job's: core/job_function.hpp): such a target
+//     should catch what its jobs throw (a thread_pool does), or a periodic
+//     timer ends at its first exception and a one-shot one is counted both
+//     fired and refused.
 //   * Memory: schedule_*() allocates (the timer, and room in the queue for
 //     it and for every periodic run in flight to come back) and returns
 //     resource_exhausted when it cannot. A periodic timer's re-arm after a
