@@ -44,14 +44,24 @@ health_status status_of(const health_report& r, const char* check) {
 // directory (skipped where the system has no locale sources); the test runs
 // in a child process, so the locale stays there.
 TEST(Health, DetailTextIgnoresTheLocalesDecimalComma) {
+  // A fresh process (re-executed: this one may have threads) inherits the
+  // directory through the environment and builds nothing itself.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  constexpr const char* dir_variable = "THREAD_SYSTEM_TEST_LOCPATH";
+  const char* inherited = std::getenv(dir_variable);
+  const bool child = inherited != nullptr;
   const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("ts_locale_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string cmd = "localedef -i de_DE -f UTF-8 '" + (dir / "de_DE.UTF-8").string() + "' >/dev/null 2>&1";
-  const bool built = std::system(cmd.c_str()) == 0 || std::filesystem::exists(dir / "de_DE.UTF-8" / "LC_NUMERIC");
-  if (!built) {
-    std::filesystem::remove_all(dir);
-    GTEST_SKIP() << "localedef could not build de_DE.UTF-8 (no locale sources)";
+      child ? std::filesystem::path(inherited)
+            : std::filesystem::temp_directory_path() / ("ts_locale_" + std::to_string(::getpid()));
+  if (!child) {
+    std::filesystem::create_directories(dir);
+    const std::string cmd = "localedef -i de_DE -f UTF-8 '" + (dir / "de_DE.UTF-8").string() + "' >/dev/null 2>&1";
+    const bool built = std::system(cmd.c_str()) == 0 || std::filesystem::exists(dir / "de_DE.UTF-8" / "LC_NUMERIC");
+    if (!built) {
+      std::filesystem::remove_all(dir);
+      GTEST_SKIP() << "localedef could not build de_DE.UTF-8 (no locale sources)";
+    }
+    ::setenv(dir_variable, dir.c_str(), 1);
   }
   EXPECT_EXIT(
       {
@@ -66,6 +76,7 @@ TEST(Health, DetailTextIgnoresTheLocalesDecimalComma) {
         std::_Exit(c->detail.find("0,0") == std::string::npos && c->detail.find("0.02") != std::string::npos ? 0 : 4);
       },
       ::testing::ExitedWithCode(0), "");
+  ::unsetenv(dir_variable);
   std::filesystem::remove_all(dir);
 }
 

@@ -486,6 +486,9 @@ int collector_reentry_scenario() {
 }
 
 TEST(PoolMonitor, TheCollectorMayCallItsMonitorFromAUserThread) {
+  // A fresh process (re-executed): this one has threads, and ThreadSanitizer
+  // refuses new threads after a multi-threaded fork.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
         ::alarm(60);
@@ -511,6 +514,9 @@ int health_before_first_sample_scenario() {
 }
 
 TEST(PoolMonitor, HealthFromTheCollectorBeforeTheFirstSampleIsRefused) {
+  // A fresh process (re-executed): this one has threads, and ThreadSanitizer
+  // refuses new threads after a multi-threaded fork.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
         ::alarm(60);
