@@ -258,27 +258,24 @@ void pool_monitor::derive(monitor_report& r, std::uint64_t t) {
   r.health = evaluate_health(in, options_.thresholds);
 }
 
+std::unique_lock<std::mutex> pool_monitor::lock_unless_sampling() const {
+  // In its own collector this thread holds mutex_ already (in sample(),
+  // which writes only scratch_ until the collector returns): read unlocked.
+  return in_own_sample() ? std::unique_lock<std::mutex>(mutex_, std::defer_lock) : std::unique_lock<std::mutex>(mutex_);
+}
+
 std::optional<monitor_report> pool_monitor::latest() const {
-  if (in_own_sample()) {
-    // This thread holds mutex_ (in sample(), which writes only scratch_
-    // until its collector returns): the previous sample, unlocked.
-    if (samples_ == 0) return std::nullopt;
-    return latest_;
-  }
-  std::lock_guard lock(mutex_);
+  const auto lock = lock_unless_sampling();
   if (samples_ == 0) return std::nullopt;
   return latest_;
 }
 
 health_report pool_monitor::health() {
-  if (in_own_sample()) {  // as latest(): this thread holds mutex_
-    if (samples_ == 0) refuse_from_collector("health() before the first sample");
-    return latest_.health;
-  }
   {
-    std::lock_guard lock(mutex_);
+    const auto lock = lock_unless_sampling();
     if (samples_ != 0) return latest_.health;
   }
+  if (in_own_sample()) refuse_from_collector("health() before the first sample");
   return sample().health;
 }
 

@@ -485,17 +485,20 @@ int collector_reentry_scenario() {
   return 0;
 }
 
-TEST(PoolMonitor, TheCollectorMayCallItsMonitorFromAUserThread) {
-  // A fresh process (re-executed): this one has threads, and ThreadSanitizer
-  // refuses new threads after a multi-threaded fork.
+// Runs `scenario` in a fresh process (re-executed: this one has threads,
+// and ThreadSanitizer refuses new threads after a multi-threaded fork) with
+// an alarm, so a hang fails; it must return 0.
+void expect_zero_in_a_child(int (*scenario)()) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
         ::alarm(60);
-        std::_Exit(collector_reentry_scenario());
+        std::_Exit(scenario());
       },
       ::testing::ExitedWithCode(0), "");
 }
+
+TEST(PoolMonitor, TheCollectorMayCallItsMonitorFromAUserThread) { expect_zero_in_a_child(&collector_reentry_scenario); }
 
 // health() from the collector before any sample would need a sample inside
 // this one: refused, and the outer call throws it. (It relocked the
@@ -514,15 +517,7 @@ int health_before_first_sample_scenario() {
 }
 
 TEST(PoolMonitor, HealthFromTheCollectorBeforeTheFirstSampleIsRefused) {
-  // A fresh process (re-executed): this one has threads, and ThreadSanitizer
-  // refuses new threads after a multi-threaded fork.
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(
-      {
-        ::alarm(60);
-        std::_Exit(health_before_first_sample_scenario());
-      },
-      ::testing::ExitedWithCode(0), "");
+  expect_zero_in_a_child(&health_before_first_sample_scenario);
 }
 
 TEST(PoolMonitor, RejectsInvalidOptions) {

@@ -204,6 +204,8 @@ class pool_monitor {
   [[nodiscard]] bool on_sampler_thread() const noexcept;
   // True on a thread inside this monitor's sample() (in its collector).
   [[nodiscard]] bool in_own_sample() const noexcept;
+  // mutex_ locked, or not when this thread holds it (in_own_sample()).
+  [[nodiscard]] std::unique_lock<std::mutex> lock_unless_sampling() const;
   void sampler_main();
   void derive(monitor_report& r, std::uint64_t t);
 
