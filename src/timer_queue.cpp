@@ -31,6 +31,17 @@ namespace {
 thread_local const timer_core* tl_timer_core = nullptr;
 }  // namespace
 
+// The counters of timer_statistics.
+struct timer_counters {
+  // All relaxed: statistics only, no data is published through them.
+  std::atomic<std::uint64_t> scheduled{0};
+  std::atomic<std::uint64_t> fired{0};
+  std::atomic<std::uint64_t> cancelled{0};
+  std::atomic<std::uint64_t> skipped_periods{0};
+  std::atomic<std::uint64_t> refused{0};
+  std::atomic<std::uint64_t> wakeups{0};
+};
+
 struct timer_core {
   using clock = std::chrono::steady_clock;
 
@@ -50,7 +61,7 @@ struct timer_core {
   stop_mode mode = stop_mode::drain;  // guarded by mutex
   clock::time_point stop_time{};      // guarded by mutex
   std::atomic<bool> running{true};    // mirror of !stopping for is_running()
-  std::shared_ptr<timer_counters> counters = std::make_shared<timer_counters>();
+  timer_counters counters;  // counted by the queue, its runs and its handles while the queue exists
   timer_routed_dispatch target;
   std::string name;
   job_function after_stop;  // guarded by mutex: see timer_queue::abandon_on_timer_thread()
@@ -169,15 +180,17 @@ struct timer_core {
 
 namespace {
 
-void count_cancelled(timer_entry& e) noexcept {
-  e.counters->cancelled.fetch_add(1, std::memory_order_relaxed);  // statistics only
+void count_cancelled(timer_core& core) noexcept {
+  core.counters.cancelled.fetch_add(1, std::memory_order_relaxed);  // statistics only
 }
 
 // A one-shot timer's run has started, or was discarded unrun: take the timer
-// off the in-flight list (stop(cancel_pending) no longer needs to find it).
-void settle_one_shot(timer_entry& e) noexcept {
+// off the in-flight list (stop(cancel_pending) no longer needs to find it),
+// counting it in `count` (none: nullptr).
+void settle_one_shot(timer_entry& e, std::atomic<std::uint64_t> timer_counters::*count = nullptr) noexcept {
   std::shared_ptr<timer_core> core = e.core.lock();
-  if (!core) return;  // the queue is gone, and its list with it
+  if (!core) return;  // the queue is gone, and its list and counters with it
+  if (count != nullptr) (core->counters.*count).fetch_add(1, std::memory_order_relaxed);  // statistics only
   std::lock_guard lock(core->mutex);
   core->flight_remove(e);
 }
@@ -188,8 +201,8 @@ void settle_one_shot(timer_entry& e) noexcept {
 // skipped. The skipped grid points are counted in O(1).
 void settle_periodic(timer_entry& e, bool rearm, bool unrun) noexcept {
   std::shared_ptr<timer_core> core = e.core.lock();
-  if (!core) {  // the queue is gone: nothing will ever run this timer again
-    if (rearm && e.try_cancel()) count_cancelled(e);
+  if (!core) {  // the queue is gone: nothing will ever run this timer again (nor count it)
+    if (rearm) (void)e.try_cancel();
     return;
   }
   bool cancel_it = false;
@@ -218,11 +231,11 @@ void settle_periodic(timer_entry& e, bool rearm, bool unrun) noexcept {
       // (timer_core::reserve_room()).
       core->push(e.shared_from_this());
       notify = e.heap_index == 0;
-      if (skipped != 0) e.counters->skipped_periods.fetch_add(skipped, std::memory_order_relaxed);  // statistics
+      if (skipped != 0) core->counters.skipped_periods.fetch_add(skipped, std::memory_order_relaxed);  // statistics
     }
   }
   if (notify) core->wake.notify_one();  // the timer thread may sleep until a later due time
-  if (cancel_it && e.try_cancel()) count_cancelled(e);
+  if (cancel_it && e.try_cancel()) count_cancelled(*core);
 }
 
 }  // namespace
@@ -259,8 +272,11 @@ class timer_run {
       }
       return job_outcome::cancelled;
     }
-    if (!e.periodic()) settle_one_shot(e);                      // started: no stop() can cancel this run now
-    e.counters->fired.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    if (!e.periodic()) {
+      settle_one_shot(e, &timer_counters::fired);  // started: no stop() can cancel this run now
+    } else if (std::shared_ptr<timer_core> core = e.core.lock()) {
+      core->counters.fired.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    }
     struct after_run {
       timer_run* self;
       ~after_run() { self->finish(); }
@@ -297,8 +313,7 @@ class timer_run {
   void discard() noexcept {
     timer_entry& e = *entry_;
     if (!e.periodic()) {
-      if (e.try_cancel()) count_cancelled(e);
-      settle_one_shot(e);
+      settle_one_shot(e, e.try_cancel() ? &timer_counters::cancelled : nullptr);
       return;
     }
     settle_periodic(e, /*rearm=*/true, /*unrun=*/true);
@@ -323,7 +338,7 @@ void dispatch(timer_core& core, const std::shared_ptr<timer_entry>& e, timer_tic
     r = make_error(error_code::resource_exhausted, "target threw");
   }
   if (r) return;                                                   // `fired` is counted by the run when it starts
-  core.counters->refused.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  core.counters.refused.fetch_add(1, std::memory_order_relaxed);  // statistics only
   // A refused job is left with us: its discard path cancels a one-shot
   // timer (counted there) and re-arms a periodic one (the period skipped).
   fn.cancel();  // NOLINT(bugprone-use-after-move): a refused job is left untouched (timer_dispatch)
@@ -331,7 +346,7 @@ void dispatch(timer_core& core, const std::shared_ptr<timer_entry>& e, timer_tic
   if (!e->periodic() || r.error().code() == error_code::queue_full) return;
   // Any other refusal (pool_stopped): the periodic timer ends.
   if (e->try_cancel()) {
-    count_cancelled(*e);
+    count_cancelled(core);
     std::lock_guard lock(core.mutex);
     core.remove(*e);
   }
@@ -361,7 +376,7 @@ void cancel_in_flight(timer_core& core, std::unique_lock<std::mutex>& lock, time
     std::shared_ptr<timer_entry> e = head->shared_from_this();
     core.flight_remove(*e);
     lock.unlock();
-    if (e->try_cancel()) count_cancelled(*e);
+    if (e->try_cancel()) count_cancelled(core);
     e.reset();
     lock.lock();
   }
@@ -377,7 +392,7 @@ void cancel_all(timer_core& core, std::unique_lock<std::mutex>& lock) {
   for (auto& e : rest) e->heap_index = timer_entry::not_in_heap;
   lock.unlock();
   for (auto& e : rest) {
-    if (e->try_cancel()) count_cancelled(*e);
+    if (e->try_cancel()) count_cancelled(core);
   }
   rest.clear();  // the functions of cancelled timers were destroyed by try_cancel()
   lock.lock();
@@ -398,14 +413,14 @@ void timer_main(const std::shared_ptr<timer_core>& core_ptr) {
   while (!core.stopping) {
     if (core.heap.empty()) {
       core.wake.wait(lock);
-      core.counters->wakeups.fetch_add(1, std::memory_order_relaxed);  // statistics only
+      core.counters.wakeups.fetch_add(1, std::memory_order_relaxed);  // statistics only
       continue;
     }
     // A copy: the entry may be cancelled and freed while we sleep.
     const timer_core::clock::time_point next_due = core.heap.front()->due;
     if (next_due > timer_core::clock::now()) {
       core.wake.wait_until(lock, next_due);
-      core.counters->wakeups.fetch_add(1, std::memory_order_relaxed);  // statistics only
+      core.counters.wakeups.fetch_add(1, std::memory_order_relaxed);  // statistics only
       continue;
     }
     fire_top(core, lock);
@@ -417,7 +432,7 @@ void timer_main(const std::shared_ptr<timer_core>& core_ptr) {
       std::shared_ptr<timer_entry> e = core.pop_top();
       if (e->periodic() || e->status.load(std::memory_order_acquire) == timer_entry::cancelled) {  // pairs with
         lock.unlock();                                                                             // try_cancel()
-        if (e->try_cancel()) count_cancelled(*e);
+        if (e->try_cancel()) count_cancelled(core);
         e.reset();
         lock.lock();
         continue;
@@ -444,8 +459,8 @@ void timer_main(const std::shared_ptr<timer_core>& core_ptr) {
 
 bool timer_handle::cancel() noexcept {
   if (entry_ == nullptr || !entry_->try_cancel()) return false;
-  detail::count_cancelled(*entry_);
-  if (auto core = core_.lock()) {
+  if (auto core = entry_->core.lock()) {
+    detail::count_cancelled(*core);
     std::lock_guard lock(core->mutex);
     core->remove(*entry_);  // no notify: a stale wake-up finds the next timer
   }
@@ -494,7 +509,6 @@ timer_queue::~timer_queue() {
 }
 
 result<timer_handle> timer_queue::add(std::shared_ptr<detail::timer_entry> e) {
-  e->counters = core_->counters;
   e->core = core_;
   bool earliest = false;
   {
@@ -508,10 +522,10 @@ result<timer_handle> timer_queue::add(std::shared_ptr<detail::timer_entry> e) {
       return make_error(error_code::resource_exhausted, "out of memory");
     }
     earliest = e->heap_index == 0;
-    core_->counters->scheduled.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    core_->counters.scheduled.fetch_add(1, std::memory_order_relaxed);  // statistics only
   }
   if (earliest) core_->wake.notify_one();  // the timer thread may sleep until a later due time
-  return timer_handle{std::move(e), core_};
+  return timer_handle{std::move(e)};
 }
 
 bool timer_queue::on_timer_thread() const noexcept { return detail::tl_timer_core == core_.get(); }
@@ -557,7 +571,7 @@ void timer_queue::abandon_on_timer_thread(job_function&& after) noexcept {
 
 timer_statistics timer_queue::statistics() const {
   timer_statistics s;
-  const detail::timer_counters& c = *core_->counters;
+  const detail::timer_counters& c = core_->counters;
   // relaxed: statistics only.
   s.scheduled = c.scheduled.load(std::memory_order_relaxed);
   s.fired = c.fired.load(std::memory_order_relaxed);

@@ -864,9 +864,10 @@ TEST(Allocation, ASleepDiscardedByStopWithNoMemoryForItsMessageThrowsCancelled) 
   // Until the timer has handed the run to the pool (no time limit here: the
   // test binary's watchdog bounds it).
   while (pool.get_statistics().accepted == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  // stop(cancel_pending) discards the queued run on this thread; the
-  // message "sleep discarded by the pool (stopping)" is 38 chars + NUL.
-  t_fail_new_of_size = 39;
+  // stop(cancel_pending) discards the queued run on this thread, which
+  // resumes the coroutine here; its co_await's message "sleep discarded by
+  // the pool (stopping, or its wake-up evicted)" is 62 chars + NUL.
+  t_fail_new_of_size = 63;
   (void)pool.stop(ts::stop_mode::cancel_pending);
   t_fail_new_of_size = 0;
   EXPECT_EQ(outcome.load(std::memory_order_acquire), 2);  // pairs with the coroutine's release store

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <coroutine>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 #include <thread>
@@ -65,6 +66,63 @@ TEST(Sleep, ASecondAwaitOfTheSameAwaitableIsRefused) {
   EXPECT_EQ(sync_wait(body(pool)), 1);
   EXPECT_EQ(pool.get_timer_statistics().scheduled, 1U);
 }
+
+// A coroutine that is not a library task: it starts at once and runs to
+// its end on whichever thread resumes it.
+struct foreign_eager {
+  struct promise_type {
+    foreign_eager get_return_object() noexcept { return {}; }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { std::terminate(); }
+  };
+};
+
+foreign_eager foreign_sleep(thread_pool& p, std::string& out) {
+  const std::string local = "kept";
+  try {
+    co_await p.sleep_for(1ms);
+    out = "slept";
+  } catch (const error_exception& e) {
+    out = std::string(to_string(e.code())) + "|" + e.what() + "|" + local;
+  }
+}
+
+// A sleep refused before it starts (the pool stopped) throws the refusal's
+// own code and message from the co_await, at once and on the awaiting
+// thread, in a task and in a foreign coroutine alike; the coroutine goes on
+// with its locals intact. (The awaiter, part of every sleeping task's
+// frame, keeps no error: the refusal leaves await_suspend() as an
+// exception, which the co_await rethrows.)
+TEST(Sleep, ARefusalBeforeTheSleepThrowsTheRefusalItself) {
+  thread_pool pool{1};
+  (void)pool.stop();
+  auto body = [](thread_pool& p) -> task<std::string> {
+    const std::string local = "kept";
+    try {
+      co_await p.sleep_for(1ms);
+    } catch (const error_exception& e) {
+      co_return std::string(to_string(e.code())) + "|" + e.what() + "|" + local;
+    }
+    co_return "slept";
+  };
+  const std::string in_task = sync_wait(body(pool));
+  EXPECT_EQ(in_task.rfind("pool_stopped|", 0), 0U) << in_task;
+  EXPECT_NE(in_task.find("stopped"), std::string::npos) << in_task;
+  EXPECT_EQ(in_task.substr(in_task.size() - 5), "|kept") << in_task;
+  std::string in_foreign;
+  foreign_sleep(pool, in_foreign);  // runs to its end here: nothing suspends
+  EXPECT_EQ(in_foreign, in_task);
+  EXPECT_EQ(pool.get_timer_statistics().scheduled, 0U);
+}
+
+// The memory a sleeping task costs (docs/PERFORMANCE.md, coro_sleep: at most
+// 256 B beyond a task suspended in schedule()): the awaiter in its frame,
+// and the handle it keeps of its timer (one pointer to the timer, which
+// knows its queue).
+static_assert(sizeof(timer_handle) == sizeof(std::shared_ptr<int>));
+static_assert(sizeof(detail::sleep_awaiter<detail::pool_timer_arm<thread_pool>>) <= 15 * sizeof(void*));
 
 TEST(Sleep, ACancelledTokenEndsTheSleepEarlyWithCancelled) {
   thread_pool pool{2};

@@ -39,7 +39,6 @@
 #include <atomic>
 #include <coroutine>
 #include <cstdint>
-#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -85,29 +84,26 @@ class sleep_awaiter {
 
   [[nodiscard]] static bool await_ready() noexcept { return false; }
 
+  // Every refusal here throws before the coroutine is suspended (an
+  // exception from await_suspend() resumes it and is rethrown from the
+  // co_await, [expr.await]), so the awaiter - which lives in the frame of
+  // every sleeping task - keeps no error of its own.
   template <typename P>
   bool await_suspend(std::coroutine_handle<P> h) {
     // One sleep per awaitable: awaited again, it is refused (its timer and
     // state belong to the first co_await). relaxed: the same coroutine
     // finished the first co_await, after every claim of it.
     if (state_.load(std::memory_order_relaxed) != setup) {
-      error_ = error{error_code::invalid_argument, "a sleep awaitable co_awaited a second time"};
-      return false;
+      throw error_exception(make_error(error_code::invalid_argument, "a sleep awaitable co_awaited a second time").value);
     }
     handle_ = h;
     if constexpr (library_promise<P>) {
       promise_ = &h.promise();
       token_ = promise_->token();
     }
-    if (token_ != nullptr && token_->is_cancelled()) {
-      error_ = error{error_code::cancelled, "sleep cancelled by the task's token"};
-      return false;
-    }
+    if (token_ != nullptr && token_->is_cancelled()) throw cancelled_by_token();
     result<timer_handle> armed = arm_(due_, fire{this});
-    if (!armed) {
-      error_ = armed.error();
-      return false;
-    }
+    if (!armed) throw error_exception(std::move(armed).error());
     timer_ = std::move(*armed);
     if (token_ != nullptr && token_->can_be_cancelled()) {
       try {
@@ -137,28 +133,22 @@ class sleep_awaiter {
       result<void> pushed = target.push_job(
           job_function(resume_job{handle_, promise_, promise_ != nullptr ? nullptr : &discard_slot_, target}));
       if (pushed) return true;  // `this` may be gone
-      error_ = pushed.error();
-      return false;
+      throw error_exception(std::move(pushed).error());
     }
     // discarded_early or token_seen: that party's last touch of `this` was
-    // its state change; continue here.
-    if (expected == discarded_early || expected == token_seen) {
-      error_ = error{error_code::cancelled, expected == token_seen ? "sleep cancelled by the task's token"
-                                                                   : "sleep discarded by the pool (stopping)"};
-    }
-    return false;
+    // its state change; the co_await throws here.
+    if (expected == token_seen) throw cancelled_by_token();
+    throw error_exception(make_error(error_code::cancelled, "sleep discarded by the pool (stopping)").value);
   }
 
-  void await_resume() {
-    if (error_) throw error_exception(std::move(*error_));
-    if (discard_slot_.error) {  // a foreign coroutine's resumption, discarded by the pool
-      throw error_exception(error{*discard_slot_.error, "sleep's resumption discarded by the pool"});
+  void await_resume() const {
+    if (discard_slot_.error) {  // a foreign coroutine's sleep or resumption, discarded by the pool
+      throw error_exception(
+          make_error(*discard_slot_.error, "sleep discarded by the pool (stopping, or its wake-up evicted)").value);
     }
     // acquire: the resumption that brought us here was ordered after the
     // state change (a job hand-off or this thread).
-    if (state_.load(std::memory_order_acquire) == token_done) {
-      throw error_exception(error{error_code::cancelled, "sleep cancelled by the task's token"});
-    }
+    if (state_.load(std::memory_order_acquire) == token_done) throw cancelled_by_token();
   }
 
  private:
@@ -192,6 +182,11 @@ class sleep_awaiter {
     }
     void operator()() { std::exchange(owner, nullptr)->on_fire(); }
   };
+
+  // The messages are literals: without memory for them the code alone (make_error()).
+  static error_exception cancelled_by_token() {
+    return error_exception(make_error(error_code::cancelled, "sleep cancelled by the task's token").value);
+  }
 
   enum class claim_result : std::uint8_t { won, early, token_handoff, lost };
 
@@ -243,8 +238,8 @@ class sleep_awaiter {
       if (promise_ != nullptr) {
         abandon(promise_);
       } else {
-        // Without throwing (noexcept here): out of memory, the code alone.
-        error_ = make_error(error_code::cancelled, "sleep discarded by the pool (stopping)").value;
+        // The code alone (noexcept here, and nothing to allocate): await_resume() throws it.
+        discard_slot_.error = error_code::cancelled;
         resume_loop_reporting(handle_, &discarding);
       }
     } else if (r == claim_result::token_handoff) {
@@ -298,8 +293,7 @@ class sleep_awaiter {
   const cancellation_token* token_ = nullptr;
   std::atomic<std::uint8_t> state_{setup};
   timer_handle timer_;
-  foreign_slot discard_slot_;
-  std::optional<error> error_;
+  foreign_slot discard_slot_;  // a foreign coroutine's discard: the code await_resume() throws
   // Last: destroyed first, so destroying the awaiter on another thread waits
   // for a running on_token() before the rest goes.
   cancellation_registration registration_;

@@ -73,17 +73,6 @@ namespace detail {
 
 struct timer_core;
 
-// Shared statistics; runs and handles keep it alive after the queue is gone.
-struct timer_counters {
-  // All relaxed: statistics only, no data is published through them.
-  std::atomic<std::uint64_t> scheduled{0};
-  std::atomic<std::uint64_t> fired{0};
-  std::atomic<std::uint64_t> cancelled{0};
-  std::atomic<std::uint64_t> skipped_periods{0};
-  std::atomic<std::uint64_t> refused{0};
-  std::atomic<std::uint64_t> wakeups{0};
-};
-
 // One timer. The schedule fields are guarded by the core's mutex; status
 // is an atomic shared with the runs and the handles.
 class timer_entry : public std::enable_shared_from_this<timer_entry> {
@@ -144,8 +133,9 @@ class timer_entry : public std::enable_shared_from_this<timer_entry> {
   bool in_flight = false;
   timer_route route{};  // set before the entry is shared; handed to the target with each run
   std::atomic<std::uint32_t> status{pending};
-  std::shared_ptr<timer_counters> counters;  // set before the entry is shared
-  std::weak_ptr<timer_core> core;            // set before the entry is shared: runs re-arm through it
+  // Set before the entry is shared: runs re-arm and count through it, a
+  // handle cancels through it. Once the queue is gone nothing is counted.
+  std::weak_ptr<timer_core> core;
 };
 
 template <typename F>
@@ -191,11 +181,9 @@ class timer_handle {
 
  private:
   friend class timer_queue;
-  timer_handle(std::shared_ptr<detail::timer_entry> e, std::weak_ptr<detail::timer_core> c) noexcept
-      : entry_(std::move(e)), core_(std::move(c)) {}
+  explicit timer_handle(std::shared_ptr<detail::timer_entry> e) noexcept : entry_(std::move(e)) {}
 
-  std::shared_ptr<detail::timer_entry> entry_;
-  std::weak_ptr<detail::timer_core> core_;
+  std::shared_ptr<detail::timer_entry> entry_;  // its queue: entry_->core
 };
 
 namespace detail {
