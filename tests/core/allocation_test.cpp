@@ -47,6 +47,9 @@ thread_local bool t_fail_array_new = false;
 // error message must still be allocated, so failing every size would only
 // test that the error cannot be built.)
 thread_local std::size_t t_fail_new_of_size = 0;
+// The same on every thread (for work the library hands to one of its own).
+// relaxed: set and cleared around the call under test, which orders it.
+std::atomic<std::size_t> g_fail_new_of_size{0};
 // When set, every allocation of this thread fails, the error message's too.
 thread_local bool t_fail_all_new = false;
 // When non-zero, this thread's t_fail_nth_new-th single-object allocation
@@ -64,6 +67,7 @@ thread_local int t_fail_nth_new = 0;
 #endif
 void* operator new(std::size_t n) {
   if (t_fail_all_new || (t_fail_new_of_size != 0 && n == t_fail_new_of_size)) throw std::bad_alloc();
+  if (const std::size_t g = g_fail_new_of_size.load(std::memory_order_relaxed); g != 0 && n == g) throw std::bad_alloc();
   if (t_fail_nth_new != 0 && --t_fail_nth_new == 0) throw std::bad_alloc();
   g_allocations.fetch_add(1, std::memory_order_relaxed);  // a count, no ordering needed
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
@@ -864,12 +868,12 @@ TEST(Allocation, ASleepDiscardedByStopWithNoMemoryForItsMessageThrowsCancelled) 
   // Until the timer has handed the run to the pool (no time limit here: the
   // test binary's watchdog bounds it).
   while (pool.get_statistics().accepted == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  // stop(cancel_pending) discards the queued run on this thread, which
-  // resumes the coroutine here; its co_await's message "sleep discarded by
+  // stop(cancel_pending) discards the queued run (on a worker), which
+  // resumes the coroutine there; its co_await's message "sleep discarded by
   // the pool (stopping, or its wake-up evicted)" is 62 chars + NUL.
-  t_fail_new_of_size = 63;
+  g_fail_new_of_size.store(63, std::memory_order_relaxed);  // see its declaration
   (void)pool.stop(ts::stop_mode::cancel_pending);
-  t_fail_new_of_size = 0;
+  g_fail_new_of_size.store(0, std::memory_order_relaxed);
   EXPECT_EQ(outcome.load(std::memory_order_acquire), 2);  // pairs with the coroutine's release store
 }
 
