@@ -61,7 +61,7 @@ struct timer_core {
   stop_mode mode = stop_mode::drain;  // guarded by mutex
   clock::time_point stop_time{};      // guarded by mutex
   std::atomic<bool> running{true};    // mirror of !stopping for is_running()
-  timer_counters counters;  // counted by the queue, its runs and its handles while the queue exists
+  timer_counters counters;            // counted by the queue, its runs and its handles while the queue exists
   timer_routed_dispatch target;
   std::string name;
   job_function after_stop;  // guarded by mutex: see timer_queue::abandon_on_timer_thread()
@@ -337,7 +337,7 @@ void dispatch(timer_core& core, const std::shared_ptr<timer_entry>& e, timer_tic
   } catch (...) {
     r = make_error(error_code::resource_exhausted, "target threw");
   }
-  if (r) return;                                                   // `fired` is counted by the run when it starts
+  if (r) return;                                                  // `fired` is counted by the run when it starts
   core.counters.refused.fetch_add(1, std::memory_order_relaxed);  // statistics only
   // A refused job is left with us: its discard path cancels a one-shot
   // timer (counted there) and re-arms a periodic one (the period skipped).

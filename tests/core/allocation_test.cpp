@@ -67,7 +67,8 @@ thread_local int t_fail_nth_new = 0;
 #endif
 void* operator new(std::size_t n) {
   if (t_fail_all_new || (t_fail_new_of_size != 0 && n == t_fail_new_of_size)) throw std::bad_alloc();
-  if (const std::size_t g = g_fail_new_of_size.load(std::memory_order_relaxed); g != 0 && n == g) throw std::bad_alloc();
+  if (const std::size_t g = g_fail_new_of_size.load(std::memory_order_relaxed); g != 0 && n == g)
+    throw std::bad_alloc();
   if (t_fail_nth_new != 0 && --t_fail_nth_new == 0) throw std::bad_alloc();
   g_allocations.fetch_add(1, std::memory_order_relaxed);  // a count, no ordering needed
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;

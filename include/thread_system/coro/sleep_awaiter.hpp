@@ -94,7 +94,8 @@ class sleep_awaiter {
     // state belong to the first co_await). relaxed: the same coroutine
     // finished the first co_await, after every claim of it.
     if (state_.load(std::memory_order_relaxed) != setup) {
-      throw error_exception(make_error(error_code::invalid_argument, "a sleep awaitable co_awaited a second time").value);
+      throw error_exception(
+          make_error(error_code::invalid_argument, "a sleep awaitable co_awaited a second time").value);
     }
     handle_ = h;
     if constexpr (library_promise<P>) {
