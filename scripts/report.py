@@ -34,6 +34,16 @@ from reporting.render import Context, render
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def measured_cores(runs):
+    """The core count the report binary planned its comparison rows for (its
+    worker counts; at least 2), so a report rendered elsewhere (--render-only)
+    or on one core finds its rows. This machine's count for older raw data."""
+    try:
+        return int(runs.context["hardware_threads"])
+    except (KeyError, ValueError):
+        return max(2, os.cpu_count() or 2)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     g = ap.add_mutually_exclusive_group()
@@ -66,7 +76,7 @@ def main():
     runs, loaded = data.load_runs(raw, run.raw_files(steps, info))
     omp = info.get("omp_wait_policy") or run.environments(mode)[1].get("OMP_WAIT_POLICY")
     ctx = Context(runs=runs, mode=mode, cfg=run.MODES[mode], build=build, outdir=outdir, paths=paths,
-                  missing=missing, info=info, queue_json=loaded.get("queue.json"), cores=os.cpu_count() or 2,
+                  missing=missing, info=info, queue_json=loaded.get("queue.json"), cores=measured_cores(runs),
                   omp_wait_policy=omp)
     text = render(ctx)
     path = os.path.join(outdir, "REPORT.md")

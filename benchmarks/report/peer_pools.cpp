@@ -1139,6 +1139,9 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("report_mode", std::getenv("THREAD_SYSTEM_REPORT_MODE") != nullptr
                                                  ? std::getenv("THREAD_SYSTEM_REPORT_MODE")
                                                  : "quick");
+  // The core count the comparison rows were planned for (their worker
+  // counts): the renderer looks the rows up by it.
+  benchmark::AddCustomContext("hardware_threads", std::to_string(hardware_threads()));
 #if defined(THREAD_SYSTEM_HAVE_TBB)
   benchmark::AddCustomContext("have_onetbb", "1");
 #endif
