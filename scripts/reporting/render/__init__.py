@@ -27,7 +27,7 @@ RENDER_ORDER = ("body", "summary", "head", "tail")
 
 def render(ctx, goals=GOALS):
     """The Markdown of the report (plots are drawn into ctx.outdir on the way)."""
-    ctx.verdicts = Verdicts(goals, ctx.runs)
+    ctx.verdicts = Verdicts(goals, ctx.runs, mode=ctx.mode)
     rank = {m.__name__: i for i, m in enumerate(MODULES)}
     ordered = sorted(enumerate(SECTIONS), key=lambda t: (rank[t[1][1].__module__], t[0]))
     parts = {place: [] for place in PLACES}

@@ -140,7 +140,7 @@ def _judge(spec, runs, names):
 class Verdicts:
     """The goals judged on one run, in the order of the goals data."""
 
-    def __init__(self, specs, runs):
+    def __init__(self, specs, runs, mode="full"):
         self.specs = list(specs)
         self.judged = []
         self.unjudged = []  # (section, goal) of goals with no data in this run: listed, never dropped silently
@@ -150,6 +150,9 @@ class Verdicts:
                 res = _judge(filled, runs, names)
                 if res is not None:
                     measured, met, row = res
+                    if mode != "full" and filled["kind"] == "over_rows" and filled.get("met") == "all":
+                        # "Every workload" means the full run's set; a shorter run has fewer.
+                        measured += f" (a {mode} run: only the workloads it ran; the goal is judged on a full run)"
                     self.judged.append(Judged(filled, filled["section"], filled["goal"], measured, met, row))
                     any_judged = True
             if not any_judged and spec.get("met") is not None:
