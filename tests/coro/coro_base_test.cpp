@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "rethrowing_coroutine.hpp"
+#include "foreign_coroutines.hpp"
 #include "thread_system/sync/cancellation.hpp"
 #include "thread_system/sync/this_job.hpp"
 
@@ -56,15 +56,7 @@ ts::coro_test::rethrowing_coroutine await_schedule_uncaught(td::resume_target ta
 }
 
 // A coroutine that is not a task<T>: starts at once, frees its frame at the end.
-struct eager {
-  struct promise_type {
-    eager get_return_object() noexcept { return {}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    void unhandled_exception() noexcept { std::terminate(); }
-  };
-};
+using eager = ts::coro_test::eager_coroutine;
 
 struct observed {
   int stage = 0;

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <coroutine>
 #include <cstdint>
-#include <exception>
 #include <memory>
 #include <string>
 #include <thread>
@@ -18,6 +17,7 @@
 
 #include "../support/test_support.hpp"
 #include "coro_test_support.hpp"
+#include "foreign_coroutines.hpp"
 #include "thread_system/pools/pool_options.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/sync/cancellation.hpp"
@@ -67,19 +67,8 @@ TEST(Sleep, ASecondAwaitOfTheSameAwaitableIsRefused) {
   EXPECT_EQ(pool.get_timer_statistics().scheduled, 1U);
 }
 
-// A coroutine that is not a library task: it starts at once and runs to
-// its end on whichever thread resumes it.
-struct foreign_eager {
-  struct promise_type {
-    foreign_eager get_return_object() noexcept { return {}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    void unhandled_exception() noexcept { std::terminate(); }
-  };
-};
-
-foreign_eager foreign_sleep(thread_pool& p, std::string& out) {
+// Not a library task: starts at once, runs to its end on whichever thread resumes it.
+eager_coroutine foreign_sleep(thread_pool& p, std::string& out) {
   const std::string local = "kept";
   try {
     co_await p.sleep_for(1ms);

@@ -21,7 +21,7 @@
 
 #include "../support/test_support.hpp"
 #include "coro_test_support.hpp"
-#include "rethrowing_coroutine.hpp"
+#include "foreign_coroutines.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/pools/typed_thread_pool.hpp"
 #include "thread_system/sync/wait_group.hpp"

@@ -17,7 +17,7 @@
 
 #include "../support/test_support.hpp"
 #include "coro_test_support.hpp"
-#include "rethrowing_coroutine.hpp"
+#include "foreign_coroutines.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 
 namespace thread_system {
