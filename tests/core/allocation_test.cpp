@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "../coro/foreign_coroutines.hpp"
 #include "../support/test_support.hpp"
 #include "thread_system/compat/job.hpp"
 #include "thread_system/compat/lockfree_pools.hpp"
@@ -841,17 +842,7 @@ TEST(Allocation, ResolvingAUniquePtrFactoryWithNoMemoryReturnsResourceExhausted)
 // no memory for it std::bad_alloc left a noexcept function (terminate). The
 // co_await now throws `cancelled` (message or not).
 namespace {
-struct detached_coroutine {
-  struct promise_type {
-    detached_coroutine get_return_object() noexcept { return {}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    void unhandled_exception() noexcept { std::abort(); }
-  };
-};
-
-detached_coroutine sleep_then_record(ts::thread_pool& pool, std::atomic<int>& outcome) {
+ts::coro_test::eager_coroutine sleep_then_record(ts::thread_pool& pool, std::atomic<int>& outcome) {
   try {
     co_await pool.sleep_for(std::chrono::milliseconds(1));
     outcome.store(1, std::memory_order_release);  // pairs with the test's acquire load
