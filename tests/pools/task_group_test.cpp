@@ -106,8 +106,11 @@ TEST(TaskGroup, AWaitOffThePoolWakesAtTheLastFinishWhoeverWaits) {
     const int jobs = 1 + static_cast<int>(i % 16);
     for (int k = 0; k < jobs; ++k) {
       g.run([&g, &add, k, jobs, i] {
-        if (k == 0) g.run(add);  // run() on a worker: counted in the shared word
-        if (k == jobs - 1 && i % 4 == 0) std::this_thread::sleep_for(50us);  // the owner parks
+        // The oldest job, the first a worker pops (the owner takes jobs back
+        // newest first): usually on a worker, where run() counts in the
+        // shared word, and a slow one leaves the owner parked.
+        if (k == 0) g.run(add);
+        if (k == 0 && i % 4 == 0) std::this_thread::sleep_for(50us);
         add();
       });
     }
@@ -162,7 +165,9 @@ TEST(TaskGroup, ADiscardThatIsTheLastFinishWakesTheOwnerSleepingOffThePool) {
     y_started.count_down();
     y_gate.wait();
   }));
-  g.run([&ran] { ran.fetch_add(10, std::memory_order_relaxed); });  // queued behind y
+  // Queued behind y, run() by another thread: the owner cannot take it back
+  // (it would run it itself), and it counts in the shared word.
+  std::thread([&] { g.run([&ran] { ran.fetch_add(10, std::memory_order_relaxed); }); }).join();
   ts::stop_report report;
   std::thread helper([&] {
     std::this_thread::sleep_for(20ms);  // the owner goes to sleep in wait()
@@ -255,7 +260,11 @@ TEST(TaskGroup, AJobDiscardedByStopCancelPendingMakesWaitThrowCancelled) {
   blocker.hold(pool);
   std::atomic<int> ran{0};
   ts::task_group g(pool);
-  for (int i = 0; i < 3; ++i) g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+  // From a thread that is not the group's owner: the owner's wait would take
+  // the jobs back and run them (TheOwnerOffThePoolTakesBackWhatNoWorkerStarted).
+  std::thread([&] {
+    for (int i = 0; i < 3; ++i) g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+  }).join();
   ts::stop_report report;
   std::thread stopper([&] { report = pool.stop(ts::stop_mode::cancel_pending); });
   EXPECT_TRUE(ts::test::throws_cancelled([&] { g.wait(); }));  // before the fix: waited forever
@@ -406,29 +415,38 @@ TEST(TaskGroup, ACallableWhoseCopyThrowsIsNotCounted) {
 }
 
 namespace {
-// Copy-only (a move copies): the copy that job_function makes moving the
-// job into its storage - the third - throws.
-struct throws_on_third_copy {
+// Copy-only (a move copies): the n-th copy throws.
+struct throws_on_copy {
   std::atomic<int>* copies;
-  explicit throws_on_third_copy(std::atomic<int>* c) noexcept : copies(c) {}
-  throws_on_third_copy(const throws_on_third_copy& o) : copies(o.copies) {
-    if (copies->fetch_add(1) + 1 == 3) throw std::runtime_error("third copy");
+  int throwing;
+  throws_on_copy(std::atomic<int>* c, int n) noexcept : copies(c), throwing(n) {}
+  throws_on_copy(const throws_on_copy& o) : copies(o.copies), throwing(o.throwing) {
+    if (copies->fetch_add(1) + 1 == throwing) throw std::runtime_error("copy");
   }
-  throws_on_third_copy& operator=(const throws_on_third_copy&) = delete;
-  ~throws_on_third_copy() = default;
+  throws_on_copy& operator=(const throws_on_copy&) = delete;
+  ~throws_on_copy() = default;
   void operator()() const noexcept {}
 };
 }  // namespace
 
 // The copy into the pool's job came after the count: run() threw, the
-// group counted a job that never existed, and wait() waited for ever.
+// group counted a job that never existed, and wait() waited for ever. From
+// a thread that is not the owner the third copy is the one into the pool's
+// job; the owner off the pool copies twice, into the node it can take back
+// (the job, made after the count before the fix).
 TEST(TaskGroup, ACallableWhoseMoveIntoTheJobThrowsIsNotCounted) {
   ts::thread_pool pool{2, ts::test::pool_opts()};
   ts::task_group g(pool);
   std::atomic<int> copies{0};
-  const throws_on_third_copy f(&copies);
-  EXPECT_THROW(g.run(f), std::runtime_error);
+  std::thread([&] {
+    const throws_on_copy f(&copies, 3);
+    EXPECT_THROW(g.run(f), std::runtime_error);
+  }).join();
   EXPECT_EQ(copies.load(), 3);
+  copies.store(0);
+  const throws_on_copy f(&copies, 2);
+  EXPECT_THROW(g.run(f), std::runtime_error);
+  EXPECT_EQ(copies.load(), 2);
   g.wait();  // before the fix: for ever
 }
 
@@ -517,4 +535,115 @@ TEST(TaskGroup, RunFromOutsideAFullBoundedPoolRunsOnTheCallerUnderEveryPolicy) {
     EXPECT_EQ(on_caller.load(std::memory_order_relaxed), 8);
     for (auto& f : fillers) EXPECT_EQ(f.get(), 7);  // not evicted: cancelled would throw
   }
+}
+
+// The owner off the pool takes back, newest first, the jobs it run() that no
+// worker has started, and runs them itself: a paused pool (and a busy one)
+// does not hold its wait. A job taken back stays queued until a worker pops
+// it, which then does nothing. Before: wait() slept until the watchdog
+// resumed the pool, and the jobs ran on the worker.
+TEST(TaskGroup, TheOwnerOffThePoolTakesBackWhatNoWorkerStarted) {
+  ts::thread_pool pool{1, ts::test::pool_opts("tg-take-back")};
+  for (const bool paused : {true, false}) {
+    std::vector<std::thread::id> ran_on(3);
+    std::vector<int> order;  // written by the jobs, read after wait()
+    const bool waited = ts::test::call_needed_the_pool(pool, paused, [&] {
+      ts::task_group g(pool);
+      for (int k = 0; k < 3; ++k) {
+        g.run([&ran_on, &order, k] {
+          ran_on[static_cast<std::size_t>(k)] = std::this_thread::get_id();
+          order.push_back(k);
+        });
+      }
+      g.wait();
+    });
+    EXPECT_FALSE(waited) << "paused: " << paused;
+    for (const std::thread::id id : ran_on) EXPECT_EQ(id, std::this_thread::get_id()) << "paused: " << paused;
+    EXPECT_EQ(order, (std::vector<int>{2, 1, 0})) << "newest first";
+  }
+  // The worker popped the three stale jobs of each round (call_needed_the_pool
+  // waited for the pool to be idle): they ran nothing, and the pool goes on.
+  std::atomic<int> later{0};
+  ASSERT_TRUE(pool.enqueue([&later] { later.fetch_add(1, std::memory_order_relaxed); }));
+  pool.wait_idle();
+  EXPECT_EQ(later.load(std::memory_order_relaxed), 1);  // relaxed: wait_idle() ordered the run
+}
+
+// The owner keeps the last 16 jobs it run() within reach: of 20 run() on a
+// paused pool, its wait runs the newest 16 itself and waits for the pool to
+// run the 4 oldest (resumed here once the 16 have run).
+TEST(TaskGroup, TheOwnerTakesBackOnlyTheNewestSixteen) {
+  ts::thread_pool pool{1, ts::test::pool_opts("tg-take-back-16")};
+  pool.pause();
+  constexpr int jobs = 20;
+  std::vector<std::thread::id> ran_on(jobs);
+  std::atomic<int> ran{0};
+  std::thread resumer([&] {
+    // Bounded: without taking back, the 16 never run until this resumes.
+    (void)ts::test::eventually([&] { return ran.load(std::memory_order_acquire) >= 16; });
+    pool.resume();
+  });
+  {
+    ts::task_group g(pool);
+    for (int k = 0; k < jobs; ++k) {
+      g.run([&ran_on, &ran, k] {
+        ran_on[static_cast<std::size_t>(k)] = std::this_thread::get_id();
+        ran.fetch_add(1, std::memory_order_release);  // pairs with the resumer's acquire
+      });
+    }
+    g.wait();
+  }
+  resumer.join();
+  for (int k = 0; k < jobs; ++k) {
+    if (k < jobs - 16) {
+      EXPECT_NE(ran_on[static_cast<std::size_t>(k)], std::this_thread::get_id()) << "job " << k;
+    } else {
+      EXPECT_EQ(ran_on[static_cast<std::size_t>(k)], std::this_thread::get_id()) << "job " << k;
+    }
+  }
+}
+
+// A job taken back behaves as one a worker runs: its exception is rethrown
+// by wait(), the jobs it run() are waited for (and taken back too: the
+// owner runs them as well), its captures are destroyed before wait()
+// returns. A stop(cancel_pending) afterwards discards the stale queued jobs
+// without touching the group.
+TEST(TaskGroup, AJobTakenBackThrowsRunsMoreAndIsDestroyedLikeAnyOther) {
+  ts::thread_pool pool{1, ts::test::pool_opts("tg-take-back-more")};
+  pool.pause();
+  std::atomic<int> ran{0};  // relaxed: read after wait()
+  auto tracked = std::make_shared<int>(0);
+  std::weak_ptr<int> watch = tracked;
+  // Lets a failing build end: resumes the pool if the wait needs it.
+  std::atomic<bool> returned{false};
+  std::atomic<bool> resumed{false};
+  std::thread watchdog([&] {
+    if (ts::test::eventually([&] { return returned.load(std::memory_order_acquire); })) return;
+    resumed.store(true, std::memory_order_release);
+    pool.resume();
+  });
+  {
+    ts::task_group g(pool);
+    g.run([&g, &ran] {
+      ran.fetch_add(1, std::memory_order_relaxed);
+      g.run([&ran] { ran.fetch_add(10, std::memory_order_relaxed); });  // run() by the owner, inside its wait
+      throw std::runtime_error("taken back");
+    });
+    g.run([&ran, t = std::move(tracked)] { ran.fetch_add(100, std::memory_order_relaxed); });
+    try {
+      g.wait();
+      ADD_FAILURE() << "wait() did not rethrow";
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "taken back");
+    }
+    returned.store(true, std::memory_order_release);  // pairs with the watchdog's load
+    watchdog.join();
+    EXPECT_FALSE(resumed.load(std::memory_order_acquire)) << "the wait needed the paused pool";
+    EXPECT_EQ(ran.load(std::memory_order_relaxed), 111);
+    EXPECT_TRUE(watch.expired()) << "a capture outlived wait()";
+  }
+  if (resumed.load(std::memory_order_acquire)) return;  // the stale jobs ran on the worker
+  const ts::stop_report report = pool.stop(ts::stop_mode::cancel_pending);
+  EXPECT_EQ(report.cancelled, 3U);  // the three stale queued jobs
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 111);
 }

@@ -28,7 +28,14 @@
 //   * wait() returns when every job run() so far has finished; on a worker
 //     it helps run other jobs meanwhile (with the locks the waiting code
 //     holds held: hold none that another job of the pool may take, see
-//     sync/helping_wait.hpp, *Locks*). Everything the jobs did is visible
+//     sync/helping_wait.hpp, *Locks*). Off the pool's workers, the group's
+//     creating thread first takes back, newest first, the jobs it run()
+//     there that no worker has started - the last 16 it run() since its
+//     previous wait - and runs them itself, as parallel_for's caller does;
+//     it runs no other job. So its wait does not sleep while those jobs sit
+//     in the queue (behind other jobs, or in a paused pool); a job taken
+//     back stays in the queue until a worker pops it and finds it taken,
+//     which then does nothing. Everything the jobs did is visible
 //     after wait() returns. The first exception thrown by a job (or error
 //     a job returned, as error_exception: core/job_function.hpp) is rethrown
 //     by wait() (later ones are dropped). A job the pool accepted and then
@@ -46,14 +53,18 @@
 // inside that thread's wait() (the common fork-join case on a pool worker:
 // the child was not stolen, and the wait helps), is counted without a
 // single read-modify-write: the creating thread keeps that count in a word
-// only it writes. (Off the pool's workers a wait does not help, so every
-// job finishes elsewhere.) Jobs run or finished
-// anywhere else count on a shared word with one atomic add or subtract
-// each (see the count's comment in the class). A waiting creating thread
+// only it writes; so is a job it takes back off the pool. Jobs run or
+// finished anywhere else count on a shared word with one atomic add or
+// subtract each (see the count's comment in the class). A job the creating
+// thread run()s off the pool's workers costs one small heap node more
+// (the job itself, which it can take back from there) and three atomic
+// read-modify-writes on that node; with no memory for the node, the job
+// goes to the pool as any other thread's does. A waiting creating thread
 // that sleeps is woken once, by the last job to finish; a wait on another
 // thread is woken by each finish while it sleeps, to look again.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <exception>
@@ -94,6 +105,9 @@ class task_group {
       wait();
     } catch (...) {  // the caller did not ask for it: nowhere to report it
     }
+    // Left only when a thread other than the owner waited: every job has
+    // finished, so a worker or the pool's discard claimed each of them.
+    while (reclaim_size_ != 0) pop_reclaimable()->release();
   }
 
   /// Runs `f` as a job of the group on the pool (on this worker's deque when called from one of its workers);
@@ -108,6 +122,11 @@ class task_group {
     // The job first: if copying or moving f throws, the exception leaves
     // run() and nothing was counted (a count taken first would never be
     // given back, and wait() would wait forever).
+    // The owner off the pool keeps what it hands out within reach, to take
+    // it back in wait() (see "Taking jobs back" below).
+    if (this_thread_tag() == owner_ && owner_off_pool() && run_reclaimable<std::decay_t<F>>(std::forward<F>(f))) {
+      return;
+    }
     group_job<std::decay_t<F>> job{this, std::decay_t<F>(std::forward<F>(f))};
     std::optional<job_function> wrapped;
     try {
@@ -132,6 +151,7 @@ class task_group {
 
   /// Waits for every job run() so far; rethrows the first exception.
   void wait() {
+    if (reclaim_size_ != 0 && this_thread_tag() == owner_) take_back();
     if (!all_finished()) wait_for_jobs();
     // acquire: pairs with record()'s release store of `published`. A job
     // run() concurrently with this wait may be storing the first exception
@@ -184,6 +204,143 @@ class task_group {
       group->finish();  // last access to the group
     }
   };
+
+  // ---- Taking jobs back ------------------------------------------------------
+  //
+  // A job the owner run()s while it is not one of the pool's workers lives
+  // in a heap node that two parties hold: the job in the pool's queue (a
+  // pointer) and the owner's ring of the last reclaim_depth such nodes. In
+  // wait() the owner takes back, newest first, each node no worker has
+  // started, and runs it itself: it never sleeps while jobs of its own
+  // group wait in the queue, behind other jobs or in a paused pool. The
+  // node's one word says who has it: claimed_bit, set by the first party to
+  // run it (the worker that pops it, the pool's discard, or the owner), and
+  // a count of the parties still holding it, in units of holder; the last
+  // to let go deletes it. A job taken back stays in the queue until a
+  // worker pops it, finds it claimed and lets go of the node. Beyond
+  // reclaim_depth jobs, the oldest leaves the ring (the owner lets go of
+  // it; it runs where the pool runs it).
+
+  struct reclaimable {
+    static constexpr std::uint32_t claimed_bit = 1U;
+    static constexpr std::uint32_t holder = 2U;
+    enum class act : std::uint8_t { run, discard, destroy };
+
+    explicit reclaimable(void (*f)(reclaimable*, act) noexcept) noexcept : apply(f) {}
+    std::atomic<std::uint32_t> state{2 * holder};  // the queue's job and the owner's ring
+    void (*apply)(reclaimable*, act) noexcept;
+
+    // True for the one party that gets to run or discard the job; a party
+    // that comes second sees the bit with a plain load and writes nothing.
+    // relaxed: the body reached every party through the pool's queue
+    // (release and acquire) or was written by the party itself; the claim
+    // publishes nothing.
+    bool claim() noexcept {
+      return (state.load(std::memory_order_relaxed) & claimed_bit) == 0 &&
+             (state.fetch_or(claimed_bit, std::memory_order_relaxed) & claimed_bit) == 0;
+    }
+    // acq_rel: what a party did with the node (ran and destroyed the body)
+    // happens-before the delete by whichever party lets go last.
+    void release() noexcept {
+      if ((state.fetch_sub(holder, std::memory_order_acq_rel) & ~claimed_bit) == holder) apply(this, act::destroy);
+    }
+  };
+
+  template <typename D>
+  struct reclaimable_job final : reclaimable {
+    template <typename F>
+    reclaimable_job(task_group* g, F&& f)
+        : reclaimable(&apply_to), job{g, D(std::forward<F>(f))} {}  // NOLINT(bugprone-forwarding-reference-overload)
+    group_job<D> job;
+    static void apply_to(reclaimable* r, act a) noexcept {
+      auto* self = static_cast<reclaimable_job*>(r);
+      if (a == act::run) {
+        self->job();  // records what the body throws; then the job's last access to the group
+      } else if (a == act::discard) {
+        self->job.cancel();
+      } else {
+        delete self;
+      }
+    }
+  };
+
+  // What the pool's queue holds for a reclaimable job: one pointer.
+  struct reclaim_ticket {
+    reclaimable* node;
+    explicit reclaim_ticket(reclaimable* n) noexcept : node(n) {}
+    reclaim_ticket(reclaim_ticket&& other) noexcept : node(std::exchange(other.node, nullptr)) {}
+    reclaim_ticket(const reclaim_ticket&) = delete;
+    reclaim_ticket& operator=(const reclaim_ticket&) = delete;
+    reclaim_ticket& operator=(reclaim_ticket&&) = delete;
+    // Dropped unrun and not discarded (no pool does): the owner's take-back still runs it.
+    ~reclaim_ticket() {
+      if (node != nullptr) node->release();
+    }
+    void operator()() noexcept { settle(reclaimable::act::run); }
+    void cancel() noexcept { settle(reclaimable::act::discard); }
+    void settle(reclaimable::act a) noexcept {
+      reclaimable* n = std::exchange(node, nullptr);
+      if (n->claim()) n->apply(n, a);
+      n->release();
+    }
+  };
+
+  static constexpr std::uint8_t reclaim_depth = 16;
+
+  // Whether the owner is one of the pool's workers, asked at its first
+  // run() (owner-only: other threads never read it).
+  enum : std::uint8_t { placement_unknown, placement_on_pool, placement_off_pool };
+  bool owner_off_pool() noexcept {
+    if (placement_ == placement_unknown) placement_ = pool_.is_worker_thread() ? placement_on_pool : placement_off_pool;
+    return placement_ == placement_off_pool;
+  }
+
+  // run() by the owner off the pool. False, with `f` untouched, when there
+  // is no memory for the node (run() then goes on as for any other thread).
+  template <typename D, typename F>
+  bool run_reclaimable(F&& f) {
+    // A throw from D's construction leaves here with the node freed and
+    // nothing counted, as run() promises.
+    auto* node = new (std::nothrow) reclaimable_job<D>(this, std::forward<F>(f));
+    if (node == nullptr) return false;
+    job_function wrapped(reclaim_ticket{node});  // one pointer: stored inline, never throws
+    count_spawn();
+    push_reclaimable(node);  // before the queue's job may run and let go
+    if (auto r = detail::fork_access::push(pool_, std::move(wrapped)); !r) wrapped();  // refused: run it here
+    return true;
+  }
+
+  // The owner's ring: reclaim_next_ is where the next node goes, the
+  // newest reclaim_size_ entries before it are held.
+  void push_reclaimable(reclaimable* node) noexcept {
+    if (reclaim_size_ == reclaim_depth) {
+      reclaim_[reclaim_next_]->release();  // the oldest: full, so it sits where the new one goes
+    } else {
+      ++reclaim_size_;
+    }
+    reclaim_[reclaim_next_] = node;
+    reclaim_next_ = static_cast<std::uint8_t>((reclaim_next_ + 1) % reclaim_depth);
+  }
+  reclaimable* pop_reclaimable() noexcept {
+    reclaim_next_ = static_cast<std::uint8_t>((reclaim_next_ + reclaim_depth - 1) % reclaim_depth);
+    --reclaim_size_;
+    return reclaim_[reclaim_next_];
+  }
+
+  // The owner's wait, off the pool: runs every job it handed out that no
+  // worker has started, newest first, counting them in local_ (as a job it
+  // runs inside its own wait). A job run here may run() more: they go on
+  // the ring and are taken back too.
+  void take_back() noexcept {
+    const void* outer = detail::tl_task_group_in_wait;
+    detail::tl_task_group_in_wait = this;
+    while (reclaim_size_ != 0) {
+      reclaimable* n = pop_reclaimable();
+      if (n->claim()) n->apply(n, reclaimable::act::run);
+      n->release();
+    }
+    detail::tl_task_group_in_wait = outer;
+  }
 
   // ---- the count of jobs run() and not finished ----------------------------
   //
@@ -355,7 +512,11 @@ class task_group {
   std::atomic<std::uint32_t> remote_{0};         // likewise
   std::atomic<std::uint8_t> failed_{none};
   std::atomic<bool> cancelled_{false};  // a job of the group was discarded unrun (see group_job::cancel())
+  std::uint8_t placement_ = placement_unknown;  // the owner's; see owner_off_pool()
+  std::uint8_t reclaim_next_ = 0;              // the owner's ring (see "Taking jobs back")
+  std::uint8_t reclaim_size_ = 0;
   std::exception_ptr error_;
+  std::array<reclaimable*, reclaim_depth> reclaim_;  // written before read: see push_reclaimable()
 };
 
 }  // namespace thread_system

@@ -16,7 +16,8 @@
 //     park_slice_long_ns): new jobs to help with may appear meanwhile, so a
 //     worker never parks indefinitely. A helped job restarts the sequence.
 //   * Off the pool's workers the wait parks at once, until woken (no
-//     spinning, no CPU while waiting).
+//     spinning, no CPU while waiting). (A task_group's creating thread
+//     first takes back its own jobs no worker started: task_group.hpp.)
 //   * Locks: a helped job is any job of the pool, run nested inside the
 //     waiting code, on its thread - with the locks that code holds held,
 //     and its thread_locals in view. So hold no lock across a helping wait
