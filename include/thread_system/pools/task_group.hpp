@@ -511,9 +511,9 @@ class task_group {
   std::atomic<std::uint32_t> local_{0};          // see "the count" above
   std::atomic<std::uint32_t> remote_{0};         // likewise
   std::atomic<std::uint8_t> failed_{none};
-  std::atomic<bool> cancelled_{false};  // a job of the group was discarded unrun (see group_job::cancel())
+  std::atomic<bool> cancelled_{false};          // a job of the group was discarded unrun (see group_job::cancel())
   std::uint8_t placement_ = placement_unknown;  // the owner's; see owner_off_pool()
-  std::uint8_t reclaim_next_ = 0;              // the owner's ring (see "Taking jobs back")
+  std::uint8_t reclaim_next_ = 0;               // the owner's ring (see "Taking jobs back")
   std::uint8_t reclaim_size_ = 0;
   std::exception_ptr error_;
   std::array<reclaimable*, reclaim_depth> reclaim_;  // written before read: see push_reclaimable()
