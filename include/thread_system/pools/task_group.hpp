@@ -151,7 +151,7 @@ class task_group {
 
   /// Waits for every job run() so far; rethrows the first exception.
   void wait() {
-    if (reclaim_size_ != 0 && this_thread_tag() == owner_) take_back();
+    if (this_thread_tag() == owner_ && reclaim_size_ != 0) take_back();  // the ring is the owner's alone
     if (!all_finished()) wait_for_jobs();
     // acquire: pairs with record()'s release store of `published`. A job
     // run() concurrently with this wait may be storing the first exception
