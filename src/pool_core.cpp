@@ -446,6 +446,7 @@ bool past_help_floor(pool_worker& w) noexcept {
 
 void pool_core::worker_main(pool_worker& w) {
   tl_context = worker_context{this, &w};
+  tl_worker_pool = this;
   const failure_sink_scope sink(as_failure_sink());
 #if defined(__GNUC__) || defined(__clang__)
   w.help_base_ = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));  // see past_help_floor()
@@ -558,6 +559,7 @@ void pool_core::worker_main(pool_worker& w) {
     single_writer_add(w.wakeups_, 1);
   }
   tl_context = worker_context{};
+  tl_worker_pool = nullptr;
   (void)detail::set_help_source(outer_help);
 }
 
@@ -879,10 +881,16 @@ void pool_core::run_left_behind(std::span<job_function> batch) {
   // This thread may be a worker of another pool: its context comes back.
   struct as_caller_runner {
     worker_context outer = tl_context;
-    explicit as_caller_runner(pool_core* core) noexcept { tl_context = worker_context{core, &core->caller_runner_}; }
+    explicit as_caller_runner(pool_core* core) noexcept {
+      tl_context = worker_context{core, &core->caller_runner_};
+      tl_worker_pool = core;
+    }
     as_caller_runner(const as_caller_runner&) = delete;
     as_caller_runner& operator=(const as_caller_runner&) = delete;
-    ~as_caller_runner() { tl_context = outer; }
+    ~as_caller_runner() {
+      tl_context = outer;
+      tl_worker_pool = outer.pool;
+    }
   } scope(this);
   run_batch(caller_runner_, batch);
 }

@@ -140,8 +140,6 @@ worker_latency pool_front::latency() const { return core_->latency(); }
 
 std::size_t pool_front::worker_count() const { return core_->worker_count(); }
 
-bool pool_front::is_worker_thread() const noexcept { return core_->on_own_worker(); }
-
 const std::string& pool_front::get_name() const noexcept { return core_->name_; }
 
 void pool_front::set_error_handler(error_handler handler) { core_->set_error_handler(std::move(handler)); }

@@ -647,3 +647,27 @@ TEST(TaskGroup, AJobTakenBackThrowsRunsMoreAndIsDestroyedLikeAnyOther) {
   EXPECT_EQ(report.cancelled, 3U);  // the three stale queued jobs
   EXPECT_EQ(ran.load(std::memory_order_relaxed), 111);
 }
+
+// A thread that is not the owner may wait while the owner run()s more jobs
+// off the pool: that wait leaves the owner's ring alone (ThreadSanitizer
+// reported the read of its size as a race with the owner's run() when the
+// waiter looked at it before checking which thread it is on).
+TEST(TaskGroup, AnotherThreadWaitsWhileTheOwnerRunsMoreOffThePool) {
+  ts::thread_pool pool{2, ts::test::pool_opts("tg-other-waits")};
+  std::atomic<int> ran{0};  // relaxed increments: read after the owner's wait()
+  ts::task_group g(pool);
+  std::atomic<bool> stop{false};
+  std::thread other([&] {
+    while (!stop.load(std::memory_order_acquire)) g.wait();  // pairs with the owner's release store
+  });
+  ts::test::round_budget budget(ts::test::scaled(2'000), 200, std::chrono::seconds(2));
+  int jobs = 0;
+  for (std::size_t i = 0; budget.next(i); ++i) {
+    g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+    ++jobs;
+  }
+  stop.store(true, std::memory_order_release);
+  other.join();
+  g.wait();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), jobs);
+}

@@ -63,6 +63,13 @@ class pool_core;
 class pool_front;
 class pool_timers;
 
+// The core of the pool whose worker runs on this thread (or whose
+// caller_runs backpressure runs a job here), null elsewhere: set and
+// restored with the worker's context in src/pool_core.cpp. In the header so
+// that is_worker_thread() - asked by task_group::run() on every group - is a
+// thread-local load and a compare.
+inline thread_local const pool_core* tl_worker_pool = nullptr;
+
 // For parallel_for's lazy splitting (src/pool_core.cpp): true when work
 // handed to `pool` by the calling thread has all been taken - on a worker of
 // `pool`, its own deque and LIFO slot are empty; on any other thread, the
@@ -234,7 +241,7 @@ class pool_front {
   /// After stop() the workers are still counted (their threads ended).
   [[nodiscard]] std::size_t worker_count() const;
   /// True when the calling thread is one of this pool's workers.
-  [[nodiscard]] bool is_worker_thread() const noexcept;
+  [[nodiscard]] bool is_worker_thread() const noexcept { return tl_worker_pool == core_.get(); }
   /// The pool's name (its options' name, or the seed-style constructor's argument).
   [[nodiscard]] const std::string& get_name() const noexcept;
   /// Replaces the failure handler (null restores the default stderr line).
