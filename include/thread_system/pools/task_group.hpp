@@ -75,6 +75,7 @@
 #include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
 #include "thread_system/detail/chaos.hpp"
+#include "thread_system/detail/config.hpp"
 
 #include "thread_system/detail/futex.hpp"
 #include "thread_system/detail/spin.hpp"
@@ -124,9 +125,8 @@ class task_group {
     // given back, and wait() would wait forever).
     // The owner off the pool keeps what it hands out within reach, to take
     // it back in wait() (see "Taking jobs back" below).
-    if (this_thread_tag() == owner_ && owner_off_pool() && run_reclaimable<std::decay_t<F>>(std::forward<F>(f))) {
-      return;
-    }
+    const bool owner = this_thread_tag() == owner_;
+    if (owner && !pool_.is_worker_thread() && run_reclaimable<std::decay_t<F>>(std::forward<F>(f))) return;
     group_job<std::decay_t<F>> job{this, std::decay_t<F>(std::forward<F>(f))};
     std::optional<job_function> wrapped;
     try {
@@ -136,11 +136,11 @@ class task_group {
       // run it here, now, which needs none. The job's body is intact:
       // job_function allocates before it moves the job in. job() destroys
       // the body before it counts the job finished, as on a worker.
-      count_spawn();
+      count_spawn(owner);
       job();
       return;
     }  // anything else the body's move or copy throws leaves run(), counted nowhere
-    count_spawn();
+    count_spawn(owner);
     // A refused job_function is left untouched (see thread_pool::enqueue),
     // so the group runs it here instead of losing it.
     // From one of the pool's workers the job goes onto that worker's deque,
@@ -287,24 +287,16 @@ class task_group {
 
   static constexpr std::uint8_t reclaim_depth = 16;
 
-  // Whether the owner is one of the pool's workers, asked at its first
-  // run() (owner-only: other threads never read it).
-  enum : std::uint8_t { placement_unknown, placement_on_pool, placement_off_pool };
-  bool owner_off_pool() noexcept {
-    if (placement_ == placement_unknown) placement_ = pool_.is_worker_thread() ? placement_on_pool : placement_off_pool;
-    return placement_ == placement_off_pool;
-  }
-
   // run() by the owner off the pool. False, with `f` untouched, when there
   // is no memory for the node (run() then goes on as for any other thread).
   template <typename D, typename F>
-  bool run_reclaimable(F&& f) {
+  THREAD_SYSTEM_NOINLINE bool run_reclaimable(F&& f) {  // off the fork-join path's code
     // A throw from D's construction leaves here with the node freed and
     // nothing counted, as run() promises.
     auto* node = new (std::nothrow) reclaimable_job<D>(this, std::forward<F>(f));
     if (node == nullptr) return false;
     job_function wrapped(reclaim_ticket{node});  // one pointer: stored inline, never throws
-    count_spawn();
+    count_spawn(true);
     push_reclaimable(node);  // before the queue's job may run and let go
     if (auto r = detail::fork_access::push(pool_, std::move(wrapped)); !r) wrapped();  // refused: run it here
     return true;
@@ -383,8 +375,9 @@ class task_group {
   // The address of a thread_local names the calling thread (owner_).
   static const void* this_thread_tag() noexcept { return &detail::tl_task_group_in_wait; }
 
-  void count_spawn() noexcept {
-    if (this_thread_tag() == owner_) {
+  // `owner`: run() is on the owner's thread.
+  void count_spawn(bool owner) noexcept {
+    if (owner) {
       // Only the owner writes local_. relaxed: the enqueue that follows
       // publishes the job, and a waiter orders this store before the job's
       // finish() through it (see above).
@@ -511,9 +504,8 @@ class task_group {
   std::atomic<std::uint32_t> local_{0};          // see "the count" above
   std::atomic<std::uint32_t> remote_{0};         // likewise
   std::atomic<std::uint8_t> failed_{none};
-  std::atomic<bool> cancelled_{false};          // a job of the group was discarded unrun (see group_job::cancel())
-  std::uint8_t placement_ = placement_unknown;  // the owner's; see owner_off_pool()
-  std::uint8_t reclaim_next_ = 0;               // the owner's ring (see "Taking jobs back")
+  std::atomic<bool> cancelled_{false};  // a job of the group was discarded unrun (see group_job::cancel())
+  std::uint8_t reclaim_next_ = 0;       // the owner's ring (see "Taking jobs back")
   std::uint8_t reclaim_size_ = 0;
   std::exception_ptr error_;
   std::array<reclaimable*, reclaim_depth> reclaim_;  // written before read: see push_reclaimable()
