@@ -569,37 +569,44 @@ TEST(TaskGroup, TheOwnerOffThePoolTakesBackWhatNoWorkerStarted) {
   EXPECT_EQ(later.load(std::memory_order_relaxed), 1);  // relaxed: wait_idle() ordered the run
 }
 
-// The owner keeps the last 16 jobs it run() within reach: of 20 run() on a
-// paused pool, its wait runs the newest 16 itself and waits for the pool to
-// run the 4 oldest (resumed here once the 16 have run).
-TEST(TaskGroup, TheOwnerTakesBackOnlyTheNewestSixteen) {
+// The owner keeps the first 16 jobs it run() after a wait within reach: of
+// 20 run() on a paused pool, its wait runs those 16 itself, newest first,
+// and waits for the pool to run the other 4 (resumed here once the 16 have
+// run). After the wait, the next 16 are within reach again.
+TEST(TaskGroup, TheOwnerTakesBackAtMostSixteenJobsPerWait) {
   ts::thread_pool pool{1, ts::test::pool_opts("tg-take-back-16")};
-  pool.pause();
-  constexpr int jobs = 20;
-  std::vector<std::thread::id> ran_on(jobs);
-  std::atomic<int> ran{0};
-  std::thread resumer([&] {
-    // Bounded: without taking back, the 16 never run until this resumes.
-    (void)ts::test::eventually([&] { return ran.load(std::memory_order_acquire) >= 16; });
-    pool.resume();
-  });
-  {
-    ts::task_group g(pool);
+  ts::task_group g(pool);
+  for (int round = 0; round < 2; ++round) {
+    pool.pause();
+    constexpr int jobs = 20;
+    std::vector<std::thread::id> ran_on(jobs);
+    std::vector<int> on_owner;  // only the owner's jobs write it
+    std::atomic<int> ran{0};
+    std::thread resumer([&] {
+      // Bounded: without taking back, the 16 never run until this resumes.
+      (void)ts::test::eventually([&] { return ran.load(std::memory_order_acquire) >= 16; });
+      pool.resume();
+    });
+    const std::thread::id owner = std::this_thread::get_id();
     for (int k = 0; k < jobs; ++k) {
-      g.run([&ran_on, &ran, k] {
+      g.run([&ran_on, &ran, &on_owner, owner, k] {
         ran_on[static_cast<std::size_t>(k)] = std::this_thread::get_id();
+        if (std::this_thread::get_id() == owner) on_owner.push_back(k);
         ran.fetch_add(1, std::memory_order_release);  // pairs with the resumer's acquire
       });
     }
     g.wait();
-  }
-  resumer.join();
-  for (int k = 0; k < jobs; ++k) {
-    if (k < jobs - 16) {
-      EXPECT_NE(ran_on[static_cast<std::size_t>(k)], std::this_thread::get_id()) << "job " << k;
-    } else {
-      EXPECT_EQ(ran_on[static_cast<std::size_t>(k)], std::this_thread::get_id()) << "job " << k;
+    resumer.join();
+    for (int k = 0; k < jobs; ++k) {
+      if (k < 16) {
+        EXPECT_EQ(ran_on[static_cast<std::size_t>(k)], owner) << "round " << round << ", job " << k;
+      } else {
+        EXPECT_NE(ran_on[static_cast<std::size_t>(k)], owner) << "round " << round << ", job " << k;
+      }
     }
+    std::vector<int> newest_first(16);
+    for (int k = 0; k < 16; ++k) newest_first[static_cast<std::size_t>(k)] = 15 - k;
+    EXPECT_EQ(on_owner, newest_first) << "round " << round;
   }
 }
 

@@ -30,8 +30,8 @@
 //     holds held: hold none that another job of the pool may take, see
 //     sync/helping_wait.hpp, *Locks*). Off the pool's workers, the group's
 //     creating thread first takes back, newest first, the jobs it run()
-//     there that no worker has started - the last 16 it run() since its
-//     previous wait - and runs them itself, as parallel_for's caller does;
+//     there that no worker has started - of the first 16 it run() since
+//     its previous wait - and runs them itself, as parallel_for's caller does;
 //     it runs no other job. So its wait does not sleep while those jobs sit
 //     in the queue (behind other jobs, or in a paused pool); a job taken
 //     back stays in the queue until a worker pops it and finds it taken,
@@ -55,11 +55,12 @@
 // single read-modify-write: the creating thread keeps that count in a word
 // only it writes; so is a job it takes back off the pool. Jobs run or
 // finished anywhere else count on a shared word with one atomic add or
-// subtract each (see the count's comment in the class). A job the creating
-// thread run()s off the pool's workers costs one small heap node more
-// (the job itself, which it can take back from there) and three atomic
-// read-modify-writes on that node; with no memory for the node, the job
-// goes to the pool as any other thread's does. A waiting creating thread
+// subtract each (see the count's comment in the class). Each of the first
+// 16 jobs the creating thread run()s off the pool's workers after a wait
+// costs one small heap node more (the job itself, which it can take back
+// from there) and three atomic read-modify-writes on that node; with no
+// memory for the node, the job goes to the pool as any other thread's
+// does. A waiting creating thread
 // that sleeps is woken once, by the last job to finish; a wait on another
 // thread is woken by each finish while it sleeps, to look again.
 #pragma once
@@ -123,10 +124,13 @@ class task_group {
     // The job first: if copying or moving f throws, the exception leaves
     // run() and nothing was counted (a count taken first would never be
     // given back, and wait() would wait forever).
-    // The owner off the pool keeps what it hands out within reach, to take
-    // it back in wait() (see "Taking jobs back" below).
+    // The owner off the pool keeps its first reclaim_depth jobs since its
+    // last wait within reach, to take them back in wait() (see "Taking jobs
+    // back" below).
     const bool owner = this_thread_tag() == owner_;
-    if (owner && !pool_.is_worker_thread() && run_reclaimable<std::decay_t<F>>(std::forward<F>(f))) return;
+    if (owner && reclaim_size_ < reclaim_depth && !pool_.is_worker_thread() &&
+        run_reclaimable<std::decay_t<F>>(std::forward<F>(f)))
+      return;
     group_job<std::decay_t<F>> job{this, std::decay_t<F>(std::forward<F>(f))};
     std::optional<job_function> wrapped;
     try {
@@ -151,7 +155,7 @@ class task_group {
 
   /// Waits for every job run() so far; rethrows the first exception.
   void wait() {
-    if (this_thread_tag() == owner_ && reclaim_size_ != 0) take_back();  // the ring is the owner's alone
+    if (this_thread_tag() == owner_ && reclaim_size_ != 0) take_back();  // the stack is the owner's alone
     if (!all_finished()) wait_for_jobs();
     // acquire: pairs with record()'s release store of `published`. A job
     // run() concurrently with this wait may be storing the first exception
@@ -207,19 +211,23 @@ class task_group {
 
   // ---- Taking jobs back ------------------------------------------------------
   //
-  // A job the owner run()s while it is not one of the pool's workers lives
-  // in a heap node that two parties hold: the job in the pool's queue (a
-  // pointer) and the owner's ring of the last reclaim_depth such nodes. In
-  // wait() the owner takes back, newest first, each node no worker has
-  // started, and runs it itself: it never sleeps while jobs of its own
-  // group wait in the queue, behind other jobs or in a paused pool. The
-  // node's one word says who has it: claimed_bit, set by the first party to
-  // run it (the worker that pops it, the pool's discard, or the owner), and
-  // a count of the parties still holding it, in units of holder; the last
-  // to let go deletes it. A job taken back stays in the queue until a
-  // worker pops it, finds it claimed and lets go of the node. Beyond
-  // reclaim_depth jobs, the oldest leaves the ring (the owner lets go of
-  // it; it runs where the pool runs it).
+  // The first reclaim_depth jobs the owner run()s since its last wait,
+  // while it is not one of the pool's workers, each live in a heap node
+  // that two parties hold: the job in the pool's queue (a pointer) and the
+  // owner's stack of such nodes. In wait() the owner takes back, newest
+  // first, each node no worker has started, and runs it itself: it does not
+  // sleep while those jobs wait in the queue, behind other jobs or in a
+  // paused pool. The node's one word says who has it: claimed_bit, set by
+  // the first party to run it (the worker that pops it, the pool's discard,
+  // or the owner), and a count of the parties still holding it, in units
+  // of holder; the last to let go deletes it. A job taken back stays in the
+  // queue until a worker pops it, finds it claimed and lets go of the node.
+  // Why only the first reclaim_depth: the node costs an allocation and
+  // moves a cache line between the owner and the worker twice more per
+  // job. On a small group (a request's fan-out) that buys the owner's
+  // help; a large one from outside ran up to 1.6x slower per job with a
+  // node for each (docs/PERFORMANCE.md), so its later jobs go to the pool
+  // as anyone else's do.
 
   struct reclaimable {
     static constexpr std::uint32_t claimed_bit = 1U;
@@ -227,7 +235,7 @@ class task_group {
     enum class act : std::uint8_t { run, discard, destroy };
 
     explicit reclaimable(void (*f)(reclaimable*, act) noexcept) noexcept : apply(f) {}
-    std::atomic<std::uint32_t> state{2 * holder};  // the queue's job and the owner's ring
+    std::atomic<std::uint32_t> state{2 * holder};  // the queue's job and the owner's stack
     void (*apply)(reclaimable*, act) noexcept;
 
     // True for the one party that gets to run or discard the job; a party
@@ -302,27 +310,14 @@ class task_group {
     return true;
   }
 
-  // The owner's ring: reclaim_next_ is where the next node goes, the
-  // newest reclaim_size_ entries before it are held.
-  void push_reclaimable(reclaimable* node) noexcept {
-    if (reclaim_size_ == reclaim_depth) {
-      reclaim_[reclaim_next_]->release();  // the oldest: full, so it sits where the new one goes
-    } else {
-      ++reclaim_size_;
-    }
-    reclaim_[reclaim_next_] = node;
-    reclaim_next_ = static_cast<std::uint8_t>((reclaim_next_ + 1) % reclaim_depth);
-  }
-  reclaimable* pop_reclaimable() noexcept {
-    reclaim_next_ = static_cast<std::uint8_t>((reclaim_next_ + reclaim_depth - 1) % reclaim_depth);
-    --reclaim_size_;
-    return reclaim_[reclaim_next_];
-  }
+  // The owner's stack (run() checked that it has room).
+  void push_reclaimable(reclaimable* node) noexcept { reclaim_[reclaim_size_++] = node; }
+  reclaimable* pop_reclaimable() noexcept { return reclaim_[--reclaim_size_]; }
 
   // The owner's wait, off the pool: runs every job it handed out that no
   // worker has started, newest first, counting them in local_ (as a job it
   // runs inside its own wait). A job run here may run() more: they go on
-  // the ring and are taken back too.
+  // the stack (while it has room) and are taken back too.
   void take_back() noexcept {
     const void* outer = detail::tl_task_group_in_wait;
     detail::tl_task_group_in_wait = this;
@@ -505,10 +500,9 @@ class task_group {
   std::atomic<std::uint32_t> remote_{0};         // likewise
   std::atomic<std::uint8_t> failed_{none};
   std::atomic<bool> cancelled_{false};  // a job of the group was discarded unrun (see group_job::cancel())
-  std::uint8_t reclaim_next_ = 0;       // the owner's ring (see "Taking jobs back")
-  std::uint8_t reclaim_size_ = 0;
+  std::uint8_t reclaim_size_ = 0;       // the owner's stack (see "Taking jobs back")
   std::exception_ptr error_;
-  std::array<reclaimable*, reclaim_depth> reclaim_;  // written before read: see push_reclaimable()
+  std::array<reclaimable*, reclaim_depth> reclaim_;  // the first reclaim_size_ are set
 };
 
 }  // namespace thread_system
