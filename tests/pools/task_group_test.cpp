@@ -105,7 +105,7 @@ TEST(TaskGroup, AWaitOffThePoolWakesAtTheLastFinishWhoeverWaits) {
     ts::task_group g(pool);
     const int jobs = 1 + static_cast<int>(i % 16);
     for (int k = 0; k < jobs; ++k) {
-      g.run([&g, &add, k, jobs, i] {
+      g.run([&g, &add, k, i] {
         // The oldest job, the first a worker pops (the owner takes jobs back
         // newest first): usually on a worker, where run() counts in the
         // shared word, and a slow one leaves the owner parked.
