@@ -132,7 +132,8 @@ BENCHMARK(BM_NestedFib_oneTBB)->Apply(fib_workers)->UseRealTime()->Unit(benchmar
 //
 // A thread that is not one of the pool's workers (a server's request
 // thread, main) runs a task_group of 8 short jobs and waits for them: the
-// hand-off and the wake-up of the waiter, per group. oneTBB: the same
+// hand-off, the jobs the waiter takes back and runs itself (those no worker
+// has started), and its wake-up, per group. oneTBB: the same
 // thread in an arena of as many slots as the pool has workers, with one
 // slot kept for it, as an external thread joins an arena.
 constexpr int group_jobs = 8;
