@@ -161,13 +161,20 @@ TEST(TaskGroup, ADiscardThatIsTheLastFinishWakesTheOwnerSleepingOffThePool) {
     ran.fetch_add(1, std::memory_order_relaxed);
   });
   a_started.wait();
-  ASSERT_TRUE(pool.enqueue([&] {
-    y_started.count_down();
-    y_gate.wait();
-  }));
-  // Queued behind y, run() by another thread: the owner cannot take it back
-  // (it would run it itself), and it counts in the shared word.
-  std::thread([&] { g.run([&ran] { ran.fetch_add(10, std::memory_order_relaxed); }); }).join();
+  // y, then b queued behind it, both from one other thread: the owner
+  // cannot take b back (it would run it itself), b counts in the shared
+  // word, and a sharded injector keeps one thread's jobs in order (from two
+  // threads they may land in two shards, and the worker may pop b first).
+  std::atomic<bool> y_queued{false};
+  std::thread([&] {
+    y_queued.store(static_cast<bool>(pool.enqueue([&] {
+                     y_started.count_down();
+                     y_gate.wait();
+                   })),
+                   std::memory_order_relaxed);  // read after the join
+    g.run([&ran] { ran.fetch_add(10, std::memory_order_relaxed); });
+  }).join();
+  ASSERT_TRUE(y_queued.load(std::memory_order_relaxed));
   ts::stop_report report;
   std::thread helper([&] {
     std::this_thread::sleep_for(20ms);  // the owner goes to sleep in wait()
