@@ -428,7 +428,8 @@ struct throws_on_copy {
   int throwing;
   throws_on_copy(std::atomic<int>* c, int n) noexcept : copies(c), throwing(n) {}
   throws_on_copy(const throws_on_copy& o) : copies(o.copies), throwing(o.throwing) {
-    if (copies->fetch_add(1) + 1 == throwing) throw std::runtime_error("copy");
+    // relaxed: a count read after the copying thread is joined
+    if (copies->fetch_add(1, std::memory_order_relaxed) + 1 == throwing) throw std::runtime_error("copy");
   }
   throws_on_copy& operator=(const throws_on_copy&) = delete;
   ~throws_on_copy() = default;
@@ -449,12 +450,12 @@ TEST(TaskGroup, ACallableWhoseMoveIntoTheJobThrowsIsNotCounted) {
     const throws_on_copy f(&copies, 3);
     EXPECT_THROW(g.run(f), std::runtime_error);
   }).join();
-  EXPECT_EQ(copies.load(), 3);
-  copies.store(0);
+  EXPECT_EQ(copies.load(std::memory_order_relaxed), 3);  // relaxed: the copying thread was joined
+  copies.store(0, std::memory_order_relaxed);
   const throws_on_copy f(&copies, 2);
   EXPECT_THROW(g.run(f), std::runtime_error);
-  EXPECT_EQ(copies.load(), 2);
-  g.wait();  // before the fix: for ever
+  EXPECT_EQ(copies.load(std::memory_order_relaxed), 2);  // relaxed: copied on this thread
+  g.wait();                                              // before the fix: for ever
 }
 
 // A null function pointer crashed the worker that called it; it is refused
