@@ -41,13 +41,6 @@ namespace thread_system::detail {
 
 namespace {
 
-// The pool and worker running on this thread (nullptrs elsewhere).
-struct worker_context {
-  pool_core* pool = nullptr;
-  pool_worker* worker = nullptr;
-};
-thread_local worker_context tl_context;
-
 // Every this many jobs a worker looks at the injector before its own deque,
 // so external submissions are never starved by a worker that keeps
 // spawning locally (a prime, so it does not resonate with spawn patterns).
@@ -446,7 +439,6 @@ bool past_help_floor(pool_worker& w) noexcept {
 
 void pool_core::worker_main(pool_worker& w) {
   tl_context = worker_context{this, &w};
-  tl_worker_pool = this;
   const failure_sink_scope sink(as_failure_sink());
 #if defined(__GNUC__) || defined(__clang__)
   w.help_base_ = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));  // see past_help_floor()
@@ -559,7 +551,6 @@ void pool_core::worker_main(pool_worker& w) {
     single_writer_add(w.wakeups_, 1);
   }
   tl_context = worker_context{};
-  tl_worker_pool = nullptr;
   (void)detail::set_help_source(outer_help);
 }
 
@@ -881,16 +872,10 @@ void pool_core::run_left_behind(std::span<job_function> batch) {
   // This thread may be a worker of another pool: its context comes back.
   struct as_caller_runner {
     worker_context outer = tl_context;
-    explicit as_caller_runner(pool_core* core) noexcept {
-      tl_context = worker_context{core, &core->caller_runner_};
-      tl_worker_pool = core;
-    }
+    explicit as_caller_runner(pool_core* core) noexcept { tl_context = worker_context{core, &core->caller_runner_}; }
     as_caller_runner(const as_caller_runner&) = delete;
     as_caller_runner& operator=(const as_caller_runner&) = delete;
-    ~as_caller_runner() {
-      tl_context = outer;
-      tl_worker_pool = outer.pool;
-    }
+    ~as_caller_runner() { tl_context = outer; }
   } scope(this);
   run_batch(caller_runner_, batch);
 }

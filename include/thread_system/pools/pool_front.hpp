@@ -62,13 +62,19 @@ namespace detail {
 class pool_core;
 class pool_front;
 class pool_timers;
+class pool_worker;
 
-// The core of the pool whose worker runs on this thread (or whose
-// caller_runs backpressure runs a job here), null elsewhere: set and
-// restored with the worker's context in src/pool_core.cpp. In the header so
-// that is_worker_thread() - asked by task_group::run() on every group - is a
+// The pool and worker running on this thread: a worker's own for its whole
+// life, or a pool's caller_runs runner while caller_runs backpressure runs
+// jobs here (nulls elsewhere). Set and restored in src/pool_core.cpp
+// (worker_main(), run_left_behind()). In the header so that
+// is_worker_thread() - asked by task_group::run() on every group - is a
 // thread-local load and a compare.
-inline thread_local const pool_core* tl_worker_pool = nullptr;
+struct worker_context {
+  const pool_core* pool = nullptr;
+  pool_worker* worker = nullptr;
+};
+inline thread_local worker_context tl_context;
 
 // For parallel_for's lazy splitting (src/pool_core.cpp): true when work
 // handed to `pool` by the calling thread has all been taken - on a worker of
@@ -241,7 +247,7 @@ class pool_front {
   /// After stop() the workers are still counted (their threads ended).
   [[nodiscard]] std::size_t worker_count() const;
   /// True when the calling thread is one of this pool's workers.
-  [[nodiscard]] bool is_worker_thread() const noexcept { return tl_worker_pool == core_.get(); }
+  [[nodiscard]] bool is_worker_thread() const noexcept { return tl_context.pool == core_.get(); }
   /// The pool's name (its options' name, or the seed-style constructor's argument).
   [[nodiscard]] const std::string& get_name() const noexcept;
   /// Replaces the failure handler (null restores the default stderr line).
