@@ -932,4 +932,6 @@ result<void> pool_front::push_routed_batch(std::uint64_t kind_mask, std::span<jo
 
 bool nothing_left_to_steal(const pool_front& pool) noexcept { return pool.core_->nothing_left_to_steal_from_caller(); }
 
+taken_back_account& taken_back_of(pool_front& pool) noexcept { return pool.core_->taken_back(); }
+
 }  // namespace thread_system::detail

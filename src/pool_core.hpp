@@ -70,6 +70,9 @@ class pool_core {
   static constexpr std::size_t max_workers = pool_front::max_workers;
   static constexpr std::uint32_t lifo_slot_budget = pool_front::lifo_slot_budget;
 
+  // See detail::taken_back_of() (pools/pool_front.hpp).
+  [[nodiscard]] taken_back_account& taken_back() noexcept { return taken_back_; }
+
   // Throws error_exception{invalid_argument} for a bad backpressure setting.
   explicit pool_core(core_config config);
   ~pool_core();
@@ -406,6 +409,10 @@ class pool_core {
   void uncount_own_caller_runs() noexcept;
   [[nodiscard]] stop_report make_report() const;
 
+  // task_group's jobs taken back and still queued (detail::taken_back_of()):
+  // declared before queue_, so that a queued entry destroyed with the queue
+  // still finds it.
+  alignas(64) taken_back_account taken_back_{};
   std::string name_;
   const char* kind_;                 // "thread_pool" or "typed_thread_pool" (core_config::kind)
   std::unique_ptr<injector> queue_;  // never null

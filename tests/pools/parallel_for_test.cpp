@@ -810,3 +810,50 @@ TEST(ParallelFor, EmptyCallablesAreRefusedWithInvalidArgument) {
             ts::error_code::invalid_argument);
   EXPECT_EQ(ts::parallel_reduce(pool, 0, 1000, 0, sum, plus), 1000);
 }
+
+// Pieces a caller from outside took back stay in the pool's queue until a
+// worker pops them. On a paused (or busy) pool every call left its pieces
+// there, without bound. The pool now bounds them (1024 without
+// backpressure, with task_group's: pool_front.hpp); at the bound a call runs
+// the loop on the caller alone, handing nothing out, until the workers have
+// popped the entries.
+TEST(ParallelFor, PiecesTakenBackFromAPausedPoolAreBounded) {
+  ts::thread_pool pool{1, ts::test::pool_opts("pf-bound")};
+  pool.pause();
+  std::vector<int> v(4096, 0);
+  for (int call = 0; call < 1200; ++call) {
+    ts::parallel_for(pool, std::size_t{0}, v.size(), [&v](std::size_t i) { ++v[i]; });
+  }
+  for (const int x : v) ASSERT_EQ(x, 1200);
+  // A call starts below the bound and leaves at most a stack of pieces (64).
+  EXPECT_LE(pool.get_statistics().queued, 1024U + 64U);
+  EXPECT_GE(pool.get_statistics().queued, 1024U);
+  pool.resume();
+  pool.wait_idle();
+  // The entries popped, calls hand out again.
+  const std::uint64_t accepted = pool.get_statistics().accepted;
+  pool.pause();
+  ts::parallel_for(pool, std::size_t{0}, v.size(), [&v](std::size_t i) { ++v[i]; });
+  EXPECT_GT(pool.get_statistics().accepted, accepted);
+  pool.resume();
+}
+
+TEST(ParallelReduce, HalvesTakenBackFromAPausedPoolAreBounded) {
+  ts::thread_pool pool{1, ts::test::pool_opts("pr-bound")};
+  pool.pause();
+  for (int call = 0; call < 400; ++call) {
+    const std::uint64_t sum = ts::parallel_reduce(
+        pool, std::uint64_t{0}, std::uint64_t{4096}, std::uint64_t{0},
+        [](std::uint64_t lo, std::uint64_t hi, std::uint64_t acc) {
+          for (; lo < hi; ++lo) acc += lo;
+          return acc;
+        },
+        std::plus<>{});
+    ASSERT_EQ(sum, std::uint64_t{4096} * 4095 / 2);
+  }
+  // A call starts below the bound and leaves at most its right halves (7 at
+  // the automatic grain with one worker: 8 leaves).
+  EXPECT_LE(pool.get_statistics().queued, 1024U + 64U);
+  EXPECT_GE(pool.get_statistics().queued, 1024U);
+  pool.resume();
+}

@@ -686,3 +686,145 @@ TEST(TaskGroup, AnotherThreadWaitsWhileTheOwnerRunsMoreOffThePool) {
   g.wait();
   EXPECT_EQ(ran.load(std::memory_order_relaxed), jobs);
 }
+
+namespace {
+
+// Jobs taken back leave their entries in the pool's queue until a worker
+// pops them. An owner that kept taking back from a busy pool left one per
+// job, without bound (320 000 entries and 342 MB after 20 000 groups of 16
+// in one program), and in a pool with backpressure they held its room. The
+// pool now bounds them (`limit`: 1024, a quarter of the capacity with
+// backpressure): past it, the owner's jobs go to the pool as another
+// thread's do, and once a worker has popped the entries it takes back again.
+void expect_the_entries_left_behind_bounded(ts::pool_options options, int limit) {
+  ts::thread_pool pool{1, std::move(options)};
+  std::atomic<bool> busy{false};
+  std::atomic<bool> open{false};
+  ASSERT_TRUE(pool.enqueue([&] {
+    busy.store(true, std::memory_order_release);                                     // pairs with the acquire below
+    while (!open.load(std::memory_order_acquire)) std::this_thread::sleep_for(1ms);  // pairs with the opener
+  }));
+  ASSERT_TRUE(ts::test::eventually([&] { return busy.load(std::memory_order_acquire); }));
+  const std::thread::id owner = std::this_thread::get_id();
+  // Up to the bound, the owner takes back every job: the one worker is busy.
+  for (int round = 0; round < limit / 16; ++round) {
+    ts::task_group g(pool);
+    int on_owner = 0;  // written by jobs on the owner only
+    for (int k = 0; k < 16; ++k) {
+      g.run([&on_owner, owner] {
+        if (std::this_thread::get_id() == owner) ++on_owner;
+      });
+    }
+    g.wait();
+    ASSERT_EQ(on_owner, 16) << "round " << round;
+  }
+  // At the bound: the next job goes to the pool, behind those entries, and
+  // runs on the worker once it is free.
+  {
+    ts::task_group g(pool);
+    std::thread::id ran_on;
+    std::atomic<bool> waiting{false};
+    std::thread opener([&] {
+      (void)ts::test::eventually([&] { return waiting.load(std::memory_order_acquire); });  // pairs below
+      std::this_thread::sleep_for(20ms);  // the owner is in wait() by now: a job within reach would be taken back
+      open.store(true, std::memory_order_release);
+    });
+    g.run([&ran_on] { ran_on = std::this_thread::get_id(); });
+    waiting.store(true, std::memory_order_release);
+    g.wait();
+    opener.join();
+    EXPECT_NE(ran_on, owner) << "the job was taken back past the bound";
+  }
+  // The worker has popped every entry: the owner takes back again.
+  pool.wait_idle();
+  pool.pause();
+  ts::task_group g(pool);
+  std::atomic<int> ran{0};
+  std::thread resumer([&] {
+    // Bounded: with the entries still counted, the jobs wait for this resume.
+    (void)ts::test::eventually([&] { return ran.load(std::memory_order_acquire) == 16; });
+    pool.resume();
+  });
+  int on_owner = 0;  // written by jobs on the owner only
+  for (int k = 0; k < 16; ++k) {
+    g.run([&on_owner, &ran, owner] {
+      if (std::this_thread::get_id() == owner) ++on_owner;
+      ran.fetch_add(1, std::memory_order_release);  // pairs with the resumer's acquire
+    });
+  }
+  g.wait();
+  resumer.join();
+  EXPECT_EQ(on_owner, 16) << "the entries' count did not come back down";
+}
+
+}  // namespace
+
+TEST(TaskGroup, TheEntriesOfJobsTakenBackAreBoundedInAPool) {
+  expect_the_entries_left_behind_bounded(ts::test::pool_opts("tg-bound"), 1024);
+}
+
+TEST(TaskGroup, TheEntriesOfJobsTakenBackHoldAtMostAQuarterOfABoundedPoolsRoom) {
+  ts::pool_options o = ts::test::pool_opts("tg-bound-room");
+  o.backpressure = ts::backpressure::reject(128);
+  expect_the_entries_left_behind_bounded(std::move(o), 32);
+}
+
+// run() took a std::bad_alloc from wrapping the job for "no memory for the
+// wrapper" and ran the body on the calling thread - half moved-from (its
+// string empty), with no error: a bad_alloc thrown by the body's own move
+// is the body's, and leaves run() counted nowhere, as any other throw.
+TEST(TaskGroup, ABadAllocFromTheCallablesOwnMoveLeavesRunUncounted) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  ts::task_group g(pool);
+  std::atomic<int> copies{0};
+  std::atomic<int> ran{0};
+  std::thread([&] {  // not the owner: the plain path
+    // Its move moves the string, then copies the tail, which "runs out of
+    // memory" on its third copy.
+    struct failing {
+      std::atomic<int>* ran;
+      std::string text;
+      struct tail_t {
+        std::atomic<int>* copies;
+        tail_t(std::atomic<int>* c) noexcept : copies(c) {}  // NOLINT(google-explicit-constructor)
+        tail_t(const tail_t& o) : copies(o.copies) {
+          // relaxed: read after the join; the third copy is the one into the wrapper
+          if (copies->fetch_add(1, std::memory_order_relaxed) + 1 == 3) throw std::bad_alloc();
+        }
+        tail_t& operator=(const tail_t&) = delete;
+        ~tail_t() = default;
+      } tail;
+      char pad[32] = {};  // too large to store inline
+      void operator()() const {
+        if (text.size() == 100) ran->fetch_add(1, std::memory_order_relaxed);  // read after wait()
+      }
+    };
+    static_assert(!ts::job_function::stored_inline<failing>, "the wrapper must allocate");
+    const failing f{&ran, std::string(100, 'x'), failing::tail_t{&copies}};
+    EXPECT_THROW(g.run(f), std::bad_alloc);
+  })
+      .join();
+  g.wait();  // nothing counted: returns at once
+  EXPECT_EQ(copies.load(std::memory_order_relaxed), 3);
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 0) << "the half-moved body ran";
+}
+
+// A job that waits for its own group waits for itself. Run by the owner
+// inside that group's wait (here: taken back from a paused pool), it hung
+// with no error; wait() now refuses it.
+TEST(TaskGroup, AJobWaitingForItsOwnGroupInsideTheOwnersWaitIsRefused) {
+  ts::thread_pool pool{1, ts::test::pool_opts("tg-self-wait")};
+  pool.pause();
+  ts::task_group g(pool);
+  ts::error_code code = ts::error_code::ok;
+  g.run([&g, &code] {
+    try {
+      g.wait();
+    } catch (const ts::error_exception& e) {
+      code = e.code();
+    }
+  });
+  g.wait();  // takes the job back; before the fix, it waited for itself for ever
+  EXPECT_EQ(code, ts::error_code::invalid_argument);
+  pool.resume();
+}

@@ -126,6 +126,26 @@ class job_function {
     vtable_ = &vtable_for<D>;
   }
 
+  /// Wraps `f` as the constructor above does, except that with no memory
+  /// for a callable stored on the heap it stays empty and leaves `f`
+  /// untouched (the allocation comes before the callable is built from
+  /// `f`). Anything building the callable throws propagates, the memory
+  /// freed: a std::bad_alloc from there is the callable's own, not this
+  /// constructor's "no memory".
+  template <typename F, typename D = std::decay_t<F>>
+    requires not_same_as<F, job_function> && detail::job_callable<D> && std::constructible_from<D, F&&>
+  job_function(std::nothrow_t /*unused*/, F&& f) {
+    if (detail::is_empty_callable(f)) return;
+    if constexpr (stored_inline<D>) {
+      ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
+    } else {
+      D* heap = new (std::nothrow) D(std::forward<F>(f));  // null: D(f) was not evaluated
+      if (heap == nullptr) return;
+      std::memcpy(storage_, &heap, sizeof(heap));
+    }
+    vtable_ = &vtable_for<D>;
+  }
+
   /// Takes `other`'s callable and metadata; `other` becomes empty.
   job_function(job_function&& other) noexcept { take(other); }
 

@@ -54,7 +54,12 @@
 // needs a wake-up, which costs tens of microseconds on some virtual
 // machines), then asleep. A piece it took back stays in the queue until a
 // worker pops it and finds it taken (it then does nothing) - after the call
-// may have returned.
+// may have returned. Such entries count toward the pool's bound on jobs
+// taken back and still queued (task_group's too: 1024, or a quarter of the
+// capacity of a pool with backpressure; pool_front.hpp,
+// taken_back_account); while it is reached (a busy or paused pool), a call
+// from outside runs the whole loop on the calling thread, handing nothing
+// out, and parallel_reduce computes both halves of each split itself.
 //
 // Pause: a piece a worker runs splits off pieces of its own onto that
 // worker's deque, and a pool paused while the loop runs holds those, as it
@@ -240,8 +245,13 @@ inline constexpr std::uint64_t caller_poll_ns = 20'000;
 
 template <typename I, typename F>
 struct caller_loop_state : parallel_for_state<I, F> {
-  using parallel_for_state<I, F>::parallel_for_state;
+  caller_loop_state(thread_pool& p, F& body, for_sizes sz)
+      : parallel_for_state<I, F>(p, body, sz), account(&fork_access::taken_back(p)) {}
   std::array<std::atomic<std::uint64_t>, reclaim_depth> claims{};
+  // The pool's count of pieces taken back and still queued (pool_front.hpp):
+  // the core's, which outlives every queued piece, even one popped after
+  // the pool's front is gone.
+  taken_back_account* account;
 };
 
 // Takes the piece with `ticket` (non-zero: handed out by an outside caller):
@@ -269,14 +279,20 @@ struct for_piece {
   I hi;
   std::uint64_t ticket = 0;  // non-zero: handed out by an outside caller, who may take it back
   void operator()() const {
-    if (ticket != 0 && !claim_piece<I, F>(*st, ticket)) return;  // the caller took it back
+    if (ticket != 0 && !claim_piece<I, F>(*st, ticket)) return left_behind();  // the caller took it back
     run_piece<I, F>(st, lo, hi);
   }
   void cancel() noexcept {
-    if (ticket != 0 && !claim_piece<I, F>(*st, ticket)) return;  // the caller took it back
+    if (ticket != 0 && !claim_piece<I, F>(*st, ticket)) return left_behind();  // the caller took it back
     // relaxed: published by finish_piece()'s release RMW and done.set().
     st->cancelled.store(true, std::memory_order_relaxed);
     st->finish_piece();
+  }
+  // A piece the caller took back leaves the pool's count of such entries
+  // (the caller counted it: run_as_caller()). relaxed: see
+  // taken_back_account (pool_front.hpp).
+  void left_behind() const noexcept {
+    static_cast<caller_loop_state<I, F>&>(*st).account->queued.fetch_sub(1, std::memory_order_relaxed);
   }
 };
 
@@ -398,12 +414,19 @@ void run_as_caller(const std::shared_ptr<parallel_for_state<I, F>>& st, I first,
   };
   run_range<I, F>(st, first, last, split);
   st->finish_piece();
+  std::int64_t left_queued = 0;  // pieces taken back: their entries stay in the queue
   while (depth > 0) {
     --depth;
     const handed h = stack[depth];
     if (!claim_piece<I, F>(*st, h.ticket)) continue;  // a worker runs it (or the pool cancelled it)
+    ++left_queued;
     run_range<I, F>(st, h.lo, h.hi, split);
     st->finish_piece();
+  }
+  // relaxed: see taken_back_account (pool_front.hpp); an entry popped
+  // first makes the count briefly low, never lost.
+  if (left_queued != 0) {
+    static_cast<caller_loop_state<I, F>&>(*st).account->queued.fetch_add(left_queued, std::memory_order_relaxed);
   }
   poll_briefly(st->done);
 }
@@ -433,8 +456,11 @@ struct reduce_piece {
   const Node* node;
   I lo;
   I hi;
+  // Handed out from outside the pool: taken back, it counts in the pool's
+  // taken_back_account until it leaves the queue (pool_front.hpp).
+  taken_back_account* account;
   void operator()() const {
-    if (!half->claim()) return;  // taken back: `node` may be gone
+    if (!half->claim()) return left_behind();  // taken back: `node` may be gone
     try {
       half->set_value((*node)(lo, hi));
     } catch (...) {
@@ -442,7 +468,15 @@ struct reduce_piece {
     }
   }
   void cancel() noexcept {
-    if (half->claim()) half->set_exception(cancelled_error(reduce_discarded));
+    if (half->claim()) {
+      half->set_exception(cancelled_error(reduce_discarded));
+    } else {
+      left_behind();
+    }
+  }
+  // relaxed: see taken_back_account.
+  void left_behind() const noexcept {
+    if (account != nullptr) account->queued.fetch_sub(1, std::memory_order_relaxed);
   }
 };
 
@@ -460,6 +494,16 @@ void parallel_for(thread_pool& pool, I first, I last, F&& f, std::size_t grain_i
   const detail::for_sizes sizes = detail::parallel_for_sizes(pool.worker_count(), first, last, grain_indices);
   using body_t = std::remove_reference_t<F>;
   const bool on_worker = pool.is_worker_thread();
+  if (!on_worker) {
+    // From outside, not while the pool's queue holds its bound of pieces
+    // taken back (a busy or paused pool): this thread runs the loop alone.
+    // relaxed: see taken_back_account (pool_front.hpp).
+    const detail::taken_back_account& account = detail::fork_access::taken_back(pool);
+    if (account.queued.load(std::memory_order_relaxed) >= account.limit) {
+      for (I i = first; i < last; ++i) f(i);
+      return;
+    }
+  }
   std::shared_ptr<detail::parallel_for_state<I, body_t>> st;
   try {
     if (on_worker) {
@@ -510,6 +554,7 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
     std::uint64_t grain;
     std::atomic<bool>& failed;
     bool on_worker;
+    detail::taken_back_account& account;  // the pool's (pool_front.hpp)
 
     T operator()(I lo, I hi) const {
       // relaxed: a hint only; the exception travels through the halves.
@@ -528,7 +573,12 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
     // value is then computed here), else waits until it has finished.
     // Returns true when taken back.
     bool take_back_or_wait(half_t& h) const {
-      if (h.claim()) return true;
+      if (h.claim()) {
+        // From outside, its entry stays queued: counted until it leaves
+        // (reduce_piece::left_behind()). relaxed: see taken_back_account.
+        if (!on_worker) account.queued.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      }
       if (!on_worker) detail::poll_briefly(h.done);
       h.done.wait(0);  // helps on a worker
       return false;
@@ -538,12 +588,20 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
       if (detail::range_length(lo, hi) <= grain) return reduce_range(lo, hi, identity);
       const I mid = detail::advance_index(lo, detail::range_length(lo, hi) / 2);
       std::shared_ptr<half_t> right;
-      try {
-        right = std::make_shared<half_t>();
-        // Refused (stopping, full, out of memory): this thread does it.
-        if (!detail::fork_access::push(pool, detail::reduce_piece<I, T, node>{right, this, mid, hi})) right.reset();
-      } catch (const std::bad_alloc&) {  // no memory to share the half: this thread does it
-        right.reset();
+      // From outside, not while the pool's queue holds its bound of pieces
+      // taken back (a busy or paused pool): this thread does both halves,
+      // on the same tree. relaxed: see taken_back_account.
+      if (on_worker || account.queued.load(std::memory_order_relaxed) < account.limit) {
+        try {
+          right = std::make_shared<half_t>();
+          // Refused (stopping, full, out of memory): this thread does it.
+          if (!detail::fork_access::push(
+                  pool, detail::reduce_piece<I, T, node>{right, this, mid, hi, on_worker ? nullptr : &account})) {
+            right.reset();
+          }
+        } catch (const std::bad_alloc&) {  // no memory to share the half: this thread does it
+          right.reset();
+        }
       }
       // If the left half throws, the right half must not run on after this
       // frame (which it references) is gone. A left half that only saw a
@@ -572,7 +630,14 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
   // From outside the pool this thread takes part as in parallel_for: it
   // hands right halves to the pool's queue and takes back each one no
   // worker has started.
-  const node root{pool, identity, reduce_range, combine, grain, failed, pool.is_worker_thread()};
+  const node root{pool,
+                  identity,
+                  reduce_range,
+                  combine,
+                  grain,
+                  failed,
+                  pool.is_worker_thread(),
+                  detail::fork_access::taken_back(pool)};
   return root(first, last);
 }
 

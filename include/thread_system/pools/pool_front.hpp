@@ -65,9 +65,9 @@ class pool_timers;
 class pool_worker;
 
 // The pool and worker running on this thread: a worker's own for its whole
-// life, or a pool's caller_runs runner while caller_runs backpressure runs
-// jobs here (nulls elsewhere). Set and restored in src/pool_core.cpp
-// (worker_main(), run_left_behind()). In the header so that
+// life, or a stopping pool's caller runner while the stopping thread runs
+// the jobs left behind (nulls elsewhere). Set and restored in
+// src/pool_core.cpp (worker_main(), run_left_behind()). In the header so that
 // is_worker_thread() - asked by task_group::run() on every group - is a
 // thread-local load and a compare.
 struct worker_context {
@@ -82,6 +82,20 @@ inline thread_local worker_context tl_context;
 // pool's queue is empty - so an idle worker would find nothing to steal
 // from us.
 [[nodiscard]] bool nothing_left_to_steal(const pool_front& pool) noexcept;
+
+// Jobs a task_group's creating thread took back (ran itself, off the pool)
+// whose entries are still in this pool's queue, waiting for a worker to pop
+// them and find them taken (task_group.hpp, "Taking jobs back"). While
+// `queued` is at `limit` or more, groups keep no more jobs within reach, so
+// an owner that keeps taking back from a busy or paused pool leaves a
+// bounded number of such entries behind, not one per job. Kept by the core
+// (it outlives the front while it drains). relaxed throughout: a bound on
+// memory, it publishes nothing.
+struct taken_back_account {
+  std::atomic<std::int64_t> queued{0};
+  std::int64_t limit = 0;  // 1024; a quarter of the capacity in a pool with backpressure
+};
+[[nodiscard]] taken_back_account& taken_back_of(pool_front& pool) noexcept;
 
 // How a front builds its core.
 struct core_config {
@@ -257,6 +271,7 @@ class pool_front {
 
  private:
   friend bool nothing_left_to_steal(const pool_front& pool) noexcept;
+  friend taken_back_account& taken_back_of(pool_front& pool) noexcept;
 
   // Owned, never null.
   std::unique_ptr<pool_core, void (*)(pool_core*)> core_;

@@ -35,7 +35,12 @@
 //     it runs no other job. So its wait does not sleep while those jobs sit
 //     in the queue (behind other jobs, or in a paused pool); a job taken
 //     back stays in the queue until a worker pops it and finds it taken,
-//     which then does nothing. Everything the jobs did is visible
+//     which then does nothing (the pool's statistics count it as a job
+//     executed, or cancelled by stop(cancel_pending)). Such entries are
+//     bounded per pool - 1024, or a quarter of the capacity of a pool with
+//     backpressure, where they hold room: while that many wait for a
+//     worker (a busy or paused pool), the owner's jobs go to the pool as
+//     another thread's do, and its wait waits for the workers. Everything the jobs did is visible
 //     after wait() returns. The first exception thrown by a job (or error
 //     a job returned, as error_exception: core/job_function.hpp) is rethrown
 //     by wait() (later ones are dropped). A job the pool accepted and then
@@ -45,7 +50,11 @@
 //   * wait() is called by one thread at a time (usually the thread that
 //     created the group; any thread may): a wait on another thread must
 //     begin after the previous wait returned (a join, a future, a mutex).
-//     Two waits at once may hang or return early. The destructor waits too
+//     Two waits at once may hang or return early. A job must not wait for
+//     its own group (it would wait for itself): wait() refuses with
+//     error_exception{invalid_argument} inside a wait of the same group on
+//     the same thread (the owner running a job it took back or helped
+//     run); on another thread such a wait hangs. The destructor waits too
 //     (and swallows the exception if wait() was not called). The group must
 //     outlive its jobs, which the waiting ensures.
 //
@@ -58,7 +67,8 @@
 // subtract each (see the count's comment in the class). Each of the first
 // 16 jobs the creating thread run()s off the pool's workers after a wait
 // costs one small heap node more (the job itself, which it can take back
-// from there) and three atomic read-modify-writes on that node; with no
+// from there) and three atomic read-modify-writes on that node (and a wait
+// that took some back, one on the pool's count of them); with no
 // memory for the node, the job goes to the pool as any other thread's
 // does. A waiting creating thread
 // that sleeps is woken once, by the last job to finish; a wait on another
@@ -132,25 +142,25 @@ class task_group {
         run_reclaimable<std::decay_t<F>>(std::forward<F>(f)))
       return;
     group_job<std::decay_t<F>> job{this, std::decay_t<F>(std::forward<F>(f))};
-    std::optional<job_function> wrapped;
-    try {
-      wrapped.emplace(std::move(job));  // may move or copy the body once more
-    } catch (const std::bad_alloc&) {
+    // Moves the body once more. Whatever that move throws (a std::bad_alloc
+    // of the body's own included) leaves run(), counted nowhere.
+    job_function wrapped(std::nothrow, std::move(job));
+    if (!wrapped) {
       // No memory to wrap the job (a capture too large to store inline):
-      // run it here, now, which needs none. The job's body is intact:
-      // job_function allocates before it moves the job in. job() destroys
-      // the body before it counts the job finished, as on a worker.
+      // run it here, now, which needs none. The job's body is intact: the
+      // allocation failed before the body was moved. job() destroys the
+      // body before it counts the job finished, as on a worker.
       count_spawn(owner);
       job();
       return;
-    }  // anything else the body's move or copy throws leaves run(), counted nowhere
+    }
     count_spawn(owner);
     // A refused job_function is left untouched (see thread_pool::enqueue),
     // so the group runs it here instead of losing it.
     // From one of the pool's workers the job goes onto that worker's deque,
     // past its LIFO slot (detail::fork_access): this thread's wait() pops it
     // back, and a thief takes the oldest job first.
-    if (auto r = detail::fork_access::push(pool_, std::move(*wrapped)); !r) (*wrapped)();
+    if (auto r = detail::fork_access::push(pool_, std::move(wrapped)); !r) wrapped();
   }
 
   /// Waits for every job run() so far; rethrows the first exception.
@@ -221,7 +231,9 @@ class task_group {
   // the first party to run it (the worker that pops it, the pool's discard,
   // or the owner), and a count of the parties still holding it, in units
   // of holder; the last to let go deletes it. A job taken back stays in the
-  // queue until a worker pops it, finds it claimed and lets go of the node.
+  // queue until a worker pops it, finds it claimed and lets go of the node;
+  // the pool counts such entries and bounds them (detail::taken_back_account,
+  // pool_front.hpp): at the bound, run() keeps nothing within reach.
   // Why only the first reclaim_depth: the node costs an allocation and
   // moves a cache line between the owner and the worker twice more per
   // job. On a small group (a request's fan-out) that buys the owner's
@@ -234,9 +246,11 @@ class task_group {
     static constexpr std::uint32_t holder = 2U;
     enum class act : std::uint8_t { run, discard, destroy };
 
-    explicit reclaimable(void (*f)(reclaimable*, act) noexcept) noexcept : apply(f) {}
+    reclaimable(void (*f)(reclaimable*, act) noexcept, detail::taken_back_account& a) noexcept
+        : apply(f), account(&a) {}
     std::atomic<std::uint32_t> state{2 * holder};  // the queue's job and the owner's stack
     void (*apply)(reclaimable*, act) noexcept;
+    detail::taken_back_account* account;  // the pool's count of jobs taken back and still queued
 
     // True for the one party that gets to run or discard the job; a party
     // that comes second sees the bit with a plain load and writes nothing.
@@ -247,18 +261,31 @@ class task_group {
       return (state.load(std::memory_order_relaxed) & claimed_bit) == 0 &&
              (state.fetch_or(claimed_bit, std::memory_order_relaxed) & claimed_bit) == 0;
     }
+    // The owner's claim (relaxed, as claim()): -1 when another party has
+    // the job; else 1 when the queue's job still holds the node (the job
+    // taken back is left behind in the queue: the pool's account counts
+    // it until that job lets go), 0 when it has let go already.
+    int claim_for_owner() noexcept {
+      if ((state.load(std::memory_order_relaxed) & claimed_bit) != 0) return -1;
+      const std::uint32_t old = state.fetch_or(claimed_bit, std::memory_order_relaxed);
+      if ((old & claimed_bit) != 0) return -1;
+      return old == 2 * holder ? 1 : 0;
+    }
     // acq_rel: what a party did with the node (ran and destroyed the body)
-    // happens-before the delete by whichever party lets go last.
-    void release() noexcept {
-      if ((state.fetch_sub(holder, std::memory_order_acq_rel) & ~claimed_bit) == holder) apply(this, act::destroy);
+    // happens-before the delete by whichever party lets go last. Returns
+    // the state before: the node may be gone.
+    std::uint32_t release() noexcept {
+      const std::uint32_t old = state.fetch_sub(holder, std::memory_order_acq_rel);
+      if ((old & ~claimed_bit) == holder) apply(this, act::destroy);
+      return old;
     }
   };
 
   template <typename D>
   struct reclaimable_job final : reclaimable {
     template <typename F>
-    reclaimable_job(task_group* g, F&& f)
-        : reclaimable(&apply_to), job{g, D(std::forward<F>(f))} {}  // NOLINT(bugprone-forwarding-reference-overload)
+    reclaimable_job(task_group* g, detail::taken_back_account& a, F&& f)
+        : reclaimable(&apply_to, a), job{g, D(std::forward<F>(f))} {}
     group_job<D> job;
     static void apply_to(reclaimable* r, act a) noexcept {
       auto* self = static_cast<reclaimable_job*>(r);
@@ -282,14 +309,24 @@ class task_group {
     reclaim_ticket& operator=(reclaim_ticket&&) = delete;
     // Dropped unrun and not discarded (no pool does): the owner's take-back still runs it.
     ~reclaim_ticket() {
-      if (node != nullptr) node->release();
+      if (node != nullptr) let_go(std::exchange(node, nullptr), false);
     }
     void operator()() noexcept { settle(reclaimable::act::run); }
     void cancel() noexcept { settle(reclaimable::act::discard); }
     void settle(reclaimable::act a) noexcept {
       reclaimable* n = std::exchange(node, nullptr);
-      if (n->claim()) n->apply(n, a);
-      n->release();
+      const bool claimed_here = n->claim();
+      if (claimed_here) n->apply(n, a);
+      let_go(n, claimed_here);
+    }
+    // A node the owner claimed while this job held it was counted by the
+    // owner (claim_for_owner() returned 1): this job leaves the account.
+    // relaxed: see detail::taken_back_account.
+    static void let_go(reclaimable* n, bool claimed_here) noexcept {
+      detail::taken_back_account* account = n->account;  // the release may delete n
+      if ((n->release() & reclaimable::claimed_bit) != 0 && !claimed_here) {
+        account->queued.fetch_sub(1, std::memory_order_relaxed);
+      }
     }
   };
 
@@ -299,9 +336,14 @@ class task_group {
   // is no memory for the node (run() then goes on as for any other thread).
   template <typename D, typename F>
   THREAD_SYSTEM_NOINLINE bool run_reclaimable(F&& f) {  // off the fork-join path's code
+    // Not while the pool's queue holds its bound of jobs taken back and not
+    // yet popped (a busy or paused pool: their entries wait for a worker).
+    // relaxed: see detail::taken_back_account.
+    detail::taken_back_account& account = detail::fork_access::taken_back(pool_);
+    if (account.queued.load(std::memory_order_relaxed) >= account.limit) return false;
     // A throw from D's construction leaves here with the node freed and
     // nothing counted, as run() promises.
-    auto* node = new (std::nothrow) reclaimable_job<D>(this, std::forward<F>(f));
+    auto* node = new (std::nothrow) reclaimable_job<D>(this, account, std::forward<F>(f));
     if (node == nullptr) return false;
     job_function wrapped(reclaim_ticket{node});  // one pointer: stored inline, never throws
     count_spawn(true);
@@ -321,11 +363,20 @@ class task_group {
   void take_back() noexcept {
     const void* outer = detail::tl_task_group_in_wait;
     detail::tl_task_group_in_wait = this;
+    std::int64_t left_queued = 0;  // jobs taken back whose queue entries still hold them
+    detail::taken_back_account* account = nullptr;
     while (reclaim_size_ != 0) {
       reclaimable* n = pop_reclaimable();
-      if (n->claim()) n->apply(n, reclaimable::act::run);
+      if (const int got = n->claim_for_owner(); got >= 0) {
+        left_queued += got;
+        account = n->account;
+        n->apply(n, reclaimable::act::run);
+      }
       n->release();
     }
+    // relaxed: see detail::taken_back_account. (A queue entry that lets go
+    // first makes the count briefly low, never lost.)
+    if (left_queued != 0) account->queued.fetch_add(left_queued, std::memory_order_relaxed);
     detail::tl_task_group_in_wait = outer;
   }
 
@@ -454,6 +505,13 @@ class task_group {
 
   // The waiter's slow path: the one helping wait (sync/helping_wait.hpp).
   void wait_for_jobs() {
+    // Only the owner marks a group, so this is the owner inside its own
+    // wait: a job of this group (run there) waiting for it.
+    if (detail::tl_task_group_in_wait == this) {
+      throw error_exception(error{error_code::invalid_argument,
+                                  "task_group::wait: called inside a wait of the same group on this thread "
+                                  "(from one of its jobs, it would wait for itself)"});
+    }
     // Marks this group as waited for by its owner on this thread (jobs of
     // the group it runs meanwhile count in local_), and on the way out,
     // exception or not, restores the outer mark and clears the sleeper bits
