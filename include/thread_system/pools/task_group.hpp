@@ -338,12 +338,16 @@ class task_group {
   THREAD_SYSTEM_NOINLINE bool run_reclaimable(F&& f) {  // off the fork-join path's code
     // Not while the pool's queue holds its bound of jobs taken back and not
     // yet popped (a busy or paused pool: their entries wait for a worker).
-    // relaxed: see detail::taken_back_account.
-    detail::taken_back_account& account = detail::fork_access::taken_back(pool_);
-    if (account.queued.load(std::memory_order_relaxed) >= account.limit) return false;
+    // Looked at by the first such run() after a wait (the stack is empty),
+    // not by each: the count's line is the workers' too. relaxed: see
+    // detail::taken_back_account.
+    if (reclaim_size_ == 0) {
+      account_ = &detail::fork_access::taken_back(pool_);
+      if (account_->queued.load(std::memory_order_relaxed) >= account_->limit) return false;
+    }
     // A throw from D's construction leaves here with the node freed and
     // nothing counted, as run() promises.
-    auto* node = new (std::nothrow) reclaimable_job<D>(this, account, std::forward<F>(f));
+    auto* node = new (std::nothrow) reclaimable_job<D>(this, *account_, std::forward<F>(f));
     if (node == nullptr) return false;
     job_function wrapped(reclaim_ticket{node});  // one pointer: stored inline, never throws
     count_spawn(true);
@@ -364,19 +368,18 @@ class task_group {
     const void* outer = detail::tl_task_group_in_wait;
     detail::tl_task_group_in_wait = this;
     std::int64_t left_queued = 0;  // jobs taken back whose queue entries still hold them
-    detail::taken_back_account* account = nullptr;
     while (reclaim_size_ != 0) {
       reclaimable* n = pop_reclaimable();
       if (const int got = n->claim_for_owner(); got >= 0) {
         left_queued += got;
-        account = n->account;
         n->apply(n, reclaimable::act::run);
       }
       n->release();
     }
     // relaxed: see detail::taken_back_account. (A queue entry that lets go
-    // first makes the count briefly low, never lost.)
-    if (left_queued != 0) account->queued.fetch_add(left_queued, std::memory_order_relaxed);
+    // first makes the count briefly low, never lost.) account_ was set by
+    // the run() that filled the stack's first slot.
+    if (left_queued != 0) account_->queued.fetch_add(left_queued, std::memory_order_relaxed);
     detail::tl_task_group_in_wait = outer;
   }
 
@@ -557,8 +560,9 @@ class task_group {
   std::atomic<std::uint32_t> local_{0};          // see "the count" above
   std::atomic<std::uint32_t> remote_{0};         // likewise
   std::atomic<std::uint8_t> failed_{none};
-  std::atomic<bool> cancelled_{false};  // a job of the group was discarded unrun (see group_job::cancel())
-  std::uint8_t reclaim_size_ = 0;       // the owner's stack (see "Taking jobs back")
+  std::atomic<bool> cancelled_{false};             // a job of the group was discarded unrun (see group_job::cancel())
+  std::uint8_t reclaim_size_ = 0;                  // the owner's stack (see "Taking jobs back")
+  detail::taken_back_account* account_ = nullptr;  // the pool's, once the owner kept a job off the pool
   std::exception_ptr error_;
   std::array<reclaimable*, reclaim_depth> reclaim_;  // the first reclaim_size_ are set
 };
