@@ -510,11 +510,8 @@ class task_group {
   void wait_for_jobs() {
     // Only the owner marks a group, so this is the owner inside its own
     // wait: a job of this group (run there) waiting for it.
-    if (detail::tl_task_group_in_wait == this) {
-      throw error_exception(error{error_code::invalid_argument,
-                                  "task_group::wait: called inside a wait of the same group on this thread "
-                                  "(from one of its jobs, it would wait for itself)"});
-    }
+    if (detail::tl_task_group_in_wait == this) [[unlikely]]
+      refuse_waiting_for_itself();
     // Marks this group as waited for by its owner on this thread (jobs of
     // the group it runs meanwhile count in local_), and on the way out,
     // exception or not, restores the outer mark and clears the sleeper bits
@@ -532,6 +529,14 @@ class task_group {
     } mark{this, detail::tl_task_group_in_wait, this_thread_tag() == owner_};
     if (mark.owner) detail::tl_task_group_in_wait = this;
     (void)detail::helping_wait([this] { return all_finished(); }, [this](std::int64_t limit) { park(limit); }, 0);
+  }
+
+  // Out of line: inside wait_for_jobs(), the throw's code kept GCC from
+  // inlining it into wait() (fib 0.88-0.94x, docs/PERFORMANCE.md).
+  [[noreturn]] THREAD_SYSTEM_NOINLINE static void refuse_waiting_for_itself() {
+    throw error_exception(error{error_code::invalid_argument,
+                                "task_group::wait: called inside a wait of the same group on this thread "
+                                "(from one of its jobs, it would wait for itself)"});
   }
 
   // Only the waiter sets the bits, and there is one waiter at a time.
