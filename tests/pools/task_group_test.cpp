@@ -693,7 +693,7 @@ namespace {
 // pops them. An owner that kept taking back from a busy pool left one per
 // job, without bound (320 000 entries and 342 MB after 20 000 groups of 16
 // in one program), and in a pool with backpressure they held its room. The
-// pool now bounds them (`limit`: 1024, a quarter of the capacity with
+// pool now bounds them (`limit`: 1024, at most a quarter of the capacity with
 // backpressure): past it, the owner's jobs go to the pool as another
 // thread's do, and once a worker has popped the entries it takes back again.
 void expect_the_entries_left_behind_bounded(ts::pool_options options, int limit) {

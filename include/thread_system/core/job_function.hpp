@@ -116,14 +116,7 @@ class job_function {
     requires not_same_as<F, job_function> && detail::job_callable<D> && std::constructible_from<D, F&&>
   // NOLINTNEXTLINE(bugprone-forwarding-reference-overload): the constraint excludes job_function itself
   job_function(F&& f) {  // NOLINT(google-explicit-constructor)
-    if (detail::is_empty_callable(f)) return;
-    if constexpr (stored_inline<D>) {
-      ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
-    } else {
-      D* heap = new D(std::forward<F>(f));
-      std::memcpy(storage_, &heap, sizeof(heap));
-    }
-    vtable_ = &vtable_for<D>;
+    wrap<false, D>(std::forward<F>(f));
   }
 
   /// Wraps `f` as the constructor above does, except that with no memory
@@ -135,15 +128,7 @@ class job_function {
   template <typename F, typename D = std::decay_t<F>>
     requires not_same_as<F, job_function> && detail::job_callable<D> && std::constructible_from<D, F&&>
   job_function(std::nothrow_t /*unused*/, F&& f) {
-    if (detail::is_empty_callable(f)) return;
-    if constexpr (stored_inline<D>) {
-      ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
-    } else {
-      D* heap = new (std::nothrow) D(std::forward<F>(f));  // null: D(f) was not evaluated
-      if (heap == nullptr) return;
-      std::memcpy(storage_, &heap, sizeof(heap));
-    }
-    vtable_ = &vtable_for<D>;
+    wrap<true, D>(std::forward<F>(f));
   }
 
   /// Takes `other`'s callable and metadata; `other` becomes empty.
@@ -289,6 +274,27 @@ class job_function {
   }
 
  private:
+  // The constructors' body: stores f inline or on the heap and sets the
+  // vtable; an empty callable leaves the job empty. With `no_throw`, no
+  // memory for the heap copy leaves it empty too (D(f) not evaluated).
+  template <bool no_throw, typename D, typename F>
+  void wrap(F&& f) {
+    if (detail::is_empty_callable(f)) return;
+    if constexpr (stored_inline<D>) {
+      ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
+    } else {
+      D* heap = nullptr;
+      if constexpr (no_throw) {
+        heap = new (std::nothrow) D(std::forward<F>(f));
+        if (heap == nullptr) return;
+      } else {
+        heap = new D(std::forward<F>(f));
+      }
+      std::memcpy(storage_, &heap, sizeof(heap));
+    }
+    vtable_ = &vtable_for<D>;
+  }
+
   struct vtable_t {
     job_outcome (*invoke)(void* storage);
     void (*cancel)(void* storage) noexcept;

@@ -55,8 +55,8 @@
 // machines), then asleep. A piece it took back stays in the queue until a
 // worker pops it and finds it taken (it then does nothing) - after the call
 // may have returned. Such entries count toward the pool's bound on jobs
-// taken back and still queued (task_group's too: 1024, or a quarter of the
-// capacity of a pool with backpressure; pool_front.hpp,
+// taken back and still queued (task_group's too: 1024, at most a quarter
+// of the capacity of a pool with backpressure; pool_front.hpp,
 // taken_back_account); while it is reached (a busy or paused pool), a call
 // from outside runs the whole loop on the calling thread, handing nothing
 // out, and parallel_reduce computes both halves of each split itself.
@@ -246,7 +246,7 @@ inline constexpr std::uint64_t caller_poll_ns = 20'000;
 template <typename I, typename F>
 struct caller_loop_state : parallel_for_state<I, F> {
   caller_loop_state(thread_pool& p, F& body, for_sizes sz)
-      : parallel_for_state<I, F>(p, body, sz), account(&fork_access::taken_back(p)) {}
+      : parallel_for_state<I, F>(p, body, sz), account(&taken_back_of(p)) {}
   std::array<std::atomic<std::uint64_t>, reclaim_depth> claims{};
   // The pool's count of pieces taken back and still queued (pool_front.hpp):
   // the core's, which outlives every queued piece, even one popped after
@@ -289,11 +289,8 @@ struct for_piece {
     st->finish_piece();
   }
   // A piece the caller took back leaves the pool's count of such entries
-  // (the caller counted it: run_as_caller()). relaxed: see
-  // taken_back_account (pool_front.hpp).
-  void left_behind() const noexcept {
-    static_cast<caller_loop_state<I, F>&>(*st).account->queued.fetch_sub(1, std::memory_order_relaxed);
-  }
+  // (the caller counted it: run_as_caller()).
+  void left_behind() const noexcept { static_cast<caller_loop_state<I, F>&>(*st).account->left_queue(); }
 };
 
 // Hands [mid, hi) to the pool as a piece of its own (with `ticket`, non-zero,
@@ -423,11 +420,7 @@ void run_as_caller(const std::shared_ptr<parallel_for_state<I, F>>& st, I first,
     run_range<I, F>(st, h.lo, h.hi, split);
     st->finish_piece();
   }
-  // relaxed: see taken_back_account (pool_front.hpp); an entry popped
-  // first makes the count briefly low, never lost.
-  if (left_queued != 0) {
-    static_cast<caller_loop_state<I, F>&>(*st).account->queued.fetch_add(left_queued, std::memory_order_relaxed);
-  }
+  static_cast<caller_loop_state<I, F>&>(*st).account->left_in_queue(left_queued);
   poll_briefly(st->done);
 }
 
@@ -474,9 +467,8 @@ struct reduce_piece {
       left_behind();
     }
   }
-  // relaxed: see taken_back_account.
   void left_behind() const noexcept {
-    if (account != nullptr) account->queued.fetch_sub(1, std::memory_order_relaxed);
+    if (account != nullptr) account->left_queue();
   }
 };
 
@@ -497,9 +489,7 @@ void parallel_for(thread_pool& pool, I first, I last, F&& f, std::size_t grain_i
   if (!on_worker) {
     // From outside, not while the pool's queue holds its bound of pieces
     // taken back (a busy or paused pool): this thread runs the loop alone.
-    // relaxed: see taken_back_account (pool_front.hpp).
-    const detail::taken_back_account& account = detail::fork_access::taken_back(pool);
-    if (account.queued.load(std::memory_order_relaxed) >= account.limit) {
+    if (detail::taken_back_of(pool).full()) {
       for (I i = first; i < last; ++i) f(i);
       return;
     }
@@ -575,8 +565,8 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
     bool take_back_or_wait(half_t& h) const {
       if (h.claim()) {
         // From outside, its entry stays queued: counted until it leaves
-        // (reduce_piece::left_behind()). relaxed: see taken_back_account.
-        if (!on_worker) account.queued.fetch_add(1, std::memory_order_relaxed);
+        // (reduce_piece::left_behind()).
+        if (!on_worker) account.left_in_queue(1);
         return true;
       }
       if (!on_worker) detail::poll_briefly(h.done);
@@ -590,8 +580,8 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
       std::shared_ptr<half_t> right;
       // From outside, not while the pool's queue holds its bound of pieces
       // taken back (a busy or paused pool): this thread does both halves,
-      // on the same tree. relaxed: see taken_back_account.
-      if (on_worker || account.queued.load(std::memory_order_relaxed) < account.limit) {
+      // on the same tree.
+      if (on_worker || !account.full()) {
         try {
           right = std::make_shared<half_t>();
           // Refused (stopping, full, out of memory): this thread does it.
@@ -630,14 +620,8 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
   // From outside the pool this thread takes part as in parallel_for: it
   // hands right halves to the pool's queue and takes back each one no
   // worker has started.
-  const node root{pool,
-                  identity,
-                  reduce_range,
-                  combine,
-                  grain,
-                  failed,
-                  pool.is_worker_thread(),
-                  detail::fork_access::taken_back(pool)};
+  const node root{
+      pool, identity, reduce_range, combine, grain, failed, pool.is_worker_thread(), detail::taken_back_of(pool)};
   return root(first, last);
 }
 

@@ -83,17 +83,27 @@ inline thread_local worker_context tl_context;
 // from us.
 [[nodiscard]] bool nothing_left_to_steal(const pool_front& pool) noexcept;
 
-// Jobs a task_group's creating thread took back (ran itself, off the pool)
+// Jobs a task_group's creating thread, or pieces a parallel_for or
+// parallel_reduce caller from outside, took back (ran itself, off the pool)
 // whose entries are still in this pool's queue, waiting for a worker to pop
-// them and find them taken (task_group.hpp, "Taking jobs back"). While
-// `queued` is at `limit` or more, groups keep no more jobs within reach, so
-// an owner that keeps taking back from a busy or paused pool leaves a
-// bounded number of such entries behind, not one per job. Kept by the core
-// (it outlives the front while it drains). relaxed throughout: a bound on
-// memory, it publishes nothing.
+// them and find them taken (task_group.hpp, "Taking jobs back"). While it
+// is full, callers keep no more work within reach, so one that keeps taking
+// back from a busy or paused pool leaves a bounded number of such entries
+// behind, not one per job. Kept by the core (it outlives the front while it
+// drains). relaxed throughout: a bound on memory, it publishes nothing; a
+// taker adds after the entry may have left, so `queued` can dip below 0
+// for a moment.
 struct taken_back_account {
   std::atomic<std::int64_t> queued{0};
-  std::int64_t limit = 0;  // 1024; a quarter of the capacity in a pool with backpressure
+  std::int64_t limit = 0;  // 1024, at most a quarter of the capacity of a pool with backpressure
+
+  [[nodiscard]] bool full() const noexcept { return queued.load(std::memory_order_relaxed) >= limit; }
+  // `n` entries taken back (by the taker, once per wait or call).
+  void left_in_queue(std::int64_t n) noexcept {
+    if (n != 0) queued.fetch_add(n, std::memory_order_relaxed);
+  }
+  // An entry found taken, leaving the queue.
+  void left_queue() noexcept { queued.fetch_sub(1, std::memory_order_relaxed); }
 };
 [[nodiscard]] taken_back_account& taken_back_of(pool_front& pool) noexcept;
 

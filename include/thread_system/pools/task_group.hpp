@@ -37,8 +37,8 @@
 //     back stays in the queue until a worker pops it and finds it taken,
 //     which then does nothing (the pool's statistics count it as a job
 //     executed, or cancelled by stop(cancel_pending)). Such entries are
-//     bounded per pool - 1024, or a quarter of the capacity of a pool with
-//     backpressure, where they hold room: while that many wait for a
+//     bounded per pool - 1024, and at most a quarter of the capacity of a
+//     pool with backpressure, where they hold room: while that many wait for a
 //     worker (a busy or paused pool), the owner's jobs go to the pool as
 //     another thread's do, and its wait waits for the workers. Everything the jobs did is visible
 //     after wait() returns. The first exception thrown by a job (or error
@@ -321,12 +321,9 @@ class task_group {
     }
     // A node the owner claimed while this job held it was counted by the
     // owner (claim_for_owner() returned 1): this job leaves the account.
-    // relaxed: see detail::taken_back_account.
     static void let_go(reclaimable* n, bool claimed_here) noexcept {
       detail::taken_back_account* account = n->account;  // the release may delete n
-      if ((n->release() & reclaimable::claimed_bit) != 0 && !claimed_here) {
-        account->queued.fetch_sub(1, std::memory_order_relaxed);
-      }
+      if ((n->release() & reclaimable::claimed_bit) != 0 && !claimed_here) account->left_queue();
     }
   };
 
@@ -339,11 +336,10 @@ class task_group {
     // Not while the pool's queue holds its bound of jobs taken back and not
     // yet popped (a busy or paused pool: their entries wait for a worker).
     // Looked at by the first such run() after a wait (the stack is empty),
-    // not by each: the count's line is the workers' too. relaxed: see
-    // detail::taken_back_account.
+    // not by each: the count's line is the workers' too.
     if (reclaim_size_ == 0) {
-      account_ = &detail::fork_access::taken_back(pool_);
-      if (account_->queued.load(std::memory_order_relaxed) >= account_->limit) return false;
+      account_ = &detail::taken_back_of(pool_);
+      if (account_->full()) return false;
     }
     // A throw from D's construction leaves here with the node freed and
     // nothing counted, as run() promises.
@@ -376,10 +372,8 @@ class task_group {
       }
       n->release();
     }
-    // relaxed: see detail::taken_back_account. (A queue entry that lets go
-    // first makes the count briefly low, never lost.) account_ was set by
-    // the run() that filled the stack's first slot.
-    if (left_queued != 0) account_->queued.fetch_add(left_queued, std::memory_order_relaxed);
+    // account_ was set by the run() that filled the stack's first slot.
+    if (left_queued != 0) account_->left_in_queue(left_queued);
     detail::tl_task_group_in_wait = outer;
   }
 

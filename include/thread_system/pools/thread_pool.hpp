@@ -405,8 +405,6 @@ namespace detail {
 // first; from any other thread as enqueue() (pool_front::push_fork()).
 struct fork_access {
   static result<void> push(thread_pool& pool, job_function&& fn) { return pool.push_fork(std::move(fn)); }
-  /// task_group's bound on jobs taken back and still queued (pool_front.hpp).
-  static taken_back_account& taken_back(thread_pool& pool) noexcept { return taken_back_of(pool); }
   /// A callable, wrapped as enqueue(F&&) wraps it (out of memory: resource_exhausted).
   template <runnable F>
   static result<void> push(thread_pool& pool, F&& f) {
