@@ -411,8 +411,9 @@ class pool_core {
 
   // task_group's jobs taken back and still queued (detail::taken_back_of()):
   // declared before queue_, so that a queued entry destroyed with the queue
-  // still finds it.
-  alignas(64) taken_back_account taken_back_{};
+  // still finds it. A line of its own (the type is aligned), so the
+  // members after it keep the layout they had before it came.
+  taken_back_account taken_back_{};
   std::string name_;
   const char* kind_;                 // "thread_pool" or "typed_thread_pool" (core_config::kind)
   std::unique_ptr<injector> queue_;  // never null

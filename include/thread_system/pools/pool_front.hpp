@@ -92,8 +92,9 @@ inline thread_local worker_context tl_context;
 // behind, not one per job. Kept by the core (it outlives the front while it
 // drains). relaxed throughout: a bound on memory, it publishes nothing; a
 // taker adds after the entry may have left, so `queued` can dip below 0
-// for a moment.
-struct taken_back_account {
+// for a moment. A cache line of its own: takers and workers write it, and
+// nothing read on every job may share it.
+struct alignas(64) taken_back_account {
   std::atomic<std::int64_t> queued{0};
   std::int64_t limit = 0;  // 1024, at most a quarter of the capacity of a pool with backpressure
 
