@@ -412,7 +412,9 @@ class pool_core {
   // task_group's jobs taken back and still queued (detail::taken_back_of()):
   // declared before queue_, so that a queued entry destroyed with the queue
   // still finds it. A line of its own (the type is aligned), so the
-  // members after it keep the layout they had before it came.
+  // members after it keep the layout they had before it came: sharing
+  // queue_'s line cost BM_GroupFromOutside 12% (docs/PERFORMANCE.md).
+  static_assert(alignof(taken_back_account) == 64 && sizeof(taken_back_account) == 64);
   taken_back_account taken_back_{};
   std::string name_;
   const char* kind_;                 // "thread_pool" or "typed_thread_pool" (core_config::kind)
