@@ -623,12 +623,14 @@ TEST(ParallelFor, APieceDiscardedByStopCancelPendingMakesTheCallThrowCancelled) 
   std::atomic<std::uint64_t> visited{0};
   std::atomic<bool> outcome_cancelled{false};
   std::atomic<bool> discarded_in_time{false};
+  std::atomic<bool> at_first_leaf{false};
   std::thread caller([&] {
     outcome_cancelled.store(ts::test::throws_cancelled([&] {
                               ts::parallel_for(
                                   pool, 0, 1000,
                                   [&](int i) {
                                     if (i == 0) {
+                                      at_first_leaf.store(true, std::memory_order_release);  // pairs below
                                       // relaxed: read after join()
                                       discarded_in_time.store(
                                           ts::test::eventually([&] { return pool.get_statistics().cancelled >= 1; }),
@@ -640,7 +642,13 @@ TEST(ParallelFor, APieceDiscardedByStopCancelPendingMakesTheCallThrowCancelled) 
                             }),
                             std::memory_order_relaxed);  // read after join()
   });
-  ASSERT_TRUE(ts::test::eventually([&] { return pool.get_statistics().queued >= 1; }));
+  // The caller's hand-outs before its first leaf have returned: the pieces
+  // they pushed are queued. (Seeing only `queued` was not enough: a
+  // lock-free queue counts a push still in progress, which the stop's
+  // close() may then refuse - the piece runs on the caller, none is
+  // discarded, and the leaf waited its whole 30 s.)
+  ASSERT_TRUE(ts::test::eventually(
+      [&] { return at_first_leaf.load(std::memory_order_acquire) && pool.get_statistics().queued >= 1; }));
   std::thread stopper([&] { (void)pool.stop(ts::stop_mode::cancel_pending); });
   caller.join();  // before the fix: the call waited forever
   blocker.let_go();
@@ -663,6 +671,7 @@ TEST(ParallelReduce, AHalfDiscardedByStopCancelPendingMakesTheCallThrowCancelled
   blocker.hold(pool);
   std::atomic<bool> outcome_cancelled{false};
   std::atomic<bool> discarded_in_time{false};
+  std::atomic<bool> at_first_leaf{false};
   std::atomic<int> leaves{0};
   std::thread caller([&] {
     outcome_cancelled.store(ts::test::throws_cancelled([&] {
@@ -670,6 +679,7 @@ TEST(ParallelReduce, AHalfDiscardedByStopCancelPendingMakesTheCallThrowCancelled
                                   pool, 0, 1000, 0,
                                   [&](int lo, int hi, int acc) {
                                     if (lo == 0) {
+                                      at_first_leaf.store(true, std::memory_order_release);  // pairs below
                                       // relaxed: read after join()
                                       discarded_in_time.store(
                                           // the four halves handed out before this leaf:
@@ -684,7 +694,11 @@ TEST(ParallelReduce, AHalfDiscardedByStopCancelPendingMakesTheCallThrowCancelled
                             }),
                             std::memory_order_relaxed);  // read after join()
   });
-  ASSERT_TRUE(ts::test::eventually([&] { return pool.get_statistics().queued >= 1; }));
+  // The four halves are queued once the caller is in its first leaf (see
+  // the parallel_for test above: `queued` alone may count a push in
+  // progress that the stop then refuses).
+  ASSERT_TRUE(ts::test::eventually(
+      [&] { return at_first_leaf.load(std::memory_order_acquire) && pool.get_statistics().queued >= 4; }));
   std::thread stopper([&] { (void)pool.stop(ts::stop_mode::cancel_pending); });
   caller.join();
   blocker.let_go();
