@@ -490,7 +490,7 @@ TEST(Allocation, EveryQueueRefusesWithAResultWhenNoMemoryIsLeftEvenForTheMessage
   }
 }
 
-// Coroutines: frames are recycled (coro/frame_allocator.hpp). On one
+// Coroutines: frames are recycled (detail/recycling_allocator.hpp). On one
 // thread, a steady state of tasks created and finished allocates nothing.
 namespace {
 ts::task<int> leaf(int v) { co_return v; }
@@ -979,6 +979,59 @@ TEST(Allocation, TaskGroupRunOutOfMemoryDestroysTheBodyBeforeCountingItFinished)
   g.wait();
   EXPECT_TRUE(destroyed.load(std::memory_order_acquire)) << "wait() returned while the body was still being destroyed";
   runner.join();
+}
+
+// A task_group's creating thread off the pool puts each of its first 16
+// jobs after a wait in a node it can take back; the workers free most of
+// them. The nodes are recycled (detail/recycling_allocator.hpp): after
+// warm-up, 2000 groups of 8 such jobs allocate no more than the caches hold
+// (three threads, one size class) plus the nodes alive at once, not a node
+// per job. Alive at once: a group's 16, and those of jobs taken back whose
+// queue entries no worker has popped yet (on a loaded machine the owner
+// takes back most jobs), which the pool bounds (taken_back_account).
+TEST(Allocation, TaskGroupsRunFromOutsideThePoolDoNotAllocatePerJob) {
+  ts::pool_options options;
+  options.initial_queue_capacity = 16 * 1024;  // the injector's segments: see PoolSteadyStateDoesNotAllocatePerJob
+  ts::thread_pool pool{2, options};
+  std::atomic<std::uint64_t> ran{0};
+  auto groups = [&](int count) {
+    for (int i = 0; i < count; ++i) {
+      ts::task_group g(pool);
+      for (int k = 0; k < 8; ++k) g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+      g.wait();
+    }
+  };
+  groups(200);  // warm-up
+  const auto before = allocations();
+  groups(2'000);
+  constexpr std::uint64_t cache_bound = 3 * (ts::detail::thread_cache_limit + ts::detail::thread_cache_limit / 2);
+  const auto alive_bound = static_cast<std::uint64_t>(ts::detail::taken_back_of(pool).limit) + 2 * 16;
+  EXPECT_LE(allocations() - before, cache_bound + alive_bound + 16) << "16000 jobs (nodes and the injector's segments)";
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 2'200U * 8);  // every wait() returned: each job's add happened before
+}
+
+// The recycling allocator's shared level keeps at most shared_limit blocks
+// per class: of a burst freed by a thread that then exits, at least the
+// rest goes back to the system, so taking as many blocks again allocates.
+TEST(Allocation, TheRecyclingAllocatorsSharedLevelKeepsAtMostItsLimit) {
+  constexpr std::size_t n = ts::detail::shared_limit + 4 * ts::detail::thread_cache_limit;
+  constexpr std::size_t size = 800;  // class 769..832, which nothing else in this binary uses
+  std::vector<void*> blocks(n);
+  std::thread freeing([&] {
+    for (void*& p : blocks) p = ts::detail::recycled_allocate(size);
+    for (void* p : blocks) ts::detail::recycled_free(p, size);
+  });
+  freeing.join();
+  std::uint64_t allocated = 0;
+  std::thread allocating([&] {
+    const auto before = allocations();
+    for (void*& p : blocks) p = ts::detail::recycled_allocate(size);
+    allocated = allocations() - before;
+    for (void* p : blocks) ts::detail::recycled_free(p, size);
+  });
+  allocating.join();
+  EXPECT_GE(allocated, n - ts::detail::shared_limit) << "the burst stayed cached beyond the limit";
+  EXPECT_LT(allocated, n) << "nothing of the burst was kept";
 }
 
 // value() on an error result, with no memory left for a copy of the error's

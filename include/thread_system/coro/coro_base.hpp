@@ -316,7 +316,7 @@ class promise_base {
  private:
   // The token's address with foreign_driven() in its low bit: one word, so
   // a task's frame stays within its allocation size class (a frame of
-  // fib's when_all fork is 256 bytes; coro/frame_allocator.hpp rounds to 64).
+  // fib's when_all fork is 256 bytes; detail/recycling_allocator.hpp rounds to 64).
   static constexpr std::uintptr_t foreign_bit = 1;
   static_assert(alignof(cancellation_token) > foreign_bit);
   std::uintptr_t chain_ = 0;

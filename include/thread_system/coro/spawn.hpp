@@ -67,8 +67,8 @@ class spawn_root final : public coro_waiter {
   spawn_root(task<void> t, cancellation_token token, resume_target target, std::uint64_t pool_key) noexcept
       : task_(std::move(t)), token_(std::move(token)), target_(target), pool_key_(pool_key) {}
 
-  static void* operator new(std::size_t n) { return coro_frame_allocate(n); }
-  static void operator delete(void* p, std::size_t n) noexcept { coro_frame_free(p, n); }
+  static void* operator new(std::size_t n) { return recycled_allocate(n); }
+  static void operator delete(void* p, std::size_t n) noexcept { recycled_free(p, n); }
 
   // Pushes the first resumption; on refusal the caller deletes this.
   result<void> start() noexcept {

@@ -47,7 +47,7 @@
 //   * co_await cancellation_point() throws error_exception{cancelled} when
 //     the chain's token (spawn/sync_wait's `token`) is cancelled; inside a
 //     task this_job::token() and this_job::is_cancelled() see that token.
-//   * Frames come from a recycling allocator (coro/frame_allocator.hpp): a
+//   * Frames come from a recycling allocator (detail/recycling_allocator.hpp): a
 //     steady state of tasks starting and finishing calls no malloc. Out of
 //     memory, the call creating a task throws std::bad_alloc; spawn()
 //     returns resource_exhausted instead, and when_all(vector) throws
@@ -72,7 +72,7 @@
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/coro/coro_base.hpp"
-#include "thread_system/coro/frame_allocator.hpp"
+#include "thread_system/detail/recycling_allocator.hpp"
 #include "thread_system/scheduler/future.hpp"
 #include "thread_system/sync/cancellation.hpp"
 
@@ -100,8 +100,8 @@ struct final_awaiter {
 
 class task_promise_common : public promise_base {
  public:
-  static void* operator new(std::size_t n) { return coro_frame_allocate(n); }
-  static void operator delete(void* p, std::size_t n) noexcept { coro_frame_free(p, n); }
+  static void* operator new(std::size_t n) { return recycled_allocate(n); }
+  static void operator delete(void* p, std::size_t n) noexcept { recycled_free(p, n); }
 
   [[nodiscard]] static std::suspend_always initial_suspend() noexcept { return {}; }
   [[nodiscard]] static final_awaiter final_suspend() noexcept { return {}; }

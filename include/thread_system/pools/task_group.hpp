@@ -66,11 +66,13 @@
 // finished anywhere else count on a shared word with one atomic add or
 // subtract each (see the count's comment in the class). Each of the first
 // 16 jobs the creating thread run()s off the pool's workers after a wait
-// costs one small heap node more (the job itself, which it can take back
-// from there) and three atomic read-modify-writes on that node (and a wait
-// that took some back, one on the pool's count of them); with no
-// memory for the node, the job goes to the pool as any other thread's
-// does. A waiting creating thread
+// costs one small node more (the job itself, which it can take back from
+// there; recycled: the workers free the nodes and the creating thread gets
+// them back in batches, so a steady state of such groups calls no malloc -
+// detail/recycling_allocator.hpp) and three atomic read-modify-writes on
+// that node (and a wait that took some back, one on the pool's count of
+// them); with no memory for the node, the job goes to the pool as any
+// other thread's does. A waiting creating thread
 // that sleeps is woken once, by the last job to finish; a wait on another
 // thread is woken by each finish while it sleeps, to look again.
 #pragma once
@@ -89,6 +91,7 @@
 #include "thread_system/detail/config.hpp"
 
 #include "thread_system/detail/futex.hpp"
+#include "thread_system/detail/recycling_allocator.hpp"
 #include "thread_system/detail/spin.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/sync/helping_wait.hpp"
@@ -234,9 +237,13 @@ class task_group {
   // queue until a worker pops it, finds it claimed and lets go of the node;
   // the pool counts such entries and bounds them (detail::taken_back_account,
   // pool_front.hpp): at the bound, run() keeps nothing within reach.
-  // Why only the first reclaim_depth: the node costs an allocation and
-  // moves a cache line between the owner and the worker twice more per
-  // job. On a small group (a request's fan-out) that buys the owner's
+  // The nodes come from the recycling allocator
+  // (detail/recycling_allocator.hpp): the workers free most of them, and
+  // the owner gets them back in batches, with no malloc in a steady state
+  // (glibc's malloc, handed blocks that other threads freed, took about a
+  // quarter of the owner's time: docs/PERFORMANCE.md).
+  // Why only the first reclaim_depth: the node moves a cache line between
+  // the owner and the worker twice more per job. On a small group (a request's fan-out) that buys the owner's
   // help; a large one from outside ran up to 1.6x slower per job with a
   // node for each (docs/PERFORMANCE.md), so its later jobs go to the pool
   // as anyone else's do.
@@ -294,7 +301,7 @@ class task_group {
       } else if (a == act::discard) {
         self->job.cancel();
       } else {
-        delete self;
+        detail::recycled_delete(self);
       }
     }
   };
@@ -343,7 +350,7 @@ class task_group {
     }
     // A throw from D's construction leaves here with the node freed and
     // nothing counted, as run() promises.
-    auto* node = new (std::nothrow) reclaimable_job<D>(this, *account_, std::forward<F>(f));
+    auto* node = detail::recycled_new<reclaimable_job<D>>(this, *account_, std::forward<F>(f));
     if (node == nullptr) return false;
     job_function wrapped(reclaim_ticket{node});  // one pointer: stored inline, never throws
     count_spawn(true);
