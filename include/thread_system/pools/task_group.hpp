@@ -240,8 +240,8 @@ class task_group {
   // The nodes come from the recycling allocator
   // (detail/recycling_allocator.hpp): the workers free most of them, and
   // the owner gets them back in batches, with no malloc in a steady state
-  // (glibc's malloc, handed blocks that other threads freed, took about a
-  // quarter of the owner's time: docs/PERFORMANCE.md).
+  // (glibc's malloc and free, handed blocks that other threads freed, took
+  // about two fifths of the owner's samples: docs/PERFORMANCE.md).
   // Why only the first reclaim_depth: the node moves a cache line between
   // the owner and the worker twice more per job. On a small group (a request's fan-out) that buys the owner's
   // help; a large one from outside ran up to 1.6x slower per job with a
