@@ -243,10 +243,10 @@ class task_group {
   // (glibc's malloc and free, handed blocks that other threads freed, took
   // about two fifths of the owner's samples: docs/PERFORMANCE.md).
   // Why only the first reclaim_depth: the node moves a cache line between
-  // the owner and the worker twice more per job. On a small group (a request's fan-out) that buys the owner's
-  // help; a large one from outside ran up to 1.6x slower per job with a
-  // node for each (docs/PERFORMANCE.md), so its later jobs go to the pool
-  // as anyone else's do.
+  // the owner and the worker twice more per job. On a small group (a
+  // request's fan-out) that buys the owner's help; a large one from outside
+  // ran up to 1.6x slower per job with a node for each (docs/PERFORMANCE.md),
+  // so its later jobs go to the pool as anyone else's do.
 
   struct reclaimable {
     static constexpr std::uint32_t claimed_bit = 1U;
