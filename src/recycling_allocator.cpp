@@ -174,18 +174,16 @@ void* recycled_block(std::size_t c) noexcept {
 
 }  // namespace
 
-void* recycled_allocate(std::size_t n) {
-  if (n == 0 || n > max_recycled_size) return ::operator new(n);
-  const std::size_t c = class_of(n);
-  if (void* p = recycled_block(c)) return p;
-  return ::operator new(class_bytes(c));
-}
-
 void* recycled_allocate(std::size_t n, const std::nothrow_t&) noexcept {
   if (n == 0 || n > max_recycled_size) return ::operator new(n, std::nothrow);
   const std::size_t c = class_of(n);
   if (void* p = recycled_block(c)) return p;
   return ::operator new(class_bytes(c), std::nothrow);
+}
+
+void* recycled_allocate(std::size_t n) {
+  if (void* p = recycled_allocate(n, std::nothrow)) return p;
+  throw std::bad_alloc();
 }
 
 void recycled_free(void* p, std::size_t n) noexcept {

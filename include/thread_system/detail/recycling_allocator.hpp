@@ -53,6 +53,16 @@ inline constexpr std::size_t shared_limit = 4096;
 /// Frees a block from recycled_allocate(n) (the same `n`; null is ignored).
 void recycled_free(void* p, std::size_t n) noexcept;
 
+/// Frees memory of a T from recycled_new(), its object already destroyed.
+template <typename T>
+void recycled_free_of(void* p) noexcept {
+  if constexpr (alignof(T) > __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
+    ::operator delete(p, std::align_val_t{alignof(T)});
+  } else {
+    recycled_free(p, sizeof(T));
+  }
+}
+
 /// A T constructed in a recycled block (an over-aligned T in memory from
 /// aligned operator new), or null when there is no memory. What T's
 /// constructor throws leaves here, with the block freed.
@@ -68,11 +78,7 @@ template <typename T, typename... Args>
   try {
     return ::new (p) T(std::forward<Args>(args)...);
   } catch (...) {
-    if constexpr (alignof(T) > __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
-      ::operator delete(p, std::align_val_t{alignof(T)});
-    } else {
-      recycled_free(p, sizeof(T));
-    }
+    recycled_free_of<T>(p);
     throw;
   }
 }
@@ -81,11 +87,7 @@ template <typename T, typename... Args>
 template <typename T>
 void recycled_delete(T* p) noexcept {
   p->~T();
-  if constexpr (alignof(T) > __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
-    ::operator delete(static_cast<void*>(p), std::align_val_t{alignof(T)});
-  } else {
-    recycled_free(static_cast<void*>(p), sizeof(T));
-  }
+  recycled_free_of<T>(static_cast<void*>(p));
 }
 
 }  // namespace thread_system::detail
