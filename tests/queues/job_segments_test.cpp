@@ -1,6 +1,7 @@
 // job_segments (include/thread_system/queues/job_segments.hpp): the segment
 // storage of job_queue and two_lock_job_queue - its sizes for any requested
-// capacity, its allocation and its entry markers.
+// capacity, its allocation, its entry markers, the tail's packing, the spare
+// stack and the head's unpacking.
 #include "thread_system/queues/job_segments.hpp"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <vector>
 
 #include "thread_system/queues/job_queue.hpp"
 #include "thread_system/queues/two_lock_job_queue.hpp"
@@ -87,6 +89,94 @@ TEST(JobSegments, EndSegmentWritesASkipMarkerOnlyWhereWordsRemain) {
   td::end_segment(*s, td::min_segment_words, td::min_segment_words);  // full: nothing to write
   EXPECT_FALSE(td::is_skip_marker(words[td::min_segment_words - 1]));
   td::job_segment::free_chain(s);
+}
+
+// The spare stack is last in, first out, and a segment comes off it
+// unlinked (it becomes the list's new last segment).
+TEST(JobSegments, SpareSegmentsAreAStackAndComeOffUnlinked) {
+  td::spare_segments spares;
+  td::job_segment* a = td::job_segment::allocate(td::min_segment_words);
+  td::job_segment* b = td::job_segment::allocate(td::min_segment_words);
+  spares.push(a);
+  spares.push(b);
+  EXPECT_EQ(spares.count, 2U);
+  EXPECT_EQ(spares.top, b);
+  EXPECT_EQ(b->next, a);
+  td::job_segment* first = spares.pop();
+  EXPECT_EQ(first, b);
+  EXPECT_EQ(first->next, nullptr);
+  EXPECT_EQ(spares.count, 1U);
+  td::job_segment* second = spares.pop();
+  EXPECT_EQ(second, a);
+  EXPECT_EQ(spares.count, 0U);
+  EXPECT_EQ(spares.top, nullptr);
+  td::job_segment::free_chain(first);
+  td::job_segment::free_chain(second);
+}
+
+// fits() and room() count what every entry may leave unused at a segment's
+// end (segment_waste words), so a run of entries they admit never needs a
+// segment the caller did not provide.
+TEST(JobSegments, TailRoomCountsTheWordsAnEntryMayLeaveUnused) {
+  constexpr std::size_t words = td::min_segment_words;
+  constexpr std::size_t waste = td::segment_waste;
+  td::segment_tail tail;
+  tail.used = 0;
+  EXPECT_TRUE(tail.fits(words - waste, words));
+  EXPECT_FALSE(tail.fits(words - waste + 1, words));
+  EXPECT_EQ(tail.room(words, 0), words - waste);
+  EXPECT_EQ(tail.room(words, 2), 3 * (words - waste));
+  tail.used = words - waste;  // nothing left that counts
+  EXPECT_EQ(tail.room(words, 0), 0U);
+  EXPECT_EQ(tail.room(words, 1), words - waste);
+  tail.used = words;  // full
+  EXPECT_EQ(tail.room(words, 0), 0U);
+  EXPECT_FALSE(tail.fits(1, words));
+}
+
+// Entries packed at the tail move on to a spare segment where the next one
+// does not fit, with a skip marker ending the segment; the head side reads
+// them back in order across it (used_up(), unpack_entry()).
+TEST(JobSegments, EntriesCrossToASpareSegmentAndComeBackInOrder) {
+  constexpr std::size_t words = td::min_segment_words;
+  td::job_segment* first = td::job_segment::allocate(words);
+  td::spare_segments spares;
+  spares.push(td::job_segment::allocate(words));
+  td::segment_tail tail{first, 0};
+  std::array<std::uint64_t, 5> payload{1, 2, 3, 4, 5};  // a callable of several words
+  std::vector<int> ran;
+  int pushed = 0;
+  // Fill the first segment, then one more entry: it goes to the spare.
+  while (tail.segment == first) {
+    const int id = pushed++;
+    ts::job_function job([&ran, id, payload] { ran.push_back(id + static_cast<int>(payload[0]) - 1); });
+    ASSERT_LE(job.packed_words(), words);
+    tail.put(job, words, spares);
+    EXPECT_FALSE(static_cast<bool>(job)) << "packed: the job moved into the segment";
+  }
+  EXPECT_EQ(spares.count, 0U);
+  EXPECT_EQ(first->next, tail.segment);
+  EXPECT_GT(pushed, 1);
+  // The head side: every entry in order, the first segment used up where it
+  // ends (its last word or the skip marker).
+  td::job_segment* head_segment = first;
+  std::size_t head = 0;
+  for (int i = 0; i < pushed; ++i) {
+    if (td::used_up(*head_segment, head, words)) {
+      ASSERT_NE(head_segment->next, nullptr) << i;
+      head_segment = head_segment->next;
+      head = 0;
+    }
+    ts::job_function out;
+    head += td::unpack_entry(*head_segment, head, out);
+    ASSERT_TRUE(static_cast<bool>(out)) << i;
+    out();
+  }
+  EXPECT_EQ(head_segment, tail.segment);
+  EXPECT_EQ(head, tail.used);
+  ASSERT_EQ(ran.size(), static_cast<std::size_t>(pushed));
+  for (int i = 0; i < pushed; ++i) EXPECT_EQ(ran[static_cast<std::size_t>(i)], i);
+  td::job_segment::free_chain(first);
 }
 
 // Both segmented queues work when built with the largest capacities: jobs

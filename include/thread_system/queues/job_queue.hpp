@@ -58,7 +58,7 @@ class alignas(64) job_queue : private detail::mutex_queue_hooks {
   /// first segment is allocated here (std::bad_alloc propagates).
   explicit job_queue(std::size_t initial_capacity = 1024)
       : segment_words_(detail::segment_words_for(initial_capacity)) {
-    head_segment_ = tail_segment_ = new_segment();
+    head_segment_ = tail_.segment = new_segment();
   }
 
   /// Not copyable.
@@ -74,7 +74,7 @@ class alignas(64) job_queue : private detail::mutex_queue_hooks {
       discarded.reset();
     }
     free_list(head_segment_);
-    free_list(spare_);
+    free_list(spares_.top);
   }
 
   /// Appends `job`. On failure (`pool_stopped` after close(),
@@ -255,8 +255,8 @@ class alignas(64) job_queue : private detail::mutex_queue_hooks {
     std::size_t needed = 0;
     for (const auto& j : jobs) needed += j.packed_words();
     // The common case: the jobs fit in the last segment whatever their sizes.
-    if (tail_ + needed + detail::segment_waste > segment_words_) reserve(needed);
-    for (auto& j : jobs) put(j);
+    if (!tail_.fits(needed, segment_words_)) reserve(needed);
+    for (auto& j : jobs) tail_.put(j, segment_words_, spares_);
     count_ += jobs.size();
     size_.store(count_, std::memory_order_relaxed);  // statistics only; the mutex publishes the jobs
     count_pushed(jobs.size());
@@ -279,49 +279,24 @@ class alignas(64) job_queue : private detail::mutex_queue_hooks {
   // propagates; spares allocated so far are kept, no job has moved).
   void reserve(std::size_t needed) {
     const std::size_t per_segment = segment_words_ - detail::segment_waste;
-    const std::size_t left = segment_words_ - tail_;
-    std::size_t room = (left > detail::segment_waste ? left - detail::segment_waste : 0) + spares_ * per_segment;
+    std::size_t room = tail_.room(segment_words_, spares_.count);
     while (room < needed) {
-      segment* s = new_segment();
-      s->next = spare_;
-      spare_ = s;
-      ++spares_;
+      spares_.push(new_segment());
       room += per_segment;
     }
-  }
-
-  // Packs `job` at the tail; the caller made room (push_locked()).
-  THREAD_SYSTEM_ALWAYS_INLINE void put(job_function& job) noexcept {
-    const std::size_t words = job.packed_words();
-    if (tail_ + words > segment_words_) next_tail_segment();
-    job.pack_into(&tail_segment_->words()[tail_]);
-    tail_ += words;
-  }
-
-  // Ends the last segment (a skip marker where words are left) and appends
-  // a spare one; reserve() made sure there is one.
-  void next_tail_segment() noexcept {
-    detail::end_segment(*tail_segment_, tail_, segment_words_);
-    segment* s = spare_;
-    spare_ = s->next;
-    --spares_;
-    s->next = nullptr;
-    tail_segment_->next = s;
-    tail_segment_ = s;
-    tail_ = 0;
   }
 
   // Moves the oldest job into `out`. Preconditions: count_ > 0, `out` is
   // empty. The caller updates size_.
   THREAD_SYSTEM_ALWAYS_INLINE void pop_one(job_function& out) noexcept {
-    if (head_ == segment_words_ || detail::is_skip_marker(head_segment_->words()[head_])) next_head_segment();
-    word* entry = &head_segment_->words()[head_];
-    const std::size_t words = job_function::packed_words_at(entry);
-    out.unpack_from(entry);
-    head_ += words;
+    if (detail::used_up(*head_segment_, head_, segment_words_)) next_head_segment();
+    head_ += detail::unpack_entry(*head_segment_, head_, out);
     // Empty: the last job was in the last segment, so head and tail share
     // it; start over at its word 0.
-    if (--count_ == 0) head_ = tail_ = 0;
+    if (--count_ == 0) {
+      head_ = 0;
+      tail_.used = 0;
+    }
   }
 
   // The head segment is used up (count_ > 0, so a later one holds the next
@@ -330,9 +305,7 @@ class alignas(64) job_queue : private detail::mutex_queue_hooks {
     segment* done = head_segment_;
     head_segment_ = done->next;
     head_ = 0;
-    done->next = spare_;
-    spare_ = done;
-    ++spares_;
+    spares_.push(done);
   }
 
   THREAD_SYSTEM_ALWAYS_INLINE std::size_t pop_locked(std::span<job_function> out, std::size_t max) {
@@ -380,17 +353,15 @@ class alignas(64) job_queue : private detail::mutex_queue_hooks {
   std::size_t head_ = 0;                     // guarded by mutex_: word index of the oldest entry (or a skip marker)
   segment* head_segment_ = nullptr;          // guarded by mutex_: holds the oldest entry
   std::size_t count_ = 0;                    // guarded by mutex_: jobs queued
-  segment* tail_segment_ = nullptr;          // guarded by mutex_: the last segment, where pushes go
-  std::size_t tail_ = 0;                     // guarded by mutex_: word index of the next entry in tail_segment_
+  detail::segment_tail tail_;                // guarded by mutex_: the last segment, where pushes go, and its fill
   std::atomic<std::uint64_t> contended_{0};  // see contended_operations()
   // The second: what readers outside the lock poll (size_approx(),
   // accepted_pushes()), written by pushes and non-empty pops; then what
   // only a segment change touches.
   alignas(64) std::atomic<std::size_t> size_{0};
   std::atomic<std::uint64_t> pushed_total_{0};
-  segment* spare_ = nullptr;  // guarded by mutex_: spare segments, a stack
-  std::size_t spares_ = 0;    // guarded by mutex_
-  std::size_t segments_ = 0;  // guarded by mutex_ (and the constructor): allocated, in use or spare
+  detail::spare_segments spares_;  // guarded by mutex_
+  std::size_t segments_ = 0;       // guarded by mutex_ (and the constructor): allocated, in use or spare
 };
 
 }  // namespace thread_system

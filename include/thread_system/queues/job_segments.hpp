@@ -8,9 +8,11 @@
 // job). An entry never spans two segments: when it does not fit before a
 // segment's end, a skip marker (a zero first word) ends the segment and the
 // entry starts the next one. What is shared here is the segment itself, its
-// allocation and the entry format; how segments are linked, reused and
-// locked is each queue's. Shared too: the vocabulary of the private hook
-// surface both queues offer basic_adaptive_job_queue (mutex_queue_hooks).
+// allocation, the entry format, the tail's packing, the stack of spare
+// segments and the head's unpacking; how segments are reused and locked,
+// and where each queue keeps its fields (its cache-line layout), is each
+// queue's. Shared too: the vocabulary of the private hook surface both
+// queues offer basic_adaptive_job_queue (mutex_queue_hooks).
 //
 // Contract: no synchronisation of its own; a segment's words are written
 // and read as each queue's locks and orders allow.
@@ -112,6 +114,77 @@ static_assert(segment_words_for(static_cast<std::size_t>(-1)) == max_segment_wor
 /// marker where words are left.
 inline void end_segment(job_segment& s, std::size_t used, std::size_t words) noexcept {
   if (used < words) std::memset(s.words()[used].bytes, 0, sizeof(job_word));
+}
+
+/// A stack of spare segments (linked by `next`) and how many it holds.
+struct spare_segments {
+  job_segment* top = nullptr;
+  std::size_t count = 0;
+
+  void push(job_segment* s) noexcept {
+    s->next = top;
+    top = s;
+    ++count;
+  }
+  /// Precondition: count != 0. The segment comes unlinked.
+  [[nodiscard]] job_segment* pop() noexcept {
+    job_segment* s = top;
+    top = s->next;
+    --count;
+    s->next = nullptr;
+    return s;
+  }
+};
+
+/// Where pushes go: the last segment, and the word index of the next entry
+/// in it. Each segment has `words` words.
+struct segment_tail {
+  job_segment* segment = nullptr;
+  std::size_t used = 0;
+
+  /// True when entries of `needed` words fit in the last segment whatever
+  /// their sizes (each may leave up to segment_waste words unused).
+  [[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE bool fits(std::size_t needed, std::size_t words) const noexcept {
+    return used + needed + segment_waste <= words;
+  }
+  /// Words of entries that fit, whatever their sizes, in what the last
+  /// segment has left and in `spare` more segments.
+  [[nodiscard]] std::size_t room(std::size_t words, std::size_t spare) const noexcept {
+    const std::size_t left = words - used;
+    return (left > segment_waste ? left - segment_waste : 0) + spare * (words - segment_waste);
+  }
+  /// Packs `job` after the last entry, moving on to a spare segment when it
+  /// does not fit (the caller made room: fits() or room()).
+  THREAD_SYSTEM_ALWAYS_INLINE void put(job_function& job, std::size_t words, spare_segments& spares) noexcept {
+    const std::size_t n = job.packed_words();
+    if (used + n > words) next(words, spares);
+    job.pack_into(&segment->words()[used]);
+    used += n;
+  }
+  /// Ends the last segment (a skip marker where words are left) and appends
+  /// a spare one (there is one: the caller made room).
+  void next(std::size_t words, spare_segments& spares) noexcept {
+    end_segment(*segment, used, words);
+    job_segment* s = spares.pop();
+    segment->next = s;
+    segment = s;
+    used = 0;
+  }
+};
+
+/// The head's side: true when the oldest entry is not at word `head` of `s`
+/// (its end, or a skip marker) but at the start of the next segment.
+[[nodiscard]] THREAD_SYSTEM_ALWAYS_INLINE bool used_up(job_segment& s, std::size_t head, std::size_t words) noexcept {
+  return head == words || is_skip_marker(s.words()[head]);
+}
+
+/// Moves the entry at word `head` of `s` into `out` (empty); returns its
+/// words.
+THREAD_SYSTEM_ALWAYS_INLINE std::size_t unpack_entry(job_segment& s, std::size_t head, job_function& out) noexcept {
+  job_word* entry = &s.words()[head];
+  const std::size_t n = job_function::packed_words_at(entry);
+  out.unpack_from(entry);
+  return n;
 }
 
 /// A mutex queue's pop, before it takes its lock: destroys the jobs left in

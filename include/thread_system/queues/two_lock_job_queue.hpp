@@ -74,7 +74,7 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
   /// first segment is allocated here (std::bad_alloc propagates).
   explicit two_lock_job_queue(std::size_t initial_capacity = 1024)
       : segment_words_(detail::segment_words_for(initial_capacity)), head_words_(segment_words_) {
-    head_segment_ = tail_segment_ = new_segment();
+    head_segment_ = tail_.segment = new_segment();
   }
 
   /// Not copyable.
@@ -91,7 +91,7 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
       discarded.reset();
     }
     detail::job_segment::free_chain(head_segment_);
-    detail::job_segment::free_chain(spare_);
+    detail::job_segment::free_chain(spares_.top);
     detail::job_segment::free_chain(returned_.load(std::memory_order_relaxed));  // relaxed: as above
   }
 
@@ -184,7 +184,6 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
   }
 
  private:
-  using word = detail::job_word;
   using segment = detail::job_segment;
 
   // What an operation that found its lock held does once it holds it
@@ -233,14 +232,14 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
     std::size_t needed = 0;
     for (const auto& j : jobs) needed += j.packed_words();
     // The common case: the jobs fit in the last segment whatever their sizes.
-    if (tail_ + needed + detail::segment_waste > segment_words_) {
+    if (!tail_.fits(needed, segment_words_)) {
       try {
         reserve(needed);
       } catch (const std::bad_alloc&) {
         return push_outcome::out_of_memory;
       }
     }
-    for (auto& j : jobs) put(j);
+    for (auto& j : jobs) tail_.put(j, segment_words_, spares_);
     // Pushers are serialised by the tail lock, so load+store is exact.
     // release: pairs with accepted_pushes(). Written before the count's
     // release below, so a pop that acquires the count sees the total.
@@ -353,8 +352,7 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
   // allocated so far are kept, no job has moved).
   void reserve(std::size_t needed) {
     const std::size_t per_segment = segment_words_ - detail::segment_waste;
-    const std::size_t left = segment_words_ - tail_;
-    std::size_t room = (left > detail::segment_waste ? left - detail::segment_waste : 0) + spares_ * per_segment;
+    std::size_t room = tail_.room(segment_words_, spares_.count);
     while (room < needed) {
       // acquire: pairs with the release in next_head_segment(); the pop's
       // reads of those segments are done before this push writes them.
@@ -362,46 +360,23 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
       if (s == nullptr) s = new_segment();
       while (s != nullptr) {
         segment* next = s->next;
-        s->next = spare_;
-        spare_ = s;
-        ++spares_;
+        spares_.push(s);
         room += per_segment;
         s = next;
       }
     }
   }
 
-  // Packs `job` at the tail; the caller made room (reserve()).
-  THREAD_SYSTEM_ALWAYS_INLINE void put(job_function& job) noexcept {
-    const std::size_t words = job.packed_words();
-    if (tail_ + words > segment_words_) next_tail_segment();
-    job.pack_into(&tail_segment_->words()[tail_]);
-    tail_ += words;
-  }
-
-  // Ends the last segment and appends a spare one (reserve() made sure
-  // there is one). The link is published with the count, as the entries.
-  void next_tail_segment() noexcept {
-    detail::end_segment(*tail_segment_, tail_, segment_words_);
-    segment* s = spare_;
-    spare_ = s->next;
-    --spares_;
-    s->next = nullptr;
-    tail_segment_->next = s;
-    tail_segment_ = s;
-    tail_ = 0;
-  }
+  // (A new segment's link, written by tail_.put(), is published with the
+  // count, as the entries.)
 
   // Head side (under head_lock_).
 
   // Moves the oldest job into `out`. Preconditions: the count includes it,
   // `out` is empty.
   THREAD_SYSTEM_ALWAYS_INLINE void pop_one(job_function& out) noexcept {
-    if (head_ == head_words_ || detail::is_skip_marker(head_segment_->words()[head_])) next_head_segment();
-    word* entry = &head_segment_->words()[head_];
-    const std::size_t words = job_function::packed_words_at(entry);
-    out.unpack_from(entry);
-    head_ += words;
+    if (detail::used_up(*head_segment_, head_, head_words_)) next_head_segment();
+    head_ += detail::unpack_entry(*head_segment_, head_, out);
   }
 
   // The head segment is used up (a later one holds the next entry, which
@@ -426,10 +401,8 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
   mutable spin_lock tail_lock_;
   std::uint8_t tail_refusals_ = 0;   // guarded by tail_lock_: refuse_closed, refuse_pushes
   const std::size_t segment_words_;  // a power of two, at least min_segment_words
-  segment* tail_segment_ = nullptr;  // guarded by tail_lock_: the last segment, where pushes go
-  std::size_t tail_ = 0;             // guarded by tail_lock_: word index of the next entry in tail_segment_
-  segment* spare_ = nullptr;         // guarded by tail_lock_: spare segments, a stack
-  std::size_t spares_ = 0;           // guarded by tail_lock_
+  detail::segment_tail tail_;        // guarded by tail_lock_: the last segment, where pushes go, and its fill
+  detail::spare_segments spares_;    // guarded by tail_lock_
   std::size_t segments_ = 0;         // guarded by tail_lock_ (and the constructor): allocated, in use or spare
   std::atomic<std::uint64_t> pushed_total_{0};  // written under tail_lock_: see accepted_pushes()
   // The second: the head end, what a pop reads and writes under its lock
