@@ -624,6 +624,14 @@ bool pool_core::work_visible(const pool_worker& w) const noexcept {
     const pool_worker::slot_word slot = other->lifo_slot_.load(std::memory_order_relaxed);
     if (slot != 0 && (other == &w || (slot & pool_worker::continuation_bit) == 0)) return true;
   }
+  // A task_group owner's jobs kept within reach (ordered like the deque
+  // checks; the count of slots ever held: acquire, pairs with
+  // lease_owner_slot()).
+  const std::size_t used = owner_slots_.used.load(std::memory_order_acquire);
+  const owner_slot* slots = owner_slots_.slots.load(std::memory_order_relaxed);  // ordered by the acquire above
+  for (std::size_t i = 0; i < used; ++i) {
+    if (slots[i].has_work()) return true;
+  }
   return false;
 }
 
@@ -746,6 +754,28 @@ bool pool_core::find_and_run(pool_worker& w, std::span<job_function> local, bool
   if (try_steal(w, node)) {
     run_node(w, node);
     return true;
+  }
+  // Last: a job a task_group's owner off the pool keeps within reach.
+  // relaxed: a hint (0 for a pool no owner off its workers has used);
+  // run_owner_slot_job() reads it again with acquire.
+  return owner_slots_.used.load(std::memory_order_relaxed) != 0 && run_owner_slot_job();
+}
+
+bool pool_core::run_owner_slot_job() noexcept {
+  // Until stop() begins: the jobs left then run in their group's wait (on
+  // the waiting thread), neither drained nor cancelled by stop().
+  if (stop_begun()) return false;
+  // acquire: pairs with lease_owner_slot()'s release.
+  const std::size_t used = owner_slots_.used.load(std::memory_order_acquire);
+  owner_slot* slots = owner_slots_.slots.load(std::memory_order_relaxed);  // ordered by the acquire above
+  for (std::size_t i = 0; i < used; ++i) {
+    if (owner_job* job = slots[i].steal()) {
+      // More there: another sleeping worker could take one too (chained
+      // wake-up, as in try_steal()).
+      if (slots[i].has_work()) wake_worker_if_needed();
+      job->run(job);
+      return true;
+    }
   }
   return false;
 }
@@ -933,5 +963,63 @@ result<void> pool_front::push_routed_batch(std::uint64_t kind_mask, std::span<jo
 bool nothing_left_to_steal(const pool_front& pool) noexcept { return pool.core_->nothing_left_to_steal_from_caller(); }
 
 taken_back_account& taken_back_of(pool_front& pool) noexcept { return pool.core_->taken_back(); }
+
+owner_slot* lease_owner_slot(pool_front& pool) noexcept {
+  pool_core& core = *pool.core_;
+  if (!core.local_deques_ || core.stop_begun()) return nullptr;
+  // acquire: pairs with the installing CAS below (the array's construction).
+  owner_slot* slots = core.owner_slots_.slots.load(std::memory_order_acquire);
+  if (slots == nullptr) {
+    auto* made = new (std::nothrow) owner_slot[owner_slot_count];
+    if (made == nullptr) return nullptr;  // no memory: the owner's jobs go to the queue
+    // acq_rel: publishes the construction; on failure, acquires another
+    // owner's array, and this one goes.
+    if (core.owner_slots_.slots.compare_exchange_strong(slots, made, std::memory_order_acq_rel,
+                                                        std::memory_order_acquire)) {
+      slots = made;
+    } else {
+      delete[] made;
+    }
+  }
+  for (std::size_t i = 0; i < owner_slot_count; ++i) {
+    owner_slot& s = slots[i];
+    std::uint32_t expected = owner_slot::free_slot;
+    // acquire: pairs with give_back()'s release (the last holder's resets).
+    if (s.state.load(std::memory_order_relaxed) != expected ||
+        !s.state.compare_exchange_strong(expected, owner_slot::held, std::memory_order_acquire,
+                                         std::memory_order_relaxed)) {
+      continue;
+    }
+    // Thieves look at the first owner_slots_.used slots only: a pool whose
+    // slots were never held looks at none. Raised before the holder's
+    // first publish, and only ever raised. release: pairs with the
+    // thieves' acquire load (the array's installation comes before); the
+    // publish itself is ordered by the slot's own `published` (and, for an
+    // idle worker, by the fences of wake_worker_if_needed()).
+    std::size_t used = core.owner_slots_.used.load(std::memory_order_relaxed);
+    while (used <= i && !core.owner_slots_.used.compare_exchange_weak(used, i + 1, std::memory_order_release,
+                                                                      std::memory_order_relaxed)) {
+    }
+    return &s;
+  }
+  return nullptr;
+}
+
+void wake_for_owner_slot(pool_front& pool) noexcept { pool.core_->wake_worker_if_needed(); }
+
+std::uint32_t owner_slot::close() noexcept {
+  std::uint32_t expected = held;
+  // acquire: pairs with steal()'s release (every thief's `taken`).
+  for (int tries = 0;
+       !state.compare_exchange_weak(expected, closing, std::memory_order_acquire, std::memory_order_relaxed); ++tries) {
+    expected = held;
+    if (tries < 64) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();  // a thief preempted inside the lease (it only takes a pointer there)
+    }
+  }
+  return taken.load(std::memory_order_relaxed);  // ordered by the acquire above
+}
 
 }  // namespace thread_system::detail

@@ -409,13 +409,32 @@ class pool_core {
   void uncount_own_caller_runs() noexcept;
   [[nodiscard]] stop_report make_report() const;
 
-  // task_group's jobs taken back and still queued (detail::taken_back_of()):
+  // Loop pieces taken back and still queued (detail::taken_back_of()):
   // declared before queue_, so that a queued entry destroyed with the queue
   // still finds it. A line of its own (the type is aligned), so the
   // members after it keep the layout they had before it came: sharing
   // queue_'s line cost BM_GroupFromOutside 12% (docs/PERFORMANCE.md).
   static_assert(alignof(taken_back_account) == 64 && sizeof(taken_back_account) == 64);
   taken_back_account taken_back_{};
+  // Where task_group owners off the pool keep their first jobs after each
+  // wait (detail::owner_slot, pools/pool_front.hpp): owner_slot_count of
+  // them, made by the first lease (a pool that no owner off its workers
+  // uses holds none; 1.5 KiB) and freed with the core. Thieves look at the
+  // first `used` (raised by lease_owner_slot() after the array is
+  // installed, never lowered; 0: no array). A line of its own, read by
+  // idle workers and written once per slot ever leased; like taken_back_,
+  // it keeps the members after it on the line offsets they had before it.
+  struct alignas(64) owner_slot_array {
+    std::atomic<owner_slot*> slots{nullptr};
+    std::atomic<std::size_t> used{0};
+    owner_slot_array() = default;
+    owner_slot_array(const owner_slot_array&) = delete;
+    owner_slot_array& operator=(const owner_slot_array&) = delete;
+    ~owner_slot_array() { delete[] slots.load(std::memory_order_relaxed); }  // no thread uses the core now
+  } owner_slots_;
+  // A worker's last look for work: takes and runs a job from an owner's
+  // slot (false: none, or stop() has begun).
+  bool run_owner_slot_job() noexcept;
   std::string name_;
   const char* kind_;                 // "thread_pool" or "typed_thread_pool" (core_config::kind)
   std::unique_ptr<injector> queue_;  // never null

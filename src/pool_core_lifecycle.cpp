@@ -100,7 +100,7 @@ pool_core::pool_core(core_config config) try
       idle_wait_ns_(idle_wait_ns(config.idle_wait)),
       out_of_memory_report_(make_out_of_memory_report(kind_, name_)) {
   validate(bounds_);
-  // task_group's bound on jobs taken back and still queued: in a pool with
+  // The bound on loop pieces taken back and still queued: in a pool with
   // backpressure they hold room, so at most a quarter of it (1024 at most).
   taken_back_.limit =
       bounds_.capacity != 0 ? static_cast<std::int64_t>(std::min<std::size_t>(bounds_.capacity / 4, 1024)) : 1024;

@@ -290,7 +290,12 @@ TEST(TaskGroup, AJobDroppedByBackpressureMakesWaitThrowCancelled) {
   blocker.hold(pool);
   std::atomic<int> ran{0};
   ts::task_group g(pool);
-  g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });  // queued: the room is taken
+  // From a thread that is not the group's owner: the owner's first jobs
+  // are kept within reach, out of the pool's queue
+  // (TheOwnersJobsKeptWithinReachHoldNoRoomAndAreNeverDropped).
+  std::thread([&] {
+    g.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });  // queued: the room is taken
+  }).join();
   // Another submission drops it. (The group's own run() never evicts: a
   // full pool runs its job on the caller, see
   // RunFromOutsideAFullBoundedPoolRunsOnTheCallerUnderEveryPolicy.)
@@ -546,10 +551,9 @@ TEST(TaskGroup, RunFromOutsideAFullBoundedPoolRunsOnTheCallerUnderEveryPolicy) {
 }
 
 // The owner off the pool takes back, newest first, the jobs it run() that no
-// worker has started, and runs them itself: a paused pool (and a busy one)
-// does not hold its wait. A job taken back stays queued until a worker pops
-// it, which then does nothing. Before: wait() slept until the watchdog
-// resumed the pool, and the jobs ran on the worker.
+// worker has taken, and runs them itself: a paused pool (and a busy one)
+// does not hold its wait. Before: wait() slept until the watchdog resumed
+// the pool, and the jobs ran on the worker.
 TEST(TaskGroup, TheOwnerOffThePoolTakesBackWhatNoWorkerStarted) {
   ts::thread_pool pool{1, ts::test::pool_opts("tg-take-back")};
   for (const bool paused : {true, false}) {
@@ -569,8 +573,9 @@ TEST(TaskGroup, TheOwnerOffThePoolTakesBackWhatNoWorkerStarted) {
     for (const std::thread::id id : ran_on) EXPECT_EQ(id, std::this_thread::get_id()) << "paused: " << paused;
     EXPECT_EQ(order, (std::vector<int>{2, 1, 0})) << "newest first";
   }
-  // The worker popped the three stale jobs of each round (call_needed_the_pool
-  // waited for the pool to be idle): they ran nothing, and the pool goes on.
+  // The jobs were never the pool's (it accepted only the job that kept its
+  // worker busy); it goes on.
+  EXPECT_EQ(pool.get_statistics().accepted, 1U);
   std::atomic<int> later{0};
   ASSERT_TRUE(pool.enqueue([&later] { later.fetch_add(1, std::memory_order_relaxed); }));
   pool.wait_idle();
@@ -621,8 +626,7 @@ TEST(TaskGroup, TheOwnerTakesBackAtMostSixteenJobsPerWait) {
 // A job taken back behaves as one a worker runs: its exception is rethrown
 // by wait(), the jobs it run() are waited for (and taken back too: the
 // owner runs them as well), its captures are destroyed before wait()
-// returns. A stop(cancel_pending) afterwards discards the stale queued jobs
-// without touching the group.
+// returns. None of them went through the pool's queue.
 TEST(TaskGroup, AJobTakenBackThrowsRunsMoreAndIsDestroyedLikeAnyOther) {
   ts::thread_pool pool{1, ts::test::pool_opts("tg-take-back-more")};
   pool.pause();
@@ -657,9 +661,10 @@ TEST(TaskGroup, AJobTakenBackThrowsRunsMoreAndIsDestroyedLikeAnyOther) {
     EXPECT_EQ(ran.load(std::memory_order_relaxed), 111);
     EXPECT_TRUE(watch.expired()) << "a capture outlived wait()";
   }
-  if (resumed.load(std::memory_order_acquire)) return;  // the stale jobs ran on the worker
+  // Nothing of the group's was ever in the pool's queue.
   const ts::stop_report report = pool.stop(ts::stop_mode::cancel_pending);
-  EXPECT_EQ(report.cancelled, 3U);  // the three stale queued jobs
+  EXPECT_EQ(report.accepted, 0U);
+  EXPECT_EQ(report.cancelled, 0U);
   EXPECT_EQ(ran.load(std::memory_order_relaxed), 111);
 }
 
@@ -687,86 +692,139 @@ TEST(TaskGroup, AnotherThreadWaitsWhileTheOwnerRunsMoreOffThePool) {
   EXPECT_EQ(ran.load(std::memory_order_relaxed), jobs);
 }
 
-namespace {
-
-// Jobs taken back leave their entries in the pool's queue until a worker
-// pops them. An owner that kept taking back from a busy pool left one per
-// job, without bound (320 000 entries and 342 MB after 20 000 groups of 16
-// in one program), and in a pool with backpressure they held its room. The
-// pool now bounds them (`limit`: 1024, at most a quarter of the capacity with
-// backpressure): past it, the owner's jobs go to the pool as another
-// thread's do, and once a worker has popped the entries it takes back again.
-void expect_the_entries_left_behind_bounded(ts::pool_options options, int limit) {
-  ts::thread_pool pool{1, std::move(options)};
-  std::atomic<bool> busy{false};
-  std::atomic<bool> open{false};
-  ASSERT_TRUE(pool.enqueue([&] {
-    busy.store(true, std::memory_order_release);                                     // pairs with the acquire below
-    while (!open.load(std::memory_order_acquire)) std::this_thread::sleep_for(1ms);  // pairs with the opener
-  }));
-  ASSERT_TRUE(ts::test::eventually([&] { return busy.load(std::memory_order_acquire); }));
-  const std::thread::id owner = std::this_thread::get_id();
-  // Up to the bound, the owner takes back every job: the one worker is busy.
-  for (int round = 0; round < limit / 16; ++round) {
-    ts::task_group g(pool);
+// The owner's first jobs after each wait stay out of the pool's queue: they
+// hold no room in a pool with backpressure, and none is refused, dropped or
+// cancelled. Before, they went through the queue, and a job taken back left
+// its entry there (bounded, and holding room).
+TEST(TaskGroup, TheOwnersJobsKeptWithinReachHoldNoRoomAndAreNeverDropped) {
+  for (const auto policy : {ts::backpressure::reject(1), ts::backpressure::drop_oldest(1)}) {
+    ts::pool_options o = ts::test::pool_opts("tg-kept-room");
+    o.backpressure = policy;
+    ts::thread_pool pool{1, o};
     int on_owner = 0;  // written by jobs on the owner only
-    for (int k = 0; k < 16; ++k) {
-      g.run([&on_owner, owner] {
-        if (std::this_thread::get_id() == owner) ++on_owner;
-      });
-    }
-    g.wait();
-    ASSERT_EQ(on_owner, 16) << "round " << round;
-  }
-  // At the bound: the next job goes to the pool, behind those entries, and
-  // runs on the worker once it is free.
-  {
-    ts::task_group g(pool);
-    std::thread::id ran_on;
-    std::atomic<bool> waiting{false};
-    std::thread opener([&] {
-      (void)ts::test::eventually([&] { return waiting.load(std::memory_order_acquire); });  // pairs below
-      std::this_thread::sleep_for(20ms);  // the owner is in wait() by now: a job within reach would be taken back
-      open.store(true, std::memory_order_release);
+    const std::thread::id owner = std::this_thread::get_id();
+    std::atomic<int> other{0};
+    const bool waited = ts::test::call_needed_the_pool(pool, /*paused=*/true, [&] {
+      ts::task_group g(pool);
+      for (int k = 0; k < 16; ++k) {
+        g.run([&on_owner, owner] {
+          if (std::this_thread::get_id() == owner) ++on_owner;
+        });
+      }
+      EXPECT_EQ(on_owner, 0) << "a job ran at run(): refused by the full pool";
+      // The pool's one place is still free, and another thread's job takes it.
+      EXPECT_TRUE(pool.enqueue([&other] { other.fetch_add(1, std::memory_order_relaxed); }));
+      g.wait();
     });
-    g.run([&ran_on] { ran_on = std::this_thread::get_id(); });
-    waiting.store(true, std::memory_order_release);
-    g.wait();
-    opener.join();
-    EXPECT_NE(ran_on, owner) << "the job was taken back past the bound";
+    EXPECT_FALSE(waited);
+    EXPECT_EQ(on_owner, 16);
+    EXPECT_EQ(other.load(std::memory_order_relaxed), 1);  // relaxed: call_needed_the_pool() waited for idle
+    const ts::pool_statistics st = pool.get_statistics();
+    EXPECT_EQ(st.accepted, 1U);  // the other thread's job only
+    EXPECT_EQ(st.cancelled, 0U);
   }
-  // The worker has popped every entry: the owner takes back again.
-  pool.wait_idle();
-  pool.pause();
-  ts::task_group g(pool);
-  std::atomic<int> ran{0};
-  std::thread resumer([&] {
-    // Bounded: with the entries still counted, the jobs wait for this resume.
-    (void)ts::test::eventually([&] { return ran.load(std::memory_order_acquire) == 16; });
-    pool.resume();
-  });
-  int on_owner = 0;  // written by jobs on the owner only
-  for (int k = 0; k < 16; ++k) {
-    g.run([&on_owner, &ran, owner] {
-      if (std::this_thread::get_id() == owner) ++on_owner;
-      ran.fetch_add(1, std::memory_order_release);  // pairs with the resumer's acquire
-    });
-  }
-  g.wait();
-  resumer.join();
-  EXPECT_EQ(on_owner, 16) << "the entries' count did not come back down";
 }
 
+// The pool has 8 slots for owners off the pool: a ninth owner holding its
+// jobs at the same time hands them to the pool's queue, as any other
+// thread does, and a slot given back is taken again.
+namespace {
+// `holders` owners off a paused pool at once, each keeping one job within
+// reach; `while_held` runs while they hold them, then each waits (taking
+// its job back: the pool stays paused). Returns how many jobs ran on their
+// owner, and the pool's accepted count while they were held.
+template <typename F>
+std::pair<int, std::uint64_t> owners_holding_slots(ts::thread_pool& pool, int holders, F while_held) {
+  std::latch kept(holders);
+  std::latch go(1);
+  std::atomic<int> on_owner{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < holders; ++t) {
+    threads.emplace_back([&] {
+      ts::task_group g(pool);
+      const std::thread::id me = std::this_thread::get_id();
+      g.run([&on_owner, me] {
+        if (std::this_thread::get_id() == me) on_owner.fetch_add(1, std::memory_order_relaxed);
+      });
+      kept.count_down();
+      go.wait();
+      g.wait();  // a paused pool: only taking back ends it (the watchdog's resume otherwise)
+    });
+  }
+  kept.wait();
+  const std::uint64_t accepted = pool.get_statistics().accepted;
+  while_held();
+  go.count_down();
+  // Bounded: an owner whose job went to the queue waits for the pool.
+  std::atomic<bool> joined{false};
+  std::thread watchdog([&] {
+    if (!ts::test::eventually([&] { return joined.load(std::memory_order_acquire); })) pool.resume();
+  });
+  for (auto& t : threads) t.join();
+  joined.store(true, std::memory_order_release);  // pairs with the watchdog's load
+  watchdog.join();
+  return {on_owner.load(std::memory_order_relaxed), accepted};  // relaxed: joined
+}
 }  // namespace
 
-TEST(TaskGroup, TheEntriesOfJobsTakenBackAreBoundedInAPool) {
-  expect_the_entries_left_behind_bounded(ts::test::pool_opts("tg-bound"), 1024);
+TEST(TaskGroup, ANinthOwnerOffThePoolAtOnceGoesThroughTheQueue) {
+  ts::thread_pool pool{1, ts::test::pool_opts("tg-slots")};
+  pool.pause();
+  std::atomic<int> ran{0};
+  ts::task_group ninth(pool);
+  const auto [on_owner, accepted] = owners_holding_slots(pool, 8, [&] {
+    ninth.run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+    EXPECT_EQ(pool.get_statistics().accepted, 1U) << "the ninth owner's job was kept";
+  });
+  EXPECT_EQ(accepted, 0U) << "an owner's job went to the queue";
+  EXPECT_EQ(on_owner, 8);
+  pool.resume();  // the ninth owner's job needs the pool
+  ninth.wait();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 1);  // relaxed: waited for
+  // Every slot was given back: 8 owners keep their jobs within reach again.
+  pool.pause();
+  const auto [again, accepted_again] = owners_holding_slots(pool, 8, [] {});
+  EXPECT_EQ(again, 8);
+  EXPECT_EQ(accepted_again, 1U);  // the ninth owner's job only
+  pool.resume();
 }
 
-TEST(TaskGroup, TheEntriesOfJobsTakenBackHoldAtMostAQuarterOfABoundedPoolsRoom) {
-  ts::pool_options o = ts::test::pool_opts("tg-bound-room");
-  o.backpressure = ts::backpressure::reject(128);
-  expect_the_entries_left_behind_bounded(std::move(o), 32);
+// A waiter that is not the owner takes the owner's kept jobs and runs them
+// itself, as a worker would: a paused pool, or one stopped before any
+// worker took them, does not hold its wait (it would sleep forever: no
+// worker takes from the slots once stop() has begun, and stop() neither
+// runs nor cancels them). The destructor, on that thread too, gives the
+// slot back.
+TEST(TaskGroup, AWaiterOnAnotherThreadRunsTheOwnersKeptJobs) {
+  for (const bool stop_first : {false, true}) {
+    ts::thread_pool pool{1, ts::test::pool_opts("tg-kept-other")};
+    pool.pause();
+    auto g = std::make_unique<ts::task_group>(pool);
+    std::atomic<int> ran{0};
+    for (int k = 0; k < 3; ++k) g->run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+    if (stop_first) {
+      const ts::stop_report report = pool.stop(ts::stop_mode::cancel_pending);
+      EXPECT_EQ(report.cancelled, 0U) << "stop_first: " << stop_first;
+    }
+    std::atomic<bool> returned{false};
+    std::thread waiter([&] {
+      g->wait();
+      g.reset();  // the destructor off the owner's thread
+      returned.store(true, std::memory_order_release);
+    });
+    // Bounded: a wait that needed the pool ends when this resumes it.
+    const bool on_its_own = ts::test::eventually([&] { return returned.load(std::memory_order_acquire); });
+    if (!on_its_own) pool.resume();
+    waiter.join();
+    EXPECT_TRUE(on_its_own) << "stop_first: " << stop_first;
+    EXPECT_EQ(ran.load(std::memory_order_relaxed), 3) << "stop_first: " << stop_first;  // relaxed: joined
+    if (!stop_first) {
+      // The slot is free again: 8 owners at once keep their jobs within reach.
+      const auto [on_owner, accepted] = owners_holding_slots(pool, 8, [] {});
+      EXPECT_EQ(on_owner, 8);
+      EXPECT_EQ(accepted, 0U);
+    }
+  }
 }
 
 // run() took a std::bad_alloc from wrapping the job for "no memory for the

@@ -29,6 +29,7 @@
 // destructor waits for that report, which waits for the handler).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -83,10 +84,10 @@ inline thread_local worker_context tl_context;
 // from us.
 [[nodiscard]] bool nothing_left_to_steal(const pool_front& pool) noexcept;
 
-// Jobs a task_group's creating thread, or pieces a parallel_for or
-// parallel_reduce caller from outside, took back (ran itself, off the pool)
-// whose entries are still in this pool's queue, waiting for a worker to pop
-// them and find them taken (task_group.hpp, "Taking jobs back"). While it
+// Pieces a parallel_for or parallel_reduce caller from outside took back
+// (ran itself, off the pool) whose entries are still in this pool's queue,
+// waiting for a worker to pop them and find them taken (parallel_for.hpp;
+// a task_group's owner leaves nothing behind: owner_slot below). While it
 // is full, callers keep no more work within reach, so one that keeps taking
 // back from a busy or paused pool leaves a bounded number of such entries
 // behind, not one per job. Kept by the core (it outlives the front while it
@@ -107,6 +108,83 @@ struct alignas(64) taken_back_account {
   void left_queue() noexcept { queued.fetch_sub(1, std::memory_order_relaxed); }
 };
 [[nodiscard]] taken_back_account& taken_back_of(pool_front& pool) noexcept;
+
+// Where a task_group's creating thread, off the pool's workers, keeps the
+// first jobs it run()s after each wait (task_group.hpp, *Jobs kept within
+// reach*): a slot of the pool's that the group leases until its wait. The
+// owner publishes its jobs in order; thieves - the pool's workers, and a
+// waiter on another thread - take them oldest first, one at a time, each
+// inside the slot's lease (a CAS: the owner's publishing needs no
+// read-modify-write); the owner closes the slot in its wait and runs,
+// newest first, every job no thief took. The pool has owner_slot_count of
+// them, made with it (a group that finds none free hands its jobs to the
+// pool's queue as any other thread does). A thief runs the job it took
+// and frees it (owner_job::run); so does the owner. A line of its own per
+// slot's words: the owner writes them on each run().
+struct owner_job {
+  void (*run)(owner_job*) noexcept;  // runs the job, then frees it
+};
+struct alignas(64) owner_slot {
+  static constexpr std::uint32_t depth = 16;
+  enum : std::uint32_t { free_slot = 0, held = 1, closing = 2, thief_inside = 3 };
+  std::atomic<std::uint32_t> state{free_slot};
+  std::atomic<std::uint32_t> published{0};  // jobs[0, published) are set; only the holder writes it
+  std::atomic<std::uint32_t> taken{0};      // jobs[0, taken) went to thieves; written inside the lease
+  std::array<owner_job*, depth> jobs{};     // written by the holder before `published` covers them
+
+  // Jobs published and not taken, and the owner not taking them back
+  // (closing: idle workers would spin on the slot while the owner runs its
+  // jobs). relaxed: a hint for thieves and idle workers; a taker re-reads
+  // inside the lease. An idle worker's look is ordered against the owner's
+  // publish like a deque's: the owner's light fence after it, the
+  // sleeper's heavy one before the look (pool_core::wake_worker_if_needed()).
+  [[nodiscard]] bool has_work() const noexcept {
+    return state.load(std::memory_order_relaxed) != closing &&
+           published.load(std::memory_order_relaxed) != taken.load(std::memory_order_relaxed);
+  }
+  // The holder, with room (published < depth). release: the job's body is
+  // written before a thief's acquire load of `published` sees it.
+  void publish(owner_job* job) noexcept {
+    const std::uint32_t n = published.load(std::memory_order_relaxed);  // only the holder writes it
+    jobs[n] = job;
+    published.store(n + 1, std::memory_order_release);
+  }
+  // A thief: the oldest job not taken, or null (none, the owner closing, or
+  // another thief inside: look again later).
+  [[nodiscard]] owner_job* steal() noexcept {
+    if (!has_work()) return nullptr;
+    std::uint32_t expected = held;
+    // acquire: pairs with the previous thief's release below (its `taken`).
+    if (!state.compare_exchange_strong(expected, thief_inside, std::memory_order_acquire, std::memory_order_relaxed)) {
+      return nullptr;
+    }
+    owner_job* job = nullptr;
+    const std::uint32_t t = taken.load(std::memory_order_relaxed);  // written only inside the lease
+    if (t != published.load(std::memory_order_acquire)) {           // pairs with publish()
+      job = jobs[t];
+      taken.store(t + 1, std::memory_order_relaxed);  // published by the release below
+    }
+    // release: pairs with the next thief's and the owner's close() acquire.
+    state.store(held, std::memory_order_release);
+    return job;
+  }
+  // The holder: keeps thieves out from here (waiting for one inside, which
+  // only takes a pointer) and returns how many jobs they took.
+  std::uint32_t close() noexcept;  // src/pool_core.cpp
+  // The holder gives the slot back (closed, or never published to).
+  // release: pairs with the next holder's acquire in lease_owner_slot().
+  void give_back() noexcept {
+    published.store(0, std::memory_order_relaxed);
+    taken.store(0, std::memory_order_relaxed);
+    state.store(free_slot, std::memory_order_release);
+  }
+};
+inline constexpr std::size_t owner_slot_count = 8;
+// A free slot of `pool`'s, now held by the caller; null when every slot is
+// held, stop() has begun, or the pool's workers do not steal (typed pools).
+[[nodiscard]] owner_slot* lease_owner_slot(pool_front& pool) noexcept;
+// After a publish: wakes a worker if none is awake to look (as a push does).
+void wake_for_owner_slot(pool_front& pool) noexcept;
 
 // How a front builds its core.
 struct core_config {
@@ -283,6 +361,8 @@ class pool_front {
  private:
   friend bool nothing_left_to_steal(const pool_front& pool) noexcept;
   friend taken_back_account& taken_back_of(pool_front& pool) noexcept;
+  friend owner_slot* lease_owner_slot(pool_front& pool) noexcept;
+  friend void wake_for_owner_slot(pool_front& pool) noexcept;
 
   // Owned, never null.
   std::unique_ptr<pool_core, void (*)(pool_core*)> core_;

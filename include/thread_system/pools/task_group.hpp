@@ -24,23 +24,25 @@
 //     refuses it. From outside the pool's workers, a pool with
 //     backpressure takes the job only if it has room: run() never waits
 //     for room, evicts a job (drop_oldest) or goes through caller_runs -
-//     a full pool's job runs on the calling thread (backpressure.hpp).
+//     a full pool's job runs on the calling thread (backpressure.hpp). The
+//     jobs the group's creating thread keeps within reach (below) hold no
+//     room and are never refused, evicted or discarded.
 //   * wait() returns when every job run() so far has finished; on a worker
 //     it helps run other jobs meanwhile (with the locks the waiting code
 //     holds held: hold none that another job of the pool may take, see
 //     sync/helping_wait.hpp, *Locks*). Off the pool's workers, the group's
-//     creating thread first takes back, newest first, the jobs it run()
-//     there that no worker has started - of the first 16 it run() since
-//     its previous wait - and runs them itself, as parallel_for's caller does;
-//     it runs no other job. So its wait does not sleep while those jobs sit
-//     in the queue (behind other jobs, or in a paused pool); a job taken
-//     back stays in the queue until a worker pops it and finds it taken,
-//     which then does nothing (the pool's statistics count it as a job
-//     executed, or cancelled by stop(cancel_pending)). Such entries are
-//     bounded per pool - 1024, and at most a quarter of the capacity of a
-//     pool with backpressure, where they hold room: while that many wait for a
-//     worker (a busy or paused pool), the owner's jobs go to the pool as
-//     another thread's do, and its wait waits for the workers. Everything the jobs did is visible
+//     creating thread keeps the first 16 jobs it run()s after each wait
+//     within reach: in a slot of the pool's (8 per pool) that idle workers
+//     take them from, oldest first, and that its wait() takes back: it runs
+//     itself, newest first, each one no worker has taken, as parallel_for's
+//     caller does; it runs no other job. So its wait does not sleep while
+//     those jobs wait for a worker (all busy, or the pool paused). Workers
+//     take from the slots until stop() begins; stop() neither runs nor
+//     cancels what is left there (the pool never counted those jobs: its
+//     statistics do not include them), the group's wait runs it - on
+//     whichever thread waits (another thread's wait takes and runs them as
+//     a worker would). When all 8 slots are held, the owner's jobs go to
+//     the pool's queue as another thread's do. Everything the jobs did is visible
 //     after wait() returns. The first exception thrown by a job (or error
 //     a job returned, as error_exception: core/job_function.hpp) is rethrown
 //     by wait() (later ones are dropped). A job the pool accepted and then
@@ -66,13 +68,13 @@
 // finished anywhere else count on a shared word with one atomic add or
 // subtract each (see the count's comment in the class). Each of the first
 // 16 jobs the creating thread run()s off the pool's workers after a wait
-// costs one small node more (the job itself, which it can take back from
-// there; recycled: the workers free the nodes and the creating thread gets
-// them back in batches, so a steady state of such groups calls no malloc -
-// detail/recycling_allocator.hpp) and three atomic read-modify-writes on
-// that node (and a wait that took some back, one on the pool's count of
-// them); with no memory for the node, the job goes to the pool as any
-// other thread's does. A waiting creating thread
+// costs one small node more (recycled: the workers free the nodes and the
+// creating thread gets them back in batches, so a steady state of such
+// groups calls no malloc - detail/recycling_allocator.hpp), and handing it
+// over costs the creating thread no read-modify-write (a worker that takes
+// it, one CAS on the slot; the creating thread one to lease the slot and
+// one to close it); with no memory for the node, the job goes to the pool
+// as any other thread's does. A waiting creating thread
 // that sleeps is woken once, by the last job to finish; a wait on another
 // thread is woken by each finish while it sleeps, to look again.
 #pragma once
@@ -120,9 +122,12 @@ class task_group {
       wait();
     } catch (...) {  // the caller did not ask for it: nowhere to report it
     }
-    // Left only when a thread other than the owner waited: every job has
-    // finished, so a worker or the pool's discard claimed each of them.
-    while (reclaim_size_ != 0) pop_reclaimable()->release();
+    // Still held only when a thread other than the owner waited: every
+    // job was taken and has finished; give the slot back to the pool.
+    if (detail::owner_slot* slot = slot_.load(std::memory_order_acquire)) {  // as in wait()
+      (void)slot->close();
+      slot->give_back();
+    }
   }
 
   /// Runs `f` as a job of the group on the pool (on this worker's deque when called from one of its workers);
@@ -137,12 +142,12 @@ class task_group {
     // The job first: if copying or moving f throws, the exception leaves
     // run() and nothing was counted (a count taken first would never be
     // given back, and wait() would wait forever).
-    // The owner off the pool keeps its first reclaim_depth jobs since its
-    // last wait within reach, to take them back in wait() (see "Taking jobs
-    // back" below).
+    // The owner off the pool keeps its first jobs since its last wait
+    // within reach, to take back in wait() what no worker took (see "Jobs
+    // kept within reach" below).
     const bool owner = this_thread_tag() == owner_;
-    if (owner && reclaim_size_ < reclaim_depth && !pool_.is_worker_thread() &&
-        run_reclaimable<std::decay_t<F>>(std::forward<F>(f)))
+    if (owner && has_room_within_reach() && !pool_.is_worker_thread() &&
+        keep_within_reach<std::decay_t<F>>(std::forward<F>(f)))
       return;
     group_job<std::decay_t<F>> job{this, std::decay_t<F>(std::forward<F>(f))};
     // Moves the body once more. Whatever that move throws (a std::bad_alloc
@@ -168,7 +173,20 @@ class task_group {
 
   /// Waits for every job run() so far; rethrows the first exception.
   void wait() {
-    if (this_thread_tag() == owner_ && reclaim_size_ != 0) take_back();  // the stack is the owner's alone
+    // Only the owner marks a group, so this is the owner inside its own
+    // wait: a job of this group (run there) waiting for it.
+    if (detail::tl_task_group_in_wait == this) [[unlikely]]
+      refuse_waiting_for_itself();
+    // acquire: pairs with keep_within_reach()'s release store (a waiter on
+    // another thread, concurrent with the owner's run(), reaches the slot
+    // through it).
+    if (detail::owner_slot* slot = slot_.load(std::memory_order_acquire)) {
+      if (this_thread_tag() == owner_) {
+        take_back(*slot);
+      } else {
+        run_as_thief(*slot);
+      }
+    }
     if (!all_finished()) wait_for_jobs();
     // acquire: pairs with record()'s release store of `published`. A job
     // run() concurrently with this wait may be storing the first exception
@@ -222,166 +240,116 @@ class task_group {
     }
   };
 
-  // ---- Taking jobs back ------------------------------------------------------
+  // ---- Jobs kept within reach ----------------------------------------------
   //
-  // The first reclaim_depth jobs the owner run()s since its last wait,
-  // while it is not one of the pool's workers, each live in a heap node
-  // that two parties hold: the job in the pool's queue (a pointer) and the
-  // owner's stack of such nodes. In wait() the owner takes back, newest
-  // first, each node no worker has started, and runs it itself: it does not
-  // sleep while those jobs wait in the queue, behind other jobs or in a
-  // paused pool. The node's one word says who has it: claimed_bit, set by
-  // the first party to run it (the worker that pops it, the pool's discard,
-  // or the owner), and a count of the parties still holding it, in units
-  // of holder; the last to let go deletes it. A job taken back stays in the
-  // queue until a worker pops it, finds it claimed and lets go of the node;
-  // the pool counts such entries and bounds them (detail::taken_back_account,
-  // pool_front.hpp): at the bound, run() keeps nothing within reach.
-  // The nodes come from the recycling allocator
-  // (detail/recycling_allocator.hpp): the workers free most of them, and
-  // the owner gets them back in batches, with no malloc in a steady state
-  // (glibc's malloc and free, handed blocks that other threads freed, took
-  // about two fifths of the owner's samples: docs/PERFORMANCE.md).
-  // Why only the first reclaim_depth: the node moves a cache line between
-  // the owner and the worker twice more per job. On a small group (a
-  // request's fan-out) that buys the owner's help; a large one from outside
-  // ran up to 1.6x slower per job with a node for each (docs/PERFORMANCE.md),
-  // so its later jobs go to the pool as anyone else's do.
-
-  struct reclaimable {
-    static constexpr std::uint32_t claimed_bit = 1U;
-    static constexpr std::uint32_t holder = 2U;
-    enum class act : std::uint8_t { run, discard, destroy };
-
-    reclaimable(void (*f)(reclaimable*, act) noexcept, detail::taken_back_account& a) noexcept
-        : apply(f), account(&a) {}
-    std::atomic<std::uint32_t> state{2 * holder};  // the queue's job and the owner's stack
-    void (*apply)(reclaimable*, act) noexcept;
-    detail::taken_back_account* account;  // the pool's count of jobs taken back and still queued
-
-    // True for the one party that gets to run or discard the job; a party
-    // that comes second sees the bit with a plain load and writes nothing.
-    // relaxed: the body reached every party through the pool's queue
-    // (release and acquire) or was written by the party itself; the claim
-    // publishes nothing.
-    bool claim() noexcept {
-      return (state.load(std::memory_order_relaxed) & claimed_bit) == 0 &&
-             (state.fetch_or(claimed_bit, std::memory_order_relaxed) & claimed_bit) == 0;
-    }
-    // The owner's claim (relaxed, as claim()): -1 when another party has
-    // the job; else 1 when the queue's job still holds the node (the job
-    // taken back is left behind in the queue: the pool's account counts
-    // it until that job lets go), 0 when it has let go already.
-    int claim_for_owner() noexcept {
-      if ((state.load(std::memory_order_relaxed) & claimed_bit) != 0) return -1;
-      const std::uint32_t old = state.fetch_or(claimed_bit, std::memory_order_relaxed);
-      if ((old & claimed_bit) != 0) return -1;
-      return old == 2 * holder ? 1 : 0;
-    }
-    // acq_rel: what a party did with the node (ran and destroyed the body)
-    // happens-before the delete by whichever party lets go last. Returns
-    // the state before: the node may be gone.
-    std::uint32_t release() noexcept {
-      const std::uint32_t old = state.fetch_sub(holder, std::memory_order_acq_rel);
-      if ((old & ~claimed_bit) == holder) apply(this, act::destroy);
-      return old;
-    }
-  };
+  // The first owner_slot::depth jobs the owner run()s since its last wait,
+  // while it is not one of the pool's workers, go into a slot of the
+  // pool's that the group leases for that time (detail::owner_slot,
+  // pools/pool_front.hpp), not into the pool's queue: each a node from the
+  // recycling allocator (detail/recycling_allocator.hpp), published with a
+  // store. Idle workers look there last, after the deques and the queue,
+  // and take the oldest job first, one at a time; in wait() the owner
+  // closes the slot and runs, newest first, every job no worker took - so
+  // it does not sleep while they wait behind other jobs or in a paused
+  // pool - and gives the slot back. A job taken runs on the taker, which
+  // frees its node; the owner frees those it runs. Handing a job over this
+  // way costs the owner a store and a look at whether a worker is awake,
+  // and a worker one CAS; through the pool's queue it cost two full-barrier
+  // read-modify-writes on lines every producer and worker shares (about
+  // 0.5 µs of the 1.0 µs a group of 8 empty jobs took, docs/PERFORMANCE.md).
+  // A waiter on another thread takes the jobs as a worker does (they must
+  // not wait for a stopped or paused pool), and the destructor gives back a
+  // slot that such a waiter left held. Why only the first few: a large
+  // group from outside is better spread through the queue, where every
+  // worker takes batches; and the pool has only owner_slot_count slots.
+  //
+  // slot_: written only by the owner (release: the slot's array, made by
+  // the pool on the first lease, is reached through it; what the slot
+  // holds is published through its own words), read by a waiter on
+  // another thread (acquire), whose wait begins after the owner's run()s it
+  // must see (the contract) - or runs beside them.
 
   template <typename D>
-  struct reclaimable_job final : reclaimable {
+  struct kept_job final : detail::owner_job {
     template <typename F>
-    reclaimable_job(task_group* g, detail::taken_back_account& a, F&& f)
-        : reclaimable(&apply_to, a), job{g, D(std::forward<F>(f))} {}
+    kept_job(task_group* g, F&& f) : detail::owner_job{&run_and_free}, job{g, D(std::forward<F>(f))} {}
     group_job<D> job;
-    static void apply_to(reclaimable* r, act a) noexcept {
-      auto* self = static_cast<reclaimable_job*>(r);
-      if (a == act::run) {
-        self->job();  // records what the body throws; then the job's last access to the group
-      } else if (a == act::discard) {
-        self->job.cancel();
-      } else {
-        detail::recycled_delete(self);
-      }
+    // The job records what its body throws; after its finish() it touches
+    // only the node, which is its taker's to free.
+    static void run_and_free(detail::owner_job* j) noexcept {
+      auto* self = static_cast<kept_job*>(j);
+      self->job();
+      detail::recycled_delete(self);
     }
   };
 
-  // What the pool's queue holds for a reclaimable job: one pointer.
-  struct reclaim_ticket {
-    reclaimable* node;
-    explicit reclaim_ticket(reclaimable* n) noexcept : node(n) {}
-    reclaim_ticket(reclaim_ticket&& other) noexcept : node(std::exchange(other.node, nullptr)) {}
-    reclaim_ticket(const reclaim_ticket&) = delete;
-    reclaim_ticket& operator=(const reclaim_ticket&) = delete;
-    reclaim_ticket& operator=(reclaim_ticket&&) = delete;
-    // Dropped unrun and not discarded (no pool does): the owner's take-back still runs it.
-    ~reclaim_ticket() {
-      if (node != nullptr) let_go(std::exchange(node, nullptr), false);
-    }
-    void operator()() noexcept { settle(reclaimable::act::run); }
-    void cancel() noexcept { settle(reclaimable::act::discard); }
-    void settle(reclaimable::act a) noexcept {
-      reclaimable* n = std::exchange(node, nullptr);
-      const bool claimed_here = n->claim();
-      if (claimed_here) n->apply(n, a);
-      let_go(n, claimed_here);
-    }
-    // A node the owner claimed while this job held it was counted by the
-    // owner (claim_for_owner() returned 1): this job leaves the account.
-    static void let_go(reclaimable* n, bool claimed_here) noexcept {
-      detail::taken_back_account* account = n->account;  // the release may delete n
-      if ((n->release() & reclaimable::claimed_bit) != 0 && !claimed_here) account->left_queue();
-    }
-  };
+  [[nodiscard]] bool has_room_within_reach() const noexcept {
+    const detail::owner_slot* slot = slot_.load(std::memory_order_relaxed);  // the owner's own word
+    return slot == nullptr || slot->published.load(std::memory_order_relaxed) < detail::owner_slot::depth;
+  }
 
-  static constexpr std::uint8_t reclaim_depth = 16;
-
-  // run() by the owner off the pool. False, with `f` untouched, when there
-  // is no memory for the node (run() then goes on as for any other thread).
+  // run() by the owner off the pool, with room. False, with `f` untouched,
+  // when no slot is free (or the pool is stopping) or there is no memory
+  // for the node: run() then goes on as for any other thread.
   template <typename D, typename F>
-  THREAD_SYSTEM_NOINLINE bool run_reclaimable(F&& f) {  // off the fork-join path's code
-    // Not while the pool's queue holds its bound of jobs taken back and not
-    // yet popped (a busy or paused pool: their entries wait for a worker).
-    // Looked at by the first such run() after a wait (the stack is empty),
-    // not by each: the count's line is the workers' too.
-    if (reclaim_size_ == 0) {
-      account_ = &detail::taken_back_of(pool_);
-      if (account_->full()) return false;
+  THREAD_SYSTEM_NOINLINE bool keep_within_reach(F&& f) {  // off the fork-join path's code
+    detail::owner_slot* slot = slot_.load(std::memory_order_relaxed);
+    const bool leased = slot == nullptr;
+    if (leased) {
+      slot = detail::lease_owner_slot(pool_);
+      if (slot == nullptr) return false;
     }
     // A throw from D's construction leaves here with the node freed and
-    // nothing counted, as run() promises.
-    auto* node = detail::recycled_new<reclaimable_job<D>>(this, *account_, std::forward<F>(f));
-    if (node == nullptr) return false;
-    job_function wrapped(reclaim_ticket{node});  // one pointer: stored inline, never throws
-    count_spawn(true);
-    push_reclaimable(node);  // before the queue's job may run and let go
-    if (auto r = detail::fork_access::push(pool_, std::move(wrapped)); !r) wrapped();  // refused: run it here
+    // nothing counted, as run() promises (and a slot leased here given back).
+    kept_job<D>* node = nullptr;
+    try {
+      node = detail::recycled_new<kept_job<D>>(this, std::forward<F>(f));
+    } catch (...) {
+      if (leased) slot->give_back();
+      throw;
+    }
+    if (node == nullptr) {
+      if (leased) slot->give_back();
+      return false;
+    }
+    if (leased) slot_.store(slot, std::memory_order_release);  // pairs with wait()'s acquire
+    count_spawn(true);                                         // before a worker can take the job and finish it
+    slot->publish(node);
+    detail::wake_for_owner_slot(pool_);
     return true;
   }
 
-  // The owner's stack (run() checked that it has room).
-  void push_reclaimable(reclaimable* node) noexcept { reclaim_[reclaim_size_++] = node; }
-  reclaimable* pop_reclaimable() noexcept { return reclaim_[--reclaim_size_]; }
-
-  // The owner's wait, off the pool: runs every job it handed out that no
-  // worker has started, newest first, counting them in local_ (as a job it
-  // runs inside its own wait). A job run here may run() more: they go on
-  // the stack (while it has room) and are taken back too.
-  void take_back() noexcept {
+  // The owner's wait: closes the slot, runs what no worker took, newest
+  // first, counting those jobs in local_ (as a job it runs inside its own
+  // wait), and gives the slot back. A job run here may run() more: they go
+  // into the slot (closed: no worker takes them) while it has room, and
+  // are run here too.
+  void take_back(detail::owner_slot& slot) noexcept {
     const void* outer = detail::tl_task_group_in_wait;
     detail::tl_task_group_in_wait = this;
-    std::int64_t left_queued = 0;  // jobs taken back whose queue entries still hold them
-    while (reclaim_size_ != 0) {
-      reclaimable* n = pop_reclaimable();
-      if (const int got = n->claim_for_owner(); got >= 0) {
-        left_queued += got;
-        n->apply(n, reclaimable::act::run);
-      }
-      n->release();
+    const std::uint32_t taken = slot.close();
+    // relaxed: the owner's own word; no thief reads it while the slot is closed.
+    for (std::uint32_t n = slot.published.load(std::memory_order_relaxed); n > taken;
+         n = slot.published.load(std::memory_order_relaxed)) {
+      slot.published.store(n - 1, std::memory_order_relaxed);
+      detail::owner_job* job = slot.jobs[n - 1];
+      job->run(job);
     }
-    // account_ was set by the run() that filled the stack's first slot.
-    if (left_queued != 0) account_->left_in_queue(left_queued);
+    slot_.store(nullptr, std::memory_order_relaxed);
+    slot.give_back();
     detail::tl_task_group_in_wait = outer;
+  }
+
+  // A waiter that is not the owner: takes every job left in the slot and
+  // runs it, as a worker would (the slot stays the owner's).
+  static void run_as_thief(detail::owner_slot& slot) noexcept {
+    while (slot.has_work()) {
+      if (detail::owner_job* job = slot.steal()) {
+        job->run(job);
+      } else {
+        detail::cpu_relax();  // a worker inside the lease: it only takes a pointer there
+      }
+    }
   }
 
   // ---- the count of jobs run() and not finished ----------------------------
@@ -509,10 +477,6 @@ class task_group {
 
   // The waiter's slow path: the one helping wait (sync/helping_wait.hpp).
   void wait_for_jobs() {
-    // Only the owner marks a group, so this is the owner inside its own
-    // wait: a job of this group (run there) waiting for it.
-    if (detail::tl_task_group_in_wait == this) [[unlikely]]
-      refuse_waiting_for_itself();
     // Marks this group as waited for by its owner on this thread (jobs of
     // the group it runs meanwhile count in local_), and on the way out,
     // exception or not, restores the outer mark and clears the sleeper bits
@@ -566,11 +530,9 @@ class task_group {
   std::atomic<std::uint32_t> local_{0};          // see "the count" above
   std::atomic<std::uint32_t> remote_{0};         // likewise
   std::atomic<std::uint8_t> failed_{none};
-  std::atomic<bool> cancelled_{false};             // a job of the group was discarded unrun (see group_job::cancel())
-  std::uint8_t reclaim_size_ = 0;                  // the owner's stack (see "Taking jobs back")
-  detail::taken_back_account* account_ = nullptr;  // the pool's, once the owner kept a job off the pool
+  std::atomic<bool> cancelled_{false};              // a job of the group was discarded unrun (see group_job::cancel())
+  std::atomic<detail::owner_slot*> slot_{nullptr};  // held since the owner's first run() after a wait, or null
   std::exception_ptr error_;
-  std::array<reclaimable*, reclaim_depth> reclaim_;  // the first reclaim_size_ are set
 };
 
 }  // namespace thread_system
