@@ -117,8 +117,8 @@ struct alignas(64) taken_back_account {
 // inside the slot's lease (a CAS: the owner's publishing needs no
 // read-modify-write); the owner closes the slot in its wait and runs,
 // newest first, every job no thief took. The pool has owner_slot_count of
-// them, made with it (a group that finds none free hands its jobs to the
-// pool's queue as any other thread does). A thief runs the job it took
+// them, made by its first lease (a group that finds none free hands its
+// jobs to the pool's queue as any other thread does). A thief runs the job it took
 // and frees it (owner_job::run); so does the owner. A line of its own per
 // slot's words: the owner writes them on each run().
 struct owner_job {

@@ -259,9 +259,11 @@ class task_group {
   // 0.5 µs of the 1.0 µs a group of 8 empty jobs took, docs/PERFORMANCE.md).
   // A waiter on another thread takes the jobs as a worker does (they must
   // not wait for a stopped or paused pool), and the destructor gives back a
-  // slot that such a waiter left held. Why only the first few: a large
-  // group from outside is better spread through the queue, where every
-  // worker takes batches; and the pool has only owner_slot_count slots.
+  // slot that such a waiter left held. Why only the first few: a slot is
+  // a fixed array, the pool has owner_slot_count of them, and the rest of
+  // a large group reaches the workers through the queue in batches (with a
+  // node per job a large group had run up to 1.6x slower per job,
+  // docs/PERFORMANCE.md).
   //
   // slot_: written only by the owner (release: the slot's array, made by
   // the pool on the first lease, is reached through it; what the slot
