@@ -64,6 +64,14 @@ inline void* allocate_nothrow(std::size_t n) noexcept {
     return nullptr;
   }
 }
+
+inline void* allocate_aligned_nothrow(std::size_t n, std::align_val_t al) noexcept {
+  try {
+    return allocate_aligned(n, al);
+  } catch (...) {
+    return nullptr;
+  }
+}
 }  // namespace fault
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -75,6 +83,15 @@ void* operator new(std::size_t n, std::align_val_t a) { return fault::allocate_a
 void* operator new[](std::size_t n, std::align_val_t a) { return fault::allocate_aligned(n, a); }
 void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return fault::allocate_nothrow(n); }
 void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return fault::allocate_nothrow(n); }
+// The aligned nothrow forms too (a pool's task_group slots): every form a
+// program may call is replaced, so each allocation is counted (and may be
+// failed) and pairs with the free() below.
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return fault::allocate_aligned_nothrow(n, a);
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return fault::allocate_aligned_nothrow(n, a);
+}
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
