@@ -79,7 +79,6 @@
 // thread is woken by each finish while it sleeps, to look again.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <cstdint>
 #include <exception>
