@@ -768,8 +768,15 @@ bool pool_core::run_owner_slot_job() noexcept {
   // acquire: pairs with lease_owner_slot()'s release.
   const std::size_t used = owner_slots_.used.load(std::memory_order_acquire);
   owner_slot* slots = owner_slots_.slots.load(std::memory_order_relaxed);  // ordered by the acquire above
+  // A paused pool starts no job: asked inside the lease, after the job's
+  // publication was acquired, so a job run() after pause() returned (on
+  // that thread, or ordered after it) is never taken here, even by a worker
+  // that passed find_and_run()'s check before the pause. (acquire: pairs
+  // with the store in pause(), as there.)
+  const auto paused = [this]() noexcept { return paused_.load(std::memory_order_acquire); };
+  THREAD_SYSTEM_CHAOS_POINT();  // widens the window between find_and_run()'s pause check and this look
   for (std::size_t i = 0; i < used; ++i) {
-    if (owner_job* job = slots[i].steal()) {
+    if (owner_job* job = slots[i].steal(paused)) {
       // More there: another sleeping worker could take one too (chained
       // wake-up, as in try_steal()).
       if (slots[i].has_work()) wake_worker_if_needed();
@@ -1007,19 +1014,45 @@ owner_slot* lease_owner_slot(pool_front& pool) noexcept {
 
 void wake_for_owner_slot(pool_front& pool) noexcept { pool.core_->wake_worker_if_needed(); }
 
-std::uint32_t owner_slot::close() noexcept {
+void owner_slot::change_from_held(std::uint32_t to) noexcept {
   std::uint32_t expected = held;
-  // acquire: pairs with steal()'s release (every thief's `taken`).
-  for (int tries = 0;
-       !state.compare_exchange_weak(expected, closing, std::memory_order_acquire, std::memory_order_relaxed); ++tries) {
+  // acquire: pairs with leave()'s release (the last taker's words).
+  for (int tries = 0; !state.compare_exchange_weak(expected, to, std::memory_order_acquire, std::memory_order_relaxed);
+       ++tries) {
     expected = held;
     if (tries < 64) {
       cpu_relax();
     } else {
-      std::this_thread::yield();  // a thief preempted inside the lease (it only takes a pointer there)
+      std::this_thread::yield();  // a taker preempted inside the lease (it only moves a pointer there)
     }
   }
-  return taken.load(std::memory_order_relaxed);  // ordered by the acquire above
+}
+
+owner_job* owner_slot::take_newest() noexcept {
+  enter();
+  owner_job* job = nullptr;
+  const std::uint32_t t = taken.load(std::memory_order_relaxed);      // written only inside the lease
+  const std::uint32_t p = published.load(std::memory_order_relaxed);  // the holder's own word
+  if (p != t) {
+    job = jobs[p - 1];
+    published.store(p - 1, std::memory_order_relaxed);  // published to later takers by leave()
+  } else if (t != 0) {
+    taken.store(0, std::memory_order_relaxed);  // likewise
+    published.store(0, std::memory_order_relaxed);
+  }
+  leave();
+  return job;
+}
+
+bool owner_slot::make_room() noexcept {
+  enter();
+  const bool consumed = taken.load(std::memory_order_relaxed) == published.load(std::memory_order_relaxed);
+  if (consumed) {
+    taken.store(0, std::memory_order_relaxed);  // published to later takers by leave()
+    published.store(0, std::memory_order_relaxed);
+  }
+  leave();
+  return consumed;
 }
 
 }  // namespace thread_system::detail

@@ -112,32 +112,36 @@ struct alignas(64) taken_back_account {
 // Where a task_group's creating thread, off the pool's workers, keeps the
 // first jobs it run()s after each wait (task_group.hpp, *Jobs kept within
 // reach*): a slot of the pool's that the group leases until its wait. The
-// owner publishes its jobs in order; thieves - the pool's workers, and a
-// waiter on another thread - take them oldest first, one at a time, each
-// inside the slot's lease (a CAS: the owner's publishing needs no
-// read-modify-write); the owner closes the slot in its wait and runs,
-// newest first, every job no thief took. The pool has owner_slot_count of
-// them, made by its first lease (a group that finds none free hands its
-// jobs to the pool's queue as any other thread does). A thief runs the job it took
-// and frees it (owner_job::run); so does the owner. A line of its own per
-// slot's words: the owner writes them on each run().
+// owner publishes its jobs in order with a store (no read-modify-write);
+// thieves - the pool's idle workers, and a waiter on another thread - take
+// the oldest, and the owner in its wait the newest, one job at a time, each
+// inside the slot's lease (a CAS from `held` to `inside` and a store back:
+// a spin lock whose holder only moves a pointer), so workers keep taking
+// jobs while the owner runs the ones it took back. The owner then closes
+// the slot and gives it back. The pool has owner_slot_count of them, made
+// by its first lease (a group that finds none free hands its jobs to the
+// pool's queue as any other thread does). Whoever takes a job runs it and
+// frees it (owner_job::run). A line of its own per slot: the owner writes
+// its words on each run().
 struct owner_job {
   void (*run)(owner_job*) noexcept;  // runs the job, then frees it
 };
 struct alignas(64) owner_slot {
   static constexpr std::uint32_t depth = 16;
-  enum : std::uint32_t { free_slot = 0, held = 1, closing = 2, thief_inside = 3 };
+  enum : std::uint32_t { free_slot = 0, held = 1, closing = 2, inside = 3 };
   std::atomic<std::uint32_t> state{free_slot};
-  std::atomic<std::uint32_t> published{0};  // jobs[0, published) are set; only the holder writes it
-  std::atomic<std::uint32_t> taken{0};      // jobs[0, taken) went to thieves; written inside the lease
-  std::array<owner_job*, depth> jobs{};     // written by the holder before `published` covers them
+  // jobs[taken, published) wait to be taken. `published` is written only by
+  // the holder: raised by publish(), lowered inside the lease when it takes
+  // a job back. `taken` is written only inside the lease.
+  std::atomic<std::uint32_t> published{0};
+  std::atomic<std::uint32_t> taken{0};
+  std::array<owner_job*, depth> jobs{};  // written by the holder before `published` covers them
 
-  // Jobs published and not taken, and the owner not taking them back
-  // (closing: idle workers would spin on the slot while the owner runs its
-  // jobs). relaxed: a hint for thieves and idle workers; a taker re-reads
-  // inside the lease. An idle worker's look is ordered against the owner's
-  // publish like a deque's: the owner's light fence after it, the
-  // sleeper's heavy one before the look (pool_core::wake_worker_if_needed()).
+  // Jobs published and not taken, the slot not closing. relaxed: a hint
+  // for thieves and idle workers; a taker re-reads inside the lease. An idle
+  // worker's look is ordered against the owner's publish like a deque's:
+  // the owner's light fence after it, the sleeper's heavy one before the
+  // look (pool_core::wake_worker_if_needed()).
   [[nodiscard]] bool has_work() const noexcept {
     return state.load(std::memory_order_relaxed) != closing &&
            published.load(std::memory_order_relaxed) != taken.load(std::memory_order_relaxed);
@@ -149,28 +153,30 @@ struct alignas(64) owner_slot {
     jobs[n] = job;
     published.store(n + 1, std::memory_order_release);
   }
-  // A thief: the oldest job not taken, or null (none, the owner closing, or
-  // another thief inside: look again later).
-  [[nodiscard]] owner_job* steal() noexcept {
-    if (!has_work()) return nullptr;
-    std::uint32_t expected = held;
-    // acquire: pairs with the previous thief's release below (its `taken`).
-    if (!state.compare_exchange_strong(expected, thief_inside, std::memory_order_acquire, std::memory_order_relaxed)) {
-      return nullptr;
-    }
+  // A thief: the oldest job not taken, or null (none, the owner closing,
+  // another taker inside: look again later, or refused() - asked inside
+  // the lease, after the job's publication was acquired - returned true).
+  template <typename Refused>
+  [[nodiscard]] owner_job* steal(Refused refused) noexcept {
+    if (!has_work() || !try_enter()) return nullptr;
     owner_job* job = nullptr;
-    const std::uint32_t t = taken.load(std::memory_order_relaxed);  // written only inside the lease
-    if (t != published.load(std::memory_order_acquire)) {           // pairs with publish()
+    const std::uint32_t t = taken.load(std::memory_order_relaxed);       // written only inside the lease
+    if (t != published.load(std::memory_order_acquire) && !refused()) {  // acquire: pairs with publish()
       job = jobs[t];
-      taken.store(t + 1, std::memory_order_relaxed);  // published by the release below
+      taken.store(t + 1, std::memory_order_relaxed);  // published by leave()
     }
-    // release: pairs with the next thief's and the owner's close() acquire.
-    state.store(held, std::memory_order_release);
+    leave();
     return job;
   }
-  // The holder: keeps thieves out from here (waiting for one inside, which
-  // only takes a pointer) and returns how many jobs they took.
-  std::uint32_t close() noexcept;  // src/pool_core.cpp
+  // The holder: the newest job no thief took, or null when none is left
+  // (the counts then start again at 0, so the slot has all its room).
+  [[nodiscard]] owner_job* take_newest() noexcept;  // src/pool_core.cpp
+  // The holder, with the slot full (published == depth): true when every
+  // job in it was taken, and then its room is back.
+  [[nodiscard]] bool make_room() noexcept;  // src/pool_core.cpp
+  // The holder, after take_newest() returned null: keeps thieves out from
+  // here on (waiting for one inside).
+  void close() noexcept { change_from_held(closing); }
   // The holder gives the slot back (closed, or never published to).
   // release: pairs with the next holder's acquire in lease_owner_slot().
   void give_back() noexcept {
@@ -178,6 +184,20 @@ struct alignas(64) owner_slot {
     taken.store(0, std::memory_order_relaxed);
     state.store(free_slot, std::memory_order_release);
   }
+
+ private:
+  // acquire: pairs with leave()'s release (the previous taker's words) and,
+  // through the release sequence of the lease's CAS, with give_back().
+  [[nodiscard]] bool try_enter() noexcept {
+    std::uint32_t expected = held;
+    return state.compare_exchange_strong(expected, inside, std::memory_order_acquire, std::memory_order_relaxed);
+  }
+  void enter() noexcept { change_from_held(inside); }
+  // The holder: the state from `held` to `to`, retried while a taker is
+  // inside (acquire, as try_enter()).
+  void change_from_held(std::uint32_t to) noexcept;  // src/pool_core.cpp
+  // release: pairs with the next taker's try_enter() and with close().
+  void leave() noexcept { state.store(held, std::memory_order_release); }
 };
 inline constexpr std::size_t owner_slot_count = 8;
 // A free slot of `pool`'s, now held by the caller; null when every slot is

@@ -33,16 +33,27 @@
 //     sync/helping_wait.hpp, *Locks*). Off the pool's workers, the group's
 //     creating thread keeps the first 16 jobs it run()s after each wait
 //     within reach: in a slot of the pool's (8 per pool) that idle workers
-//     take them from, oldest first, and that its wait() takes back: it runs
-//     itself, newest first, each one no worker has taken, as parallel_for's
-//     caller does; it runs no other job. So its wait does not sleep while
-//     those jobs wait for a worker (all busy, or the pool paused). Workers
-//     take from the slots until stop() begins; stop() neither runs nor
-//     cancels what is left there (the pool never counted those jobs: its
-//     statistics do not include them), the group's wait runs it - on
-//     whichever thread waits (another thread's wait takes and runs them as
-//     a worker would). When all 8 slots are held, the owner's jobs go to
-//     the pool's queue as another thread's do. Everything the jobs did is visible
+//     take them from, oldest first, and that its wait() takes back from:
+//     one at a time, newest first, it runs each job no worker has taken
+//     yet, as parallel_for's caller does, while idle workers go on taking
+//     the oldest; it runs no other job. So its wait does not sleep while
+//     those jobs wait for a worker (all busy, or the pool paused). Idle
+//     workers look at the slots last, after their deques, the queue and
+//     stealing: while the pool always has other work, kept jobs wait for
+//     the group's wait (do not block on one of them before calling wait()).
+//     pause() holds them as it holds any job not yet started: one run()
+//     after pause() returned is started only by a wait. Workers take from the slots until stop()
+//     begins; stop() neither runs nor cancels what is left there (the pool
+//     never counted those jobs: its statistics, wait_idle() and stop()'s
+//     report do not include them), the group's wait runs it - on whichever
+//     thread waits: another thread's wait takes and runs them as a worker
+//     would, also those the owner run()s while that wait sleeps (the owner
+//     then wakes it). Such a wait leaves the slot to the group until the
+//     owner's next wait or the group's destruction (the owner may be
+//     publishing into it); once all 16 jobs in it were taken, the owner's
+//     next jobs start again at its first place. When all 8 slots are held,
+//     the owner's jobs go to the pool's queue as another thread's do.
+//     Everything the jobs did is visible
 //     after wait() returns. The first exception thrown by a job (or error
 //     a job returned, as error_exception: core/job_function.hpp) is rethrown
 //     by wait() (later ones are dropped). A job the pool accepted and then
@@ -54,9 +65,10 @@
 //     begin after the previous wait returned (a join, a future, a mutex).
 //     Two waits at once may hang or return early. A job must not wait for
 //     its own group (it would wait for itself): wait() refuses with
-//     error_exception{invalid_argument} inside a wait of the same group on
-//     the same thread (the owner running a job it took back or helped
-//     run); on another thread such a wait hangs. The destructor waits too
+//     error_exception{invalid_argument} when the owner calls it inside its
+//     own wait of the same group, at any depth (a job it took back or
+//     helped run, or a job run inside another group's wait within that
+//     one); on another thread such a wait hangs. The destructor waits too
 //     (and swallows the exception if wait() was not called). The group must
 //     outlive its jobs, which the waiting ensures.
 //
@@ -70,11 +82,13 @@
 // 16 jobs the creating thread run()s off the pool's workers after a wait
 // costs one small node more (recycled: the workers free the nodes and the
 // creating thread gets them back in batches, so a steady state of such
-// groups calls no malloc - detail/recycling_allocator.hpp), and handing it
-// over costs the creating thread no read-modify-write (a worker that takes
-// it, one CAS on the slot; the creating thread one to lease the slot and
-// one to close it); with no memory for the node, the job goes to the pool
-// as any other thread's does. A waiting creating thread
+// groups calls no malloc - detail/recycling_allocator.hpp; a node larger
+// than the recycler's largest class, a capture over about 1 KiB, comes from
+// operator new), and handing it over costs the creating thread no
+// read-modify-write (a worker that takes it, one CAS on the slot; the
+// creating thread one to lease the slot, one per job it takes back, one to
+// close it); with no memory for the node, the job goes to the pool as any
+// other thread's does. A waiting creating thread
 // that sleeps is woken once, by the last job to finish; a wait on another
 // thread is woken by each finish while it sleeps, to look again.
 #pragma once
@@ -88,6 +102,7 @@
 #include <utility>
 #include "thread_system/core/concepts.hpp"
 #include "thread_system/core/error.hpp"
+#include "thread_system/detail/asymmetric_fence.hpp"
 #include "thread_system/detail/chaos.hpp"
 #include "thread_system/detail/config.hpp"
 
@@ -172,9 +187,10 @@ class task_group {
 
   /// Waits for every job run() so far; rethrows the first exception.
   void wait() {
-    // Only the owner marks a group, so this is the owner inside its own
-    // wait: a job of this group (run there) waiting for it.
-    if (detail::tl_task_group_in_wait == this) [[unlikely]]
+    // The owner inside its own wait, at any depth (a job it runs there
+    // may wait for other groups, whose waits run more jobs): a job of this
+    // group waiting for it. Only the owner reads or writes the flag.
+    if (this_thread_tag() == owner_ && owner_waiting_) [[unlikely]]
       refuse_waiting_for_itself();
     // acquire: pairs with keep_within_reach()'s release store (a waiter on
     // another thread, concurrent with the owner's run(), reaches the slot
@@ -284,9 +300,12 @@ class task_group {
     }
   };
 
-  [[nodiscard]] bool has_room_within_reach() const noexcept {
-    const detail::owner_slot* slot = slot_.load(std::memory_order_relaxed);  // the owner's own word
-    return slot == nullptr || slot->published.load(std::memory_order_relaxed) < detail::owner_slot::depth;
+  // A slot whose 16 jobs were all taken (by workers, or by a wait on
+  // another thread, which leaves the slot held) starts again at 0.
+  [[nodiscard]] bool has_room_within_reach() noexcept {
+    detail::owner_slot* slot = slot_.load(std::memory_order_relaxed);  // the owner's own word
+    return slot == nullptr || slot->published.load(std::memory_order_relaxed) < detail::owner_slot::depth ||
+           slot->make_room();
   }
 
   // run() by the owner off the pool, with room. False, with `f` untouched,
@@ -317,35 +336,69 @@ class task_group {
     count_spawn(true);                                         // before a worker can take the job and finish it
     slot->publish(node);
     detail::wake_for_owner_slot(pool_);
+    // Dekker with park() on another thread: that waiter sets
+    // every_finish_bit, runs the heavy side of the asymmetric fence and
+    // looks at the slot; here the job is published, wake_for_owner_slot()
+    // ran the light side, and the bit is read. Either it sees this job or
+    // this sees its bit - and then clears it, so that its futex wait (on
+    // the value with the bit) does not begin or ends at once, and it looks
+    // again. relaxed: ordered by the fence. A wait on another thread
+    // concurrent with run() is the only reader: one load per job here.
+    if ((remote_.load(std::memory_order_relaxed) & every_finish_bit) != 0) [[unlikely]]
+      nudge_waiter_on_another_thread();
     return true;
   }
 
-  // The owner's wait: closes the slot, runs what no worker took, newest
-  // first, counting those jobs in local_ (as a job it runs inside its own
-  // wait), and gives the slot back. A job run here may run() more: they go
-  // into the slot (closed: no worker takes them) while it has room, and
-  // are run here too.
+  // The owner's wait: takes back, newest first and one at a time, every
+  // job no worker has taken and runs it, counting it in local_ (as a job it
+  // runs inside its own wait); workers go on taking the oldest meanwhile,
+  // so the group's jobs still run in parallel. Then it closes the slot and
+  // gives it back. A job run here may run() more: they go into the slot
+  // while it has room (workers may take them) and are taken back here too.
   void take_back(detail::owner_slot& slot) noexcept {
     const void* outer = detail::tl_task_group_in_wait;
+    const bool outer_waiting = owner_waiting_;
     detail::tl_task_group_in_wait = this;
-    const std::uint32_t taken = slot.close();
-    // relaxed: the owner's own word; no thief reads it while the slot is closed.
-    for (std::uint32_t n = slot.published.load(std::memory_order_relaxed); n > taken;
-         n = slot.published.load(std::memory_order_relaxed)) {
-      slot.published.store(n - 1, std::memory_order_relaxed);
-      detail::owner_job* job = slot.jobs[n - 1];
-      job->run(job);
-    }
+    owner_waiting_ = true;
+    while (detail::owner_job* job = slot.take_newest()) job->run(job);
+    slot.close();
     slot_.store(nullptr, std::memory_order_relaxed);
     slot.give_back();
+    owner_waiting_ = outer_waiting;
     detail::tl_task_group_in_wait = outer;
+  }
+
+  // Inside wait_for_jobs(), before each sleep: the jobs of a slot leased
+  // after this wait looked (a job this thread ran while helping another
+  // pool run() them here; or, on another thread, the owner run() them
+  // concurrently). They must not wait for the pool (stopped, or paused).
+  // False when there is nothing to run.
+  bool run_kept_jobs_while_waiting(bool owner) noexcept {
+    detail::owner_slot* slot = slot_.load(std::memory_order_acquire);  // as in wait()
+    if (slot == nullptr) return false;
+    if (owner) {
+      take_back(*slot);
+      return true;
+    }
+    if (!slot->has_work()) return false;
+    run_as_thief(*slot);
+    return true;
+  }
+
+  // The owner saw a waiter on another thread asleep (every_finish_bit) after
+  // publishing a job: see keep_within_reach(). relaxed: the wake-up's
+  // system call orders nothing that the waiter reads; it looks again with
+  // its own loads.
+  THREAD_SYSTEM_NOINLINE void nudge_waiter_on_another_thread() noexcept {
+    remote_.fetch_and(~every_finish_bit, std::memory_order_relaxed);
+    detail::futex_wake(remote_, detail::futex_wake_all);
   }
 
   // A waiter that is not the owner: takes every job left in the slot and
   // runs it, as a worker would (the slot stays the owner's).
   static void run_as_thief(detail::owner_slot& slot) noexcept {
     while (slot.has_work()) {
-      if (detail::owner_job* job = slot.steal()) {
+      if (detail::owner_job* job = slot.steal([]() noexcept { return false; })) {
         job->run(job);
       } else {
         detail::cpu_relax();  // a worker inside the lease: it only takes a pointer there
@@ -390,6 +443,7 @@ class task_group {
   static constexpr std::uint32_t last_finish_bit = 2U;   // the owner sleeps, its count moved into remote_
   static constexpr std::uint32_t sleeper_bits = every_finish_bit | last_finish_bit;
   static constexpr std::uint32_t remote_step = 4U;
+  static constexpr std::int64_t heavy_fence_lost_sleep_ns = 1'000'000;
 
   // The address of a thread_local names the calling thread (owner_).
   static const void* this_thread_tag() noexcept { return &detail::tl_task_group_in_wait; }
@@ -469,6 +523,17 @@ class task_group {
         !remote_.compare_exchange_strong(v, v | bit, std::memory_order_acq_rel, std::memory_order_acquire)) {
       return;
     }
+    if (bit == every_finish_bit) {
+      // Dekker with keep_within_reach() (see there): the bit is set, then
+      // the heavy fence, then a look at the slot. Where the heavy fence no
+      // longer pairs (membarrier refused after registration), the owner may
+      // miss the bit: sleep at most 1 ms at a time, then look again.
+      if (!detail::asymmetric_fence_heavy() && (limit_ns < 0 || limit_ns > heavy_fence_lost_sleep_ns)) {
+        limit_ns = heavy_fence_lost_sleep_ns;
+      }
+      const detail::owner_slot* slot = slot_.load(std::memory_order_acquire);  // as in wait()
+      if (slot != nullptr && slot->has_work()) return;
+    }
     if (limit_ns < 0) {
       detail::futex_wait(remote_, v | bit);
     } else {
@@ -488,13 +553,25 @@ class task_group {
       task_group* group;
       const void* outer;
       bool owner;
+      bool outer_waiting;
       ~scope() {
-        if (owner) detail::tl_task_group_in_wait = outer;
+        if (owner) {
+          detail::tl_task_group_in_wait = outer;
+          group->owner_waiting_ = outer_waiting;
+        }
         group->clear_sleeper_bits();
       }
-    } mark{this, detail::tl_task_group_in_wait, this_thread_tag() == owner_};
-    if (mark.owner) detail::tl_task_group_in_wait = this;
-    (void)detail::helping_wait([this] { return all_finished(); }, [this](std::int64_t limit) { park(limit); }, 0);
+    } mark{this, detail::tl_task_group_in_wait, this_thread_tag() == owner_, false};
+    if (mark.owner) {
+      mark.outer_waiting = owner_waiting_;  // only the owner reads it
+      detail::tl_task_group_in_wait = this;
+      owner_waiting_ = true;
+    }
+    (void)detail::helping_wait([this] { return all_finished(); },
+                               [this, owner = mark.owner](std::int64_t limit) {
+                                 if (!run_kept_jobs_while_waiting(owner)) park(limit);
+                               },
+                               0);
   }
 
   // Out of line: inside wait_for_jobs(), the throw's code kept GCC from
@@ -533,6 +610,7 @@ class task_group {
   std::atomic<std::uint8_t> failed_{none};
   std::atomic<bool> cancelled_{false};              // a job of the group was discarded unrun (see group_job::cancel())
   std::atomic<detail::owner_slot*> slot_{nullptr};  // held since the owner's first run() after a wait, or null
+  bool owner_waiting_ = false;  // the owner is inside wait() on its thread (read and written only there)
   std::exception_ptr error_;
 };
 
