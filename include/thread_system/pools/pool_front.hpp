@@ -204,6 +204,8 @@ inline constexpr std::size_t owner_slot_count = 8;
 // held, stop() has begun, or the pool's workers do not steal (typed pools).
 [[nodiscard]] owner_slot* lease_owner_slot(pool_front& pool) noexcept;
 // After a publish: wakes a worker if none is awake to look (as a push does).
+// Runs the light side of the asymmetric fence first (detail/asymmetric_fence.hpp),
+// so the caller's loads after it are ordered after its publish.
 void wake_for_owner_slot(pool_front& pool) noexcept;
 
 // How a front builds its core.

@@ -336,16 +336,14 @@ class task_group {
     count_spawn(true);                                         // before a worker can take the job and finish it
     slot->publish(node);
     detail::wake_for_owner_slot(pool_);
-    // Dekker with park() on another thread: that waiter sets
-    // every_finish_bit, runs the heavy side of the asymmetric fence and
-    // looks at the slot; here the job is published, wake_for_owner_slot()
-    // ran the light side, and the bit is read. Either it sees this job or
-    // this sees its bit - and then clears it, so that its futex wait (on
-    // the value with the bit) does not begin or ends at once, and it looks
-    // again. relaxed: ordered by the fence. A wait on another thread
-    // concurrent with run() is the only reader: one load per job here.
-    if ((remote_.load(std::memory_order_relaxed) & every_finish_bit) != 0) [[unlikely]]
-      nudge_waiter_on_another_thread();
+    // Dekker with a wait on another thread (wait_for_jobs()): that waiter
+    // sets waiter_elsewhere_, runs the heavy side of the asymmetric fence
+    // once, and looks at the slot before each sleep; here the job is
+    // published, wake_for_owner_slot() ran the light side, and the flag is
+    // read. Either each of its later looks sees this job, or this sees the
+    // flag and wakes it to look again. relaxed: ordered by the fence.
+    if (waiter_elsewhere_.load(std::memory_order_relaxed)) [[unlikely]]
+      nudge_waiter_elsewhere();
     return true;
   }
 
@@ -385,13 +383,16 @@ class task_group {
     return true;
   }
 
-  // The owner saw a waiter on another thread asleep (every_finish_bit) after
-  // publishing a job: see keep_within_reach(). relaxed: the wake-up's
-  // system call orders nothing that the waiter reads; it looks again with
-  // its own loads.
-  THREAD_SYSTEM_NOINLINE void nudge_waiter_on_another_thread() noexcept {
-    remote_.fetch_and(~every_finish_bit, std::memory_order_relaxed);
-    detail::futex_wake(remote_, detail::futex_wake_all);
+  // The owner published a job while a wait on another thread goes on (see
+  // keep_within_reach()). Clearing the waiter's sleeper bit changes the
+  // futex word, so a futex wait it is about to begin on the value with the
+  // bit returns at once, and one in progress is woken here. release: a
+  // waiter whose CAS (acquire) then sets the bit again reads this RMW or a
+  // later one, and its look at the slot that follows sees the job.
+  THREAD_SYSTEM_NOINLINE void nudge_waiter_elsewhere() noexcept {
+    if ((remote_.fetch_and(~every_finish_bit, std::memory_order_release) & every_finish_bit) != 0) {
+      detail::futex_wake(remote_, detail::futex_wake_all);
+    }
   }
 
   // A waiter that is not the owner: takes every job left in the slot and
@@ -524,14 +525,10 @@ class task_group {
       return;
     }
     if (bit == every_finish_bit) {
-      // Dekker with keep_within_reach() (see there): the bit is set, then
-      // the heavy fence, then a look at the slot. Where the heavy fence no
-      // longer pairs (membarrier refused after registration), the owner may
-      // miss the bit: sleep at most 1 ms at a time, then look again.
-      if (!detail::asymmetric_fence_heavy() && (limit_ns < 0 || limit_ns > heavy_fence_lost_sleep_ns)) {
-        limit_ns = heavy_fence_lost_sleep_ns;
-      }
-      const detail::owner_slot* slot = slot_.load(std::memory_order_acquire);  // as in wait()
+      // A wait on another thread: a job the owner published since this
+      // wait last looked (see keep_within_reach() and
+      // nudge_waiter_elsewhere()). acquire: as in wait().
+      const detail::owner_slot* slot = slot_.load(std::memory_order_acquire);
       if (slot != nullptr && slot->has_work()) return;
     }
     if (limit_ns < 0) {
@@ -558,18 +555,31 @@ class task_group {
         if (owner) {
           detail::tl_task_group_in_wait = outer;
           group->owner_waiting_ = outer_waiting;
+        } else {
+          // relaxed: a hint for the owner's later run()s (one wait at a time).
+          group->waiter_elsewhere_.store(false, std::memory_order_relaxed);
         }
         group->clear_sleeper_bits();
       }
     } mark{this, detail::tl_task_group_in_wait, this_thread_tag() == owner_, false};
+    // A wait on another thread: the Dekker pair with keep_within_reach()
+    // (see there), whose heavy side runs once per wait. Where it no longer
+    // pairs (membarrier refused after registration), the owner may miss the
+    // flag: such a wait sleeps at most 1 ms at a time, then looks again.
+    std::int64_t longest_sleep = -1;
     if (mark.owner) {
       mark.outer_waiting = owner_waiting_;  // only the owner reads it
       detail::tl_task_group_in_wait = this;
       owner_waiting_ = true;
+    } else {
+      waiter_elsewhere_.store(true, std::memory_order_relaxed);  // ordered by the heavy fence
+      if (!detail::asymmetric_fence_heavy()) longest_sleep = heavy_fence_lost_sleep_ns;
     }
     (void)detail::helping_wait([this] { return all_finished(); },
-                               [this, owner = mark.owner](std::int64_t limit) {
-                                 if (!run_kept_jobs_while_waiting(owner)) park(limit);
+                               [this, owner = mark.owner, longest_sleep](std::int64_t limit) {
+                                 if (run_kept_jobs_while_waiting(owner)) return;
+                                 if (longest_sleep >= 0 && (limit < 0 || limit > longest_sleep)) limit = longest_sleep;
+                                 park(limit);
                                },
                                0);
   }
@@ -611,6 +621,7 @@ class task_group {
   std::atomic<bool> cancelled_{false};              // a job of the group was discarded unrun (see group_job::cancel())
   std::atomic<detail::owner_slot*> slot_{nullptr};  // held since the owner's first run() after a wait, or null
   bool owner_waiting_ = false;  // the owner is inside wait() on its thread (read and written only there)
+  std::atomic<bool> waiter_elsewhere_{false};  // a wait on another thread is in wait_for_jobs()
   std::exception_ptr error_;
 };
 
