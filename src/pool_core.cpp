@@ -1036,9 +1036,6 @@ owner_job* owner_slot::take_newest() noexcept {
   if (p != t) {
     job = jobs[p - 1];
     published.store(p - 1, std::memory_order_relaxed);  // published to later takers by leave()
-  } else if (t != 0) {
-    taken.store(0, std::memory_order_relaxed);  // likewise
-    published.store(0, std::memory_order_relaxed);
   }
   leave();
   return job;

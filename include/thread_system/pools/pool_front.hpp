@@ -168,14 +168,13 @@ struct alignas(64) owner_slot {
     leave();
     return job;
   }
-  // The holder: the newest job no thief took, or null when none is left
-  // (the counts then start again at 0, so the slot has all its room).
+  // The holder: the newest job no thief took, or null when none is left.
   [[nodiscard]] owner_job* take_newest() noexcept;  // src/pool_core.cpp
   // The holder, with the slot full (published == depth): true when every
   // job in it was taken, and then its room is back.
   [[nodiscard]] bool make_room() noexcept;  // src/pool_core.cpp
   // The holder, after take_newest() returned null: keeps thieves out from
-  // here on (waiting for one inside).
+  // here on (waiting for one inside). `taken` is then final.
   void close() noexcept { change_from_held(closing); }
   // The holder gives the slot back (closed, or never published to).
   // release: pairs with the next holder's acquire in lease_owner_slot().

@@ -42,18 +42,18 @@
 //     stealing: while the pool always has other work, kept jobs wait for
 //     the group's wait (do not block on one of them before calling wait()).
 //     pause() holds them as it holds any job not yet started: one run()
-//     after pause() returned is started only by a wait. Workers take from the slots until stop()
-//     begins; stop() neither runs nor cancels what is left there (the pool
-//     never counted those jobs: its statistics, wait_idle() and stop()'s
-//     report do not include them), the group's wait runs it - on whichever
-//     thread waits: another thread's wait takes and runs them as a worker
-//     would, also those the owner run()s while that wait sleeps (the owner
-//     then wakes it). Such a wait leaves the slot to the group until the
-//     owner's next wait or the group's destruction (the owner may be
-//     publishing into it); once all 16 jobs in it were taken, the owner's
-//     next jobs start again at its first place. When all 8 slots are held,
-//     the owner's jobs go to the pool's queue as another thread's do.
-//     Everything the jobs did is visible
+//     after pause() returned is started only by a wait. Workers take from
+//     the slots until stop() begins; stop() neither runs nor cancels what
+//     is left there (the pool never counted those jobs: its statistics,
+//     wait_idle() and stop()'s report do not include them), the group's
+//     wait runs it - on whichever thread waits: another thread's wait takes
+//     and runs them as a worker would, also those the owner run()s while
+//     that wait sleeps (the owner then wakes it). Such a wait leaves the
+//     slot to the group until the owner's next wait or the group's
+//     destruction (the owner may be publishing into it); once all 16 jobs
+//     in it were taken, the owner's next jobs start again at its first
+//     place. When all 8 slots are held, the owner's jobs go to the pool's
+//     queue as another thread's do. Everything the jobs did is visible
 //     after wait() returns. The first exception thrown by a job (or error
 //     a job returned, as error_exception: core/job_function.hpp) is rethrown
 //     by wait() (later ones are dropped). A job the pool accepted and then
@@ -104,6 +104,7 @@
 #include "thread_system/core/error.hpp"
 #include "thread_system/detail/asymmetric_fence.hpp"
 #include "thread_system/detail/chaos.hpp"
+#include "thread_system/detail/clock.hpp"
 #include "thread_system/detail/config.hpp"
 
 #include "thread_system/detail/futex.hpp"
@@ -197,7 +198,11 @@ class task_group {
     // through it).
     if (detail::owner_slot* slot = slot_.load(std::memory_order_acquire)) {
       if (this_thread_tag() == owner_) {
-        take_back(*slot);
+        // Workers took some of the jobs while this thread ran the others:
+        // they are running them now, likely short. Look for their finish
+        // for a few microseconds before sleeping - a sleep and its wake-up
+        // cost more than a short job (docs/PERFORMANCE.md).
+        if (take_back(*slot) && !all_finished()) poll_for_finish();
       } else {
         run_as_thief(*slot);
       }
@@ -353,17 +358,31 @@ class task_group {
   // so the group's jobs still run in parallel. Then it closes the slot and
   // gives it back. A job run here may run() more: they go into the slot
   // while it has room (workers may take them) and are taken back here too.
-  void take_back(detail::owner_slot& slot) noexcept {
+  // Returns whether workers took any of the jobs.
+  bool take_back(detail::owner_slot& slot) noexcept {
     const void* outer = detail::tl_task_group_in_wait;
     const bool outer_waiting = owner_waiting_;
     detail::tl_task_group_in_wait = this;
     owner_waiting_ = true;
     while (detail::owner_job* job = slot.take_newest()) job->run(job);
     slot.close();
+    const bool taken_elsewhere = slot.taken.load(std::memory_order_relaxed) != 0;  // final: closed (acquire)
     slot_.store(nullptr, std::memory_order_relaxed);
     slot.give_back();
     owner_waiting_ = outer_waiting;
     detail::tl_task_group_in_wait = outer;
+    return taken_elsewhere;
+  }
+
+  // Polls the count for up to owner_poll_ns (the clock read every few polls).
+  THREAD_SYSTEM_NOINLINE void poll_for_finish() const noexcept {
+    const std::uint64_t until = detail::steady_now_ns() + owner_poll_ns;
+    do {
+      for (int i = 0; i < 16; ++i) {
+        detail::cpu_relax();
+        if (all_finished()) return;
+      }
+    } while (detail::steady_now_ns() < until);
   }
 
   // Inside wait_for_jobs(), before each sleep: the jobs of a slot leased
@@ -445,6 +464,7 @@ class task_group {
   static constexpr std::uint32_t sleeper_bits = every_finish_bit | last_finish_bit;
   static constexpr std::uint32_t remote_step = 4U;
   static constexpr std::int64_t heavy_fence_lost_sleep_ns = 1'000'000;
+  static constexpr std::uint64_t owner_poll_ns = 4'000;
 
   // The address of a thread_local names the calling thread (owner_).
   static const void* this_thread_tag() noexcept { return &detail::tl_task_group_in_wait; }
@@ -620,7 +640,7 @@ class task_group {
   std::atomic<std::uint8_t> failed_{none};
   std::atomic<bool> cancelled_{false};              // a job of the group was discarded unrun (see group_job::cancel())
   std::atomic<detail::owner_slot*> slot_{nullptr};  // held since the owner's first run() after a wait, or null
-  bool owner_waiting_ = false;  // the owner is inside wait() on its thread (read and written only there)
+  bool owner_waiting_ = false;                 // the owner is inside wait() on its thread (read and written only there)
   std::atomic<bool> waiter_elsewhere_{false};  // a wait on another thread is in wait_for_jobs()
   std::exception_ptr error_;
 };
