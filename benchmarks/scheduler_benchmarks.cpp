@@ -169,6 +169,48 @@ void BM_GroupFromOutside_oneTBB(benchmark::State& state) {
 BENCHMARK(BM_GroupFromOutside_oneTBB)->UseRealTime()->Unit(benchmark::kMicrosecond);
 #endif
 
+// The same with jobs that work (a busy spin of job_ns each): whether the
+// jobs run in parallel while the waiter takes back the ones no worker has
+// started (8 jobs of job_ns on one thread take 8 * job_ns).
+void BM_GroupOfWorkFromOutside_ThreadSystem(benchmark::State& state) {
+  const auto job_ns = static_cast<std::uint64_t>(state.range(0));
+  ts::thread_pool pool{bench_threads()};
+  for (auto _ : state) {
+    ts::task_group g(pool);
+    for (int k = 0; k < group_jobs; ++k) g.run([job_ns] { tb::spin_for_ns(job_ns); });
+    g.wait();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * group_jobs);
+}
+BENCHMARK(BM_GroupOfWorkFromOutside_ThreadSystem)
+    ->ArgName("job_ns")
+    ->Arg(1'000)
+    ->Arg(10'000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+#if defined(THREAD_SYSTEM_HAVE_TBB)
+void BM_GroupOfWorkFromOutside_oneTBB(benchmark::State& state) {
+  const auto job_ns = static_cast<std::uint64_t>(state.range(0));
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, bench_threads() + 1);
+  tbb::task_arena arena(static_cast<int>(bench_threads()) + 1, /*reserved_for_masters=*/1);
+  for (auto _ : state) {
+    arena.execute([job_ns] {
+      tbb::task_group g;
+      for (int k = 0; k < group_jobs; ++k) g.run([job_ns] { tb::spin_for_ns(job_ns); });
+      g.wait();
+    });
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * group_jobs);
+}
+BENCHMARK(BM_GroupOfWorkFromOutside_oneTBB)
+    ->ArgName("job_ns")
+    ->Arg(1'000)
+    ->Arg(10'000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+#endif
+
 // ---- external submission of empty jobs ---------------------------------------
 
 constexpr std::uint64_t external_jobs = 1'000'000;
