@@ -140,7 +140,7 @@ class task_group {
     // Still held only when a thread other than the owner waited: every
     // job was taken and has finished; give the slot back to the pool.
     if (detail::owner_slot* slot = slot_.load(std::memory_order_acquire)) {  // as in wait()
-      (void)slot->close();
+      slot->close();
       slot->give_back();
     }
   }
