@@ -131,6 +131,13 @@ class counting_injector final : public injector {
   }
   bool empty_approx() const noexcept override { return queue_.size_approx() == 0; }
   std::size_t size_approx() const noexcept override { return queue_.size_approx(); }
+  std::size_t capacity() const noexcept override {
+    if constexpr (std::is_same_v<Q, bounded_queue>) {
+      return queue_.capacity();
+    } else {
+      return 0;
+    }
+  }
   void close() override {
     closed_.store(true, std::memory_order_seq_cst);  // Dekker with push(): see counted()
     queue_.close();

@@ -100,10 +100,11 @@ pool_core::pool_core(core_config config) try
       idle_wait_ns_(idle_wait_ns(config.idle_wait)),
       out_of_memory_report_(make_out_of_memory_report(kind_, name_)) {
   validate(bounds_);
-  // The bound on loop pieces taken back and still queued: in a pool with
-  // backpressure they hold room, so at most a quarter of it (1024 at most).
-  taken_back_.limit =
-      bounds_.capacity != 0 ? static_cast<std::int64_t>(std::min<std::size_t>(bounds_.capacity / 4, 1024)) : 1024;
+  // The bound on loop pieces that may be taken back and are still queued:
+  // in a bounded pool (backpressure, or a fixed ring) they hold room, so at
+  // most a quarter of it (1024 at most).
+  const std::size_t room = bounds_.capacity != 0 ? bounds_.capacity : queue_->capacity();
+  taken_back_.limit = static_cast<std::int64_t>(room != 0 ? std::min<std::size_t>(room / 4, 1024) : 1024);
   // A size os_thread refuses as no mapping's: a mistake, found here rather
   // than as a refused thread at start().
   if (stack_size_ > os_thread::max_stack_size) {

@@ -871,3 +871,101 @@ TEST(ParallelReduce, HalvesTakenBackFromAPausedPoolAreBounded) {
   EXPECT_GE(pool.get_statistics().queued, 1024U);
   pool.resume();
 }
+
+// The bound held between calls only: a call checked it when it began and
+// counted its pieces when it ended, and in between took back and split
+// again every piece it had handed out - with a fine grain, about one entry
+// per grain left in a paused pool's queue (8191 here). Now a piece counts
+// from its hand-out, and each split looks at the bound.
+TEST(ParallelFor, OneCallWithAFineGrainLeavesNoMoreThanTheBoundQueued) {
+  ts::thread_pool pool{1, ts::test::pool_opts("pf-fine-bound")};
+  pool.pause();
+  std::vector<int> v(8192, 0);
+  ts::parallel_for(pool, std::size_t{0}, v.size(), [&v](std::size_t i) { ++v[i]; }, 1);
+  for (const int x : v) ASSERT_EQ(x, 1);
+  EXPECT_LE(pool.get_statistics().queued, 1024U);
+  pool.resume();
+  pool.wait_idle();
+  EXPECT_EQ(pool.get_statistics().queued, 0U);
+}
+
+// In a bounded pool the entries a caller leaves behind hold room: at most
+// a quarter of it. One call with a fine grain used to fill the whole room
+// of a paused pool, and an unrelated submission then got queue_full; the
+// fixed ring of pool_queue::bounded was bounded at 1024 entries whatever
+// its size.
+TEST(ParallelFor, AFineGrainCallLeavesRoomInABoundedPausedPool) {
+  auto with_backpressure = ts::test::pool_opts("pf-room-bp");
+  with_backpressure.backpressure = ts::backpressure::reject(64);
+  auto ring = ts::test::pool_opts("pf-room-ring");
+  ring.queue = ts::pool_queue::bounded;
+  ring.initial_queue_capacity = 64;
+  for (const auto& opt : {with_backpressure, ring}) {
+    SCOPED_TRACE(opt.name);
+    ts::thread_pool pool{1, opt};
+    pool.pause();
+    std::vector<int> v(4096, 0);
+    ts::parallel_for(pool, std::size_t{0}, v.size(), [&v](std::size_t i) { ++v[i]; }, 1);
+    for (const int x : v) ASSERT_EQ(x, 1);
+    EXPECT_LE(pool.get_statistics().queued, 16U);  // a quarter of 64
+    std::atomic<bool> ran{false};
+    const auto r = pool.enqueue([&ran] { ran.store(true, std::memory_order_relaxed); });
+    EXPECT_TRUE(r) << (r ? "" : r.error().message());
+    pool.resume();
+    pool.wait_idle();
+    EXPECT_EQ(ran.load(std::memory_order_relaxed), r.has_value());  // relaxed: wait_idle() ordered it
+  }
+}
+
+// A piece the pool refused runs on the caller, and it split with the
+// workers' split: its pieces had no ticket, so the caller could not take
+// them back. Once the pool had room again one of them went into the queue
+// behind jobs a busy worker had not started, and the call waited for them
+// (here: until the watchdog released them). Now the caller runs a refused
+// piece with its own split, and takes back whatever it hands out.
+TEST(ParallelFor, ARefusedPieceSplitsIntoPiecesTheCallerCanTakeBack) {
+  auto opt = ts::test::pool_opts("pf-refused");
+  opt.backpressure = ts::backpressure::reject(4);  // the bound on pieces left behind: 1
+  ts::thread_pool pool{1, opt};
+  std::atomic<bool> release{false};
+  std::atomic<int> started{0};
+  pool.pause();
+  for (int k = 0; k < 4; ++k) {  // the pool's room, full
+    ASSERT_TRUE(pool.enqueue([&] {
+      started.fetch_add(1, std::memory_order_release);  // pairs with the acquire in the body below
+      while (!release.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }));
+  }
+  std::atomic<bool> returned{false};
+  std::atomic<bool> freed_by_watchdog{false};
+  std::thread watchdog([&] {
+    if (ts::test::eventually([&] { return returned.load(std::memory_order_acquire); })) return;
+    freed_by_watchdog.store(true, std::memory_order_release);
+    release.store(true, std::memory_order_release);  // pairs with the jobs' loads
+  });
+  constexpr std::size_t n = std::size_t{1} << 16;
+  std::vector<std::atomic<int>> visits(n);
+  bool first = true;  // the caller's own first index (the body below runs on no other thread first)
+  const auto caller = std::this_thread::get_id();
+  ts::parallel_for(
+      pool, std::size_t{0}, n,
+      [&](std::size_t i) {
+        if (std::this_thread::get_id() == caller && first) {
+          // Every split so far was refused. The worker starts the first
+          // queued job and stays in it: the pool has room for one piece.
+          first = false;
+          pool.resume();
+          ASSERT_TRUE(ts::test::eventually([&] { return started.load(std::memory_order_acquire) >= 1; }));
+        }
+        visits[i].fetch_add(1, std::memory_order_relaxed);
+      },
+      64);
+  returned.store(true, std::memory_order_release);  // pairs with the watchdog's load
+  watchdog.join();
+  EXPECT_FALSE(freed_by_watchdog.load(std::memory_order_acquire)) << "the call waited behind the queued jobs";
+  release.store(true, std::memory_order_release);
+  pool.wait_idle();
+  std::size_t not_once = 0;
+  for (const auto& v : visits) not_once += v.load(std::memory_order_relaxed) != 1;  // read after wait_idle()
+  EXPECT_EQ(not_once, 0U);
+}

@@ -54,12 +54,15 @@
 // needs a wake-up, which costs tens of microseconds on some virtual
 // machines), then asleep. A piece it took back stays in the queue until a
 // worker pops it and finds it taken (it then does nothing) - after the call
-// may have returned. Such entries count toward the pool's bound on jobs
-// taken back and still queued (task_group's too: 1024, at most a quarter
-// of the capacity of a pool with backpressure; pool_front.hpp,
-// taken_back_account); while it is reached (a busy or paused pool), a call
-// from outside runs the whole loop on the calling thread, handing nothing
-// out, and parallel_reduce computes both halves of each split itself.
+// may have returned. The pieces callers from outside hand out count toward
+// the pool's bound on such entries - from the hand-out until the entry
+// leaves the queue, taken back or not: 1024, at most a quarter of the
+// capacity of a bounded pool (backpressure, or pool_queue::bounded's
+// ring); pool_front.hpp, taken_back_account. While it is reached (a busy
+// or paused pool), a call from outside runs the rest of the loop on the
+// calling thread, handing nothing more out, and parallel_reduce computes
+// both halves of each split itself - whatever the grain, one call leaves
+// at most one entry over the bound.
 //
 // Pause: a piece a worker runs splits off pieces of its own onto that
 // worker's deque, and a pool paused while the loop runs holds those, as it
@@ -248,7 +251,7 @@ struct caller_loop_state : parallel_for_state<I, F> {
   caller_loop_state(thread_pool& p, F& body, for_sizes sz)
       : parallel_for_state<I, F>(p, body, sz), account(&taken_back_of(p)) {}
   std::array<std::atomic<std::uint64_t>, reclaim_depth> claims{};
-  // The pool's count of pieces taken back and still queued (pool_front.hpp):
+  // The pool's count of pieces that may be taken back and are still queued (pool_front.hpp):
   // the core's, which outlives every queued piece, even one popped after
   // the pool's front is gone.
   taken_back_account* account;
@@ -279,25 +282,33 @@ struct for_piece {
   I hi;
   std::uint64_t ticket = 0;  // non-zero: handed out by an outside caller, who may take it back
   void operator()() const {
-    if (ticket != 0 && !claim_piece<I, F>(*st, ticket)) return left_behind();  // the caller took it back
+    if (!leave_queue()) return;  // the caller took it back
     run_piece<I, F>(st, lo, hi);
   }
   void cancel() noexcept {
-    if (ticket != 0 && !claim_piece<I, F>(*st, ticket)) return left_behind();  // the caller took it back
+    if (!leave_queue()) return;  // the caller took it back
     // relaxed: published by finish_piece()'s release RMW and done.set().
     st->cancelled.store(true, std::memory_order_relaxed);
     st->finish_piece();
   }
-  // A piece the caller took back leaves the pool's count of such entries
-  // (the caller counted it: run_as_caller()).
-  void left_behind() const noexcept { static_cast<caller_loop_state<I, F>&>(*st).account->left_queue(); }
+  // The entry leaves the queue: one the caller may take back leaves the
+  // pool's count of such entries (run_as_caller() counted it). False when
+  // the caller took the piece back.
+  [[nodiscard]] bool leave_queue() const noexcept {
+    if (ticket == 0) return true;
+    const bool mine = claim_piece<I, F>(*st, ticket);
+    static_cast<caller_loop_state<I, F>&>(*st).account->left_queue();
+    return mine;
+  }
 };
 
 // Hands [mid, hi) to the pool as a piece of its own (with `ticket`, non-zero,
 // when an outside caller may take it back); if the pool refuses it
-// (stopping, full, out of memory), runs it here and returns false.
-template <typename I, typename F>
-bool hand_out(const std::shared_ptr<parallel_for_state<I, F>>& st, I mid, I hi, std::uint64_t ticket = 0) {
+// (stopping, full, out of memory), runs it here - `refused(mid, hi)`, which
+// counts it finished; by default run_piece() - and returns false.
+template <typename I, typename F, typename Refused>
+bool hand_out(const std::shared_ptr<parallel_for_state<I, F>>& st, I mid, I hi, std::uint64_t ticket,
+              Refused&& refused) {
   st->pending.fetch_add(1, std::memory_order_relaxed);  // ordered before the piece's own decrement by the push
   result<void> r;
   try {
@@ -313,10 +324,14 @@ bool hand_out(const std::shared_ptr<parallel_for_state<I, F>>& st, I mid, I hi, 
     // finish_piece() gives back the increment above, as the pool's run
     // would have (taking it back here as well counted the piece finished
     // twice: the loop could return while other pieces still ran).
-    run_piece<I, F>(st, mid, hi);
+    refused(mid, hi);
     return false;
   }
   return true;
+}
+template <typename I, typename F>
+bool hand_out(const std::shared_ptr<parallel_for_state<I, F>>& st, I mid, I hi) {
+  return hand_out<I, F>(st, mid, hi, 0, [&st](I m, I h) { run_piece<I, F>(st, m, h); });
 }
 
 // The loop of one chunk, a function of its own (see the header comment,
@@ -376,6 +391,55 @@ inline void poll_briefly(const completion& done) noexcept {
   }
 }
 
+template <typename I>
+struct handed_piece {
+  I lo;
+  I hi;
+  std::uint64_t ticket;
+};
+
+// The outside caller's split: hands [mid, hi) out with a ticket and keeps
+// it on the caller's stack. While the pool's queue holds its bound of
+// pieces that may be taken back (taken_back_account), or when the pool
+// refuses the piece, this thread runs it, splitting it the same way - so
+// nothing it runs itself hands out pieces it could not take back.
+template <typename I, typename F>
+struct caller_split {
+  const std::shared_ptr<parallel_for_state<I, F>>& st;
+  caller_loop_state<I, F>& loop;
+  std::array<handed_piece<I>, reclaim_depth>& stack;
+  std::size_t& depth;
+  std::uint64_t& next_ticket;
+
+  void operator()(I mid, I hi) const {
+    if (depth == reclaim_depth) {  // too deep to keep: an ordinary piece
+      (void)hand_out<I, F>(st, mid, hi);
+      return;
+    }
+    if (loop.account->full()) {  // part of this thread's piece from here
+      run_range<I, F>(st, mid, hi, *this);
+      return;
+    }
+    const std::uint64_t ticket = (next_ticket++ << reclaim_slot_bits) | depth;
+    // relaxed: the push publishes it to the worker that pops the piece (the
+    // queue's release and acquire).
+    loop.claims[depth].store(ticket, std::memory_order_relaxed);
+    loop.account->entered();
+    bool accepted = false;
+    try {
+      accepted = hand_out<I, F>(st, mid, hi, ticket, [this](I m, I h) {
+        loop.account->left_queue();  // never queued
+        run_range<I, F>(st, m, h, *this);
+        st->finish_piece();
+      });
+    } catch (...) {
+      loop.account->left_queue();  // never queued
+      throw;
+    }
+    if (accepted) stack[depth++] = {mid, hi, ticket};
+  }
+};
+
 // A loop called from outside the pool (see the header comment): this
 // thread runs it as a worker would, handing halves to the pool's queue, and
 // keeps a stack of what it handed out. When its own range is done it takes
@@ -389,38 +453,21 @@ inline void poll_briefly(const completion& done) noexcept {
 // `st` is a caller_loop_state.
 template <typename I, typename F>
 void run_as_caller(const std::shared_ptr<parallel_for_state<I, F>>& st, I first, I last) {
-  auto& claims = static_cast<caller_loop_state<I, F>&>(*st).claims;
-  struct handed {
-    I lo;
-    I hi;
-    std::uint64_t ticket;
-  };
-  std::array<handed, reclaim_depth> stack;  // filled as pieces are handed out
+  std::array<handed_piece<I>, reclaim_depth> stack;  // filled as pieces are handed out
   std::size_t depth = 0;
   std::uint64_t next_ticket = 1;
-  auto split = [&](I mid, I hi) {
-    if (depth == reclaim_depth) {  // too deep to keep: an ordinary piece
-      (void)hand_out<I, F>(st, mid, hi);
-      return;
-    }
-    const std::uint64_t ticket = (next_ticket++ << reclaim_slot_bits) | depth;
-    // relaxed: the push publishes it to the worker that pops the piece (the
-    // queue's release and acquire).
-    claims[depth].store(ticket, std::memory_order_relaxed);
-    if (hand_out<I, F>(st, mid, hi, ticket)) stack[depth++] = {mid, hi, ticket};  // else it ran here
-  };
+  const caller_split<I, F> split{st, static_cast<caller_loop_state<I, F>&>(*st), stack, depth, next_ticket};
   run_range<I, F>(st, first, last, split);
   st->finish_piece();
-  std::int64_t left_queued = 0;  // pieces taken back: their entries stay in the queue
   while (depth > 0) {
     --depth;
-    const handed h = stack[depth];
+    const handed_piece<I> h = stack[depth];
+    // Taken back: its entry stays queued, and counted, until a worker pops
+    // it and finds it taken (for_piece::leave_queue()).
     if (!claim_piece<I, F>(*st, h.ticket)) continue;  // a worker runs it (or the pool cancelled it)
-    ++left_queued;
     run_range<I, F>(st, h.lo, h.hi, split);
     st->finish_piece();
   }
-  static_cast<caller_loop_state<I, F>&>(*st).account->left_in_queue(left_queued);
   poll_briefly(st->done);
 }
 
@@ -449,11 +496,11 @@ struct reduce_piece {
   const Node* node;
   I lo;
   I hi;
-  // Handed out from outside the pool: taken back, it counts in the pool's
-  // taken_back_account until it leaves the queue (pool_front.hpp).
+  // Handed out from outside the pool: it counts in the pool's
+  // taken_back_account until its entry leaves the queue (pool_front.hpp).
   taken_back_account* account;
   void operator()() const {
-    if (!half->claim()) return left_behind();  // taken back: `node` may be gone
+    if (!leave_queue()) return;  // taken back: `node` may be gone
     try {
       half->set_value((*node)(lo, hi));
     } catch (...) {
@@ -461,14 +508,14 @@ struct reduce_piece {
     }
   }
   void cancel() noexcept {
-    if (half->claim()) {
-      half->set_exception(cancelled_error(reduce_discarded));
-    } else {
-      left_behind();
-    }
+    if (leave_queue()) half->set_exception(cancelled_error(reduce_discarded));
   }
-  void left_behind() const noexcept {
+  // The entry leaves the queue; false when the splitting thread took the
+  // half back.
+  [[nodiscard]] bool leave_queue() const noexcept {
+    const bool mine = half->claim();
     if (account != nullptr) account->left_queue();
+    return mine;
   }
 };
 
@@ -543,7 +590,6 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
     Combine& combine;
     std::uint64_t grain;
     std::atomic<bool>& failed;
-    bool on_worker;
     detail::taken_back_account& account;  // the pool's (pool_front.hpp)
 
     T operator()(I lo, I hi) const {
@@ -560,15 +606,11 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
     using half_t = detail::reduce_half<T>;
 
     // Takes the handed-out right half back if no one has started it (the
-    // value is then computed here), else waits until it has finished.
-    // Returns true when taken back.
-    bool take_back_or_wait(half_t& h) const {
-      if (h.claim()) {
-        // From outside, its entry stays queued: counted until it leaves
-        // (reduce_piece::left_behind()).
-        if (!on_worker) account.left_in_queue(1);
-        return true;
-      }
+    // value is then computed here; from outside, its entry stays queued,
+    // and counted, until it leaves: reduce_piece::leave_queue()), else waits
+    // until it has finished. Returns true when taken back.
+    static bool take_back_or_wait(half_t& h, bool on_worker) {
+      if (h.claim()) return true;
       if (!on_worker) detail::poll_briefly(h.done);
       h.done.wait(0);  // helps on a worker
       return false;
@@ -577,21 +619,25 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
     T reduce(I lo, I hi) const {
       if (detail::range_length(lo, hi) <= grain) return reduce_range(lo, hi, identity);
       const I mid = detail::advance_index(lo, detail::range_length(lo, hi) / 2);
+      // Asked per split: the halves of a call from outside run on workers too.
+      const bool on_worker = pool.is_worker_thread();
       std::shared_ptr<half_t> right;
       // From outside, not while the pool's queue holds its bound of pieces
-      // taken back (a busy or paused pool): this thread does both halves,
-      // on the same tree.
+      // that may be taken back (a busy or paused pool): this thread does
+      // both halves, on the same tree.
       if (on_worker || !account.full()) {
+        detail::taken_back_account* counted = on_worker ? nullptr : &account;
+        if (counted != nullptr) counted->entered();
         try {
           right = std::make_shared<half_t>();
           // Refused (stopping, full, out of memory): this thread does it.
-          if (!detail::fork_access::push(
-                  pool, detail::reduce_piece<I, T, node>{right, this, mid, hi, on_worker ? nullptr : &account})) {
+          if (!detail::fork_access::push(pool, detail::reduce_piece<I, T, node>{right, this, mid, hi, counted})) {
             right.reset();
           }
         } catch (const std::bad_alloc&) {  // no memory to share the half: this thread does it
           right.reset();
         }
+        if (!right && counted != nullptr) counted->left_queue();  // never queued
       }
       // If the left half throws, the right half must not run on after this
       // frame (which it references) is gone. A left half that only saw a
@@ -601,16 +647,17 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
         try {
           return (*this)(lo, mid);
         } catch (const error_exception& e) {
-          if (right && !take_back_or_wait(*right) && e.code() == error_code::cancelled && right->exception) {
+          if (right && !take_back_or_wait(*right, on_worker) && e.code() == error_code::cancelled &&
+              right->exception) {
             std::rethrow_exception(right->exception);
           }
           throw;
         } catch (...) {
-          if (right) (void)take_back_or_wait(*right);
+          if (right) (void)take_back_or_wait(*right, on_worker);
           throw;
         }
       }();
-      if (!right || take_back_or_wait(*right)) return combine(std::move(left), (*this)(mid, hi));
+      if (!right || take_back_or_wait(*right, on_worker)) return combine(std::move(left), (*this)(mid, hi));
       // acquire: done.wait() (or ready() in poll_briefly) acquired what the
       // half's run or discard published with done.set().
       if (right->exception) std::rethrow_exception(right->exception);
@@ -620,8 +667,7 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
   // From outside the pool this thread takes part as in parallel_for: it
   // hands right halves to the pool's queue and takes back each one no
   // worker has started.
-  const node root{
-      pool, identity, reduce_range, combine, grain, failed, pool.is_worker_thread(), detail::taken_back_of(pool)};
+  const node root{pool, identity, reduce_range, combine, grain, failed, detail::taken_back_of(pool)};
   return root(first, last);
 }
 

@@ -87,6 +87,9 @@ class injector {
   [[nodiscard]] virtual std::size_t pop_share(std::span<job_function> out, std::size_t consumers) = 0;
   [[nodiscard]] virtual bool empty_approx() const noexcept = 0;
   [[nodiscard]] virtual std::size_t size_approx() const noexcept = 0;
+  /// The most jobs the queue can hold (a fixed ring: pool_queue::bounded), or 0
+  /// when it grows as needed.
+  [[nodiscard]] virtual std::size_t capacity() const noexcept { return 0; }
   virtual void close() = 0;
   [[nodiscard]] virtual bool is_closed() const noexcept = 0;
   [[nodiscard]] virtual std::uint64_t accepted() const noexcept = 0;
