@@ -673,3 +673,44 @@ TEST(PoolControlRegression, StopFromATimersFunctionOnTheTimerThreadIsRefused) {
   while (!later.load(std::memory_order_acquire)) std::this_thread::sleep_for(1ms);
   pool.wait_idle();  // the held job has left its latch (on this frame) before `held` goes
 }
+
+// ---- owner_slot (the slots task_group owners off the pool lease) ----------
+
+// A thief can be inside a slot whose holder never published to it (it read
+// a previous holder's words, then its CAS found the slot held): the holder
+// gave such a slot back with a plain store (a group whose run() threw while
+// copying the job, or had no memory for its node), the thief's leave() then
+// marked the slot held by no one - lost to the pool for good - or, if
+// another group had leased it meanwhile, let two takers in at once.
+// give_back() now closes the slot first, waiting for the thief to leave.
+TEST(OwnerSlot, GivingBackWaitsForAThiefInside) {
+  namespace d = ts::detail;
+  d::owner_slot slot;
+  slot.state.store(d::owner_slot::held, std::memory_order_relaxed);  // as lease_owner_slot() leaves it
+  d::owner_job job{+[](d::owner_job*) noexcept {}};
+  slot.publish(&job);
+  std::latch inside{1};
+  std::atomic<bool> let_go{false};
+  std::thread thief([&] {
+    const d::owner_job* got = slot.steal([&] {
+      inside.count_down();
+      while (!let_go.load(std::memory_order_acquire)) std::this_thread::yield();
+      return false;
+    });
+    EXPECT_EQ(got, &job);
+  });
+  inside.wait();
+  std::atomic<bool> given_back{false};
+  std::thread holder([&] {
+    slot.give_back();
+    given_back.store(true, std::memory_order_release);
+  });
+  std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(given_back.load(std::memory_order_acquire)) << "given back while the thief was inside";
+  let_go.store(true, std::memory_order_release);
+  thief.join();
+  holder.join();
+  EXPECT_EQ(slot.state.load(std::memory_order_relaxed), d::owner_slot::free_slot);
+  EXPECT_EQ(slot.published.load(std::memory_order_relaxed), 0U);
+  EXPECT_EQ(slot.taken.load(std::memory_order_relaxed), 0U);
+}

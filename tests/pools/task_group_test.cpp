@@ -11,6 +11,7 @@
 #include <functional>
 #include <latch>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -1043,4 +1044,50 @@ TEST(TaskGroup, AKeptJobRunAfterPauseReturnedNeverStartsOnAWorker) {
   }
   pool.resume();
   EXPECT_EQ(on_a_worker, 0U) << "of " << i << " rounds";
+}
+
+// The owner is a worker of another pool: while its wait helps there, a job
+// it runs run()s into the group, which leases a slot after the wait has
+// given its own back, and a worker of the group's pool takes that job and
+// finishes it. The wait returned with the slot still leased (one of the
+// pool's 8, held for as long as the group lived); it gives it back now.
+TEST(TaskGroup, AnOwnersWaitGivesBackASlotLeasedWhileItHelped) {
+  ts::thread_pool pool{2, ts::test::pool_opts("tg-slot-helped")};
+  ts::thread_pool other{1, ts::test::pool_opts("tg-slot-owner")};
+  std::optional<ts::task_group> g;
+  std::atomic<bool> first_started{false};
+  std::atomic<bool> second_ran{false};
+  auto done = other.submit([&] {
+    g.emplace(pool);  // owned by `other`'s worker, which is not one of `pool`'s
+    g->run([&] {
+      first_started.store(true, std::memory_order_release);
+      while (!second_ran.load(std::memory_order_acquire)) std::this_thread::yield();
+    });
+    ASSERT_TRUE(ts::test::eventually([&] { return first_started.load(std::memory_order_acquire); }));
+    // Onto this worker's deque: g's wait below helps run it.
+    ASSERT_TRUE(other.enqueue([&] {
+      g->run([&] { second_ran.store(true, std::memory_order_release); });  // a new slot: the wait gave its own back
+      // Both jobs taken by `pool`'s workers and finished: the wait finds
+      // the group done as soon as this returns. (A sleep: their count is
+      // not observable here; if it is not yet done, the wait gives the
+      // slot back on its own way.)
+      ASSERT_TRUE(ts::test::eventually([&] { return second_ran.load(std::memory_order_acquire); }));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }));
+    g->wait();
+  });
+  done.get();
+  // Eight groups of this thread keep a job each: one slot each, unless g
+  // still holds one (then the eighth job goes through the queue).
+  pool.pause();
+  std::vector<std::unique_ptr<ts::task_group>> groups;
+  std::atomic<int> ran{0};
+  for (std::size_t k = 0; k < ts::detail::owner_slot_count; ++k) {
+    groups.push_back(std::make_unique<ts::task_group>(pool));
+    groups.back()->run([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+  }
+  EXPECT_EQ(pool.get_statistics().accepted, 0U) << "g's wait left its slot leased";  // kept jobs are not counted
+  pool.resume();
+  for (auto& group : groups) group->wait();
+  EXPECT_EQ(ran.load(std::memory_order_relaxed), 8);  // relaxed: waited for
 }

@@ -178,9 +178,13 @@ struct alignas(64) owner_slot {
   // The holder, after take_newest() returned null: keeps thieves out from
   // here on (waiting for one inside). `taken` is then final.
   void close() noexcept { change_from_held(closing); }
-  // The holder gives the slot back (closed, or never published to).
+  // The holder gives the slot back, closing it first if it has not: a thief
+  // may be inside even a slot never published to (it read a previous
+  // holder's words, then its CAS found the slot held), and its leave()
+  // must not land on a slot given back.
   // release: pairs with the next holder's acquire in lease_owner_slot().
   void give_back() noexcept {
+    if (state.load(std::memory_order_relaxed) != closing) close();  // only the holder stores `closing`
     published.store(0, std::memory_order_relaxed);
     taken.store(0, std::memory_order_relaxed);
     state.store(free_slot, std::memory_order_release);

@@ -98,6 +98,7 @@
 #include <exception>
 #include <new>
 #include <optional>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include "thread_system/core/concepts.hpp"
@@ -140,7 +141,6 @@ class task_group {
     // Still held only when a thread other than the owner waited: every
     // job was taken and has finished; give the slot back to the pool.
     if (detail::owner_slot* slot = slot_.load(std::memory_order_acquire)) {  // as in wait()
-      slot->close();
       slot->give_back();
     }
   }
@@ -207,7 +207,16 @@ class task_group {
         run_as_thief(*slot);
       }
     }
-    if (!all_finished()) wait_for_jobs();
+    if (!all_finished()) {
+      wait_for_jobs();
+      // A job this thread helped run while it waited may have run() jobs of
+      // this group into a slot leased after the look above (taken and
+      // finished since: the count says so). Give it back, as every wait of
+      // the owner does. relaxed: the owner's own word.
+      if (this_thread_tag() == owner_) {
+        if (detail::owner_slot* slot = slot_.load(std::memory_order_relaxed)) (void)take_back(*slot);
+      }
+    }
     // acquire: pairs with record()'s release store of `published`. A job
     // run() concurrently with this wait may be storing the first exception
     // right now (`claimed`: a move of one exception_ptr, never blocked) - a
@@ -223,12 +232,10 @@ class task_group {
       // release: the move above happens before the next record()'s write
       // (its CAS from `none` acquires this).
       failed_.store(none, std::memory_order_release);
-      cancelled_.store(false, std::memory_order_relaxed);  // only the waiter touches it now
+      (void)take_cancelled_mark();  // reported by the exception
       std::rethrow_exception(e);
     }
-    // relaxed: ordered by the acquire in wait() on the count (finish()'s release).
-    if (cancelled_.load(std::memory_order_relaxed)) {
-      cancelled_.store(false, std::memory_order_relaxed);  // only the waiter touches it now
+    if (take_cancelled_mark()) {
       throw error_exception(error{error_code::cancelled, "task_group: a job was discarded by the pool before it ran"});
     }
   }
@@ -417,11 +424,14 @@ class task_group {
   // A waiter that is not the owner: takes every job left in the slot and
   // runs it, as a worker would (the slot stays the owner's).
   static void run_as_thief(detail::owner_slot& slot) noexcept {
+    int misses = 0;
     while (slot.has_work()) {
       if (detail::owner_job* job = slot.steal([]() noexcept { return false; })) {
         job->run(job);
-      } else {
+      } else if (++misses < 64) {
         detail::cpu_relax();  // a worker inside the lease: it only takes a pointer there
+      } else {
+        std::this_thread::yield();  // one preempted there (as owner_slot::change_from_held())
       }
     }
   }
@@ -602,6 +612,16 @@ class task_group {
                                  park(limit);
                                },
                                0);
+  }
+
+  // Whether a job was discarded unrun since the mark was last taken;
+  // clears it. A job run() concurrently with this wait may be discarded
+  // right now: the clearing is an exchange, so that its mark is either
+  // taken here or left for the next wait, never overwritten (a load first:
+  // no read-modify-write on a fork-join wait). relaxed: ordered by the
+  // acquire in wait() on the count (finish()'s release).
+  bool take_cancelled_mark() noexcept {
+    return cancelled_.load(std::memory_order_relaxed) && cancelled_.exchange(false, std::memory_order_relaxed);
   }
 
   // Out of line: inside wait_for_jobs(), the throw's code kept GCC from
