@@ -881,7 +881,8 @@ TEST(ParallelFor, OneCallWithAFineGrainLeavesNoMoreThanTheBoundQueued) {
   ts::thread_pool pool{1, ts::test::pool_opts("pf-fine-bound")};
   pool.pause();
   std::vector<int> v(8192, 0);
-  ts::parallel_for(pool, std::size_t{0}, v.size(), [&v](std::size_t i) { ++v[i]; }, 1);
+  ts::parallel_for(
+      pool, std::size_t{0}, v.size(), [&v](std::size_t i) { ++v[i]; }, 1);
   for (const int x : v) ASSERT_EQ(x, 1);
   EXPECT_LE(pool.get_statistics().queued, 1024U);
   pool.resume();
@@ -905,7 +906,8 @@ TEST(ParallelFor, AFineGrainCallLeavesRoomInABoundedPausedPool) {
     ts::thread_pool pool{1, opt};
     pool.pause();
     std::vector<int> v(4096, 0);
-    ts::parallel_for(pool, std::size_t{0}, v.size(), [&v](std::size_t i) { ++v[i]; }, 1);
+    ts::parallel_for(
+        pool, std::size_t{0}, v.size(), [&v](std::size_t i) { ++v[i]; }, 1);
     for (const int x : v) ASSERT_EQ(x, 1);
     EXPECT_LE(pool.get_statistics().queued, 16U);  // a quarter of 64
     std::atomic<bool> ran{false};

@@ -647,8 +647,7 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
         try {
           return (*this)(lo, mid);
         } catch (const error_exception& e) {
-          if (right && !take_back_or_wait(*right, on_worker) && e.code() == error_code::cancelled &&
-              right->exception) {
+          if (right && !take_back_or_wait(*right, on_worker) && e.code() == error_code::cancelled && right->exception) {
             std::rethrow_exception(right->exception);
           }
           throw;
