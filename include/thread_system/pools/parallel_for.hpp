@@ -54,15 +54,14 @@
 // needs a wake-up, which costs tens of microseconds on some virtual
 // machines), then asleep. A piece it took back stays in the queue until a
 // worker pops it and finds it taken (it then does nothing) - after the call
-// may have returned. The pieces callers from outside hand out count toward
-// the pool's bound on such entries - from the hand-out until the entry
-// leaves the queue, taken back or not: 1024, at most a quarter of the
-// capacity of a bounded pool (backpressure, or pool_queue::bounded's
-// ring); pool_front.hpp, taken_back_account. While it is reached (a busy
-// or paused pool), a call from outside runs the rest of the loop on the
-// calling thread, handing nothing more out, and parallel_reduce computes
-// both halves of each split itself - whatever the grain, one call leaves
-// at most one entry over the bound.
+// may have returned. Such entries count toward the pool's bound (1024, at
+// most a quarter of the capacity of a bounded pool - backpressure, or
+// pool_queue::bounded's ring; pool_front.hpp, taken_back_account), and so
+// do, for each split, the pieces its caller has handed out and may still
+// take back. At the bound (a busy or paused pool) a call from outside runs
+// the rest of the loop on the calling thread, handing nothing more out,
+// and parallel_reduce computes both halves of each split itself: whatever
+// the grain, the entries left behind stay within the bound.
 //
 // Pause: a piece a worker runs splits off pieces of its own onto that
 // worker's deque, and a pool paused while the loop runs holds those, as it
@@ -291,14 +290,13 @@ struct for_piece {
     st->cancelled.store(true, std::memory_order_relaxed);
     st->finish_piece();
   }
-  // The entry leaves the queue: one the caller may take back leaves the
-  // pool's count of such entries (run_as_caller() counted it). False when
-  // the caller took the piece back.
+  // The entry leaves the queue; false when the caller took the piece back
+  // (then it leaves the pool's count of such entries: run_as_caller()
+  // counted it).
   [[nodiscard]] bool leave_queue() const noexcept {
-    if (ticket == 0) return true;
-    const bool mine = claim_piece<I, F>(*st, ticket);
+    if (ticket == 0 || claim_piece<I, F>(*st, ticket)) return true;
     static_cast<caller_loop_state<I, F>&>(*st).account->left_queue();
-    return mine;
+    return false;
   }
 };
 
@@ -399,10 +397,11 @@ struct handed_piece {
 };
 
 // The outside caller's split: hands [mid, hi) out with a ticket and keeps
-// it on the caller's stack. While the pool's queue holds its bound of
-// pieces that may be taken back (taken_back_account), or when the pool
-// refuses the piece, this thread runs it, splitting it the same way - so
-// nothing it runs itself hands out pieces it could not take back.
+// it on the caller's stack. At the pool's bound on pieces taken back and
+// still queued (taken_back_account; those on the stack count: each may be
+// taken back), or when the pool refuses the piece, this thread runs it,
+// splitting it the same way - so nothing it runs itself hands out pieces
+// it could not take back.
 template <typename I, typename F>
 struct caller_split {
   const std::shared_ptr<parallel_for_state<I, F>>& st;
@@ -416,7 +415,7 @@ struct caller_split {
       (void)hand_out<I, F>(st, mid, hi);
       return;
     }
-    if (loop.account->full()) {  // part of this thread's piece from here
+    if (loop.account->full(static_cast<std::int64_t>(depth))) {  // part of this thread's piece from here
       run_range<I, F>(st, mid, hi, *this);
       return;
     }
@@ -424,19 +423,12 @@ struct caller_split {
     // relaxed: the push publishes it to the worker that pops the piece (the
     // queue's release and acquire).
     loop.claims[depth].store(ticket, std::memory_order_relaxed);
-    loop.account->entered();
-    bool accepted = false;
-    try {
-      accepted = hand_out<I, F>(st, mid, hi, ticket, [this](I m, I h) {
-        loop.account->left_queue();  // never queued
-        run_range<I, F>(st, m, h, *this);
-        st->finish_piece();
-      });
-    } catch (...) {
-      loop.account->left_queue();  // never queued
-      throw;
+    if (hand_out<I, F>(st, mid, hi, ticket, [this](I m, I h) {
+          run_range<I, F>(st, m, h, *this);
+          st->finish_piece();
+        })) {
+      stack[depth++] = {mid, hi, ticket};
     }
-    if (accepted) stack[depth++] = {mid, hi, ticket};
   }
 };
 
@@ -462,9 +454,10 @@ void run_as_caller(const std::shared_ptr<parallel_for_state<I, F>>& st, I first,
   while (depth > 0) {
     --depth;
     const handed_piece<I> h = stack[depth];
-    // Taken back: its entry stays queued, and counted, until a worker pops
-    // it and finds it taken (for_piece::leave_queue()).
     if (!claim_piece<I, F>(*st, h.ticket)) continue;  // a worker runs it (or the pool cancelled it)
+    // Taken back: its entry stays queued, counted until a worker pops it
+    // and finds it taken (for_piece::leave_queue()).
+    split.loop.account->took_back();
     run_range<I, F>(st, h.lo, h.hi, split);
     st->finish_piece();
   }
@@ -496,8 +489,8 @@ struct reduce_piece {
   const Node* node;
   I lo;
   I hi;
-  // Handed out from outside the pool: it counts in the pool's
-  // taken_back_account until its entry leaves the queue (pool_front.hpp).
+  // Handed out from outside the pool: taken back, it counts in the pool's
+  // taken_back_account until it leaves the queue (pool_front.hpp).
   taken_back_account* account;
   void operator()() const {
     if (!leave_queue()) return;  // taken back: `node` may be gone
@@ -511,11 +504,11 @@ struct reduce_piece {
     if (leave_queue()) half->set_exception(cancelled_error(reduce_discarded));
   }
   // The entry leaves the queue; false when the splitting thread took the
-  // half back.
+  // half back (then it leaves the pool's count, which that thread added to).
   [[nodiscard]] bool leave_queue() const noexcept {
-    const bool mine = half->claim();
+    if (half->claim()) return true;
     if (account != nullptr) account->left_queue();
-    return mine;
+    return false;
   }
 };
 
@@ -592,11 +585,14 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
     std::atomic<bool>& failed;
     detail::taken_back_account& account;  // the pool's (pool_front.hpp)
 
-    T operator()(I lo, I hi) const {
+    // `outstanding`: the right halves this thread has handed out from
+    // outside the pool above this frame and may still take back (they count
+    // toward the pool's bound, as parallel_for's stack of pieces).
+    T operator()(I lo, I hi, std::int64_t outstanding = 0) const {
       // relaxed: a hint only; the exception travels through the halves.
       if (failed.load(std::memory_order_relaxed)) return identity;
       try {
-        return reduce(lo, hi);
+        return reduce(lo, hi, outstanding);
       } catch (...) {
         failed.store(true, std::memory_order_relaxed);  // a hint, as above
         throw;
@@ -606,38 +602,41 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
     using half_t = detail::reduce_half<T>;
 
     // Takes the handed-out right half back if no one has started it (the
-    // value is then computed here; from outside, its entry stays queued,
-    // and counted, until it leaves: reduce_piece::leave_queue()), else waits
-    // until it has finished. Returns true when taken back.
-    static bool take_back_or_wait(half_t& h, bool on_worker) {
-      if (h.claim()) return true;
+    // value is then computed here), else waits until it has finished.
+    // Returns true when taken back.
+    bool take_back_or_wait(half_t& h, bool on_worker) const {
+      if (h.claim()) {
+        // From outside, its entry stays queued: counted until it leaves
+        // (reduce_piece::leave_queue()).
+        if (!on_worker) account.took_back();
+        return true;
+      }
       if (!on_worker) detail::poll_briefly(h.done);
       h.done.wait(0);  // helps on a worker
       return false;
     }
 
-    T reduce(I lo, I hi) const {
+    T reduce(I lo, I hi, std::int64_t outstanding) const {
       if (detail::range_length(lo, hi) <= grain) return reduce_range(lo, hi, identity);
       const I mid = detail::advance_index(lo, detail::range_length(lo, hi) / 2);
       // Asked per split: the halves of a call from outside run on workers too.
       const bool on_worker = pool.is_worker_thread();
       std::shared_ptr<half_t> right;
-      // From outside, not while the pool's queue holds its bound of pieces
-      // that may be taken back (a busy or paused pool): this thread does
-      // both halves, on the same tree.
-      if (on_worker || !account.full()) {
-        detail::taken_back_account* counted = on_worker ? nullptr : &account;
-        if (counted != nullptr) counted->entered();
+      // From outside, not at the pool's bound on pieces taken back and
+      // still queued (a busy or paused pool; this thread's halves that it
+      // may still take back count): this thread does both halves, on the
+      // same tree.
+      if (on_worker || !account.full(outstanding)) {
         try {
           right = std::make_shared<half_t>();
           // Refused (stopping, full, out of memory): this thread does it.
-          if (!detail::fork_access::push(pool, detail::reduce_piece<I, T, node>{right, this, mid, hi, counted})) {
+          if (!detail::fork_access::push(
+                  pool, detail::reduce_piece<I, T, node>{right, this, mid, hi, on_worker ? nullptr : &account})) {
             right.reset();
           }
         } catch (const std::bad_alloc&) {  // no memory to share the half: this thread does it
           right.reset();
         }
-        if (!right && counted != nullptr) counted->left_queue();  // never queued
       }
       // If the left half throws, the right half must not run on after this
       // frame (which it references) is gone. A left half that only saw a
@@ -645,7 +644,7 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
       // the right half: a body's exception takes precedence.
       T left = [&] {
         try {
-          return (*this)(lo, mid);
+          return (*this)(lo, mid, on_worker || !right ? outstanding : outstanding + 1);
         } catch (const error_exception& e) {
           if (right && !take_back_or_wait(*right, on_worker) && e.code() == error_code::cancelled && right->exception) {
             std::rethrow_exception(right->exception);
@@ -656,7 +655,8 @@ T parallel_reduce(thread_pool& pool, I first, I last, T identity, RangeReduce re
           throw;
         }
       }();
-      if (!right || take_back_or_wait(*right, on_worker)) return combine(std::move(left), (*this)(mid, hi));
+      if (!right || take_back_or_wait(*right, on_worker))
+        return combine(std::move(left), (*this)(mid, hi, outstanding));
       // acquire: done.wait() (or ready() in poll_briefly) acquired what the
       // half's run or discard published with done.set().
       if (right->exception) std::rethrow_exception(right->exception);

@@ -84,29 +84,31 @@ inline thread_local worker_context tl_context;
 // from us.
 [[nodiscard]] bool nothing_left_to_steal(const pool_front& pool) noexcept;
 
-// Pieces that a parallel_for or parallel_reduce caller from outside the
-// pool handed to this pool's queue and may take back, whose entries are
-// still queued: counted from the hand-out until a worker pops the entry or
-// the pool discards it - whether the piece then runs there, or was taken
-// back (run by its caller, off the pool) and is found taken
-// (parallel_for.hpp; a task_group's owner leaves nothing behind:
-// owner_slot below). A caller hands out such a piece only while the count
-// is below `limit`, and runs it itself otherwise, so callers that keep
-// taking back from a busy or paused pool leave a bounded number of entries
-// behind (each caller at most one over: the check and the count are not
-// one step), not one per piece - whatever the grain. Kept by the core (it
-// outlives the front while it drains). relaxed throughout: a bound on
-// memory, it publishes nothing. A cache line of its own: callers and
-// workers write it, and nothing read on every job may share it.
+// Pieces a parallel_for or parallel_reduce caller from outside took back
+// (ran itself, off the pool) whose entries are still in this pool's queue,
+// waiting for a worker to pop them and find them taken (parallel_for.hpp;
+// a task_group's owner leaves nothing behind: owner_slot below). A caller
+// hands out a piece it may take back only while these, plus the pieces it
+// has handed out and not yet taken back or seen taken (its `outstanding`),
+// are below `limit`, and runs it itself otherwise: so one that keeps taking
+// back from a busy or paused pool leaves at most `limit` such entries
+// behind, whatever the grain, not one per piece (callers at the same time,
+// each at most `limit` together with the others' entries already counted).
+// Kept by the core (it outlives the front while it drains). relaxed
+// throughout: a bound on memory, it publishes nothing; a taker adds after
+// the entry may have left, so `queued` can dip below 0 for a moment. A
+// cache line of its own: takers and workers write it, and nothing read on
+// every job may share it.
 struct alignas(64) taken_back_account {
   std::atomic<std::int64_t> queued{0};
   std::int64_t limit = 0;  // 1024, at most a quarter of the capacity of a bounded pool (backpressure, or its ring)
 
-  [[nodiscard]] bool full() const noexcept { return queued.load(std::memory_order_relaxed) >= limit; }
-  // A piece about to be handed out (given back with left_queue() if the
-  // pool refuses it).
-  void entered() noexcept { queued.fetch_add(1, std::memory_order_relaxed); }
-  // A piece's entry leaving the queue (popped, or discarded by the pool).
+  [[nodiscard]] bool full(std::int64_t outstanding = 0) const noexcept {
+    return queued.load(std::memory_order_relaxed) + outstanding >= limit;
+  }
+  // A piece taken back by its caller: its entry stays queued.
+  void took_back() noexcept { queued.fetch_add(1, std::memory_order_relaxed); }
+  // An entry found taken, leaving the queue.
   void left_queue() noexcept { queued.fetch_sub(1, std::memory_order_relaxed); }
 };
 [[nodiscard]] taken_back_account& taken_back_of(pool_front& pool) noexcept;
