@@ -398,8 +398,9 @@ struct handed_piece {
 
 // The outside caller's split: hands [mid, hi) out with a ticket and keeps
 // it on the caller's stack. At the pool's bound on pieces taken back and
-// still queued (taken_back_account; those on the stack count: each may be
-// taken back), or when the pool refuses the piece, this thread runs it,
+// still queued (taken_back_account; those this call took back, counted
+// there when it ends, and those on its stack count too: each may be taken
+// back), or when the pool refuses the piece, this thread runs it,
 // splitting it the same way - so nothing it runs itself hands out pieces
 // it could not take back.
 template <typename I, typename F>
@@ -409,13 +410,14 @@ struct caller_split {
   std::array<handed_piece<I>, reclaim_depth>& stack;
   std::size_t& depth;
   std::uint64_t& next_ticket;
+  std::int64_t& taken_back;  // by this call so far
 
   void operator()(I mid, I hi) const {
     if (depth == reclaim_depth) {  // too deep to keep: an ordinary piece
       (void)hand_out<I, F>(st, mid, hi);
       return;
     }
-    if (loop.account->full(static_cast<std::int64_t>(depth))) {  // part of this thread's piece from here
+    if (loop.account->full(taken_back + static_cast<std::int64_t>(depth))) {  // part of this thread's piece from here
       run_range<I, F>(st, mid, hi, *this);
       return;
     }
@@ -448,19 +450,21 @@ void run_as_caller(const std::shared_ptr<parallel_for_state<I, F>>& st, I first,
   std::array<handed_piece<I>, reclaim_depth> stack;  // filled as pieces are handed out
   std::size_t depth = 0;
   std::uint64_t next_ticket = 1;
-  const caller_split<I, F> split{st, static_cast<caller_loop_state<I, F>&>(*st), stack, depth, next_ticket};
+  std::int64_t taken_back = 0;  // pieces taken back: their entries stay queued
+  const caller_split<I, F> split{st, static_cast<caller_loop_state<I, F>&>(*st), stack, depth, next_ticket, taken_back};
   run_range<I, F>(st, first, last, split);
   st->finish_piece();
   while (depth > 0) {
     --depth;
     const handed_piece<I> h = stack[depth];
     if (!claim_piece<I, F>(*st, h.ticket)) continue;  // a worker runs it (or the pool cancelled it)
-    // Taken back: its entry stays queued, counted until a worker pops it
-    // and finds it taken (for_piece::leave_queue()).
-    split.loop.account->took_back();
+    ++taken_back;
     run_range<I, F>(st, h.lo, h.hi, split);
     st->finish_piece();
   }
+  // Counted until a worker pops each entry and finds it taken
+  // (for_piece::leave_queue()).
+  split.loop.account->took_back(taken_back);
   poll_briefly(st->done);
 }
 

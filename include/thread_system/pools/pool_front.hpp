@@ -106,8 +106,10 @@ struct alignas(64) taken_back_account {
   [[nodiscard]] bool full(std::int64_t outstanding = 0) const noexcept {
     return queued.load(std::memory_order_relaxed) + outstanding >= limit;
   }
-  // A piece taken back by its caller: its entry stays queued.
-  void took_back() noexcept { queued.fetch_add(1, std::memory_order_relaxed); }
+  // `n` pieces taken back by their caller: their entries stay queued.
+  void took_back(std::int64_t n = 1) noexcept {
+    if (n != 0) queued.fetch_add(n, std::memory_order_relaxed);
+  }
   // An entry found taken, leaving the queue.
   void left_queue() noexcept { queued.fetch_sub(1, std::memory_order_relaxed); }
 };
