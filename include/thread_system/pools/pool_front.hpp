@@ -88,12 +88,13 @@ inline thread_local worker_context tl_context;
 // (ran itself, off the pool) whose entries are still in this pool's queue,
 // waiting for a worker to pop them and find them taken (parallel_for.hpp;
 // a task_group's owner leaves nothing behind: owner_slot below). A caller
-// hands out a piece it may take back only while these, plus the pieces it
-// has handed out and not yet taken back or seen taken (its `outstanding`),
-// are below `limit`, and runs it itself otherwise: so one that keeps taking
+// hands out a piece it may take back only while these, plus its own
+// `outstanding` pieces (handed out and not yet taken back or seen taken,
+// and those it took back but has not counted here yet), are below
+// `limit`, and runs it itself otherwise: so a caller that keeps taking
 // back from a busy or paused pool leaves at most `limit` such entries
-// behind, whatever the grain, not one per piece (callers at the same time,
-// each at most `limit` together with the others' entries already counted).
+// behind, whatever the grain, not one per piece (several callers at once:
+// at most `limit` plus the others' outstanding pieces).
 // Kept by the core (it outlives the front while it drains). relaxed
 // throughout: a bound on memory, it publishes nothing; a taker adds after
 // the entry may have left, so `queued` can dip below 0 for a moment. A
