@@ -409,7 +409,7 @@ class pool_core {
   void uncount_own_caller_runs() noexcept;
   [[nodiscard]] stop_report make_report() const;
 
-  // Loop pieces that may be taken back and are still queued (detail::taken_back_of()):
+  // Loop pieces taken back and still queued (detail::taken_back_of()):
   // declared before queue_, so that a queued entry destroyed with the queue
   // still finds it. A line of its own (the type is aligned), so the
   // members after it keep the layout they had before it came: sharing

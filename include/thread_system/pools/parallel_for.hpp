@@ -250,7 +250,7 @@ struct caller_loop_state : parallel_for_state<I, F> {
   caller_loop_state(thread_pool& p, F& body, for_sizes sz)
       : parallel_for_state<I, F>(p, body, sz), account(&taken_back_of(p)) {}
   std::array<std::atomic<std::uint64_t>, reclaim_depth> claims{};
-  // The pool's count of pieces that may be taken back and are still queued (pool_front.hpp):
+  // The pool's count of pieces taken back and still queued (pool_front.hpp):
   // the core's, which outlives every queued piece, even one popped after
   // the pool's front is gone.
   taken_back_account* account;
