@@ -315,29 +315,6 @@ TEST(ParallelFor, PiecesStartOnAlignedIndices) {
   if (threads.size() < 2) GTEST_SKIP() << "one worker ran every piece; no boundary to check";
 }
 
-// The automatic grain (header comment): a quarter of an equal share per
-// worker, run in chunks of a sixteenth of that; a grain given by the caller
-// runs in chunks of an eighth of it. Chunks are multiples of the split
-// alignment where the sizes allow, at least 1 and at most max_chunk indices.
-TEST(ParallelFor, AutomaticGrainMakesFourPiecesPerWorkerInChunksOfASixteenth) {
-  using ts::detail::parallel_for_sizes;
-  const auto a = parallel_for_sizes(2, std::size_t{0}, std::size_t{100'000}, 0);
-  EXPECT_EQ(a.grain, 12'500U);  // 100 000 / 2 / 4
-  EXPECT_EQ(a.chunk, 768U);     // 100 000 / 2 / 64 = 781, down to a multiple of 64
-  const auto given = parallel_for_sizes(2, std::size_t{0}, std::size_t{100'000}, 10'000);
-  EXPECT_EQ(given.grain, 10'000U);
-  EXPECT_EQ(given.chunk, 1'216U);  // 10 000 / 8 = 1 250, down to a multiple of 64
-  const auto tiny = parallel_for_sizes(4, 0, 10, 0);
-  EXPECT_EQ(tiny.grain, 1U);
-  EXPECT_EQ(tiny.chunk, 1U);
-  const auto huge = parallel_for_sizes(1, std::int64_t{0}, std::int64_t{1} << 40, 0);
-  EXPECT_EQ(huge.grain, std::uint64_t{1} << 38);
-  EXPECT_EQ(huge.chunk, ts::detail::max_chunk);
-  const auto no_workers = parallel_for_sizes(0, 0U, 1'024U, 0);  // counted as one worker
-  EXPECT_EQ(no_workers.grain, 256U);
-  EXPECT_EQ(no_workers.chunk, 16U);  // 1 024 / 64, below the alignment: kept
-}
-
 TEST(ParallelReduce, SumMatchesSerial) {
   ts::thread_pool pool{4, ts::test::pool_opts()};
   const std::size_t n = ts::test::scaled(2'000'000);
