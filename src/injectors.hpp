@@ -1,7 +1,7 @@
 // The injectors over each queue implementation (the interface and its
 // accounting contract are in scheduler/injector.hpp). A private header of
 // the library's sources, not installed: src/injector.cpp builds them
-// (make_injector), and the scheduler core (src/pool_core.cpp) sees the
+// (make_injector), and the scheduler core (src/pool_core*.cpp) sees the
 // final classes, so the compiler may devirtualise the hot calls. The public
 // headers include no queue.
 #pragma once

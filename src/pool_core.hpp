@@ -8,12 +8,14 @@
 // types, priorities and statistics live in its typed_injector and front.
 //
 // Where each part is implemented:
-//   src/pool_core.cpp             the worker loop, pushes, wake-ups
+//   src/pool_core.cpp             the worker loop (find, run, spin, yield, park)
+//   src/pool_core_push.cpp        pushes (LIFO slot, deque, injector), wake-ups
+//   src/pool_core_steal.cpp       stealing, task_group owners' slots
 //   src/pool_core_admission.cpp   backpressure and refusals
 //   src/pool_core_accounting.cpp  failures, idle detection, statistics
-//   src/pool_core_lifecycle.cpp   construction, start, resize, pause, stop,
-//                                 and where a pool destroyed inside its own code goes
-//                                 (frames, discard scopes, orphan())
+//   src/pool_core_lifecycle.cpp   construction, start, resize, pause, stop
+//   src/pool_core_frames.cpp      where a pool stopped or destroyed inside its own
+//                                 code goes (frames, discard scopes, orphan())
 //   src/pool_core_workers.cpp     the workers' list, count and OS threads
 #pragma once
 

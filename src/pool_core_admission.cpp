@@ -1,6 +1,6 @@
 // What a job passes before it enters the pool's queue: backpressure (room,
-// blocking, caller_runs, drop_oldest). The queues and the worker loop are in
-// pool_core.cpp.
+// blocking, caller_runs, drop_oldest). The pushes into the queues are in
+// pool_core_push.cpp, the worker loop in pool_core.cpp.
 #include "pool_core.hpp"
 
 #include <algorithm>

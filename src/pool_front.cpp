@@ -1,6 +1,6 @@
 // pool_front: the members thread_pool and typed_thread_pool_t<T> share, each
 // a call into the core (src/pool_core.hpp). The pushes are in
-// pool_core.cpp, next to the core's push paths they inline.
+// pool_core_push.cpp, next to the core's push paths they inline.
 #include "thread_system/pools/pool_front.hpp"
 
 #include <exception>

@@ -162,7 +162,7 @@ class pool_worker {
   // The LIFO slot: the newest job spawned on this worker, or 0. Only the
   // owner puts a job here (a newer one pushes the previous one onto the
   // deque); the owner takes it first, and thieves take it with an exchange
-  // only after finding every deque empty (see pool_core::push_local(), src/pool_core.cpp).
+  // only after finding every deque empty (see pool_core::push_local(), src/pool_core_push.cpp).
   // The value is the job's node address; its low bit marks a continuation
   // (pool_core::local_push::continuation), which the owner runs as soon as
   // the current job returns: no worker is woken for it and idle workers do

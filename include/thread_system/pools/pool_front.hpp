@@ -77,7 +77,7 @@ struct worker_context {
 };
 inline thread_local worker_context tl_context;
 
-// For parallel_for's lazy splitting (src/pool_core.cpp): true when work
+// For parallel_for's lazy splitting (src/pool_core_steal.cpp): true when work
 // handed to `pool` by the calling thread has all been taken - on a worker of
 // `pool`, its own deque and LIFO slot are empty; on any other thread, the
 // pool's queue is empty - so an idle worker would find nothing to steal
@@ -86,7 +86,7 @@ inline thread_local worker_context tl_context;
 
 // Pieces a parallel_for or parallel_reduce caller from outside took back
 // (ran itself, off the pool) whose entries are still in this pool's queue,
-// waiting for a worker to pop them and find them taken (parallel_for.hpp;
+// waiting for a worker to pop them and find them taken (parallel_split.hpp;
 // a task_group's owner leaves nothing behind: owner_slot below). A caller
 // hands out a piece it may take back only while these, plus its own
 // `outstanding` pieces (handed out and not yet taken back or seen taken,
@@ -176,10 +176,10 @@ struct alignas(64) owner_slot {
     return job;
   }
   // The holder: the newest job no thief took, or null when none is left.
-  [[nodiscard]] owner_job* take_newest() noexcept;  // src/pool_core.cpp
+  [[nodiscard]] owner_job* take_newest() noexcept;  // src/pool_core_steal.cpp
   // The holder, with the slot full (published == depth): true when every
   // job in it was taken, and then its room is back.
-  [[nodiscard]] bool make_room() noexcept;  // src/pool_core.cpp
+  [[nodiscard]] bool make_room() noexcept;  // src/pool_core_steal.cpp
   // The holder, after take_newest() returned null: keeps thieves out from
   // here on (waiting for one inside). `taken` is then final.
   void close() noexcept { change_from_held(closing); }
@@ -205,7 +205,7 @@ struct alignas(64) owner_slot {
   void enter() noexcept { change_from_held(inside); }
   // The holder: the state from `held` to `to`, retried while a taker is
   // inside (acquire, as try_enter()).
-  void change_from_held(std::uint32_t to) noexcept;  // src/pool_core.cpp
+  void change_from_held(std::uint32_t to) noexcept;  // src/pool_core_steal.cpp
   // release: pairs with the next taker's try_enter() and with close().
   void leave() noexcept { state.store(held, std::memory_order_release); }
 };

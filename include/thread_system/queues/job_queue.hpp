@@ -87,7 +87,7 @@ class alignas(64) job_queue : private detail::mutex_queue_hooks {
 
   /// try_push() that also reports whether the queue held no job just before
   /// this push; read inside the push's critical section, so it is exact (a
-  /// pool wakes a worker only on that transition: see pool_core.cpp).
+  /// pool wakes a worker only on that transition: see pool_core_push.cpp).
   [[nodiscard]] result<void> try_push(job_function&& job, bool& was_empty) {
     if (!job) return make_error(error_code::invalid_argument, "job_queue: empty job");
     return to_result(push_admitted(std::span<job_function>(&job, 1), &was_empty));

@@ -220,7 +220,7 @@ class lockfree_queue {
   /// when this one was published (read after publishing, seq_cst; the first
   /// cell of a segment always reports true). A pool wakes a worker only when
   /// it is true: the earlier job's own push (or the worker that claims it)
-  /// covers this one (see pool_core.cpp and scheduler/injector.hpp).
+  /// covers this one (see pool_core_push.cpp and scheduler/injector.hpp).
   /// Unchanged on failure.
   [[nodiscard]] result<void> try_push(job_function&& job, bool& was_empty) {
     if (!job) return make_error(error_code::invalid_argument, "lockfree_queue: empty job");

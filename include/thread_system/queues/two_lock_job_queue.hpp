@@ -105,7 +105,7 @@ class alignas(64) two_lock_job_queue : private detail::mutex_queue_hooks {
 
   /// try_push() that also reports whether the queue held no job just before
   /// this push (exact: see the contract; a pool wakes a worker only on that
-  /// transition, see pool_core.cpp). Unchanged when the push fails.
+  /// transition, see pool_core_push.cpp). Unchanged when the push fails.
   [[nodiscard]] result<void> try_push(job_function&& job, bool& was_empty) {
     if (!job) return make_error(error_code::invalid_argument, "two_lock_job_queue: empty job");
     return to_result(push_admitted(std::span<job_function>(&job, 1), &was_empty));
