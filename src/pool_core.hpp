@@ -287,8 +287,12 @@ class pool_core {
   result<void> push_one(job_function&& fn, local_push where = local_push::newest);
   result<void> push_one_unchecked(job_function&& fn, local_push where = local_push::newest);
   result<void> push_batch_unchecked(std::span<job_function> fns, std::uint64_t kind_mask = ~std::uint64_t{0});
-  // push_one() for a job that goes through the injector.
-  result<void> push_to_injector(job_function&& fn) { return push_to(*queue_, std::move(fn), ~std::uint64_t{0}); }
+  // push_one() for a job that goes through the injector. Out of line, so
+  // that push_one_unchecked() stays small enough to inline into push_one()
+  // and a spawn on a worker (push_one() -> push_local()) makes one call, not
+  // two: inlined here, GCC then kept push_one_unchecked() out of line
+  // (fork-join 0.93-0.95x in the A/B of the file split, docs/PERFORMANCE.md).
+  THREAD_SYSTEM_NOINLINE result<void> push_to_injector(job_function&& fn);
   // push_to_injector() into `target`: the injector, or a queue inside it
   // that it counts and closes as its own (pool_front::push_routed()). One
   // function for both, so that push_external() inlines into it.

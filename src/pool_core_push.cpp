@@ -136,6 +136,10 @@ result<void> pool_core::push_to(injector& target, job_function&& fn, std::uint64
       how);
 }
 
+result<void> pool_core::push_to_injector(job_function&& fn) {
+  return push_to(*queue_, std::move(fn), ~std::uint64_t{0}, admission::policy);
+}
+
 result<void> pool_core::push_to(injector& target, job_function&& fn, std::uint64_t kind_mask) {
   return push_to(target, std::move(fn), kind_mask, admission::policy);
 }
