@@ -44,7 +44,7 @@ MODES = {
         reps=5,
         min_time=0.02,
         core=r"^BM_(PoolCreateStartStop|SubmitToStartLatency|NestedFib|ParallelFor|ParallelReduce|IdleLatency|ExternalSubmit|"
-        r"GroupFromOutside|"
+        r"GroupFromOutside|GroupOfWorkFromOutside|"
         r"InjectorInPool/queue:[0-9]+/workers:(2|8)/tasks:(10000|100000)/|InjectorProducers/|InjectorLatency/|"
         r"SubmitBatchOverhead/|"
         r"WorkerInjectorBatch/batch:(1|16|64)/|WaitingJobs/)",
@@ -263,6 +263,7 @@ def run(mode, steps, raw):
         "mode": mode,
         "wall_s": wall,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load_average": "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg()),
         "omp_wait_policy": environments(mode)[1].get("OMP_WAIT_POLICY"),
         "files": written,
         "failed": failed,

@@ -28,7 +28,7 @@ def section_title(ctx, out):
 @section(place="head")
 def section_machine(ctx, out):
     out.append("## Machine\n")
-    out.append(machine_table(ctx.build))
+    out.append(machine_table(ctx.build, ctx.info))
     out.append("")
 
 
@@ -58,7 +58,10 @@ def section_libraries(ctx, out):
         out.append("Binaries not built (tables that need them say so): " + ", ".join(ctx.paths[k] for k in ctx.missing) + "\n")
 
 
-def machine_table(build_dir):
+def machine_table(build_dir, info):
+    """The machine, and the run's date and load average as the run recorded
+    them (a --render-only pass renders a run made earlier: the clock and the
+    load now are not the run's)."""
     cpu = "?"
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
@@ -82,11 +85,13 @@ def machine_table(build_dir):
         version = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=False).stdout.splitlines()[0]
     except (OSError, IndexError):
         version = "?"
-    try:
-        load = os.getloadavg()
-        load_s = f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
-    except OSError:
-        load_s = "?"
+    load_s = info.get("load_average")
+    if load_s is None:  # a run recorded before the load average was
+        try:
+            load = os.getloadavg()
+            load_s = f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+        except OSError:
+            load_s = "?"
     build_type = cache.get("CMAKE_BUILD_TYPE", "?")
     flags = (cache.get("CMAKE_CXX_FLAGS", "") + " " + (cache.get("CMAKE_CXX_FLAGS_RELEASE", "") if build_type == "Release" else "")).strip()
     lines = [
@@ -97,7 +102,7 @@ def machine_table(build_dir):
         f"| kernel | {platform.system()} {platform.release()} |",
         f"| compiler | `{compiler}`: {version} |",
         f"| build type, flags | {build_type}, `{flags or '(none)'}` |",
-        f"| date | {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} |",
+        f"| date | {info.get('date') or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} |",
         f"| load average at the end of the run | {load_s} (the machine may be shared: other processes add noise) |",
     ]
     return "\n".join(lines)

@@ -15,7 +15,7 @@ def table_scheduler(ctx, out):
                "threads (where the calling thread takes part - parallel_for, parallel_reduce - it is one of them "
                "for every library: a Thread System pool of one worker fewer). *fib(27), a task per call*, at 1 and 2 workers (and every core where there are more): thread-ns per "
                "task = workers × wall time / tasks (lower is better; oneTBB's arena of as many threads, its "
-               "external thread included). *parallel_for* over 10⁷ floats, and over 10⁵ (tens of microseconds a call, where the per-call costs weigh): elements/s, and each library's speed-up over the same loop run on one thread (`BM_ParallelFor*_Serial`: near W× with W threads when they share one cache; above it when each thread's part of the array stays in a cache of its own between calls); *parallel_reduce*, the sum of 10⁶ floats: elements/s. *A task_group from outside the pool*: a thread that is not a worker runs 8 short jobs in a group and waits (oneTBB: the same thread in an arena, a slot kept for it): jobs/s. *External submit*: 10⁶ empty jobs from 1 or 2 "
+               "external thread included). *parallel_for* over 10⁷ floats, and over 10⁵ (tens of microseconds a call, where the per-call costs weigh): elements/s, and each library's speed-up over the same loop run on one thread (`BM_ParallelFor*_Serial`: near W× with W threads when they share one cache; above it when each thread's part of the array stays in a cache of its own between calls); *parallel_reduce*, the sum of 10⁶ floats: elements/s. *A task_group from outside the pool*: a thread that is not a worker runs 8 jobs in a group and waits (oneTBB: the same thread in an arena, a slot kept for it), empty ones and ones that spin for ~1 µs and ~10 µs: jobs/s. *External submit*: 10⁶ empty jobs from 1 or 2 "
                "producer threads: jobs/s.\n")
     fib_workers = sorted({int(m.group(1)) for key in runs.reps
                           if (m := re.match(r"^BM_NestedFib_ThreadSystem/workers:(\d+)$", key))})
@@ -27,6 +27,10 @@ def table_scheduler(ctx, out):
         ("parallel_reduce, sum of 10⁶ floats: elements/s", "BM_ParallelReduce_{}", "items_per_second", True, "rate"),
         ("a task_group of 8 jobs from outside the pool: jobs/s", "BM_GroupFromOutside_{}", "items_per_second", True,
          "rate"),
+        ("a task_group of 8 jobs of ~1 µs from outside the pool: jobs/s", "BM_GroupOfWorkFromOutside_{}/job_ns:1000",
+         "items_per_second", True, "rate"),
+        ("a task_group of 8 jobs of ~10 µs from outside the pool: jobs/s", "BM_GroupOfWorkFromOutside_{}/job_ns:10000",
+         "items_per_second", True, "rate"),
         ("external submit, 1 producer: jobs/s", "BM_ExternalSubmit_{}/producers:1", "items_per_second", True, "rate"),
         ("external submit, 2 producers: jobs/s", "BM_ExternalSubmit_{}/producers:2", "items_per_second", True, "rate"),
         ("idle submit→start p50", "BM_IdleLatency_{}", "p50_ns", False, "ns"),
