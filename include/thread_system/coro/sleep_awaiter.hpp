@@ -119,11 +119,16 @@ class sleep_awaiter {
     if (state_.compare_exchange_strong(expected, armed_state, std::memory_order_acq_rel)) return true;
     if (expected == token_early) {
       // The token fired during setup: hand over as on_token() does. The
-      // timer's run or discard resumes us, maybe before cancel() returns.
+      // timer's run or discard resumes us once the state says
+      // token_claimed - maybe on another thread before the CAS below
+      // returns here, and the coroutine may then finish and free this
+      // frame - so the timer is copied first, while nothing can resume us
+      // (on_token() is protected the other way: registration_'s
+      // destructor waits for it).
+      timer_handle timer = timer_;
       // acq_rel: pairs with claim().
       if (state_.compare_exchange_strong(expected, token_claimed, std::memory_order_acq_rel)) {
-        timer_handle timer = timer_;  // a copy: cancel() may free this frame before it returns
-        (void)timer.cancel();
+        (void)timer.cancel();  // `this` may be gone
         return true;
       }
       // The timer's side came meanwhile and left (token_seen).
