@@ -25,6 +25,9 @@ namespace {
 // moderate log rates.
 constexpr int writer_spins = 48;
 constexpr int writer_yields = 4;  // yields before the writer sleeps
+// Polls after a flush() written on its caller's thread during which the
+// idle writer does not look for records (writer_main()).
+constexpr int writer_defer_polls = 16;
 // While it is awake and the producers are slower than it, the writer looks
 // for new records at most this often. Each look pulls the lines a producer
 // has just written (and, through the hardware prefetchers, the next ones it
@@ -35,6 +38,10 @@ constexpr int writer_yields = 4;  // yields before the writer sleeps
 // call at 20 ns, and a burst reaches the sinks sooner than with a longer
 // pause (bursts of 10: 6.5 M/s at 1 us, 2.1 M/s at 4 us; docs/PERFORMANCE.md).
 constexpr std::chrono::nanoseconds writer_poll_interval{1'000};
+
+// How long flush() spins for the writer's role before it sleeps on it: a
+// round of the writer thread over a burst of records is shorter.
+constexpr std::chrono::microseconds flush_role_spin{20};
 
 void poll_pause() noexcept {
   const auto until = std::chrono::steady_clock::now() + writer_poll_interval;
@@ -109,7 +116,7 @@ void logger::park_writer() {
   // check below while it skipped the notification: the writer then sleeps
   // at most 1 ms at a time, so such a record waits that long, never forever.
   const bool paired = detail::asymmetric_fence_heavy();
-  if (writer_has_work()) {
+  if (look_for_work() != idle_look::nothing) {  // a flush() holding the role may leave records: look again
     writer_wakeup_.cancel_wait();
   } else if (paired) {
     writer_wakeup_.commit_wait(key);
@@ -129,52 +136,97 @@ void logger::wake_writer() noexcept {
 }
 
 namespace {
-// The logger whose writer runs on this thread (set for the writer's life).
+// The logger whose writer runs on this thread (set for the writer's life),
+// or whose records this thread writes in flush() (set meanwhile).
 thread_local logger* tl_writer_of = nullptr;
 }  // namespace
 
 logger* logger::writer_thread_logger() noexcept { return tl_writer_of; }
 
+logger::writer_thread_scope::writer_thread_scope(logger* l) noexcept : previous_(tl_writer_of) { tl_writer_of = l; }
+logger::writer_thread_scope::~writer_thread_scope() { tl_writer_of = previous_; }
+
 void logger::writer_main() {
-  struct writer_thread_scope {
-    explicit writer_thread_scope(logger* l) noexcept { tl_writer_of = l; }
-    writer_thread_scope(const writer_thread_scope&) = delete;
-    writer_thread_scope& operator=(const writer_thread_scope&) = delete;
-    ~writer_thread_scope() { tl_writer_of = nullptr; }
-  } scope(this);
+  const writer_thread_scope scope(this);
   (void)detail::set_current_thread_name(options_.name);  // cosmetic; failure does not matter
+  // While threads write their records at flush() (flushed_ moves while this
+  // thread is not writing), it leaves new records to them: a look would pull
+  // the lines they are writing, and a drain would make their flush() wait
+  // for it. It looks again at the end of its spin phase, so a record that no
+  // flush takes waits about 50 us at most.
+  std::uint64_t flushes_seen = 0;
+  int since_caller_flush = writer_defer_polls;  // polls since flushed_ was seen to move
+  const auto callers_flushed_lately = [&] {
+    // relaxed: a hint; the role and the records' release stores order the data.
+    const std::uint64_t flushes = flushed_.load(std::memory_order_relaxed);
+    if (flushes != flushes_seen) {
+      flushes_seen = flushes;
+      since_caller_flush = 0;
+    }
+    return since_caller_flush++ < writer_defer_polls;
+  };
   for (;;) {
+    // The writer's state and the sinks belong to whoever holds the role: this
+    // thread, or a thread in flush() writing the records itself.
+    std::unique_lock role(writer_role_, std::defer_lock);
+    take_role(role);
     refresh_buffers();
     const std::size_t n = drain_batch();
     service_flush_request();
+    flushes_seen = flushed_local_;  // this thread's own flushes are not callers'
     if (n != 0) {
       reap_gone_buffers();  // keeps the list short while threads come and go
+      role.unlock();
+      if (n == options_.batch_size) continue;
       // A short batch means the producers are slower than the writer: do not
       // come back for their next record at once (see poll_pause()).
-      if (n < options_.batch_size) poll_pause();
-      continue;
+      poll_pause();
+      if (!callers_flushed_lately()) continue;
+    } else {
+      // acquire: pairs with the release store in stop() after its heavy fence.
+      if (stop_requested_.load(std::memory_order_acquire)) {
+        final_drain();  // the role held to the end: a flush() that gets it later finds flushed_ final
+        return;
+      }
+      reap_gone_buffers();
+      if (sinks_dirty_ && options_.flush_when_idle) {
+        write_dropped_notice();
+        flush_sinks();
+      }
+      role.unlock();
     }
-    // acquire: pairs with the release store in stop() after its heavy fence.
-    if (stop_requested_.load(std::memory_order_acquire)) break;
-    reap_gone_buffers();
-    if (sinks_dirty_ && options_.flush_when_idle) {
-      write_dropped_notice();
-      flush_sinks();
-    }
-    // Nothing ready: poll briefly, then yield, then sleep until a producer,
-    // flush() or stop() notifies.
+    // Nothing ready, or left to flushing threads: poll briefly, then yield,
+    // then sleep until a producer, flush() or stop() notifies.
     bool found = false;
     for (int i = 0; i < writer_spins && !found; ++i) {
-      found = writer_has_work();
+      // A flush() holding the role writes what is there: keep polling.
+      found = !callers_flushed_lately() && look_for_work() == idle_look::work;
       if (!found) poll_pause();
     }
     for (int i = 0; i < writer_yields && !found; ++i) {
       std::this_thread::yield();
-      found = writer_has_work();
+      found = look_for_work() == idle_look::work;
     }
     if (!found) park_writer();
   }
-  final_drain();
+}
+
+void logger::take_role(std::unique_lock<std::mutex>& role) {
+  // A flush() holds the role while it writes: poll for it as for records, so
+  // that its unlock does not have to wake this thread (a system call on the
+  // flusher's path); a long hold (slow sinks) is waited out asleep.
+  for (int i = 0; i < writer_spins; ++i) {
+    if (role.try_lock()) return;
+    poll_pause();
+  }
+  role.lock();
+}
+
+logger::idle_look logger::look_for_work() noexcept {
+  // writer_has_work() reads state that the role guards.
+  const std::unique_lock role(writer_role_, std::try_to_lock);
+  if (!role.owns_lock()) return idle_look::role_taken;
+  return writer_has_work() ? idle_look::work : idle_look::nothing;
 }
 
 std::size_t logger::drain_batch() {
@@ -357,12 +409,12 @@ void logger::flush_sinks() {
   sinks_dirty_ = false;
 }
 
-void logger::service_flush_request() {
+bool logger::service_flush_request() {
   // acquire: pairs with the acq_rel increment in flush(); every record the
   // flushers' calls were ordered after is published before that increment.
   const std::uint64_t request = flush_request_.load(std::memory_order_acquire);
-  if (request <= flushed_local_) return;
-  if (!refresh_buffers()) return;  // out of memory: retried next pass
+  if (request <= flushed_local_) return true;
+  if (!refresh_buffers()) return false;  // out of memory: retried next pass
   // Everything published now (the targets) is written before the flush.
   for (std::size_t i = 0; i < writer_buffers_.size(); ++i) ends_snapshot_[i] = writer_buffers_[i]->published();
   for (;;) {
@@ -380,6 +432,34 @@ void logger::service_flush_request() {
   // flusher's acquire load of flushed_; pairs with flush().
   flushed_.store(request, std::memory_order_release);
   flush_done_.notify_all();
+  return true;
+}
+
+bool logger::flush_on_this_thread(std::uint64_t ticket) {
+  // acquire: pairs with the release store of flushed_ by whichever thread
+  // served the ticket (its writes and sink flushes happen-before our return).
+  if (flushed_.load(std::memory_order_acquire) >= ticket) return true;
+  // Waits at most for the round the writer thread is in (its batch, which
+  // the flush must write anyway, and a flush it may be serving): spinning
+  // for a short one (a hand-off of the role costs no system call then),
+  // asleep for a long one.
+  std::unique_lock role(writer_role_, std::defer_lock);
+  const auto spin_until = std::chrono::steady_clock::now() + flush_role_spin;
+  while (!role.try_lock()) {
+    if (flushed_.load(std::memory_order_acquire) >= ticket) return true;  // acquire: as above
+    if (std::chrono::steady_clock::now() >= spin_until) {
+      role.lock();
+      break;
+    }
+    for (int i = 0; i < 8; ++i) detail::cpu_relax();
+  }
+  // That round served the ticket, or the writer ran its final drain (which
+  // leaves flushed_ at its maximum before it lets the role go).
+  if (flushed_.load(std::memory_order_acquire) >= ticket) return true;
+  // A sink that logs, flushes or stops this logger from here is treated as
+  // one on the writer thread (logger.hpp).
+  const writer_thread_scope scope(this);
+  return service_flush_request();
 }
 
 void logger::reap_gone_buffers() {

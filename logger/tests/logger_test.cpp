@@ -28,20 +28,13 @@ namespace thread_system {
 namespace {
 
 using test::gated_sink;
+using test::options_with;
 using test::recording_sink;
 using test::scaled;
 
 // Parses "p<producer> s<sequence> ..." into its two numbers.
 bool parse_tag(std::string_view message, int& producer, int& sequence) {
   return std::sscanf(std::string(message).c_str(), "p%d s%d", &producer, &sequence) == 2;
-}
-
-logger_options options_with(std::size_t buffer_bytes, overflow_policy policy, log_level level = log_level::trace) {
-  logger_options o;
-  o.thread_buffer_bytes = buffer_bytes;
-  o.overflow = policy;
-  o.level = level;
-  return o;
 }
 
 // How many records of `record` bytes fit, one after another, in an empty
@@ -488,62 +481,6 @@ TEST(Logger, LongMessagesWrapTheBufferAndAreTruncatedAboveTheLimit) {
   EXPECT_TRUE(entries[40].truncated);
   EXPECT_NE(entries[40].line.find(" [truncated]\n"), std::string::npos);
   EXPECT_EQ(log.statistics().truncated, 1U);
-}
-
-TEST(Logger, FlushReturnsAfterEverythingBeforeItReachedTheSinks) {
-  auto sink = std::make_shared<recording_sink>();
-  logger_options o = options_with(32768, overflow_policy::block);
-  o.flush_when_idle = false;
-  logger log({sink}, o);
-  const int rounds = static_cast<int>(scaled(2000));
-  for (int i = 0; i < rounds; ++i) {
-    log.info("r{}", i);
-    const int flushes_before = sink->flushes();
-    ASSERT_TRUE(log.flush());
-    const auto messages = sink->messages();
-    ASSERT_EQ(messages.size(), static_cast<std::size_t>(i) + 1);
-    ASSERT_EQ(messages.back(), fmt::format("r{}", i));
-    ASSERT_GT(sink->flushes(), flushes_before);
-  }
-}
-
-TEST(Logger, ConcurrentFlushesFromManyThreads) {
-  auto sink = std::make_shared<null_sink>();
-  logger log({sink}, options_with(8192, overflow_policy::block));
-  constexpr int threads_n = 4;
-  const int per = static_cast<int>(scaled(2000));
-  std::vector<std::thread> threads;
-  std::atomic<int> failures{0};
-  std::atomic<std::uint64_t> total{0};
-  for (int t = 0; t < threads_n; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < per; ++i) {
-        log.info("x {}", i);
-        total.fetch_add(1, std::memory_order_relaxed);  // test bookkeeping
-        if (i % 16 == 0) {
-          const std::uint64_t mine_seen = total.load(std::memory_order_relaxed);
-          (void)mine_seen;
-          if (!log.flush()) failures.fetch_add(1, std::memory_order_relaxed);  // test bookkeeping
-        }
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  ASSERT_TRUE(log.flush());
-  EXPECT_EQ(sink->records(), static_cast<std::uint64_t>(threads_n) * static_cast<std::uint64_t>(per));
-  EXPECT_EQ(failures.load(std::memory_order_seq_cst), 0);  // seq_cst: pairs with the writers' RMW/store
-}
-
-TEST(Logger, FlushLevelFlushesAfterSevereRecords) {
-  auto sink = std::make_shared<recording_sink>();
-  logger_options o = options_with(8192, overflow_policy::block);
-  o.flush_when_idle = false;
-  o.flush_level = log_level::error;
-  logger log({sink}, o);
-  log.error("boom");
-  // No flush() call: the writer flushes after the error record by itself.
-  for (int i = 0; i < 10000 && sink->flushes() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_GE(sink->flushes(), 1);
 }
 
 TEST(Logger, RefusesAfterStop) {

@@ -1,5 +1,6 @@
 // Sinks shared by the logger's tests: one that records every entry, one
-// that holds the writer thread inside its first write() until released.
+// that holds the writer thread inside its first write() until released; and
+// the options most tests start from.
 #pragma once
 
 #include <atomic>
@@ -84,5 +85,15 @@ class gated_sink final : public log_sink {
   std::latch gate_{1};
   recording_sink recorder_;
 };
+
+/// Options with the given buffer size, overflow policy and level.
+inline logger_options options_with(std::size_t buffer_bytes, overflow_policy policy,
+                                   log_level level = log_level::trace) {
+  logger_options o;
+  o.thread_buffer_bytes = buffer_bytes;
+  o.overflow = policy;
+  o.level = level;
+  return o;
+}
 
 }  // namespace thread_system::test

@@ -21,7 +21,7 @@
 //   2025-01-02T13:45:01.123456Z [info] [12345] [main.cpp:42] the message\n
 //
 // Thread-safety: a `line_formatter` and the `log_entry` objects using it
-// belong to one thread at a time (the logger's writer thread). Records are
+// belong to one thread at a time (the thread writing the logger's records). Records are
 // values with borrowed views.
 #pragma once
 

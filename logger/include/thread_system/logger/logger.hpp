@@ -67,6 +67,21 @@
 //     thread (inside a sink) returns `invalid_argument` instead of
 //     deadlocking. After stop() it succeeds at once (stop() wrote and
 //     flushed every accepted record).
+//   * Who writes: the writer thread, or, with
+//     `logger_options::flush_on_caller` (the default), a thread in flush()
+//     that is no logger's writer: it takes the writer's role (waiting only
+//     for the batch the writer thread is writing, spinning briefly, then
+//     asleep) and writes the pending records and flushes the sinks itself,
+//     instead of waking the writer and sleeping until it is done. One thread
+//     at a time holds the role, so sinks are never called concurrently
+//     (sink.hpp). While it holds it, that thread counts as the writer
+//     thread everywhere in this contract (a sink's log call never blocks,
+//     its flush() returns `invalid_argument`, its stop() only begins the
+//     stop, the error handler runs there). While threads flush this way,
+//     the idle writer thread leaves new records to them for up to ~50 us
+//     (it would otherwise pull the lines they write). A thread that is
+//     another logger's writer (a sink's flush() of this logger) waits for
+//     this logger's writer thread as before.
 //   * Sinks that use other loggers: a sink of logger A may log into, flush
 //     or stop logger B, and B's sinks may do the same with A. A writer
 //     thread waits in another logger (for room under `block`, in flush(),
@@ -101,7 +116,7 @@
 //     shows in the records within that time), and formats it (UTC).
 //   * Sink failures (error results or exceptions from write/flush) are
 //     counted in `sink_errors` and passed to `logger_options::error_handler`
-//     on the writer thread (default: a line on stderr); the record still
+//     on the thread writing (default: a line on stderr); the record still
 //     counts as written and still goes to the other sinks.
 //
 // Messages longer than `max_message_bytes` are cut to that length, marked
@@ -172,7 +187,15 @@ struct logger_options {
   std::size_t max_message_bytes = 0;
   /// Records the writer takes per batch (across all thread buffers).
   std::size_t batch_size = 256;
-  /// Called on the writer thread for each failed sink write or flush.
+  /// flush() called on a thread that is no logger's writer writes the
+  /// pending records itself (waiting only for a batch the writer thread is
+  /// writing), instead of waking the writer and sleeping until it is done:
+  /// a flush then costs the writing, not two thread hand-offs. The sinks are
+  /// then called on that thread (one thread at a time, sink.hpp). false:
+  /// only the writer thread calls the sinks.
+  bool flush_on_caller = true;
+  /// Called on the thread writing the records (the writer thread, or one in flush()) for each failed sink write
+  /// or flush.
   /// Default: one line on stderr.
   std::function<void(const error&)> error_handler;
 };
@@ -372,7 +395,8 @@ class logger {
   }
 
   // ---- control -------------------------------------------------------------
-  /// See the contract. invalid_argument when called on the writer thread.
+  /// See the contract (the calling thread may write the pending records itself: flush_on_caller).
+  /// invalid_argument when called on the writer thread.
   [[nodiscard]] result<void> flush();
   /// Drains, flushes and joins; idempotent and safe to call concurrently.
   /// Called from a sink (the writer thread), it only begins the stop (see
@@ -494,12 +518,18 @@ class logger {
   void write_record(const log_record& record);
   void write_dropped_notice();
   void flush_sinks();
-  void service_flush_request();
+  bool service_flush_request();  // false: not served (out of memory), retried later
   void reap_gone_buffers();
   void final_drain();
   void report_sink_error(const thread_system::error& e) noexcept;
   void sink_threw(const char* what_failed, const char* what) noexcept;
   bool writer_has_work() noexcept;
+  // What the idle writer thread finds: nothing, work, or the role taken by
+  // a flush() writing on its caller's thread.
+  enum class idle_look : std::uint8_t { nothing, work, role_taken };
+  idle_look look_for_work() noexcept;
+  void take_role(std::unique_lock<std::mutex>& role);
+  [[nodiscard]] bool flush_on_this_thread(std::uint64_t ticket);
   bool writer_pending() const noexcept;
   void park_writer();
   void wake_writer() noexcept;
@@ -546,7 +576,13 @@ class logger {
   std::uint64_t retired_dropped_ = 0;   // guarded by buffers_mutex_
   std::atomic<std::uint64_t> buffers_version_{0};
 
-  // Writer-thread state.
+  // The writer's role: the state below and the calls into the sinks are the
+  // holder's. The writer thread holds it while it drains (not while it polls
+  // or sleeps); a flush() on a thread that is no logger's writer takes it to
+  // write the pending records itself (logger_options::flush_on_caller).
+  std::mutex writer_role_;
+
+  // The writer's state (guarded by writer_role_).
   std::vector<detail::thread_buffer*> writer_buffers_;
   std::uint64_t writer_version_ = 0;
   // Per writer_buffers_ entry (at least as long): where the batch has read
@@ -575,8 +611,21 @@ class logger {
   // A wait of another logger's writer thread (`writer_of`) in this logger
   // ends: this logger's writer has come to wait in a logger (logger.cpp).
   [[nodiscard]] bool gave_up_on_a_waiting_writer(const logger* writer_of) const noexcept;
-  // The logger whose writer thread this is, or null (logger_writer.cpp).
+  // The logger whose writer thread this is, or whose records this thread
+  // writes in flush(), or null (logger_writer.cpp).
   [[nodiscard]] static logger* writer_thread_logger() noexcept;
+  // Makes this thread the writer of `l` for its lifetime (the previous value
+  // is restored at the end).
+  class writer_thread_scope {
+   public:
+    explicit writer_thread_scope(logger* l) noexcept;
+    writer_thread_scope(const writer_thread_scope&) = delete;
+    writer_thread_scope& operator=(const writer_thread_scope&) = delete;
+    ~writer_thread_scope();
+
+   private:
+    logger* previous_;
+  };
   [[nodiscard]] bool on_writer_thread() const noexcept { return writer_thread_logger() == this; }
   void finish_stop();
 };

@@ -3,9 +3,14 @@
 // and null sinks (thread_system/logger/sinks/).
 //
 // Contract for implementers:
-//   * A logger calls write() and flush() only from its single writer thread,
-//     never concurrently with each other, in the order the records were read
-//     from the buffer (per producer thread: the order of its calls).
+//   * A logger calls write() and flush() from one thread at a time, never
+//     concurrently with each other, each call after the previous one has
+//     returned (a mutex orders them), in the order the records were read
+//     from the buffer (per producer thread: the order of its calls). That
+//     thread is the logger's writer thread, or a thread inside
+//     logger::flush() writing the pending records itself
+//     (logger_options::flush_on_caller, the default; false keeps every call
+//     on the writer thread).
 //   * A sink instance should belong to one logger. Sharing one between
 //     loggers means concurrent calls from several writer threads; only sinks
 //     documented as internally synchronised allow that.
@@ -27,14 +32,14 @@
 
 namespace thread_system {
 
-/// Where a logger's records go: implement write() and flush(); both are called on the logger's writer thread only
+/// Where a logger's records go: implement write() and flush(); both are called by one thread at a time
 /// (see the header comment).
 class log_sink {
  public:
   /// Destroyed when its last owner (a logger or the application) lets go.
   virtual ~log_sink() = default;
 
-  /// Writes one record. Called on the writer thread only.
+  /// Writes one record. Called by one thread at a time (see the header comment).
   virtual result<void> write(const log_entry& entry) = 0;
 
   /// Pushes buffered output to its destination. Called on the writer thread only.

@@ -1,7 +1,8 @@
 // callback_sink: hands each record to a user function.
 //
-// The function runs on the logger's writer thread, once per record, in the
-// order the logger writes them; its argument (and the views in the record)
+// The function runs on the thread writing the logger's records (its writer
+// thread, or a thread in flush() with logger_options::flush_on_caller; one
+// at a time), once per record, in the order the logger writes them; its argument (and the views in the record)
 // is valid only during the call. An exception it throws is caught by the
 // logger and counted as a sink error. It may log to the same logger (such
 // calls never block: if the buffer is full they are dropped and counted) but
@@ -15,7 +16,8 @@
 
 namespace thread_system {
 
-/// A sink that hands each record to a user function on the logger's writer thread (see the header comment).
+/// A sink that hands each record to a user function on the thread writing the logger's records (see the header
+/// comment).
 class callback_sink final : public log_sink {
  public:
   /// Called once per record; the entry and the views in its record are valid only during the call.

@@ -7,7 +7,7 @@
 // kernel (fflush), it does not fsync.
 //
 // Thread-safety: write() and flush() from one thread at a time (one logger's
-// writer thread). The file is closed when the sink is destroyed.
+// writer thread, or a thread in its flush()). The file is closed when the sink is destroyed.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // null_sink: discards records (does not even format them) and counts them.
 // For benchmarks and for loggers whose output is switched off.
 //
-// Thread-safety: write() and flush() from one logger's writer thread;
+// Thread-safety: write() and flush() from one logger, one thread at a time;
 // records() may be read from any thread (a relaxed snapshot; exact after the
 // logger's flush() or stop() returned).
 #pragma once

@@ -36,7 +36,7 @@
 // rename) - a record it could not write is counted, never a crash.
 //
 // Thread-safety: write() and flush() from one thread at a time (one logger's
-// writer thread).
+// writer thread, or a thread in its flush()).
 #pragma once
 
 #include <chrono>
