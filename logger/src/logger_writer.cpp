@@ -163,7 +163,9 @@ void logger::writer_main() {
       flushes_seen = flushes;
       since_caller_flush = 0;
     }
-    return since_caller_flush++ < writer_defer_polls;
+    if (since_caller_flush == writer_defer_polls) return false;
+    ++since_caller_flush;  // stops at writer_defer_polls (a writer may idle for years)
+    return true;
   };
   for (;;) {
     // The writer's state and the sinks belong to whoever holds the role: this
