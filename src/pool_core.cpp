@@ -5,11 +5,10 @@
 // paths by which a job enters it, waking, and the fronts' pushes),
 // pool_core_steal.cpp (taking work from other workers and from task_group
 // owners' slots), pool_core_lifecycle.cpp (construction, starting workers,
-// resize, stop), pool_core_frames.cpp (a pool stopped or destroyed inside
-// its own code), pool_core_workers.cpp (the worker list and the workers' OS
-// threads), pool_core_admission.cpp (backpressure) and
-// pool_core_accounting.cpp (idle detection, statistics, failure reports).
-// docs/ARCHITECTURE.md walks one job through them.
+// resize), pool_core_stop.cpp (stop and its report, pause, resume), pool_core_frames.cpp (a pool stopped or destroyed
+// inside its own code), pool_core_workers.cpp (the worker list and the workers' OS threads), pool_core_admission.cpp
+// (backpressure) and pool_core_accounting.cpp (idle detection, statistics, failure reports). docs/ARCHITECTURE.md walks
+// one job through them.
 #include "pool_core.hpp"
 #include "thread_system/detail/chaos.hpp"
 

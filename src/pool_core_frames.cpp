@@ -5,7 +5,7 @@
 // refusals that follow from them (a stop() or wait_idle() on the pool's
 // own worker or inside a discarded job), and orphan(): a core whose front
 // is gone while one of its workers still runs, finished by the last worker
-// out. The ordinary stop() and its report are in pool_core_lifecycle.cpp.
+// out. The ordinary stop() and its report are in pool_core_stop.cpp.
 
 #include "pool_core.hpp"
 
