@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
-#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -39,9 +38,6 @@ constexpr int writer_defer_polls = 16;
 // call at 20 ns, and a burst reaches the sinks sooner than with a longer
 // pause (bursts of 10: 6.5 M/s at 1 us, 2.1 M/s at 4 us; docs/PERFORMANCE.md).
 constexpr std::chrono::nanoseconds writer_poll_interval{1'000};
-// The span of the hardware stream prefetcher (it does not cross a 4 KiB
-// page; drain_batch()).
-constexpr std::uint64_t page_bytes = 4096;
 
 // How long flush() spins for the writer's role before it sleeps on it: a
 // round of the writer thread over a burst of records is shorter.
@@ -72,7 +68,6 @@ bool logger::refresh_buffers() {
     positions_.resize(n);
     ends_.resize(n);
     heads_.resize(n);
-    limits_.resize(n);
     ends_snapshot_.resize(n);
     writer_buffers_ = buffers_;
     writer_version_ = version;
@@ -178,16 +173,15 @@ void logger::writer_main() {
     std::unique_lock role(writer_role_, std::defer_lock);
     take_role(role);
     refresh_buffers();
-    const std::size_t n = drain_batch(/*behind_producers=*/true);
+    const std::size_t n = drain_batch();
     service_flush_request();
     flushes_seen = flushed_local_;  // this thread's own flushes are not callers'
-    if (n != 0 || held_back_) {
+    if (n != 0) {
       reap_gone_buffers();  // keeps the list short while threads come and go
       role.unlock();
       if (n == options_.batch_size) continue;
-      // A short batch (or records left in the page a producer writes) means
-      // the producers are slower than the writer: do not come back for their
-      // next record at once (see poll_pause()).
+      // A short batch means the producers are slower than the writer: do not
+      // come back for their next record at once (see poll_pause()).
       poll_pause();
       if (!callers_flushed_lately()) continue;
     } else {
@@ -237,7 +231,7 @@ logger::idle_look logger::look_for_work() noexcept {
   return writer_has_work() ? idle_look::work : idle_look::nothing;
 }
 
-std::size_t logger::drain_batch(bool behind_producers) {
+std::size_t logger::drain_batch() {
   const std::size_t k = writer_buffers_.size();
   if (k == 0) return 0;
   // With several buffers, records stamped after `horizon` wait for the next
@@ -248,35 +242,13 @@ std::size_t logger::drain_batch(bool behind_producers) {
   const std::uint64_t horizon = k > 1 ? detail::log_clock_ticks(use_tsc_) : ~std::uint64_t{0};
   detail::clock_read_fence();  // the ends below are read after the clock
   bool any = false;
-  held_back_ = false;
   for (std::size_t i = 0; i < k; ++i) {
     detail::thread_buffer* b = writer_buffers_[i];
     positions_[i] = b->consumed();
     ends_[i] = b->published();  // acquire: the records up to here are visible
-    limits_[i] = ends_[i];
-    if (behind_producers && k == 1 && ends_[i] != b->seen_end) {
-      // The producer published since the last batch, so it is probably
-      // still writing: leave the records of the page it writes in (from the
-      // page boundary before the end on). Reading them would start the
-      // hardware prefetchers on the lines after them, the ones the producer
-      // writes next, and its next calls would wait for those lines to come
-      // back (a cross-core transfer each: the call's p99 of ~200 ns against
-      // ~30 without; docs/PERFORMANCE.md). The stream prefetcher does not
-      // cross a page boundary. The records left wait for the producer to
-      // move to the next page or to publish nothing for a poll (the next
-      // batch then finds the end where this one saw it), for a flush, or for
-      // the stop. Only with one buffer: with several, writing another
-      // buffer's later records first would break the merge by timestamp.
-      const std::uint64_t in_page = reinterpret_cast<std::uintptr_t>(b->at(ends_[i])) & (page_bytes - 1);
-      limits_[i] = std::max(positions_[i], ends_[i] - std::min(in_page, ends_[i]));
-      held_back_ = limits_[i] != ends_[i];
-    }
-    any = any || positions_[i] != limits_[i];
+    any = any || positions_[i] != ends_[i];
   }
-  if (!any) {
-    for (std::size_t i = 0; i < k; ++i) writer_buffers_[i]->seen_end = ends_[i];
-    return 0;
-  }
+  if (!any) return 0;
   // The records just made visible may follow drops: report those first.
   write_dropped_notice();
   clock_->refresh();
@@ -284,16 +256,8 @@ std::size_t logger::drain_batch(bool behind_producers) {
   auto load_head = [&](std::size_t i) {
     const detail::thread_buffer* b = writer_buffers_[i];
     while (positions_[i] != ends_[i]) {
-      if (positions_[i] >= limits_[i]) {
-        limits_[i] = positions_[i];
-        return;
-      }
       std::uint32_t first[2];
       std::memcpy(first, b->at(positions_[i]), sizeof first);
-      if (positions_[i] + first[0] > limits_[i]) {
-        limits_[i] = positions_[i];
-        return;
-      }
       if (first[1] != detail::wrap_marker) {
         std::uint64_t ticks = 0;
         std::memcpy(&ticks, b->at(positions_[i]) + offsetof(detail::record_header, ticks), sizeof ticks);
@@ -315,7 +279,7 @@ std::size_t logger::drain_batch(bool behind_producers) {
       // batch (so a clock that runs ahead on the producer's core delays a
       // record by one batch at most).
       const bool ready = heads_[i] <= horizon || positions_[i] < writer_buffers_[i]->seen_end;
-      if (positions_[i] != limits_[i] && ready && (pick == k || heads_[i] < heads_[pick])) pick = i;
+      if (positions_[i] != ends_[i] && ready && (pick == k || heads_[i] < heads_[pick])) pick = i;
     }
     if (pick == k) break;
     const detail::thread_buffer& b = *writer_buffers_[pick];

@@ -513,10 +513,7 @@ class logger {
   void note_truncated() noexcept;
   void writer_main();
   bool refresh_buffers();
-  // Writes up to batch_size records. behind_producers (the writer thread's
-  // own rounds): with one buffer, leaves the records in the page its
-  // producer is writing (logger_writer.cpp); flushes and the stop take all.
-  std::size_t drain_batch(bool behind_producers = false);
+  std::size_t drain_batch();
   bool write_one(const detail::thread_buffer& b, const detail::record_header& h, const std::byte* payload);
   void write_record(const log_record& record);
   void write_dropped_notice();
@@ -589,13 +586,10 @@ class logger {
   std::vector<detail::thread_buffer*> writer_buffers_;
   std::uint64_t writer_version_ = 0;
   // Per writer_buffers_ entry (at least as long): where the batch has read
-  // to, the published end, the next record's ticks, where the batch stops,
-  // a flush's targets.
+  // to, the published end, the next record's ticks, a flush's targets.
   std::vector<std::uint64_t> positions_;
   std::vector<std::uint64_t> ends_;
   std::vector<std::uint64_t> heads_;
-  std::vector<std::uint64_t> limits_;  // where this batch stops (behind the producer, or the end)
-  bool held_back_ = false;             // the last batch left records behind the producer
   std::vector<std::uint64_t> ends_snapshot_;
   fmt::memory_buffer message_;         // a deferred record's formatted message
   detail::format_cache format_cache_;  // the writer's parsed format strings (detail/arg_codec.hpp)
