@@ -42,7 +42,7 @@ class log_sink {
   /// Writes one record. Called by one thread at a time (see the header comment).
   virtual result<void> write(const log_entry& entry) = 0;
 
-  /// Pushes buffered output to its destination. Called on the writer thread only.
+  /// Pushes buffered output to its destination. Called by one thread at a time (see the header comment).
   virtual result<void> flush() = 0;
 
  protected:
