@@ -367,8 +367,10 @@ result<void> logger::flush() {
   // the writer's acquire load (and, through the chain of increments, those
   // of earlier flushers).
   const std::uint64_t ticket = flush_request_.fetch_add(1, std::memory_order_acq_rel) + 1;
-  // A thread that is no logger's writer writes the records itself; another
-  // logger's writer waits (with the marks above, so a cycle cannot form).
+  // A thread that is no logger's writer writes the records itself unless
+  // the role stays taken; another logger's writer waits (with the marks
+  // above, so a cycle cannot form), as does a caller that did not get the
+  // role.
   if (writer_of == nullptr && options_.flush_on_caller && flush_on_this_thread(ticket)) return {};
   writer_wakeup_.notify_one();  // the request is stored; the fence inside orders it before the waiter check
   for (;;) {

@@ -39,8 +39,9 @@ constexpr int writer_defer_polls = 16;
 // pause (bursts of 10: 6.5 M/s at 1 us, 2.1 M/s at 4 us; docs/PERFORMANCE.md).
 constexpr std::chrono::nanoseconds writer_poll_interval{1'000};
 
-// How long flush() spins for the writer's role before it sleeps on it: a
-// round of the writer thread over a burst of records is shorter.
+// How long flush() spins for the writer's role before it waits for the
+// writer thread instead: a round of the writer thread over a burst of
+// records is shorter.
 constexpr std::chrono::microseconds flush_role_spin{20};
 
 void poll_pause() noexcept {
@@ -441,18 +442,17 @@ bool logger::flush_on_this_thread(std::uint64_t ticket) {
   // acquire: pairs with the release store of flushed_ by whichever thread
   // served the ticket (its writes and sink flushes happen-before our return).
   if (flushed_.load(std::memory_order_acquire) >= ticket) return true;
-  // Waits at most for the round the writer thread is in (its batch, which
-  // the flush must write anyway, and a flush it may be serving): spinning
-  // for a short one (a hand-off of the role costs no system call then),
-  // asleep for a long one.
+  // The holder (the writer thread in a round, or another flusher) may serve
+  // this ticket itself. Spin a while for the role; if it stays taken, give
+  // up and let flush() wait for the writer thread as without the option. Not
+  // asleep in lock(): the writer thread takes the role back right after each
+  // round, ahead of a sleeper the unlock wakes, so under a steady load a
+  // sleeper could lose every round and, asleep, never see its ticket served.
   std::unique_lock role(writer_role_, std::defer_lock);
   const auto spin_until = std::chrono::steady_clock::now() + flush_role_spin;
   while (!role.try_lock()) {
     if (flushed_.load(std::memory_order_acquire) >= ticket) return true;  // acquire: as above
-    if (std::chrono::steady_clock::now() >= spin_until) {
-      role.lock();
-      break;
-    }
+    if (std::chrono::steady_clock::now() >= spin_until) return false;
     for (int i = 0; i < 8; ++i) detail::cpu_relax();
   }
   // That round served the ticket, or the writer ran its final drain (which

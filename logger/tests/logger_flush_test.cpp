@@ -153,12 +153,15 @@ TEST(LoggerFlush, ThreadsFlushingAtOnceCallTheSinkOneAtATimeInOrder) {
   for (auto& l : last_seen) l.store(-1, std::memory_order_relaxed);  // before the threads start
   std::atomic<bool> inside{false};
   std::atomic<int> overlaps{0};
+  std::atomic<int> written_by_producers{0};  // sink calls on a producer's thread (inside its flush())
+  thread_local bool tl_producer = false;
   std::atomic<int> out_of_order{0};
   logger* self = nullptr;
   auto sink = std::make_shared<callback_sink>([&](const log_entry& e) {
     // acq_rel / release: the flag orders nothing else; the exchange only
     // detects two threads inside write() at once.
     if (inside.exchange(true, std::memory_order_acq_rel)) overlaps.fetch_add(1, std::memory_order_relaxed);
+    if (tl_producer) written_by_producers.fetch_add(1, std::memory_order_relaxed);  // a test counter
     int producer = 0;
     int sequence = 0;
     if (std::sscanf(std::string(e.record().message).c_str(), "p%d s%d", &producer, &sequence) == 2) {
@@ -178,6 +181,7 @@ TEST(LoggerFlush, ThreadsFlushingAtOnceCallTheSinkOneAtATimeInOrder) {
   std::vector<std::thread> threads;
   for (int p = 0; p < producers; ++p) {
     threads.emplace_back([&, p] {
+      tl_producer = true;
       test::round_budget budget(scaled(20'000), 500, std::chrono::seconds(5));
       for (std::size_t i = 0; budget.next(i); ++i) {
         const int s = static_cast<int>(i);
@@ -199,8 +203,83 @@ TEST(LoggerFlush, ThreadsFlushingAtOnceCallTheSinkOneAtATimeInOrder) {
   EXPECT_EQ(out_of_order.load(std::memory_order_relaxed), 0);
   EXPECT_EQ(late.load(std::memory_order_relaxed), 0);
   EXPECT_EQ(failed.load(std::memory_order_relaxed), 0);
+  // Hundreds of flushes: some found the role free (the caller path ran).
+  EXPECT_GT(written_by_producers.load(std::memory_order_relaxed), 0);
   const logger_statistics s = log.statistics();
   EXPECT_EQ(s.written, s.accepted);
+}
+
+// A producer keeps the writer thread in full batches, round after round
+// (it takes the role back right after each). A flush() that does not get
+// the role within its spin waits for the writer thread, which serves it in
+// its next round: it returns while the flood goes on. (A caller used to
+// sleep in the role's lock() instead, where it never looks at its ticket:
+// woken by each unlock, it could lose the race to the writer thread's next
+// try_lock every time and sleep on until the flood ended. Found by review;
+// on this machine the woken thread usually won the race while the writer
+// was still in the wake-up system call, so this test did not catch it.)
+// The flood stops when the flushes are done or after 20 s; the test fails
+// if the flushes took that long.
+TEST(LoggerFlush, AFlushIsNotStarvedByAWriterThatIsNeverIdle) {
+  // A slow sink (~0.5 us a record): a round of the writer thread over a
+  // full batch outlasts the flusher's spin for the role.
+  auto sink = std::make_shared<callback_sink>([](const log_entry&) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(500);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  });
+  // drop: the producer never sleeps, so every batch is full.
+  logger log({sink}, options_with(1 << 20, overflow_policy::drop));
+  std::atomic<bool> done{false};
+  std::atomic<bool> flooding{false};
+  std::thread producer([&] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    // acquire: pairs with the release store below (nothing else is read).
+    for (int i = 0; !done.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < until; ++i) {
+      log.info("flood {}", i);
+      if (i == 10'000) flooding.store(true, std::memory_order_release);  // pairs with the acquire below
+    }
+  });
+  while (!flooding.load(std::memory_order_acquire)) std::this_thread::yield();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(log.flush());
+  const auto took = std::chrono::steady_clock::now() - t0;
+  done.store(true, std::memory_order_release);
+  producer.join();
+  // Each flush waits for at most what the producer queued before it (1 MiB,
+  // about 4000 records, 2 ms of the sink): 50 flushes, well under a second.
+  // 15 s means the flushes waited for the flood's end.
+  EXPECT_LT(took, std::chrono::seconds(15));
+}
+
+// stop() on one thread while another logs and flushes (and so may hold the
+// writer's role): nothing hangs, every flush succeeds (after the stop at
+// once), and the stopped logger's statistics are final: accepted ==
+// written. A time budget bounds the logging thread's rounds.
+TEST(LoggerFlush, StopWhileAnotherThreadFlushes) {
+  for (int round = 0; round < 20; ++round) {
+    auto sink = std::make_shared<null_sink>();
+    logger log({sink}, options_with(8192, overflow_policy::block));
+    std::atomic<bool> started{false};
+    std::atomic<int> failed_flushes{0};
+    std::thread t([&] {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+      for (int i = 0; std::chrono::steady_clock::now() < until; ++i) {
+        const result<void> logged = log.try_log(log_level::info, "r{}", i);
+        if (!log.flush()) failed_flushes.fetch_add(1, std::memory_order_relaxed);  // a test counter
+        started.store(true, std::memory_order_release);                            // pairs with the acquire below
+        if (!logged && logged.error().code() == error_code::pool_stopped) break;   // the stop has begun
+      }
+    });
+    while (!started.load(std::memory_order_acquire)) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::microseconds(50 * round));
+    log.stop();
+    t.join();
+    EXPECT_EQ(failed_flushes.load(std::memory_order_relaxed), 0) << "round " << round;
+    const logger_statistics s = log.statistics();
+    EXPECT_EQ(s.written, s.accepted) << "round " << round;
+    EXPECT_EQ(sink->records(), s.written) << "round " << round;
+  }
 }
 
 }  // namespace

@@ -183,6 +183,58 @@ TEST(LoggerSinkCalls, SinksFlushingEachOtherDoNotDeadlock) {
   EXPECT_TRUE(b.flush());
 }
 
+// The same cycle with A's record written by a thread inside a.flush()
+// (flush_on_caller): that thread counts as A's writer, so the rules hold
+// as they do for writer threads. Rounds repeat (fresh loggers each) until
+// one had A's sink run on the flushing thread, within a time budget; every
+// round must end, with at least one of the two flushes refused.
+TEST(LoggerSinkCalls, AThreadWritingInFlushFollowsTheCycleRules) {
+  bool seen_on_flusher = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (int round = 0; !seen_on_flusher && std::chrono::steady_clock::now() < deadline; ++round) {
+    std::latch both_in_sinks(2);
+    std::array<logger*, 2> loggers{};
+    std::array<result<void>, 2> flushed{};
+    std::atomic<int> returned{0};
+    std::atomic<bool> a_sink_on_flusher{false};
+    thread_local bool tl_flusher = false;
+    auto flushing_sink = [&](int self, int other) {
+      return std::make_shared<callback_sink>([&, self, other](const log_entry& e) {
+        if (e.record().message != "go") return;
+        // relaxed: read after the join below
+        if (self == 0 && tl_flusher) a_sink_on_flusher.store(true, std::memory_order_relaxed);
+        both_in_sinks.arrive_and_wait();
+        flushed[self] = loggers[other]->flush();
+        returned.fetch_add(1, std::memory_order_release);  // pairs with the acquire below
+      });
+    };
+    logger a({flushing_sink(0, 1)}, options_with(8192, overflow_policy::block));
+    logger b({flushing_sink(1, 0)}, options_with(8192, overflow_policy::block));
+    loggers = {&a, &b};
+    result<void> outer;
+    std::thread flusher([&] {
+      tl_flusher = true;
+      a.info("go");
+      outer = a.flush();
+    });
+    b.info("go");
+    expect_within_a_minute([&] { return returned.load(std::memory_order_acquire) == 2; }, "flush() cycle");
+    flusher.join();
+    EXPECT_TRUE(outer) << "round " << round;
+    const int refused = static_cast<int>(!flushed[0]) + static_cast<int>(!flushed[1]);
+    EXPECT_GE(refused, 1) << "round " << round;  // both waiting would have been the deadlock
+    for (const auto& r : flushed) {
+      if (!r) {
+        EXPECT_EQ(r.error().code(), error_code::invalid_argument);
+      }
+    }
+    EXPECT_TRUE(a.flush());
+    EXPECT_TRUE(b.flush());
+    seen_on_flusher = a_sink_on_flusher.load(std::memory_order_relaxed);  // relaxed: after the join
+  }
+  EXPECT_TRUE(seen_on_flusher) << "A's sink never ran on the flushing thread";
+}
+
 TEST(LoggerSinkCalls, SinksStoppingEachOtherDoNotDeadlock) {
   std::latch both_in_sinks(2);
   std::array<logger*, 2> loggers{};

@@ -18,8 +18,9 @@
 //     set_level(), level(), should_log(), flush() and statistics()
 //     concurrently. Sinks are fixed at construction.
 //   * Format strings are checked at compile time (fmt::runtime(text) for one
-//     known only at run time). A call is formatted on the writer thread
-//     ("deferred") when every argument is deferrable (arg_codec.hpp) and the
+//     known only at run time). A call is formatted when written, on the
+//     thread writing the records (the writer thread, or one in flush(): see
+//     "Who writes"; "deferred"), when every argument is deferrable (arg_codec.hpp) and the
 //     format string has no dynamic width or precision ("{:{}}"); otherwise
 //     on the caller's thread, as is a fmt::runtime() string. The text is the
 //     same either way. A trivially copyable type whose text depends only on
@@ -53,7 +54,7 @@
 //     `invalid_argument`, whatever the level filter. No
 //     logging member throws std::bad_alloc (tests:
 //     logger_fault_sweep_test.cpp fails each allocation in turn).
-//   * A deferred record whose formatting fails on the writer thread (a
+//   * A deferred record whose formatting fails when written (a
 //     formatter that throws, or memory running out) is still written, with
 //     the message "<format error: what>", and counted in `format_errors`.
 //   * overflow_policy::block: a call that finds its buffer full spins
@@ -69,10 +70,13 @@
 //     flushed every accepted record).
 //   * Who writes: the writer thread, or, with
 //     `logger_options::flush_on_caller` (the default), a thread in flush()
-//     that is no logger's writer: it takes the writer's role (waiting only
-//     for the batch the writer thread is writing, spinning briefly, then
-//     asleep) and writes the pending records and flushes the sinks itself,
-//     instead of waking the writer and sleeping until it is done. One thread
+//     that is no logger's writer: it takes the writer's role, spinning up to
+//     20 us while the writer thread (in a round of its own) or another
+//     flusher holds it, and writes the pending records and flushes the
+//     sinks itself, instead of waking the writer and sleeping until it is
+//     done. If the role stays taken (a long round, slow sinks), or the
+//     holder served its flush meanwhile, it waits (or returns) as without
+//     the option. One thread
 //     at a time holds the role, so sinks are never called concurrently
 //     (sink.hpp). While it holds it, that thread counts as the writer
 //     thread everywhere in this contract (a sink's log call never blocks,
@@ -188,11 +192,11 @@ struct logger_options {
   /// Records the writer takes per batch (across all thread buffers).
   std::size_t batch_size = 256;
   /// flush() called on a thread that is no logger's writer writes the
-  /// pending records itself (waiting only for a batch the writer thread is
-  /// writing), instead of waking the writer and sleeping until it is done:
-  /// a flush then costs the writing, not two thread hand-offs. The sinks are
-  /// then called on that thread (one thread at a time, sink.hpp). false:
-  /// only the writer thread calls the sinks.
+  /// pending records itself (if it gets the writer's role within 20 us),
+  /// instead of waking the writer and sleeping until it is done: a flush
+  /// then costs the writing, not two thread hand-offs. The sinks, and the
+  /// formatting of deferred records, then run on that thread (one thread at
+  /// a time, sink.hpp). false: only the writer thread does.
   bool flush_on_caller = true;
   /// Called on the thread writing the records (the writer thread, or one in flush()) for each failed sink write
   /// or flush.
@@ -529,6 +533,8 @@ class logger {
   enum class idle_look : std::uint8_t { nothing, work, role_taken };
   idle_look look_for_work() noexcept;
   void take_role(std::unique_lock<std::mutex>& role);
+  // true: the ticket is served (by this thread or by the holder of the role);
+  // false: not (the role stayed taken, or out of memory): wait for the writer.
   [[nodiscard]] bool flush_on_this_thread(std::uint64_t ticket);
   bool writer_pending() const noexcept;
   void park_writer();

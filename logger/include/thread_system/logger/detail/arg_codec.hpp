@@ -2,7 +2,8 @@
 // all "deferrable" does not format on the caller's thread: it copies each
 // argument in binary form into its thread's buffer, next to a pointer to a
 // function instantiated for exactly those argument types
-// (format_encoded<S...>), and the writer thread decodes and formats.
+// (format_encoded<S...>), and the thread writing the records (the writer
+// thread, or one in flush(): logger.hpp) decodes and formats.
 //
 // What is deferred (everything else is formatted on the caller's thread):
 //   * arithmetic types (integers, floating point, bool, the char types),
@@ -12,8 +13,9 @@
 //     to its first NUL or its end), so the caller may change or free them at
 //     once;
 //   * a trivially copyable type T for which the user specialises
-//     thread_system::log_by_value<T> as true: copied by value and formatted on
-//     the writer thread with fmt::formatter<T>. Only do this for types whose
+//     thread_system::log_by_value<T> as true: copied by value and formatted
+//     when written (on the writer thread, or one in flush()) with
+//     fmt::formatter<T>. Only do this for types whose
 //     formatting depends on the value alone (no pointers to data that may
 //     change or die before the writer formats it).
 // Formatting with the decoded value gives the same text as formatting the
@@ -58,7 +60,7 @@
 namespace thread_system {
 
 /// Opt-in: specialise as std::true_type for a trivially copyable type whose formatted text depends only on its
-/// value; the logger then copies it by value and formats it on the writer thread (see detail/arg_codec.hpp).
+/// value; the logger then copies it by value and formats it when written (see detail/arg_codec.hpp).
 template <typename T>
 struct log_by_value : std::false_type {};
 
@@ -279,7 +281,7 @@ struct format_program {
   std::size_t fields = 0;
 };
 
-/// The writer's cache of parsed format strings (writer thread only, like the
+/// The writer's cache of parsed format strings (the holder of the writer's role only, like the
 /// logger's message buffer). Direct-mapped on the format string's address;
 /// an entry matches only the same text with the same argument types.
 class format_cache {
