@@ -149,36 +149,51 @@ TEST(LoggerSinkCalls, SinksLoggingIntoEachOtherUnderBlockDoNotDeadlock) {
   EXPECT_EQ(done(), budget);
 }
 
+// Two loggers whose sinks, at a record "go", wait until both are inside a
+// sink, then flush the other logger (result in flushed[self]). on_go runs
+// first in each sink (logger 0 or 1).
+struct flush_cycle {
+  std::latch both_in_sinks{2};
+  std::array<logger*, 2> loggers{};
+  std::array<result<void>, 2> flushed{};
+  std::atomic<int> returned{0};
+  std::function<void(int)> on_go = [](int) {};
+
+  std::shared_ptr<callback_sink> sink(int self, int other) {
+    return std::make_shared<callback_sink>([this, self, other](const log_entry& e) {
+      if (e.record().message != "go") return;
+      on_go(self);
+      both_in_sinks.arrive_and_wait();
+      flushed[self] = loggers[other]->flush();
+      returned.fetch_add(1, std::memory_order_release);  // pairs with the acquire in wait_and_check()
+    });
+  }
+  // Both sinks return, and at least one of the two flushes was refused
+  // (both waiting would have been the deadlock), with invalid_argument.
+  void wait_and_check(const char* what) {
+    expect_within_a_minute([&] { return returned.load(std::memory_order_acquire) == 2; }, what);
+    const int refused = static_cast<int>(!flushed[0]) + static_cast<int>(!flushed[1]);
+    EXPECT_GE(refused, 1);
+    for (const auto& r : flushed) {
+      if (!r) {
+        EXPECT_EQ(r.error().code(), error_code::invalid_argument);
+      }
+    }
+  }
+};
+
 // Each of two loggers' sinks flushes (or stops) the other while both
 // writers are inside their sinks: the second to arrive does not wait
 // (flush() returns invalid_argument; stop() only begins the stop). (Each
 // waited for the other's writer for ever.)
 TEST(LoggerSinkCalls, SinksFlushingEachOtherDoNotDeadlock) {
-  std::latch both_in_sinks(2);
-  std::array<logger*, 2> loggers{};
-  std::array<result<void>, 2> flushed{};
-  std::atomic<int> returned{0};
-  auto flushing_sink = [&](int self, int other) {
-    return std::make_shared<callback_sink>([&, self, other](const log_entry& e) {
-      if (e.record().message != "go") return;
-      both_in_sinks.arrive_and_wait();
-      flushed[self] = loggers[other]->flush();
-      returned.fetch_add(1, std::memory_order_release);  // pairs with the acquire below
-    });
-  };
-  logger a({flushing_sink(0, 1)}, options_with(8192, overflow_policy::block));
-  logger b({flushing_sink(1, 0)}, options_with(8192, overflow_policy::block));
-  loggers = {&a, &b};
+  flush_cycle cycle;
+  logger a({cycle.sink(0, 1)}, options_with(8192, overflow_policy::block));
+  logger b({cycle.sink(1, 0)}, options_with(8192, overflow_policy::block));
+  cycle.loggers = {&a, &b};
   a.info("go");
   b.info("go");
-  expect_within_a_minute([&] { return returned.load(std::memory_order_acquire) == 2; }, "flush() cycle");
-  const int refused = static_cast<int>(!flushed[0]) + static_cast<int>(!flushed[1]);
-  EXPECT_GE(refused, 1);  // both waiting would have been the deadlock
-  for (const auto& r : flushed) {
-    if (!r) {
-      EXPECT_EQ(r.error().code(), error_code::invalid_argument);
-    }
-  }
+  cycle.wait_and_check("flush() cycle");
   EXPECT_TRUE(a.flush());
   EXPECT_TRUE(b.flush());
 }
@@ -192,25 +207,16 @@ TEST(LoggerSinkCalls, AThreadWritingInFlushFollowsTheCycleRules) {
   bool seen_on_flusher = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   for (int round = 0; !seen_on_flusher && std::chrono::steady_clock::now() < deadline; ++round) {
-    std::latch both_in_sinks(2);
-    std::array<logger*, 2> loggers{};
-    std::array<result<void>, 2> flushed{};
-    std::atomic<int> returned{0};
+    flush_cycle cycle;
     std::atomic<bool> a_sink_on_flusher{false};
     thread_local bool tl_flusher = false;
-    auto flushing_sink = [&](int self, int other) {
-      return std::make_shared<callback_sink>([&, self, other](const log_entry& e) {
-        if (e.record().message != "go") return;
-        // relaxed: read after the join below
-        if (self == 0 && tl_flusher) a_sink_on_flusher.store(true, std::memory_order_relaxed);
-        both_in_sinks.arrive_and_wait();
-        flushed[self] = loggers[other]->flush();
-        returned.fetch_add(1, std::memory_order_release);  // pairs with the acquire below
-      });
+    cycle.on_go = [&](int self) {
+      // relaxed: read after the join below
+      if (self == 0 && tl_flusher) a_sink_on_flusher.store(true, std::memory_order_relaxed);
     };
-    logger a({flushing_sink(0, 1)}, options_with(8192, overflow_policy::block));
-    logger b({flushing_sink(1, 0)}, options_with(8192, overflow_policy::block));
-    loggers = {&a, &b};
+    logger a({cycle.sink(0, 1)}, options_with(8192, overflow_policy::block));
+    logger b({cycle.sink(1, 0)}, options_with(8192, overflow_policy::block));
+    cycle.loggers = {&a, &b};
     result<void> outer;
     std::thread flusher([&] {
       tl_flusher = true;
@@ -218,16 +224,9 @@ TEST(LoggerSinkCalls, AThreadWritingInFlushFollowsTheCycleRules) {
       outer = a.flush();
     });
     b.info("go");
-    expect_within_a_minute([&] { return returned.load(std::memory_order_acquire) == 2; }, "flush() cycle");
+    cycle.wait_and_check("flush() cycle with a caller writing");
     flusher.join();
     EXPECT_TRUE(outer) << "round " << round;
-    const int refused = static_cast<int>(!flushed[0]) + static_cast<int>(!flushed[1]);
-    EXPECT_GE(refused, 1) << "round " << round;  // both waiting would have been the deadlock
-    for (const auto& r : flushed) {
-      if (!r) {
-        EXPECT_EQ(r.error().code(), error_code::invalid_argument);
-      }
-    }
     EXPECT_TRUE(a.flush());
     EXPECT_TRUE(b.flush());
     seen_on_flusher = a_sink_on_flusher.load(std::memory_order_relaxed);  // relaxed: after the join
