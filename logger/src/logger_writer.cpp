@@ -44,10 +44,15 @@ constexpr std::chrono::nanoseconds writer_poll_interval{1'000};
 // records is shorter.
 constexpr std::chrono::microseconds flush_role_spin{20};
 
+// A few pause instructions between two reads of the clock (or of a word).
+void relax_briefly() noexcept {
+  for (int i = 0; i < 8; ++i) detail::cpu_relax();
+}
+
 void poll_pause() noexcept {
   const auto until = std::chrono::steady_clock::now() + writer_poll_interval;
   do {
-    for (int i = 0; i < 8; ++i) detail::cpu_relax();
+    relax_briefly();
   } while (std::chrono::steady_clock::now() < until);
 }
 }  // namespace
@@ -217,7 +222,8 @@ void logger::writer_main() {
 void logger::take_role(std::unique_lock<std::mutex>& role) {
   // A flush() holds the role while it writes: poll for it as for records, so
   // that its unlock does not have to wake this thread (a system call on the
-  // flusher's path); a long hold (slow sinks) is waited out asleep.
+  // flusher's path); a long hold (slow sinks) is waited out asleep. (Flushers
+  // never sleep on the role: flush_on_this_thread().)
   for (int i = 0; i < writer_spins; ++i) {
     if (role.try_lock()) return;
     poll_pause();
@@ -453,7 +459,7 @@ bool logger::flush_on_this_thread(std::uint64_t ticket) {
   while (!role.try_lock()) {
     if (flushed_.load(std::memory_order_acquire) >= ticket) return true;  // acquire: as above
     if (std::chrono::steady_clock::now() >= spin_until) return false;
-    for (int i = 0; i < 8; ++i) detail::cpu_relax();
+    relax_briefly();
   }
   // That round served the ticket, or the writer ran its final drain (which
   // leaves flushed_ at its maximum before it lets the role go).
