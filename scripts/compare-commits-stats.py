@@ -15,6 +15,12 @@ scripts/report.py. A round where one side has no value is left out of that
 benchmark's ratios; benchmarks found in only one commit, and those that
 reported errors, are listed under the table.
 
+With --counter NAME, a benchmark that reports the user counter NAME in both
+commits gets a row of its own for it (metric: NAME): the median over rounds of
+the per-round ratio as above, HEAD/BASE for a rate (a name ending in _per_s or
+_per_second), BASE/HEAD for anything else (a latency percentile, a cost per
+record), so > 1 is HEAD better either way.
+
 With --control-row A=B, a benchmark whose name contains A is also compared
 against the benchmark named with A replaced by B, run in the same rounds: per
 round (HEAD row / HEAD control) / (BASE row / BASE control) for rates (the
@@ -73,7 +79,49 @@ def control_of(key, controls):
     return None
 
 
-def compare_binary(run_dir, binary, controls=()):
+def counter_is_rate(name):
+    """A user counter named ..._per_s or ..._per_second is a rate (higher is better); any other, a cost."""
+    return name.endswith("_per_s") or name.endswith("_per_second")
+
+
+def counter_unit(name):
+    if counter_is_rate(name):
+        return "rate"
+    return "ns" if name.endswith("_ns") or name.startswith("ns_") else ""
+
+
+def compare_field(base, head, key, field, higher_is_better, control):
+    """One row's figures for `field` of benchmark `key` over the rounds both sides ran, or None."""
+    ratios, bvals, hvals, controlled = [], [], [], []
+
+    def oriented(b, h):  # > 1: HEAD is better
+        return h / b if higher_is_better else b / h
+
+    for r in sorted(set(base) & set(head)):
+        b = base[r].stat(key, field)
+        h = head[r].stat(key, field)
+        if b is None or h is None or b[0] <= 0 or h[0] <= 0:
+            continue
+        bvals.append(b[0])
+        hvals.append(h[0])
+        ratio = oriented(b[0], h[0])
+        ratios.append(ratio)
+        if control is not None:
+            bc = base[r].stat(control, field)
+            hc = head[r].stat(control, field)
+            if bc is not None and hc is not None and bc[0] > 0 and hc[0] > 0:
+                # The control's own HEAD/BASE ratio, oriented the same way.
+                controlled.append(ratio / oriented(bc[0], hc[0]))
+    if not ratios:
+        return None
+    row = dict(base=statistics.median(bvals), head=statistics.median(hvals), ratio=statistics.median(ratios),
+               lo=min(ratios), hi=max(ratios), n=len(ratios))
+    if controlled:
+        row.update(control=control, c_ratio=statistics.median(controlled), c_lo=min(controlled), c_hi=max(controlled))
+    return row
+
+
+def compare_binary(run_dir, binary, controls=(), counters=()):
     """Rows for the benchmarks both commits ran, and the names only one had."""
     base, base_order = read_binary(run_dir, "base", binary)
     head, head_order = read_binary(run_dir, "head", binary)
@@ -89,33 +137,15 @@ def compare_binary(run_dir, binary, controls=()):
         if key not in base_keys or key not in head_keys:
             continue
         rate = has_field(base, key, "items_per_second") and has_field(head, key, "items_per_second")
-        field = "items_per_second" if rate else "real_ns"
-        control = control_of(key, controls)
-        ratios, bvals, hvals, controlled = [], [], [], []
-        for r in sorted(set(base) & set(head)):
-            b = base[r].stat(key, field)
-            h = head[r].stat(key, field)
-            if b is None or h is None or b[0] <= 0 or h[0] <= 0:
-                continue
-            bvals.append(b[0])
-            hvals.append(h[0])
-            ratio = h[0] / b[0] if rate else b[0] / h[0]
-            ratios.append(ratio)
-            if control is not None:
-                bc = base[r].stat(control, field)
-                hc = head[r].stat(control, field)
-                if bc is not None and hc is not None and bc[0] > 0 and hc[0] > 0:
-                    # The control's own HEAD/BASE ratio, oriented the same way.
-                    controlled.append(ratio / (hc[0] / bc[0] if rate else bc[0] / hc[0]))
-        if not ratios:
-            continue
-        row = dict(binary=binary, name=key, metric="items/s" if rate else "real time", unit="rate" if rate else "ns",
-                   base=statistics.median(bvals), head=statistics.median(hvals), ratio=statistics.median(ratios),
-                   lo=min(ratios), hi=max(ratios), n=len(ratios))
-        if controlled:
-            row.update(control=control, c_ratio=statistics.median(controlled), c_lo=min(controlled),
-                       c_hi=max(controlled))
-        rows.append(row)
+        fields = [("items_per_second", "items/s", "rate", True) if rate else ("real_ns", "real time", "ns", False)]
+        for c in counters:
+            if has_field(base, key, c) and has_field(head, key, c):
+                fields.append((c, c, counter_unit(c), counter_is_rate(c)))
+        for field, metric, unit, higher_is_better in fields:
+            row = compare_field(base, head, key, field, higher_is_better, control_of(key, controls))
+            if row is not None:
+                row.update(binary=binary, name=key, metric=metric, unit=unit)
+                rows.append(row)
     only_base = [k for k in base_order if k in base_keys and k not in head_keys]
     only_head = [k for k in head_order if k in head_keys and k not in base_keys]
     return rows, only_base, only_head, errors
@@ -168,6 +198,8 @@ def main():
     ap.add_argument("--out", help="also write the Markdown here")
     ap.add_argument("--control-row", action="append", default=[], metavar="A=B",
                     help="compare benchmarks named with A also against those named with B (see above)")
+    ap.add_argument("--counter", action="append", default=[], metavar="NAME",
+                    help="also compare this user counter of every benchmark that reports it (see above)")
     args = ap.parse_args()
 
     controls = []
@@ -185,7 +217,7 @@ def main():
 
     rows, only, errors = [], [], []
     for b in binaries:
-        r, ob, oh, err = compare_binary(args.run_dir, b, controls)
+        r, ob, oh, err = compare_binary(args.run_dir, b, controls, args.counter)
         rows += r
         only += [("BASE", labels[b], k) for k in ob] + [("HEAD", labels[b], k) for k in oh]
         errors += [(labels[b], k, v) for k, v in err.items()]
@@ -205,12 +237,22 @@ def main():
              "the median over rounds of the per-round ratio, with its min–max; BASE and HEAD columns: medians "
              f"over rounds. {os.cpu_count()} logical cores, load average {load} at the end "
              f"({datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}).")
+    if args.counter:
+        intro += (" Counters compared as rows of their own: " + ", ".join(f"`{c}`" for c in args.counter)
+                  + " (HEAD/BASE for a rate, BASE/HEAD for a cost: > 1 is HEAD better).")
     if controls:
         intro += (" Against its control: the per-round ratio divided by that round's ratio of the control row, "
                   + ", ".join(f"`{o}` → `{c}`" for o, c in controls)
                   + " (> 1: the row gained on its control); median and min–max over rounds.")
-    summary = (f"{plural(len(rows), 'benchmark')} compared; {len(below)} below {args.threshold:g}×"
-               + (": " + ", ".join(f"{labels[r['binary']]} {r['name']} ({r['ratio']:.3f}×)" for r in below) if below else "")
+    def row_name(r):
+        main = r["metric"] in ("items/s", "real time")
+        return f"{labels[r['binary']]} {r['name']}" + ("" if main else f" {r['metric']}") + f" ({r['ratio']:.3f}×)"
+
+    compared = len({(r["binary"], r["name"]) for r in rows})
+    summary = (f"{plural(compared, 'benchmark')} compared"
+               + (f" ({plural(len(rows), 'row')} with the counters)" if len(rows) != compared else "")
+               + f"; {len(below)} below {args.threshold:g}×"
+               + (": " + ", ".join(row_name(r) for r in below) if below else "")
                + ".")
     notes = []
     for side, b, k in only:

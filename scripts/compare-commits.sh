@@ -26,6 +26,14 @@
 #                    (HEAD row / HEAD control) / (BASE row / BASE control), so a
 #                    phase of the host that slows both rows of one run cancels
 #                    out; median and min-max over rounds, as for the main ratio
+#   --counter NAME   (repeatable) also compare the user counter NAME (e.g. p99_ns,
+#                    p999_ns, ns_per_record) of every benchmark that reports it
+#                    in both commits, one row per benchmark and counter, its
+#                    metric column naming the counter: a counter whose name
+#                    ends in _per_s or _per_second is a rate (HEAD/BASE), any
+#                    other one a cost such as a latency (BASE/HEAD), so > 1 is
+#                    HEAD better either way. A benchmark's main row (items/s
+#                    or real time) is always printed.
 #   --out FILE       also write the table as Markdown (for docs/PERFORMANCE.md)
 #   --jobs N         build parallelism (default 2)
 #   --build-root DIR scratch directory (default build/ab)
@@ -88,6 +96,7 @@ base_ref="" head_ref=""
 rounds=7 min_time=0.1 threshold=0.97 out="" jobs=2 build_root="build/ab" binaries_arg=""
 filters=()
 controls=()
+counters=()
 while (($#)); do
   case "$1" in
     -h | --help) usage 0 ;;
@@ -103,6 +112,8 @@ while (($#)); do
     --threshold=*) threshold=${1#*=}; shift ;;
     --control-row) controls+=("${2:?--control-row needs A=B}"); shift 2 ;;
     --control-row=*) controls+=("${1#*=}"); shift ;;
+    --counter) counters+=("${2:?--counter needs a name}"); shift 2 ;;
+    --counter=*) counters+=("${1#*=}"); shift ;;
     --out) out=${2:?--out needs a value}; shift 2 ;;
     --out=*) out=${1#*=}; shift ;;
     --jobs) jobs=${2:?--jobs needs a value}; shift 2 ;;
@@ -126,6 +137,9 @@ head_ref=${head_ref:-HEAD}
 [[ $threshold =~ ^[0-9]*\.?[0-9]+$ ]] || die "--threshold wants a number (e.g. 0.97), not '$threshold'"
 for c in "${controls[@]}"; do
   [[ $c == ?*=?* ]] || die "--control-row wants A=B (two parts of benchmark names), not '$c'"
+done
+for c in "${counters[@]}"; do
+  [[ $c =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "--counter wants a counter's name (e.g. p99_ns), not '$c'"
 done
 command -v cmake >/dev/null || die "cmake not found"
 command -v ninja >/dev/null || die "ninja not found (apt-get install ninja-build)"
@@ -368,6 +382,7 @@ for t in "${only_base[@]}"; do args+=(--only-base-binary "$t"); done
 for t in "${only_head[@]}"; do args+=(--only-head-binary "$t"); done
 for t in "${build_failed[@]}"; do args+=(--failed-binary "$t"); done
 for c in "${controls[@]}"; do args+=(--control-row "$c"); done
+for c in "${counters[@]}"; do args+=(--counter "$c"); done
 for f in "${failed_rounds[@]}"; do args+=(--failed-round "$f"); done
 [[ -z $out ]] || args+=(--out "$out")
 exec python3 "$root/scripts/compare-commits-stats.py" "${args[@]}"
