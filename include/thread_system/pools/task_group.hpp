@@ -276,9 +276,10 @@ class task_group {
   // recycling allocator (detail/recycling_allocator.hpp), published with a
   // store. Idle workers look there last, after the deques and the queue,
   // and take the oldest job first, one at a time; in wait() the owner
-  // closes the slot and runs, newest first, every job no worker took - so
-  // it does not sleep while they wait behind other jobs or in a paused
-  // pool - and gives the slot back. A job taken runs on the taker, which
+  // takes back, newest first and one at a time, every job no worker took
+  // and runs it (take_back(): workers go on taking the oldest meanwhile,
+  // and the owner does not sleep while its jobs wait behind other jobs or
+  // in a paused pool), then closes the slot and gives it back. A job taken runs on the taker, which
   // frees its node; the owner frees those it runs. Handing a job over this
   // way costs the owner a store and a look at whether a worker is awake,
   // and a worker one CAS; through the pool's queue it cost two full-barrier
