@@ -44,6 +44,7 @@
 #include "thread_system/pools/task_group.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/pools/typed_thread_pool.hpp"
+#include "thread_system/queues/adaptive_job_queue.hpp"
 #include "thread_system/queues/lockfree_queue.hpp"
 #include "thread_system/queues/work_stealing_deque.hpp"
 #include "thread_system/services/service_registry.hpp"
@@ -398,6 +399,77 @@ TEST(LockfreeQueueOutOfMemory, CloseNeverFails) {
   auto r = queue.try_push(ts::job_function([] {}));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), ts::error_code::pool_stopped);
+}
+
+// An adaptive queue's pop, right after a switch to the lock-free side,
+// first takes what is left in the previous (mutex) queue, then goes on to
+// the lock-free one, where this thread's first use needs a hazard record.
+// When none is free (another thread holds the only one: it is inside a
+// push, moving its job) and none can be allocated, the lock-free queue's
+// pop throws std::bad_alloc having taken nothing; the adaptive pop used to
+// let that escape with the mutex queue's jobs already moved into `out`,
+// where a caller that retried (as the pools do: "nothing was taken")
+// destroyed them unrun. Now it returns them.
+namespace adaptive_oom {
+std::atomic<bool> hold_mover{false};
+std::atomic<bool> mover_inside{false};
+std::atomic<std::thread::id> mover_id{};
+// A job whose move, on the mover thread while hold_mover is set, waits
+// there (inside the lock-free push, holding its hazard record).
+struct held_in_move {
+  held_in_move() = default;
+  held_in_move(held_in_move&& /*other*/) noexcept {
+    if (hold_mover.load() && std::this_thread::get_id() == mover_id.load()) {
+      mover_inside = true;
+      const auto deadline = std::chrono::steady_clock::now() + 60s;  // a watchdog, not a timing assumption
+      while (hold_mover.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    }
+  }
+  held_in_move(const held_in_move&) = delete;
+  held_in_move& operator=(const held_in_move&) = delete;
+  held_in_move& operator=(held_in_move&&) = delete;
+  ~held_in_move() = default;
+  void operator()() const noexcept {}
+};
+}  // namespace adaptive_oom
+
+TEST(AdaptiveQueueOutOfMemory, APopThatCannotGetAHazardRecordReturnsTheJobsItTook) {
+  using namespace adaptive_oom;
+  ts::adaptive_job_queue queue{ts::queue_strategy::ADAPTIVE};
+  std::atomic<int> runs{0};
+  ASSERT_TRUE(queue.try_push(ts::job_function([&runs] { runs.fetch_add(1); })));  // into the mutex queue
+  ASSERT_TRUE(queue.force_switch_for_testing());                                   // now previous, not drained
+  std::thread mover([&queue] {
+    mover_id = std::this_thread::get_id();
+    ts::job_function job{held_in_move{}};
+    hold_mover = true;
+    EXPECT_TRUE(queue.try_push(std::move(job)));
+  });
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!mover_inside.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  ASSERT_TRUE(mover_inside.load()) << "the mover never reached its job's move";
+
+  std::array<ts::job_function, 4> out;
+  std::size_t n = 0;
+  bool threw = false;
+  fault::tl_fail_all = true;  // every allocation of this thread fails: no hazard record for it
+  try {
+    n = queue.pop_batch(out);
+  } catch (const std::bad_alloc&) {
+    threw = true;
+  }
+  fault::tl_fail_all = false;
+  hold_mover = false;
+  mover.join();
+
+  EXPECT_FALSE(threw) << "the pop threw with the previous queue's job in `out`";
+  ASSERT_EQ(n, 1U);
+  out[0]();
+  EXPECT_EQ(runs.load(), 1);
+  // The mover's job is still there, and nothing else.
+  ts::job_function rest;
+  ASSERT_TRUE(queue.try_pop(rest));
+  EXPECT_FALSE(queue.try_pop(rest));
 }
 
 // A latency histogram allocates its buckets on the first record. Out of

@@ -112,6 +112,11 @@
 //     underlying queue orders them).
 //   * try_push(job, was_empty) is exact on both mutex sides (see there).
 //   * push_batch goes into one queue: all or none.
+//   * Out of memory: a pop (try_pop, pop_batch, pop_share) whose thread
+//     needs a hazard record for the lock-free queue and cannot allocate one
+//     throws std::bad_alloc having taken nothing, as lockfree_queue's pops
+//     do; one that already took jobs from the drained mutex queue returns
+//     those instead. Pushes refuse with `resource_exhausted` (see push_*).
 //   * A pop returns false only after finding the queue it may take from
 //     empty. Once is_closed() has returned true no switch happens any more,
 //     and a pop that returns false proves the queue is empty for good.
@@ -579,28 +584,21 @@ class basic_adaptive_job_queue {
             lock_was_held{this, queue_end::pop});
         if (n == MutexQueue::not_admitted) continue;  // the state changed after our hint
         taken += n;
-        if (go_on) continue;
+        if (go_on && taken < out.size()) continue;
         return taken;
       }
       bool go_on = false;
-      const std::optional<std::size_t> popped = active_lockfree_queue().pop_checked(
-          out.subspan(taken), consumers,
-          [this] {
-            // Read while holding the hazard record (see the header comment).
-            return source_index(state_.load(std::memory_order_seq_cst)) == lockfree_index;
-          },
-          [this, &go_on] {
-            // Ended (empty and sealed or closed), still holding the record,
-            // so no switch can unseal it now. If it is the previous queue,
-            // it is empty for good: mark it drained.
-            std::uint64_t current = state_.load(std::memory_order_seq_cst);
-            if (active_index(current) != lockfree_index && !is_drained(current)) {
-              // Fails only if another pop set the bit first.
-              (void)state_.compare_exchange_strong(current, current | drained_bit, std::memory_order_seq_cst,
-                                                   std::memory_order_seq_cst);
-              go_on = true;
-            }
-          });
+      std::optional<std::size_t> popped;
+      try {
+        popped = pop_lockfree(out.subspan(taken), consumers, go_on);
+      } catch (const std::bad_alloc&) {
+        // No hazard record for this thread (lockfree_queue's contract:
+        // nothing was taken there). Jobs already taken from the drained
+        // mutex queue are in `out`: return them; with none, the pop
+        // throws having taken nothing, as the lock-free queue's does.
+        if (taken > 0) return taken;
+        throw;
+      }
       if (!popped) continue;  // the state changed after our hint
       taken += *popped;
       if (go_on) {
@@ -614,6 +612,32 @@ class basic_adaptive_job_queue {
       if (taken < out.size() && go_on) continue;
       return taken;
     }
+  }
+
+  // The lock-free side of pop_routed(): pops into `out` unless the state
+  // changed after our hint (nullopt); sets `go_on` when the queue popped is
+  // the previous one and was found drained. Throws std::bad_alloc having
+  // taken nothing (a first use on this thread that cannot get a hazard
+  // record).
+  std::optional<std::size_t> pop_lockfree(std::span<job_function> out, std::size_t consumers, bool& go_on) {
+    return active_lockfree_queue().pop_checked(
+        out, consumers,
+        [this] {
+          // Read while holding the hazard record (see the header comment).
+          return source_index(state_.load(std::memory_order_seq_cst)) == lockfree_index;
+        },
+        [this, &go_on] {
+          // Ended (empty and sealed or closed), still holding the record,
+          // so no switch can unseal it now. If it is the previous queue,
+          // it is empty for good: mark it drained.
+          std::uint64_t current = state_.load(std::memory_order_seq_cst);
+          if (active_index(current) != lockfree_index && !is_drained(current)) {
+            // Fails only if another pop set the bit first.
+            (void)state_.compare_exchange_strong(current, current | drained_bit, std::memory_order_seq_cst,
+                                                 std::memory_order_seq_cst);
+            go_on = true;
+          }
+        });
   }
 
   // Every contended_check_every-th mutex-queue operation that found its
