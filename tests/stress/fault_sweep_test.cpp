@@ -438,7 +438,7 @@ TEST(AdaptiveQueueOutOfMemory, APopThatCannotGetAHazardRecordReturnsTheJobsItToo
   ts::adaptive_job_queue queue{ts::queue_strategy::ADAPTIVE};
   std::atomic<int> runs{0};
   ASSERT_TRUE(queue.try_push(ts::job_function([&runs] { runs.fetch_add(1); })));  // into the mutex queue
-  ASSERT_TRUE(queue.force_switch_for_testing());                                   // now previous, not drained
+  ASSERT_TRUE(queue.force_switch_for_testing());                                  // now previous, not drained
   std::thread mover([&queue] {
     mover_id = std::this_thread::get_id();
     ts::job_function job{held_in_move{}};
