@@ -96,8 +96,13 @@ class pool_core {
   // before stopping the pool's timers): producers blocked by backpressure
   // (a timer's dispatch among them) give up with pool_stopped, and a full
   // pool no longer makes anyone wait, so nothing stop() waits for can be
-  // stuck waiting for room that only stop() would free. Idempotent.
-  void begin_stop() noexcept;
+  // stuck waiting for room that only stop() would free; and a paused pool
+  // resumes (after, with cancel_pending, asking its workers to cancel what
+  // they take), so that nothing stop() waits for - a timer's function run
+  // on the timer thread, which the next step joins, waiting in wait_idle()
+  // or for a future - waits for a resume() that only stop() would make.
+  // Idempotent.
+  void begin_stop(stop_mode mode) noexcept;
   stop_report stop(stop_mode mode);
   // For a pool destroyed where it cannot be stopped and freed at once (see
   // pool_front::stop_for_destructor(); called after begin_stop()): closes

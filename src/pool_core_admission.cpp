@@ -267,9 +267,20 @@ result<void> pool_core::acquire_room(std::span<job_function> fns, bool& ran_inli
   }
 }
 
-void pool_core::begin_stop() noexcept {
+void pool_core::begin_stop(stop_mode mode) noexcept {
   stop_requested_.store(true, std::memory_order_seq_cst);  // pairs with acquire_room()'s stopped()
   room_available_.notify_all();
+  // A paused pool resumes now rather than in close_for_stop() (see the
+  // declaration). acquire: pairs with pause()/resume(), as is_paused(); a
+  // pause() after this look is undone by close_for_stop() as before.
+  if (!paused_.load(std::memory_order_acquire)) return;
+  if (mode == stop_mode::cancel_pending) {
+    // release: pairs with the acquire in execute(), as in close_for_stop():
+    // before the resume, so a worker holding a job for the paused pool
+    // cancels it rather than runs it.
+    cancel_requested_.store(true, std::memory_order_release);
+  }
+  resume();
 }
 
 unexpected_error pool_core::refusal(const error& queue_error) const {

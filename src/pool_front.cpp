@@ -50,7 +50,7 @@ void pool_front::stop_for_destructor() noexcept {
   // still use it. Everything that refers to this object ends here; the core
   // goes on and is freed later, by a thread that is there anyway: nothing
   // allocates and no thread is started.
-  core_->begin_stop();
+  core_->begin_stop(stop_mode::drain);
   if (!on_timer_thread) {
     // The timers first (their runs call into this object), then the spawn
     // registry's entry (failure reports push through it).
@@ -109,16 +109,18 @@ bool pool_front::is_paused() const noexcept { return core_->is_paused(); }
 void pool_front::wait_idle() { core_->wait_idle(); }
 
 stop_report pool_front::stop(stop_mode mode) {
-  // From a worker: the core throws invalid_argument and stops nothing (not
-  // even the timers).
-  if (core_->on_own_worker()) return core_->stop(mode);
+  // From a worker, or from a job the pool discards on this thread (a
+  // drop_oldest victim's hook or destructor, a job stop() cancels): refused
+  // with invalid_argument before anything stops (not even the timers, nor
+  // begin_stop()'s refusal of a full pool's submissions).
+  if (const char* refusal = core_->refusal_on_this_thread(/*stop=*/true)) core_->throw_refusal(refusal);
   // From the timer thread (a timer's function that backpressure::caller_runs
   // ran there): stopping would join that thread from itself. Refused before
   // anything stops, as on a worker.
   if (timers_->on_timer_thread()) core_->throw_refusal("stop() called on the pool's timer thread");
   // A full pool makes no one wait from here (a timer's run blocked on room
   // would keep the timer thread, which the next step joins, from ending).
-  core_->begin_stop();
+  core_->begin_stop(mode);
   // Timers first, while the pool still accepts their due runs (see
   // timer_queue.hpp: drain dispatches due one-shot timers, cancels the rest;
   // a run that finds a full pool is refused now instead of waiting).

@@ -747,6 +747,21 @@ TEST(PoolBackpressure, WaitIdleAndStopFromADropOldestVictimsHookAreRefused) {
   EXPECT_EQ(stop_code, ts::error_code::invalid_argument);
   EXPECT_TRUE(pool.is_running());
   EXPECT_EQ(pool.get_statistics().dropped, 1U);
+  // The refused stop() changed nothing. It used to begin the stop before
+  // the refusal: every pending timer was cancelled and new ones refused,
+  // and a full pool refused submissions with pool_stopped instead of
+  // dropping its oldest job.
+  std::atomic<bool> timer_ran{false};
+  ASSERT_TRUE(pool.schedule_after(1ms, [&timer_ran] { timer_ran.store(true, std::memory_order_release); }));
+  EXPECT_TRUE(ts::test::eventually([&timer_ran] { return timer_ran.load(std::memory_order_acquire); }));
+  {
+    ts::test::held_worker held(pool);
+    ASSERT_TRUE(pool.enqueue([] {}));
+    EXPECT_TRUE(pool.enqueue([] {}));  // full: drops the one before
+    held.release();
+    pool.wait_idle();
+  }
+  EXPECT_EQ(pool.get_statistics().dropped, 2U);
 }
 
 // The same from a job that stop(cancel_pending) discards on its calling

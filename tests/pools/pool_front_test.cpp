@@ -674,6 +674,53 @@ TEST(PoolControlRegression, StopFromATimersFunctionOnTheTimerThreadIsRefused) {
   pool.wait_idle();  // the held job has left its latch (on this frame) before `held` goes
 }
 
+// A timer's function that caller_runs ran on the timer thread waits in
+// wait_idle() for a paused pool; stop() (either mode) must resume the pool
+// (the contract: a paused pool's stop runs or cancels what it holds) before
+// it joins the timer thread. It joined first, and waited for ever for a
+// thread that waited for a resume() only stop() would make.
+TEST(PoolControlRegression, StopResumesAPausedPoolBeforeJoiningATimerRunWaitingForIt) {
+  for (const auto mode : {ts::stop_mode::drain, ts::stop_mode::cancel_pending}) {
+    SCOPED_TRACE(mode == ts::stop_mode::drain ? "drain" : "cancel_pending");
+    auto o = ts::test::pool_opts("timer-waits-paused");
+    o.backpressure = ts::backpressure::caller_runs(1);
+    ts::thread_pool pool{1, o};
+    pool.pause();
+    std::atomic<int> ran{0};
+    ASSERT_TRUE(pool.enqueue([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));  // fills the bound
+    std::atomic<bool> in_timer{false};
+    std::atomic<bool> waited{false};
+    auto timer = pool.schedule_after(1ms, [&] {  // full: caller_runs runs it on the timer thread
+      in_timer.store(true, std::memory_order_release);
+      pool.wait_idle();  // until the pool resumes (or stop() begins)
+      waited.store(true, std::memory_order_release);
+    });
+    ASSERT_TRUE(timer);
+    ASSERT_TRUE(ts::test::eventually([&in_timer] { return in_timer.load(std::memory_order_acquire); }));
+    std::atomic<bool> returned{false};
+    std::atomic<bool> freed_by_watchdog{false};
+    std::thread watchdog([&] {  // lets a failing build end rather than hang
+      if (ts::test::eventually([&returned] { return returned.load(std::memory_order_acquire); })) return;
+      freed_by_watchdog.store(true, std::memory_order_release);
+      pool.resume();
+    });
+    const auto report = pool.stop(mode);
+    returned.store(true, std::memory_order_release);
+    watchdog.join();
+    EXPECT_FALSE(freed_by_watchdog.load(std::memory_order_acquire)) << "stop() waited for the paused pool";
+    EXPECT_TRUE(waited.load(std::memory_order_acquire));
+    EXPECT_EQ(report.accepted, report.executed + report.cancelled);
+    // (The timer's run counts as executed too: caller_runs ran it.)
+    if (mode == ts::stop_mode::drain) {
+      EXPECT_EQ(ran.load(std::memory_order_relaxed), 1);
+      EXPECT_EQ(report.cancelled, 0U);
+    } else {
+      EXPECT_EQ(ran.load(std::memory_order_relaxed), 0);
+      EXPECT_EQ(report.cancelled, 1U);
+    }
+  }
+}
+
 // ---- owner_slot (the slots task_group owners off the pool lease) ----------
 
 // A thief can be inside a slot whose holder never published to it (it read
