@@ -73,13 +73,20 @@ void pool_front::stop_for_destructor() noexcept {
   // exists (a discarded sleep reports through it); its thread, once it has
   // left the dispatch, orphans the core (drained and freed by its last
   // worker) and frees the timers.
+  // The queue's pending timers are cancelled inside this call, while core_
+  // and timers_ are still set: a discarded sleep resumes its coroutine with
+  // `cancelled`, and what that lets out is reported through this object
+  // (report_failure(), the core's error handler). Only then does this
+  // object let go of them.
   retire_spawn_key();
-  pool_core* const core = core_.release();
-  pool_timers* const timers = timers_.release();
+  pool_core* const core = core_.get();
+  pool_timers* const timers = timers_.get();
   timers->abandon_on_timer_thread(job_function([core, timers] {
     core->orphan();
     delete timers;
   }));
+  (void)core_.release();    // owned by the timer thread's step above from here
+  (void)timers_.release();  // likewise
 }
 
 result<void> pool_front::start() {

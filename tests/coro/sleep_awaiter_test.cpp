@@ -8,6 +8,8 @@
 #include <chrono>
 #include <coroutine>
 #include <cstdint>
+#include <exception>
+#include <latch>
 #include <memory>
 #include <string>
 #include <thread>
@@ -185,6 +187,50 @@ TEST(Sleep, ATokenCancelWhoseResumptionIsRefusedAbandonsTheTaskSafely) {
   held.release();
   const auto report = pool.stop();
   EXPECT_EQ(report.accepted, report.executed + report.cancelled);
+}
+
+// A foreign coroutine that sleeps and lets the sleep's error out (its
+// promise rethrows: the exception goes to the pool's error handler).
+rethrowing_coroutine sleep_uncaught(thread_pool& p) { co_await p.sleep_for(1h); }
+
+// A pool destroyed on its own timer thread (a timer's function, refused by
+// the full pool, held its last owner) discards the sleeps still pending
+// there: a foreign coroutine's sleep resumes it with `cancelled`, and what
+// it lets out goes to the pool's error handler. That report went through
+// the pool's core after the destructor had let go of it (a null pointer).
+TEST(Sleep, APoolDestroyedOnItsTimerThreadReportsWhatADiscardedSleepLetsOut) {
+  std::atomic<int> reported{0};
+  std::latch started{1};
+  std::latch gate{1};
+  std::latch timer_thread_held{1};
+  std::latch timer_thread_gate{1};
+  std::atomic<bool> timer_thread_released{false};
+  pool_options o;
+  o.backpressure = backpressure::reject(1);
+  o.on_error = [&reported](const std::exception_ptr&) { reported.fetch_add(1, std::memory_order_release); };
+  auto pool = std::make_shared<thread_pool>(1, o);
+  ASSERT_TRUE(pool->enqueue([&started, &gate] {
+    started.count_down();
+    gate.wait();
+  }));
+  started.wait();
+  ASSERT_TRUE(pool->enqueue([] {}));  // the pool is full
+  const rethrowing_coroutine sleeper = sleep_uncaught(*pool);
+  // As in ThreadPool.ATimersFunctionMayHoldTheLastReferenceToItsPool: a
+  // first timer holds the timer thread; the second takes the pool's last
+  // reference once the test has dropped its own; its run is refused.
+  ASSERT_TRUE(pool->schedule_after(
+      1ms, test::holds_the_timer_thread(&timer_thread_held, &timer_thread_gate, &timer_thread_released)));
+  timer_thread_held.wait();
+  ASSERT_TRUE(pool->schedule_after(1ms, [p = pool] {}));
+  const std::weak_ptr<thread_pool> watch = pool;
+  pool.reset();
+  timer_thread_gate.count_down();
+  EXPECT_TRUE(test::eventually([&] { return timer_thread_released.load(std::memory_order_acquire); }));
+  EXPECT_TRUE(test::eventually([&watch] { return watch.expired(); }));
+  EXPECT_TRUE(test::eventually([&reported] { return reported.load(std::memory_order_acquire) == 1; }));
+  EXPECT_TRUE(sleeper.done());  // failed at its final point
+  gate.count_down();            // the worker goes on; the last one to leave frees the core
 }
 
 TEST(Sleep, AWakeUpTheBoundedPoolRefusesAbandonsTheSleepingTask) {

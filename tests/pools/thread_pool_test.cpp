@@ -670,6 +670,8 @@ TEST(ThreadPool, AJobOwningItsPoolMayBeDroppedOrRunOnTheSubmittingThread) {
   }
 }
 
+using ts::test::holds_the_timer_thread;
+
 // A timer's function holding the last shared_ptr to its pool is destroyed
 // on the pool's timer thread: when the full pool refuses the run (reject),
 // or after caller_runs ran it there. The pool's destructor then runs on the
@@ -677,31 +679,6 @@ TEST(ThreadPool, AJobOwningItsPoolMayBeDroppedOrRunOnTheSubmittingThread) {
 // invalid_argument out of the destructor: std::terminate). Now the
 // destructor returns, the queued job still runs (drain), and the timer
 // thread frees the pool after the run.
-namespace {
-// A timer function whose destruction (on the timer thread, once its run is
-// refused or has run) holds that thread until `gate` opens, after saying so
-// through `holding`, and then sets `released`; moved-from copies do nothing.
-struct holds_the_timer_thread {
-  std::latch* holding;
-  std::latch* gate;
-  std::atomic<bool>* released;
-  bool armed = true;
-  holds_the_timer_thread(std::latch* h, std::latch* g, std::atomic<bool>* r) : holding(h), gate(g), released(r) {}
-  holds_the_timer_thread(holds_the_timer_thread&& o) noexcept
-      : holding(o.holding), gate(o.gate), released(o.released), armed(std::exchange(o.armed, false)) {}
-  holds_the_timer_thread& operator=(holds_the_timer_thread&&) = delete;
-  holds_the_timer_thread(const holds_the_timer_thread&) = delete;
-  holds_the_timer_thread& operator=(const holds_the_timer_thread&) = delete;
-  void operator()() const {}
-  ~holds_the_timer_thread() {
-    if (!armed) return;
-    holding->count_down();
-    gate->wait();
-    released->store(true, std::memory_order_release);  // pairs with the test's acquire: the latches are done with
-  }
-};
-}  // namespace
-
 TEST(ThreadPool, ATimersFunctionMayHoldTheLastReferenceToItsPool) {
   for (const bool typed : {false, true}) {
     for (const auto policy : {ts::backpressure::policy::reject, ts::backpressure::policy::caller_runs}) {

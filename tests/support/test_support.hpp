@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "thread_system/pools/thread_pool.hpp"
 
@@ -178,6 +179,29 @@ struct worker_blocker {
     }
   }
   void let_go() { release.store(true, std::memory_order_release); }  // pairs with the loop above
+};
+
+/// A timer function whose destruction (on the timer thread, once its run is
+/// refused or has run) holds that thread until `gate` opens, after saying so
+/// through `holding`, and then sets `released`; moved-from copies do nothing.
+struct holds_the_timer_thread {
+  std::latch* holding;
+  std::latch* gate;
+  std::atomic<bool>* released;
+  bool armed = true;
+  holds_the_timer_thread(std::latch* h, std::latch* g, std::atomic<bool>* r) : holding(h), gate(g), released(r) {}
+  holds_the_timer_thread(holds_the_timer_thread&& o) noexcept
+      : holding(o.holding), gate(o.gate), released(o.released), armed(std::exchange(o.armed, false)) {}
+  holds_the_timer_thread& operator=(holds_the_timer_thread&&) = delete;
+  holds_the_timer_thread(const holds_the_timer_thread&) = delete;
+  holds_the_timer_thread& operator=(const holds_the_timer_thread&) = delete;
+  void operator()() const {}
+  ~holds_the_timer_thread() {
+    if (!armed) return;
+    holding->count_down();
+    gate->wait();
+    released->store(true, std::memory_order_release);  // pairs with the test's acquire: the latches are done with
+  }
 };
 
 /// Holds a pool's only worker inside a job until release(); the
