@@ -65,6 +65,21 @@ struct timer_core {
   timer_routed_dispatch target;
   std::string name;
   job_function after_stop;  // guarded by mutex: see timer_queue::abandon_on_timer_thread()
+  // timer_handle::cancel() calls in progress on the queue's timers. A cancel
+  // destroys the timer's function, whose discard may push into the queue's
+  // target (a sleep's resumption); stop() waits for these to end, so the
+  // target (a pool, stopped after its timers) outlives every such push.
+  std::atomic<std::uint32_t> handle_cancels{0};
+
+  // Waits until the only timer_handle::cancel() calls in progress on this
+  // queue are `own` (the calling thread's, which a stop made inside their
+  // discard cannot wait for). acquire: pairs with end_handle_cancel().
+  void wait_for_handle_cancels(std::uint32_t own) noexcept {
+    for (std::uint32_t n = handle_cancels.load(std::memory_order_acquire); n > own;
+         n = handle_cancels.load(std::memory_order_acquire)) {
+      handle_cancels.wait(n, std::memory_order_acquire);
+    }
+  }
 
   // ---- heap (caller holds mutex) -------------------------------------------
 
@@ -448,6 +463,9 @@ void timer_main(const std::shared_ptr<timer_core>& core_ptr) {
   job_function after = std::move(core.after_stop);
   lock.unlock();
   tl_timer_core = nullptr;
+  // Abandoned (no stop() joins this thread): `after` frees the target, so
+  // it waits, as stop() does, for cancels still running a discard.
+  if (after) core.wait_for_handle_cancels(0);
   if (after) after();  // (abandon_on_timer_thread(): may destroy the timer_queue object, not `core`)
 }
 
@@ -457,14 +475,47 @@ void timer_main(const std::shared_ptr<timer_core>& core_ptr) {
 
 // ---- timer_handle --------------------------------------------------------
 
+namespace detail {
+namespace {
+// The timer_handle::cancel() calls in progress on this thread, innermost
+// first (a cancel's discard may cancel another timer): a stop() made inside
+// one of them does not wait for them (see timer_core::handle_cancels).
+struct handle_cancel_scope {
+  const timer_core* core;
+  handle_cancel_scope* outer;
+};
+thread_local handle_cancel_scope* tl_handle_cancels = nullptr;
+
+std::uint32_t own_handle_cancels(const timer_core* core) noexcept {
+  std::uint32_t n = 0;
+  for (const handle_cancel_scope* s = tl_handle_cancels; s != nullptr; s = s->outer) n += s->core == core ? 1 : 0;
+  return n;
+}
+}  // namespace
+}  // namespace detail
+
 bool timer_handle::cancel() noexcept {
-  if (entry_ == nullptr || !entry_->try_cancel()) return false;
-  if (auto core = entry_->core.lock()) {
+  if (entry_ == nullptr) return false;
+  const std::shared_ptr<detail::timer_core> core = entry_->core.lock();
+  if (!core) return entry_->try_cancel();  // the queue is gone: it cancelled every timer it had
+  // relaxed: published to the queue's stop() by the release CAS in
+  // try_cancel() below (its timer thread's own try_cancel() of this timer
+  // acquires it, and the thread's join orders stop() after), or read there
+  // directly; the decrement is the release.
+  core->handle_cancels.fetch_add(1, std::memory_order_relaxed);
+  detail::handle_cancel_scope scope{core.get(), detail::tl_handle_cancels};
+  detail::tl_handle_cancels = &scope;
+  const bool cancelled = entry_->try_cancel();  // destroys the function: its discard runs here
+  if (cancelled) {
     detail::count_cancelled(*core);
     std::lock_guard lock(core->mutex);
     core->remove(*entry_);  // no notify: a stale wake-up finds the next timer
   }
-  return true;
+  detail::tl_handle_cancels = scope.outer;
+  // release: what the discard did happens-before a stop() that reads the
+  // count (wait_for_handle_cancels()).
+  if (core->handle_cancels.fetch_sub(1, std::memory_order_release) == 1) core->handle_cancels.notify_all();
+  return cancelled;
 }
 
 bool timer_handle::is_active() const noexcept {
@@ -546,6 +597,10 @@ timer_statistics timer_queue::stop(stop_mode mode) {
   }
   core_->wake.notify_all();
   if (thread_.joinable()) thread_.join();
+  // A timer_handle::cancel() on another thread that won its timer before
+  // the thread's cancel_all() may still be running the timer's discard (a
+  // push into the target): the caller (a pool) must outlive it.
+  core_->wait_for_handle_cancels(detail::own_handle_cancels(core_.get()));
   return statistics();
 }
 

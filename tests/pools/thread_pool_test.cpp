@@ -18,6 +18,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <ranges>
 #include <stdexcept>
 #include <string>
@@ -752,6 +753,84 @@ TEST(ThreadPool, ATimersFunctionMayHoldTheLastReferenceToItsPool) {
       EXPECT_EQ(timer_ran.load(std::memory_order_relaxed), policy == ts::backpressure::policy::caller_runs);
     }
   }
+}
+
+// timer_handle::cancel() on one thread while another destroys the pool:
+// the cancel destroys the timer's function, whose destructor (a sleep's
+// discard, or any user code) may push into the pool. The pool's stop found
+// that timer already cancelled and went on to free the pool under it (a
+// coroutine sleep's resumption pushed into a freed pool). The timers' stop
+// now waits for cancels in progress. Here the function's destructor holds
+// the cancelling thread until the pool's destruction has begun, waits a
+// while, and then uses the pool: the pool must still be there.
+namespace {
+struct uses_the_pool_when_destroyed {
+  ts::thread_pool* pool;
+  std::atomic<bool>* in_destructor;
+  std::atomic<bool>* destroying;
+  std::atomic<bool>* destroyed;
+  std::atomic<bool>* pool_was_there;
+  bool armed = true;
+  uses_the_pool_when_destroyed(ts::thread_pool* p, std::atomic<bool>* in, std::atomic<bool>* ing, std::atomic<bool>* ed,
+                               std::atomic<bool>* there)
+      : pool(p), in_destructor(in), destroying(ing), destroyed(ed), pool_was_there(there) {}
+  uses_the_pool_when_destroyed(uses_the_pool_when_destroyed&& o) noexcept
+      : pool(o.pool),
+        in_destructor(o.in_destructor),
+        destroying(o.destroying),
+        destroyed(o.destroyed),
+        pool_was_there(o.pool_was_there),
+        armed(std::exchange(o.armed, false)) {}
+  uses_the_pool_when_destroyed(const uses_the_pool_when_destroyed&) = delete;
+  uses_the_pool_when_destroyed& operator=(const uses_the_pool_when_destroyed&) = delete;
+  uses_the_pool_when_destroyed& operator=(uses_the_pool_when_destroyed&&) = delete;
+  void operator()() const {}
+  ~uses_the_pool_when_destroyed() {
+    if (!armed) return;
+    in_destructor->store(true, std::memory_order_release);
+    (void)ts::test::eventually([this] { return destroying->load(std::memory_order_acquire); });
+    // Long enough for a destructor that does not wait to finish on an idle
+    // machine; with the fix the pool waits however long this takes.
+    const auto until = std::chrono::steady_clock::now() + 100ms;
+    while (!destroyed->load(std::memory_order_acquire) && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(1ms);
+    }
+    pool_was_there->store(!destroyed->load(std::memory_order_acquire), std::memory_order_release);
+    if (pool_was_there->load(std::memory_order_relaxed)) (void)pool->enqueue([] {});  // accepted or pool_stopped
+  }
+};
+}  // namespace
+
+TEST(ThreadPool, APoolDestroyedWhileAnotherThreadCancelsItsTimerOutlivesTheCancel) {
+  std::atomic<bool> in_destructor{false};
+  std::atomic<bool> destroying{false};
+  std::atomic<bool> destroyed{false};
+  std::atomic<bool> pool_was_there{false};
+  std::optional<ts::thread_pool> pool;
+  pool.emplace(1, ts::test::pool_opts("cancel-vs-destroy"));
+  auto timer = pool->schedule_after(
+      1h, uses_the_pool_when_destroyed(&*pool, &in_destructor, &destroying, &destroyed, &pool_was_there));
+  ASSERT_TRUE(timer);
+  std::thread canceller([&timer] { EXPECT_TRUE(timer->cancel()); });
+  ASSERT_TRUE(ts::test::eventually([&in_destructor] { return in_destructor.load(std::memory_order_acquire); }));
+  destroying.store(true, std::memory_order_release);
+  pool.reset();
+  destroyed.store(true, std::memory_order_release);
+  canceller.join();
+  EXPECT_TRUE(pool_was_there.load(std::memory_order_acquire)) << "the pool was destroyed during the cancel";
+}
+
+// The same wait must not stop a cancel whose timer's function holds the
+// pool's last owner: destroying the function destroys the pool on the
+// cancelling thread, inside the cancel its stop() would wait for.
+TEST(ThreadPool, ACancelThatDestroysThePoolDoesNotWaitForItself) {
+  auto pool = std::make_shared<ts::thread_pool>(1, ts::test::pool_opts("cancel-destroys"));
+  const std::weak_ptr<ts::thread_pool> watch = pool;
+  auto timer = pool->schedule_after(1h, [p = pool] {});
+  ASSERT_TRUE(timer);
+  pool.reset();  // the timer's function is the last owner
+  EXPECT_TRUE(timer->cancel());
+  EXPECT_TRUE(watch.expired());
 }
 
 // ---- refusals ------------------------------------------------------------

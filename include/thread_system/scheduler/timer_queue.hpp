@@ -81,8 +81,14 @@
 //     every run handed to the target that has not started (when the target
 //     gets to it, it reports itself cancelled); a run that started
 //     finishes. After stop() begins,
-//     schedule_*() returns pool_stopped. stop() is idempotent and returns
-//     the final statistics.
+//     schedule_*() returns pool_stopped. stop() also waits for every
+//     timer_handle::cancel() in progress on another thread (one that won
+//     its timer destroys the function, and that destructor - a coroutine
+//     sleep's discard - may push into the target), so the target may be
+//     destroyed once stop() returns; a stop() made on a thread inside a
+//     cancel (its function's destructor destroyed the queue's owner) does
+//     not wait for that cancel. stop() is idempotent and returns the final
+//     statistics.
 //   * Bad input — an empty function, a negative or NaN delay, a zero,
 //     negative or NaN period — is refused with invalid_argument. Delays and
 //     periods too long for the steady clock (infinity, hours::max()) are
