@@ -543,7 +543,9 @@ void pool_core::run_left_behind(std::span<job_function> batch) {
   // This thread may be a worker of another pool: its context comes back.
   struct as_caller_runner {
     worker_context outer = tl_context;
-    explicit as_caller_runner(pool_core* core) noexcept { tl_context = worker_context{core, &core->caller_runner_}; }
+    explicit as_caller_runner(pool_core* core) noexcept {
+      tl_context = worker_context{core, &core->caller_runner_, &outer};
+    }
     as_caller_runner(const as_caller_runner&) = delete;
     as_caller_runner& operator=(const as_caller_runner&) = delete;
     ~as_caller_runner() { tl_context = outer; }

@@ -30,7 +30,10 @@ thread_local std::uint32_t tl_sample_countdown = 1;
 
 }  // namespace
 
-pool_worker* pool_core::own_worker() const noexcept { return tl_context.pool == this ? tl_context.worker : nullptr; }
+pool_worker* pool_core::own_worker() const noexcept {
+  const worker_context* c = context_of(this);
+  return c != nullptr ? c->worker : nullptr;
+}
 
 result<void> pool_core::push_local(pool_worker& w, job_function&& fn, local_push where) {
   // Only this worker's thread pushes to its deque, so the check below and
@@ -253,7 +256,7 @@ void pool_core::wake_all_groups() noexcept {
   }
 }
 
-bool pool_core::on_own_worker() const noexcept { return tl_context.pool == this; }
+bool pool_core::on_own_worker() const noexcept { return context_of(this) != nullptr; }
 
 // The fronts' pushes (pools/pool_front.hpp), in this file so that the
 // core's push paths above inline into them.

@@ -173,8 +173,8 @@ bool pool_core::owner_stalled(pool_worker& w, const pool_worker& victim) noexcep
 }
 
 bool pool_core::nothing_left_to_steal_from_caller() const noexcept {
-  if (tl_context.pool == this) {
-    const pool_worker& w = *tl_context.worker;
+  if (const worker_context* c = context_of(this)) {
+    const pool_worker& w = *c->worker;
     // relaxed: a hint; the slot is stealable too.
     return w.deque_.empty_approx() && w.lifo_slot_.load(std::memory_order_relaxed) == 0;
   }

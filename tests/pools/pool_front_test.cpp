@@ -674,6 +674,38 @@ TEST(PoolControlRegression, StopFromATimersFunctionOnTheTimerThreadIsRefused) {
   pool.wait_idle();  // the held job has left its latch (on this frame) before `held` goes
 }
 
+// A job on pool B's worker stops pool A (never started, seed style), which
+// runs A's jobs on that thread. Running them replaced the thread's context
+// with A's caller runner: B no longer knew its own worker, so B.wait_idle()
+// from one of A's jobs waited for itself instead of being refused (and
+// B.stop() would have joined its own thread). The context now links the
+// one it replaced.
+TEST(PoolControlRegression, AWorkerStoppingAnotherPoolStaysItsPoolsWorker) {
+  ts::thread_pool b{1, ts::test::pool_opts("outer-b")};
+  bool b_knows_its_worker = false;
+  std::optional<ts::error_code> wait_idle_refusal;
+  bool ran = false;
+  auto done = b.submit([&] {
+    ts::thread_pool a{"never-started-a"};
+    ASSERT_TRUE(a.enqueue([&] {
+      ran = true;
+      b_knows_its_worker = b.is_worker_thread();
+      if (!b_knows_its_worker) return;  // b.wait_idle() would wait for this very job
+      try {
+        b.wait_idle();
+      } catch (const ts::error_exception& e) {
+        wait_idle_refusal = e.code();
+      }
+    }));
+    (void)a.stop();  // runs A's job on this thread (B's worker)
+    EXPECT_TRUE(b.is_worker_thread());
+  });
+  done.get();
+  EXPECT_TRUE(ran);
+  EXPECT_TRUE(b_knows_its_worker);
+  EXPECT_EQ(wait_idle_refusal, ts::error_code::invalid_argument);
+}
+
 // A timer's function that caller_runs ran on the timer thread waits in
 // wait_idle() for a paused pool; stop() (either mode) must resume the pool
 // (the contract: a paused pool's stop runs or cancels what it holds) before

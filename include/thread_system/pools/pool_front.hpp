@@ -68,14 +68,28 @@ class pool_worker;
 // The pool and worker running on this thread: a worker's own for its whole
 // life, or a stopping pool's caller runner while the stopping thread runs
 // the jobs left behind (nulls elsewhere). Set and restored in
-// src/pool_core.cpp (worker_main(), run_left_behind()). In the header so that
-// is_worker_thread() - asked by task_group::run() on every group - is a
-// thread-local load and a compare.
+// src/pool_core.cpp (worker_main(), run_left_behind()). A caller runner's
+// context links the one it replaced (`outer`): a worker of pool B that
+// stops pool A runs A's jobs as A's caller runner and is still B's worker
+// for B's refusals and pushes. In the header so that is_worker_thread() -
+// asked by task_group::run() on every group - is a thread-local load and a
+// compare (and, off a worker, one more load).
 struct worker_context {
   const pool_core* pool = nullptr;
   pool_worker* worker = nullptr;
+  const worker_context* outer = nullptr;  // the context a caller runner replaced, or null
 };
 inline thread_local worker_context tl_context;
+
+// This thread's context for `pool` (the innermost), or null when this thread
+// is neither one of its workers nor running its jobs left behind.
+[[nodiscard]] inline const worker_context* context_of(const pool_core* pool) noexcept {
+  if (tl_context.pool == pool) return &tl_context;
+  for (const worker_context* c = tl_context.outer; c != nullptr; c = c->outer) {
+    if (c->pool == pool) return c;
+  }
+  return nullptr;
+}
 
 // For parallel_for's lazy splitting (src/pool_core_steal.cpp): true when work
 // handed to `pool` by the calling thread has all been taken - on a worker of
@@ -382,7 +396,7 @@ class pool_front {
   /// After stop() the workers are still counted (their threads ended).
   [[nodiscard]] std::size_t worker_count() const;
   /// True when the calling thread is one of this pool's workers.
-  [[nodiscard]] bool is_worker_thread() const noexcept { return tl_context.pool == core_.get(); }
+  [[nodiscard]] bool is_worker_thread() const noexcept { return context_of(core_.get()) != nullptr; }
   /// The pool's name (its options' name, or the seed-style constructor's argument).
   [[nodiscard]] const std::string& get_name() const noexcept;
   /// Replaces the failure handler (null restores the default stderr line).
