@@ -10,6 +10,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -155,6 +156,29 @@ TEST(ShardedQueue, BoundedExactCapacitySingleThread) {
   }
   EXPECT_EQ(drained, capacity);
   EXPECT_EQ(ran.load(std::memory_order_seq_cst), capacity + 4);  // seq_cst: pairs with the writers' RMW/store
+}
+
+// A batch above the capacity could never fit: refused with invalid_argument,
+// as bounded_queue refuses it, even into an empty queue (queue_full invited
+// a retry that could never succeed), the jobs untouched; one that fits the
+// capacity but not the room left is queue_full.
+TEST(ShardedQueue, ABatchAboveTheCapacityIsInvalidNotFull) {
+  ts::sharded_queue queue(with_shards(2, 8));
+  std::atomic<std::size_t> ran{0};
+  std::vector<ts::job_function> batch(9);
+  for (auto& j : batch) j = counting_job(ran);
+  auto above = queue.push_batch(batch);
+  ASSERT_FALSE(above);
+  EXPECT_EQ(above.error().code(), ts::error_code::invalid_argument);
+  EXPECT_NE(above.error().message().find("above the capacity of 8"), std::string::npos) << above.error().message();
+  for (const auto& j : batch) EXPECT_TRUE(j);
+  EXPECT_EQ(queue.size_approx(), 0U);
+  batch.pop_back();
+  ASSERT_TRUE(queue.push_batch(batch));  // exactly the capacity fits
+  std::array<ts::job_function, 1> one{counting_job(ran)};
+  auto full = queue.push_batch(one);
+  ASSERT_FALSE(full);
+  EXPECT_EQ(full.error().code(), ts::error_code::queue_full);
 }
 
 // The bound is one total shared by the shards: threads bound to different

@@ -25,7 +25,9 @@
 //     reports `queue_full` and never drops a job.
 //   * bounded (capacity == C > 0): `reserved_` counts jobs accepted and not
 //     yet fully popped. A push reserves its jobs with a CAS that succeeds
-//     only if `reserved_ + n <= C`, else fails with `queue_full` (so refused
+//     only if `reserved_ + n <= C`, else fails with `queue_full` (a batch
+//     of more than C jobs, which could never fit, fails with
+//     `invalid_argument`, as in bounded_queue; so refused
 //     pushes never inflate the count and never cause another push to be
 //     refused). A pop releases the reservations of the jobs it took after
 //     taking them; a push whose shard refused it (closed) releases its own.
@@ -58,11 +60,13 @@
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <string>
 #include <thread>
 #include <utility>
 
 #include "thread_system/core/error.hpp"
 #include "thread_system/core/job_function.hpp"
+#include "thread_system/detail/config.hpp"
 #include "thread_system/queues/job_queue.hpp"
 #include "thread_system/queues/queue_concept.hpp"
 
@@ -135,13 +139,17 @@ class sharded_queue {
 
   /// Appends every job of `jobs` to this thread's shard, in order, all or
   /// none (see the header comment); fails like try_push, also with
-  /// `queue_full` in bounded mode when the batch does not fit in the room left.
+  /// `queue_full` in bounded mode when the batch does not fit in the room
+  /// left, and `invalid_argument` for a batch above the capacity, which could
+  /// never fit (as bounded_queue).
   [[nodiscard]] result<void> push_batch(std::span<job_function> jobs) {
     for (const auto& job : jobs) {
       if (!job) return make_error(error_code::invalid_argument, "sharded_queue: empty job in batch");
     }
     if (is_closed()) return make_error(error_code::pool_stopped, "sharded_queue: queue is closed");
     if (jobs.empty()) return {};
+    // Never room for it: a mistake, not a moment's fullness.
+    if (capacity_ != 0 && jobs.size() > capacity_) return above_capacity(jobs.size());
     if (!reserve(jobs.size())) return make_error(error_code::queue_full, "sharded_queue: queue is full");
     auto pushed = home_shard(detail::this_thread_slot()).push_batch(jobs);
     if (!pushed) release(jobs.size());
@@ -222,6 +230,14 @@ class sharded_queue {
   };
 
   job_queue& home_shard(std::size_t slot) noexcept { return *shards_[slot & mask_].queue; }
+
+  // Out of line: the message's code stays out of push_batch().
+  THREAD_SYSTEM_NOINLINE result<void> above_capacity(std::size_t batch) const noexcept {
+    return make_error_nothrow(error_code::invalid_argument, [&] {
+      return "sharded_queue: a batch of " + std::to_string(batch) + " jobs is above the capacity of " +
+             std::to_string(capacity_);
+    });
+  }
 
   // Reserves room for `count` jobs in bounded mode; always true when unbounded.
   bool reserve(std::size_t count) noexcept {
