@@ -27,6 +27,28 @@ TEST(JobFunction, NullCallablesGiveEmptyJobs) {
   EXPECT_FALSE(b);
 }
 
+// Running an empty job is a mistake reported with the library's error, not
+// a null dereference (it crashed), as std::function throws bad_function_call.
+TEST(JobFunction, RunningAnEmptyJobThrowsInvalidArgument) {
+  ts::job_function empty;
+  for (const bool call_operator : {false, true}) {
+    try {
+      if (call_operator) {
+        empty();
+      } else {
+        (void)empty.run();
+      }
+      ADD_FAILURE() << "an empty job ran";
+    } catch (const ts::error_exception& e) {
+      EXPECT_EQ(e.code(), ts::error_code::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("empty job"), std::string::npos) << e.what();
+    }
+  }
+  ts::job_function moved_from([] {});
+  ts::job_function taker = std::move(moved_from);
+  EXPECT_THROW(moved_from.run(), ts::error_exception);  // NOLINT(bugprone-use-after-move): empty by contract
+}
+
 TEST(JobFunction, RunsTheCallable) {
   int hits = 0;
   ts::job_function f([&hits] { ++hits; });

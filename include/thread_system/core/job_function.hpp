@@ -175,9 +175,15 @@ class job_function {
     return holds<F>() ? target<F>(storage_) : nullptr;
   }
 
-  /// Runs the callable. Exceptions propagate. Precondition: non-empty.
-  job_outcome run() { return vtable_->invoke(storage_); }
-  /// Runs the callable and discards the outcome. Exceptions propagate. Precondition: non-empty.
+  /// Runs the callable. Exceptions propagate. An empty job_function throws
+  /// error_exception{invalid_argument} (as std::function throws
+  /// bad_function_call): a mistake, not a crash.
+  job_outcome run() {
+    if (vtable_ == nullptr) [[unlikely]]
+      throw_empty_run();
+    return vtable_->invoke(storage_);
+  }
+  /// Runs the callable and discards the outcome, as run().
   void operator()() { (void)run(); }
 
   /// Tells the callable it will never run (its `cancel()` hook, if any). The
@@ -274,6 +280,9 @@ class job_function {
   }
 
  private:
+  [[noreturn]] THREAD_SYSTEM_NOINLINE static void throw_empty_run() {
+    throw error_exception(make_error(error_code::invalid_argument, "job_function: run() of an empty job").value);
+  }
   // The constructors' body: stores f inline or on the heap and sets the
   // vtable; an empty callable leaves the job empty. With `no_throw`, no
   // memory for the heap copy leaves it empty too (D(f) not evaluated).
