@@ -368,6 +368,29 @@ TEST(TypedThreadPool, AnUnknownQueueKindIsRefused) {
   }
 }
 
+// A negative aging bound is a mistake, refused as a negative idle_wait is
+// (it was taken as 0: strict priority, silently).
+TEST(TypedThreadPool, ANegativeAgingBoundIsRefused) {
+  auto o = typed_opts();
+  o.aging_bound = std::chrono::milliseconds(-5);
+  for (const bool seed_style : {false, true}) {
+    try {
+      if (seed_style) {
+        ts::typed_thread_pool_t<job_types> refused{"negative-aging", o};
+      } else {
+        ts::typed_thread_pool_t<job_types> refused{2, o};
+      }
+      ADD_FAILURE() << "a negative aging_bound was accepted";
+    } catch (const ts::error_exception& e) {
+      EXPECT_EQ(e.code(), ts::error_code::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find("aging_bound"), std::string::npos) << e.what();
+    }
+  }
+  o.aging_bound = std::chrono::milliseconds(0);
+  ts::typed_thread_pool_t<job_types> strict{1, o};  // 0 is strict priority
+  EXPECT_TRUE(strict.is_running());
+}
+
 TEST(TypedThreadPool, RefusesEmptyJobsAndReportsStopped) {
   ts::typed_thread_pool_t<job_types> pool{2, typed_opts()};
   std::function<void()> empty;

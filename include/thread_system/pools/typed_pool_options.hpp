@@ -46,7 +46,8 @@ struct typed_pool_options {
   /// The queue each type gets (adaptive by default); any kind but `bounded`
   /// (the constructor throws invalid_argument: bound a typed pool with `backpressure`).
   pool_queue queue = pool_queue::adaptive;
-  /// 0: strict priority. Otherwise the aging bound (see the header).
+  /// 0: strict priority. Otherwise the aging bound (see the header); negative:
+  /// the constructor throws invalid_argument.
   std::chrono::nanoseconds aging_bound{0};
   /// As pool_options::latency_sample_every.
   std::uint32_t latency_sample_every = 32;

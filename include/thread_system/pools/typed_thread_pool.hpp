@@ -471,8 +471,9 @@ class typed_thread_pool_t : public detail::pool_front {
   }
 
   explicit typed_thread_pool_t(typed_pool_options<T>&& options) try
-      : typed_thread_pool_t(std::move(options), new detail::typed_injector(checked_queue_kind(options.queue),
-                                                                           options.aging_bound)) {  // owned below
+      : typed_thread_pool_t(std::move(options),
+                            new detail::typed_injector(checked_queue_kind(options.queue),
+                                                       checked_aging_bound(options.aging_bound))) {  // owned below
   } catch (const std::bad_alloc&) {
     throw error_exception(detail::out_of_memory_error().value);
   }
@@ -512,6 +513,14 @@ class typed_thread_pool_t : public detail::pool_front {
   static pool_queue checked_queue_kind(pool_queue kind) {
     if (!is_known(kind)) throw error_exception(unknown_queue_kind(kind).value);
     return kind;
+  }
+  // A negative bound is a mistake (as a negative idle_wait), not strict priority.
+  static std::chrono::nanoseconds checked_aging_bound(std::chrono::nanoseconds bound) {
+    if (bound.count() < 0) {
+      throw error_exception(
+          make_error(error_code::invalid_argument, "typed_pool_options::aging_bound: negative duration").value);
+    }
+    return bound;
   }
 
   static unexpected_error bounded_refused() {
