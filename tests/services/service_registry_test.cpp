@@ -6,6 +6,7 @@
 #include <barrier>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -167,6 +168,46 @@ TEST(ServiceRegistry, FactoryMayResolveOtherServices) {
                      [&reg] { return std::make_shared<fixed_greeter>(reg.resolve<other_service>().value()->x); })
                   .has_value());
   EXPECT_EQ(reg.resolve<greeter>().value()->id(), 5);
+}
+
+// A factory that resolves its own interface, directly or through another
+// factory, gets invalid_argument from that inner resolve (a singleton's
+// waited for itself for ever, a transient's overflowed the stack); the outer
+// resolve goes on with whatever the factory makes of it.
+TEST(ServiceRegistry, AFactoryResolvingItsOwnInterfaceIsRefused) {
+  for (const auto lifetime : {ts::service_lifetime::singleton, ts::service_lifetime::transient}) {
+    SCOPED_TRACE(lifetime == ts::service_lifetime::singleton ? "singleton" : "transient");
+    ts::service_registry reg;
+    std::optional<ts::error_code> inner;
+    ASSERT_TRUE(reg.register_factory<greeter>(
+                       [&reg, &inner] {
+                         auto self = reg.resolve<greeter>();
+                         inner = self ? ts::error_code::ok : self.error().code();
+                         return std::make_shared<fixed_greeter>(1);
+                       },
+                       lifetime)
+                    .has_value());
+    auto outer = reg.resolve<greeter>();
+    ASSERT_TRUE(outer) << outer.error().message();
+    EXPECT_EQ(outer.value()->id(), 1);
+    EXPECT_EQ(inner, ts::error_code::invalid_argument);
+  }
+  // Through another factory: greeter -> other_service -> greeter.
+  ts::service_registry reg;
+  std::optional<ts::error_code> inner;
+  ASSERT_TRUE(reg.register_factory<other_service>([&reg, &inner] {
+                   auto g = reg.resolve<greeter>();
+                   inner = g ? ts::error_code::ok : g.error().code();
+                   return std::make_shared<other_service>();
+                 })
+                  .has_value());
+  ASSERT_TRUE(reg.register_factory<greeter>(
+                     [&reg] { return std::make_shared<fixed_greeter>(reg.resolve<other_service>().value()->x); })
+                  .has_value());
+  EXPECT_EQ(reg.resolve<greeter>().value()->id(), 5);
+  EXPECT_EQ(inner, ts::error_code::invalid_argument);
+  // Resolving a service again later (not from inside its factory) is fine.
+  EXPECT_TRUE(reg.resolve<greeter>());
 }
 
 TEST(ServiceRegistry, ChildFallsBackToItsParentAndShadowsIt) {

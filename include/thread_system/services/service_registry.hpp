@@ -24,9 +24,14 @@
 //         the first resolve, outside the registry's lock (a factory may
 //         resolve other services). Concurrent first resolves call it exactly
 //         once; the others wait for its result. If it throws, the exception
-//         reaches that resolve's caller and the next resolve tries again. A
-//         factory that resolves its own interface deadlocks: do not.
+//         reaches that resolve's caller and the next resolve tries again.
 //       - service_lifetime::transient: called on every resolve.
+//     A factory that resolves its own interface, directly or through other
+//     factories it calls, gets invalid_argument from that inner resolve()
+//     (a singleton's would wait for itself, a transient's recurse until
+//     the stack overflows). Detected per thread: two singletons whose
+//     factories resolve each other, first resolved on two threads at once,
+//     still wait for each other - do not build such a cycle.
 //     A factory that returns null makes resolve() return not_found. One
 //     that returns a std::unique_ptr (or another non-shared owner) has it
 //     made a shared_ptr by the registry; out of memory for that, resolve()
@@ -175,6 +180,15 @@ class service_registry {
       return make_error_nothrow(error_code::not_found,
                                 [] { return std::string("service not registered: ") + typeid(I).name(); });
     }
+    // A factory resolving its own interface (see the header) on this thread.
+    for (const resolving* r = tl_resolving; r != nullptr; r = r->outer) {
+      if (r->what == e.get()) {
+        return make_error_nothrow(error_code::invalid_argument, [] {
+          return std::string("service factory resolves its own interface: ") + typeid(I).name();
+        });
+      }
+    }
+    const resolving here(e.get());
     std::shared_ptr<void> p;
     try {
       p = e->get();
@@ -243,6 +257,19 @@ class service_registry {
  private:
   template <typename I>
   friend class scoped_override;
+
+  // The entries whose get() is running on this thread, innermost first: a
+  // resolve() of one of them from inside its own factory is refused.
+  class entry;
+  struct resolving {
+    const entry* what;
+    const resolving* outer;
+    explicit resolving(const entry* e) noexcept : what(e), outer(tl_resolving) { tl_resolving = this; }
+    resolving(const resolving&) = delete;
+    resolving& operator=(const resolving&) = delete;
+    ~resolving() { tl_resolving = outer; }
+  };
+  static inline thread_local const resolving* tl_resolving = nullptr;
 
   // Thrown through a factory entry when the registry itself cannot make the
   // factory's result a shared_ptr (see make_factory_entry()).
