@@ -21,6 +21,15 @@
 //       holds a lock (the mutex queues destroy its leading non-empty
 //       elements before taking their lock, and fill no element past them
 //       that still holds a job).
+//     A job's own callable, though, is moved (relocated: its move
+//     constructor, then its destructor on the moved-from object) into and
+//     out of a mutex queue's storage while that queue's lock is held, when
+//     it is stored inline and is not trivially copyable: that move
+//     constructor and destructor must not call into the same queue
+//     (job_queue, two_lock_job_queue, sharded_queue's shards, the adaptive
+//     queues' mutex side; they would wait for the lock their own thread
+//     holds). A job's body, its cancel hook and the destructor of a job the
+//     queue hands back or discards run outside every lock.
 //   * size_approx() -> std::size_t
 //       Approximate number of queued jobs: a snapshot that may be stale by the
 //       time it returns, and may lag in-flight pushes and pops.
