@@ -498,10 +498,13 @@ bool timer_handle::cancel() noexcept {
   if (entry_ == nullptr) return false;
   const std::shared_ptr<detail::timer_core> core = entry_->core.lock();
   if (!core) return entry_->try_cancel();  // the queue is gone: it cancelled every timer it had
-  // relaxed: published to the queue's stop() by the release CAS in
-  // try_cancel() below (its timer thread's own try_cancel() of this timer
-  // acquires it, and the thread's join orders stop() after), or read there
-  // directly; the decrement is the release.
+  // relaxed: for a timer in the heap when stop() begins, the release CAS in
+  // try_cancel() below publishes it to the timer thread's cancel_all(),
+  // whose try_cancel() of this timer reads the status with acquire, and
+  // stop() joins that thread before it reads the count; a cancel that
+  // removed the timer from the heap first did so under the queue's mutex,
+  // which cancel_all() takes. (A one-shot run already handed to the target
+  // is not covered: see timer_queue.hpp.) The decrement is the release.
   core->handle_cancels.fetch_add(1, std::memory_order_relaxed);
   detail::handle_cancel_scope scope{core.get(), detail::tl_handle_cancels};
   detail::tl_handle_cancels = &scope;
@@ -585,21 +588,25 @@ timer_statistics timer_queue::stop(stop_mode mode) {
   if (on_timer_thread()) {
     throw error_exception(error{error_code::invalid_argument, "timer_queue::stop() called on the timer thread"});
   }
-  std::lock_guard stop_lock(stop_mutex_);
   {
-    std::lock_guard lock(core_->mutex);
-    if (!core_->stopping) {
-      core_->stopping = true;
-      core_->mode = mode;
-      core_->stop_time = clock::now();
-      core_->running.store(false, std::memory_order_relaxed);  // a status flag only
+    std::lock_guard stop_lock(stop_mutex_);
+    {
+      std::lock_guard lock(core_->mutex);
+      if (!core_->stopping) {
+        core_->stopping = true;
+        core_->mode = mode;
+        core_->stop_time = clock::now();
+        core_->running.store(false, std::memory_order_relaxed);  // a status flag only
+      }
     }
+    core_->wake.notify_all();
+    if (thread_.joinable()) thread_.join();
   }
-  core_->wake.notify_all();
-  if (thread_.joinable()) thread_.join();
   // A timer_handle::cancel() on another thread that won its timer before
   // the thread's cancel_all() may still be running the timer's discard (a
-  // push into the target): the caller (a pool) must outlive it.
+  // push into the target): the caller (a pool) must outlive it. Outside
+  // stop_mutex_: that discard may itself call stop() (a timer function's
+  // destructor stopping its pool), which then finds the thread joined.
   core_->wait_for_handle_cancels(detail::own_handle_cancels(core_.get()));
   return statistics();
 }

@@ -87,8 +87,10 @@
 //     sleep's discard - may push into the target), so the target may be
 //     destroyed once stop() returns; a stop() made on a thread inside a
 //     cancel (its function's destructor destroyed the queue's owner) does
-//     not wait for that cancel. stop() is idempotent and returns the final
-//     statistics.
+//     not wait for that cancel. Not covered: a cancel that wins a one-shot
+//     run already handed to the target (due, queued in a busy pool, not yet
+//     started) races with the target's own stop as before. stop() is
+//     idempotent and returns the final statistics.
 //   * Bad input — an empty function, a negative or NaN delay, a zero,
 //     negative or NaN period — is refused with invalid_argument. Delays and
 //     periods too long for the steady clock (infinity, hours::max()) are
