@@ -31,7 +31,10 @@
 //     (a singleton's would wait for itself, a transient's recurse until
 //     the stack overflows). Detected per thread: two singletons whose
 //     factories resolve each other, first resolved on two threads at once,
-//     still wait for each other - do not build such a cycle.
+//     still wait for each other - do not build such a cycle. And a factory
+//     that waits by helping (a task_group or future wait on a pool's worker)
+//     may run other jobs on its thread meanwhile: their resolve() of the
+//     same interface is refused the same way.
 //     A factory that returns null makes resolve() return not_found. One
 //     that returns a std::unique_ptr (or another non-shared owner) has it
 //     made a shared_ptr by the registry; out of memory for that, resolve()
