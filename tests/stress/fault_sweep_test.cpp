@@ -419,10 +419,14 @@ std::atomic<std::thread::id> mover_id{};
 struct held_in_move {
   held_in_move() = default;
   held_in_move(held_in_move&& /*other*/) noexcept {
-    if (hold_mover.load() && std::this_thread::get_id() == mover_id.load()) {
-      mover_inside = true;
+    // seq_cst throughout: test flags between two threads, no data published beyond them.
+    if (hold_mover.load(std::memory_order_seq_cst) &&
+        std::this_thread::get_id() == mover_id.load(std::memory_order_seq_cst)) {
+      mover_inside.store(true, std::memory_order_seq_cst);
       const auto deadline = std::chrono::steady_clock::now() + 60s;  // a watchdog, not a timing assumption
-      while (hold_mover.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+      while (hold_mover.load(std::memory_order_seq_cst) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+      }
     }
   }
   held_in_move(const held_in_move&) = delete;
@@ -437,17 +441,20 @@ TEST(AdaptiveQueueOutOfMemory, APopThatCannotGetAHazardRecordReturnsTheJobsItToo
   using namespace adaptive_oom;
   ts::adaptive_job_queue queue{ts::queue_strategy::ADAPTIVE};
   std::atomic<int> runs{0};
-  ASSERT_TRUE(queue.try_push(ts::job_function([&runs] { runs.fetch_add(1); })));  // into the mutex queue
-  ASSERT_TRUE(queue.force_switch_for_testing());                                  // now previous, not drained
+  ASSERT_TRUE(queue.try_push(
+      ts::job_function([&runs] { runs.fetch_add(1, std::memory_order_relaxed); })));  // into the mutex queue
+  ASSERT_TRUE(queue.force_switch_for_testing());                                      // now previous, not drained
   std::thread mover([&queue] {
-    mover_id = std::this_thread::get_id();
+    mover_id.store(std::this_thread::get_id(), std::memory_order_seq_cst);
     ts::job_function job{held_in_move{}};
-    hold_mover = true;
+    hold_mover.store(true, std::memory_order_seq_cst);
     EXPECT_TRUE(queue.try_push(std::move(job)));
   });
   const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (!mover_inside.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-  ASSERT_TRUE(mover_inside.load()) << "the mover never reached its job's move";
+  while (!mover_inside.load(std::memory_order_seq_cst) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  ASSERT_TRUE(mover_inside.load(std::memory_order_seq_cst)) << "the mover never reached its job's move";
 
   std::array<ts::job_function, 4> out;
   std::size_t n = 0;
@@ -459,13 +466,13 @@ TEST(AdaptiveQueueOutOfMemory, APopThatCannotGetAHazardRecordReturnsTheJobsItToo
     threw = true;
   }
   fault::tl_fail_all = false;
-  hold_mover = false;
+  hold_mover.store(false, std::memory_order_seq_cst);
   mover.join();
 
   EXPECT_FALSE(threw) << "the pop threw with the previous queue's job in `out`";
   ASSERT_EQ(n, 1U);
   out[0]();
-  EXPECT_EQ(runs.load(), 1);
+  EXPECT_EQ(runs.load(std::memory_order_relaxed), 1);  // ran on this thread
   // The mover's job is still there, and nothing else.
   ts::job_function rest;
   ASSERT_TRUE(queue.try_pop(rest));
