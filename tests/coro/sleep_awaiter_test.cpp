@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <exception>
 #include <latch>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -46,6 +47,29 @@ TEST(Sleep, ResumesOnAWorkerNoEarlierThanTheDelay) {
     co_return std::chrono::steady_clock::now() >= due;
   };
   EXPECT_TRUE(sync_wait(until(pool)));
+}
+
+// A zero, negative or NaN duration, or a time already past, is due at once:
+// the co_await does not throw and still resumes on a worker (the contract in
+// coro/sleep_awaiter.hpp; schedule_after refuses such delays instead).
+TEST(Sleep, ADurationThatIsNotPositiveIsDueAtOnceAndResumesOnAWorker) {
+  thread_pool pool{1};
+  auto t = [](thread_pool& p) -> task<int> {
+    int on_worker = 0;
+    co_await p.sleep_for(0ms);
+    on_worker += p.is_worker_thread() ? 1 : 0;
+    co_await p.sleep_for(-5s);
+    on_worker += p.is_worker_thread() ? 1 : 0;
+    co_await p.sleep_for(std::chrono::duration<double>(std::numeric_limits<double>::quiet_NaN()));
+    on_worker += p.is_worker_thread() ? 1 : 0;
+    co_await p.sleep_until(std::chrono::steady_clock::time_point::min());
+    on_worker += p.is_worker_thread() ? 1 : 0;
+    co_return on_worker;
+  };
+  // A due time in the past arms nothing for later: the whole chain resumes
+  // at once (a failure here would hang until the test's timeout, or throw).
+  EXPECT_EQ(sync_wait(t(pool)), 4);
+  EXPECT_FALSE(pool.schedule_after(-5s, [] {}).has_value()) << "the timer's rule, for contrast";
 }
 
 // A sleep awaitable is awaited once: the second co_await is refused at once

@@ -5,6 +5,13 @@
 //
 // Contract (see also coro/coro_base.hpp):
 //   * Resumes no earlier than the due time, on one of the pool's workers.
+//     A zero, negative or NaN sleep_for() duration, or a sleep_until() time
+//     not after now, is due at once: the coroutine still resumes on a worker
+//     (as std::this_thread::sleep_for returns at once, and as every wait of
+//     the library with a timeout treats such a timeout as "only a check").
+//     schedule_after(), by contrast, refuses a negative or NaN delay
+//     (timer_queue.hpp): a timer's delay is the caller's data, a sleep's is
+//     often a deadline minus now that has already passed.
 //   * The chain's token (this_job::token() of a task) cancelled during the
 //     sleep: the coroutine resumes at once on a worker and the co_await
 //     throws error_exception{cancelled}. Cancelled before it: the sleep does

@@ -351,7 +351,8 @@ class thread_pool : public detail::pool_front {
   /// the pool does not accept it.
   [[nodiscard]] detail::schedule_awaiter schedule() noexcept { return detail::schedule_awaiter(coroutine_target()); }
   /// `co_await pool.sleep_for(d);` resumes on a worker after `d` (the timer
-  /// queue; no thread blocks). See coro/sleep_awaiter.hpp.
+  /// queue; no thread blocks); a zero, negative or NaN `d` is due at once.
+  /// See coro/sleep_awaiter.hpp.
   template <typename Rep, typename Period>
   [[nodiscard]] detail::sleep_awaiter<detail::pool_timer_arm<thread_pool>> sleep_for(
       std::chrono::duration<Rep, Period> d) {
