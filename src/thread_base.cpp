@@ -39,7 +39,8 @@ error hook_exception(const std::string& name, const char* hook, std::exception_p
 
 }  // namespace
 
-thread_base::thread_base(std::string name, std::size_t stack_size) : name_(std::move(name)), stack_size_(stack_size) {}
+thread_base::thread_base(std::string name, std::size_t stack_size)
+    : name_(std::move(name)), stack_size_(stack_size), lifecycle_(std::make_shared<lifecycle_state>()) {}
 
 thread_base::~thread_base() {
   // A derived class should already have stopped us (its hooks must not run
@@ -56,9 +57,13 @@ thread_base::~thread_base() {
   // thread its thread any more: another object built at the same address
   // (by the hook, or by the allocator's next request) is not "called from
   // its own thread" (tl_current left pointing here refused its start() and
-  // stop(), and its destructor detached its running thread).
+  // stop(), and its destructor detached its running thread). A stop() on
+  // another thread may be waiting for this thread (it holds the thread's
+  // handle itself then, and thread_ is empty): it learns from the flag,
+  // after its join, that the object is gone.
   tl_destroyed = true;
   tl_current = nullptr;
+  lifecycle_->destroyed_by_hook = true;
   if (thread_.joinable()) thread_.detach();
 }
 
@@ -67,7 +72,7 @@ result<void> thread_base::start() {
     return make_error_nothrow(error_code::already_started,
                               [&] { return "thread_base '" + name_ + "': start() called from its own thread"; });
   }
-  std::unique_lock life(lifecycle_mutex_);
+  std::unique_lock life(lifecycle_->mutex);
   if (thread_.joinable())
     return make_error_nothrow(error_code::already_started, [&] { return "thread_base '" + name_ + "' is running"; });
   {
@@ -100,7 +105,7 @@ result<void> thread_base::start() {
   }
   // Started: the thread may destroy the object in its first hook (allowed,
   // see the header), so it waits for this confirmation before it runs one,
-  // and it needs mutex_ to see it: with lifecycle_mutex_ released first and
+  // and it needs mutex_ to see it: with the lifecycle mutex released first and
   // mutex_ last, start() touches nothing of the object once the thread can
   // go on. (Without the hand-off, a do_work() that destroyed the object at
   // once could free it before start() had stored the thread in thread_, or
@@ -192,35 +197,48 @@ void thread_base::run() {
     if (pending) report(*pending);
     if (tl_destroyed) return;  // on_error() destroyed the object
     if (leave) break;
-    try {
-      if (auto r = do_work(); !r) report(r.error());
-    } catch (...) {
-      report(hook_exception(name_, "do_work()", std::current_exception()));
-    }
-    if (tl_destroyed) return;                         // do_work() (or on_error()) destroyed the object
-    rounds_.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    if (!run_hook(&thread_base::do_work, "do_work()")) return;  // the object was destroyed
+    rounds_.fetch_add(1, std::memory_order_relaxed);            // statistics only
   }
+  if (!run_hook(&thread_base::after_stop, "after_stop()")) return;  // the object was destroyed
+  running_.store(false, std::memory_order_release);                 // pairs with is_running()
+}
+
+bool thread_base::run_hook(result<void> (thread_base::*hook)(), const char* hook_name) {
+  std::optional<error> failure;
   try {
-    if (auto r = after_stop(); !r) report(r.error());
+    if (auto r = (this->*hook)(); !r) failure = std::move(r).error();
   } catch (...) {
-    report(hook_exception(name_, "after_stop()", std::current_exception()));
+    // The hook may have destroyed the object before it threw: no name_ then.
+    if (!tl_destroyed) failure = hook_exception(name_, hook_name, std::current_exception());
   }
-  if (tl_destroyed) return;                          // after_stop() destroyed the object
-  running_.store(false, std::memory_order_release);  // pairs with is_running()
+  // Destroyed by the hook: what it returned or threw has no object left to
+  // go to (on_error() is a member), and nothing of the object is touched.
+  if (tl_destroyed) return false;
+  if (failure) report(*failure);
+  return !tl_destroyed;  // on_error() may have destroyed it too
 }
 
 result<void> thread_base::stop() {
   if (tl_current == this) {
     return make_error(error_code::invalid_argument, "thread_base::stop() called from its own thread");
   }
-  std::lock_guard life(lifecycle_mutex_);
+  // A hook may destroy the object while this call waits for the thread
+  // (after_stop() runs inside it): after the join, only what is held here -
+  // the lifecycle state and the thread's handle - is touched.
+  const std::shared_ptr<lifecycle_state> lifecycle = lifecycle_;
+  std::lock_guard life(lifecycle->mutex);
+  if (lifecycle->destroyed_by_hook) return {};  // a stop() before this one joined the thread that did it
   if (!thread_.joinable()) return {};
+  detail::os_thread joined = std::move(thread_);
   {
+    // Notified under the lock: once it is released the thread may end the
+    // loop and destroy the object, condition variable included.
     std::lock_guard lock(mutex_);
     stop_requested_ = true;
+    cv_.notify_all();
   }
-  cv_.notify_all();
-  thread_.join();
+  joined.join();
   return {};
 }
 

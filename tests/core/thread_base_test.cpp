@@ -495,6 +495,82 @@ TEST(ThreadBase, AHookMayDestroyItsOwnObject) {
   EXPECT_EQ(after_stops.load(std::memory_order_relaxed), 0);  // the object was gone: no hook after that
 }
 
+// A hook that destroys its object while a stop() on another thread waits
+// for the thread (after_stop() always runs inside one), or that destroys it
+// and then fails: stop() returns {} touching nothing of the object, and what
+// the destroying hook returned or threw is dropped - on_error() is a member
+// of the destroyed object. (stop() joined through the destroyed object's
+// thread handle: a null pointer; the loop called on_error() and read the
+// name of the freed object: use after free.)
+namespace {
+enum class destroyer { after_stop, do_work };
+enum class ending { ok, error, exception };
+
+class destroyed_by_its_hook : public ts::thread_base {
+ public:
+  destroyed_by_its_hook(destroyer who, ending how, std::atomic<int>* reports, std::atomic<int>* destroyed)
+      : thread_base("destroyed-by-hook"), who_(who), how_(how), reports_(reports), destroyed_(destroyed) {}
+  ~destroyed_by_its_hook() override {
+    (void)stop();                                         // invalid_argument on its own thread
+    destroyed_->fetch_add(1, std::memory_order_release);  // pairs with the test's acquire
+  }
+  std::shared_ptr<destroyed_by_its_hook> self;  // the last reference, dropped by the hook
+
+ protected:
+  ts::result<void> do_work() override {
+    if (who_ != destroyer::do_work || !armed.load(std::memory_order_acquire)) return {};  // pairs with the test
+    return end_here();
+  }
+  ts::result<void> after_stop() override { return end_here(); }
+  void on_error(const ts::error& /*e*/) override { reports_->fetch_add(1, std::memory_order_relaxed); }
+
+ public:
+  std::atomic<bool> armed{false};  // destroyer::do_work: destroy in the next round
+
+ private:
+  ts::result<void> end_here() {
+    const ending how = how_;
+    self.reset();  // destroys this object, here: nothing of it is touched below
+    if (how == ending::exception) throw std::runtime_error("thrown by the hook that destroyed its object");
+    if (how == ending::error) return ts::make_error(ts::error_code::job_failed, "returned by the destroying hook");
+    return {};
+  }
+
+  destroyer who_;
+  ending how_;
+  std::atomic<int>* reports_;
+  std::atomic<int>* destroyed_;
+};
+}  // namespace
+
+TEST(ThreadBase, AHookMayDestroyItsObjectWhileStopWaitsForItAndThenFail) {
+  for (const destroyer who : {destroyer::after_stop, destroyer::do_work}) {
+    for (const ending how : {ending::ok, ending::error, ending::exception}) {
+      SCOPED_TRACE(static_cast<int>(who) * 10 + static_cast<int>(how));
+      std::atomic<int> reports{0};
+      std::atomic<int> destroyed{0};
+      auto owner = std::make_shared<destroyed_by_its_hook>(who, how, &reports, &destroyed);
+      owner->self = owner;
+      destroyed_by_its_hook* raw = owner.get();
+      if (who == destroyer::do_work) raw->set_wake_interval(1ms);
+      ASSERT_TRUE(raw->start());
+      owner.reset();  // the object's own reference is the last
+      if (who == destroyer::do_work) {
+        raw->armed.store(true, std::memory_order_release);  // the next round destroys it; raw is not touched again
+      } else {
+        EXPECT_TRUE(raw->stop()) << "the stop() the hook destroyed the object under";
+      }
+      const auto deadline = std::chrono::steady_clock::now() + 30s;
+      while (destroyed.load(std::memory_order_acquire) == 0) {
+        ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the hook did not destroy its object";
+        std::this_thread::sleep_for(1ms);
+      }
+      EXPECT_EQ(destroyed.load(std::memory_order_acquire), 1);
+      EXPECT_EQ(reports.load(std::memory_order_relaxed), 0) << "on_error() of a destroyed object";
+    }
+  }
+}
+
 // A hook that destroys its own object and builds another in the same
 // storage: the new object is not the hook's own, so its start() and stop()
 // from there succeed, and its thread is joined, not detached. (The thread

@@ -29,11 +29,16 @@
 // own destructor: the hooks are virtual and must not run while the derived
 // part is being destroyed. Everything the thread did is visible after stop()
 // returns. A hook may destroy the object itself (the last shared_ptr to it
-// dropped inside do_work(), on_error() or after_stop()): its thread cannot
-// join itself, so it is detached and ends as soon as the hook returns,
-// touching nothing of the object (no further hook runs; after_stop() not
-// either). Destroying it from before_start(), or while another thread is
-// inside start()/stop(), is outside the contract.
+// dropped inside do_work(), on_error() or after_stop()) while no other
+// thread is inside one of its members - except the stop() that ended the
+// loop, for after_stop() (and the on_error() it calls): after_stop() runs
+// while that stop() waits for the thread, and that stop() then returns {}
+// touching nothing of the object. The thread ends as soon as the hook
+// returns, touching nothing of the object (no further hook runs;
+// after_stop() not either; an error the destroying hook returns or throws
+// is dropped, with no object left to report it to); with no stop()
+// waiting, it is detached. Destroying it from before_start(), or while
+// another thread is inside any other member call, is outside the contract.
 //
 // Exceptions from the hooks are reported, never fatal:
 //   * before_start() throwing: start() returns `job_failed` with the
@@ -48,7 +53,8 @@
 // detail/os_thread.hpp); when the OS refuses a thread,
 // start() returns `resource_exhausted` (also for a stack larger than the
 // address space or its limits leave), and `invalid_argument` for a stack
-// size no mapping can have (above PTRDIFF_MAX) or that the platform rejects
+// size no mapping can have (above PTRDIFF_MAX, also once rounded up to whole
+// pages) or that the platform rejects
 // as such.
 #pragma once
 
@@ -56,6 +62,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -125,6 +132,9 @@ class thread_base {
   void run();
   [[nodiscard]] bool continue_work_locked();
   void report(const error& e) noexcept;
+  // Runs do_work() or after_stop() and reports its error; false when a hook
+  // destroyed the object (nothing of it may be touched any more).
+  [[nodiscard]] bool run_hook(result<void> (thread_base::*hook)(), const char* hook_name);
 
   // starting -> started (before_start() succeeded) -> confirmed (start()
   // is done with the object: the thread may run the other hooks), or
@@ -133,8 +143,17 @@ class thread_base {
 
   std::string name_;
   std::size_t stack_size_;
-  std::mutex lifecycle_mutex_;  // serialises start(), stop() and the destructor
-  detail::os_thread thread_;    // guarded by lifecycle_mutex_
+  // What a stop() needs after its join, when a hook may have destroyed the
+  // object meanwhile: the stop() keeps a reference to it.
+  struct lifecycle_state {
+    std::mutex mutex;  // serialises start(), stop() and the destructor
+    // Set by the destructor run by a hook on the object's thread, before
+    // the thread ends; read by the stop() that joined it (or waited for
+    // that one's lock): ordered by the join and the mutex.
+    bool destroyed_by_hook = false;
+  };
+  std::shared_ptr<lifecycle_state> lifecycle_;
+  detail::os_thread thread_;  // guarded by lifecycle_->mutex
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool stop_requested_ = false;                        // guarded by mutex_
