@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
+
+#include "thread_system/pools/thread_pool.hpp"
 
 namespace ts = thread_system;
 
@@ -42,6 +45,25 @@ TEST(CallbackJob, EmptyCallbackIsAnError) {
   auto r = j.do_work();
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), ts::error_code::invalid_argument);
+}
+
+// An empty job_function is an empty callback like an empty std::function:
+// the job is not runnable and a pool refuses it at enqueue. (It was
+// accepted, and failed with invalid_argument when it ran.)
+TEST(CallbackJob, AnEmptyJobFunctionIsAnEmptyCallbackThatPoolsRefuse) {
+  ts::callback_job j{ts::job_function{}};
+  EXPECT_FALSE(j.has_callback());
+  EXPECT_FALSE(j.runnable());
+  EXPECT_TRUE(ts::job_function{} == nullptr);
+  EXPECT_FALSE(ts::job_function([] {}) == nullptr);
+  ts::thread_pool pool{1};
+  const auto refused = pool.enqueue(std::make_unique<ts::callback_job>(ts::job_function{}));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), ts::error_code::invalid_argument);
+  pool.wait_idle();
+  EXPECT_EQ(pool.get_statistics().failed, 0U);
+  EXPECT_FALSE(pool.schedule_after(std::chrono::milliseconds(1), ts::job_function{}))
+      << "the timer's empty-function check sees it too";
 }
 
 // job::to_job_function() is the one adapter every pool runs a seed job through.

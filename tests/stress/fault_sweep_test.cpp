@@ -37,6 +37,7 @@
 
 #include "../support/fault_sweep.hpp"
 #include "../support/test_support.hpp"
+#include "thread_system/compat/job.hpp"
 #include "thread_system/detail/hazard_pointers.hpp"
 #include "thread_system/detail/job_node.hpp"
 #include "thread_system/diagnostics/latency_histogram.hpp"
@@ -44,6 +45,7 @@
 #include "thread_system/pools/task_group.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/pools/typed_thread_pool.hpp"
+#include "thread_system/pools/typed_worker.hpp"
 #include "thread_system/queues/adaptive_job_queue.hpp"
 #include "thread_system/queues/lockfree_queue.hpp"
 #include "thread_system/queues/work_stealing_deque.hpp"
@@ -745,4 +747,33 @@ TEST(ServiceRegistryOutOfMemory, EveryEntryPointReportsWithTheLibrarysError) {
   EXPECT_EQ(with_factory, ts::error_code::resource_exhausted);
   EXPECT_FALSE(ts::service_registry::global().contains<oom_service>());
   EXPECT_FALSE(reg.contains<oom_service>());
+}
+
+// Seed-style entry points out of memory: a refusal with its code, not an
+// escaping std::bad_alloc (set_responsibilities() from a list copied it
+// outside any guard; an empty callback_job built its message with
+// allocations that could throw).
+TEST(SeedApiOutOfMemory, TypedResponsibilitiesAndAnEmptyCallbackJobReportTheirErrors) {
+  enum class kind : std::uint8_t { a, b };
+  ts::typed_thread_worker_t<kind> worker;
+  ts::callback_job empty{std::function<ts::result<void>()>{}, "a name longer than any small-string buffer"};
+  fault::tl_fail_all = true;  // every allocation of this thread fails
+  ts::result<void> set = {};
+  ts::result<void> ran = {};
+  bool escaped = false;
+  try {
+    set = worker.set_responsibilities({kind::a, kind::b});
+    ran = empty.do_work();
+  } catch (const std::bad_alloc&) {
+    escaped = true;
+  }
+  fault::tl_fail_all = false;
+  ASSERT_FALSE(escaped) << "std::bad_alloc escaped";
+  ASSERT_FALSE(set);
+  EXPECT_EQ(set.error().code(), ts::error_code::resource_exhausted);
+  EXPECT_TRUE(worker.is_universal()) << "a refused call changes nothing";
+  ASSERT_FALSE(ran);
+  EXPECT_EQ(ran.error().code(), ts::error_code::invalid_argument);
+  ASSERT_TRUE(worker.set_responsibilities({kind::b}));  // with memory again
+  EXPECT_EQ(worker.get_responsibilities().size(), 1U);
 }

@@ -103,8 +103,8 @@ inline result<job_function> job::to_job_function(std::unique_ptr<job> j, std::st
 /// are accepted.
 class callback_job final : public job {
  public:
-  /// Wraps `callback` (see the class comment). An empty std::function or a null pointer gives a job
-  /// that is not runnable() and is refused at enqueue.
+  /// Wraps `callback` (see the class comment). An empty std::function, an empty job_function or a null
+  /// pointer gives a job that is not runnable() and is refused at enqueue.
   template <thread_system::runnable F, typename D = std::decay_t<F>>
     requires not_same_as<F, callback_job>
   explicit callback_job(F&& callback, std::string name = "callback_job") : job(std::move(name)) {
@@ -125,10 +125,13 @@ class callback_job final : public job {
     }
   }
 
-  /// Runs the callback; an `invalid_argument` error if there is none.
+  /// Runs the callback; an `invalid_argument` error if there is none (out of
+  /// memory for its message, the error carries only its code).
   [[nodiscard]] result<void> do_work() override {
-    if (!callback_)
-      return make_error(error_code::invalid_argument, "callback_job '" + get_name() + "' has no callback");
+    if (!callback_) {
+      return make_error_nothrow(error_code::invalid_argument,
+                                [this] { return "callback_job '" + get_name() + "' has no callback"; });
+    }
     return callback_();
   }
 

@@ -161,6 +161,10 @@ class job_function {
 
   /// True when a callable is held.
   explicit operator bool() const noexcept { return vtable_ != nullptr; }
+  /// True when no callable is held (as std::function's): so the library's
+  /// empty-callable checks (nullable_callable, core/concepts.hpp) see an
+  /// empty job_function wrapped in a callback_job, a timer or a factory.
+  friend bool operator==(const job_function& f, std::nullptr_t) noexcept { return !f; }
 
   /// True when the held callable is of type F (the type it was wrapped as).
   template <detail::job_callable F>

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -71,9 +72,16 @@ class typed_thread_worker_t : public thread_worker {
     responsibilities_ = std::move(types);
     return {};
   }
-  /// As set_responsibilities(std::vector<T>).
+  /// As set_responsibilities(std::vector<T>); `resource_exhausted` when
+  /// the list cannot be copied (out of memory), nothing changed.
   result<void> set_responsibilities(std::initializer_list<T> types) {
-    return set_responsibilities(std::vector<T>(types));
+    std::vector<T> copy;
+    try {
+      copy.assign(types.begin(), types.end());
+    } catch (const std::bad_alloc&) {
+      return make_error(error_code::resource_exhausted, "typed_thread_worker: out of memory for its responsibilities");
+    }
+    return set_responsibilities(std::move(copy));
   }
 
   /// The types this worker serves (empty: all).
