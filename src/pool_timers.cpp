@@ -24,7 +24,7 @@ result<timer_handle> pool_timers::add(std::string_view kind, const std::string& 
         o.name = pool_name.substr(0, detail::utf8_prefix_length(pool_name, 9)) + "-timer";
         queue_ = std::make_unique<timer_queue>(std::move(target), std::move(o));
       } catch (const error_exception& e) {
-        return unexpected_error{e.get_error()};
+        return error_of(e);
       } catch (const std::bad_alloc&) {
         return out_of_memory_error();
       }

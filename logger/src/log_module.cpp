@@ -65,7 +65,7 @@ struct default_loggers {
       last = l.get();
       all.push_back(std::move(l));
     } catch (const error_exception& e) {
-      return unexpected_error{e.get_error()};
+      return thread_system::detail::error_of(e);
     } catch (const std::bad_alloc&) {
       return thread_system::detail::out_of_memory_error();
     }
@@ -138,7 +138,7 @@ result<void> start(std::vector<std::shared_ptr<log_sink>> sinks, logger_options 
   try {
     made = std::make_unique<logger>(std::move(sinks), std::move(options));
   } catch (const error_exception& e) {
-    return unexpected_error{e.get_error()};
+    return thread_system::detail::error_of(e);
   } catch (const std::bad_alloc&) {
     return thread_system::detail::out_of_memory_error();
   }

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "support/fault_sweep.hpp"
+#include "thread_system/logger/log_module.hpp"
 #include "thread_system/logger/logger.hpp"
 #include "thread_system/logger/sinks.hpp"
 
@@ -110,4 +111,27 @@ TEST(LoggerFaultSweep, FileSinksAreCreatedOrRefused) {
       });
   std::error_code ec;
   fs::remove_all(dir, ec);
+}
+
+// log_module::start(sinks, options) refusing bad options (batch_size 0)
+// whichever allocation fails: a result error, invalid_argument or
+// resource_exhausted (the error caught from the logger's constructor was
+// copied inside the catch clause, and a std::bad_alloc of that copy escaped).
+TEST(LoggerFaultSweep, LogModuleStartReportsARefusalWhicheverAllocationFails) {
+  auto sink = std::make_shared<ts::callback_sink>([](const ts::log_entry&) {});
+  std::vector<std::shared_ptr<ts::log_sink>> sinks;  // made by prepare(): the test's allocations
+  ts::logger_options options;
+  fault::sweep(
+      [&](fault::outcome& out) {
+        const bool started = attempt(out, [&] { return ts::log_module::start(std::move(sinks), std::move(options)); });
+        if (started) {
+          out.problem("batch_size 0 was accepted");
+          ts::log_module::stop();
+        }
+      },
+      [&] {
+        sinks.assign({sink});
+        options = ts::logger_options{};
+        options.batch_size = 0;
+      });
 }

@@ -423,6 +423,14 @@ template <typename R>
   return unexpected_error{error{error_code::resource_exhausted, std::string("out of memory")}};
 }
 
+/// The error `e` carries, for an entry point that catches an
+/// error_exception and returns it as a result: never throws (out of memory
+/// for a copy of its message, the error keeps its code alone; copying it
+/// inside the catch clause let that std::bad_alloc escape the entry point).
+[[nodiscard]] inline unexpected_error error_of(const error_exception& e) noexcept {
+  return make_error_nothrow(e.code(), [&e]() -> const std::string& { return e.get_error().message(); });
+}
+
 /// Calls `f` (which returns a result) and turns a std::bad_alloc it throws
 /// into `resource_exhausted`: the one way every result-returning entry
 /// point reports an allocation failure.
