@@ -142,8 +142,9 @@ result<os_thread> os_thread::start_entry(std::unique_ptr<entry> e, std::size_t s
   if (start_refused_for_testing()) {
     return make_error(error_code::resource_exhausted, "out of threads");  // short: allocates nothing
   }
-  // Rounding a larger size up to pages could wrap, too.
-  if (stack_size > max_stack_size) {
+  // Rounding a larger size up to pages could wrap, too; rounding one just
+  // below the limit can pass it.
+  if (larger_than_any_mapping(stack_size)) {
     return make_error_nothrow(error_code::invalid_argument, [&] {
       return "cannot start a thread: a stack of " + std::to_string(stack_size) + " bytes is larger than any mapping";
     });

@@ -106,10 +106,11 @@ pool_core::pool_core(core_config config) try
   taken_back_.limit = static_cast<std::int64_t>(room != 0 ? std::min<std::size_t>(room / 4, 1024) : 1024);
   // A size os_thread refuses as no mapping's: a mistake, found here rather
   // than as a refused thread at start().
-  if (stack_size_ > os_thread::max_stack_size) {
-    throw error_exception(error{error_code::invalid_argument,
-                                std::string(kind_) + " '" + name_ + "': worker_stack_size " +
-                                    std::to_string(stack_size_) + " is larger than any mapping (PTRDIFF_MAX)"});
+  if (os_thread::larger_than_any_mapping(stack_size_)) {
+    throw error_exception(
+        error{error_code::invalid_argument, std::string(kind_) + " '" + name_ + "': worker_stack_size " +
+                                                std::to_string(stack_size_) +
+                                                " is larger than any mapping (PTRDIFF_MAX, in whole pages)"});
   }
   // Before any worker or producer of this pool exists: from here pushers run
   // only a compiler barrier for their wake-up check (wake_worker_if_needed()).

@@ -104,11 +104,12 @@ TEST(OsThread, AThreadGetsTheStackSizeItAskedFor) {
 
 // A stack size no mapping can have is invalid_argument (sizes beyond the
 // 47-bit address space, up to SIZE_MAX - 12287, read resource_exhausted:
-// only the sizes glibc's rounding wrapped were EINVAL).
+// only the sizes glibc's rounding wrapped were EINVAL). PTRDIFF_MAX itself
+// rounds up to whole pages past it (it was resource_exhausted).
 TEST(OsThread, AStackSizeNoMappingCanHaveIsInvalidArgument) {
   std::atomic<int> runs{0};
-  for (const std::size_t size :
-       {static_cast<std::size_t>(PTRDIFF_MAX) + 1, std::size_t{SIZE_MAX} - 12287, std::size_t{SIZE_MAX}}) {
+  for (const std::size_t size : {static_cast<std::size_t>(PTRDIFF_MAX), static_cast<std::size_t>(PTRDIFF_MAX) + 1,
+                                 std::size_t{SIZE_MAX} - 12287, std::size_t{SIZE_MAX}}) {
     auto t = os_thread::start([&] { runs.fetch_add(1, std::memory_order_relaxed); }, size);
     ASSERT_FALSE(t) << size;
     EXPECT_EQ(t.error().code(), error_code::invalid_argument) << size << ": " << t.error().message();

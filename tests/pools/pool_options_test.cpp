@@ -130,7 +130,8 @@ TEST(PoolOptions, TheConstructorRefusesUnknownEnumeratorsAndImpossibleStacks) {
   unknown_queue.queue = static_cast<ts::pool_queue>(42);
   EXPECT_EQ(construction_error(unknown_queue), ts::error_code::invalid_argument);
 
-  for (const std::size_t size : {static_cast<std::size_t>(PTRDIFF_MAX) + 1, std::numeric_limits<std::size_t>::max()}) {
+  for (const std::size_t size : {static_cast<std::size_t>(PTRDIFF_MAX), static_cast<std::size_t>(PTRDIFF_MAX) + 1,
+                                 std::numeric_limits<std::size_t>::max()}) {
     ts::pool_options huge_stack;
     huge_stack.worker_stack_size = size;
     EXPECT_EQ(construction_error(huge_stack), ts::error_code::invalid_argument) << size;

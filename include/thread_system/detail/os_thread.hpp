@@ -14,7 +14,8 @@
 // Contract:
 //   * start() runs `f` on a new thread, or returns `resource_exhausted`
 //     (the OS refused the thread, or memory for it ran out) without having
-//     run it. A `stack_size` no mapping can have (above PTRDIFF_MAX), or one
+//     run it. A `stack_size` no mapping can have (above PTRDIFF_MAX, also
+//     once rounded up to whole pages), or one
 //     the platform rejects as such, is `invalid_argument`; a size it merely
 //     cannot give now (more than the address space or its limits leave) is
 //     `resource_exhausted`. `stack_size` 0 means the platform default (on Linux the
@@ -120,6 +121,11 @@ class os_thread {
   [[nodiscard]] static std::size_t min_stack_size() noexcept;
   /// The stack size a thread started with `requested` bytes (0: default) gets.
   [[nodiscard]] static std::size_t effective_stack_size(std::size_t requested) noexcept;
+  /// True when `requested`, or what rounding it up to whole pages makes of
+  /// it, is above max_stack_size: refused as `invalid_argument`.
+  [[nodiscard]] static bool larger_than_any_mapping(std::size_t requested) noexcept {
+    return requested > max_stack_size || effective_stack_size(requested) > max_stack_size;
+  }
   /// The lowest address of the calling thread's stack (it grows down to
   /// there; the size asked for includes what the thread library keeps at
   /// its top, thread-local storage among it), or 0 when the platform does
