@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,9 +23,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "thread_system/monitoring/monitoring.hpp"
 #include "thread_system/thread_system.hpp"
@@ -52,7 +55,12 @@ void respond(int fd, int status, const char* reason, std::string_view content_ty
 }
 
 // Reads the request head (up to 8 KB) and returns the path of a GET, or "".
+// A client gets 2 s to send it: this server answers one request at a time,
+// and a client that connects and sends nothing must not stall the others.
 std::string read_get_path(int fd) {
+  timeval limit{};
+  limit.tv_sec = 2;
+  (void)::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
   std::string req;
   char buf[1024];
   while (req.find("\r\n\r\n") == std::string::npos && req.size() < 8192) {
@@ -133,7 +141,10 @@ int main(int argc, char** argv) {
     const int client = ::accept(listener, nullptr, nullptr);
     if (client < 0) continue;
     const std::string path = read_get_path(client);
-    const mon::monitor_report report = monitor.latest().value_or(monitor.sample());
+    // The background sampler's latest report; a sample only before its first
+    // (value_or(monitor.sample()) would sample on every request).
+    std::optional<mon::monitor_report> latest = monitor.latest();
+    const mon::monitor_report report = latest ? std::move(*latest) : monitor.sample();
     if (path == "/metrics") {
       respond(client, 200, "OK", mon::prometheus_content_type, mon::to_prometheus(report));
     } else if (path == "/json") {

@@ -11,14 +11,27 @@
 namespace thread_system::monitoring {
 
 namespace {
-// The monitor whose sample() runs on this thread (its collector is being
-// called, with that monitor's mutex_ held), or null. Saved and restored, so
-// a collector may sample another monitor.
-thread_local const pool_monitor* tl_sampling = nullptr;
+// The monitors whose sample() runs on this thread (their collectors are
+// being called, each with its monitor's mutex_ held), innermost first: a
+// collector may sample another monitor, whose collector may then use the
+// first (which must see that it is inside its own sample, not lock its
+// mutex_ again). Frames live on sample()'s stack.
+struct sampling_frame {
+  const pool_monitor* monitor;
+  const sampling_frame* outer;
+};
+thread_local const sampling_frame* tl_sampling = nullptr;
 
 [[noreturn]] void refuse_from_collector(const char* what) {
-  throw error_exception(error{error_code::invalid_argument,
-                              std::string("pool_monitor: ") + what + " called from the monitor's own collector"});
+  // Built without throwing: out of memory, the refusal keeps its code.
+  throw error_exception(make_error_nothrow(error_code::invalid_argument, [what] {
+                          return std::string("pool_monitor: ") + what + " called from the monitor's own collector";
+                        }).value);
+}
+// The workers a report's shares are taken over (see derive()).
+std::size_t current_workers(const pool_metrics& m) noexcept {
+  return m.worker_count != 0 && m.worker_count < m.workers.size() ? static_cast<std::size_t>(m.worker_count)
+                                                                  : m.workers.size();
 }
 }  // namespace
 
@@ -28,17 +41,27 @@ pool_monitor::pool_monitor(collector source, monitor_options options)
   if (options_.interval.count() <= 0) {
     throw error_exception(error{error_code::invalid_argument, "pool_monitor: interval must be positive"});
   }
-  if (options_.window_samples < 2) {
-    throw error_exception(error{error_code::invalid_argument, "pool_monitor: window_samples must be at least 2"});
+  if (options_.window_samples < 2 || options_.window_samples > monitor_options::max_window_samples) {
+    throw error_exception(
+        error{error_code::invalid_argument, "pool_monitor: window_samples must be in [2, max_window_samples]"});
   }
-  ring_.resize(options_.window_samples);  // the only allocation of the history
+  try {
+    ring_.resize(options_.window_samples);  // the only allocation of the history
+  } catch (const std::bad_alloc&) {
+    throw error_exception(error{error_code::resource_exhausted, "pool_monitor: no memory for the history"});
+  }
 }
 
 pool_monitor::~pool_monitor() { stop(); }
 
 std::uint64_t pool_monitor::now() const { return options_.clock ? options_.clock() : detail::steady_now_ns(); }
 
-bool pool_monitor::in_own_sample() const noexcept { return tl_sampling == this; }
+bool pool_monitor::in_own_sample() const noexcept {
+  for (const sampling_frame* f = tl_sampling; f != nullptr; f = f->outer) {
+    if (f->monitor == this) return true;
+  }
+  return false;
+}
 
 bool pool_monitor::on_sampler_thread() const noexcept {
   // relaxed: the sampler's own id is stored before it runs its first
@@ -141,27 +164,52 @@ void pool_monitor::sampler_main() {
 
 monitor_report pool_monitor::sample() {
   if (in_own_sample()) refuse_from_collector("sample()");  // mutex_ is this thread's already
-  std::lock_guard lock(mutex_);
-  struct sampling_scope {
-    const pool_monitor* outer = tl_sampling;
-    explicit sampling_scope(const pool_monitor* m) noexcept { tl_sampling = m; }
-    sampling_scope(const sampling_scope&) = delete;
-    sampling_scope& operator=(const sampling_scope&) = delete;
-    ~sampling_scope() { tl_sampling = outer; }
-  } scope(this);
-  // Built aside (in the buffers of the report before the latest, so a steady
-  // state allocates nothing) and made the latest only once complete: a
-  // collector or derive() that throws (out of memory) leaves latest() as
-  // it was.
-  monitor_report& r = scratch_;
-  source_(r.metrics);
-  const std::uint64_t t = now();
-  r.metrics.steady_ns = t;
-  if (!options_.pool_label.empty()) r.metrics.pool_name = options_.pool_label;
-  derive(r, t);
-  std::swap(latest_, scratch_);
-  ++samples_;
-  return latest_;
+  return thread_system::detail::throw_if_out_of_memory([this] {
+    std::lock_guard lock(mutex_);
+    struct sampling_scope {
+      sampling_frame frame;
+      explicit sampling_scope(const pool_monitor* m) noexcept : frame{m, tl_sampling} { tl_sampling = &frame; }
+      sampling_scope(const sampling_scope&) = delete;
+      sampling_scope& operator=(const sampling_scope&) = delete;
+      ~sampling_scope() { tl_sampling = frame.outer; }
+    } scope(this);
+    // Built aside and made the latest only once complete, and copied for
+    // the caller before that: a collector, derive() or the copy that throws
+    // (out of memory) leaves latest() as it was. The collector gets a
+    // default pool_metrics, not the report before the latest (what it set
+    // only sometimes would have come back from two samples ago).
+    scratch_.metrics = pool_metrics{};
+    monitor_report& r = scratch_;
+    source_(r.metrics);
+    const std::uint64_t t = now();
+    r.metrics.steady_ns = t;
+    if (!options_.pool_label.empty()) r.metrics.pool_name = options_.pool_label;
+    // derive() advances the history: once it has run, this sample is
+    // committed (below), so the caller's copy is made first.
+    derived_state saved = save_derived_state();
+    try {
+      derive(r, t);
+      monitor_report out = r;
+      std::swap(latest_, scratch_);
+      ++samples_;
+      return out;
+    } catch (...) {
+      restore_derived_state(std::move(saved));  // the sample is lost: the history as it was
+      throw;
+    }
+  });
+}
+
+pool_monitor::derived_state pool_monitor::save_derived_state() const {
+  return derived_state{ring_next_, ring_size_, ring_[ring_next_], peak_queue_depth_, tracks_};
+}
+
+void pool_monitor::restore_derived_state(derived_state&& saved) noexcept {
+  ring_next_ = saved.ring_next;
+  ring_size_ = saved.ring_size;
+  ring_[ring_next_] = saved.overwritten;
+  peak_queue_depth_ = saved.peak_queue_depth;
+  tracks_ = std::move(saved.tracks);
 }
 
 void pool_monitor::derive(monitor_report& r, std::uint64_t t) {
@@ -238,7 +286,11 @@ void pool_monitor::derive(monitor_report& r, std::uint64_t t) {
     }
     if (out.stuck) ++r.stuck_workers;
   }
-  r.recent_utilisation = m.workers.empty() ? 0.0 : utilisation_sum / static_cast<double>(m.workers.size());
+  // Over the pool's current workers: get_workers() also lists those a
+  // resize() removed (with no busy time since), which must not dilute the
+  // share. A collector that sets no worker_count: the workers it listed.
+  const std::size_t current = current_workers(m);
+  r.recent_utilisation = current == 0 ? 0.0 : std::min(1.0, utilisation_sum / static_cast<double>(current));
 
   r.wait = m.has_latency ? summarise(m.wait) : latency_summary{};
   r.run = m.has_latency ? summarise(m.run) : latency_summary{};
@@ -253,7 +305,7 @@ void pool_monitor::derive(monitor_report& r, std::uint64_t t) {
   in.utilisation = r.recent_utilisation;
   in.have_wait_latency = m.has_latency && m.wait.count > 0;
   in.wait_p99_ns = r.wait.p99_ns;
-  in.workers = m.workers.size();
+  in.workers = current;
   in.stuck_workers = r.stuck_workers;
   r.health = evaluate_health(in, options_.thresholds);
 }
@@ -265,15 +317,22 @@ std::unique_lock<std::mutex> pool_monitor::lock_unless_sampling() const {
 }
 
 std::optional<monitor_report> pool_monitor::latest() const {
-  const auto lock = lock_unless_sampling();
-  if (samples_ == 0) return std::nullopt;
-  return latest_;
+  return thread_system::detail::throw_if_out_of_memory([this]() -> std::optional<monitor_report> {
+    const auto lock = lock_unless_sampling();
+    if (samples_ == 0) return std::nullopt;
+    return latest_;
+  });
 }
 
 health_report pool_monitor::health() {
   {
-    const auto lock = lock_unless_sampling();
-    if (samples_ != 0) return latest_.health;
+    std::optional<health_report> latest_health =
+        thread_system::detail::throw_if_out_of_memory([this]() -> std::optional<health_report> {
+          const auto lock = lock_unless_sampling();
+          if (samples_ == 0) return std::nullopt;
+          return latest_.health;
+        });
+    if (latest_health) return std::move(*latest_health);
   }
   if (in_own_sample()) refuse_from_collector("health() before the first sample");
   return sample().health;

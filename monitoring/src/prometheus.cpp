@@ -48,13 +48,38 @@ prometheus_labels with(const prometheus_labels& base, std::string name, std::str
   return l;
 }
 
+// `v` with each byte that is not valid UTF-8 replaced by U+FFFD, as the
+// label is written (append_prometheus_label_value()).
+std::string valid_utf8(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (std::size_t i = 0; i < v.size();) {
+    if (static_cast<unsigned char>(v[i]) < 0x80) {
+      out.push_back(v[i++]);
+      continue;
+    }
+    const std::size_t n = detail::utf8_sequence_length(v, i);
+    if (n == 0) {
+      out.append("\xEF\xBF\xBD");
+      ++i;
+    } else {
+      out.append(v.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
 // `v`, or when `used` holds it already `v#2`, `v#3`, ... (the first of
 // those not in `used`); recorded in `used`. Two series of one family with
 // the same labels are one series to a server: the later value is lost.
+// Compared as written: names that differ only in bytes that are not UTF-8
+// are written alike (U+FFFD), so they count as the same name.
 std::string distinct(std::vector<std::string>& used, std::string_view v) {
-  std::string label(v);
+  const std::string base = valid_utf8(v);
+  std::string label = base;
   for (std::size_t n = 2; std::find(used.begin(), used.end(), label) != used.end(); ++n) {
-    label = std::string(v) + "#" + std::to_string(n);
+    label = base + "#" + std::to_string(n);
   }
   used.push_back(label);
   return label;

@@ -308,6 +308,27 @@ TEST(PrometheusExport, PoolsAndWorkersWithTheSameNameAreDistinctSeries) {
   EXPECT_EQ(w.distinct_pool_label("x"), "x#3");  // x#2 is taken
 }
 
+// Names that differ only in bytes that are not UTF-8 are written alike
+// (U+FFFD), so they are the same name: the later one is labelled #2. (They
+// were compared raw, both written as "db\uFFFD": duplicate series that fail
+// a scrape.)
+TEST(PrometheusExport, NamesThatDifferOnlyInInvalidBytesAreDistinctSeries) {
+  monitor_report one = scripted_report("db\xff", "w\xc0", false);
+  monitor_report two = scripted_report("db\xfe", "w\xc0", true);
+  two.metrics.workers.push_back(two.metrics.workers.front());
+  two.metrics.workers.back().name = "w\xc1";
+  two.metrics.workers.back().processed = 7;
+  const std::string text = to_prometheus(std::vector<monitor_report>{one, two});
+  prometheus_checker c;
+  const auto doc = c.check(text);
+  ASSERT_TRUE(doc) << c.error() << "\n" << text;
+  EXPECT_TRUE(doc->value("thread_system_pool_jobs_executed_total", {{"pool", "db\xEF\xBF\xBD"}}).has_value());
+  EXPECT_TRUE(doc->value("thread_system_pool_jobs_executed_total", {{"pool", "db\xEF\xBF\xBD#2"}}).has_value());
+  EXPECT_EQ(doc->value("thread_system_worker_jobs_processed_total",
+                       {{"pool", "db\xEF\xBF\xBD#2"}, {"worker", "w\xEF\xBF\xBD#2"}}),
+            7.0);
+}
+
 TEST(PrometheusExport, LiveHistogramBucketsAreExactCumulativeCounts) {
   latency_histogram h;
   std::vector<std::uint64_t> values;

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <latch>
 #include <stdexcept>
@@ -520,6 +521,105 @@ TEST(PoolMonitor, HealthFromTheCollectorBeforeTheFirstSampleIsRefused) {
   expect_zero_in_a_child(&health_before_first_sample_scenario);
 }
 
+// A collector that samples another monitor, whose collector uses the first:
+// the first still knows it is inside its own sample (latest() returns the
+// previous sample, sample() is refused, stop() only ends the sampling).
+// (Only the innermost sampling monitor was known: the first relocked its
+// own mutex - a hang; in a child process with an alarm.)
+int nested_collectors_scenario() {
+  pool_monitor* outer_self = nullptr;
+  bool ok = true;
+  bool nested = false;
+  pool_monitor inner{[&](pool_metrics& m) {
+                       m.accepted = 2;
+                       if (!nested) return;
+                       ok = ok && outer_self->latest().has_value();
+                       (void)outer_self->health();
+                       try {
+                         (void)outer_self->sample();
+                         ok = false;
+                       } catch (const error_exception& e) {
+                         ok = ok && e.code() == error_code::invalid_argument;
+                       }
+                       outer_self->stop();
+                     },
+                     monitor_options{}};
+  pool_monitor outer{[&](pool_metrics& m) {
+                       m.accepted = 1;
+                       if (nested) (void)inner.sample();
+                     },
+                     monitor_options{}};
+  outer_self = &outer;
+  (void)outer.sample();  // a previous sample for latest()
+  nested = true;
+  (void)outer.sample();
+  nested = false;
+  if (!ok) return 2;
+  return outer.latest()->sample_number == 2 ? 0 : 3;
+}
+
+TEST(PoolMonitor, ACollectorMayUseItsMonitorThroughAnotherMonitorsCollector) {
+  expect_zero_in_a_child(&nested_collectors_scenario);
+}
+
+// The collector fills a default pool_metrics every time: a field it sets
+// only sometimes does not come back from the report before the latest.
+// (It was handed that report's metrics: workers pushed once reappeared two
+// samples later, and accumulated.)
+TEST(PoolMonitor, TheCollectorGetsADefaultReportToFill) {
+  int call = 0;
+  pool_monitor mon{[&call](pool_metrics& m) {
+                     ++call;
+                     m.workers.push_back(worker_metrics{});
+                     if (call == 1) m.queue_depth = 7;
+                   },
+                   monitor_options{}};
+  for (int i = 0; i < 5; ++i) {
+    const monitor_report r = mon.sample();
+    EXPECT_EQ(r.metrics.workers.size(), 1u) << "sample " << i + 1;
+    EXPECT_EQ(r.metrics.queue_depth, i == 0 ? 7u : 0u) << "sample " << i + 1;
+  }
+}
+
+// Shares are over the pool's current workers: after resize() down,
+// get_workers() still lists the removed workers (not busy), and a pool
+// whose one current worker is busy and stuck reads fully utilised and
+// critical. (They were divided by every listed worker: 25 % and "1 of 4
+// stuck", a warning.) A scripted source: 4 listed, 1 current.
+TEST(PoolMonitor, SharesAreOverThePoolsCurrentWorkersNotEveryWorkerListed) {
+  manual_clock clock;
+  std::uint64_t busy_ns = 0;
+  monitor_options mo;
+  mo.clock = clock.fn();
+  mo.thresholds.stuck_after = 1s;
+  pool_monitor mon{[&](pool_metrics& m) {
+                     m.worker_count = 1;
+                     m.workers.resize(4);
+                     m.workers[0].busy_time = std::chrono::nanoseconds(busy_ns);
+                     m.workers[0].busy_since_known = true;
+                     m.workers[0].busy_since_ns = 1;  // one stretch, no job completed
+                   },
+                   mo};
+  (void)mon.sample();
+  clock.advance(2s);
+  busy_ns += 2'000'000'000;  // busy for the whole interval
+  const monitor_report r = mon.sample();
+  EXPECT_DOUBLE_EQ(r.recent_utilisation, 1.0);
+  EXPECT_EQ(r.stuck_workers, 1u);
+  EXPECT_EQ(r.health.status, health_status::critical);
+}
+
+// A real pool after resize(4 -> 1): the collector reports one current worker
+// and four listed.
+TEST(PoolMonitor, CollectReportsTheCurrentWorkersAfterAResizeDown) {
+  thread_pool pool{4, quiet_options("resized")};
+  ASSERT_TRUE(pool.resize(1));
+  pool_metrics m;
+  collect_into(pool, m);
+  EXPECT_EQ(m.worker_count, 1u);
+  EXPECT_EQ(m.workers.size(), 4u);
+}
+
 TEST(PoolMonitor, RejectsInvalidOptions) {
   scripted s;
   monitor_options bad_window;
@@ -528,6 +628,20 @@ TEST(PoolMonitor, RejectsInvalidOptions) {
   monitor_options bad_interval;
   bad_interval.interval = 0ns;
   EXPECT_THROW((pool_monitor{s.source(), bad_interval}), error_exception);
+  // A history no machine can hold: refused, not a raw std::length_error or
+  // std::bad_alloc.
+  for (const std::size_t window : {monitor_options::max_window_samples + 1, std::size_t{1} << 40, SIZE_MAX}) {
+    monitor_options huge_window;
+    huge_window.window_samples = window;
+    try {
+      pool_monitor refused{s.source(), huge_window};
+      ADD_FAILURE() << "window_samples " << window << " was accepted";
+    } catch (const error_exception& e) {
+      EXPECT_EQ(e.code(), error_code::invalid_argument) << window;
+    } catch (...) {
+      ADD_FAILURE() << "window_samples " << window << ": not an error_exception";
+    }
+  }
   EXPECT_THROW((pool_monitor{pool_monitor::collector{}, monitor_options{}}), error_exception);
 }
 

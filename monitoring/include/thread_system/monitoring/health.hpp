@@ -10,8 +10,8 @@
 //   |              | backlog persisted through the whole window  |           |           |
 //   | queue_depth  | jobs waiting now                           | > 50      | > 200     |
 //   | error_rate   | failed / executed over the window          | > 1 %     | > 5 %     |
-//   | utilisation  | busy share of the workers over the last     | > 98 %    | > 99.9 %  |
-//   |              | sampling interval                          |           |           |
+//   | utilisation  | busy share of the pool's current workers    | > 98 %    | > 99.9 %  |
+//   |              | over the last sampling interval            |           |           |
 //   | wait_p99     | p99 enqueue->start wait (off by default)   |           |           |
 //   | stuck_workers| workers in one job longer than stuck_after | >= 1      | all       |
 //

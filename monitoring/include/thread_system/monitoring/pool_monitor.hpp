@@ -45,7 +45,11 @@
 // `invalid_argument` on another); latest() returns the previous sample;
 // sample(), and health() before the first sample, throw
 // error_exception{invalid_argument} (either would need a sample inside this
-// one). The collector must not destroy the monitor.
+// one). The collector must not destroy the monitor. All of this holds
+// however deep the collectors nest: a collector may sample another
+// monitor, whose collector may use the first in the same ways. (Two
+// monitors whose collectors sample each other from two threads at once
+// wait for each other's mutex: do not.)
 //
 // Failures. A sample whose collector or derivation throws (out of memory)
 // is lost and latest() keeps the previous report; the background sampler
@@ -77,8 +81,11 @@ namespace thread_system::monitoring {
 struct monitor_options {
   /// Period of the background sampler (start()); must be positive.
   std::chrono::nanoseconds interval = std::chrono::seconds{1};
-  /// Ring size: rates cover the last window_samples - 1 intervals (>= 2).
+  /// Ring size: rates cover the last window_samples - 1 intervals, in
+  /// [2, max_window_samples].
   std::size_t window_samples = 60;
+  /// The largest window_samples accepted (about 48 MiB of history).
+  static constexpr std::size_t max_window_samples = std::size_t{1} << 20;
   /// Levels of the health checks evaluated at each sample.
   health_thresholds thresholds;
   /// steady-clock nanoseconds; null means std::chrono::steady_clock. Tests
@@ -116,7 +123,11 @@ struct monitor_report {
   std::uint64_t peak_queue_depth = 0;
   /// Smallest queue depth among the window's samples (non-zero: the backlog was sustained).
   std::uint64_t window_min_queue_depth = 0;
-  double recent_utilisation = 0.0;  ///< mean of workers[i].recent_utilisation
+  /// Mean busy share of the pool's current workers: the sum of
+  /// workers[i].recent_utilisation divided by metrics.worker_count when the
+  /// collector sets it, else by the number of workers listed (get_workers()
+  /// also lists workers a resize() removed, which are not busy).
+  double recent_utilisation = 0.0;
   /// Workers whose worker_report::stuck is true.
   std::size_t stuck_workers = 0;
 
@@ -146,8 +157,9 @@ class pool_monitor {
       : pool_monitor(collector{[&pool](pool_metrics& out) { collect_into(pool, out); }}, std::move(options)) {}
 
   /// Monitors whatever `source` reports. Throws
-  /// error_exception{invalid_argument} for a null collector, a zero
-  /// interval or window_samples < 2.
+  /// error_exception{invalid_argument} for a null collector, an interval
+  /// that is not positive or window_samples outside [2, max_window_samples],
+  /// and error_exception{resource_exhausted} without memory for the history.
   pool_monitor(collector source, monitor_options options);
 
   /// Stops and joins the background sampler; must not be called from the sampler itself.
@@ -168,13 +180,18 @@ class pool_monitor {
   /// True from a successful start() until stop().
   [[nodiscard]] bool is_running() const noexcept;
 
-  /// Takes a sample now and returns the resulting report. Throws what the
-  /// collector throws, and error_exception{invalid_argument} from the collector.
+  /// Takes a sample now and returns the resulting report. The collector is
+  /// given a default pool_metrics to fill. Throws what the collector throws,
+  /// error_exception{invalid_argument} from the collector, and
+  /// error_exception{resource_exhausted} out of memory; a sample that throws
+  /// is lost (latest() and the history as they were).
   monitor_report sample();
   /// The report of the latest sample; std::nullopt before the first.
+  /// Out of memory for the copy: error_exception{resource_exhausted}.
   [[nodiscard]] std::optional<monitor_report> latest() const;
   /// Health of the latest sample (takes one first if there is none; from the
-  /// collector then error_exception{invalid_argument}).
+  /// collector then error_exception{invalid_argument}). Out of memory:
+  /// error_exception{resource_exhausted}.
   [[nodiscard]] health_report health();
 
   /// The options given at construction.
@@ -208,6 +225,17 @@ class pool_monitor {
   [[nodiscard]] std::unique_lock<std::mutex> lock_unless_sampling() const;
   void sampler_main();
   void derive(monitor_report& r, std::uint64_t t);
+  // What derive() changes besides the report, saved before it so that a
+  // sample that throws leaves the history as it was.
+  struct derived_state {
+    std::size_t ring_next = 0;
+    std::size_t ring_size = 0;
+    ring_entry overwritten;  // ring_[ring_next]
+    std::uint64_t peak_queue_depth = 0;
+    std::vector<worker_track> tracks;
+  };
+  [[nodiscard]] derived_state save_derived_state() const;  // may throw std::bad_alloc (a copy of tracks_)
+  void restore_derived_state(derived_state&& saved) noexcept;
 
   collector source_;
   monitor_options options_;

@@ -5,8 +5,10 @@
 // valid for any number of pools). Each series is written once: a pool whose
 // name (or monitor_options::pool_label) an earlier report of the same
 // writer had is labelled `name#2` (then `#3`, ...), and so are workers and
-// job types of one report with the same name - give pools distinct names
-// for labels that do not depend on the order of the reports. Counters end in `_total`; times are in
+// job types of one report with the same name (compared as written: names
+// that differ only in bytes that are not UTF-8 are the same name) - give
+// pools distinct names for labels that do not depend on the order of the
+// reports. Counters end in `_total`; times are in
 // seconds; label values are escaped (backslash, double quote, newline), and
 // a byte that is not valid UTF-8 becomes U+FFFD (the format is UTF-8).
 //
