@@ -40,7 +40,9 @@ error hook_exception(const std::string& name, const char* hook, std::exception_p
 }  // namespace
 
 thread_base::thread_base(std::string name, std::size_t stack_size)
-    : name_(std::move(name)), stack_size_(stack_size), lifecycle_(std::make_shared<lifecycle_state>()) {}
+    : name_(std::move(name)),
+      stack_size_(stack_size),
+      lifecycle_(detail::throw_if_out_of_memory([] { return std::make_shared<lifecycle_state>(); })) {}
 
 thread_base::~thread_base() {
   // A derived class should already have stopped us (its hooks must not run
@@ -228,7 +230,10 @@ result<void> thread_base::stop() {
   // the lifecycle state and the thread's handle - is touched.
   const std::shared_ptr<lifecycle_state> lifecycle = lifecycle_;
   std::lock_guard life(lifecycle->mutex);
-  if (lifecycle->destroyed_by_hook) return {};  // a stop() before this one joined the thread that did it
+  // (A stop() that waited for the lock of the one the hook destroyed the
+  // object under: outside the contract - it read lifecycle_ from an object
+  // that may be gone - but it touches nothing more here.)
+  if (lifecycle->destroyed_by_hook) return {};
   if (!thread_.joinable()) return {};
   detail::os_thread joined = std::move(thread_);
   {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "thread_system/pools/thread_pool.hpp"
+#include "thread_system/sync/cancellation.hpp"
 
 namespace ts = thread_system;
 
@@ -64,6 +65,18 @@ TEST(CallbackJob, AnEmptyJobFunctionIsAnEmptyCallbackThatPoolsRefuse) {
   EXPECT_EQ(pool.get_statistics().failed, 0U);
   EXPECT_FALSE(pool.schedule_after(std::chrono::milliseconds(1), ts::job_function{}))
       << "the timer's empty-function check sees it too";
+  ts::cancellation_source source;
+  const auto with_token = pool.enqueue(source.token(), ts::job_function{});
+  ASSERT_FALSE(with_token);
+  EXPECT_EQ(with_token.error().code(), ts::error_code::invalid_argument);
+  try {
+    (void)pool.submit(ts::job_function{});
+    ADD_FAILURE() << "submit() accepted an empty job_function";
+  } catch (const ts::error_exception& e) {
+    EXPECT_EQ(e.code(), ts::error_code::invalid_argument);
+  }
+  pool.wait_idle();
+  EXPECT_EQ(pool.get_statistics().failed, 0U) << "nothing accepted failed when it ran";
 }
 
 // job::to_job_function() is the one adapter every pool runs a seed job through.

@@ -27,6 +27,35 @@ TEST(JobFunction, NullCallablesGiveEmptyJobs) {
   EXPECT_FALSE(b);
 }
 
+// A job_function compares with nullptr as std::function does, and only a
+// job_function does: a callable that merely converts to one (a std::bind of
+// a member returning a job_function, a reference_wrapper) is not taken for
+// a nullable one. (A friend taking `const job_function&` made those
+// comparable through the conversion: the empty-callable check built a
+// job_function from the callable, which checked it again - a stack
+// overflow.)
+namespace {
+struct relay {
+  ts::job_function held;
+  ts::job_function take() { return std::move(held); }
+};
+}  // namespace
+
+TEST(JobFunction, ComparesWithNullptrAndCallablesThatConvertToOneDoNot) {
+  EXPECT_TRUE(ts::job_function{} == nullptr);
+  EXPECT_TRUE(nullptr == ts::job_function{});
+  EXPECT_TRUE(ts::job_function([] {}) != nullptr);
+  relay r{ts::job_function([] {})};
+  auto bound = std::bind(&relay::take, &r);
+  static_assert(!ts::nullable_callable<decltype(bound)>);
+  static_assert(!ts::nullable_callable<std::reference_wrapper<ts::job_function>>);
+  ts::job_function wrapped(bound);  // recursed until the stack overflowed
+  EXPECT_TRUE(wrapped);
+  ts::job_function empty;
+  ts::job_function by_reference(std::ref(empty));
+  EXPECT_TRUE(by_reference) << "a reference_wrapper is a callable, as for std::function";
+}
+
 // Running an empty job is a mistake reported with the library's error, not
 // a null dereference (it crashed), as std::function throws bad_function_call.
 TEST(JobFunction, RunningAnEmptyJobThrowsInvalidArgument) {

@@ -38,6 +38,7 @@
 #include "../support/fault_sweep.hpp"
 #include "../support/test_support.hpp"
 #include "thread_system/compat/job.hpp"
+#include "thread_system/core/thread_base.hpp"
 #include "thread_system/detail/hazard_pointers.hpp"
 #include "thread_system/detail/job_node.hpp"
 #include "thread_system/diagnostics/latency_histogram.hpp"
@@ -757,18 +758,32 @@ TEST(SeedApiOutOfMemory, TypedResponsibilitiesAndAnEmptyCallbackJobReportTheirEr
   enum class kind : std::uint8_t { a, b };
   ts::typed_thread_worker_t<kind> worker;
   ts::callback_job empty{std::function<ts::result<void>()>{}, "a name longer than any small-string buffer"};
+  const ts::error kept{ts::error_code::timeout, "an error message longer than any small-string buffer"};
+  ts::callback_job by_reference{[&kept]() -> const ts::error& { return kept; }};  // copied when returned
   fault::tl_fail_all = true;  // every allocation of this thread fails
   ts::result<void> set = {};
   ts::result<void> ran = {};
+  ts::result<void> referenced = {};
+  std::optional<ts::error_code> constructed;
   bool escaped = false;
   try {
     set = worker.set_responsibilities({kind::a, kind::b});
     ran = empty.do_work();
+    referenced = by_reference.do_work();
+    try {
+      ts::thread_base service("service");
+      constructed = ts::error_code::ok;
+    } catch (const ts::error_exception& e) {
+      constructed = e.code();
+    }
   } catch (const std::bad_alloc&) {
     escaped = true;
   }
   fault::tl_fail_all = false;
   ASSERT_FALSE(escaped) << "std::bad_alloc escaped";
+  ASSERT_FALSE(referenced);
+  EXPECT_EQ(referenced.error().code(), ts::error_code::timeout) << "the code, without the message it had no memory for";
+  EXPECT_EQ(constructed, ts::error_code::resource_exhausted) << "thread_base's constructor";
   ASSERT_FALSE(set);
   EXPECT_EQ(set.error().code(), ts::error_code::resource_exhausted);
   EXPECT_TRUE(worker.is_universal()) << "a refused call changes nothing";

@@ -396,21 +396,37 @@ concept error_carrying =
     is_result_v<std::remove_cvref_t<R>> || std::same_as<std::remove_cvref_t<R>, unexpected_error> ||
     std::same_as<std::remove_cvref_t<R>, error>;
 
+/// `e` moved (a move allocates nothing), or copied; a copy that finds no
+/// memory for the message keeps the code alone. Never throws.
+template <typename E>
+[[nodiscard]] error error_nothrow(E&& e) noexcept {
+  if constexpr (std::is_rvalue_reference_v<E&&> && !std::is_const_v<std::remove_reference_t<E>>) {
+    return error(std::move(e));
+  } else {
+    try {
+      return error(e);
+    } catch (...) {
+      return error{e.code(), std::string()};
+    }
+  }
+}
+
 /// What a job's returned value says, as `result<void>`: the error in a
 /// `result<T>` that holds one, in an `unexpected_error`, or an `error`
 /// whose code is not `ok`; success for anything else (the value is
-/// discarded). An rvalue's message is moved, not copied.
+/// discarded). An rvalue's message is moved, not copied; a copy that finds
+/// no memory keeps the code alone (never std::bad_alloc).
 template <typename R>
 [[nodiscard]] result<void> returned_outcome(R&& returned) {
   using U = std::remove_cvref_t<R>;
   if constexpr (is_result_v<U>) {
     if (returned.has_value()) return {};
-    return thread_system::error(std::forward<R>(returned).error());
+    return error_nothrow(std::forward<R>(returned).error());
   } else if constexpr (std::is_same_v<U, unexpected_error>) {
-    return thread_system::error(std::forward<R>(returned).value);
+    return error_nothrow(std::forward<R>(returned).value);
   } else if constexpr (std::is_same_v<U, error>) {
     if (returned.code() == error_code::ok) return {};
-    return thread_system::error(std::forward<R>(returned));
+    return error_nothrow(std::forward<R>(returned));
   } else {
     (void)returned;
     return {};

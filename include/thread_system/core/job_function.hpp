@@ -30,6 +30,7 @@
 // handed between threads through a queue, which provides the ordering.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -163,8 +164,16 @@ class job_function {
   explicit operator bool() const noexcept { return vtable_ != nullptr; }
   /// True when no callable is held (as std::function's): so the library's
   /// empty-callable checks (nullable_callable, core/concepts.hpp) see an
-  /// empty job_function wrapped in a callback_job, a timer or a factory.
-  friend bool operator==(const job_function& f, std::nullptr_t) noexcept { return !f; }
+  /// empty job_function given to a callback_job, a timer, enqueue() or
+  /// submit(). A template on the exact type: a plain friend taking
+  /// `const job_function&` made every callable that converts to a
+  /// job_function (a std::bind of a member returning one, say) comparable
+  /// with nullptr through that conversion, and the check then built a
+  /// job_function from it, which checked it again, without end.
+  template <std::same_as<job_function> J>
+  friend bool operator==(const J& f, std::nullptr_t) noexcept {
+    return !f;
+  }
 
   /// True when the held callable is of type F (the type it was wrapped as).
   template <detail::job_callable F>

@@ -77,6 +77,7 @@ namespace thread_system {
 class thread_base {
  public:
   /// `stack_size` in bytes; 0 is the platform default (see os_thread.hpp).
+  /// Out of memory: error_exception{resource_exhausted}.
   explicit thread_base(std::string name = "thread_base", std::size_t stack_size = 0);
   /// Stops the thread if it still runs; a derived class must already have called stop() in its own destructor.
   virtual ~thread_base();
@@ -148,8 +149,8 @@ class thread_base {
   struct lifecycle_state {
     std::mutex mutex;  // serialises start(), stop() and the destructor
     // Set by the destructor run by a hook on the object's thread, before
-    // the thread ends; read by the stop() that joined it (or waited for
-    // that one's lock): ordered by the join and the mutex.
+    // the thread ends; read by the stop() that joined it (ordered by the
+    // join).
     bool destroyed_by_hook = false;
   };
   std::shared_ptr<lifecycle_state> lifecycle_;
