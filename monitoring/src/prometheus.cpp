@@ -48,6 +48,20 @@ prometheus_labels with(const prometheus_labels& base, std::string name, std::str
   return l;
 }
 
+// Appends the sequence that starts at v[i] (a byte >= 0x80) and moves i
+// past it: a valid UTF-8 sequence whole, an invalid byte as U+FFFD (the
+// exposition format is UTF-8, as the JSON export).
+void append_non_ascii(std::string& out, std::string_view v, std::size_t& i) {
+  const std::size_t n = detail::utf8_sequence_length(v, i);
+  if (n == 0) {
+    out.append("\xEF\xBF\xBD");
+    ++i;
+  } else {
+    out.append(v.substr(i, n));
+    i += n;
+  }
+}
+
 // `v` with each byte that is not valid UTF-8 replaced by U+FFFD, as the
 // label is written (append_prometheus_label_value()).
 std::string valid_utf8(std::string_view v) {
@@ -56,15 +70,8 @@ std::string valid_utf8(std::string_view v) {
   for (std::size_t i = 0; i < v.size();) {
     if (static_cast<unsigned char>(v[i]) < 0x80) {
       out.push_back(v[i++]);
-      continue;
-    }
-    const std::size_t n = detail::utf8_sequence_length(v, i);
-    if (n == 0) {
-      out.append("\xEF\xBF\xBD");
-      ++i;
     } else {
-      out.append(v.substr(i, n));
-      i += n;
+      append_non_ascii(out, v, i);
     }
   }
   return out;
@@ -98,16 +105,7 @@ void append_prometheus_label_value(std::string& out, std::string_view v) {
     } else if (c == '\n') {
       out.append("\\n");
     } else if (static_cast<unsigned char>(c) >= 0x80) {
-      // The exposition format is UTF-8: an invalid byte becomes U+FFFD (as
-      // in the JSON export), a valid sequence is copied whole.
-      const std::size_t n = detail::utf8_sequence_length(v, i);
-      if (n == 0) {
-        out.append("\xEF\xBF\xBD");
-        ++i;
-      } else {
-        out.append(v.substr(i, n));
-        i += n;
-      }
+      append_non_ascii(out, v, i);
       continue;
     } else {
       out.push_back(c);
