@@ -401,7 +401,7 @@ concept error_carrying =
 template <typename E>
 [[nodiscard]] error error_nothrow(E&& e) noexcept {
   if constexpr (std::is_rvalue_reference_v<E&&> && !std::is_const_v<std::remove_reference_t<E>>) {
-    return error(std::move(e));
+    return error(std::forward<E>(e));  // an rvalue here: moved
   } else {
     try {
       return error(e);
