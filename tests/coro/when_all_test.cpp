@@ -158,6 +158,34 @@ TEST(WhenAll, NestedOffAPoolUsesConstantStack) {
   EXPECT_EQ(sync_wait(nested_levels(depth)), depth);
 }
 
+// On a pool whose stop() has begun, every push of a when_all child is
+// refused and the child starts on the worker: deferred to the resume_loop
+// running the chain, as off a pool, so the recursion still uses constant
+// stack. (Each level started its deep child inside its parent's
+// await_suspend(): a few hundred levels overflowed a 256 KiB worker stack
+// once stop(drain) began, where the running pool took 100 000.)
+TEST(WhenAll, NestedOnAStoppingPoolUsesConstantStack) {
+  pool_options options;
+  options.worker_stack_size = 256 * 1024;
+  thread_pool pool{1, options};
+  std::atomic<bool> running{false};
+  const std::uint64_t depth = scaled(20'000);
+  auto root = [&running, depth](thread_pool& p) -> task<std::uint64_t> {
+    co_await p.schedule();
+    running.store(true, std::memory_order_release);  // pairs with the stopping thread's acquire
+    // Until the pool refuses pushes: stop(drain) has begun, and it waits
+    // for this job, so every push below is refused.
+    while (p.enqueue([] {})) std::this_thread::sleep_for(1ms);
+    co_return co_await nested_levels(depth);
+  };
+  std::thread stopper([&] {
+    while (!running.load(std::memory_order_acquire)) std::this_thread::sleep_for(1ms);
+    (void)pool.stop(stop_mode::drain);
+  });
+  EXPECT_EQ(sync_wait(root(pool)), depth);
+  stopper.join();
+}
+
 TEST(WhenAll, OffAPoolTheFirstChildStartsThenTheOthersInOrder) {
   std::vector<int> order;
   auto child = [](std::vector<int>& o, int id) -> task<void> {

@@ -199,6 +199,10 @@ inline void resume_loop(std::coroutine_handle<> h) {
     resume_loop_state* outer;
     ~restore() { t_resume_loop = outer; }
   } const guard{std::exchange(t_resume_loop, &s)};
+  // The resumption this loop runs in (a pool's, or none): what was deferred
+  // to it starts in the same one, as it would have started inline. (Every
+  // scope that changes the current target starts a loop of its own.)
+  const resume_target* const target = t_current_target;
   std::exception_ptr escaped;
   run_chain_keeping(s, h, escaped);
   while (deferred_start* d = s.first) {
@@ -209,7 +213,7 @@ inline void resume_loop(std::coroutine_handle<> h) {
       s.first = d->next;
       if (s.first == nullptr) s.last = &s.first;
     }
-    const resume_scope scope(token, nullptr);
+    const resume_scope scope(token, target);
     run_chain_keeping(s, frame, escaped);
   }
   if (escaped) std::rethrow_exception(escaped);

@@ -152,11 +152,22 @@ class when_all_core : deferred_start {
         result<void> pushed =
             target->push_job(job_function(resume_job{child_frame(i), &child_promise(i), nullptr, *target}));
         if (pushed) continue;
+        // Refused (the pool is stopping, or out of memory): this child and
+        // the rest start on this thread. Deferred to the resume_loop()
+        // running the chain, as off a pool, so that nested when_alls whose
+        // pushes are refused still use constant stack (started here, each
+        // level nested a loop in its parent's await_suspend(): a stack
+        // overflow in a deep recursion once stop() had begun).
+        if (!foreign_driven) {
+          next_deferred_ = static_cast<std::uint32_t>(i);  // i < n <= max_deferred + 1
+          take = take_fn;
+          if (n - 1 <= max_deferred && defer_start(*this)) return transfer(parent, first);
+        }
       }
-      // The pool refused, or a foreign coroutine drives the parent, or no
-      // resume_loop() runs here: start it now (it runs until it first
-      // suspends). The first child has not started, so the parent cannot be
-      // resumed yet.
+      // The pool refused with no resume_loop() here to defer to, or a
+      // foreign coroutine drives the parent, or no resume_loop() runs here:
+      // start it now (it runs until it first suspends). The first child has
+      // not started, so the parent cannot be resumed yet.
       resume_scope scope(token, target);
       resume_loop(child_frame(i));
     }
