@@ -854,6 +854,11 @@ TEST(TimerQueue, NanAndNegativeDurationsAreRefused) {
   const std::chrono::time_point<clock_type, fsec> nan_time{fsec(nan)};
   EXPECT_EQ(code(timers.schedule_at(nan_time, [] {})), ts::error_code::invalid_argument);
   EXPECT_EQ(timers.statistics().scheduled, 0U);
+  // A positive period shorter than the clock's tick is one tick (rounded
+  // up, as every duration of the library), not refused.
+  auto sub_tick = timers.schedule_every(1h, std::chrono::duration<double, std::nano>(0.1), [] {});
+  ASSERT_TRUE(sub_tick) << sub_tick.error().message();
+  EXPECT_TRUE(sub_tick->cancel());
 }
 
 // Delays too long for the clock saturate to "never"; a period that long

@@ -10,8 +10,8 @@
 // Building (detail::timer_after / timer_at / timer_every, used by
 // timer_queue and the pools alike) checks the input exactly as the contract
 // says: an empty function, a negative or NaN delay, a zero, negative or NaN
-// period (or one that rounds to zero on the steady clock) is
-// invalid_argument; delays and periods too long for the steady clock
+// period is invalid_argument (a positive period shorter than the steady
+// clock's tick is rounded up to one tick); delays and periods too long for the steady clock
 // saturate to "never"; out of memory is resource_exhausted. Nothing is
 // scheduled by building.
 #pragma once
@@ -282,10 +282,7 @@ template <typename Rep1, typename Period1, typename Rep2, typename Period2, type
       case duration_kind::too_long:  // saturates: fires once
         break;
     }
-    const clock::duration p = to_clock_duration(period);
-    if (p <= clock::duration::zero()) {
-      return make_error(error_code::invalid_argument, "timer_queue: the period rounds to zero");
-    }
+    const clock::duration p = to_clock_duration(period);  // rounded up: a positive period is at least one tick
     if (auto r = check_timer_delay(initial_delay, "initial delay"); !r) return unexpected_error{std::move(r).error()};
     return make_timer(route, timer_due_after(initial_delay), p, std::forward<F>(f));
   });
