@@ -8,7 +8,10 @@
 //   * when_all(tasks...) / when_all(vector<task<T>>) runs the children in
 //     parallel: awaited inside a resumption of a pool (after schedule(), a
 //     sleep, or in a task spawned on it), every child but the first is
-//     pushed to that pool and the first runs on this thread. Elsewhere -
+//     pushed to that pool and the first runs on this thread; from the first
+//     child the pool refuses (its stop() has begun, or out of memory), that
+//     child and the rest are not offered to it again but start on this
+//     thread as below, after the first. Elsewhere -
 //     after sync_wait() started the chain on its own thread, or after a
 //     future resumed it inside the job that completed it (on a worker, but
 //     not in a resumption: co_await pool.schedule() first to fork there) -
@@ -159,7 +162,7 @@ class when_all_core : deferred_start {
         // level nested a loop in its parent's await_suspend(): a stack
         // overflow in a deep recursion once stop() had begun).
         if (!foreign_driven) {
-          next_deferred_ = static_cast<std::uint32_t>(i);  // i < n <= max_deferred + 1
+          next_deferred_ = static_cast<std::uint32_t>(i);  // used only when n - 1 <= max_deferred (below)
           take = take_fn;
           if (n - 1 <= max_deferred && defer_start(*this)) return transfer(parent, first);
         }
