@@ -522,7 +522,11 @@ class destroyed_by_its_hook : public ts::thread_base {
     return end_here();
   }
   ts::result<void> after_stop() override { return end_here(); }
-  void on_error(const ts::error& /*e*/) override { reports_->fetch_add(1, std::memory_order_relaxed); }
+  void on_error(const ts::error& /*e*/) override {
+    // relaxed: on the object's thread before its destructor's release
+    // increment of `destroyed_`, which the test acquires before reading this.
+    reports_->fetch_add(1, std::memory_order_relaxed);
+  }
 
  public:
   std::atomic<bool> armed{false};  // destroyer::do_work: destroy in the next round
@@ -561,11 +565,12 @@ TEST(ThreadBase, AHookMayDestroyItsObjectWhileStopWaitsForItAndThenFail) {
         EXPECT_TRUE(raw->stop()) << "the stop() the hook destroyed the object under";
       }
       const auto deadline = std::chrono::steady_clock::now() + 30s;
-      while (destroyed.load(std::memory_order_acquire) == 0) {
+      while (destroyed.load(std::memory_order_acquire) == 0) {  // pairs with the destructor's release
         ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the hook did not destroy its object";
         std::this_thread::sleep_for(1ms);
       }
-      EXPECT_EQ(destroyed.load(std::memory_order_acquire), 1);
+      EXPECT_EQ(destroyed.load(std::memory_order_acquire), 1);  // as above
+      // relaxed: ordered by the acquire above (see on_error()).
       EXPECT_EQ(reports.load(std::memory_order_relaxed), 0) << "on_error() of a destroyed object";
     }
   }

@@ -179,7 +179,7 @@ TEST(WhenAll, NestedOnAStoppingPoolUsesConstantStack) {
     co_return co_await nested_levels(depth);
   };
   std::thread stopper([&] {
-    while (!running.load(std::memory_order_acquire)) std::this_thread::sleep_for(1ms);
+    while (!running.load(std::memory_order_acquire)) std::this_thread::sleep_for(1ms);  // pairs with root's release
     (void)pool.stop(stop_mode::drain);
   });
   EXPECT_EQ(sync_wait(root(pool)), depth);
