@@ -170,19 +170,19 @@ TEST(WhenAll, NestedOnAStoppingPoolUsesConstantStack) {
   thread_pool pool{1, options};
   std::atomic<bool> running{false};
   const std::uint64_t depth = scaled(20'000);
-  auto root = [&running, depth](thread_pool& p) -> task<std::uint64_t> {
+  auto root = [&running](thread_pool& p, std::uint64_t levels) -> task<std::uint64_t> {
     co_await p.schedule();
     running.store(true, std::memory_order_release);  // pairs with the stopping thread's acquire
     // Until the pool refuses pushes: stop(drain) has begun, and it waits
     // for this job, so every push below is refused.
     while (p.enqueue([] {})) std::this_thread::sleep_for(1ms);
-    co_return co_await nested_levels(depth);
+    co_return co_await nested_levels(levels);
   };
   std::thread stopper([&] {
     while (!running.load(std::memory_order_acquire)) std::this_thread::sleep_for(1ms);  // pairs with root's release
     (void)pool.stop(stop_mode::drain);
   });
-  EXPECT_EQ(sync_wait(root(pool)), depth);
+  EXPECT_EQ(sync_wait(root(pool, depth)), depth);
   stopper.join();
 }
 
