@@ -60,12 +60,11 @@ thread_base::~thread_base() {
   // (by the hook, or by the allocator's next request) is not "called from
   // its own thread" (tl_current left pointing here refused its start() and
   // stop(), and its destructor detached its running thread). A stop() on
-  // another thread may be waiting for this thread (it holds the thread's
-  // handle itself then, and thread_ is empty): it learns from the flag,
-  // after its join, that the object is gone.
+  // another thread may be waiting for this thread: it holds the thread's
+  // handle itself then (thread_ is empty) and touches nothing of the
+  // object after its join.
   tl_destroyed = true;
   tl_current = nullptr;
-  lifecycle_->destroyed_by_hook = true;
   if (thread_.joinable()) thread_.detach();
 }
 
@@ -230,10 +229,6 @@ result<void> thread_base::stop() {
   // the lifecycle state and the thread's handle - is touched.
   const std::shared_ptr<lifecycle_state> lifecycle = lifecycle_;
   std::lock_guard life(lifecycle->mutex);
-  // (A stop() that waited for the lock of the one the hook destroyed the
-  // object under: outside the contract - it read lifecycle_ from an object
-  // that may be gone - but it touches nothing more here.)
-  if (lifecycle->destroyed_by_hook) return {};
   if (!thread_.joinable()) return {};
   detail::os_thread joined = std::move(thread_);
   {

@@ -145,13 +145,9 @@ class thread_base {
   std::string name_;
   std::size_t stack_size_;
   // What a stop() needs after its join, when a hook may have destroyed the
-  // object meanwhile: the stop() keeps a reference to it.
+  // object meanwhile (the lock it releases): the stop() keeps a reference.
   struct lifecycle_state {
     std::mutex mutex;  // serialises start(), stop() and the destructor
-    // Set by the destructor run by a hook on the object's thread, before
-    // the thread ends; read by the stop() that joined it (ordered by the
-    // join).
-    bool destroyed_by_hook = false;
   };
   std::shared_ptr<lifecycle_state> lifecycle_;
   detail::os_thread thread_;  // guarded by lifecycle_->mutex
