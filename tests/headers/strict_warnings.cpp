@@ -156,6 +156,22 @@ int coroutines(ts::thread_pool& pool) {
   return ts::sync_wait(parent(pool));
 }
 
+// Settings are aggregates a user fills with designated initializers, naming
+// only what differs from the defaults: every member has a default member
+// initializer, so -Wmissing-field-initializers (GCC's -Wextra, Clang's
+// -Wmissing-designated-field-initializers) stays quiet.
+void options_by_designated_initializers() {
+  const ts::pool_options pool{.queue = ts::pool_queue::sharded};
+  const ts::typed_pool_options<ts::job_types> typed{.name = "typed"};
+  const ts::sharded_queue_options sharded{.shards = 2};
+  const ts::timer_queue_options timers{.name = "timers"};
+  const ts::logger_options logger{.level = ts::log_level::debug};
+  const ts::rotating_file_options rotating{.path = "app.log"};
+  const ts::monitoring::monitor_options monitor{.interval = 1s};
+  const ts::monitoring::health_thresholds health{.stuck_after = 5s};
+  (void)pool, (void)typed, (void)sharded, (void)timers, (void)logger, (void)rotating, (void)monitor, (void)health;
+}
+
 void logging(ts::logger& log) {
   const std::string host = "example";
   log.info("plain text");

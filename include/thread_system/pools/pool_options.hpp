@@ -39,7 +39,7 @@ struct pool_options {
   /// Not used by thread_pool(name, options), whose `name` wins.
   std::string name = "thread_pool";
   /// Null: print one line per failure to stderr.
-  error_handler on_error;
+  error_handler on_error{};
   /// The queue for jobs submitted from outside the pool's workers.
   pool_queue queue = pool_queue::mutex;
   /// The mutex queue's segment size in jobs (it adds segments on demand;

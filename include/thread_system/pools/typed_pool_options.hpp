@@ -42,7 +42,7 @@ struct typed_pool_options {
   /// Pool name: in error messages, and worker threads are named "<name>-<index>".
   std::string name = "typed_thread_pool";
   /// Highest priority first, each type once; empty: by underlying value (see the header).
-  std::vector<T> priority_order;
+  std::vector<T> priority_order{};
   /// The queue each type gets (adaptive by default); any kind but `bounded`
   /// (the constructor throws invalid_argument: bound a typed pool with `backpressure`).
   pool_queue queue = pool_queue::adaptive;
@@ -54,7 +54,7 @@ struct typed_pool_options {
   /// As pool_options::backpressure: the bound covers all types together.
   thread_system::backpressure backpressure{};
   /// Null: one stderr line per failed fire-and-forget job.
-  error_handler on_error;
+  error_handler on_error{};
   /// As pool_options::worker_stack_size.
   std::size_t worker_stack_size = 0;
   /// As pool_options::idle_wait.

@@ -201,7 +201,7 @@ struct logger_options {
   /// Called on the thread writing the records (the writer thread, or one in flush()) for each failed sink write
   /// or flush.
   /// Default: one line on stderr.
-  std::function<void(const error&)> error_handler;
+  std::function<void(const error&)> error_handler{};
 };
 
 /// Counters of a logger (logger::statistics()); final once stop() has returned.

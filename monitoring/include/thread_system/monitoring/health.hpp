@@ -62,7 +62,7 @@ struct health_thresholds {
   std::optional<threshold> queue_depth = threshold{50.0, 200.0};              ///< above
   std::optional<threshold> error_rate = threshold{0.01, 0.05};                ///< above (fraction)
   std::optional<threshold> utilisation = threshold{0.98, 0.999};              ///< above (fraction)
-  std::optional<threshold> wait_p99_ns;                                       ///< above; off by default
+  std::optional<threshold> wait_p99_ns{};                                     ///< above; off by default
   /// A worker whose current job has not finished for this long is stuck
   /// (warning; critical when every worker is stuck). Zero disables.
   std::chrono::nanoseconds stuck_after = std::chrono::seconds{10};

@@ -87,12 +87,12 @@ struct monitor_options {
   /// The largest window_samples accepted (about 48 MiB of history).
   static constexpr std::size_t max_window_samples = std::size_t{1} << 20;
   /// Levels of the health checks evaluated at each sample.
-  health_thresholds thresholds;
+  health_thresholds thresholds{};
   /// steady-clock nanoseconds; null means std::chrono::steady_clock. Tests
   /// inject a manual clock to make windows and stuck spans exact.
-  std::function<std::uint64_t()> clock;
+  std::function<std::uint64_t()> clock{};
   /// Replaces the pool's name in reports and labels when not empty.
-  std::string pool_label;
+  std::string pool_label{};
 };
 
 /// Per-worker figures that need more than one sample.

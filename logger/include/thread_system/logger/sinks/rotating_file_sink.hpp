@@ -53,11 +53,11 @@ namespace thread_system {
 
 /// Settings of a rotating_file_sink (see the header comment for the rotation rules).
 struct rotating_file_options {
-  std::filesystem::path path;                                    ///< e.g. "logs/app.log"
-  std::uint64_t max_bytes = 0;                                   ///< 0: no size rotation
-  std::chrono::system_clock::duration period{0};                 ///< 0: no time rotation
-  std::size_t max_files = 5;                                     ///< files kept, the active one included (>= 1)
-  std::function<std::chrono::system_clock::time_point()> clock;  ///< default: system_clock::now
+  std::filesystem::path path{};                                    ///< e.g. "logs/app.log"
+  std::uint64_t max_bytes = 0;                                     ///< 0: no size rotation
+  std::chrono::system_clock::duration period{0};                   ///< 0: no time rotation
+  std::size_t max_files = 5;                                       ///< files kept, the active one included (>= 1)
+  std::function<std::chrono::system_clock::time_point()> clock{};  ///< default: system_clock::now
 };
 
 /// A file sink that starts a new file by size and/or by period, keeping at most `max_files` files.
