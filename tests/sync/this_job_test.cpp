@@ -9,7 +9,9 @@
 #include <thread>
 
 #include "../support/test_support.hpp"
+#include "thread_system/pools/task_group.hpp"
 #include "thread_system/pools/thread_pool.hpp"
+#include "thread_system/sync/wait_group.hpp"
 
 namespace ts = thread_system;
 
@@ -54,6 +56,45 @@ TEST(ThisJob, AJobWithoutATokenAndTheNextJobSeeNone) {
   pool.wait_idle();  // orders the relaxed stores before these reads
   EXPECT_EQ(with_token_ran.load(std::memory_order_relaxed), 0) << "cancelled before it started: not run";
   EXPECT_EQ(plain_saw.load(std::memory_order_relaxed), 0) << "the earlier job's token did not leak";
+}
+
+// A task_group run from outside the pool keeps its first jobs in a slot of
+// the pool's; a helping wait inside a job submitted with a token takes them
+// from there. Such a job (no token of its own) saw the waiting job's token,
+// cancelled: it ran outside the guard that clears it for queued jobs.
+TEST(ThisJob, AGroupJobRunInsideATokenedJobsWaitSeesNoToken) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  ts::cancellation_source source;
+  ts::wait_group gate(1);
+  std::atomic<bool> started{false};
+  std::atomic<bool> waiting{false};
+  ASSERT_TRUE(pool.enqueue(source.token(), [&] {
+    started.store(true, std::memory_order_release);  // pairs with the acquire load below
+    while (!ts::this_job::is_cancelled()) std::this_thread::yield();
+    waiting.store(true, std::memory_order_relaxed);  // a flag only
+    gate.wait();                                     // helps: runs the group's job (the pool's only worker)
+  }));
+  // Cancelled only once running (a job cancelled before it starts never runs).
+  while (!started.load(std::memory_order_acquire)) std::this_thread::yield();
+  std::atomic<int> saw_cancellable{-1};
+  std::atomic<int> saw_cancelled{-1};
+  std::atomic<bool> ran{false};
+  ts::task_group group(pool);
+  group.run([&] {
+    saw_cancellable.store(ts::this_job::token().can_be_cancelled() ? 1 : 0, std::memory_order_relaxed);
+    saw_cancelled.store(ts::this_job::is_cancelled() ? 1 : 0, std::memory_order_relaxed);
+    ran.store(true, std::memory_order_release);  // pairs with the acquire load below
+    (void)gate.done();
+  });
+  source.cancel();
+  // Before this thread's own wait could run the job: the worker's wait runs it.
+  while (!ran.load(std::memory_order_acquire)) std::this_thread::yield();
+  group.wait();
+  pool.wait_idle();
+  EXPECT_TRUE(waiting.load(std::memory_order_relaxed));
+  EXPECT_EQ(saw_cancellable.load(std::memory_order_relaxed), 0)
+      << "the waiting job's token leaked into the group's job";
+  EXPECT_EQ(saw_cancelled.load(std::memory_order_relaxed), 0);
 }
 
 }  // namespace

@@ -41,9 +41,11 @@ namespace thread_system::detail {
 /// Never goes back to false.
 inline std::atomic<bool> asymmetric_fence_cheap{false};
 
-/// Registers the process for expedited membarrier (once; idempotent, thread-safe). Call it before any thread that
-/// runs the light side exists (a pool's or logger's constructor does): a light side that reads the flag set must
-/// find every heavy side running the barrier.
+/// Registers the process for expedited membarrier (once; idempotent, thread-safe). Call it before starting any
+/// thread that runs the heavy side (a pool's or logger's constructor does, before its workers or writer exist): a
+/// light side that reads the flag set must find every heavy side running the barrier, and a heavy side started
+/// after this call sees the flag set (the thread's creation orders it). A light side that read the flag clear
+/// used a full fence, which pairs with either form of the heavy side.
 void asymmetric_fence_init() noexcept;
 
 /// The hot side: a compiler barrier when the heavy side is a membarrier, else a full fence.
@@ -52,8 +54,9 @@ inline void asymmetric_fence_light() noexcept {
   seq_cst_fence();
 #else
   // relaxed: the flag only flips false -> true inside asymmetric_fence_init(),
-  // before any thread that runs this side exists; reading false just costs a
-  // full fence, which is always enough.
+  // before any thread that runs the heavy side is started (the thread's
+  // creation publishes it to that thread); reading false just costs a full
+  // fence, which is always enough.
   if (asymmetric_fence_cheap.load(std::memory_order_relaxed)) {
     std::atomic_signal_fence(std::memory_order_seq_cst);
   } else {

@@ -113,6 +113,7 @@
 #include "thread_system/detail/spin.hpp"
 #include "thread_system/pools/thread_pool.hpp"
 #include "thread_system/sync/helping_wait.hpp"
+#include "thread_system/sync/this_job.hpp"
 
 namespace thread_system {
 
@@ -305,10 +306,15 @@ class task_group {
     kept_job(task_group* g, F&& f) : detail::owner_job{&run_and_free}, job{g, D(std::forward<F>(f))} {}
     group_job<D> job;
     // The job records what its body throws; after its finish() it touches
-    // only the node, which is its taker's to free.
+    // only the node, which is its taker's to free. Like every job without a
+    // token, it must not see the token of a job it runs inside (a helping
+    // wait in a job submitted with one takes it from the slot):
+    // pool_core::run_guarded() does the same for queued jobs.
     static void run_and_free(detail::owner_job* j) noexcept {
       auto* self = static_cast<kept_job*>(j);
+      const cancellation_token* outer_token = std::exchange(this_job::detail::current_token, nullptr);
       self->job();
+      this_job::detail::current_token = outer_token;
       detail::recycled_delete(self);
     }
   };

@@ -276,6 +276,13 @@ class typed_thread_pool_t : public detail::pool_front {
   /// Runs `f(args...)` as a job of `type`; the future carries its result or
   /// exception, and waiting on it from one of this pool's workers helps run
   /// other jobs that worker serves. Throws error_exception when refused.
+  /// A job submitted by a job goes to the typed queue (its type decides who
+  /// runs it), not to the submitting worker: past half a worker's stack its
+  /// waits run none of the queue's jobs (sync/helping_wait.hpp), so a chain
+  /// of jobs each waiting for the next one it submits may nest only that
+  /// deep on a one-worker typed pool and then waits for good (x86-64,
+  /// release build: 3 000 levels finished with the default 8 MiB stack and
+  /// 8 000 did not; 10 and 40 with a 64 KiB stack).
   template <typename F, typename... Args>
     requires submittable<F, Args...>
   [[nodiscard]] auto submit(T type, F&& f, Args&&... args)

@@ -16,8 +16,11 @@
 //     the helper holds the job until resume() or stop().
 //   * A helping wait runs other jobs on this thread's stack, one at a time
 //     (it takes single jobs, never batches, so it allocates nothing and
-//     cannot fail for lack of memory); a deep chain of nested helping waits
-//     uses stack like nested calls do. Those jobs run with the locks the
+//     cannot fail for lack of memory, but for a worker's first helping
+//     wait's lookup of its stack's bounds); a deep chain of nested helping
+//     waits uses stack like nested calls do, and past half the stack only
+//     the worker's own jobs are run (sync/helping_wait.hpp, which also says
+//     which waits between jobs helping can deadlock). Those jobs run with the locks the
 //     waiting code holds held: hold none across get()/wait() that another
 //     job of the pool may take (sync/helping_wait.hpp, *Locks*).
 //
@@ -200,7 +203,7 @@ class future {
   /// Not copyable.
   future& operator=(const future&) = delete;
 
-  /// True until get() has been called (or for a default-constructed future, never).
+  /// True until get() has been called or the future moved from (never for a default-constructed one).
   [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
 
   /// True when the result is available (does not wait).

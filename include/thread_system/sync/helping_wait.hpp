@@ -6,8 +6,15 @@
 //   * On one of a pool's worker threads the wait *helps*: while the
 //     condition is false it runs jobs of that pool, one at a time (never a
 //     batch, so helping allocates nothing and cannot fail for lack of
-//     memory). A job may therefore wait for a child it submitted even in a
-//     pool with one worker.
+//     memory; a worker's first helping wait looks up its stack's bounds,
+//     which glibc does with an allocation: pools/thread_pool.hpp). A job
+//     may therefore wait for a child it submitted even in a pool with one
+//     worker. Past half its stack a worker's wait runs only that worker's
+//     own jobs (the children its nested waits submitted) and otherwise
+//     waits without helping, as a blocking wait would: waits that need the
+//     queue's jobs deeper than that (thousands of queued jobs that each wait
+//     for a later one, on one worker) block as they would on a pool whose
+//     waits block (pools/thread_pool.hpp, *Workers and their threads*).
 //   * With nothing to help with, the awaited work runs on another thread
 //     and is usually about to finish (the last piece of a parallel_for), so
 //     the worker first polls (spin_rounds short spins), then yields the CPU
@@ -27,6 +34,17 @@
 //     waiter's critical section. Where a lock must stay held, wait with a
 //     primitive that does not help (std::latch, a std::counting_semaphore)
 //     and make sure the awaited work does not need this worker.
+//   * Stack order: the waiting job resumes only when the job it is helping
+//     with returns (both are on one stack). A helped job that waits for
+//     something the waiting job does after its own wait returns therefore
+//     never finishes, although a pool of blocking waits with enough workers
+//     would finish (job A waits for X; this worker helps by running B, which
+//     waits for a signal A sends after X: X runs, but A is under B). Jobs
+//     that wait for each other's later steps, rather than for children they
+//     submitted, should wait with a primitive that does not help (std::latch,
+//     std::counting_semaphore) on a pool with a worker for each such wait;
+//     the library does not isolate helping (a wait runs any job of the pool,
+//     not only those submitted after it began).
 //   * A deadline (steady clock in nanoseconds, detail/clock.hpp; 0 = none)
 //     is checked between helped jobs, not during one: a wait may return
 //     later than its deadline by the run time of the job it was helping with.

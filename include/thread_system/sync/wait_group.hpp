@@ -33,7 +33,10 @@
 //     discarded job as finished and reports it (cancelled).
 //   * On one of a thread_pool's workers, wait() helps: it runs other jobs of
 //     that pool until the count is zero, so a job may enqueue children and
-//     wait for them even in a pool with one worker. Elsewhere it sleeps on
+//     wait for them even in a pool with one worker (past half the worker's
+//     stack only that worker's own jobs; see sync/helping_wait.hpp for that
+//     and for waits on a later step of another job, which helping can
+//     deadlock). Elsewhere it sleeps on
 //     a futex (no spinning). A helping wait_for()/wait_until() checks its
 //     deadline between the jobs it runs, as future's does
 //     (scheduler/future.hpp): it may return late by the one job it was
