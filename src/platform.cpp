@@ -21,7 +21,11 @@
 #include <cstring>
 #define THREAD_SYSTEM_POSIX_THREADS 1
 #endif
+#if defined(__GLIBC__)
+#include <dlfcn.h>
+#endif
 #if defined(__linux__)
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -113,6 +117,40 @@ struct os_thread::native final : thread_block {
   pthread_t id{};
 };
 
+namespace {
+// What the thread library keeps at the top of a thread's stack besides the
+// stack proper, which a requested stack size must also cover. glibc places
+// the program's static thread-local storage (every thread_local of the
+// executable and of the libraries loaded at start-up, plus a surplus) and
+// its thread descriptor inside the size given to pthread_attr_setstacksize,
+// so a thread asked for 64 KiB in a program with 50 000 bytes of
+// thread_local data ran on about 14 KiB. glibc says how much: its
+// __pthread_get_minstack(attr) is PTHREAD_STACK_MIN plus that (a page and
+// the static TLS), the figure glibc itself refuses sizes below. Looked up,
+// not linked: it is not a public symbol. Elsewhere (musl adds the TLS to
+// the size; macOS keeps it apart) nothing is taken from the stack.
+std::size_t stack_top_reserve() noexcept {
+#if defined(__GLIBC__)
+  using minstack_fn = std::size_t (*)(const pthread_attr_t*);
+  static const std::size_t reserve = [] {
+    // The cast turns dlsym's object pointer into the function it names
+    // (POSIX guarantees the conversion).
+    const auto fn = reinterpret_cast<minstack_fn>(::dlsym(RTLD_DEFAULT, "__pthread_get_minstack"));
+    if (fn == nullptr) return std::size_t{0};
+    pthread_attr_t attr;
+    if (::pthread_attr_init(&attr) != 0) return std::size_t{0};
+    const std::size_t minstack = fn(&attr);
+    (void)::pthread_attr_destroy(&attr);
+    const auto bare = static_cast<std::size_t>(PTHREAD_STACK_MIN);
+    return minstack > bare ? minstack - bare : std::size_t{0};
+  }();
+  return reserve;
+#else
+  return 0;
+#endif
+}
+}  // namespace
+
 std::size_t os_thread::min_stack_size() noexcept {
   const long m = ::sysconf(_SC_THREAD_STACK_MIN);
   const std::size_t platform = m > 0 ? static_cast<std::size_t>(m) : static_cast<std::size_t>(PTHREAD_STACK_MIN);
@@ -120,8 +158,9 @@ std::size_t os_thread::min_stack_size() noexcept {
   // the platform's bare minimum (16 KiB on Linux x86-64). A pool worker's
   // default error report writes to stderr, and glibc formats output to an
   // unbuffered stream through an 8 KiB buffer on the stack: with 16 KiB the
-  // report of a failing job overflowed it (SIGSEGV).
-  return round_up(std::max(platform, library_min_stack), page_size());
+  // report of a failing job overflowed it (SIGSEGV). The floor is usable
+  // stack: what the thread library keeps in the stack's top comes on top.
+  return round_up(std::max(platform, library_min_stack + stack_top_reserve()), page_size());
 }
 
 std::size_t os_thread::effective_stack_size(std::size_t requested) noexcept {
@@ -324,30 +363,99 @@ int current_os_thread_id() noexcept {
 #endif
 }
 
+int highest_cpu_number(std::string_view cpu_list) noexcept {
+  int last = -1;
+  int value = -1;
+  for (const char c : cpu_list) {
+    if (c >= '0' && c <= '9') {
+      if (value > (1 << 24)) return -1;  // not a CPU number: not a CPU list
+      value = (value < 0 ? 0 : value) * 10 + (c - '0');
+    } else {
+      if (value >= 0) last = std::max(last, value);
+      value = -1;
+    }
+  }
+  return std::max(last, value);
+}
+
+#if defined(__linux__)
+namespace {
+// The highest CPU number the kernel may ever have, or -1 when it does not
+// say. Not the CPU count: numbers may have gaps.
+int highest_possible_cpu() noexcept {
+  const int fd = ::open("/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  std::array<char, 512> text{};
+  const ssize_t n = ::read(fd, text.data(), text.size());
+  (void)::close(fd);
+  if (n <= 0) return -1;
+  return highest_cpu_number(std::string_view(text.data(), static_cast<std::size_t>(n)));
+}
+
+// A CPU mask for CPUs 0..bits-1: a cpu_set_t up to CPU_SETSIZE (1024),
+// allocated (CPU_ALLOC) beyond. ok() is false when that allocation failed.
+class cpu_mask {
+ public:
+  explicit cpu_mask(std::size_t bits) noexcept
+      : set_(bits <= CPU_SETSIZE ? &local_ : CPU_ALLOC(bits)),
+        size_(bits <= CPU_SETSIZE ? sizeof local_ : CPU_ALLOC_SIZE(bits)) {
+    if (set_ != nullptr) CPU_ZERO_S(size_, set_);
+  }
+  cpu_mask(const cpu_mask&) = delete;
+  cpu_mask& operator=(const cpu_mask&) = delete;
+  ~cpu_mask() {
+    if (set_ != &local_ && set_ != nullptr) CPU_FREE(set_);
+  }
+  [[nodiscard]] bool ok() const noexcept { return set_ != nullptr; }
+  void add(int cpu) noexcept { CPU_SET_S(static_cast<std::size_t>(cpu), size_, set_); }
+  [[nodiscard]] bool has(int cpu) const noexcept { return CPU_ISSET_S(static_cast<std::size_t>(cpu), size_, set_); }
+  [[nodiscard]] int get(int os_tid) noexcept { return ::sched_getaffinity(os_tid, size_, set_); }
+  [[nodiscard]] int set(int os_tid) const noexcept { return ::sched_setaffinity(os_tid, size_, set_); }
+
+ private:
+  cpu_set_t local_{};
+  cpu_set_t* set_;
+  std::size_t size_;
+};
+}  // namespace
+#endif
+
 result<void> set_thread_affinity(int os_tid, std::span<const int> cpus) noexcept {
 #if defined(__linux__)
   if (cpus.empty())
     return make_error_nothrow(error_code::invalid_argument, [&] { return "set_affinity: empty CPU list"; });
-  const long online = ::sysconf(_SC_NPROCESSORS_CONF);
-  cpu_set_t set;
-  CPU_ZERO(&set);
+  // CPU numbers may have gaps (possible CPUs "0-3,8-11"): the check is
+  // against the highest number, and CPUs that exist but are offline or
+  // outside the process's cpuset are found by the read-back below.
+  const int highest = highest_possible_cpu();
+  int largest = 0;
   for (int cpu : cpus) {
-    if (cpu < 0 || cpu >= CPU_SETSIZE || (online > 0 && cpu >= online)) {
+    if (cpu < 0 || (highest >= 0 && cpu > highest) || (highest < 0 && cpu >= CPU_SETSIZE)) {
       return make_error_nothrow(error_code::invalid_argument, [&] {
-        return "set_affinity: CPU " + std::to_string(cpu) + " does not exist (this machine has " +
-               std::to_string(online) + ")";
+        return "set_affinity: CPU " + std::to_string(cpu) + " does not exist (" +
+               (highest >= 0 ? "the highest CPU number here is " + std::to_string(highest)
+                             : "CPU numbers here run from 0 to " + std::to_string(CPU_SETSIZE - 1)) +
+               ")";
       });
     }
-    CPU_SET(cpu, &set);
+    largest = std::max(largest, cpu);
   }
+  // Masks as wide as the kernel's (one narrower than its CPU count is
+  // refused by sched_getaffinity), and at least a cpu_set_t.
+  const auto bits = static_cast<std::size_t>(std::max({largest, highest, CPU_SETSIZE - 1})) + 1;
+  cpu_mask set(bits);
+  cpu_mask before(bits);
+  cpu_mask granted(bits);
+  if (!set.ok() || !before.ok() || !granted.ok()) {
+    return make_error_nothrow(error_code::resource_exhausted, [] { return "set_affinity: out of memory"; });
+  }
+  for (int cpu : cpus) set.add(cpu);
   // The kernel pins the thread to the CPUs of the list it may use (online,
   // in the process's cpuset) and drops the others without a word when at
   // least one is left. All or nothing here: the mask is read back, and a
   // list the kernel narrowed is refused with the mask put back as it was.
-  cpu_set_t before;
-  CPU_ZERO(&before);
-  const bool have_before = ::sched_getaffinity(os_tid, sizeof before, &before) == 0;
-  if (::sched_setaffinity(os_tid, sizeof set, &set) != 0) {
+  const bool have_before = before.get(os_tid) == 0;
+  if (set.set(os_tid) != 0) {
     const int e = errno;
     return make_error_nothrow(e == EINVAL ? error_code::invalid_argument : error_code::not_supported, [&] {
       return std::string(
@@ -356,12 +464,17 @@ result<void> set_thread_affinity(int os_tid, std::span<const int> cpus) noexcept
              errno_text(e);
     });
   }
-  cpu_set_t granted;
-  CPU_ZERO(&granted);
-  if (::sched_getaffinity(os_tid, sizeof granted, &granted) != 0) return {};  // the thread has just ended
+  if (granted.get(os_tid) != 0) {
+    const int e = errno;
+    if (e == ESRCH) return {};  // the thread has just ended
+    return make_error_nothrow(error_code::not_supported, [&] {
+      return "set_affinity: the thread's CPUs could not be read back to check them (" + errno_text(e) +
+             "); the new list may be in effect, narrowed by the kernel";
+    });
+  }
   for (int cpu : cpus) {
-    if (CPU_ISSET(cpu, &granted)) continue;
-    if (have_before) (void)::sched_setaffinity(os_tid, sizeof before, &before);
+    if (granted.has(cpu)) continue;
+    if (have_before) (void)before.set(os_tid);
     return make_error_nothrow(error_code::invalid_argument, [&] {
       return "set_affinity: CPU " + std::to_string(cpu) +
              " is offline or not allowed to this process (cpuset); the thread's affinity is unchanged";

@@ -39,6 +39,18 @@ detail::core_config config_of(std::string name, const pool_options& options) {
   }
 }
 
+// The same, named as `options` says: the name is copied here, where out of
+// memory is resource_exhausted.
+detail::core_config config_of(const pool_options& options) {
+  std::string name;
+  try {
+    name = options.name;
+  } catch (const std::bad_alloc&) {
+    throw error_exception(detail::out_of_memory_error().value);
+  }
+  return config_of(std::move(name), options);
+}
+
 }  // namespace
 
 thread_pool::thread_pool(std::string name) : thread_pool(std::move(name), pool_options{}) {}
@@ -46,8 +58,8 @@ thread_pool::thread_pool(std::string name) : thread_pool(std::move(name), pool_o
 thread_pool::thread_pool(std::string name, const pool_options& options)
     : pool_front(config_of(std::move(name), options)), queue_kind_(options.queue) {}
 
-thread_pool::thread_pool(std::size_t worker_count, pool_options options)
-    : pool_front(config_of(std::move(options.name), options)), queue_kind_(options.queue) {
+thread_pool::thread_pool(std::size_t worker_count, const pool_options& options)
+    : pool_front(config_of(options)), queue_kind_(options.queue) {
   if (worker_count == 0) {
     throw error_exception(error{error_code::invalid_argument, "thread_pool: worker_count must be at least 1"});
   }

@@ -819,6 +819,29 @@ TEST(Allocation, ALockfreePoolsConstructorReportsOutOfMemoryAsResourceExhausted)
   }
 }
 
+// thread_pool{n, options} took its options by value: the copy, made by the
+// caller, let std::bad_alloc out of the constructor call (the first
+// allocation, for the name). The options are now taken by reference and
+// copied inside: every failing allocation gives resource_exhausted (or the
+// pool is made).
+TEST(Allocation, AConcisePoolsConstructorReportsOutOfMemoryAsResourceExhausted) {
+  ts::pool_options opt;
+  opt.name = "options whose name needs the heap";
+  for (int k = 1; k <= 64; ++k) {
+    t_fail_nth_new = k;
+    try {
+      ts::thread_pool pool{1, opt};
+      t_fail_nth_new = 0;
+    } catch (const ts::error_exception& e) {
+      t_fail_nth_new = 0;
+      EXPECT_EQ(e.code(), ts::error_code::resource_exhausted) << "failing allocation " << k;
+    } catch (const std::bad_alloc&) {
+      t_fail_nth_new = 0;
+      ADD_FAILURE() << "std::bad_alloc escaped at failing allocation " << k;
+    }
+  }
+}
+
 // A factory returning a std::unique_ptr: the registry makes it a shared_ptr
 // (a control block). Out of memory for that, resolve() let std::bad_alloc
 // out; it returns resource_exhausted (the instance destroyed), and other

@@ -148,6 +148,21 @@ TEST(ThreadAttributes, EachThreadHasItsOwnOsId) {
   EXPECT_NE(mine, other);
 }
 
+// CPU numbers may have gaps (a machine whose possible CPUs are "0-3,8-11"
+// has 8 CPUs, the highest numbered 11): set_affinity() checks a number
+// against the highest of the kernel's list, not against the count, which
+// refused CPUs 8-11 there as absent.
+TEST(ThreadAttributes, TheHighestCpuNumberOfAKernelListIsItsLastNotItsCount) {
+  EXPECT_EQ(highest_cpu_number("0-3,8-11\n"), 11);
+  EXPECT_EQ(highest_cpu_number("0-1\n"), 1);
+  EXPECT_EQ(highest_cpu_number("0"), 0);
+  EXPECT_EQ(highest_cpu_number("0,2,4,6"), 6);
+  EXPECT_EQ(highest_cpu_number("8-11,0-3"), 11) << "the highest, wherever it stands";
+  EXPECT_EQ(highest_cpu_number(""), -1);
+  EXPECT_EQ(highest_cpu_number("\n"), -1);
+  EXPECT_EQ(highest_cpu_number("99999999999999999999"), -1) << "not a CPU number";
+}
+
 TEST(ThreadAttributes, AffinityToAnAllowedCpuIsSetAndBadListsAreRefused) {
   const int cpu = test::first_allowed_cpu();
   ASSERT_GE(cpu, 0);

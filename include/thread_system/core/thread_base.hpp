@@ -49,7 +49,7 @@
 //   * on_error() throwing: the exception is dropped.
 //
 // Resources: the thread is created with the stack size given to the
-// constructor (0: the platform default; a size below 64 KiB gets 64 KiB,
+// constructor (0: the platform default; a size below 64 KiB gets 64 KiB of usable stack,
 // detail/os_thread.hpp); when the OS refuses a thread,
 // start() returns `resource_exhausted` (also for a stack larger than the
 // address space or its limits leave), and `invalid_argument` for a stack

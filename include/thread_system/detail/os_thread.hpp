@@ -19,9 +19,13 @@
 //     the platform rejects as such, is `invalid_argument`; a size it merely
 //     cannot give now (more than the address space or its limits leave) is
 //     `resource_exhausted`. `stack_size` 0 means the platform default (on Linux the
-//     RLIMIT_STACK soft limit, usually 8 MiB); other sizes are rounded up to
-//     64 KiB (library_min_stack; or the platform minimum, if larger) and to
-//     whole pages. Where threads cannot be given
+//     RLIMIT_STACK soft limit, usually 8 MiB); smaller sizes are raised to
+//     64 KiB of usable stack (library_min_stack) plus what the thread
+//     library keeps in the stack's top (glibc: the program's static
+//     thread-local storage and the thread descriptor, which it takes from
+//     the size asked for), or to the platform minimum if larger; every size
+//     is rounded up to whole pages. A size above that floor is passed on as
+//     it is (with glibc the static TLS still comes out of it). Where threads cannot be given
 //     a stack size (no POSIX threads), a non-zero size is `not_supported`.
 //   * `f` must not throw: an exception escaping it terminates the process,
 //     as with std::thread.
@@ -116,8 +120,10 @@ class os_thread {
   /// no mapping is larger than PTRDIFF_MAX (pointer differences within it
   /// must be representable).
   static constexpr std::size_t max_stack_size = static_cast<std::size_t>(PTRDIFF_MAX);
-  /// The least stack size a thread gets: the platform's minimum or
-  /// library_min_stack, whichever is larger, rounded up to whole pages.
+  /// The least stack size a thread gets: library_min_stack plus what the
+  /// thread library keeps in a stack's top (glibc: static TLS and the thread
+  /// descriptor; 0 elsewhere), or the platform's minimum if larger, rounded
+  /// up to whole pages.
   [[nodiscard]] static std::size_t min_stack_size() noexcept;
   /// The stack size a thread started with `requested` bytes (0: default) gets.
   [[nodiscard]] static std::size_t effective_stack_size(std::size_t requested) noexcept;

@@ -44,11 +44,19 @@ result<void> set_current_thread_name(std::string_view name) noexcept;
 /// The calling thread's OS thread id (Linux: gettid()), 0 where there is none.
 [[nodiscard]] int current_os_thread_id() noexcept;
 
+/// The highest CPU number of a list in the kernel's format ("0-3,8-11" ->
+/// 11; /sys/devices/system/cpu/possible), or -1 for a list with none.
+[[nodiscard]] int highest_cpu_number(std::string_view cpu_list) noexcept;
+
 /// Pins the thread with OS id `os_tid` to `cpus` (Linux), all or nothing.
-/// Empty, negative or absent CPUs, and a CPU that is offline or outside the
-/// process's cpuset (which the kernel would silently leave out): the mask
-/// is left as it was and the result is invalid_argument; other platforms:
-/// not_supported; a refusal by the OS: the errno text.
+/// Empty, negative or absent CPUs (above the highest possible CPU number:
+/// numbers may have gaps, so not the CPU count), and a CPU that is offline
+/// or outside the process's cpuset (which the kernel would silently leave
+/// out): the mask is left as it was and the result is invalid_argument;
+/// masks are as wide as the kernel's, beyond 1024 CPUs too; other
+/// platforms: not_supported; a refusal by the OS, or a mask that could not
+/// be read back to check it: not_supported with the errno text;
+/// resource_exhausted when a mask wider than 1024 CPUs cannot be allocated.
 result<void> set_thread_affinity(int os_tid, std::span<const int> cpus) noexcept;
 
 /// Sets the nice level (-20..19) of the thread with OS id `os_tid` (Linux:

@@ -305,10 +305,12 @@ class pool_front {
 
   /// Pins worker `worker` (index in get_workers()) to `cpus` (Linux).
   /// `invalid_argument` for a worker that is not running or a CPU that does
-  /// not exist, is offline or is outside the process's cpuset (the worker's
-  /// CPUs are then unchanged: all or nothing); `not_supported` where the
-  /// platform cannot do it or the OS refuses. Worker threads are named "<pool name>-<index>" (or the worker's
-  /// own name) for the OS.
+  /// not exist (above the highest possible CPU number), is offline or is
+  /// outside the process's cpuset (the worker's CPUs are then unchanged: all
+  /// or nothing); `not_supported` where the platform cannot do it, the OS
+  /// refuses or the new mask cannot be read back to check it;
+  /// `resource_exhausted` without memory for a mask wider than 1024 CPUs. Worker threads are named "<pool
+  /// name>-<index>" (or the worker's own name) for the OS.
   result<void> set_affinity(std::size_t worker, std::span<const int> cpus);
   /// Sets worker `worker`'s nice level (-20..19; Linux, per thread). Raising
   /// priority needs privileges: `not_supported` with the OS's reason.

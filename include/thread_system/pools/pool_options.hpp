@@ -62,8 +62,9 @@ struct pool_options {
   /// backpressure.hpp). Default: unbounded.
   thread_system::backpressure backpressure{};
   /// Stack size of each worker thread in bytes; 0: the platform default.
-  /// Smaller sizes are raised to 64 KiB (the library's own paths need
-  /// that much, detail/os_thread.hpp); above PTRDIFF_MAX (also once rounded up
+  /// Smaller sizes are raised to 64 KiB of usable stack, plus the
+  /// program's static thread-local storage that glibc takes from a thread's
+  /// stack (the library's own paths need that much, detail/os_thread.hpp); above PTRDIFF_MAX (also once rounded up
   /// to whole pages) the constructor
   /// throws error_exception{invalid_argument}.
   /// See "Workers and their threads" in thread_pool.hpp for the nesting it allows.

@@ -209,8 +209,10 @@ class thread_pool : public detail::pool_front {
   thread_pool(std::string name, const pool_options& options);
 
   /// Concise style: `worker_count` workers, started. Throws
-  /// `error_exception{invalid_argument}` when worker_count is 0.
-  explicit thread_pool(std::size_t worker_count = default_worker_count(), pool_options options = {});
+  /// `error_exception{invalid_argument}` when worker_count is 0. (`options`
+  /// by reference: the pool copies what it keeps, so running out of memory
+  /// there is its `resource_exhausted`, not a std::bad_alloc from the call.)
+  explicit thread_pool(std::size_t worker_count = default_worker_count(), const pool_options& options = {});
 
   /// stop(stop_mode::drain) unless already stopped. Must not be called from one of this pool's workers.
   ~thread_pool();
