@@ -24,7 +24,7 @@ constexpr std::size_t tls_bytes = 50'000;
 // volatile: the stores below must stay (a thread_local only written could go).
 thread_local std::array<volatile unsigned char, tls_bytes> g_tls_block{};
 
-constexpr std::size_t stack_use = 48 * 1024;
+constexpr std::size_t stack_use = 40 * 1024;
 
 // Uses about stack_use bytes of stack, touching every page (past the
 // stack's end that is SIGSEGV).
