@@ -797,49 +797,46 @@ TEST(Allocation, AFailingSeedJobReportsJobFailedWithNoMemoryLeft) {
   }
 }
 
+// Builds a pool with `make(options)` while each allocation in turn fails:
+// every failure must be error_exception{resource_exhausted} (or the pool is
+// made), never a std::bad_alloc.
+template <typename Make>
+void expect_construction_reports_out_of_memory(const char* what, Make make) {
+  ts::pool_options opt;
+  opt.name = "options whose name needs the heap";
+  for (int k = 1; k <= 64; ++k) {
+    t_fail_nth_new = k;
+    try {
+      make(opt);
+      t_fail_nth_new = 0;
+    } catch (const ts::error_exception& e) {
+      t_fail_nth_new = 0;
+      EXPECT_EQ(e.code(), ts::error_code::resource_exhausted) << what << ", failing allocation " << k;
+    } catch (const std::bad_alloc&) {
+      t_fail_nth_new = 0;
+      ADD_FAILURE() << what << ": std::bad_alloc escaped at failing allocation " << k;
+    }
+  }
+}
+
 // lockfree_thread_pool(name, options) copies the options: out of memory
 // there it threw std::bad_alloc, where thread_pool(name, options) throws
 // error_exception{resource_exhausted}. Every failing allocation now gives
 // the latter (or the pool is made).
 TEST(Allocation, ALockfreePoolsConstructorReportsOutOfMemoryAsResourceExhausted) {
-  ts::pool_options opt;
-  opt.name = "options whose name needs the heap";
-  for (int k = 1; k <= 64; ++k) {
-    t_fail_nth_new = k;
-    try {
-      ts::lockfree_thread_pool pool{"p", opt};
-      t_fail_nth_new = 0;
-    } catch (const ts::error_exception& e) {
-      t_fail_nth_new = 0;
-      EXPECT_EQ(e.code(), ts::error_code::resource_exhausted) << "failing allocation " << k;
-    } catch (const std::bad_alloc&) {
-      t_fail_nth_new = 0;
-      ADD_FAILURE() << "std::bad_alloc escaped at failing allocation " << k;
-    }
-  }
+  expect_construction_reports_out_of_memory("lockfree_thread_pool{name, options}", [](const ts::pool_options& opt) {
+    ts::lockfree_thread_pool pool{"p", opt};
+  });
 }
 
 // thread_pool{n, options} took its options by value: the copy, made by the
 // caller, let std::bad_alloc out of the constructor call (the first
 // allocation, for the name). The options are now taken by reference and
-// copied inside: every failing allocation gives resource_exhausted (or the
-// pool is made).
+// copied inside.
 TEST(Allocation, AConcisePoolsConstructorReportsOutOfMemoryAsResourceExhausted) {
-  ts::pool_options opt;
-  opt.name = "options whose name needs the heap";
-  for (int k = 1; k <= 64; ++k) {
-    t_fail_nth_new = k;
-    try {
-      ts::thread_pool pool{1, opt};
-      t_fail_nth_new = 0;
-    } catch (const ts::error_exception& e) {
-      t_fail_nth_new = 0;
-      EXPECT_EQ(e.code(), ts::error_code::resource_exhausted) << "failing allocation " << k;
-    } catch (const std::bad_alloc&) {
-      t_fail_nth_new = 0;
-      ADD_FAILURE() << "std::bad_alloc escaped at failing allocation " << k;
-    }
-  }
+  expect_construction_reports_out_of_memory("thread_pool{n, options}", [](const ts::pool_options& opt) {
+    ts::thread_pool pool{1, opt};
+  });
 }
 
 // A factory returning a std::unique_ptr: the registry makes it a shared_ptr
