@@ -23,9 +23,11 @@ void validate(const pool_options& o) {
   // Two bounds with two answers to "full" (the policy's, and the ring's
   // immediate queue_full) would make the policy a lie.
   if (o.queue == pool_queue::bounded && o.backpressure.capacity != 0) {
-    throw error_exception(error{error_code::invalid_argument,
-                                "pool_queue::bounded is a bound of its own: use backpressure with another queue "
-                                "kind, or the bounded queue without backpressure"});
+    // make_error(code, literal): the error even when its message cannot be allocated.
+    throw error_exception(make_error(error_code::invalid_argument,
+                                     "pool_queue::bounded is a bound of its own: use backpressure with another queue "
+                                     "kind, or the bounded queue without backpressure")
+                              .value);
   }
 }
 
@@ -61,7 +63,8 @@ thread_pool::thread_pool(std::string name, const pool_options& options)
 thread_pool::thread_pool(std::size_t worker_count, const pool_options& options)
     : pool_front(config_of(options)), queue_kind_(options.queue) {
   if (worker_count == 0) {
-    throw error_exception(error{error_code::invalid_argument, "thread_pool: worker_count must be at least 1"});
+    throw error_exception(
+        make_error(error_code::invalid_argument, "thread_pool: worker_count must be at least 1").value);
   }
   if (worker_count > max_workers)
     throw error_exception(detail::too_many_workers("thread_pool", get_name(), worker_count).value);

@@ -798,10 +798,12 @@ TEST(Allocation, AFailingSeedJobReportsJobFailedWithNoMemoryLeft) {
 }
 
 // Builds a pool with `make(options)` while each allocation in turn fails:
-// every failure must be error_exception{resource_exhausted} (or the pool is
-// made), never a std::bad_alloc.
+// every failure must be error_exception{resource_exhausted} (or `refusal`,
+// the code of options the constructor refuses anyway), or the pool is made;
+// never a std::bad_alloc.
 template <typename Make>
-void expect_construction_reports_out_of_memory(const char* what, Make make) {
+void expect_construction_reports_out_of_memory(const char* what, Make make,
+                                               ts::error_code refusal = ts::error_code::resource_exhausted) {
   ts::pool_options opt;
   opt.name = "options whose name needs the heap";
   for (int k = 1; k <= 64; ++k) {
@@ -811,7 +813,8 @@ void expect_construction_reports_out_of_memory(const char* what, Make make) {
       t_fail_nth_new = 0;
     } catch (const ts::error_exception& e) {
       t_fail_nth_new = 0;
-      EXPECT_EQ(e.code(), ts::error_code::resource_exhausted) << what << ", failing allocation " << k;
+      EXPECT_TRUE(e.code() == ts::error_code::resource_exhausted || e.code() == refusal)
+          << what << ", failing allocation " << k << ": " << e.what();
     } catch (const std::bad_alloc&) {
       t_fail_nth_new = 0;
       ADD_FAILURE() << what << ": std::bad_alloc escaped at failing allocation " << k;
@@ -837,6 +840,24 @@ TEST(Allocation, AConcisePoolsConstructorReportsOutOfMemoryAsResourceExhausted) 
   expect_construction_reports_out_of_memory("thread_pool{n, options}", [](const ts::pool_options& opt) {
     ts::thread_pool pool{1, opt};
   });
+  // Refusals of bad input build their message from a literal without
+  // throwing: it was a std::bad_alloc when that message could not be allocated.
+  expect_construction_reports_out_of_memory(
+      "thread_pool{0, options}",
+      [](const ts::pool_options& opt) {
+        ts::thread_pool pool{0, opt};
+      },
+      ts::error_code::invalid_argument);
+  ts::pool_options both;  // built before any allocation fails
+  both.name = "options whose name needs the heap";
+  both.queue = ts::pool_queue::bounded;
+  both.backpressure = ts::backpressure::reject(16);
+  expect_construction_reports_out_of_memory(
+      "thread_pool{1, bounded queue and backpressure}",
+      [&both](const ts::pool_options&) {
+        ts::thread_pool pool{1, both};
+      },
+      ts::error_code::invalid_argument);
 }
 
 // A factory returning a std::unique_ptr: the registry makes it a shared_ptr

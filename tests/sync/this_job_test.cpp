@@ -97,4 +97,29 @@ TEST(ThisJob, AGroupJobRunInsideATokenedJobsWaitSeesNoToken) {
   EXPECT_EQ(saw_cancelled.load(std::memory_order_relaxed), 0);
 }
 
+// The same for a group's job run on the calling thread because its pool
+// refused it (stopped): inside a job submitted with a cancelled token, it
+// saw that token.
+TEST(ThisJob, AGroupJobRunInlineByARefusingPoolSeesNoToken) {
+  ts::thread_pool pool{1, ts::test::pool_opts()};
+  ts::thread_pool stopped{1, ts::test::pool_opts()};
+  (void)stopped.stop();
+  ts::cancellation_source running_source;  // cancelled once the job runs (a job cancelled before it starts never runs)
+  std::atomic<bool> started{false};
+  std::atomic<int> saw_cancellable{-1};
+  auto done = pool.submit(running_source.token(), [&] {
+    started.store(true, std::memory_order_release);  // pairs with the acquire load below
+    while (!ts::this_job::is_cancelled()) std::this_thread::yield();
+    ts::task_group group(stopped);
+    group.run(
+        [&] { saw_cancellable.store(ts::this_job::token().can_be_cancelled() ? 1 : 0, std::memory_order_relaxed); });
+    group.wait();
+  });
+  while (!started.load(std::memory_order_acquire)) std::this_thread::yield();
+  running_source.cancel();
+  done.get();  // orders the relaxed store before the read below
+  EXPECT_EQ(saw_cancellable.load(std::memory_order_relaxed), 0)
+      << "the running job's token leaked into the group's job";
+}
+
 }  // namespace

@@ -175,7 +175,7 @@ class task_group {
       // allocation failed before the body was moved. job() destroys the
       // body before it counts the job finished, as on a worker.
       count_spawn(owner);
-      job();
+      run_without_token(job);
       return;
     }
     count_spawn(owner);
@@ -184,7 +184,7 @@ class task_group {
     // From one of the pool's workers the job goes onto that worker's deque,
     // past its LIFO slot (detail::fork_access): this thread's wait() pops it
     // back, and a thief takes the oldest job first.
-    if (auto r = detail::fork_access::push(pool_, std::move(wrapped)); !r) wrapped();
+    if (auto r = detail::fork_access::push(pool_, std::move(wrapped)); !r) run_without_token(wrapped);
   }
 
   /// Waits for every job run() so far; rethrows the first exception.
@@ -242,6 +242,25 @@ class task_group {
   }
 
  private:
+  // Runs a job of a group on this thread outside the pool's worker loop (no
+  // memory to hand it over, a refused push, a job taken from the owner's
+  // slot): like every job without a token, it must not see the token of a
+  // job this thread is running (sync/this_job.hpp; pool_core::run_guarded()
+  // does the same for jobs the workers take from the queue). Out of line:
+  // run()'s fork-join path is inlined into its callers, and these are its
+  // rare branches.
+  template <typename J>
+  THREAD_SYSTEM_NOINLINE static void run_without_token(J& job) {
+    struct token_scope {
+      const cancellation_token* outer = std::exchange(this_job::detail::current_token, nullptr);
+      token_scope() = default;
+      token_scope(const token_scope&) = delete;
+      token_scope& operator=(const token_scope&) = delete;
+      ~token_scope() { this_job::detail::current_token = outer; }
+    } scope;
+    job();
+  }
+
   // The pool job: runs the body, destroys it, and only then counts it as
   // finished, so the body's captures never outlive wait().
   template <typename D>
@@ -306,15 +325,12 @@ class task_group {
     kept_job(task_group* g, F&& f) : detail::owner_job{&run_and_free}, job{g, D(std::forward<F>(f))} {}
     group_job<D> job;
     // The job records what its body throws; after its finish() it touches
-    // only the node, which is its taker's to free. Like every job without a
-    // token, it must not see the token of a job it runs inside (a helping
-    // wait in a job submitted with one takes it from the slot):
-    // pool_core::run_guarded() does the same for queued jobs.
+    // only the node, which is its taker's to free. It runs without the
+    // token of a job it runs inside (a helping wait in a job submitted with
+    // one takes it from the slot).
     static void run_and_free(detail::owner_job* j) noexcept {
       auto* self = static_cast<kept_job*>(j);
-      const cancellation_token* outer_token = std::exchange(this_job::detail::current_token, nullptr);
-      self->job();
-      this_job::detail::current_token = outer_token;
+      run_without_token(self->job);
       detail::recycled_delete(self);
     }
   };
