@@ -19,9 +19,11 @@ and where it goes:
            (function definitions) go to namespace scope, the rest into a
            function body.
 
-`seed`: the block shows code written for the seed system, as ported
-(only its namespace changed), which ignores the result<void> its calls
-return: the compiler's warning for that is allowed there, and only there.
+`seed_from`: the block's lines from the one starting with it on (all of
+them for "") show code written for the seed system, as ported (only its
+namespace changed), which ignores the result<void> its calls return: the
+compiler's warning for that is switched off for those lines only (a
+diagnostic pragma), not for the rest of the block.
 
 `scopes` lists lines that start a new block scope inside the body (an
 example showing two alternatives that declare the same name). Lines
@@ -89,7 +91,7 @@ HARNESS = {
             "includes": [UMBRELLA],
             "scopes": ["// seed style"],
             "locals": "std::vector<std::unique_ptr<thread_worker>> workers;",
-            "seed": True,
+            "seed_from": "// seed style",
         },
     ],
     "docs/CONTROL.md": [
@@ -160,7 +162,7 @@ HARNESS = {
             "first": "#include <thread_system/logger/log_module.hpp>",
             "mode": "body",
             "locals": 'int value = 42;\nstd::string error = "none";',
-            "seed": True,
+            "seed_from": "",
         },
     ],
     "docs/MONITORING.md": [
@@ -180,16 +182,28 @@ FLAGS = [
 ]
 
 
+# Info strings that name C or C++ (any case, attributes after a space).
+CXX_FENCES = {"cpp", "c++", "cxx", "cc", "hpp", "hxx", "h++", "h", "c"}
+
+
+def is_cxx_fence(line):
+    info = line.strip()[3:].strip().split(" ")[0].split("{")[0].lower()
+    return line.strip().startswith("```") and info in CXX_FENCES
+
+
 def blocks_of(text):
-    """(line number, [lines]) of each ```cpp block."""
-    out, current, start = [], None, 0
+    """(line number, [lines]) of each C++ block (```cpp, ```c++, ```C++ ...)."""
+    out, current, start, inside = [], [], 0, None  # inside: None, "cxx" or "other"
     for number, line in enumerate(text.splitlines(), 1):
-        if current is None and line.strip() == "```cpp":
+        fence = line.strip().startswith("```")
+        if inside is None and fence:
+            inside = "cxx" if is_cxx_fence(line) else "other"
             current, start = [], number + 1
-        elif current is not None and line.strip() == "```":
-            out.append((start, current))
-            current = None
-        elif current is not None:
+        elif inside is not None and line.strip() == "```":
+            if inside == "cxx":
+                out.append((start, current))
+            inside = None
+        elif inside == "cxx":
             current.append(line)
     return out
 
@@ -216,7 +230,11 @@ def translation_unit(block, entry):
         outside, rest = rest[:cut], rest[cut:]
     body, scopes = [], entry.get("scopes", [])
     opened = False
+    seed_from = entry.get("seed_from")
     for line in rest:
+        if seed_from is not None and line.strip().startswith(seed_from):
+            body.append('#pragma GCC diagnostic ignored "-Wunused-result"  // seed code, as ported')
+            seed_from = None
         if any(line.strip().startswith(s) for s in scopes):
             body.append("}" if opened else "")
             body.append("{")
@@ -224,13 +242,16 @@ def translation_unit(block, entry):
         body.append(line)
     if opened:
         body.append("}")
+    pragma = ["#pragma GCC diagnostic push"] if entry.get("seed_from") is not None else []
     return "\n".join(
         entry.get("includes", [])
         + top
         + [COMMON, USING, entry.get("decls", ""), ""]
         + outside
         + ["", "void documentation_example() {", entry.get("locals", "")]
+        + pragma
         + body
+        + (["#pragma GCC diagnostic pop"] if pragma else [])
         + ["}", ""]
     )
 
@@ -259,8 +280,7 @@ def main():
                     f"{entries[i]['first']!r}: update HARNESS"
                 )
                 continue
-            extra = ["-Wno-unused-result"] if entries[i].get("seed") else []
-            jobs.append((f"{name}:{line}", translation_unit(block, entries[i]), extra))
+            jobs.append((f"{name}:{line}", translation_unit(block, entries[i])))
         for i in range(len(found), len(entries)):
             problems.append(f"{name}: harness entry {i + 1} ({entries[i]['first']!r}) has no example")
 
@@ -268,11 +288,11 @@ def main():
     command = [args.cxx] + FLAGS + shlex.split(args.flags) + includes
 
     def compile_one(job):
-        where, source, extra = job
+        where, source = job
         with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as tu:
             tu.write(source)
         try:
-            run = subprocess.run(command + extra + [tu.name], capture_output=True, text=True, check=False)
+            run = subprocess.run(command + [tu.name], capture_output=True, text=True, check=False)
         finally:
             os.unlink(tu.name)
         if run.returncode == 0:

@@ -23,6 +23,7 @@
 #endif
 #if defined(__GLIBC__)
 #include <dlfcn.h>
+#include <link.h>
 #endif
 #if defined(__linux__)
 #include <fcntl.h>
@@ -129,6 +130,24 @@ namespace {
 // the static TLS), the figure glibc itself refuses sizes below. Looked up,
 // not linked: it is not a public symbol. Elsewhere (musl adds the TLS to
 // the size; macOS keeps it apart) nothing is taken from the stack.
+#if defined(__GLIBC__)
+// A statically linked program has no symbol to look up: there the reserve
+// is the static TLS of the loaded modules (each PT_TLS segment, rounded up
+// to its alignment and with room to align it) plus 8 KiB for glibc's
+// surplus (about 2.2 KiB), its thread descriptor (about 2.3 KiB) and the
+// page __pthread_get_minstack counts: an estimate from above.
+int add_static_tls(dl_phdr_info* info, std::size_t /*size*/, void* total) noexcept {
+  auto* sum = static_cast<std::size_t*>(total);
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+    if (segment.p_type != PT_TLS) continue;
+    const std::size_t align = segment.p_align > 0 ? static_cast<std::size_t>(segment.p_align) : 1;
+    *sum += round_up(static_cast<std::size_t>(segment.p_memsz), align) + align;
+  }
+  return 0;
+}
+#endif
+
 std::size_t stack_top_reserve() noexcept {
 #if defined(__GLIBC__)
   using minstack_fn = std::size_t (*)(const pthread_attr_t*);
@@ -136,7 +155,11 @@ std::size_t stack_top_reserve() noexcept {
     // The cast turns dlsym's object pointer into the function it names
     // (POSIX guarantees the conversion).
     const auto fn = reinterpret_cast<minstack_fn>(::dlsym(RTLD_DEFAULT, "__pthread_get_minstack"));
-    if (fn == nullptr) return std::size_t{0};
+    if (fn == nullptr) {
+      std::size_t tls = 0;
+      (void)::dl_iterate_phdr(&add_static_tls, &tls);
+      return tls + std::size_t{8} * 1024;
+    }
     pthread_attr_t attr;
     if (::pthread_attr_init(&attr) != 0) return std::size_t{0};
     const std::size_t minstack = fn(&attr);
@@ -175,6 +198,12 @@ std::size_t os_thread::effective_stack_size(std::size_t requested) noexcept {
   }
   const std::size_t least = min_stack_size();
   return round_up(requested < least ? least : requested, page_size());
+}
+
+std::size_t os_thread::usable_stack_size(std::size_t requested) noexcept {
+  const std::size_t size = effective_stack_size(requested);
+  const std::size_t reserve = stack_top_reserve();
+  return size > reserve ? size - reserve : 0;
 }
 
 result<os_thread> os_thread::start_entry(std::unique_ptr<entry> e, std::size_t stack_size) noexcept {
@@ -252,6 +281,7 @@ struct os_thread::native {
 
 std::size_t os_thread::min_stack_size() noexcept { return 0; }
 std::size_t os_thread::effective_stack_size(std::size_t requested) noexcept { return requested; }
+std::size_t os_thread::usable_stack_size(std::size_t requested) noexcept { return requested; }
 std::uintptr_t os_thread::current_stack_low() noexcept { return 0; }
 
 result<os_thread> os_thread::start_entry(std::unique_ptr<entry> e, std::size_t stack_size) noexcept {

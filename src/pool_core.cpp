@@ -183,16 +183,28 @@ namespace {
 // True when a helping wait on this thread has nested past the worker's
 // help floor (see find_and_run()). The first time, finds the floor: the
 // stack address halfway between the worker loop's frame and the end of
-// this thread's stack (0 when unknown). From the real end, not the size
+// this thread's stack. From the real end, not the size
 // asked for: the thread library keeps thread-local storage at the stack's
 // top (ThreadSanitizer's per-thread state took half of a 256 KiB stack).
 // Frame addresses, not a local's: under AddressSanitizer locals may live on
 // a separate fake stack.
-bool past_help_floor(pool_worker& w) noexcept {
+// When the lookup fails (glibc's allocates, and memory may be short), the
+// floor comes from the size the pool asked for, less what the thread library
+// keeps at the top (os_thread::usable_stack_size(), found without
+// allocating): never "no floor", which would let waits nest until the stack
+// overflows. Only where neither is known does the next wait look again.
+bool past_help_floor(pool_worker& w, std::size_t stack_size) noexcept {
 #if defined(__GNUC__) || defined(__clang__)
   if (w.help_floor_ == pool_worker::help_floor_unknown) [[unlikely]] {
     const std::uintptr_t low = detail::os_thread::current_stack_low();
-    w.help_floor_ = low != 0 && w.help_base_ > low ? low + (w.help_base_ - low) / 2 : 0;
+    if (low != 0 && w.help_base_ > low) {
+      w.help_floor_ = low + (w.help_base_ - low) / 2;
+    } else if (const std::size_t usable = detail::os_thread::usable_stack_size(stack_size);
+               usable != 0 && w.help_base_ > usable) {
+      w.help_floor_ = w.help_base_ - usable / 2;  // the frames above the loop's are a few hundred bytes
+    } else {
+      return false;  // unknown for now: no floor for this wait
+    }
   }
   return w.help_floor_ != 0 && reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) < w.help_floor_;
 #else
@@ -374,7 +386,7 @@ bool pool_core::find_and_run(pool_worker& w, std::span<job_function> local, bool
   // deque, which its own (nested) waits filled - and leaves the injector's
   // and other workers' jobs to the rest of the pool (oneTBB's stealing
   // threshold works the same way).
-  if (helping && past_help_floor(w)) {
+  if (helping && past_help_floor(w, stack_size_)) {
     detail::job_node* own = nullptr;
     if ((local_deques_ && take_from_lifo_slot(w, helping, own)) || w.deque_.pop(own)) {
       run_node(w, own);

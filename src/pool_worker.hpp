@@ -195,7 +195,8 @@ class pool_worker {
   bool degraded_ = false;                      // owner thread only: the last allocation attempt failed
   // Owner thread only: below help_floor_ (half the worker's stack used) a
   // helping wait runs only this worker's own jobs (pool_core::find_and_run());
-  // 0: no limit known; help_floor_unknown: not looked up yet. Found at the
+  // help_floor_unknown: not found yet (looked for again at the next helping
+  // wait; pool_core.cpp, past_help_floor()). Found at the
   // first helping wait, halfway between help_base_ (the worker loop's
   // frame) and the stack's end: looking that end up allocates on the
   // calling thread with glibc (pthread_getattr_np), which would give every

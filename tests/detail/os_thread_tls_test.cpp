@@ -67,6 +67,10 @@ TEST(OsThreadWithLargeTls, TheSmallestStackHoldsTheFloorBesideTheProgramsThreadL
   t->join();
   EXPECT_GE(seen, os_thread::library_min_stack + tls_bytes);
   EXPECT_GE(os_thread::min_stack_size(), os_thread::library_min_stack + tls_bytes);
+  // What a helping wait's floor falls back on when the stack's bounds cannot
+  // be looked up: the floor's usable part, the TLS left out.
+  EXPECT_GE(os_thread::usable_stack_size(1), os_thread::library_min_stack);
+  EXPECT_LT(os_thread::usable_stack_size(1), os_thread::min_stack_size());
   EXPECT_NE(used, 0U);
 }
 #endif

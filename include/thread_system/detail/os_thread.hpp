@@ -127,6 +127,13 @@ class os_thread {
   [[nodiscard]] static std::size_t min_stack_size() noexcept;
   /// The stack size a thread started with `requested` bytes (0: default) gets.
   [[nodiscard]] static std::size_t effective_stack_size(std::size_t requested) noexcept;
+  /// What of effective_stack_size(requested) the thread's frames may use at
+  /// least: the size less what the thread library keeps in the stack's top
+  /// (glibc: static TLS and the thread descriptor; in a statically linked
+  /// program, where glibc does not say, an estimate from above).
+  /// Found without allocating (unlike current_stack_low()); a reused cached
+  /// stack may be larger.
+  [[nodiscard]] static std::size_t usable_stack_size(std::size_t requested) noexcept;
   /// True when `requested`, or what rounding it up to whole pages makes of
   /// it, is above max_stack_size: refused as `invalid_argument`.
   [[nodiscard]] static bool larger_than_any_mapping(std::size_t requested) noexcept {
