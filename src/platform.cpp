@@ -504,10 +504,12 @@ result<void> set_thread_affinity(int os_tid, std::span<const int> cpus) noexcept
   }
   for (int cpu : cpus) {
     if (granted.has(cpu)) continue;
-    if (have_before) (void)before.set(os_tid);
+    // Put back as it was read (the CPUs the thread could run on then).
+    const bool restored = have_before && before.set(os_tid) == 0;
     return make_error_nothrow(error_code::invalid_argument, [&] {
-      return "set_affinity: CPU " + std::to_string(cpu) +
-             " is offline or not allowed to this process (cpuset); the thread's affinity is unchanged";
+      return "set_affinity: CPU " + std::to_string(cpu) + " is offline or not allowed to this process (cpuset); " +
+             (restored ? "the thread's affinity is unchanged"
+                       : "the thread's earlier CPUs could not be put back: it runs on the rest of the list");
     });
   }
   return {};
