@@ -112,8 +112,7 @@ bool pool_core::take_from_lifo_slot(pool_worker& w, bool helping, detail::job_no
 job_outcome pool_core::run_guarded(job_function& fn) noexcept {
   // A job without a token must not see the token of a job it runs inside
   // (a helping wait, caller_runs): token_job sets its own.
-  const cancellation_token* outer_token = this_job::detail::current_token;
-  this_job::detail::current_token = nullptr;
+  const this_job::detail::token_scope no_token(nullptr);
   job_outcome outcome = job_outcome::succeeded;
   try {
     outcome = fn.run();
@@ -122,7 +121,6 @@ job_outcome pool_core::run_guarded(job_function& fn) noexcept {
     report_failure(std::current_exception());
   }
   fn.reset();  // the job's captures are destroyed before it counts as done
-  this_job::detail::current_token = outer_token;
   return outcome;
 }
 

@@ -122,17 +122,13 @@ inline thread_local const resume_target* t_current_target = nullptr;
 class resume_scope {
  public:
   resume_scope(const cancellation_token* token, const resume_target* target) noexcept
-      : token_(std::exchange(this_job::detail::current_token, token)),
-        target_(std::exchange(t_current_target, target)) {}
-  ~resume_scope() {
-    this_job::detail::current_token = token_;
-    t_current_target = target_;
-  }
+      : token_(token), target_(std::exchange(t_current_target, target)) {}
+  ~resume_scope() { t_current_target = target_; }
   resume_scope(const resume_scope&) = delete;
   resume_scope& operator=(const resume_scope&) = delete;
 
  private:
-  const cancellation_token* token_;
+  this_job::detail::token_scope token_;
   const resume_target* target_;
 };
 

@@ -107,15 +107,7 @@ struct token_job {
       discard("job cancelled by its token before it started");
       return job_outcome::cancelled;
     }
-    struct scope {
-      const cancellation_token* saved;
-      explicit scope(const cancellation_token* t) : saved(this_job::detail::current_token) {
-        this_job::detail::current_token = t;
-      }
-      ~scope() { this_job::detail::current_token = saved; }
-      scope(const scope&) = delete;
-      scope& operator=(const scope&) = delete;
-    } current(&token);
+    const this_job::detail::token_scope current(&token);
     if constexpr (has_report_hook<Fn>) {
       return fn.run_and_report();
     } else {

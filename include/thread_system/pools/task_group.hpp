@@ -249,16 +249,9 @@ class task_group {
   // does the same for jobs the workers take from the queue). Out of line:
   // run()'s fork-join path is inlined into its callers, and these are its
   // rare branches.
-  struct no_token_scope {
-    const cancellation_token* outer = std::exchange(this_job::detail::current_token, nullptr);
-    no_token_scope() = default;
-    no_token_scope(const no_token_scope&) = delete;
-    no_token_scope& operator=(const no_token_scope&) = delete;
-    ~no_token_scope() { this_job::detail::current_token = outer; }
-  };
   template <typename J>
   THREAD_SYSTEM_NOINLINE static void run_without_token(J& job) {
-    const no_token_scope scope;
+    const this_job::detail::token_scope no_token(nullptr);
     job();
   }
 
@@ -332,7 +325,7 @@ class task_group {
     static void run_and_free(detail::owner_job* j) noexcept {
       auto* self = static_cast<kept_job*>(j);
       {
-        const no_token_scope scope;  // (already out of line: a function pointer's target)
+        const this_job::detail::token_scope no_token(nullptr);  // (already out of line: a function pointer's target)
         self->job();
       }
       detail::recycled_delete(self);

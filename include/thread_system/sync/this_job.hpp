@@ -13,6 +13,8 @@
 // job it is running.
 #pragma once
 
+#include <utility>
+
 #include "thread_system/sync/cancellation.hpp"
 
 namespace thread_system {
@@ -21,7 +23,22 @@ namespace thread_system {
 namespace this_job {
 namespace detail {
 inline thread_local const cancellation_token* current_token = nullptr;
-}
+
+/// Makes `token` (null: none) the running job's token on this thread for
+/// the scope's lifetime, then puts back the one it replaced: every place
+/// that runs a job (a token job, a coroutine's resumption, a job run
+/// without a token inside another) sets the token this way.
+class token_scope {
+ public:
+  explicit token_scope(const cancellation_token* token) noexcept : outer_(std::exchange(current_token, token)) {}
+  ~token_scope() { current_token = outer_; }
+  token_scope(const token_scope&) = delete;
+  token_scope& operator=(const token_scope&) = delete;
+
+ private:
+  const cancellation_token* outer_;
+};
+}  // namespace detail
 /// The cancellation token the running job was submitted with (a token that
 /// is never cancelled when it has none, or outside a job).
 [[nodiscard]] inline cancellation_token token() {
